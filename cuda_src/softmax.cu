@@ -1,0 +1,53 @@
+// Twin of prototypes/softmax.py: one block per row, double accumulation in shared memory.
+#define THREADS 128
+
+__device__ double block_reduce(double* buf, int tid, bool use_max) {
+    for (int stride = THREADS / 2; stride > 0; stride /= 2) {
+        if (tid < stride) {
+            buf[tid] = use_max ? fmax(buf[tid], buf[tid + stride]) : buf[tid] + buf[tid + stride];
+        }
+        __syncthreads();
+    }
+    return buf[0];
+}
+
+template <typename T>
+__global__ void softmax_fwd(const T* __restrict__ x, T* __restrict__ out, long long cols) {
+    __shared__ double buf[THREADS];
+    const int tid = threadIdx.x;
+    const T* xr = x + (long long)blockIdx.x * cols;
+    T* outr = out + (long long)blockIdx.x * cols;
+
+    double m = -INFINITY;
+    for (long long c = tid; c < cols; c += THREADS) m = fmax(m, (double)xr[c]);
+    buf[tid] = m;
+    __syncthreads();
+    m = block_reduce(buf, tid, true);
+    __syncthreads();
+
+    double s = 0.0;
+    for (long long c = tid; c < cols; c += THREADS) s += exp((double)xr[c] - m);
+    buf[tid] = s;
+    __syncthreads();
+    s = block_reduce(buf, tid, false);
+
+    for (long long c = tid; c < cols; c += THREADS) outr[c] = (T)(exp((double)xr[c] - m) / s);
+}
+
+template <typename T>
+__global__ void softmax_bwd(const T* __restrict__ y, const T* __restrict__ dy, T* __restrict__ dx,
+                            long long cols) {
+    __shared__ double buf[THREADS];
+    const int tid = threadIdx.x;
+    const long long base = (long long)blockIdx.x * cols;
+
+    double dot = 0.0;
+    // The product in T, then widened: exactly what the prototype does for float32.
+    for (long long c = tid; c < cols; c += THREADS) dot += (double)(y[base + c] * dy[base + c]);
+    buf[tid] = dot;
+    __syncthreads();
+    dot = block_reduce(buf, tid, false);
+
+    for (long long c = tid; c < cols; c += THREADS)
+        dx[base + c] = (T)(y[base + c] * (dy[base + c] - dot));
+}

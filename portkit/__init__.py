@@ -1,0 +1,41 @@
+"""portkit: write a custom GPU op once as numba prototype and C CUDA twin; simulate it
+on a CPU; check prototype, twin and PyTorch reference against each other on a GPU.
+
+Importing portkit is cheap: torch, numba and cuda.core load only when an op runs.
+"""
+
+from portkit import cases
+from portkit.errors import InputError, KernelError, LaunchError, PortkitError, TwinCompileError
+from portkit.spec import cdiv, op
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "InputError",
+    "KernelError",
+    "LaunchError",
+    "PortkitError",
+    "TwinCompileError",
+    "cases",
+    "cdiv",
+    "op",
+    "load",
+]
+
+
+def load(name: str, implementation: str = "twin"):
+    """The op ``name`` of the current project as a differentiable function:
+    ``portkit.load("sigmoid", "twin")(x)``."""
+    from portkit.autograd import op_function
+    from portkit.backends import create
+    from portkit.config import load_config
+    from portkit.discovery import discover
+    from portkit.errors import BackendUnavailable
+
+    config = load_config()
+    op_ = discover(config).get(name)
+    backend = create(implementation, config)
+    reason = backend.unavailable_reason or backend.unsupported_reason(op_)
+    if reason:
+        raise BackendUnavailable(f"{implementation} cannot run op {name}: {reason}")
+    return op_function(op_, backend.kernels(op_))

@@ -1,0 +1,46 @@
+"""The backend registry. Built-ins register exactly as a third party would."""
+
+from __future__ import annotations
+
+from portkit.backends.base import ROLES, Backend
+from portkit.backends.numba_gpu import NumbaGPU
+from portkit.backends.reference import TorchReference
+from portkit.backends.simulator import NumbaSimulator
+from portkit.backends.twin import Twin
+from portkit.config import ProjectConfig
+from portkit.errors import PortkitError
+
+_REGISTRY: dict[str, type[Backend]] = {}
+
+
+def register(backend: type[Backend]) -> type[Backend]:
+    for attribute in ("name", "role", "device", "description"):
+        if not isinstance(getattr(backend, attribute, None), str):
+            raise TypeError(f"backend {backend.__name__} must set the class attribute {attribute}")
+    if backend.role not in ROLES:
+        raise TypeError(f"backend {backend.name}: role {backend.role!r} is not one of {ROLES}")
+    if backend.name in _REGISTRY and _REGISTRY[backend.name] is not backend:
+        raise TypeError(f"backend name {backend.name!r} is already registered")
+    _REGISTRY[backend.name] = backend
+    return backend
+
+
+for _builtin in (TorchReference, NumbaSimulator, NumbaGPU, Twin):
+    register(_builtin)
+
+
+def names() -> list[str]:
+    return list(_REGISTRY)
+
+
+def create(name: str, config: ProjectConfig) -> Backend:
+    if name not in _REGISTRY:
+        raise PortkitError(f"unknown backend {name!r}; backends: {', '.join(_REGISTRY)}")
+    return _REGISTRY[name](config)
+
+
+def create_all(config: ProjectConfig, selected: list[str] | None = None) -> list[Backend]:
+    return [create(n, config) for n in (selected or names())]
+
+
+__all__ = ["Backend", "create", "create_all", "names", "register"]

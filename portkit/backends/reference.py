@@ -1,0 +1,24 @@
+"""``torch``: the op's PyTorch reference. It has no kernels; the harness calls the
+reference function itself and gradchecks it, proving the reference's backward."""
+
+from __future__ import annotations
+
+from portkit.backends.base import Backend
+from portkit.launch import KernelSet
+
+
+class TorchReference(Backend):
+    name = "torch"
+    role = "reference"
+    device = "cpu"
+    description = "the op's PyTorch reference (gradchecked in float64)"
+
+    def _probe(self) -> str | None:
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            return "torch is not installed"
+        return None
+
+    def kernels(self, op, *, poison_outputs: bool = False) -> KernelSet:
+        raise TypeError("the torch reference has no kernels")

@@ -1,0 +1,153 @@
+"""Test cases as data: shapes, dtype, seed and special values, next to each op.
+
+A case says what inputs to make, never how to check them. ``make_inputs`` turns a
+case into tensors the same way every time (a seeded CPU generator, then a copy to
+the device), so a seed printed in a failure reproduces it anywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import torch
+
+DTYPES = ("float32", "float64")
+
+# Sizes around a block of 128 and one that is not a multiple of any block size.
+EDGE_SIZES = (0, 1, 127, 128, 129, 1000)
+# 2**24 float32 elements is 64 MiB: big enough to fill an H100, too slow for a simulator.
+LARGE_SIZE = 1 << 24
+GRADCHECK_SIZE = 7
+
+
+@dataclass(frozen=True)
+class Case:
+    """One set of inputs for an op. ``shapes`` holds one shape per input tensor."""
+
+    name: str
+    shapes: tuple[tuple[int, ...], ...]
+    dtype: str = "float32"
+    seed: int = 0
+    special: tuple[float, ...] = ()
+    gpu_only: bool = False  # too large for the simulator
+    gradcheck: bool = False  # run torch.autograd.gradcheck on this case
+    extra: tuple = field(default=())  # non-tensor arguments passed after the tensors
+
+    def __post_init__(self) -> None:
+        if self.dtype not in DTYPES:
+            raise ValueError(f"case {self.name!r}: dtype {self.dtype!r} is not one of {DTYPES}")
+        if not self.shapes:
+            raise ValueError(f"case {self.name!r}: needs at least one input shape")
+        for shape in self.shapes:
+            if not all(isinstance(d, int) and d >= 0 for d in shape):
+                raise ValueError(f"case {self.name!r}: shape {shape} must be non-negative ints")
+        if self.gradcheck and self.dtype != "float64":
+            raise ValueError(f"case {self.name!r}: gradcheck needs float64, not {self.dtype}")
+
+    @property
+    def numel(self) -> int:
+        total = 1
+        for d in self.shapes[0]:
+            total *= d
+        return total
+
+
+def elementwise(
+    *,
+    inputs: int = 1,
+    sizes: Sequence[int] = EDGE_SIZES,
+    dtypes: Sequence[str] = DTYPES,
+    special: Sequence[float] = (),
+    large: int | None = LARGE_SIZE,
+    seed: int = 0,
+) -> tuple[Case, ...]:
+    """Cases for an op over ``inputs`` 1-D tensors of one shape."""
+
+    def shapes(n: int) -> tuple[tuple[int, ...], ...]:
+        return ((n,),) * inputs
+
+    cases = [
+        Case(f"{dt}-n{n}", shapes(n), dt, seed + i) for dt in dtypes for i, n in enumerate(sizes)
+    ]
+    if special:
+        n = 4 * len(special)
+        cases += [Case(f"{dt}-special", shapes(n), dt, seed, tuple(special)) for dt in dtypes]
+    if large:
+        cases.append(Case(f"float32-n{large}", shapes(large), "float32", seed, gpu_only=True))
+    cases.append(Case("float64-gradcheck", shapes(GRADCHECK_SIZE), "float64", seed, gradcheck=True))
+    return tuple(cases)
+
+
+def rows(
+    *,
+    shapes: Sequence[tuple[int, int]] = ((1, 1), (3, 127), (4, 128), (2, 129), (3, 1000)),
+    dtypes: Sequence[str] = DTYPES,
+    special: Sequence[float] = (),
+    large: tuple[int, int] | None = (4096, 4096),
+    gradcheck_shape: tuple[int, int] = (2, 3),
+    seed: int = 0,
+) -> tuple[Case, ...]:
+    """Cases for an op over one 2-D tensor processed row by row."""
+    cases = [
+        Case(f"{dt}-{r}x{c}", ((r, c),), dt, seed + i)
+        for dt in dtypes
+        for i, (r, c) in enumerate(shapes)
+    ]
+    if special:
+        shape = ((2, 2 * len(special)),)
+        cases += [Case(f"{dt}-special", shape, dt, seed, tuple(special)) for dt in dtypes]
+    if large:
+        r, c = large
+        cases.append(Case(f"float32-{r}x{c}", ((r, c),), "float32", seed, gpu_only=True))
+    r, c = gradcheck_shape
+    cases.append(Case("float64-gradcheck", ((r, c),), "float64", seed, gradcheck=True))
+    return tuple(cases)
+
+
+def custom(
+    name: str,
+    shapes: Sequence[Sequence[int]],
+    dtype: str = "float32",
+    **options,
+) -> Case:
+    """A single hand-written case: ``custom("wide", [(2, 4096)], "float64")``."""
+    return Case(name, tuple(tuple(s) for s in shapes), dtype, **options)
+
+
+def torch_dtype(name: str) -> torch.dtype:
+    import torch
+
+    return getattr(torch, name)
+
+
+def make_inputs(case: Case, device: str) -> list[torch.Tensor]:
+    """The case's input tensors: standard normal from ``case.seed``, with the special
+    values tiled over the start of each input (rolled by input index, so that
+    e.g. inf meets -inf in a binary op)."""
+    import torch
+
+    generator = torch.Generator().manual_seed(case.seed)
+    dtype = torch_dtype(case.dtype)
+    tensors = []
+    for index, shape in enumerate(case.shapes):
+        t = torch.randn(shape, dtype=dtype, generator=generator)
+        if case.special and t.numel():
+            values = torch.tensor(case.special, dtype=dtype).roll(index)
+            flat = t.view(-1)
+            count = min(flat.numel(), 3 * values.numel())
+            flat[:count] = values.repeat(3)[:count]
+        tensors.append(t.to(device))
+    return tensors
+
+
+def make_grad_outputs(case: Case, outputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    """Seeded upstream gradients, one per output, on the outputs' device."""
+    import torch
+
+    generator = torch.Generator().manual_seed(case.seed + 10_007)
+    return [
+        torch.randn(o.shape, dtype=o.dtype, generator=generator).to(o.device) for o in outputs
+    ]

@@ -1,0 +1,77 @@
+"""Where a project's ops live, read once from its pyproject.toml.
+
+A project is the nearest folder, from the working directory up, that holds a
+``pyproject.toml``. Its ``[tool.portkit]`` table may set:
+
+    prototypes = "prototypes"   # folder of numba prototypes, one op per <op>.py
+    cuda-src   = "cuda_src"     # folder of C CUDA twins, one op per <op>.cu
+    cache-dir  = "..."          # compiled twins; default: $XDG_CACHE_HOME/portkit
+
+Nothing is read at import time: commands and the pytest plugin call ``load_config``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from portkit.errors import ConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+_KNOWN_KEYS = {"prototypes", "cuda-src", "cache-dir"}
+
+
+@dataclass(frozen=True)
+class ProjectConfig:
+    root: Path
+    prototypes_dir: Path
+    cuda_src_dir: Path
+    cache_dir: Path
+
+
+def default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "portkit"
+
+
+def find_project_root(start: Path) -> Path:
+    """The nearest folder at or above ``start`` with a pyproject.toml, else ``start``."""
+    start = start.resolve()
+    for folder in (start, *start.parents):
+        if (folder / "pyproject.toml").is_file():
+            return folder
+    return start
+
+
+def load_config(start: Path | None = None) -> ProjectConfig:
+    root = find_project_root(start or Path.cwd())
+    table: dict = {}
+    pyproject = root / "pyproject.toml"
+    if pyproject.is_file():
+        try:
+            data = tomllib.loads(pyproject.read_text())
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{pyproject}: not valid TOML: {exc}") from None
+        table = data.get("tool", {}).get("portkit", {})
+    unknown = sorted(set(table) - _KNOWN_KEYS)
+    if unknown:
+        raise ConfigError(
+            f"{pyproject}: unknown key(s) in [tool.portkit]: {', '.join(unknown)}; "
+            f"known keys: {', '.join(sorted(_KNOWN_KEYS))}"
+        )
+    for key, value in table.items():
+        if not isinstance(value, str):
+            raise ConfigError(f"{pyproject}: [tool.portkit] {key} must be a string path")
+    cache = table.get("cache-dir")
+    return ProjectConfig(
+        root=root,
+        prototypes_dir=root / table.get("prototypes", "prototypes"),
+        cuda_src_dir=root / table.get("cuda-src", "cuda_src"),
+        cache_dir=(root / cache) if cache else default_cache_dir(),
+    )

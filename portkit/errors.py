@@ -1,0 +1,50 @@
+"""Errors portkit raises for a user's mistake.
+
+Every class here is a ``PortkitError``: the CLI prints its message (no traceback) and
+exits nonzero. Anything else that escapes is a bug in portkit and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+
+class PortkitError(Exception):
+    """A problem the user can fix; the message says what and where."""
+
+
+class ConfigError(PortkitError):
+    """pyproject.toml's [tool.portkit] table is wrong, or a folder it names is missing."""
+
+
+class OpNotFound(PortkitError):
+    """An op name that discovery does not know."""
+
+    def __init__(self, name: str, known: list[str]) -> None:
+        listing = ", ".join(known) if known else "none were found"
+        super().__init__(f"unknown op {name!r}; known ops: {listing}")
+        self.name = name
+        self.known = known
+
+
+class OpDefinitionError(PortkitError):
+    """A prototype file or twin that breaks the author's contract."""
+
+
+class InputError(PortkitError):
+    """A tensor handed to an op or kernel is on the wrong device, of the wrong dtype,
+    non-contiguous, or of a shape the op does not accept."""
+
+
+class LaunchError(PortkitError):
+    """A kernel launch configuration a GPU would reject (too many threads, empty grid, ...)."""
+
+
+class TwinCompileError(PortkitError):
+    """NVRTC rejected a twin; the message carries its log with file and line."""
+
+
+class KernelError(PortkitError):
+    """A kernel raised while it ran in the simulator; the message names block and thread."""
+
+
+class BackendUnavailable(PortkitError):
+    """The machine lacks what a backend needs (no GPU, package missing)."""

@@ -1,0 +1,178 @@
+"""``k``: the kernels of one implementation, as the host launcher sees them.
+
+``k.sigmoid_fwd[grid, block](x, out, n)`` or ``k.kernel[grid, block, shared_bytes](...)``
+launches the kernel of that name on whichever implementation ``k`` belongs to. The
+launch configuration and the arguments are checked here, once, for every backend, so
+a user's mistake gets the same message whether it runs in the simulator or on a GPU.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from portkit.errors import InputError, LaunchError
+
+if TYPE_CHECKING:
+    import torch
+
+MAX_THREADS_PER_BLOCK = 1024
+MAX_BLOCK_DIMS = (1024, 1024, 64)
+MAX_GRID_DIMS = (2**31 - 1, 65535, 65535)
+MAX_SHARED_BYTES = 227 * 1024  # opt-in maximum per block on sm_90
+
+
+@dataclass(frozen=True)
+class LaunchConfig:
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shared_bytes: int = 0
+
+    @property
+    def threads_per_block(self) -> int:
+        return math.prod(self.block)
+
+
+def _dims(value: Any, what: str, kernel: str) -> tuple[int, int, int]:
+    items = tuple(value) if isinstance(value, (tuple, list)) else (value,)
+    if not 1 <= len(items) <= 3 or not all(_is_int(i) for i in items):
+        raise LaunchError(f"kernel {kernel}: {what} must be an int or 1-3 ints, got {value!r}")
+    return tuple(int(i) for i in items) + (1,) * (3 - len(items))  # type: ignore[return-value]
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) or hasattr(value, "__index__")
+
+
+def launch_config(config: Any, kernel: str) -> LaunchConfig:
+    """Check ``config`` (what went inside ``k.kernel[...]``) as a GPU would."""
+    if not isinstance(config, tuple) or len(config) not in (2, 3):
+        raise LaunchError(
+            f"kernel {kernel}: launch as k.{kernel}[grid, block] or "
+            f"k.{kernel}[grid, block, shared_bytes], got [{config!r}]"
+        )
+    grid = _dims(config[0], "grid", kernel)
+    block = _dims(config[1], "block", kernel)
+    shared = int(config[2]) if len(config) == 3 else 0
+    result = LaunchConfig(grid, block, shared)
+    if any(d <= 0 for d in block):
+        raise LaunchError(f"kernel {kernel}: block {block} has a dimension below 1")
+    if result.threads_per_block > MAX_THREADS_PER_BLOCK:
+        raise LaunchError(
+            f"kernel {kernel}: block {block} asks for {result.threads_per_block} threads per "
+            f"block; a GPU allows at most {MAX_THREADS_PER_BLOCK}"
+        )
+    for axis, (d, limit) in enumerate(zip(block, MAX_BLOCK_DIMS)):
+        if d > limit:
+            raise LaunchError(f"kernel {kernel}: block dimension {'xyz'[axis]}={d} > {limit}")
+    if any(d <= 0 for d in grid):
+        raise LaunchError(
+            f"kernel {kernel}: grid {grid} has a dimension below 1, which a GPU rejects; "
+            f"skip the launch when there is no work (e.g. `if n == 0: return out`)"
+        )
+    for axis, (d, limit) in enumerate(zip(grid, MAX_GRID_DIMS)):
+        if d > limit:
+            raise LaunchError(f"kernel {kernel}: grid dimension {'xyz'[axis]}={d} > {limit}")
+    if not 0 <= shared <= MAX_SHARED_BYTES:
+        raise LaunchError(
+            f"kernel {kernel}: {shared} bytes of dynamic shared memory; "
+            f"the range is 0..{MAX_SHARED_BYTES}"
+        )
+    return result
+
+
+class LaunchTarget(Protocol):
+    """One backend's way of running one kernel."""
+
+    def launch(self, config: LaunchConfig, args: Sequence[Any]) -> None: ...
+
+
+def check_kernel_args(kernel: str, args: Sequence[Any], device: str) -> list[Any]:
+    """Tensors must live on ``device`` and be contiguous; autograd is stripped."""
+    import numpy as np
+    import torch
+
+    checked = []
+    for position, arg in enumerate(args):
+        where = f"kernel {kernel}, argument {position}"
+        if isinstance(arg, torch.Tensor):
+            if arg.device.type != device:
+                raise InputError(
+                    f"{where}: tensor is on {arg.device.type}, this implementation runs on "
+                    f"{device}; move it with .to({device!r})"
+                )
+            if not arg.is_contiguous():
+                raise InputError(
+                    f"{where}: tensor of shape {tuple(arg.shape)} with strides {arg.stride()} "
+                    f"is not contiguous; pass .contiguous()"
+                )
+            checked.append(arg.detach())
+        elif isinstance(arg, (bool, int, float, np.generic)):
+            checked.append(arg)
+        else:
+            raise InputError(
+                f"{where}: {type(arg).__name__} is neither a tensor nor a number; kernels take "
+                f"torch tensors and Python or NumPy scalars"
+            )
+    return checked
+
+
+class BoundLaunch:
+    def __init__(self, name: str, target: LaunchTarget, config: LaunchConfig, device: str):
+        self._name, self._target, self._config, self._device = name, target, config, device
+
+    def __call__(self, *args: Any) -> None:
+        self._target.launch(self._config, check_kernel_args(self._name, args, self._device))
+
+
+class Kernel:
+    def __init__(self, name: str, target: LaunchTarget, device: str) -> None:
+        self._name, self._target, self._device = name, target, device
+
+    def __getitem__(self, config: Any) -> BoundLaunch:
+        return BoundLaunch(self._name, self._target, launch_config(config, self._name), self._device)
+
+
+class KernelSet:
+    """The ``k`` handed to an op's forward and backward launchers."""
+
+    def __init__(
+        self,
+        op: str,
+        implementation: str,
+        device: str,
+        targets: Mapping[str, LaunchTarget],
+        poison_outputs: bool = False,
+    ) -> None:
+        self.op = op
+        self.implementation = implementation
+        self.device = device
+        self.poison_outputs = poison_outputs
+        self._kernels = {name: Kernel(name, t, device) for name, t in targets.items()}
+
+    def __getattr__(self, name: str) -> Kernel:
+        kernels = self.__dict__.get("_kernels", {})
+        if name in kernels:
+            return kernels[name]
+        raise AttributeError(
+            f"op {self.op} has no kernel {name!r} in its {self.__dict__.get('implementation')} "
+            f"implementation; kernels: {', '.join(sorted(kernels)) or 'none'}"
+        )
+
+    def empty(self, shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
+        """An output buffer on this implementation's device. During checks it is filled
+        with NaN (or -1 for integers) so that an element no kernel writes fails."""
+        import torch
+
+        if not self.poison_outputs:
+            return torch.empty(tuple(shape), dtype=dtype, device=self.device)
+        fill: float = math.nan if dtype.is_floating_point else -1
+        return torch.full(tuple(shape), fill, dtype=dtype, device=self.device)
+
+    def empty_like(self, tensor: torch.Tensor) -> torch.Tensor:
+        return self.empty(tensor.shape, tensor.dtype)
+
+
+TargetFactory = Callable[[str], LaunchTarget]

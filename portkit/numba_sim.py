@@ -1,0 +1,179 @@
+"""Run an unmodified ``numba.cuda.jit`` kernel in numba's CUDA simulator, in-process.
+
+numba picks its simulator with an environment variable read at import; portkit
+needs the real target and the simulator side by side. So each kernel's ``py_func``
+is rebuilt with a private copy of its globals in which every ``cuda.jit`` function
+it refers to (kernels and ``device=True`` helpers, found in globals and closures)
+is replaced by its simulated twin. The user's module is never modified.
+"""
+
+from __future__ import annotations
+
+import pdb
+import threading
+import traceback
+import types
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from portkit.errors import KernelError
+from portkit.launch import LaunchConfig
+
+
+@dataclass(frozen=True)
+class Breakpoint:
+    """Stop in pdb when ``block`` and ``thread`` enter ``kernel`` (first launch only)."""
+
+    kernel: str
+    block: tuple[int, int, int]
+    thread: tuple[int, int, int]
+    stdin: TextIO | None = None
+    stdout: TextIO | None = None
+
+
+def _is_device_function(value: Any) -> bool:
+    options = getattr(value, "targetoptions", None)
+    return hasattr(value, "py_func") and isinstance(options, dict) and bool(options.get("device"))
+
+
+def _referenced_names(code: types.CodeType) -> set[str]:
+    """Global names a function (and any function nested in it) looks up."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _referenced_names(const)
+    return names
+
+
+class SimulatedFunctions:
+    """Memoised simulated copies of numba functions, so recursion through shared
+    helpers builds each copy once."""
+
+    def __init__(self) -> None:
+        self._done: dict[int, Any] = {}
+
+    def plain_copy(self, dispatcher: Any) -> types.FunctionType:
+        """``dispatcher.py_func`` rebuilt over globals whose device functions are simulated."""
+        fn = dispatcher.py_func
+        namespace = dict(fn.__globals__)
+        for name in _referenced_names(fn.__code__):
+            value = fn.__globals__.get(name)
+            if _is_device_function(value):
+                namespace[name] = self.simulated(value)
+        closure = None
+        if fn.__closure__:
+            closure = tuple(
+                types.CellType(self.simulated(c.cell_contents))
+                if _is_device_function(c.cell_contents)
+                else c
+                for c in fn.__closure__
+            )
+        copy = types.FunctionType(fn.__code__, namespace, fn.__name__, fn.__defaults__, closure)
+        copy.__kwdefaults__ = fn.__kwdefaults__
+        return copy
+
+    def simulated(self, dispatcher: Any) -> Any:
+        from numba.cuda.simulator.kernel import FakeCUDAKernel
+
+        key = id(dispatcher)
+        if key not in self._done:
+            device = bool(dispatcher.targetoptions.get("device"))
+            self._done[key] = FakeCUDAKernel(self.plain_copy(dispatcher), device=device)
+        return self._done[key]
+
+
+def _with_breakpoint(fn: types.FunctionType, breakpoint: Breakpoint) -> types.FunctionType:
+    """A function over ``fn``'s globals (numba swaps ``cuda`` in those) that enters pdb
+    at the first line of the kernel in the chosen thread and runs it plainly elsewhere."""
+    state = {"hit": False}
+    lock = threading.Lock()
+    current_thread = threading.current_thread
+    debugger_class = pdb.Pdb  # a closure variable: the wrapper runs over the kernel's globals
+    target = (breakpoint.block, breakpoint.thread)
+
+    def kernel_with_breakpoint(*args):
+        me = current_thread()
+        here = (tuple(me.blockIdx), tuple(me.threadIdx))
+        with lock:
+            stop = here == target and not state["hit"]
+            state["hit"] = state["hit"] or stop
+        if stop:
+            debugger = debugger_class(stdin=breakpoint.stdin, stdout=breakpoint.stdout)
+            if breakpoint.stdin is not None:
+                debugger.use_rawinput = False
+            debugger.message(
+                f"portkit: kernel {breakpoint.kernel}, block {breakpoint.block}, "
+                f"thread {breakpoint.thread}"
+            )
+            return debugger.runcall(fn, *args)
+        return fn(*args)
+
+    code = kernel_with_breakpoint.__code__
+    return types.FunctionType(
+        code, fn.__globals__, fn.__name__, None, kernel_with_breakpoint.__closure__
+    )
+
+
+class SimulatedKernel:
+    """A launch target running one kernel in numba's simulator on CPU tensors."""
+
+    def __init__(self, name: str, dispatcher: Any, functions: SimulatedFunctions) -> None:
+        self.name = name
+        self._dispatcher = dispatcher
+        self._functions = functions
+        self.breakpoint: Breakpoint | None = None
+        self._fake = None
+
+    def _kernel(self):
+        from numba.cuda.simulator.kernel import FakeCUDAKernel
+
+        if self.breakpoint is not None and self.breakpoint.kernel == self.name:
+            fn = _with_breakpoint(self._functions.plain_copy(self._dispatcher), self.breakpoint)
+            return FakeCUDAKernel(fn, device=False)
+        if self._fake is None:
+            self._fake = self._functions.simulated(self._dispatcher)
+        return self._fake
+
+    def launch(self, config: LaunchConfig, args: Sequence[Any]) -> None:
+        import torch
+
+        host_args = [a.numpy() if isinstance(a, torch.Tensor) else a for a in args]
+        kernel = self._kernel()
+        try:
+            with warnings.catch_warnings():
+                # NumPy warns on inf - inf and the like; a GPU computes NaN silently.
+                warnings.simplefilter("ignore", RuntimeWarning)
+                kernel[config.grid, config.block, 0, config.shared_bytes](*host_args)
+        except Exception as exc:
+            raise KernelError(self._describe(exc)) from None
+
+    def _describe(self, exc: Exception) -> str:
+        """numba prefixes thread errors with 'tid=[x, y, z] ctaid=[x, y, z]: '."""
+        message = str(exc)
+        where = ""
+        if message.startswith("tid="):
+            head, _, message = message.partition(": ")
+            tid, _, ctaid = head.partition(" ctaid=")
+            where = f" at block {_coords(ctaid)}, thread {_coords(tid[4:])}"
+        source = self._dispatcher.py_func.__code__.co_filename
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == source]
+        line = f"\n  {frames[-1].filename}:{frames[-1].lineno}: {frames[-1].line}" if frames else ""
+        return f"kernel {self.name} raised in the simulator{where}: {type(exc).__name__}: " + (
+            f"{message}{line}"
+        )
+
+
+def _coords(text: str) -> tuple[int, ...]:
+    return tuple(int(v) for v in text.strip(" []").split(",") if v.strip())
+
+
+def simulator_importable() -> str | None:
+    try:
+        import numba.cuda.simulator.kernel  # noqa: F401
+    except Exception as exc:  # pragma: no cover - depends on the install
+        return f"numba's CUDA simulator cannot be imported: {exc}"
+    return None
+
+
