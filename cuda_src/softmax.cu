@@ -18,7 +18,7 @@ __global__ void softmax_fwd(const T* __restrict__ x, T* __restrict__ out, long l
     const T* xr = x + (long long)blockIdx.x * cols;
     T* outr = out + (long long)blockIdx.x * cols;
 
-    double m = -INFINITY;
+    double m = __longlong_as_double(0xfff0000000000000ULL);  // -inf, as the prototype starts
     for (long long c = tid; c < cols; c += THREADS) m = fmax(m, (double)xr[c]);
     buf[tid] = m;
     __syncthreads();

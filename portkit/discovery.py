@@ -24,7 +24,7 @@ from portkit.spec import OP_ATTRIBUTE, OpDefinition
 MODULE_PREFIX = "portkit_ops"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # ops compare and hash by identity
 class Op:
     name: str
     definition: OpDefinition

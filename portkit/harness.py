@@ -244,3 +244,42 @@ def run_case(op: Op, case: Case, backends: Sequence[Backend]) -> list[CheckResul
             runs.append(run)
     runner.cross_compare(runs)
     return runner.results
+
+
+def plan_suite(ops: Sequence[Op], case_names: set[str]) -> list[tuple[Op, Case]]:
+    """Every (op, case) pair to run; ``case_names`` (if any) must each match some op."""
+    plan = [
+        (op, case)
+        for op in ops
+        for case in op.definition.cases
+        if not case_names or case.name in case_names
+    ]
+    unmatched = case_names - {case.name for _, case in plan}
+    if unmatched:
+        known = sorted({c.name for op in ops for c in op.definition.cases})
+        raise PortkitError(
+            f"no op has case(s) {', '.join(sorted(unmatched))}; cases: {', '.join(known)}"
+        )
+    return plan
+
+
+def run_suite(
+    plan: Sequence[tuple[Op, Case]],
+    backends: Sequence[Backend],
+    config,
+    *,
+    compile_first: bool = True,
+    advance: Callable[[str], None] = lambda label: None,
+) -> list[CheckResult]:
+    """Compile checks (once per op), then every case of the plan on every backend."""
+    from portkit.compile_check import compile_checks
+
+    results: list[CheckResult] = []
+    if compile_first:
+        for op in dict.fromkeys(op for op, _ in plan):
+            advance(f"{op.name}: compile for sm_90")
+            results += compile_checks(op, config)
+    for op, case in plan:
+        advance(f"{op.name} {case.name}")
+        results += run_case(op, case, backends)
+    return results

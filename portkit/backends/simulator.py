@@ -13,17 +13,17 @@ class NumbaSimulator(Backend):
     device = "cpu"
     simulated = True
     description = "prototype in numba's CUDA simulator on the CPU"
+    # Set by `portkit sim --block/--thread`: stop in pdb there.
+    breakpoint: Breakpoint | None = None
 
     def _probe(self) -> str | None:
         return simulator_importable()
 
-    def kernels(
-        self, op, *, poison_outputs: bool = False, breakpoint: Breakpoint | None = None
-    ) -> KernelSet:
+    def kernels(self, op, *, poison_outputs: bool = False) -> KernelSet:
         functions = SimulatedFunctions()
         targets = {}
         for name, dispatcher in op.kernels.items():
             target = SimulatedKernel(name, dispatcher, functions)
-            target.breakpoint = breakpoint
+            target.breakpoint = self.breakpoint
             targets[name] = target
         return KernelSet(op.name, self.name, self.device, targets, poison_outputs)

@@ -1,0 +1,257 @@
+"""The ``portkit`` command. Heavy libraries (torch, numba, cuda.core) are imported
+inside commands, never at module import, so ``portkit --help`` is instant."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from portkit.errors import PortkitError
+
+EXIT_FAILED_CHECKS = 1
+EXIT_USER_ERROR = 2
+
+
+def user_errors(command: Callable) -> Callable:
+    """Turn a PortkitError into one line on stderr and exit code 2, without a traceback."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except PortkitError as exc:
+            click.secho(f"error: {exc}", fg="red", err=True)
+            sys.exit(EXIT_USER_ERROR)
+
+    return wrapper
+
+
+def _project():
+    from portkit.config import load_config
+    from portkit.discovery import discover
+
+    config = load_config()
+    return config, discover(config)
+
+
+def _console():
+    from rich.console import Console
+
+    console = Console(highlight=False)
+    if not console.is_terminal:
+        console = Console(highlight=False, width=200)  # logs and CI: don't squeeze tables
+    return console
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="portkit")
+def main() -> None:
+    """portkit: one op, three implementations, one check.
+
+    An op is two files joined by name: prototypes/OP.py (numba.cuda.jit kernels,
+    host launchers, the PyTorch reference, the cases) and cuda_src/OP.cu (the C CUDA
+    twin, same kernel names). A project can move those folders with
+    [tool.portkit] prototypes = "..." / cuda-src = "..." in its pyproject.toml.
+
+    \b
+    The loop:
+      portkit list              what ops exist and what can run here
+      portkit sim sigmoid       run the prototype in the CUDA simulator, on a CPU
+      portkit sim sigmoid --block 1 --thread 5    ... and stop there in pdb
+      portkit check --all       equivalence + gradcheck on every backend this machine has
+      portkit compile           do prototypes and twins compile for sm_90? (no GPU needed)
+      pytest prototypes         the same suite as generated pytest tests
+    """
+
+
+@main.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+@user_errors
+def list_ops(as_json: bool) -> None:
+    """List every op with its kernels, twin and the backends that can run it here."""
+    from portkit.backends import create_all
+    from portkit.report import op_listing
+
+    config, catalog = _project()
+    backends = create_all(config)
+    rows = op_listing(catalog, backends)
+    if as_json:
+        import json
+
+        click.echo(json.dumps(rows, indent=2))
+        return
+    from portkit.report import listing_table
+
+    console = _console()
+    console.print(listing_table(rows, backends))
+    if not catalog.names:
+        console.print(f"no ops found in {config.prototypes_dir}")
+
+
+def _parse_coords(text: str | None, what: str) -> tuple[int, int, int] | None:
+    if text is None:
+        return None
+    try:
+        values = [int(v) for v in text.split(",")]
+    except ValueError:
+        raise click.BadParameter(f"{what} is X or X,Y or X,Y,Z with integers, got {text!r}")
+    if not 1 <= len(values) <= 3 or min(values) < 0:
+        raise click.BadParameter(f"{what} is 1 to 3 non-negative integers, got {text!r}")
+    return tuple(values + [0] * (3 - len(values)))  # type: ignore[return-value]
+
+
+def _parse_shape(text: str) -> tuple[int, ...]:
+    try:
+        shape = tuple(int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise click.BadParameter(f"shape is like 129 or 4x129, got {text!r}")
+    if min(shape) < 0:
+        raise click.BadParameter(f"shape dimensions must be >= 0, got {text!r}")
+    return shape
+
+
+@main.command()
+@click.argument("op_name", metavar="OP")
+@click.option("--case", "case_name", help="Run one of the op's cases by name (see `portkit list`).")
+@click.option("--size", type=click.IntRange(min=0), help="1-D inputs of this many elements.")
+@click.option("--shape", help="Input shape, e.g. 4x129 (every tensor input gets it).")
+@click.option(
+    "--dtype",
+    type=click.Choice(["float32", "float64"]),
+    default="float32",
+    show_default=True,
+    help="Scalar type of the inputs.",
+)
+@click.option("--seed", type=int, help="Seed for the random inputs (default: the case's).")
+@click.option("--kernel", help="Kernel to stop in (default: the first one the forward launches).")
+@click.option("--block", help="Stop in pdb when this block (X or X,Y,Z) runs --kernel.")
+@click.option("--thread", help="... and this thread (X or X,Y,Z) of it. Either option turns pdb on.")
+@click.option("--show", default=8, show_default=True, help="How many leading elements to print.")
+@user_errors
+def sim(
+    op_name: str,
+    case_name: str | None,
+    size: int | None,
+    shape: str | None,
+    dtype: str,
+    seed: int | None,
+    kernel: str | None,
+    block: str | None,
+    thread: str | None,
+    show: int,
+) -> None:
+    """Run OP's prototype in the CUDA simulator on the CPU and compare it with the reference.
+
+    Prints the first elements of every output (and input gradient, if the op has a
+    backward) next to the reference, then a verdict; exits 1 if they differ. No GPU
+    and no environment variable needed.
+
+    \b
+    Examples:
+      portkit sim sigmoid
+      portkit sim sigmoid --size 1000 --dtype float64 --seed 3
+      portkit sim softmax --shape 4x129
+      portkit sim sigmoid --block 1 --thread 5       # pdb at block 1, thread 5
+    """
+    from portkit.backends import create
+    from portkit.numba_sim import Breakpoint
+    from portkit.simulate import choose_case, run_simulation
+
+    config, catalog = _project()
+    op = catalog.get(op_name)
+    if size is not None and shape is not None:
+        raise click.UsageError("give --size or --shape, not both")
+    case = choose_case(op, case_name, dtype, (size,) if size is not None else (
+        _parse_shape(shape) if shape else None), seed)
+    block_at, thread_at = _parse_coords(block, "--block"), _parse_coords(thread, "--thread")
+    backend = create("sim", config)
+    if backend.unavailable_reason:
+        raise PortkitError(f"the simulator cannot run here: {backend.unavailable_reason}")
+    if block_at or thread_at:
+        name = kernel or next(iter(op.kernels))
+        if name not in op.kernels:
+            raise PortkitError(
+                f"op {op.name} has no kernel {name!r}; kernels: {', '.join(op.kernels)}"
+            )
+        backend.breakpoint = Breakpoint(name, block_at or (0, 0, 0), thread_at or (0, 0, 0))
+    elif kernel:
+        raise click.UsageError("--kernel chooses where --block/--thread stop; give one of them")
+    ok = run_simulation(op, case, backend, _console(), show)
+    sys.exit(0 if ok else EXIT_FAILED_CHECKS)
+
+
+@main.command()
+@click.argument("op_names", metavar="[OP]...", nargs=-1)
+@click.option("--all", "all_ops", is_flag=True, help="Check every op of the project.")
+@click.option(
+    "--backend",
+    "backend_names",
+    multiple=True,
+    help="Only these backends (repeatable): torch, sim, numba, twin. Default: all.",
+)
+@click.option("--case", "case_names", multiple=True, help="Only cases with this name (repeatable).")
+@click.option("--no-compile", is_flag=True, help="Skip the sm_90 compile checks.")
+@click.option("-v", "--verbose", is_flag=True, help="One row per case instead of per check.")
+@user_errors
+def check(
+    op_names: tuple[str, ...],
+    all_ops: bool,
+    backend_names: tuple[str, ...],
+    case_names: tuple[str, ...],
+    no_compile: bool,
+    verbose: bool,
+) -> None:
+    """Run the equivalence and gradcheck suite for OPs on every backend this machine has.
+
+    On a CPU-only machine: the reference's gradcheck, the prototype in the simulator,
+    and compile checks for sm_90. On a GPU machine also: the prototype compiled by
+    numba, the twin, and prototype against twin. Exits 1 if any check fails.
+
+    \b
+    Examples:
+      portkit check sigmoid
+      portkit check --all --backend sim
+      portkit check softmax --case float64-gradcheck -v
+    """
+    from portkit.backends import create_all
+    from portkit.harness import plan_suite, run_suite
+    from portkit.report import print_results, progress_bar
+
+    config, catalog = _project()
+    if all_ops == bool(op_names):
+        raise click.UsageError("name one or more OPs, or pass --all")
+    ops = [catalog.get(n) for n in (catalog.names if all_ops else op_names)]
+    backends = create_all(config, list(backend_names) or None)
+    plan = plan_suite(ops, set(case_names))
+    console = _console()
+    with progress_bar(console, len(plan) + (0 if no_compile else len(ops))) as advance:
+        results = run_suite(plan, backends, config, compile_first=not no_compile, advance=advance)
+    failed = print_results(results, console, verbose)
+    sys.exit(EXIT_FAILED_CHECKS if failed else 0)
+
+
+@main.command("compile")
+@click.argument("op_names", metavar="[OP]...", nargs=-1)
+@user_errors
+def compile_command(op_names: tuple[str, ...]) -> None:
+    """Compile every prototype (numba, compile_ptx) and twin (NVRTC) for sm_90.
+
+    Needs no GPU. Twins are cached on disk keyed by source, options, arch and NVRTC
+    version. With no OP, compiles every op. Exits 1 if anything fails to compile.
+    """
+    from portkit.compile_check import compile_checks
+    from portkit.report import print_results
+
+    config, catalog = _project()
+    ops = [catalog.get(n) for n in (op_names or catalog.names)]
+    results = [r for op in ops for r in compile_checks(op, config)]
+    failed = print_results(results, _console(), verbose=True)
+    sys.exit(EXIT_FAILED_CHECKS if failed else 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,137 @@
+"""Does the op compile for a real GPU? Checked on a machine with none.
+
+The simulator runs any Python, so a prototype can pass there and still fail to
+compile for a GPU. This module runs each op's launchers on CPU tensors with kernels
+that only record their argument types, then compiles every kernel with those types
+for sm_90 through numba's ``compile_ptx``, and every twin through NVRTC.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
+
+from portkit.autograd import as_tuple
+from portkit.cases import make_grad_outputs, make_inputs
+from portkit.errors import PortkitError
+from portkit.harness import FAIL, PASS, CheckResult
+from portkit.launch import KernelSet, LaunchConfig
+from portkit.twin_build import DEFAULT_ARCH, compile_twin
+
+if TYPE_CHECKING:
+    from portkit.config import ProjectConfig
+    from portkit.discovery import Op
+
+COMPUTE_CAPABILITY = (9, 0)
+
+
+class RecordingKernel:
+    """A launch target that runs nothing and remembers the numba signature of each launch."""
+
+    def __init__(self, signatures: set) -> None:
+        self.signatures = signatures
+
+    def launch(self, config: LaunchConfig, args: Sequence[Any]) -> None:
+        import numba
+        import torch
+
+        self.signatures.add(
+            tuple(numba.typeof(a.numpy() if isinstance(a, torch.Tensor) else a) for a in args)
+        )
+
+
+def kernel_signatures(op: Op) -> dict[str, set]:
+    """The argument types each kernel is launched with, over one case of each dtype."""
+    signatures: dict[str, set] = {name: set() for name in op.kernels}
+    k = KernelSet(
+        op.name, "trace", "cpu", {n: RecordingKernel(signatures[n]) for n in op.kernels}
+    )
+    seen = set()
+    for case in op.definition.cases:
+        if case.dtype in seen or case.numel == 0 or case.gpu_only:
+            continue
+        seen.add(case.dtype)
+        inputs = make_inputs(case, "cpu")
+        outputs, saved = op.definition.forward(k, *inputs, *case.extra)
+        if op.definition.backward is not None:
+            outputs = as_tuple(outputs)
+            op.definition.backward(k, as_tuple(saved), *make_grad_outputs(case, outputs))
+    return signatures
+
+
+@contextmanager
+def device_compute_capability(cc: tuple[int, int]) -> Iterator[None]:
+    """numba-cuda 0.30 asks the driver for the current device's compute capability
+    when it compiles a ``device=True`` function, which fails on a machine with no
+    GPU. There, and only there, answer ``cc`` for the duration of the compile."""
+    from numba import cuda
+    from numba.cuda import dispatcher
+
+    if cuda.is_available():
+        yield
+        return
+    original = dispatcher.get_current_device
+    dispatcher.get_current_device = lambda: SimpleNamespace(compute_capability=cc)
+    try:
+        yield
+    finally:
+        dispatcher.get_current_device = original
+
+
+def check_prototype(op: Op) -> CheckResult:
+    from numba import cuda
+
+    t0 = time.perf_counter()
+    arch = f"sm_{COMPUTE_CAPABILITY[0]}{COMPUTE_CAPABILITY[1]}"
+    try:
+        signatures = kernel_signatures(op)
+    except Exception as exc:
+        detail = f"tracing the launchers failed: {type(exc).__name__}: {exc}"
+        return CheckResult(op.name, "all", "numba", f"compile {arch}", FAIL, detail)
+    compiled, problems = 0, []
+    for name, sigs in signatures.items():
+        if not sigs:
+            problems.append(f"kernel {name} is never launched by the op's cases")
+        for sig in sorted(sigs, key=str):
+            try:
+                with device_compute_capability(COMPUTE_CAPABILITY):
+                    cuda.compile_ptx(op.kernels[name].py_func, sig, cc=COMPUTE_CAPABILITY)
+                compiled += 1
+            except Exception as exc:
+                first = str(exc).strip().splitlines()
+                problems.append(
+                    f"kernel {name}{tuple(str(t) for t in sig)}: {type(exc).__name__}: "
+                    + "\n".join(first[:12])
+                )
+    status = FAIL if problems else PASS
+    detail = "\n".join(problems) or f"{compiled} kernel signature(s) compiled to PTX"
+    seconds = time.perf_counter() - t0
+    return CheckResult(op.name, "all", "numba", f"compile {arch}", status, detail, seconds)
+
+
+def check_twin(op: Op, config: ProjectConfig, arch: str = DEFAULT_ARCH) -> CheckResult | None:
+    from portkit.backends.twin import twin_expressions
+
+    if not op.has_twin:
+        return None
+    t0 = time.perf_counter()
+    try:
+        expressions = twin_expressions(op)
+        compiled = compile_twin(op.twin_path, expressions, config.cache_dir, arch)
+    except PortkitError as exc:
+        return CheckResult(op.name, "all", "twin", f"compile {arch}", FAIL, str(exc))
+    source = "cache" if compiled.from_cache else "NVRTC"
+    detail = f"{len(expressions)} kernel instantiation(s), cubin from {source}"
+    seconds = time.perf_counter() - t0
+    return CheckResult(op.name, "all", "twin", f"compile {arch}", PASS, detail, seconds)
+
+
+def compile_checks(op: Op, config: ProjectConfig) -> list[CheckResult]:
+    results = [check_prototype(op)]
+    twin = check_twin(op, config)
+    if twin is not None:
+        results.append(twin)
+    return results

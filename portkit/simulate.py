@@ -1,0 +1,106 @@
+"""``portkit sim``: one case of one op through the simulator, shown element by element."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from portkit.cases import Case, make_inputs
+from portkit.errors import PortkitError
+from portkit.harness import FAIL, CaseRunner
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from portkit.backends import Backend
+    from portkit.discovery import Op
+
+# Biggest default case: a few thousand simulated threads keep `portkit sim` near a second.
+DEFAULT_MAX_ELEMENTS = 4096
+
+
+def choose_case(
+    op: Op,
+    case_name: str | None,
+    dtype: str,
+    shape: tuple[int, ...] | None,
+    seed: int | None,
+) -> Case:
+    """The named case, or the op's largest ordinary case of ``dtype`` that the simulator
+    runs quickly, reshaped and reseeded as asked."""
+    if case_name:
+        case = op.case(case_name)
+    else:
+        ordinary = [
+            c
+            for c in op.definition.cases
+            if c.dtype == dtype and not (c.gpu_only or c.special or c.gradcheck)
+        ]
+        small = [c for c in ordinary if c.numel <= DEFAULT_MAX_ELEMENTS]
+        if not small:
+            raise PortkitError(f"op {op.name} has no {dtype} case small enough to simulate")
+        case = max(small, key=lambda c: c.numel)
+    if case.dtype != dtype and not case_name:
+        case = replace(case, dtype=dtype)
+    if shape is not None:
+        rank = {len(s) for s in case.shapes}
+        if rank != {len(shape)}:
+            raise PortkitError(
+                f"op {op.name} takes {'/'.join(map(str, sorted(rank)))}-D inputs; "
+                f"the requested shape {'x'.join(map(str, shape))} is {len(shape)}-D"
+            )
+        case = replace(case, shapes=(shape,) * len(case.shapes))
+    if seed is not None:
+        case = replace(case, seed=seed)
+    label = "x".join(map(str, case.shapes[0]))
+    return replace(case, name=f"{case.dtype}-{label}-seed{case.seed}", gpu_only=False)
+
+
+def run_simulation(op: Op, case: Case, backend: Backend, console: Console, show: int) -> bool:
+    """Run, print values and verdict; True when every check passed."""
+    from rich.table import Table
+
+    runner = CaseRunner(op, case)
+    console.print(
+        f"[bold]{op.name}[/] in the simulator: inputs {' '.join('x'.join(map(str, s)) for s in case.shapes)}"
+        f" {case.dtype}, seed {case.seed}"
+    )
+    run = runner.run_implementation(backend)
+    expected_outputs, expected_grads = runner.reference(backend.device)
+    inputs = make_inputs(case, backend.device)
+
+    if run is not None and run.outputs:
+        table = Table(title="first elements", title_justify="left")
+        table.add_column("index", justify="right")
+        for i in range(len(inputs)):
+            table.add_column(f"input {i}", justify="right")
+        for i in range(len(run.outputs)):
+            table.add_column(f"output {i} sim", justify="right")
+            table.add_column(f"output {i} reference", justify="right")
+        for i in range(len(run.grads)):
+            table.add_column(f"grad {i} sim", justify="right")
+            table.add_column(f"grad {i} reference", justify="right")
+        flat = [t.detach().reshape(-1) for t in inputs]
+        pairs = [(a.reshape(-1), e.reshape(-1)) for a, e in zip(run.outputs, expected_outputs)]
+        pairs += [
+            (a.reshape(-1), e.reshape(-1))
+            for a, e in zip(run.grads, expected_grads)
+            if a is not None and e is not None
+        ]
+        count = min(show, flat[0].numel())
+        for j in range(count):
+            cells = [str(j)] + [f"{t[j].item():.7g}" for t in flat]
+            for a, e in pairs:
+                cells += [f"{a[j].item():.7g}", f"{e[j].item():.7g}"]
+            table.add_row(*cells)
+        if count:
+            console.print(table)
+
+    for result in runner.results:
+        mark = "[red]FAIL[/]" if result.status == FAIL else "[green]pass[/]"
+        console.print(f"{mark} {result.check} ({result.seconds:.2f} s)")
+        if result.detail:
+            console.print(f"     {result.detail}")
+    ok = run is not None and not any(r.failed for r in runner.results)
+    console.print("[bold green]PASS[/]" if ok else "[bold red]FAIL[/]")
+    return ok
