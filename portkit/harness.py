@@ -127,8 +127,8 @@ class CaseRunner:
             outputs = as_tuple(fn(*inputs, *self.case.extra))
             if device == "cuda":
                 torch.cuda.synchronize()
-        except PortkitError as exc:
-            self.record(name, "forward", FAIL, f"{exc}{self.reproduce}", t0)
+        except Exception as exc:  # a kernel's or launcher's error fails this check only
+            self.record(name, "forward", FAIL, f"{describe(exc)}{self.reproduce}", t0)
             return None
         problems = self.compare_all("output", outputs, expected_outputs, REFERENCE_TOLERANCE)
         problems += self.modified_inputs(inputs, originals, "forward")
@@ -142,8 +142,8 @@ class CaseRunner:
                 grads = self.gradients(outputs, inputs)
                 if device == "cuda":
                     torch.cuda.synchronize()
-            except PortkitError as exc:
-                self.record(name, "backward", FAIL, f"{exc}{self.reproduce}", t0)
+            except Exception as exc:
+                self.record(name, "backward", FAIL, f"{describe(exc)}{self.reproduce}", t0)
                 run.ok = False
                 return run
             problems = self.compare_all("grad of input", grads, expected_grads, REFERENCE_TOLERANCE)
@@ -167,8 +167,8 @@ class CaseRunner:
             torch.autograd.gradcheck(
                 lambda *xs: fn(*xs, *self.case.extra), tuple(inputs), raise_exception=True, fast_mode=fast
             )
-        except (torch.autograd.gradcheck.GradcheckError, PortkitError) as exc:
-            self.record(name, "gradcheck", FAIL, f"{exc}{self.reproduce}", t0)
+        except Exception as exc:
+            self.record(name, "gradcheck", FAIL, f"{describe(exc)}{self.reproduce}", t0)
         else:
             self.record(name, "gradcheck", PASS, "", t0)
 
@@ -216,6 +216,17 @@ class CaseRunner:
                     "\n".join(problems),
                     t0,
                 )
+
+
+def describe(exc: Exception) -> str:
+    """A portkit error's own message; for anything else its type and where it was raised."""
+    import traceback
+
+    if isinstance(exc, PortkitError):
+        return str(exc)
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    return f"{type(exc).__name__}: {exc}{where}"
 
 
 def skip_reason(op: Op, case: Case, backend: Backend) -> str | None:

@@ -159,6 +159,8 @@ class Twin(Backend):
         kernels = checked_twin_kernels(op)
         arch = _current_device_arch()
         compiled = compile_twin(op.twin_path, twin_expressions(op), self.config.cache_dir, arch)
-        module = ObjectCode.from_cubin(compiled.cubin, symbol_mapping=compiled.symbols)
+        # cuda.core wants the lowered names as bytes; the cache keeps them as JSON text.
+        symbols = {expr: sym.encode() for expr, sym in compiled.symbols.items()}
+        module = ObjectCode.from_cubin(compiled.cubin, symbol_mapping=symbols)
         targets = {name: TwinKernelTarget(k, module) for name, k in kernels.items()}
         return KernelSet(op.name, self.name, self.device, targets, poison_outputs)
