@@ -8,7 +8,6 @@ scalar, and a wrong argument is named before anything reaches the GPU.
 
 from __future__ import annotations
 
-import ctypes
 from collections.abc import Sequence
 from functools import cache
 from typing import Any
@@ -89,7 +88,7 @@ def bind_arguments(kernel: TwinKernel, args: Sequence[Any]) -> tuple[str | None,
             actual = str(arg.dtype).removeprefix("torch.")
             if expected and actual != expected:
                 raise InputError(f"{where} is {ctype}*; got a {actual} tensor")
-            values.append(ctypes.c_void_p(arg.data_ptr()))
+            values.append(arg.data_ptr())  # cuda.core passes a Python int as a pointer
         else:
             if isinstance(arg, torch.Tensor):
                 raise InputError(f"{where} is a {ctype} scalar; got a tensor")
