@@ -22,7 +22,6 @@ class NumbaKernel:
     def launch(self, config: LaunchConfig, args: Sequence[Any]) -> None:
         import torch
         from numba import cuda
-        from numba.core.errors import NumbaPerformanceWarning
 
         stream = cuda.external_stream(torch.cuda.current_stream().cuda_stream)
         device_args = [
@@ -30,7 +29,8 @@ class NumbaKernel:
         ]
         with warnings.catch_warnings():
             # Small grids are deliberate in edge-size cases; numba warns about each.
-            warnings.simplefilter("ignore", NumbaPerformanceWarning)
+            # (numba-cuda raises its own copy of the class, so match the message.)
+            warnings.filterwarnings("ignore", message=r".*Grid size \d+ will likely result in GPU")
             self._dispatcher[config.grid, config.block, stream, config.shared_bytes](*device_args)
 
 

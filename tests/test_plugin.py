@@ -1,0 +1,132 @@
+"""The pytest plugin turns every prototype file into op x implementation x case tests."""
+
+from __future__ import annotations
+
+import os
+import re
+from importlib.metadata import entry_points
+
+import pytest
+
+from portkit.backends import create
+from portkit.config import load_config
+
+GOOD = "plug_good"
+BAD = "plug_bad"
+BROKEN = "plug_broken"
+GOOD_CASES = ["float32-n1", "float32-n129", "float64-gradcheck"]
+
+
+def plugin_args() -> list[str]:
+    """Load the plugin explicitly where its entry point is not installed."""
+    installed = any(ep.name == "portkit" for ep in entry_points(group="pytest11"))
+    autoload = not os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+    return [] if installed and autoload else ["-p", "portkit.pytest_plugin"]
+
+
+@pytest.fixture
+def project(pytester, make_project, sources):
+    return make_project(
+        {
+            GOOD: (
+                sources.unary_op(GOOD, backward="dx[i] = dy[i] * 2.0"),
+                sources.unary_twin(GOOD, backward="dx[i] = dy[i] * T(2);"),
+            ),
+            BAD: (
+                sources.unary_op(BAD, "out[i] = x[i] * 3.0", cases=sources.ONE_CASE),
+                sources.unary_twin(BAD, "out[i] = x[i] * T(3);"),
+            ),
+            BROKEN: ("import portkit_no_such_module_xyz\n", None),
+        },
+        at=pytester.path,
+    )
+
+
+def run(pytester, *args: str):
+    return pytester.runpytest_subprocess(
+        *plugin_args(), "prototypes", "-p", "no:cacheprovider", "--strict-markers", *args
+    )
+
+
+def outcomes(result) -> dict[str, str]:
+    """test id -> PASSED/FAILED/SKIPPED from ``-v`` output."""
+    found = {}
+    for line in result.outlines:
+        m = re.match(r"^prototypes/(\w+\.py::\S+) (PASSED|FAILED|SKIPPED|ERROR)", line)
+        if m:
+            found[m.group(1)] = m.group(2)
+    return found
+
+
+def gpu_reasons(root) -> dict[str, str | None]:
+    config = load_config(root)
+    return {name: create(name, config).unavailable_reason for name in ("numba", "twin")}
+
+
+def test_generated_items(pytester, project):
+    result = run(pytester, "-v", "-rs")
+    text = result.stdout.str()
+    got = outcomes(result)
+
+    good = {k.split("::", 1)[1]: v for k, v in got.items() if k.startswith(f"{GOOD}.py::")}
+    expected_ids = {"compile[numba]", "compile[twin]", "torch[float64-gradcheck]"}
+    for case in GOOD_CASES:
+        expected_ids |= {f"sim[{case}]", f"numba[{case}]", f"twin[{case}]", f"numba~twin[{case}]"}
+    assert set(good) == expected_ids
+
+    # what runs on a CPU passes
+    for test_id in ("compile[numba]", "compile[twin]", "torch[float64-gradcheck]"):
+        assert good[test_id] == "PASSED", test_id
+    for case in GOOD_CASES:
+        assert good[f"sim[{case}]"] == "PASSED", case
+
+    # GPU items skip with the backend's reason, or run where there is a GPU
+    reasons = gpu_reasons(project)
+    for case in GOOD_CASES:
+        for name in ("numba", "twin", "numba~twin"):
+            backends = name.split("~")
+            missing = [reasons[b] for b in backends if reasons[b]]
+            assert good[f"{name}[{case}]"] == ("SKIPPED" if missing else "PASSED"), name
+    if reasons["twin"]:
+        assert "no CUDA GPU visible" in reasons["twin"]
+        assert re.search(rf"SKIPPED \[\d+\] prototypes/{GOOD}\.py: no CUDA GPU visible", text)
+
+    # the wrong op fails with the harness's report, not a traceback
+    assert got[f"{BAD}.py::sim[float32-n129]"] == "FAILED"
+    assert got[f"{BAD}.py::compile[twin]"] == "PASSED"
+    assert "sim forward: output 0: 129 of 129 elements differ" in text
+    assert "reproduce: portkit check plug_bad --case float32-n129" in text
+    assert "Traceback" not in text
+    assert "raise CheckFailed" not in text and "pytest_plugin.py" not in text
+
+    # a prototype that does not import is one failing item naming the file
+    assert got[f"{BROKEN}.py::load"] == "FAILED"
+    assert f"prototypes/{BROKEN}.py failed to import: ModuleNotFoundError" in text
+
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_marker_selects_sim_only(pytester, project):
+    result = run(pytester, "-v", "-m", "sim")
+    got = outcomes(result)
+    assert sorted(got) == sorted(
+        [f"{GOOD}.py::sim[{c}]" for c in GOOD_CASES] + [f"{BAD}.py::sim[float32-n129]"]
+    )
+    assert got[f"{BAD}.py::sim[float32-n129]"] == "FAILED"
+    parsed = result.parseoutcomes()
+    assert parsed["passed"] == 3 and parsed["failed"] == 1
+    assert parsed["deselected"] > 0
+    assert "skipped" not in parsed
+
+
+def test_marker_selects_compile_only(pytester, project):
+    result = run(pytester, "-q", "-m", "compile")
+    result.assert_outcomes(passed=4)
+    assert result.ret == pytest.ExitCode.OK
+
+
+def test_markers_are_registered(pytester, project):
+    result = pytester.runpytest_subprocess(*plugin_args(), "--markers")
+    text = result.stdout.str()
+    for marker in ("sim", "gpu", "compile", "reference"):
+        assert f"@pytest.mark.{marker}:" in text
