@@ -148,6 +148,4 @@ def make_grad_outputs(case: Case, outputs: Sequence[torch.Tensor]) -> list[torch
     import torch
 
     generator = torch.Generator().manual_seed(case.seed + 10_007)
-    return [
-        torch.randn(o.shape, dtype=o.dtype, generator=generator).to(o.device) for o in outputs
-    ]
+    return [torch.randn(o.shape, dtype=o.dtype, generator=generator).to(o.device) for o in outputs]

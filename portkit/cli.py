@@ -98,7 +98,9 @@ def _parse_coords(text: str | None, what: str) -> tuple[int, int, int] | None:
     try:
         values = [int(v) for v in text.split(",")]
     except ValueError:
-        raise click.BadParameter(f"{what} is X or X,Y or X,Y,Z with integers, got {text!r}")
+        raise click.BadParameter(
+            f"{what} is X or X,Y or X,Y,Z with integers, got {text!r}"
+        ) from None
     if not 1 <= len(values) <= 3 or min(values) < 0:
         raise click.BadParameter(f"{what} is 1 to 3 non-negative integers, got {text!r}")
     return tuple(values + [0] * (3 - len(values)))  # type: ignore[return-value]
@@ -108,7 +110,7 @@ def _parse_shape(text: str) -> tuple[int, ...]:
     try:
         shape = tuple(int(v) for v in text.lower().split("x"))
     except ValueError:
-        raise click.BadParameter(f"shape is like 129 or 4x129, got {text!r}")
+        raise click.BadParameter(f"shape is like 129 or 4x129, got {text!r}") from None
     if min(shape) < 0:
         raise click.BadParameter(f"shape dimensions must be >= 0, got {text!r}")
     return shape
@@ -129,7 +131,9 @@ def _parse_shape(text: str) -> tuple[int, ...]:
 @click.option("--seed", type=int, help="Seed for the random inputs (default: the case's).")
 @click.option("--kernel", help="Kernel to stop in (default: the first one the forward launches).")
 @click.option("--block", help="Stop in pdb when this block (X or X,Y,Z) runs --kernel.")
-@click.option("--thread", help="... and this thread (X or X,Y,Z) of it. Either option turns pdb on.")
+@click.option(
+    "--thread", help="... and this thread (X or X,Y,Z) of it. Either option turns pdb on."
+)
 @click.option("--show", default=8, show_default=True, help="How many leading elements to print.")
 @user_errors
 def sim(
@@ -165,8 +169,13 @@ def sim(
     op = catalog.get(op_name)
     if size is not None and shape is not None:
         raise click.UsageError("give --size or --shape, not both")
-    case = choose_case(op, case_name, dtype, (size,) if size is not None else (
-        _parse_shape(shape) if shape else None), seed)
+    case = choose_case(
+        op,
+        case_name,
+        dtype,
+        (size,) if size is not None else (_parse_shape(shape) if shape else None),
+        seed,
+    )
     block_at, thread_at = _parse_coords(block, "--block"), _parse_coords(thread, "--thread")
     backend = create("sim", config)
     if backend.unavailable_reason:

@@ -50,7 +50,9 @@ class Mismatch:
     def report(self, seed_note: str = "") -> str:
         if self.problem:
             return f"{self.what}: {self.problem}{seed_note}"
-        shown = "; ".join(f"[{','.join(map(str, i))}] got {a!r} expected {e!r}" for i, a, e in self.first)
+        shown = "; ".join(
+            f"[{','.join(map(str, i))}] got {a!r} expected {e!r}" for i, a, e in self.first
+        )
         return (
             f"{self.what}: {self.count} of {self.total} elements differ "
             f"(rtol={self.tolerance.rtol:g}, atol={self.tolerance.atol:g}); "

@@ -46,9 +46,7 @@ class RecordingKernel:
 def kernel_signatures(op: Op) -> dict[str, set]:
     """The argument types each kernel is launched with, over one case of each dtype."""
     signatures: dict[str, set] = {name: set() for name in op.kernels}
-    k = KernelSet(
-        op.name, "trace", "cpu", {n: RecordingKernel(signatures[n]) for n in op.kernels}
-    )
+    k = KernelSet(op.name, "trace", "cpu", {n: RecordingKernel(signatures[n]) for n in op.kernels})
     seen = set()
     for case in op.definition.cases:
         if case.dtype in seen or case.numel == 0 or case.gpu_only:

@@ -165,7 +165,10 @@ class CaseRunner:
         inputs = self.differentiable(make_inputs(self.case, device))
         try:
             torch.autograd.gradcheck(
-                lambda *xs: fn(*xs, *self.case.extra), tuple(inputs), raise_exception=True, fast_mode=fast
+                lambda *xs: fn(*xs, *self.case.extra),
+                tuple(inputs),
+                raise_exception=True,
+                fast_mode=fast,
             )
         except Exception as exc:
             self.record(name, "gradcheck", FAIL, f"{describe(exc)}{self.reproduce}", t0)

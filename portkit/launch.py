@@ -46,6 +46,12 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) or hasattr(value, "__index__")
 
 
+def _within_limits(kernel: str, what: str, dims: tuple[int, ...], limits: tuple[int, ...]) -> None:
+    for axis, (d, limit) in enumerate(zip(dims, limits)):
+        if d > limit:
+            raise LaunchError(f"kernel {kernel}: {what} dimension {'xyz'[axis]}={d} > {limit}")
+
+
 def launch_config(config: Any, kernel: str) -> LaunchConfig:
     """Check ``config`` (what went inside ``k.kernel[...]``) as a GPU would."""
     if not isinstance(config, tuple) or len(config) not in (2, 3):
@@ -64,17 +70,13 @@ def launch_config(config: Any, kernel: str) -> LaunchConfig:
             f"kernel {kernel}: block {block} asks for {result.threads_per_block} threads per "
             f"block; a GPU allows at most {MAX_THREADS_PER_BLOCK}"
         )
-    for axis, (d, limit) in enumerate(zip(block, MAX_BLOCK_DIMS)):
-        if d > limit:
-            raise LaunchError(f"kernel {kernel}: block dimension {'xyz'[axis]}={d} > {limit}")
+    _within_limits(kernel, "block", block, MAX_BLOCK_DIMS)
     if any(d <= 0 for d in grid):
         raise LaunchError(
             f"kernel {kernel}: grid {grid} has a dimension below 1, which a GPU rejects; "
             f"skip the launch when there is no work (e.g. `if n == 0: return out`)"
         )
-    for axis, (d, limit) in enumerate(zip(grid, MAX_GRID_DIMS)):
-        if d > limit:
-            raise LaunchError(f"kernel {kernel}: grid dimension {'xyz'[axis]}={d} > {limit}")
+    _within_limits(kernel, "grid", grid, MAX_GRID_DIMS)
     if not 0 <= shared <= MAX_SHARED_BYTES:
         raise LaunchError(
             f"kernel {kernel}: {shared} bytes of dynamic shared memory; "
@@ -132,7 +134,9 @@ class Kernel:
         self._name, self._target, self._device = name, target, device
 
     def __getitem__(self, config: Any) -> BoundLaunch:
-        return BoundLaunch(self._name, self._target, launch_config(config, self._name), self._device)
+        return BoundLaunch(
+            self._name, self._target, launch_config(config, self._name), self._device
+        )
 
 
 class KernelSet:

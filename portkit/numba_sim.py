@@ -175,5 +175,3 @@ def simulator_importable() -> str | None:
     except Exception as exc:  # pragma: no cover - depends on the install
         return f"numba's CUDA simulator cannot be imported: {exc}"
     return None
-
-

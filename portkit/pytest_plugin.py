@@ -87,8 +87,12 @@ class OpFile(pytest.File):
                 ):
                     continue  # the reference is only checked by gradcheck
                 item = CaseItem.from_parent(
-                    self, name=f"{backend.name}[{case.name}]", op=op, case=case,
-                    backends=[backend], only_check=None,
+                    self,
+                    name=f"{backend.name}[{case.name}]",
+                    op=op,
+                    case=case,
+                    backends=[backend],
+                    only_check=None,
                 )
                 item.add_marker(_marker(backend))
                 reason = skip_reason(op, case, backend)
@@ -98,8 +102,12 @@ class OpFile(pytest.File):
             pair = [backends.get("numba"), backends.get("twin")]
             if all(pair):
                 item = CaseItem.from_parent(
-                    self, name=f"numba~twin[{case.name}]", op=op, case=case,
-                    backends=pair, only_check="vs twin",
+                    self,
+                    name=f"numba~twin[{case.name}]",
+                    op=op,
+                    case=case,
+                    backends=pair,
+                    only_check="vs twin",
                 )
                 item.add_marker("gpu")
                 reasons = [skip_reason(op, case, b) for b in pair]
@@ -108,7 +116,19 @@ class OpFile(pytest.File):
                 yield item
 
 
-class CaseItem(pytest.Item):
+class PortkitItem(pytest.Item):
+    """Reports a harness failure as the harness's own text, not a Python traceback."""
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style=None) -> str:
+        if isinstance(excinfo.value, CheckFailed):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self):
+        return self.path, 0, f"{self.path.stem}::{self.name}"
+
+
+class CaseItem(PortkitItem):
     def __init__(self, *, op, case, backends, only_check: str | None, **kwargs) -> None:
         super().__init__(**kwargs)
         self.op, self.case, self.backends, self.only_check = op, case, backends, only_check
@@ -130,16 +150,8 @@ class CaseItem(pytest.Item):
         if not any(r.status == PASS for r in results):
             raise CheckFailed(f"no check ran: {[(r.check, r.status, r.detail) for r in results]}")
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style=None) -> str:
-        if isinstance(excinfo.value, CheckFailed):
-            return str(excinfo.value)
-        return super().repr_failure(excinfo)
 
-    def reportinfo(self):
-        return self.path, 0, f"{self.op.name}::{self.name}"
-
-
-class CompileItem(pytest.Item):
+class CompileItem(PortkitItem):
     def __init__(self, *, op, side: str, **kwargs) -> None:
         super().__init__(**kwargs)
         self.op, self.side = op, side
@@ -156,25 +168,11 @@ class CompileItem(pytest.Item):
         if result is None or result.failed:
             raise CheckFailed(result.detail if result else "no twin to compile")
 
-    def repr_failure(self, excinfo, style=None) -> str:
-        if isinstance(excinfo.value, CheckFailed):
-            return str(excinfo.value)
-        return super().repr_failure(excinfo)
 
-    def reportinfo(self):
-        return self.path, 0, f"{self.op.name}::{self.name}"
-
-
-class BrokenOpItem(pytest.Item):
+class BrokenOpItem(PortkitItem):
     def __init__(self, *, message: str, **kwargs) -> None:
         super().__init__(**kwargs)
         self.message = message
 
     def runtest(self) -> None:
         raise CheckFailed(self.message)
-
-    def repr_failure(self, excinfo, style=None) -> str:
-        return str(excinfo.value)
-
-    def reportinfo(self):
-        return self.path, 0, self.name

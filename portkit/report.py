@@ -66,9 +66,7 @@ def listing_table(rows: list[dict], backends: Sequence[Backend]) -> Table:
             str(len(row["cases"])),
             *marks,
         )
-    reasons = {
-        b.name: b.unavailable_reason for b in backends if b.unavailable_reason is not None
-    }
+    reasons = {b.name: b.unavailable_reason for b in backends if b.unavailable_reason is not None}
     if reasons:
         table.caption = "; ".join(f"{n}: {r}" for n, r in reasons.items())
         table.caption_justify = "left"
@@ -78,8 +76,7 @@ def listing_table(rows: list[dict], backends: Sequence[Backend]) -> Table:
 @contextmanager
 def progress_bar(console: Console, total: int) -> Iterator[Callable[[str], None]]:
     """A transient bar; ``advance(label)`` marks the start of the next unit of work."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-    from rich.progress import TimeElapsedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(
         TextColumn("{task.description}"),
@@ -114,8 +111,15 @@ def print_results(results: Sequence[CheckResult], console: Console, verbose: boo
         table.add_column("time", justify="right")
         table.add_column("note")
         for r in results:
-            table.add_row(r.op, r.backend, r.check, r.case, _status(r.status), f"{r.seconds:.2f}s",
-                          _first_line(r.detail))
+            table.add_row(
+                r.op,
+                r.backend,
+                r.check,
+                r.case,
+                _status(r.status),
+                f"{r.seconds:.2f}s",
+                _first_line(r.detail),
+            )
     else:
         groups: dict[tuple[str, str, str], list[CheckResult]] = defaultdict(list)
         for r in results:

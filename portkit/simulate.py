@@ -61,9 +61,9 @@ def run_simulation(op: Op, case: Case, backend: Backend, console: Console, show:
     from rich.table import Table
 
     runner = CaseRunner(op, case)
+    shapes = " ".join("x".join(map(str, s)) for s in case.shapes)
     console.print(
-        f"[bold]{op.name}[/] in the simulator: inputs {' '.join('x'.join(map(str, s)) for s in case.shapes)}"
-        f" {case.dtype}, seed {case.seed}"
+        f"[bold]{op.name}[/] in the simulator: inputs {shapes} {case.dtype}, seed {case.seed}"
     )
     run = runner.run_implementation(backend)
     expected_outputs, expected_grads = runner.reference(backend.device)

@@ -38,11 +38,11 @@ def main() -> None:
     import torch
 
     from portkit.backends import create
+    from portkit.backends.twin import twin_expressions
     from portkit.config import load_config
     from portkit.discovery import discover
     from portkit.harness import run_case
     from portkit.simulate import choose_case
-    from portkit.backends.twin import twin_expressions
     from portkit.twin_build import compile_twin
 
     config = load_config(ROOT)
@@ -50,8 +50,10 @@ def main() -> None:
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none"
     print(f"# portkit benchmark, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n")
     print(f"- machine: {platform.node()}, {platform.processor() or platform.machine()}, GPU: {gpu}")
-    print(f"- python {platform.python_version()}, torch {torch.__version__}, numba-cuda "
-          f"{version('numba-cuda')}, cuda-core {version('cuda-core')}")
+    print(
+        f"- python {platform.python_version()}, torch {torch.__version__}, numba-cuda "
+        f"{version('numba-cuda')}, cuda-core {version('cuda-core')}"
+    )
     print(f"- medians of {args.repeat} repetitions\n")
 
     print("## Twin compile (NVRTC, sm_90, every instantiation of the op)\n")
@@ -64,14 +66,15 @@ def main() -> None:
         expressions = twin_expressions(op)
         with tempfile.TemporaryDirectory() as warm_dir:
 
-            def cold() -> None:
+            def cold(op=op, expressions=expressions) -> None:
                 with tempfile.TemporaryDirectory() as cache:
                     compile_twin(op.twin_path, expressions, Path(cache))
 
             cold_s = median_seconds(cold, args.repeat)
             compile_twin(op.twin_path, expressions, Path(warm_dir))
             cached_s = median_seconds(
-                lambda: compile_twin(op.twin_path, expressions, Path(warm_dir)), args.repeat
+                lambda op=op, e=expressions, d=warm_dir: compile_twin(op.twin_path, e, Path(d)),
+                args.repeat,
             )
         print(f"| {name} | {cold_s:.3f} | {cached_s:.4f} |")
 
@@ -82,7 +85,9 @@ def main() -> None:
     for name in catalog.names:
         op = catalog.get(name)
         case = choose_case(op, None, "float32", None, None)
-        seconds = median_seconds(lambda: run_case(op, case, [sim]), max(1, args.repeat // 2))
+        seconds = median_seconds(
+            lambda op=op, case=case: run_case(op, case, [sim]), max(1, args.repeat // 2)
+        )
         threads = _threads(op, case)
         print(f"| {name} | {case.name} | {threads} | {seconds:.2f} |")
 
@@ -94,8 +99,10 @@ def main() -> None:
         done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
         samples.append(time.perf_counter() - t0)
     summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-300:]
-    print(f"median {statistics.median(samples):.2f} s over 3 runs; exit {done.returncode}; "
-          f"last line: `{summary}`")
+    print(
+        f"median {statistics.median(samples):.2f} s over 3 runs; exit {done.returncode}; "
+        f"last line: `{summary}`"
+    )
 
 
 def _threads(op, case) -> int:

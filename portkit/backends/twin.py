@@ -70,8 +70,9 @@ def bind_arguments(kernel: TwinKernel, args: Sequence[Any]) -> tuple[str | None,
                 )
             if scalar is not None and C_SCALAR_OF_DTYPE[dtype] != scalar:
                 raise InputError(
-                    f"twin kernel {kernel.name}: {param.name} is {dtype} but earlier {param.ctype}* "
-                    f"arguments were {DTYPE_OF_C_SCALAR[scalar]}; one instantiation takes one dtype"
+                    f"twin kernel {kernel.name}: {param.name} is {dtype} but earlier "
+                    f"{param.ctype}* arguments were {DTYPE_OF_C_SCALAR[scalar]}; "
+                    f"one instantiation takes one dtype"
                 )
             scalar = C_SCALAR_OF_DTYPE[dtype]
     if kernel.template_param and scalar is None:
