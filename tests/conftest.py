@@ -20,13 +20,13 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
-REPO = Path(__file__).resolve().parents[1]
-
 # One or two cases, small enough for the simulator.
-SMALL_CASES = 'portkit.cases.elementwise(sizes=(1, 129), large=None, special=(), dtypes=("float32",))'
+SMALL_CASES = (
+    'portkit.cases.elementwise(sizes=(1, 129), large=None, special=(), dtypes=("float32",))'
+)
 ONE_CASE = '[portkit.cases.custom("float32-n129", [(129,)])]'
 
-_PROTOTYPE = '''\
+_PROTOTYPE = """\
 import math
 
 import torch
@@ -53,9 +53,9 @@ class Op{classname}:
         if n:
             k.{name}_fwd[{grid}, {block}](x, out, n)
         return out, (x,)
-{backward}'''
+{backward}"""
 
-_BACKWARD = '''
+_BACKWARD = """
     def backward(k, saved, dy):
         (x,) = saved
         dx = k.empty_like(x)
@@ -63,15 +63,15 @@ _BACKWARD = '''
         if n:
             k.{name}_bwd[portkit.cdiv(n, THREADS), THREADS](x, dy, dx, n)
         return (dx,)
-'''
+"""
 
-_BACKWARD_KERNEL = '''
+_BACKWARD_KERNEL = """
 @cuda.jit
 def {name}_bwd(x, dy, dx, n):
     i = cuda.grid(1)
     if i < n:
 {body}
-'''
+"""
 
 _TWIN = """\
 template <typename T>

@@ -259,7 +259,12 @@ def test_config_overrides(tmp_path):
 
 def test_cache_dir_override_is_used_by_compile(make_project, sources, cli):
     root = make_project(
-        {"cfg_cache": (sources.unary_op("cfg_cache", cases=sources.ONE_CASE), sources.unary_twin("cfg_cache"))},
+        {
+            "cfg_cache": (
+                sources.unary_op("cfg_cache", cases=sources.ONE_CASE),
+                sources.unary_twin("cfg_cache"),
+            )
+        },
         portkit_table='cache-dir = "my-cache"\n',
     )
     result = cli(root, "compile", "cfg_cache")
@@ -277,7 +282,10 @@ def test_cache_dir_override_is_used_by_compile(make_project, sources, cli):
 def test_discovery_pairs_twins_by_name(make_project, sources):
     root = make_project(
         {
-            "disc_pair": (sources.unary_op("disc_pair", cases=sources.ONE_CASE), sources.unary_twin("disc_pair")),
+            "disc_pair": (
+                sources.unary_op("disc_pair", cases=sources.ONE_CASE),
+                sources.unary_twin("disc_pair"),
+            ),
             "disc_alone": (sources.unary_op("disc_alone", cases=sources.ONE_CASE), None),
             "disc_orphan": (None, sources.unary_twin("disc_orphan")),
         },
@@ -305,7 +313,9 @@ def test_discovery_pairs_twins_by_name(make_project, sources):
 
 
 def test_discovery_is_cached_per_root(make_project, sources):
-    root = make_project({"disc_cached": (sources.unary_op("disc_cached", cases=sources.ONE_CASE), None)})
+    root = make_project(
+        {"disc_cached": (sources.unary_op("disc_cached", cases=sources.ONE_CASE), None)}
+    )
     config = load_config(root)
     assert discover(config) is discover(load_config(root))
     op = discover(config).get("disc_cached")
@@ -316,7 +326,7 @@ def test_discovery_is_cached_per_root(make_project, sources):
 
 
 def test_discovery_ignores_imported_kernels_and_device_functions(make_project, sources):
-    helper = '''\
+    helper = """\
 from numba import cuda
 
 
@@ -328,13 +338,12 @@ def shared_kernel(x):
 @cuda.jit(device=True)
 def shared_device(v):
     return v
-'''
+"""
     py = sources.unary_op("disc_imp", cases=sources.ONE_CASE).replace(
-        "import portkit\n", "import portkit\nfrom disc_imp_helpers import shared_device, shared_kernel\n"
+        "import portkit\n",
+        "import portkit\nfrom disc_imp_helpers import shared_device, shared_kernel\n",
     )
-    root = make_project(
-        {"disc_imp": (py, None)}, files={"disc_imp_helpers.py": helper}
-    )
+    root = make_project({"disc_imp": (py, None)}, files={"disc_imp_helpers.py": helper})
     import sys
 
     sys.path.insert(0, str(root))
@@ -356,7 +365,9 @@ def test_missing_folders_mean_no_ops(tmp_path, cli):
 
 
 def test_portkit_load_uses_current_project(make_project, sources, monkeypatch):
-    root = make_project({"disc_load": (sources.unary_op("disc_load", cases=sources.ONE_CASE), None)})
+    root = make_project(
+        {"disc_load": (sources.unary_op("disc_load", cases=sources.ONE_CASE), None)}
+    )
     monkeypatch.chdir(root)
     f = portkit.load("disc_load", "sim")
     assert torch.equal(f(torch.arange(4.0)), torch.arange(4.0) * 2)

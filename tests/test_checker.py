@@ -60,15 +60,18 @@ def test_correct_op_passes(run):
 
 
 def test_correct_op_with_gradcheck_passes(run):
-    cases = (
-        '[portkit.cases.custom("float64-gradcheck", [(7,)], "float64", gradcheck=True)]'
-    )
+    cases = '[portkit.cases.custom("float64-gradcheck", [(7,)], "float64", gradcheck=True)]'
     results, _, _ = run(
-        "chk_gc", SIGMOID_BODY, reference=SIGMOID, cases=cases,
+        "chk_gc",
+        SIGMOID_BODY,
+        reference=SIGMOID,
+        cases=cases,
         backward="s = 1.0 / (1.0 + math.exp(-x[i]))\ndx[i] = dy[i] * s * (1.0 - s)",
     )
     assert {c: r.status for c, r in results.items()} == {
-        "forward": "pass", "backward": "pass", "gradcheck": "pass"
+        "forward": "pass",
+        "backward": "pass",
+        "gradcheck": "pass",
     }
 
 

@@ -14,7 +14,7 @@ from portkit.compile_check import check_twin
 from portkit.errors import ConfigError, InputError, LaunchError, OpDefinitionError, OpNotFound
 from portkit.launch import check_kernel_args, launch_config
 
-BINARY = '''\
+BINARY = """\
 import torch
 from numba import cuda
 
@@ -38,7 +38,7 @@ class Add:
         if n:
             k.{name}_fwd[portkit.cdiv(n, THREADS), THREADS](a, b, out, n)
         return out, ()
-'''
+"""
 
 
 def flat(text: str) -> str:
@@ -185,7 +185,9 @@ def test_op_check_inputs_rule_runs(make_project, sources, load_op):
         "            raise portkit.InputError(f'err_rule takes a 1-D tensor, got {x.dim()}-D')\n\n"
         "    def forward(k, x):"
     )
-    py = sources.unary_op("err_rule", cases=sources.ONE_CASE).replace("    def forward(k, x):", rule)
+    py = sources.unary_op("err_rule", cases=sources.ONE_CASE).replace(
+        "    def forward(k, x):", rule
+    )
     root = make_project({"err_rule": (py, None)})
     config, op = load_op(root, "err_rule")
     f = op_function(op, create("sim", config).kernels(op))
@@ -222,18 +224,20 @@ def test_launch_config_empty_grid(grid):
 @pytest.mark.parametrize(
     "config, words",
     [
-        (5, "launch as k.k[grid, block]"),
-        ((1,), "launch as k.k[grid, block]"),
-        ((1, 2, 3, 4), "launch as k.k[grid, block]"),
-        ((1.5, 32), "grid must be an int or 1-3 ints"),
-        ((1, "32"), "block must be an int or 1-3 ints"),
-        ((1, (1, 2, 3, 4)), "block must be an int or 1-3 ints"),
-        ((1, 0), "has a dimension below 1"),
-        ((1, (1, 1, 65)), "block dimension z=65 > 64"),
-        ((1, 32, 10**9), "bytes of dynamic shared memory"),
-        ((1, 32, -1), "bytes of dynamic shared memory"),
-        ((2**31, 32), "grid dimension x=2147483648"),
-        (((1, 65536), 32), "grid dimension y=65536"),
+        pytest.param(5, "launch as k.k[grid, block]", id="not-a-tuple"),
+        pytest.param((1,), "launch as k.k[grid, block]", id="one-item"),
+        pytest.param((1, 2, 3, 4), "launch as k.k[grid, block]", id="four-items"),
+        pytest.param((1.5, 32), "grid must be an int or 1-3 ints", id="float-grid"),
+        pytest.param((True, 32), "grid must be an int or 1-3 ints", id="bool-grid"),
+        pytest.param((1, (32, True)), "block must be an int or 1-3 ints", id="bool-block"),
+        pytest.param((1, "32"), "block must be an int or 1-3 ints", id="str-block"),
+        pytest.param((1, (1, 2, 3, 4)), "block must be an int or 1-3 ints", id="four-dims"),
+        pytest.param((1, 0), "has a dimension below 1", id="zero-block"),
+        pytest.param((1, (1, 1, 65)), "block dimension z=65 > 64", id="z-over-64"),
+        pytest.param((1, 32, 10**9), "bytes of dynamic shared memory", id="shared-too-big"),
+        pytest.param((1, 32, -1), "bytes of dynamic shared memory", id="shared-negative"),
+        pytest.param((2**31, 32), "grid dimension x=2147483648", id="grid-x-too-big"),
+        pytest.param(((1, 65536), 32), "grid dimension y=65536", id="grid-y-too-big"),
     ],
 )
 def test_launch_config_rejects(config, words):
@@ -317,7 +321,9 @@ def test_kernel_error_names_block_and_thread(make_project, sources, load_op, cli
         out[i + 1000] = 0.0
     out[i] = x[i] * 2.0
     """
-    root = make_project({"err_oob": (sources.unary_op("err_oob", body, cases=sources.ONE_CASE), None)})
+    root = make_project(
+        {"err_oob": (sources.unary_op("err_oob", body, cases=sources.ONE_CASE), None)}
+    )
     config, op = load_op(root, "err_oob")
     results = run_case(op, op.definition.cases[0], [create("sim", config)])
     (forward,) = [r for r in results if r.check == "forward"]
@@ -336,6 +342,21 @@ def test_kernel_error_names_block_and_thread(make_project, sources, load_op, cli
     assert "FAIL" in out
 
 
+def test_sim_prints_kernel_error_verbatim(make_project, sources, cli):
+    """`portkit sim` prints the failing kernel line and the seed as text, not rich markup."""
+    body = """
+    if i == 35:
+        out[i + 1000] = 0.0
+    out[i] = x[i] * 2.0
+    """
+    py = sources.unary_op("err_vbk", body, cases=sources.ONE_CASE)
+    root = make_project({"err_vbk": (py, None)})
+    out = assert_clean(cli(root, "sim", "err_vbk"), 1)
+    assert "block (1, 0, 0), thread (3, 0, 0)" in out
+    assert "err_vbk.py:16: out[i + 1000] = 0.0" in out
+    assert "[seed 0; reproduce: portkit" in out
+
+
 def test_kernel_error_first_thread(make_project, sources, load_op):
     from portkit.harness import run_case
 
@@ -344,7 +365,9 @@ def test_kernel_error_first_thread(make_project, sources, load_op):
         out[i + 1000] = 0.0
     out[i] = x[i] * 2.0
     """
-    root = make_project({"err_oob3": (sources.unary_op("err_oob3", body, cases=sources.ONE_CASE), None)})
+    root = make_project(
+        {"err_oob3": (sources.unary_op("err_oob3", body, cases=sources.ONE_CASE), None)}
+    )
     config, op = load_op(root, "err_oob3")
     results = run_case(op, op.definition.cases[0], [create("sim", config)])
     assert any("block (0, 0, 0), thread (3, 0, 0)" in r.detail for r in results if r.failed)
@@ -459,7 +482,9 @@ def test_config_not_toml(tmp_path, cli):
     ],
 )
 def test_sim_usage_errors(make_project, sources, cli, args, words):
-    root = make_project({"err_usage": (sources.unary_op("err_usage", cases=sources.ONE_CASE), None)})
+    root = make_project(
+        {"err_usage": (sources.unary_op("err_usage", cases=sources.ONE_CASE), None)}
+    )
     out = assert_clean(cli(root, "sim", "err_usage", *args), 2)
     assert "Usage: portkit sim" in out
     assert words in out
@@ -487,3 +512,18 @@ def test_check_unknown_backend_and_case(make_project, sources, cli):
     assert "no op has case(s) nope; cases: float32-n129" in out
     out = assert_clean(cli(root, "sim", "err_cb", "--case", "nope"), 2)
     assert "op err_cb has no case 'nope'; cases: float32-n129" in out
+
+
+def test_list_shows_broken_op_verbatim(tmp_path, make_project, sources, cli):
+    """Error text is printed as text: a project folder named ops[v2] is not rich markup."""
+    root = make_project(
+        {
+            "err_vb_ok": (sources.unary_op("err_vb_ok", cases=sources.ONE_CASE), None),
+            "err_vb_broken": ("import portkit_no_such_module_xyz\n", None),
+        },
+        at=tmp_path / "ops[v2]",
+    )
+    out = assert_clean(cli(root, "list"), 0)
+    assert "err_vb_ok" in out
+    assert "broken:" in out
+    assert "ops[v2]" in out

@@ -38,7 +38,10 @@ def heavy(modules) -> list[str]:
 def test_import_and_help_load_nothing_heavy():
     proc = subprocess.run(
         [sys.executable, "-c", CHILD],
-        cwd=REPO, capture_output=True, text=True, timeout=60,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 0, proc.stderr
     lines = dict(line.split("=", 1) for line in proc.stdout.splitlines() if "=" in line[:8])
@@ -54,7 +57,10 @@ def test_python_m_portkit_cli_help_imports_nothing_heavy():
     """The real entry point, traced by the interpreter itself (-X importtime)."""
     proc = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "portkit.cli", "--help"],
-        cwd=REPO, capture_output=True, text=True, timeout=60,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("Usage:")

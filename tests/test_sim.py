@@ -79,14 +79,14 @@ def test_sim_breakpoint_in_pdb(portkit_process):
     # pdb stops on the kernel's first line; `n` runs `i = cuda.grid(1)`, `p i` shows it.
     proc = portkit_process(
         REPO,
-        "sim", "sigmoid", "--size", "8", "--block", "0", "--thread", "3",
+        *"sim sigmoid --size 8 --block 0 --thread 3".split(),
         input="p cuda.threadIdx.x\nn\np i\nc\n",
     )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     banner = "portkit: kernel sigmoid_fwd, block (0, 0, 0), thread (3, 0, 0)"
     assert banner in out
-    after = out[out.index(banner) + len(banner):]
+    after = out[out.index(banner) + len(banner) :]
     assert "sigmoid.py" in after and "sigmoid_fwd()" in after
     assert "(Pdb) 3\n" in after  # cuda.threadIdx.x
     assert after.count("(Pdb) 3\n") == 2  # and i = cuda.grid(1)
@@ -98,15 +98,14 @@ def test_sim_breakpoint_in_pdb(portkit_process):
 def test_sim_breakpoint_second_block(portkit_process):
     proc = portkit_process(
         REPO,
-        "sim", "sigmoid", "--size", "300", "--block", "1", "--thread", "2",
-        "--kernel", "sigmoid_bwd",
+        *"sim sigmoid --size 300 --block 1 --thread 2 --kernel sigmoid_bwd".split(),
         input="n\nn\np i\nc\n",
     )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     banner = "portkit: kernel sigmoid_bwd, block (1, 0, 0), thread (2, 0, 0)"
     assert banner in out
-    assert "(Pdb) 258\n" in out[out.index(banner):]  # 1 * 256 + 2
+    assert "(Pdb) 258\n" in out[out.index(banner) :]  # 1 * 256 + 2
 
 
 def test_device_function_in_simulator():
@@ -118,7 +117,7 @@ def test_device_function_in_simulator():
     assert {r.check: r.status for r in results} == {"forward": "pass", "backward": "pass"}
 
 
-NESTED = '''\
+NESTED = """\
 import torch
 from numba import cuda
 
@@ -152,13 +151,15 @@ def make_kernel():
 sim_nested_fwd = make_kernel()
 
 
-@portkit.op(reference=lambda x: x * 2, cases=[portkit.cases.custom("float64-n40", [(40,)], "float64")])
+@portkit.op(
+    reference=lambda x: x * 2, cases=[portkit.cases.custom("float64-n40", [(40,)], "float64")]
+)
 class Nested:
     def forward(k, x):
         out = k.empty_like(x)
         k.sim_nested_fwd[2, 32](x, out, x.numel())
         return out, ()
-'''
+"""
 
 
 def test_nested_and_closure_device_functions(make_project, load_op):
@@ -205,3 +206,86 @@ def test_sim_reports_failure_with_exit_1(make_project, sources, cli):
     assert "129 of 129 elements differ" in out
     assert "first elements" in out
     assert result.output.rstrip().endswith("FAIL")
+
+
+def test_sim_failure_names_seed(make_project, sources, cli):
+    """Like `portkit check`, a `portkit sim` failure names the seed that reproduces it."""
+    py = sources.unary_op("sim_seed", "out[i] = x[i] * 3.0", cases=sources.ONE_CASE)
+    root = make_project({"sim_seed": (py, None)})
+    result = cli(root, "sim", "sim_seed", "--seed", "4")
+    assert result.exit_code == 1
+    assert "[seed 4; reproduce: portkit" in flat(result.output)
+
+
+def test_check_reproduce_hint_runs(make_project, sources, cli):
+    py = sources.unary_op("sim_rep", "out[i] = x[i] * 3.0", cases=sources.SMALL_CASES)
+    root = make_project({"sim_rep": (py, None)})
+    out = flat(cli(root, "check", "sim_rep", "--backend", "sim", "--no-compile").output)
+    hints = set(re.findall(r"reproduce: portkit (check sim_rep --case [\w.-]+)\]", out))
+    assert hints == {
+        f"check sim_rep --case {c}" for c in ("float32-n1", "float32-n129", "float64-gradcheck")
+    }
+    for hint in hints:
+        again = cli(root, *hint.split(), "--backend", "sim", "--no-compile")
+        assert again.exit_code == 1, again.output
+        assert "0 passed, 1 failed, 0 skipped" in again.output
+
+
+def test_sim_reproduce_hint_runs(make_project, sources, cli):
+    """The command a `portkit sim` failure prints reproduces that failure."""
+    py = sources.unary_op("sim_rep2", "out[i] = x[i] * 3.0", cases=sources.SMALL_CASES)
+    root = make_project({"sim_rep2": (py, None)})
+    out = flat(cli(root, "sim", "sim_rep2", "--seed", "9").output)
+    hint = re.search(r"reproduce: portkit (\w+ sim_rep2 [^\]]*)\]", out)
+    assert hint is not None, out
+    args = hint.group(1).split()
+    if args[0] == "check":
+        args += ["--backend", "sim", "--no-compile"]
+    again = cli(root, *args)
+    assert again.exit_code == 1, again.output
+    assert "seed 9" in flat(again.output)
+
+
+BWD_FIRST = """\
+import torch
+from numba import cuda
+
+import portkit
+
+
+@cuda.jit
+def sim_order_bwd(x, dy, dx, n):
+    i = cuda.grid(1)
+    if i < n:
+        dx[i] = dy[i] * 2.0
+
+
+@cuda.jit
+def sim_order_fwd(x, out, n):
+    i = cuda.grid(1)
+    if i < n:
+        out[i] = x[i] * 2.0
+
+
+@portkit.op(reference=lambda x: x * 2, cases=[portkit.cases.custom("float32-n9", [(9,)])])
+class Order:
+    def forward(k, x):
+        out = k.empty_like(x)
+        k.sim_order_fwd[1, 32](x, out, x.numel())
+        return out, (x,)
+
+    def backward(k, saved, dy):
+        (x,) = saved
+        dx = k.empty_like(x)
+        k.sim_order_bwd[1, 32](x, dy, dx, x.numel())
+        return (dx,)
+"""
+
+
+def test_sim_breakpoint_default_kernel_is_forwards_first(make_project, portkit_process):
+    """--help: "Kernel to stop in (default: the first one the forward launches)"."""
+    root = make_project({"sim_order": (BWD_FIRST, None)})
+    proc = portkit_process(root, "sim", "sim_order", "--block", "0", "--thread", "1", input="c\n")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert "portkit: kernel sim_order_fwd, block (0, 0, 0), thread (1, 0, 0)" in out

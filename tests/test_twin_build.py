@@ -92,6 +92,19 @@ def test_header_edit_invalidates(twin, cache):
     assert edited.cache_file != first.cache_file
 
 
+def test_header_in_subfolder_edit_invalidates(twin, cache):
+    """The twin includes a header through a subfolder of its own folder (the include path)."""
+    (twin.parent / "inc").mkdir()
+    header = twin.parent / "inc" / "twice.cuh"
+    header.write_text(HELPERS)
+    twin.write_text(SCALE.replace('"scale_helpers.cuh"', '"inc/twice.cuh"'))
+    first = compile_twin(twin, EXPRESSIONS, cache)
+    header.write_text(HELPERS.replace("v + v", "v * 3"))
+    edited = compile_twin(twin, EXPRESSIONS, cache)
+    assert edited.from_cache is False
+    assert edited.cubin != first.cubin
+
+
 def test_new_header_beside_twin_invalidates(twin, cache):
     compile_twin(twin, EXPRESSIONS, cache)
     (twin.parent / "other.h").write_text("#define X 1\n")
@@ -329,6 +342,14 @@ def test_bind_rejects_int_too_big(kernel):
     assert "parameter n: 2147483648 does not fit a int" in str(info.value)
     with pytest.raises(InputError, match="does not fit a long long"):
         bind_arguments(kernel, [x, x, 1, 1.0, 2**63])
+
+
+def test_bind_rejects_float_for_int_param(kernel):
+    """2.7 for `int n` would silently become 2 on the twin while the prototype sees 2.7."""
+    x = torch.ones(4)
+    with pytest.raises(InputError) as info:
+        bind_arguments(kernel, [x, x, 2.7, 1.0, 1])
+    assert "parameter n" in str(info.value)
 
 
 def test_bind_rejects_mixed_dtypes(kernel):
