@@ -163,7 +163,7 @@ def sim(
     """
     from portkit.backends import create
     from portkit.numba_sim import Breakpoint
-    from portkit.simulate import choose_case, run_simulation
+    from portkit.simulate import choose_case, first_forward_kernel, run_simulation
 
     config, catalog = _project()
     op = catalog.get(op_name)
@@ -181,7 +181,7 @@ def sim(
     if backend.unavailable_reason:
         raise PortkitError(f"the simulator cannot run here: {backend.unavailable_reason}")
     if block_at or thread_at:
-        name = kernel or next(iter(op.kernels))
+        name = kernel or first_forward_kernel(op, case)
         if name not in op.kernels:
             raise PortkitError(
                 f"op {op.name} has no kernel {name!r}; kernels: {', '.join(op.kernels)}"

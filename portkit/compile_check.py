@@ -9,16 +9,14 @@ for sm_90 through numba's ``compile_ptx``, and every twin through NVRTC.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from portkit.autograd import as_tuple
-from portkit.cases import make_grad_outputs, make_inputs
 from portkit.errors import PortkitError
 from portkit.harness import FAIL, PASS, CheckResult
-from portkit.launch import KernelSet, LaunchConfig
+from portkit.trace import record_launches
 from portkit.twin_build import DEFAULT_ARCH, compile_twin
 
 if TYPE_CHECKING:
@@ -28,35 +26,16 @@ if TYPE_CHECKING:
 COMPUTE_CAPABILITY = (9, 0)
 
 
-class RecordingKernel:
-    """A launch target that runs nothing and remembers the numba signature of each launch."""
-
-    def __init__(self, signatures: set) -> None:
-        self.signatures = signatures
-
-    def launch(self, config: LaunchConfig, args: Sequence[Any]) -> None:
-        import numba
-        import torch
-
-        self.signatures.add(
-            tuple(numba.typeof(a.numpy() if isinstance(a, torch.Tensor) else a) for a in args)
-        )
-
-
 def kernel_signatures(op: Op) -> dict[str, set]:
     """The argument types each kernel is launched with, over one case of each dtype."""
     signatures: dict[str, set] = {name: set() for name in op.kernels}
-    k = KernelSet(op.name, "trace", "cpu", {n: RecordingKernel(signatures[n]) for n in op.kernels})
     seen = set()
     for case in op.definition.cases:
         if case.dtype in seen or case.numel == 0 or case.gpu_only:
             continue
         seen.add(case.dtype)
-        inputs = make_inputs(case, "cpu")
-        outputs, saved = op.definition.forward(k, *inputs, *case.extra)
-        if op.definition.backward is not None:
-            outputs = as_tuple(outputs)
-            op.definition.backward(k, as_tuple(saved), *make_grad_outputs(case, outputs))
+        for launch in record_launches(op, case):
+            signatures[launch.kernel].add(launch.signature)
     return signatures
 
 

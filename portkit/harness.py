@@ -63,6 +63,8 @@ class CaseRunner:
     case: Case
     results: list[CheckResult] = field(default_factory=list)
     _references: dict[str, Any] = field(default_factory=dict)
+    # How to rerun this case, appended to every failure; `portkit sim` sets its own.
+    rerun: str = ""
 
     # -- bookkeeping -------------------------------------------------------------
     def record(self, backend: str, check: str, status: str, detail: str = "", t0=None) -> None:
@@ -73,10 +75,8 @@ class CaseRunner:
 
     @property
     def reproduce(self) -> str:
-        return (
-            f" [seed {self.case.seed}; reproduce: portkit check {self.op.name} "
-            f"--case {self.case.name}]"
-        )
+        rerun = self.rerun or f"portkit check {self.op.name} --case {self.case.name}"
+        return f" [seed {self.case.seed}; reproduce: {rerun}]"
 
     # -- the reference, computed once per device ---------------------------------
     def reference(self, device: str) -> tuple[tuple, tuple]:

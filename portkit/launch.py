@@ -43,7 +43,8 @@ def _dims(value: Any, what: str, kernel: str) -> tuple[int, int, int]:
 
 
 def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) or hasattr(value, "__index__")
+    """An int or an integer NumPy scalar; bool is not a dimension."""
+    return not isinstance(value, bool) and hasattr(value, "__index__")
 
 
 def _within_limits(kernel: str, what: str, dims: tuple[int, ...], limits: tuple[int, ...]) -> None:

@@ -9,7 +9,9 @@ is replaced by its simulated twin. The user's module is never modified.
 
 from __future__ import annotations
 
+import bdb
 import pdb
+import sys
 import threading
 import traceback
 import types
@@ -90,7 +92,11 @@ def _with_breakpoint(fn: types.FunctionType, breakpoint: Breakpoint) -> types.Fu
     state = {"hit": False}
     lock = threading.Lock()
     current_thread = threading.current_thread
-    debugger_class = pdb.Pdb  # a closure variable: the wrapper runs over the kernel's globals
+    # Closure variables, not globals: the wrapper runs over the kernel's globals.
+    debugger_class = pdb.Pdb
+    kernel_error = KernelError
+    quit_exception = bdb.BdbQuit
+    settrace = sys.settrace
     target = (breakpoint.block, breakpoint.thread)
 
     def kernel_with_breakpoint(*args):
@@ -107,7 +113,17 @@ def _with_breakpoint(fn: types.FunctionType, breakpoint: Breakpoint) -> types.Fu
                 f"portkit: kernel {breakpoint.kernel}, block {breakpoint.block}, "
                 f"thread {breakpoint.thread}"
             )
-            return debugger.runcall(fn, *args)
+            # pdb.Pdb.runcall, except that a quit is reported: runcall swallows BdbQuit
+            # and the thread's work would vanish silently.
+            debugger.reset()
+            settrace(debugger.trace_dispatch)
+            try:
+                return fn(*args)
+            except quit_exception:
+                raise kernel_error("pdb was quit before the thread finished") from None
+            finally:
+                debugger.quitting = True
+                settrace(None)
         return fn(*args)
 
     code = kernel_with_breakpoint.__code__

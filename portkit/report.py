@@ -45,6 +45,7 @@ def op_listing(catalog: Catalog, backends: Sequence[Backend]) -> list[dict]:
 
 def listing_table(rows: list[dict], backends: Sequence[Backend]) -> Table:
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(title="ops", title_justify="left")
     for column in ("op", "kernels", "twin", "backward", "cases"):
@@ -53,7 +54,7 @@ def listing_table(rows: list[dict], backends: Sequence[Backend]) -> Table:
         table.add_column(b.name)
     for row in rows:
         if "error" in row:
-            table.add_row(row["op"], f"[red]broken: {row['error']}[/]")
+            table.add_row(row["op"], Text(f"broken: {row['error']}", style="red"))
             continue
         marks = [
             "[green]yes[/]" if row["backends"][b.name] == "yes" else "[dim]no[/]" for b in backends
@@ -101,6 +102,7 @@ def progress_bar(console: Console, total: int) -> Iterator[Callable[[str], None]
 def print_results(results: Sequence[CheckResult], console: Console, verbose: bool) -> bool:
     """Print a summary table (or every row) and the failures; True if any check failed."""
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(title="portkit check", title_justify="left")
     for column in ("op", "implementation", "check"):
@@ -118,7 +120,7 @@ def print_results(results: Sequence[CheckResult], console: Console, verbose: boo
                 r.case,
                 _status(r.status),
                 f"{r.seconds:.2f}s",
-                _first_line(r.detail),
+                Text(_first_line(r.detail)),
             )
     else:
         groups: dict[tuple[str, str, str], list[CheckResult]] = defaultdict(list)
@@ -141,7 +143,7 @@ def print_results(results: Sequence[CheckResult], console: Console, verbose: boo
                 f"[red]{counts[FAIL]}[/]" if counts[FAIL] else "0",
                 str(counts[SKIP]),
                 f"{sum(r.seconds for r in rows):.2f}s",
-                _first_line(note),
+                Text(_first_line(note)),
             )
     console.print(table)
     failures = [r for r in results if r.status == FAIL]

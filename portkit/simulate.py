@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from portkit.cases import Case, make_inputs
 from portkit.errors import PortkitError
 from portkit.harness import FAIL, CaseRunner
+from portkit.trace import record_launches
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -52,15 +53,32 @@ def choose_case(
         case = replace(case, shapes=(shape,) * len(case.shapes))
     if seed is not None:
         case = replace(case, seed=seed)
-    label = "x".join(map(str, case.shapes[0]))
-    return replace(case, name=f"{case.dtype}-{label}-seed{case.seed}", gpu_only=False)
+    return replace(case, gpu_only=False)
+
+
+def sim_command(op: Op, case: Case) -> str:
+    """The `portkit sim` command line that runs exactly ``case`` again."""
+    if case in op.definition.cases:
+        return f"portkit sim {op.name} --case {case.name}"
+    shape = "x".join(map(str, case.shapes[0]))
+    return f"portkit sim {op.name} --shape {shape} --dtype {case.dtype} --seed {case.seed}"
+
+
+def first_forward_kernel(op: Op, case: Case) -> str:
+    """The kernel the forward launcher launches first (where pdb stops by default)."""
+    launches = record_launches(op, case, backward=False)
+    if not launches:
+        raise PortkitError(
+            f"op {op.name}'s forward launches no kernel for these inputs; pass --kernel"
+        )
+    return launches[0].kernel
 
 
 def run_simulation(op: Op, case: Case, backend: Backend, console: Console, show: int) -> bool:
     """Run, print values and verdict; True when every check passed."""
     from rich.table import Table
 
-    runner = CaseRunner(op, case)
+    runner = CaseRunner(op, case, rerun=sim_command(op, case))
     shapes = " ".join("x".join(map(str, s)) for s in case.shapes)
     console.print(
         f"[bold]{op.name}[/] in the simulator: inputs {shapes} {case.dtype}, seed {case.seed}"
@@ -100,7 +118,7 @@ def run_simulation(op: Op, case: Case, backend: Backend, console: Console, show:
         mark = "[red]FAIL[/]" if result.status == FAIL else "[green]pass[/]"
         console.print(f"{mark} {result.check} ({result.seconds:.2f} s)")
         if result.detail:
-            console.print(f"     {result.detail}")
+            console.print(f"     {result.detail}", markup=False)
     ok = run is not None and not any(r.failed for r in runner.results)
     console.print("[bold green]PASS[/]" if ok else "[bold red]FAIL[/]")
     return ok

@@ -1,7 +1,7 @@
 """Compile a twin with NVRTC (through ``cuda.core``) and keep the cubin on disk.
 
 The cache key covers everything that changes the binary: the ``.cu`` source and
-every header beside it, the compile options, the GPU architecture, the NVRTC
+every header in its folder and below, the compile options, the GPU architecture, the NVRTC
 version and the name expressions. An edited twin therefore never gets a stale
 binary, and a warm cache skips NVRTC entirely. Entries are written to a temporary
 file and renamed into place, so an interrupted compile leaves nothing half-written.
@@ -57,8 +57,12 @@ def cache_key(path: Path, arch: str, expressions: Sequence[str]) -> str:
     digest = hashlib.sha256()
     digest.update(f"portkit-twin-cache-{CACHE_FORMAT}\n".encode())
     digest.update(path.read_bytes())
-    for header in sorted(p for p in path.parent.iterdir() if p.suffix in HEADER_SUFFIXES):
-        digest.update(header.name.encode() + b"\0" + header.read_bytes())
+    # Every header under the twin's folder, subfolders included: a twin may include
+    # "inc/x.cuh", and an edit there must not be served a stale cubin.
+    headers = sorted(p for p in path.parent.rglob("*") if p.suffix in HEADER_SUFFIXES)
+    for header in headers:
+        name = header.relative_to(path.parent).as_posix()
+        digest.update(name.encode() + b"\0" + header.read_bytes())
     options = compile_options(path, arch)
     digest.update(json.dumps(options, sort_keys=True).encode())
     digest.update(nvrtc_version().encode())

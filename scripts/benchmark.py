@@ -106,20 +106,10 @@ def main() -> None:
 
 
 def _threads(op, case) -> int:
-    """Threads the forward launches, counted by a recording run of the launcher."""
-    from portkit.cases import make_inputs
-    from portkit.launch import KernelSet
+    """Threads the forward launches, from a recording run of the launcher."""
+    from portkit.trace import record_launches
 
-    counted = [0]
-
-    class Counter:
-        def launch(self, config, args) -> None:
-            grid, block = config.grid, config.block
-            counted[0] += grid[0] * grid[1] * grid[2] * block[0] * block[1] * block[2]
-
-    k = KernelSet(op.name, "count", "cpu", {n: Counter() for n in op.kernels})
-    op.definition.forward(k, *make_inputs(case, "cpu"))
-    return counted[0]
+    return sum(launch.threads for launch in record_launches(op, case, backward=False))
 
 
 if __name__ == "__main__":

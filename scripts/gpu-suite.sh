@@ -40,7 +40,12 @@ status=0
 tail -n 3 "$OUT/check-sigmoid.txt"
 "$PY" -m portkit.cli check --all > "$OUT/check-all.txt" 2>&1 || status=1
 tail -n 40 "$OUT/check-all.txt"
-"$PY" -m pytest -p portkit.pytest_plugin -q -rfs -p no:cacheprovider --junitxml="$OUT/junit.xml" \
+# Load the plugin by name only where portkit is not pip-installed (there its entry point does).
+plugin=(-p portkit.pytest_plugin)
+if "$PY" -c "import sys, importlib.metadata as m; sys.exit(not any(e.name == 'portkit' for e in m.entry_points(group='pytest11')))"; then
+  plugin=()
+fi
+"$PY" -m pytest "${plugin[@]}" -q -rfs -p no:cacheprovider --junitxml="$OUT/junit.xml" \
   tests prototypes > "$OUT/pytest.txt" 2>&1 || status=1
 tail -n 25 "$OUT/pytest.txt"
 if [ -f scripts/benchmark.py ]; then

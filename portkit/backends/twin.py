@@ -94,6 +94,9 @@ def bind_arguments(kernel: TwinKernel, args: Sequence[Any]) -> tuple[str | None,
             if isinstance(arg, torch.Tensor):
                 raise InputError(f"{where} is a {ctype} scalar; got a tensor")
             numpy_type = getattr(np, SCALAR_TYPES[ctype])
+            if np.issubdtype(numpy_type, np.integer) and not isinstance(arg, (int, np.integer)):
+                # np.int32(2.7) would silently pass 2 where the prototype sees 2.7.
+                raise InputError(f"{where} is a {ctype}; got {type(arg).__name__} {arg!r}")
             try:
                 with np.errstate(over="raise"):
                     values.append(numpy_type(arg))
