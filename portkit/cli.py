@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from portkit import __version__
 from portkit.errors import PortkitError
 
 EXIT_FAILED_CHECKS = 1
@@ -48,7 +49,7 @@ def _console():
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="portkit")
+@click.version_option(version=__version__, prog_name="portkit")  # works uninstalled too
 def main() -> None:
     """portkit: one op, three implementations, one check.
 
