@@ -313,14 +313,19 @@ def test_twin_lacking_a_kernel(make_project, sources, cli, load_op):
 # -- a kernel that raises in the simulator -----------------------------------------------
 
 
-def test_kernel_error_names_block_and_thread(make_project, sources, load_op, cli):
-    from portkit.harness import run_case
-
-    body = """
-    if i == 35:
+def out_of_bounds_at(index: int) -> str:
+    """A kernel body in which thread ``index`` writes 1000 elements past the end."""
+    return f"""
+    if i == {index}:
         out[i + 1000] = 0.0
     out[i] = x[i] * 2.0
     """
+
+
+def test_kernel_error_names_block_and_thread(make_project, sources, load_op, cli):
+    from portkit.harness import run_case
+
+    body = out_of_bounds_at(35)
     root = make_project(
         {"err_oob": (sources.unary_op("err_oob", body, cases=sources.ONE_CASE), None)}
     )
@@ -344,11 +349,7 @@ def test_kernel_error_names_block_and_thread(make_project, sources, load_op, cli
 
 def test_sim_prints_kernel_error_verbatim(make_project, sources, cli):
     """`portkit sim` prints the failing kernel line and the seed as text, not rich markup."""
-    body = """
-    if i == 35:
-        out[i + 1000] = 0.0
-    out[i] = x[i] * 2.0
-    """
+    body = out_of_bounds_at(35)
     py = sources.unary_op("err_vbk", body, cases=sources.ONE_CASE)
     root = make_project({"err_vbk": (py, None)})
     out = assert_clean(cli(root, "sim", "err_vbk"), 1)
@@ -360,11 +361,7 @@ def test_sim_prints_kernel_error_verbatim(make_project, sources, cli):
 def test_kernel_error_first_thread(make_project, sources, load_op):
     from portkit.harness import run_case
 
-    body = """
-    if i == 3:
-        out[i + 1000] = 0.0
-    out[i] = x[i] * 2.0
-    """
+    body = out_of_bounds_at(3)
     root = make_project(
         {"err_oob3": (sources.unary_op("err_oob3", body, cases=sources.ONE_CASE), None)}
     )
