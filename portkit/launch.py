@@ -9,7 +9,7 @@ a user's mistake gets the same message whether it runs in the simulator or on a 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -178,6 +178,3 @@ class KernelSet:
 
     def empty_like(self, tensor: torch.Tensor) -> torch.Tensor:
         return self.empty(tensor.shape, tensor.dtype)
-
-
-TargetFactory = Callable[[str], LaunchTarget]
