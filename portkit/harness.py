@@ -256,6 +256,23 @@ def run_case(op: Op, case: Case, backends: Sequence[Backend]) -> list[CheckResul
     return runner.results
 
 
+def lint_result(op: Op) -> CheckResult:
+    """`portkit lint`'s warnings as one row; they inform, they do not fail a check."""
+    from portkit.lint import code_findings
+
+    t0 = time.perf_counter()
+    findings = code_findings(op)
+    if not findings:
+        detail = "no warnings"
+    else:
+        first = findings[0]
+        detail = (
+            f"{len(findings)} warning(s), see `portkit lint {op.name}`; first: "
+            f"{first.kernel} {first.where} {first.message}"
+        )
+    return CheckResult(op.name, "all", "numba", "lint", PASS, detail, time.perf_counter() - t0)
+
+
 def plan_suite(ops: Sequence[Op], case_names: set[str]) -> list[tuple[Op, Case]]:
     """Every (op, case) pair to run; ``case_names`` (if any) must each match some op."""
     plan = [
@@ -287,8 +304,11 @@ def run_suite(
     results: list[CheckResult] = []
     if compile_first:
         for op in dict.fromkeys(op for op, _ in plan):
-            advance(f"{op.name}: compile for sm_90")
-            results += compile_checks(op, config)
+            advance(f"{op.name}: compile for sm_90, lint")
+            compiled = compile_checks(op, config)
+            results += compiled
+            if not any(r.failed for r in compiled):
+                results.append(lint_result(op))
     for op, case in plan:
         advance(f"{op.name} {case.name}")
         results += run_case(op, case, backends)

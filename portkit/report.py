@@ -163,3 +163,70 @@ def _status(status: str) -> str:
 def _first_line(text: str, width: int = 90) -> str:
     line = text.splitlines()[0] if text else ""
     return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def _widths(counts: dict[int, int]) -> str:
+    return " ".join(f"{count}x{width}B" for width, count in sorted(counts.items())) or "-"
+
+
+def print_lint(report, console: Console, strict: bool) -> None:
+    """The findings, then prototype and twin resources side by side."""
+    from rich.table import Table
+    from rich.text import Text
+
+    if report.resources:
+        table = Table(title="resources per kernel (sm_90)", title_justify="left")
+        for column in (
+            "op",
+            "kernel",
+            "dtype",
+            "side",
+            "regs",
+            "spill st/ld B",
+            "smem B",
+            "local B",
+            "f64 instr",
+            "global loads",
+            "global stores",
+            "special fns",
+        ):
+            table.add_column(
+                column, justify="right" if column.endswith(("B", "regs", "instr")) else "left"
+            )
+        for row in report.resources:
+            u = row.usage
+            special = " ".join(f"{n}:{c}" for n, c in sorted(u.special_functions.items()) if c)
+            table.add_row(
+                row.op,
+                row.kernel,
+                row.dtype,
+                row.side,
+                str(u.registers),
+                f"{u.spill_store_bytes}/{u.spill_load_bytes}",
+                str(u.shared_bytes),
+                str(u.local_bytes),
+                Text(str(u.f64_instructions), style="yellow" if u.f64_instructions else ""),
+                _widths(u.global_loads),
+                _widths(u.global_stores),
+                Text(special or "-"),
+            )
+        console.print(table)
+    if report.findings:
+        table = Table(title="findings", title_justify="left")
+        for column in ("severity", "op", "kernel", "where", "what", "fix"):
+            table.add_column(column)
+        for f in report.findings:
+            severity = "error" if f.severity == "error" or strict else f.severity
+            style = "red" if severity == "error" else "yellow"
+            table.add_row(
+                Text(severity, style=style),
+                f.op,
+                f.kernel,
+                Text(f.where),
+                Text(f.message),
+                Text(f.fix),
+            )
+        console.print(table)
+    errors = len(report.errors(strict))
+    warnings = len(report.findings) - len(report.errors(False))
+    console.print(f"{errors} error(s), {warnings} warning(s)" + (" (--strict)" if strict else ""))
