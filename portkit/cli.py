@@ -263,8 +263,9 @@ def lint(op_names: tuple[str, ...], strict: bool, no_resources: bool, as_json: b
     table:    registers, spills, shared and local memory, float64 instructions,
               global load/store widths and special functions, prototype beside twin
 
-    A line ending in `# portkit: allow-float64` (or allow-int64-index) is an intended
-    choice and is not reported. Exits 1 on errors, or on warnings with --strict.
+    A line ending in `# portkit: allow-float64` (or allow-int64-index), or following a
+    comment line that says so, is an intended choice and is not reported.
+    Exits 1 on errors, or on warnings with --strict.
     """
     from portkit.lint import lint as run_lint
     from portkit.report import print_lint

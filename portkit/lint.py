@@ -6,13 +6,14 @@ in float64, and where does a loop do 64-bit index arithmetic (warnings, from num
 typed IR); which launches cannot fill an H100 (warnings); and, side by side for
 prototype and twin, the resources each kernel will use on the GPU.
 
-A finding on a line that carries ``# portkit: allow-<kind>`` (e.g. ``allow-float64``)
-is an intended choice and is not reported.
+A finding on a line that carries ``# portkit: allow-<kind>`` (e.g. ``allow-float64``),
+or that follows a comment line carrying it, is an intended choice and is not reported.
 """
 
 from __future__ import annotations
 
 import linecache
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -60,8 +61,19 @@ class LintReport:
         return [f for f in self.findings if f.severity == ERROR or strict]
 
 
+_PRAGMA = re.compile(r"#\s*portkit:((?:\s+allow-[\w-]+)+)")
+
+
 def _allowed(path: str, line: int, kind: str) -> bool:
-    return f"portkit: allow-{kind}" in linecache.getline(path, line)
+    """``# portkit: allow-<kind> [allow-<kind2> ...]`` on the line itself or on a comment
+    line just above it."""
+
+    def allows(text: str) -> bool:
+        match = _PRAGMA.search(text)
+        return bool(match) and f"allow-{kind}" in match.group(1).split()
+
+    above = linecache.getline(path, line - 1).strip()
+    return allows(linecache.getline(path, line)) or (above.startswith("#") and allows(above))
 
 
 def first_case_signatures(op: Op, dtype: str) -> dict[str, tuple]:

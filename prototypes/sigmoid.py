@@ -1,10 +1,15 @@
 """Numerically stable sigmoid: exp is only ever taken of a non-positive number, so
-x = +-100000 gives 1 and 0 instead of inf/inf. Backward from the saved output."""
+x = +-100000 gives 1 and 0 instead of inf/inf. Backward from the saved output.
+
+Constants are float32(1): a bare `1` is an int64 literal, and numba types int64 with
+float32 as float64, so float32 inputs were computed in float64 (`portkit lint` found
+7 f64 instructions in sigmoid_fwd, 5 in sigmoid_bwd). float32(1) with a float64 input
+still gives float64, so one kernel serves both dtypes."""
 
 import math
 
 import torch
-from numba import cuda
+from numba import cuda, float32
 
 import portkit
 
@@ -13,11 +18,12 @@ THREADS = 256
 
 @cuda.jit(device=True)
 def stable_sigmoid(v):
+    one = float32(1)
     if v >= 0:
         z = math.exp(-v)
-        return 1 / (1 + z)
+        return one / (one + z)
     z = math.exp(v)
-    return z / (1 + z)
+    return z / (one + z)
 
 
 @cuda.jit
@@ -32,7 +38,7 @@ def sigmoid_bwd(y, dy, dx, n):
     i = cuda.grid(1)
     if i < n:
         s = y[i]
-        dx[i] = dy[i] * s * (1 - s)
+        dx[i] = dy[i] * s * (float32(1) - s)
 
 
 @portkit.op(
