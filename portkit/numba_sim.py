@@ -10,6 +10,7 @@ is replaced by its simulated twin. The user's module is never modified.
 from __future__ import annotations
 
 import bdb
+import math
 import pdb
 import sys
 import threading
@@ -40,6 +41,40 @@ def _is_device_function(value: Any) -> bool:
     return hasattr(value, "py_func") and isinstance(options, dict) and bool(options.get("device"))
 
 
+def _is_math_function(value: Any) -> bool:
+    name = getattr(value, "__name__", None)
+    return callable(value) and name is not None and getattr(math, name, None) is value
+
+
+def _typed_math_function(function: Any) -> Any:
+    """``function`` returning the NumPy float type of its float arguments, as numba types
+    it: ``math.exp(float32)`` is float32 on the GPU. Python's math returns a Python
+    float, which NumPy 2 lets a float32 operand absorb (``float32(1) + exp(v)`` would
+    be float32 for a float64 ``v``), so the simulator would lose precision the GPU keeps."""
+    import numpy as np
+
+    def typed(*args: Any) -> Any:
+        result = function(*args)
+        floats = [type(a) for a in args if isinstance(a, np.floating)]
+        if floats and isinstance(result, float):
+            return np.result_type(*floats).type(result)
+        return result
+
+    typed.__name__ = function.__name__
+    return typed
+
+
+class _TypedMath(types.ModuleType):
+    """The ``math`` module as a simulated kernel sees it (see ``_typed_math_function``)."""
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(math, name)
+        return _typed_math_function(value) if callable(value) else value
+
+
+TYPED_MATH = _TypedMath("math")
+
+
 def _referenced_names(code: types.CodeType) -> set[str]:
     """Global names a function (and any function nested in it) looks up."""
     names = set(code.co_names)
@@ -57,13 +92,18 @@ class SimulatedFunctions:
         self._done: dict[int, Any] = {}
 
     def plain_copy(self, dispatcher: Any) -> types.FunctionType:
-        """``dispatcher.py_func`` rebuilt over globals whose device functions are simulated."""
+        """``dispatcher.py_func`` rebuilt over globals whose device functions are simulated
+        and whose ``math`` returns numba's types."""
         fn = dispatcher.py_func
         namespace = dict(fn.__globals__)
         for name in _referenced_names(fn.__code__):
             value = fn.__globals__.get(name)
             if _is_device_function(value):
                 namespace[name] = self.simulated(value)
+            elif value is math:
+                namespace[name] = TYPED_MATH
+            elif _is_math_function(value):
+                namespace[name] = _typed_math_function(value)
         closure = None
         if fn.__closure__:
             closure = tuple(

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from numba import cuda, float32, int64
 
+from portkit.compile_check import device_compute_capability
 from portkit.errors import PortkitError, TwinCompileError
 from portkit.lint_resources import (
     ResourceUsage,
@@ -66,13 +67,36 @@ def test_sigmoid_registers_on_both_sides(usage, kernel):
     assert usage["twin"][kernel].registers > 0
 
 
-def test_prototype_sigmoid_promotes_to_float64_and_twin_does_not(usage):
+@cuda.jit(device=True)
+def sigmoid_before_fix(v):
+    # prototypes/sigmoid.py before `portkit lint` was run on it: bare int literals.
+    if v >= 0:
+        z = math.exp(-v)
+        return 1 / (1 + z)
+    z = math.exp(v)
+    return z / (1 + z)
+
+
+@cuda.jit
+def sigmoid_fwd_before_fix(x, out, n):
+    i = cuda.grid(1)
+    if i < n:
+        out[i] = sigmoid_before_fix(x[i])
+
+
+def test_int_literals_promote_a_float32_sigmoid_to_float64(usage):
     # `1 / (1 + z)`: an int over a float32 is a float64 division in numba.
+    with device_compute_capability((9, 0)):
+        before = prototype_usage(sigmoid_fwd_before_fix, (F32_ARRAY, F32_ARRAY, int64))
+    assert before.f64_instructions > 0
+    assert any(key.endswith(".f64") for key in before.special_functions)
+    # The repository's prototype, fixed with float32 constants, matches its twin.
     prototype, twin = usage["prototype"]["sigmoid_fwd"], usage["twin"]["sigmoid_fwd"]
-    assert prototype.f64_instructions > 0
+    assert prototype.f64_instructions == 0
     assert twin.f64_instructions == 0
-    assert any(key.endswith(".f64") for key in prototype.special_functions)
+    assert not any(key.endswith(".f64") for key in prototype.special_functions)
     assert not any(key.endswith(".f64") for key in twin.special_functions)
+    assert prototype.registers < before.registers
 
 
 def test_sigmoid_reads_and_writes_one_float_per_thread(usage):
