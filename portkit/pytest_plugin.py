@@ -5,6 +5,7 @@ Point pytest at the prototypes folder (``pytest prototypes``, or list it in
 
     prototypes/sigmoid.py::compile[numba]          prototype compiles for sm_90   (compile)
     prototypes/sigmoid.py::compile[twin]           twin compiles for sm_90        (compile)
+    prototypes/sigmoid.py::lint                    portkit lint finds nothing     (compile)
     prototypes/sigmoid.py::sim[float32-n129]       prototype in the simulator     (sim)
     prototypes/sigmoid.py::twin[float32-n129]      twin on the GPU                (gpu)
     prototypes/sigmoid.py::numba~twin[float32-n129] prototype against twin         (gpu)
@@ -79,6 +80,7 @@ class OpFile(pytest.File):
         yield CompileItem.from_parent(self, name="compile[numba]", op=op, side="numba")
         if op.has_twin:
             yield CompileItem.from_parent(self, name="compile[twin]", op=op, side="twin")
+        yield LintItem.from_parent(self, name="lint", op=op)
         backends = {b.name: b for b in create_all(project)}
         for case in op.definition.cases:
             for backend in backends.values():
@@ -167,6 +169,27 @@ class CompileItem(PortkitItem):
         )
         if result is None or result.failed:
             raise CheckFailed(result.detail if result else "no twin to compile")
+
+
+class LintItem(PortkitItem):
+    """`portkit lint --strict` without the resource table: any finding fails. A
+    deliberate one is silenced on its line with `# portkit: allow-<kind>`."""
+
+    def __init__(self, *, op, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.op = op
+        self.add_marker("compile")
+
+    def runtest(self) -> None:
+        from portkit.lint import code_findings
+
+        findings = code_findings(self.op)
+        if findings:
+            raise CheckFailed(
+                "\n".join(
+                    f"{f.kind} {f.kernel} {f.where}: {f.message} (fix: {f.fix})" for f in findings
+                )
+            )
 
 
 class BrokenOpItem(PortkitItem):

@@ -69,7 +69,7 @@ def test_generated_items(pytester, project):
     got = outcomes(result)
 
     good = {k.split("::", 1)[1]: v for k, v in got.items() if k.startswith(f"{GOOD}.py::")}
-    expected_ids = {"compile[numba]", "compile[twin]", "torch[float64-gradcheck]"}
+    expected_ids = {"compile[numba]", "compile[twin]", "lint", "torch[float64-gradcheck]"}
     for case in GOOD_CASES:
         expected_ids |= {f"sim[{case}]", f"numba[{case}]", f"twin[{case}]", f"numba~twin[{case}]"}
     assert set(good) == expected_ids
@@ -90,6 +90,10 @@ def test_generated_items(pytester, project):
     if reasons["twin"]:
         assert "no CUDA GPU visible" in reasons["twin"]
         assert re.search(rf"SKIPPED \[\d+\] prototypes/{GOOD}\.py: no CUDA GPU visible", text)
+
+    # the lint tier: `x[i] * 2.0` on float32 is float64 work, reported with its line
+    assert good["lint"] == "FAILED"
+    assert re.search(rf"float64 {GOOD}_fwd \S*{GOOD}\.py:\d+: float32 \* float64", text)
 
     # the wrong op fails with the harness's report, not a traceback
     assert got[f"{BAD}.py::sim[float32-n129]"] == "FAILED"
@@ -121,8 +125,10 @@ def test_marker_selects_sim_only(pytester, project):
 
 def test_marker_selects_compile_only(pytester, project):
     result = run(pytester, "-q", "-m", "compile")
-    result.assert_outcomes(passed=4)
-    assert result.ret == pytest.ExitCode.OK
+    # compile[numba] and compile[twin] of both ops pass; both ops' lint items fail on
+    # their Python float literals (`* 2.0`, `* 3.0`)
+    result.assert_outcomes(passed=4, failed=2)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 
 def test_markers_are_registered(pytester, project):
