@@ -348,10 +348,8 @@ def _parse_ptxas_log(log: str) -> dict[str, _Properties]:
             used = _LINK_USED.search(line)
             if used:
                 current.linked_registers = int(used[1])
-                stack = _LINK_STACK.search(line)
-                current.linked_stack = int(stack[1]) if stack else 0
-                lmem = _LMEM.search(line)
-                current.linked_lmem = int(lmem[1]) if lmem else 0
+                current.linked_stack = _first_int(_LINK_STACK, line)
+                current.linked_lmem = _first_int(_LMEM, line)
                 current = None
             continue
         frame = _FRAME.search(line)
@@ -363,12 +361,16 @@ def _parse_ptxas_log(log: str) -> dict[str, _Properties]:
         used = _PTXAS_USED.search(line)
         if used:
             current.registers = int(used[1])
-            smem = _SMEM.search(line)
-            current.shared = int(smem[1]) if smem else 0
-            cumulative = _CUMULATIVE.search(line)
-            current.cumulative_stack = int(cumulative[1]) if cumulative else 0
+            current.shared = _first_int(_SMEM, line)
+            current.cumulative_stack = _first_int(_CUMULATIVE, line)
             current = None
     return props
+
+
+def _first_int(pattern: re.Pattern[str], text: str) -> int:
+    """The pattern's first group as an int; 0 where the log line leaves it out."""
+    match = pattern.search(text)
+    return int(match[1]) if match else 0
 
 
 # ------------------------------------------------------------------------------ PTX
