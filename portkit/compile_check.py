@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from portkit.errors import PortkitError
 from portkit.harness import FAIL, PASS, CheckResult
-from portkit.trace import record_launches
+from portkit.trace import launch_signatures
 from portkit.twin_build import DEFAULT_ARCH, compile_twin
 
 if TYPE_CHECKING:
@@ -29,13 +29,9 @@ COMPUTE_CAPABILITY = (9, 0)
 def kernel_signatures(op: Op) -> dict[str, set]:
     """The argument types each kernel is launched with, over one case of each dtype."""
     signatures: dict[str, set] = {name: set() for name in op.kernels}
-    seen = set()
-    for case in op.definition.cases:
-        if case.dtype in seen or case.numel == 0 or case.gpu_only:
-            continue
-        seen.add(case.dtype)
-        for launch in record_launches(op, case):
-            signatures[launch.kernel].add(launch.signature)
+    for dtype in op.definition.dtypes:
+        for kernel, signature in launch_signatures(op, dtype).items():
+            signatures[kernel].add(signature)
     return signatures
 
 

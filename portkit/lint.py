@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from portkit.compile_check import check_prototype, check_twin
 from portkit.errors import PortkitError
 from portkit.harness import FAIL
-from portkit.trace import record_launches
+from portkit.trace import launch_signatures, record_launches
 
 if TYPE_CHECKING:
     from portkit.config import ProjectConfig
@@ -76,14 +76,6 @@ def _allowed(path: str, line: int, kind: str) -> bool:
     return allows(linecache.getline(path, line)) or (above.startswith("#") and allows(above))
 
 
-def first_case_signatures(op: Op, dtype: str) -> dict[str, tuple]:
-    """One launch signature per kernel, from the op's first small case of ``dtype``."""
-    for case in op.definition.cases:
-        if case.dtype == dtype and case.numel and not case.gpu_only and not case.special:
-            return {launch.kernel: launch.signature for launch in record_launches(op, case)}
-    return {}
-
-
 def launch_fill_findings(op: Op, sms: int = H100_SMS) -> list[Finding]:
     """Launches of the op's large (GPU-only) cases with fewer blocks than the GPU has SMs."""
     findings = []
@@ -91,7 +83,7 @@ def launch_fill_findings(op: Op, sms: int = H100_SMS) -> list[Finding]:
         if not case.gpu_only:
             continue
         for launch in record_launches(op, case):
-            blocks = launch.config.grid[0] * launch.config.grid[1] * launch.config.grid[2]
+            blocks = launch.blocks
             if blocks < sms:
                 findings.append(
                     Finding(
@@ -117,14 +109,18 @@ def compile_findings(op: Op, config: ProjectConfig) -> list[Finding]:
     return findings
 
 
-def code_findings(op: Op) -> list[Finding]:
+def signatures_by_dtype(op: Op) -> dict[str, dict[str, tuple]]:
+    return {dtype: launch_signatures(op, dtype) for dtype in op.definition.dtypes}
+
+
+def code_findings(op: Op, signatures: dict[str, dict[str, tuple]] | None = None) -> list[Finding]:
     """Warnings from the typed IR of every kernel (float64 in float32 kernels, int64
     index math in loops) and from the launches of the op's large cases."""
     from portkit.lint_numba_ir import ir_findings
 
     findings = []
-    for dtype in op.definition.dtypes:
-        for kernel, signature in first_case_signatures(op, dtype).items():
+    for kernels in (signatures or signatures_by_dtype(op)).values():
+        for kernel, signature in kernels.items():
             for f in ir_findings(kernel, op.kernels[kernel], signature):
                 if not _allowed(f.path, f.line, f.kind):
                     where = f"{f.path}:{f.line}"
@@ -140,10 +136,11 @@ def lint_op(op: Op, config: ProjectConfig, report: LintReport, resources: bool =
     report.findings += errors
     if errors:
         return  # nothing further is meaningful for code that does not compile
-    report.findings += code_findings(op)
+    signatures = signatures_by_dtype(op)
+    report.findings += code_findings(op, signatures)
     if resources:
-        for dtype in op.definition.dtypes:
-            for kernel, signature in first_case_signatures(op, dtype).items():
+        for dtype, kernels in signatures.items():
+            for kernel, signature in kernels.items():
                 report.resources += resource_rows(op, kernel, dtype, signature)
 
 

@@ -69,7 +69,10 @@ class _TypedMath(types.ModuleType):
 
     def __getattr__(self, name: str) -> Any:
         value = getattr(math, name)
-        return _typed_math_function(value) if callable(value) else value
+        if callable(value):
+            value = _typed_math_function(value)
+        setattr(self, name, value)  # built once: kernels look math functions up per thread
+        return value
 
 
 TYPED_MATH = _TypedMath("math")

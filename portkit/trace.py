@@ -28,8 +28,12 @@ class Launch:
     signature: tuple  # numba types of the arguments
 
     @property
+    def blocks(self) -> int:
+        return math.prod(self.config.grid)
+
+    @property
     def threads(self) -> int:
-        return math.prod(self.config.grid) * self.config.threads_per_block
+        return self.blocks * self.config.threads_per_block
 
 
 class _Recorder:
@@ -56,3 +60,12 @@ def record_launches(op: Op, case: Case, backward: bool = True) -> list[Launch]:
         outputs = as_tuple(outputs)
         op.definition.backward(k, as_tuple(saved), *make_grad_outputs(case, outputs))
     return log
+
+
+def launch_signatures(op: Op, dtype: str) -> dict[str, tuple]:
+    """Each kernel's argument types in the op's first non-empty simulator-sized case of
+    ``dtype`` (types do not depend on sizes or values, so one case speaks for all)."""
+    for case in op.definition.cases:
+        if case.dtype == dtype and case.numel and not case.gpu_only:
+            return {launch.kernel: launch.signature for launch in record_launches(op, case)}
+    return {}
