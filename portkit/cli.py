@@ -137,6 +137,15 @@ def _parse_shape(text: str) -> tuple[int, ...]:
     "--thread", help="... and this thread (X or X,Y,Z) of it. Either option turns pdb on."
 )
 @click.option("--show", default=8, show_default=True, help="How many leading elements to print.")
+@click.option(
+    "--backend",
+    "backend_name",
+    type=click.Choice(["sim", "numba-sim"]),
+    default="sim",
+    show_default=True,
+    help="sim: portkit's simulator (checks bounds, races, barriers, warps); "
+    "numba-sim: numba's, for a cross-check.",
+)
 @user_errors
 def sim(
     op_name: str,
@@ -149,12 +158,16 @@ def sim(
     block: str | None,
     thread: str | None,
     show: int,
+    backend_name: str,
 ) -> None:
     """Run OP's prototype in the CUDA simulator on the CPU and compare it with the reference.
 
     Prints the first elements of every output (and input gradient, if the op has a
     backward) next to the reference, then a verdict; exits 1 if they differ. No GPU
-    and no environment variable needed.
+    and no environment variable needed. The simulator stops at the first kernel bug it
+    sees (out-of-bounds access, race, uninitialised shared memory, divergent barrier,
+    bad warp mask) and names array, index, block, thread and line. A bar shows
+    progress over blocks when a launch takes more than two seconds.
 
     \b
     Examples:
@@ -162,9 +175,11 @@ def sim(
       portkit sim sigmoid --size 1000 --dtype float64 --seed 3
       portkit sim softmax --shape 4x129
       portkit sim sigmoid --block 1 --thread 5       # pdb at block 1, thread 5
+      portkit sim softmax --backend numba-sim        # numba's simulator instead
     """
     from portkit.backends import create
-    from portkit.numba_sim import Breakpoint
+    from portkit.report import BlockProgress
+    from portkit.simt.debug import Breakpoint
     from portkit.simulate import choose_case, first_forward_kernel, run_simulation
 
     config, catalog = _project()
@@ -179,7 +194,7 @@ def sim(
         seed,
     )
     block_at, thread_at = _parse_coords(block, "--block"), _parse_coords(thread, "--thread")
-    backend = create("sim", config)
+    backend = create(backend_name, config)
     if backend.unavailable_reason:
         raise PortkitError(f"the simulator cannot run here: {backend.unavailable_reason}")
     if block_at or thread_at:
@@ -191,7 +206,10 @@ def sim(
         backend.breakpoint = Breakpoint(name, block_at or (0, 0, 0), thread_at or (0, 0, 0))
     elif kernel:
         raise click.UsageError("--kernel chooses where --block/--thread stop; give one of them")
-    ok = run_simulation(op, case, backend, _console(), show)
+    console = _console()
+    with BlockProgress(console) as progress:
+        backend.on_block = progress
+        ok = run_simulation(op, case, backend, console, show)
     sys.exit(0 if ok else EXIT_FAILED_CHECKS)
 
 
@@ -202,7 +220,8 @@ def sim(
     "--backend",
     "backend_names",
     multiple=True,
-    help="Only these backends (repeatable): torch, sim, numba, twin. Default: all.",
+    help="Only these backends (repeatable): torch, sim, numba, twin, numba-sim. "
+    "Default: all but numba-sim (numba's simulator, a cross-check).",
 )
 @click.option("--case", "case_names", multiple=True, help="Only cases with this name (repeatable).")
 @click.option("--no-compile", is_flag=True, help="Skip the sm_90 compile checks.")

@@ -18,22 +18,11 @@ import traceback
 import types
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Any
 
 from portkit.errors import KernelError
 from portkit.launch import LaunchConfig
-
-
-@dataclass(frozen=True)
-class Breakpoint:
-    """Stop in pdb when ``block`` and ``thread`` enter ``kernel`` (first launch only)."""
-
-    kernel: str
-    block: tuple[int, int, int]
-    thread: tuple[int, int, int]
-    stdin: TextIO | None = None
-    stdout: TextIO | None = None
+from portkit.simt.debug import Breakpoint
 
 
 def _is_device_function(value: Any) -> bool:
@@ -234,3 +223,27 @@ def simulator_importable() -> str | None:
     except Exception as exc:  # pragma: no cover - depends on the install
         return f"numba's CUDA simulator cannot be imported: {exc}"
     return None
+
+
+WARP_INTRINSICS = frozenset(
+    ("shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync", "ballot_sync",
+     "any_sync", "all_sync", "eq_sync", "syncwarp", "activemask", "lanemask_lt", "match_any_sync",
+     "match_all_sync")
+)
+
+
+def uses_warp_intrinsics(op: Any) -> bool:
+    """Whether any kernel of ``op`` (or a function it calls) names a warp intrinsic."""
+    seen: set[int] = set()
+    stack = [d.py_func for d in op.kernels.values()]
+    while stack:
+        fn = stack.pop()
+        if id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        names = _referenced_names(fn.__code__)
+        if names & WARP_INTRINSICS:
+            return True
+        stack += [fn.__globals__[n].py_func for n in names
+                  if _is_device_function(fn.__globals__.get(n))]
+    return False

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from portkit.harness import FAIL, PASS, SKIP, CheckResult
 
@@ -97,6 +98,49 @@ def progress_bar(console: Console, total: int) -> Iterator[Callable[[str], None]
             progress.update(task, description=label)
 
         yield advance
+
+
+class BlockProgress:
+    """``on_block(done, total)`` for the simulator: a bar over the blocks of a launch that
+    appears only once the launch looks like it will take more than ``after`` seconds."""
+
+    def __init__(self, console: Console, after: float = 2.0) -> None:
+        self._console, self._after = console, after
+        self._progress: Any = None
+        self._task: Any = None
+        self._started = 0.0
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.perf_counter()
+        if done == 1:
+            self._close()
+            self._started = now
+        elapsed = now - self._started
+        if self._progress is None and done < total and elapsed * total / done > self._after:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+            from rich.progress import TimeRemainingColumn
+
+            self._progress = Progress(
+                TextColumn("simulating blocks"), BarColumn(), MofNCompleteColumn(),
+                TimeRemainingColumn(), console=self._console, transient=True,
+            )
+            self._progress.start()
+            self._task = self._progress.add_task("blocks", total=total)
+        if self._progress is not None:
+            self._progress.update(self._task, completed=done)
+            if done == total:
+                self._close()
+
+    def _close(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+
+    def __enter__(self) -> BlockProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._close()
 
 
 def print_results(results: Sequence[CheckResult], console: Console, verbose: bool) -> bool:

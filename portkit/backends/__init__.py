@@ -5,7 +5,7 @@ from __future__ import annotations
 from portkit.backends.base import ROLES, Backend
 from portkit.backends.numba_gpu import NumbaGPU
 from portkit.backends.reference import TorchReference
-from portkit.backends.simulator import NumbaSimulator
+from portkit.backends.simulator import NumbaSimulator, PortkitSimulator
 from portkit.backends.twin import Twin
 from portkit.config import ProjectConfig
 from portkit.errors import PortkitError
@@ -25,7 +25,7 @@ def register(backend: type[Backend]) -> type[Backend]:
     return backend
 
 
-for _builtin in (TorchReference, NumbaSimulator, NumbaGPU, Twin):
+for _builtin in (TorchReference, PortkitSimulator, NumbaGPU, Twin, NumbaSimulator):
     register(_builtin)
 
 
@@ -39,8 +39,13 @@ def create(name: str, config: ProjectConfig) -> Backend:
     return _REGISTRY[name](config)
 
 
+def default_names() -> list[str]:
+    """The backends that run when none is named (numba's simulator is only run on request)."""
+    return [name for name, backend in _REGISTRY.items() if backend.default]
+
+
 def create_all(config: ProjectConfig, selected: list[str] | None = None) -> list[Backend]:
-    return [create(n, config) for n in (selected or names())]
+    return [create(n, config) for n in (selected or default_names())]
 
 
-__all__ = ["Backend", "create", "create_all", "names", "register"]
+__all__ = ["Backend", "create", "create_all", "default_names", "names", "register"]

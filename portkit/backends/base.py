@@ -24,6 +24,7 @@ class Backend(ABC):
     role: ClassVar[str]  # one of ROLES
     device: ClassVar[str]  # torch device type its tensors live on: "cpu" or "cuda"
     simulated: ClassVar[bool] = False  # slow: skips cases marked gpu_only
+    default: ClassVar[bool] = True  # run when no --backend is named
     description: ClassVar[str]
 
     def __init__(self, config: ProjectConfig) -> None:

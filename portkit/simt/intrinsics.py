@@ -1,0 +1,201 @@
+"""The ``cuda`` module as a simulated kernel sees it: thread coordinates, memory
+allocation, atomics and the intrinsics that do not make lanes wait for each other.
+
+Its coordinate attributes are plain attributes that the machine rewrites as it switches
+from one simulated thread to the next, so ``cuda.threadIdx.x`` costs two attribute reads.
+The intrinsics that wait (barriers, shuffles, votes) never reach this object: the
+rewrite turns their calls into yields that the machine answers (see ``machine.py``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from portkit.errors import KernelError
+from portkit.simt.scalars import INT64, NumberCast, as_dtype
+
+if TYPE_CHECKING:
+    from portkit.simt.machine import Machine
+    from portkit.simt.memory import SimArray
+
+WARP_SIZE = 32
+
+
+class Dim3:
+    """``threadIdx``, ``blockIdx``, ``blockDim``, ``gridDim``."""
+
+    __slots__ = ("x", "y", "z")
+
+    def __init__(self, x: int, y: int, z: int) -> None:
+        self.x, self.y, self.z = INT64(x), INT64(y), INT64(z)
+
+    def __iter__(self):
+        return iter((self.x, self.y, self.z))
+
+    def __repr__(self) -> str:
+        return f"({self.x}, {self.y}, {self.z})"
+
+
+def _atomic(update: Callable[[Any, Any], Any]) -> Callable[..., Any]:
+    def atomic(array: SimArray, index: Any, value: Any) -> Any:
+        return array.atomic_update(index, lambda old: update(old, value))
+
+    return atomic
+
+
+def _inc(old: Any, limit: Any) -> Any:
+    return 0 if old >= limit else old + 1
+
+
+def _dec(old: Any, limit: Any) -> Any:
+    return limit if old == 0 or old > limit else old - 1
+
+
+def _nan_aware(pick: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    def update(old: Any, value: Any) -> Any:
+        if math.isnan(old):
+            return value
+        if math.isnan(value):
+            return old
+        return pick(old, value)
+
+    return update
+
+
+class Atomics:
+    """``cuda.atomic``: each operation is indivisible and returns the old value."""
+
+    add = staticmethod(_atomic(lambda old, v: old + v))
+    sub = staticmethod(_atomic(lambda old, v: old - v))
+    max = staticmethod(_atomic(lambda old, v: v if v > old or math.isnan(old) else old))
+    min = staticmethod(_atomic(lambda old, v: v if v < old or math.isnan(old) else old))
+    nanmax = staticmethod(_atomic(_nan_aware(max)))
+    nanmin = staticmethod(_atomic(_nan_aware(min)))
+    exch = staticmethod(_atomic(lambda old, v: v))
+    and_ = staticmethod(_atomic(lambda old, v: old & v))
+    or_ = staticmethod(_atomic(lambda old, v: old | v))
+    xor = staticmethod(_atomic(lambda old, v: old ^ v))
+    inc = staticmethod(_atomic(_inc))
+    dec = staticmethod(_atomic(_dec))
+
+    @staticmethod
+    def cas(array: SimArray, index: Any, expected: Any, value: Any) -> Any:
+        return array.atomic_update(index, lambda old: value if old == expected else old)
+
+    @staticmethod
+    def compare_and_swap(array: SimArray, expected: Any, value: Any) -> Any:
+        return array.atomic_update(0, lambda old: value if old == expected else old)
+
+
+class _Unrewritten:
+    """``cuda.shared`` & co reached in a way the rewrite could not see (through an alias)."""
+
+    def __init__(self, what: str) -> None:
+        self._what = what
+
+    def __getattr__(self, name: str) -> Any:
+        raise KernelError(
+            f"cuda.{self._what}.{name} was reached through an alias the simulator cannot "
+            f"follow; call it as cuda.{self._what}.{name}(...) in the kernel"
+        )
+
+
+class SimulatedCuda:
+    """What ``cuda`` (numba.cuda) is inside a simulated kernel."""
+
+    warpsize = INT64(WARP_SIZE)
+    atomic = Atomics()
+    shared = _Unrewritten("shared")
+    local = _Unrewritten("local")
+    const = _Unrewritten("const")
+
+    def __init__(self, machine: Machine) -> None:
+        self._machine = machine
+        self.threadIdx = Dim3(0, 0, 0)
+        self.blockIdx = Dim3(0, 0, 0)
+        self.blockDim = Dim3(1, 1, 1)
+        self.gridDim = Dim3(1, 1, 1)
+        self.laneid = INT64(0)
+
+    # -- coordinates ---------------------------------------------------------------------
+    def grid(self, ndim: int) -> Any:
+        t, b, d = self.threadIdx, self.blockIdx, self.blockDim
+        x = INT64(int(b.x) * int(d.x) + int(t.x))
+        if ndim == 1:
+            return x
+        y = INT64(int(b.y) * int(d.y) + int(t.y))
+        if ndim == 2:
+            return x, y
+        return x, y, INT64(int(b.z) * int(d.z) + int(t.z))
+
+    def gridsize(self, ndim: int) -> Any:
+        g, d = self.gridDim, self.blockDim
+        sizes = tuple(INT64(int(a) * int(b)) for a, b in zip(g, d))
+        return sizes[0] if ndim == 1 else sizes[:ndim]
+
+    # -- lane masks that need no waiting ---------------------------------------------------
+    def activemask(self) -> Any:
+        """Lanes of this warp that have not exited (the simulator does not model partial
+        convergence within a warp: lanes of one warp may be at different lines)."""
+        return INT64(self._machine.live_lanes())
+
+    def lanemask_lt(self) -> Any:
+        return INT64((1 << int(self.laneid)) - 1)
+
+    # -- fences, hints and bit tricks --------------------------------------------------
+    def threadfence(self) -> None:
+        return None
+
+    threadfence_block = threadfence_system = threadfence
+
+    def nanosleep(self, ns: Any) -> None:
+        return None
+
+    @staticmethod
+    def fma(a: Any, b: Any, c: Any) -> Any:
+        kind = np.result_type(a, b, c).type
+        exact = np.longdouble(a) * np.longdouble(b) + np.longdouble(c)
+        return kind(exact)
+
+    @staticmethod
+    def cbrt(x: Any) -> Any:
+        return type(x)(np.cbrt(x)) if isinstance(x, np.floating) else np.cbrt(np.float64(x))
+
+    @staticmethod
+    def popc(x: Any) -> Any:
+        return INT64(bin(int(x) & 0xFFFFFFFFFFFFFFFF).count("1"))
+
+    @staticmethod
+    def brev(x: Any) -> Any:
+        return INT64(int(f"{int(x) & 0xFFFFFFFF:032b}"[::-1], 2))
+
+    @staticmethod
+    def clz(x: Any) -> Any:
+        return INT64(32 - (int(x) & 0xFFFFFFFF).bit_length())
+
+    @staticmethod
+    def ffs(x: Any) -> Any:
+        v = int(x) & 0xFFFFFFFF
+        return INT64((v & -v).bit_length())
+
+    def __getattr__(self, name: str) -> Any:
+        from numba import cuda
+        from numba.core import types as numba_types
+
+        value = getattr(cuda, name, None)
+        if isinstance(value, numba_types.Number):
+            cast = NumberCast(as_dtype(value), name)
+            setattr(self, name, cast)
+            return cast
+        if name in ("syncthreads", "syncwarp") or name.endswith("_sync") or name.startswith(
+            "syncthreads"
+        ):
+            raise KernelError(
+                f"cuda.{name} was reached through an alias the simulator cannot follow; "
+                f"call it as cuda.{name}(...) in the kernel or a device function"
+            )
+        raise KernelError(f"cuda.{name} is not supported by portkit's simulator")

@@ -1,0 +1,359 @@
+"""Simulated memory: arrays that check every access a kernel makes.
+
+A ``SimArray`` wraps a flat NumPy buffer (a tensor's storage for global memory, a fresh
+buffer for shared and local memory) with a shape, strides and an offset, so views and
+multi-dimensional indexing work as in numba. Each access is checked:
+
+- bounds, per dimension, negative indices included (a GPU does not wrap them);
+- shared and local memory start poisoned, and reading an element no thread of the
+  block (or, for local memory, this thread) has written is an error;
+- races: every element remembers the last writer and reader as a *stamp*
+  (block, barrier epoch, thread), so two threads of a block touching one element
+  between two barriers, one of them writing, or two blocks touching one element of
+  global memory with a write among them, is reported with both threads and lines.
+
+The write stamps of global memory outlive the launch: they are the recorded
+writer map that ``portkit diff`` reads (which block and thread last wrote each element).
+"""
+
+from __future__ import annotations
+
+import operator
+import sys
+from array import array
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from portkit.simt.scalars import INT64, widen
+
+if TYPE_CHECKING:
+    from portkit.simt.machine import Machine
+
+GLOBAL, SHARED, LOCAL, CONST = "global", "shared", "local", "constant"
+
+# A stamp names who touched an element and when, in one int64:
+#   block << 32 | barrier epoch << 19 | warp sync generation << 11 | thread
+# The epoch counts the block's syncthreads; the generation counts the completed warp
+# operations (shuffles, syncwarp...) of the thread's warp, which order lanes of one warp.
+# Thread 2047 means "several threads read it".
+THREAD_BITS = 11
+MANY = (1 << THREAD_BITS) - 1
+GENERATION_BITS = 8
+EPOCH_SHIFT = THREAD_BITS + GENERATION_BITS
+EPOCH_MASK = (1 << (32 - EPOCH_SHIFT)) - 1
+NOBODY = -1
+LINE_BITS = 22  # a line key is file << 22 | line
+
+
+def ordered(other: int, me: int, cross_block: bool) -> bool:
+    """Whether an access stamped ``other`` happens before one stamped ``me`` (so the two
+    cannot race): a barrier or a warp operation separates them, or one thread made both."""
+    if (other >> 32) != (me >> 32):
+        return not cross_block
+    if (other >> EPOCH_SHIFT) != (me >> EPOCH_SHIFT):
+        return True
+    other_thread, my_thread = other & MANY, me & MANY
+    if other_thread == my_thread:
+        return True
+    if (other >> THREAD_BITS) == (me >> THREAD_BITS):
+        return False  # same epoch and generation: nothing between them
+    # A warp operation came between: it orders lanes of one warp. Several readers
+    # cannot be told apart, so they are given the benefit of the doubt.
+    return other_thread == MANY or (other_thread >> 5) == (my_thread >> 5)
+
+
+def stamp_block(stamp: int) -> int:
+    return stamp >> 32
+
+
+def stamp_thread(stamp: int) -> int:
+    return stamp & MANY
+
+
+class MemoryFault(Exception):
+    """A checked access failed; the machine adds block, thread and source line."""
+
+    def __init__(self, kind: str, detail: str, other: tuple[int, int] | None = None) -> None:
+        super().__init__(detail)
+        self.kind = kind
+        self.detail = detail
+        self.other = other  # (stamp, line key) of the earlier access in a race
+
+
+class Shadow:
+    """Who last wrote and read each element of one allocation, during one launch."""
+
+    __slots__ = ("writes", "write_lines", "reads", "read_lines")
+
+    def __init__(self, size: int) -> None:
+        self.writes = array("q", [NOBODY]) * size
+        self.write_lines = array("i", [0]) * size
+        self.reads = array("q", [NOBODY]) * size
+        self.read_lines = array("i", [0]) * size
+
+
+@dataclass(frozen=True)
+class Layout:
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]  # in elements
+    offset: int
+
+    @staticmethod
+    def contiguous(shape: tuple[int, ...]) -> Layout:
+        strides, step = [], 1
+        for n in reversed(shape):
+            strides.append(step)
+            step *= n
+        return Layout(tuple(shape), tuple(reversed(strides)), 0)
+
+
+class SimArray:
+    """An array as a simulated kernel sees it."""
+
+    def __init__(
+        self,
+        data: np.ndarray,
+        layout: Layout,
+        name: str,
+        space: str,
+        machine: Machine,
+        shadow: Shadow | None = None,
+        written: bytearray | None = None,
+    ) -> None:
+        self._data = data  # flat, owns or views the memory
+        self._layout = layout
+        self._shape = layout.shape
+        self._strides = layout.strides
+        self._offset = layout.offset
+        self._ndim = len(layout.shape)
+        self._n0 = layout.shape[0] if layout.shape else 0
+        self._s0 = layout.strides[0] if layout.shape else 0
+        self.name = name
+        self.space = space
+        self._machine = machine
+        self._shadow = shadow
+        self._written = written  # local memory: which elements this thread wrote
+        self._cross_block = space == GLOBAL
+        self._poisoned = space in (SHARED, LOCAL)
+        self._widen = data.dtype.kind in "iub" and data.dtype.itemsize < 8
+
+    # -- the array interface numba kernels use -------------------------------------------
+    @property
+    def shape(self) -> tuple[np.int64, ...]:
+        return tuple(INT64(n) for n in self._shape)
+
+    @property
+    def size(self) -> np.int64:
+        return INT64(int(np.prod(self._shape)))
+
+    @property
+    def ndim(self) -> int:
+        return self._ndim
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._data.dtype
+
+    def __len__(self) -> int:
+        return self._n0
+
+    def __repr__(self) -> str:
+        return f"<{self.space} array {self.name} {self._data.dtype} {self._shape}>"
+
+    def __getitem__(self, index: Any) -> Any:
+        flat = self._element(index, "read")
+        if flat is None:
+            return self._view(index)
+        shadow = self._shadow
+        if shadow is not None:
+            self._check_read(shadow, flat)
+        elif self._written is not None and not self._written[flat]:
+            raise self._uninitialised(index)
+        value = self._data[flat]
+        return widen(value) if self._widen else value
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        flat = self._element(index, "write")
+        if flat is None:
+            raise MemoryFault("unsupported", f"assigning to a slice of {self.name} is not supported")
+        if self.space == CONST:
+            raise MemoryFault("const-write", f"write to constant memory {self.name}{_show(index)}")
+        shadow = self._shadow
+        if shadow is not None:
+            self._check_write(shadow, flat)
+        elif self._written is not None:
+            self._written[flat] = 1
+        self._data[flat] = value
+
+    # -- indexing ----------------------------------------------------------------------
+    def _element(self, index: Any, access: str) -> int | None:
+        """The flat position of one element, or None when ``index`` makes a view."""
+        if type(index) is tuple:
+            if len(index) != self._ndim or any(type(i) is slice for i in index):
+                if len(index) > self._ndim:
+                    raise MemoryFault(
+                        "index", f"{self.name}{_show(index)}: {len(index)} indices into a "
+                        f"{self._ndim}-D array of shape {self._shape}"
+                    )
+                return None
+            flat = self._offset
+            for axis, i in enumerate(index):
+                i = _integer(i, self.name, index)
+                n = self._shape[axis]
+                if not 0 <= i < n:
+                    raise self._out_of_bounds(index, access, axis, i, n)
+                flat += i * self._strides[axis]
+            return flat
+        if type(index) is slice or self._ndim != 1:
+            if self._ndim == 0:
+                raise MemoryFault("index", f"{self.name} is 0-D and cannot be indexed")
+            return None
+        i = _integer(index, self.name, index)
+        if not 0 <= i < self._n0:
+            raise self._out_of_bounds(index, access, 0, i, self._n0)
+        return self._offset + i * self._s0
+
+    def _view(self, index: Any) -> SimArray:
+        items = index if type(index) is tuple else (index,)
+        shape, strides, offset = [], [], self._offset
+        for axis, n in enumerate(self._shape):
+            item = items[axis] if axis < len(items) else slice(None)
+            if type(item) is slice:
+                start, stop, step = item.indices(n)
+                shape.append(len(range(start, stop, step)))
+                strides.append(self._strides[axis] * step)
+                offset += start * self._strides[axis]
+            else:
+                i = _integer(item, self.name, index)
+                if not 0 <= i < n:
+                    raise self._out_of_bounds(index, "view", axis, i, n)
+                offset += i * self._strides[axis]
+        view = SimArray(
+            self._data, Layout(tuple(shape), tuple(strides), offset), self.name, self.space,
+            self._machine, self._shadow, self._written,
+        )
+        return view
+
+    # -- checks ------------------------------------------------------------------------
+    def _check_read(self, shadow: Shadow, flat: int) -> None:
+        me = self._machine.stamp
+        written = shadow.writes[flat]
+        if written != me:
+            if written == NOBODY:
+                if self._poisoned:
+                    raise self._uninitialised(None, flat)
+            elif not ordered(written, me, self._cross_block):
+                raise MemoryFault(
+                    "race", f"read of {self.name}[{self._position(flat)}]",
+                    (written, shadow.write_lines[flat]),
+                )
+        read = shadow.reads[flat]
+        if read != me:
+            # Remember one reader; several unordered readers become MANY, so that any
+            # write racing with one of them is caught.
+            if read == NOBODY or ordered(read, me, self._cross_block):
+                shadow.reads[flat] = me
+            else:
+                shadow.reads[flat] = me | MANY
+        shadow.read_lines[flat] = _line_key(sys._getframe(2), self._machine.files)
+
+    def _check_write(self, shadow: Shadow, flat: int) -> None:
+        me = self._machine.stamp
+        cross_block = self._cross_block
+        other = shadow.writes[flat]
+        if other != me and other != NOBODY and not ordered(other, me, cross_block):
+            raise MemoryFault(
+                "race", f"write of {self.name}[{self._position(flat)}] after another "
+                f"thread's write", (other, shadow.write_lines[flat]),
+            )
+        other = shadow.reads[flat]
+        if other != me and other != NOBODY and not ordered(other, me, cross_block):
+            raise MemoryFault(
+                "race", f"write of {self.name}[{self._position(flat)}] after another "
+                f"thread's read", (other, shadow.read_lines[flat]),
+            )
+        shadow.writes[flat] = me
+        shadow.write_lines[flat] = _line_key(sys._getframe(2), self._machine.files)
+
+    def atomic_update(self, index: Any, update: Any) -> Any:
+        """Read-modify-write one element as a single indivisible step; returns the old
+        value. Atomics never race, but they do read: uninitialised shared memory fails."""
+        flat = self._element(index, "atomic")
+        if flat is None:
+            raise MemoryFault("index", f"atomic on {self.name}{_show(index)} needs one element")
+        if self.space == CONST:
+            raise MemoryFault("const-write", f"atomic on constant memory {self.name}")
+        shadow = self._shadow
+        if shadow is not None:
+            if self._poisoned and shadow.writes[flat] == NOBODY:
+                raise self._uninitialised(index)
+            shadow.writes[flat] = self._machine.stamp
+            shadow.write_lines[flat] = _line_key(sys._getframe(2), self._machine.files)
+        old = self._data[flat]
+        self._data[flat] = update(old)
+        return widen(old) if self._widen else old
+
+    def _position(self, flat: int) -> str:
+        """The index of a flat position, as the kernel would write it."""
+        rest = flat - self._offset
+        if self._ndim <= 1:
+            return str(rest // max(self._s0, 1))
+        coords = []
+        for stride in self._strides:
+            coords.append(rest // stride)
+            rest %= stride
+        return ", ".join(map(str, coords))
+
+    def _out_of_bounds(self, index: Any, access: str, axis: int, i: int, n: int) -> MemoryFault:
+        where = f" (dimension {axis})" if self._ndim > 1 else ""
+        if i < 0:
+            why = (f"negative index {i}{where}; a GPU does not wrap negative indices, it "
+                   f"{access}s memory before the array")
+        else:
+            why = f"index {i}{where} is past the end (size {n})"
+        return MemoryFault(
+            "out-of-bounds",
+            f"out-of-bounds {access} of {self.space} array {self.name}{_show(index)} "
+            f"of shape {self._shape}: {why}",
+        )
+
+    def _uninitialised(self, index: Any, flat: int | None = None) -> MemoryFault:
+        shown = _show(index) if index is not None else f"[{self._position(flat or 0)}]"
+        who = "no thread of this block" if self.space == SHARED else "this thread"
+        return MemoryFault(
+            "uninitialised",
+            f"read of uninitialised {self.space} memory {self.name}{shown}: {who} has "
+            f"written it yet",
+        )
+
+
+def _integer(value: Any, name: str, index: Any) -> int:
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise MemoryFault(
+            "index", f"{name}{_show(index)}: index {value!r} is {type(value).__name__}, "
+            f"not an integer"
+        ) from None
+
+
+def _show(index: Any) -> str:
+    items = index if type(index) is tuple else (index,)
+    return "[" + ", ".join(_show_item(i) for i in items) + "]"
+
+
+def _show_item(item: Any) -> str:
+    if type(item) is slice:
+        parts = ["" if v is None else str(v) for v in (item.start, item.stop)]
+        return ":".join(parts) + ("" if item.step is None else f":{item.step}")
+    return str(item)
+
+
+def _line_key(frame: Any, files: dict[str, int]) -> int:
+    filename = frame.f_code.co_filename
+    number = files.get(filename)
+    if number is None:
+        number = files[filename] = len(files)
+    return number << LINE_BITS | frame.f_lineno

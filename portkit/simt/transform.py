@@ -1,0 +1,291 @@
+"""Rewrite a ``numba.cuda.jit`` function's source into the simulator's Python.
+
+The kernel is not edited by hand and not copied: its source is parsed and rewritten,
+keeping file and line numbers, so that tracebacks, pdb and error messages point at
+the user's own lines. The rewrite does four things:
+
+- a call that makes lanes wait for each other (``cuda.syncthreads()``, ``shfl_*_sync``,
+  ``ballot_sync``, ``syncwarp``...) becomes ``yield (name, *args)``: each CUDA thread is
+  a generator, and the machine resumes it once every thread the call waits for arrived;
+- a call to a ``device=True`` function calls its rewritten copy (through ``yield from``
+  when that copy waits too);
+- ``cuda.shared.array``, ``cuda.local.array`` and ``cuda.const.array_like`` learn their
+  call site and the variable they are assigned to (one shared array per site per block,
+  named in error messages);
+- number literals become int64 / float64 constants, as numba types them.
+
+Which call is which is decided by resolving the called name against the function's
+globals and closure, so ``cuda.syncthreads``, ``numba.cuda.syncthreads`` and a bare
+``syncthreads`` imported from numba.cuda are all recognised.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import math
+import textwrap
+import types
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from portkit.errors import KernelError
+from portkit.simt.scalars import TYPED_BUILTINS, TYPED_MATH, NumberCast, as_dtype, typed_constant
+
+# Intrinsics that make a thread wait for others: they become yields.
+WAITING_INTRINSICS = (
+    "syncthreads", "syncthreads_count", "syncthreads_and", "syncthreads_or", "syncwarp",
+    "shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync",
+    "ballot_sync", "any_sync", "all_sync", "eq_sync",
+)
+ALLOCATORS = {("shared", "array"): "__pk_shared", ("local", "array"): "__pk_local",
+              ("const", "array_like"): "__pk_const"}
+
+
+@dataclass
+class SimulatedFunction:
+    """A rewritten kernel or device function."""
+
+    name: str
+    function: Callable[..., Any]
+    waits: bool  # a generator: it yields at barriers and warp operations
+    parameters: tuple[str, ...]
+    filename: str
+
+
+def is_device_function(value: Any) -> bool:
+    options = getattr(value, "targetoptions", None)
+    return hasattr(value, "py_func") and isinstance(options, dict) and bool(options.get("device"))
+
+
+def _intrinsic_names() -> dict[int, str]:
+    from numba import cuda
+
+    table = {}
+    for name in dir(cuda):
+        value = getattr(cuda, name)
+        if not isinstance(value, (types.ModuleType, type, int, float, str)):
+            table.setdefault(id(value), name)
+    return table
+
+
+class Rewriter:
+    """Rewrites the functions one simulator uses; each is rewritten once."""
+
+    def __init__(self, simulated_cuda: Any, print_function: Callable[..., None],
+                 helpers: dict[str, Callable[..., Any]]) -> None:
+        from numba import cuda
+
+        self._cuda = simulated_cuda
+        self._print = print_function
+        self._helpers = helpers
+        self.files: set[str] = set()  # source files of rewritten functions
+        self._done: dict[int, SimulatedFunction] = {}
+        self._numba_cuda = cuda
+        self._intrinsics = _intrinsic_names()
+        self._sites = 0
+        self._constants = 0
+        self._proxies: dict[int, Any] = {}
+
+    def rewrite(self, dispatcher: Any) -> SimulatedFunction:
+        key = id(dispatcher)
+        if key not in self._done:
+            self._done[key] = self._rewrite(dispatcher)
+        return self._done[key]
+
+    # -- one function ------------------------------------------------------------------
+    def _rewrite(self, dispatcher: Any) -> SimulatedFunction:
+        fn = dispatcher.py_func
+        filename = fn.__code__.co_filename
+        try:
+            lines, first = inspect.getsourcelines(fn)
+        except (OSError, TypeError) as exc:
+            raise KernelError(
+                f"the simulator needs the source of {fn.__name__} and cannot read it: {exc}"
+            ) from None
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+        ast.increment_lineno(tree, first - 1)
+        definition = tree.body[0]
+        if not isinstance(definition, ast.FunctionDef):
+            raise KernelError(f"{fn.__name__}: the simulator can only run plain def functions")
+        definition.decorator_list = []
+
+        scope = dict(fn.__globals__)
+        if fn.__closure__:
+            scope.update(zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__)))
+        namespace = dict(fn.__globals__)
+        namespace.update(self._helpers)
+        visitor = _Visitor(self, scope, namespace)
+        definition = visitor.visit(definition)
+        ast.fix_missing_locations(tree)
+        for name in visitor.loaded_names:
+            if name in scope:
+                namespace[name] = self.simulated_value(scope[name])
+            elif name in TYPED_BUILTINS:
+                namespace[name] = TYPED_BUILTINS[name]
+            elif name == "print":
+                namespace[name] = self._print
+        code = compile(tree, filename, "exec")
+        exec(code, namespace)  # defines the rewritten function in its private namespace
+        function = namespace[definition.name]
+        function.__defaults__ = tuple(self.simulated_value(d) for d in fn.__defaults__ or ())
+        waits = any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _own_nodes(definition))
+        parameters = tuple(a.arg for a in definition.args.args)
+        self.files.add(filename)
+        return SimulatedFunction(fn.__name__, function, waits, parameters, filename)
+
+    # -- values a kernel's names refer to ----------------------------------------------
+    def simulated_value(self, value: Any) -> Any:
+        """What a global or closure value of a kernel is in the simulator."""
+        import numba
+        from numba.core import types as numba_types
+
+        if value is self._numba_cuda:
+            return self._cuda
+        if value is math:
+            return TYPED_MATH
+        if value is numba or value is numba_types:
+            return self._proxy(value)
+        if isinstance(value, numba_types.Number):
+            return NumberCast(as_dtype(value), str(value))
+        if isinstance(value, (bool, int, float)):
+            return typed_constant(value)
+        if callable(value) and getattr(math, getattr(value, "__name__", ""), None) is value:
+            return getattr(TYPED_MATH, value.__name__)
+        if is_device_function(value):
+            return self.rewrite(value).function
+        name = self._intrinsics.get(id(value)) if not isinstance(value, types.ModuleType) else None
+        if name is not None:
+            return getattr(self._cuda, name)
+        return value
+
+    def _proxy(self, module: types.ModuleType) -> Any:
+        if id(module) not in self._proxies:
+            self._proxies[id(module)] = _ModuleProxy(module, self.simulated_value)
+        return self._proxies[id(module)]
+
+    def resolve(self, node: ast.AST, scope: dict[str, Any]) -> Any:
+        """The object a dotted name (``cuda.shared.array``) refers to, or None."""
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name) or node.id not in scope:
+            return None
+        value = scope[node.id]
+        for part in reversed(parts):
+            if not isinstance(value, (types.ModuleType, type)) and not _is_namespace(value):
+                return None
+            value = getattr(value, part, None)
+        return value
+
+    def intrinsic_name(self, value: Any) -> str | None:
+        if value is None or isinstance(value, types.ModuleType):
+            return None
+        return self._intrinsics.get(id(value))
+
+    def allocator(self, value: Any) -> str | None:
+        cuda = self._numba_cuda
+        for (space, method), helper in ALLOCATORS.items():
+            if value is getattr(getattr(cuda, space), method, None):
+                return helper
+        return None
+
+    def next_site(self) -> int:
+        self._sites += 1
+        return self._sites
+
+    def next_constant(self) -> str:
+        self._constants += 1
+        return f"__pk_k{self._constants}"
+
+
+def _is_namespace(value: Any) -> bool:
+    """Objects of numba's whose attributes a kernel may name (stub namespaces)."""
+    return type(value).__module__.startswith("numba")
+
+
+class _ModuleProxy:
+    """``numba`` (or ``numba.types``) as a simulated kernel sees it."""
+
+    def __init__(self, module: types.ModuleType, convert: Callable[[Any], Any]) -> None:
+        self._module, self._convert = module, convert
+
+    def __getattr__(self, name: str) -> Any:
+        value = self._convert(getattr(self._module, name))
+        setattr(self, name, value)
+        return value
+
+
+def _own_nodes(definition: ast.FunctionDef):
+    """Nodes of a function body, not descending into nested functions or lambdas."""
+    stack = list(definition.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                stack.append(child)
+
+
+class _Visitor(ast.NodeTransformer):
+    def __init__(self, rewriter: Rewriter, scope: dict[str, Any], namespace: dict) -> None:
+        self.rewriter = rewriter
+        self.scope = scope
+        self.namespace = namespace
+        self.loaded_names: set[str] = set()
+        self._target: str | None = None  # variable an allocation is assigned to
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if isinstance(node.ctx, ast.Load):
+            self.loaded_names.add(node.id)
+        return node
+
+    def visit_Constant(self, node: ast.Constant) -> ast.AST:
+        value = typed_constant(node.value)
+        if value is node.value:
+            return node
+        name = self.rewriter.next_constant()
+        self.namespace[name] = value
+        return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), node)
+
+    def visit_Assign(self, node: ast.Assign) -> ast.AST:
+        target = node.targets[0] if len(node.targets) == 1 else None
+        self._target = target.id if isinstance(target, ast.Name) else None
+        self.generic_visit(node)
+        self._target = None
+        return node
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        rewriter = self.rewriter
+        value = rewriter.resolve(node.func, self.scope)
+        target, self._target = self._target, None
+        self.generic_visit(node)
+        name = rewriter.intrinsic_name(value)
+        if name in WAITING_INTRINSICS:
+            if node.keywords:
+                raise KernelError(
+                    f"line {node.lineno}: pass cuda.{name}'s arguments by position in the "
+                    f"simulator"
+                )
+            request = ast.Tuple(elts=[ast.Constant(name), *node.args], ctx=ast.Load())
+            return ast.copy_location(ast.Yield(value=request), node)
+        helper = rewriter.allocator(value)
+        if helper is not None:
+            site = [ast.Constant(rewriter.next_site()), ast.Constant(target or "array")]
+            call = ast.Call(
+                func=ast.Name(id=helper, ctx=ast.Load()), args=site + node.args,
+                keywords=node.keywords,
+            )
+            return ast.copy_location(call, node)
+        if is_device_function(value):
+            simulated = rewriter.rewrite(value)
+            alias = f"__pk_device_{simulated.name}_{id(value)}"
+            self.namespace[alias] = simulated.function
+            call = ast.Call(func=ast.Name(id=alias, ctx=ast.Load()), args=node.args,
+                            keywords=node.keywords)
+            if simulated.waits:
+                return ast.copy_location(ast.YieldFrom(value=call), node)
+            return ast.copy_location(call, node)
+        return node
