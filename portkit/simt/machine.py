@@ -36,9 +36,9 @@ from portkit.simt.memory import (
     GLOBAL,
     LINE_BITS,
     LOCAL,
-    MANY,
     SHARED,
     THREAD_BITS,
+    THREAD_MASK,
     Layout,
     MemoryFault,
     Shadow,
@@ -105,7 +105,7 @@ class LaunchRecord:
     def coordinates(self, stamp: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
         """(block, thread) of a write stamp."""
         return (_unflatten(stamp >> 32, self.config.grid),
-                _unflatten(stamp & MANY, self.config.block))
+                _unflatten(stamp & THREAD_MASK, self.config.block))
 
     def line(self, key: int) -> tuple[str, int]:
         return self.files[key >> LINE_BITS], key & ((1 << LINE_BITS) - 1)
@@ -293,12 +293,9 @@ class Machine:
                 line = key & ((1 << LINE_BITS) - 1)
                 dims = tuple(int(v) for v in self.cuda.blockDim)
                 grid = tuple(int(v) for v in self.cuda.gridDim)
-                other_thread = stamp & MANY
                 other = Place(_unflatten(stamp >> 32, grid),
-                              _unflatten(other_thread, dims) if other_thread != MANY else (-1, -1, -1),
-                              file, line)
-                other_what = "the other access (several threads read it)" if (
-                    other_thread == MANY) else "the other access"
+                              _unflatten(stamp & THREAD_MASK, dims), file, line)
+                other_what = "the other access"
             detail = exc.detail
             if exc.kind == "race":
                 detail = f"data race: {detail} with no barrier between them"

@@ -37,9 +37,8 @@ GLOBAL, SHARED, LOCAL, CONST = "global", "shared", "local", "constant"
 #   block << 32 | barrier epoch << 19 | warp sync generation << 11 | thread
 # The epoch counts the block's syncthreads; the generation counts the completed warp
 # operations (shuffles, syncwarp...) of the thread's warp, which order lanes of one warp.
-# Thread 2047 means "several threads read it".
 THREAD_BITS = 11
-MANY = (1 << THREAD_BITS) - 1
+THREAD_MASK = (1 << THREAD_BITS) - 1
 GENERATION_BITS = 8
 EPOCH_SHIFT = THREAD_BITS + GENERATION_BITS
 EPOCH_MASK = (1 << (32 - EPOCH_SHIFT)) - 1
@@ -54,14 +53,13 @@ def ordered(other: int, me: int, cross_block: bool) -> bool:
         return not cross_block
     if (other >> EPOCH_SHIFT) != (me >> EPOCH_SHIFT):
         return True
-    other_thread, my_thread = other & MANY, me & MANY
+    other_thread, my_thread = other & THREAD_MASK, me & THREAD_MASK
     if other_thread == my_thread:
         return True
     if (other >> THREAD_BITS) == (me >> THREAD_BITS):
         return False  # same epoch and generation: nothing between them
-    # A warp operation came between: it orders lanes of one warp. Several readers
-    # cannot be told apart, so they are given the benefit of the doubt.
-    return other_thread == MANY or (other_thread >> 5) == (my_thread >> 5)
+    # A warp operation came between: it orders the lanes of one warp.
+    return (other_thread >> 5) == (my_thread >> 5)
 
 
 def stamp_block(stamp: int) -> int:
@@ -69,7 +67,7 @@ def stamp_block(stamp: int) -> int:
 
 
 def stamp_thread(stamp: int) -> int:
-    return stamp & MANY
+    return stamp & THREAD_MASK
 
 
 class MemoryFault(Exception):
@@ -83,15 +81,21 @@ class MemoryFault(Exception):
 
 
 class Shadow:
-    """Who last wrote and read each element of one allocation, during one launch."""
+    """Who last wrote and read each element of one allocation, during one launch.
 
-    __slots__ = ("writes", "write_lines", "reads", "read_lines")
+    Two read slots: the latest reader, and another thread that read concurrently with it.
+    Whichever thread then writes, one of the two is a reader other than itself, so a
+    write racing with any earlier read is caught and the other thread can be named."""
+
+    __slots__ = ("writes", "write_lines", "reads", "read_lines", "reads2", "read2_lines")
 
     def __init__(self, size: int) -> None:
         self.writes = array("q", [NOBODY]) * size
         self.write_lines = array("i", [0]) * size
         self.reads = array("q", [NOBODY]) * size
         self.read_lines = array("i", [0]) * size
+        self.reads2 = array("q", [NOBODY]) * size
+        self.read2_lines = array("i", [0]) * size
 
 
 @dataclass(frozen=True)
@@ -250,14 +254,13 @@ class SimArray:
                     (written, shadow.write_lines[flat]),
                 )
         read = shadow.reads[flat]
-        if read != me:
-            # Remember one reader; several unordered readers become MANY, so that any
-            # write racing with one of them is caught.
-            if read == NOBODY or ordered(read, me, self._cross_block):
-                shadow.reads[flat] = me
-            else:
-                shadow.reads[flat] = me | MANY
-        shadow.read_lines[flat] = _line_key(sys._getframe(2), self._machine.files)
+        line = _line_key(sys._getframe(2), self._machine.files)
+        if read == me or read == NOBODY or ordered(read, me, self._cross_block):
+            shadow.reads[flat] = me
+            shadow.read_lines[flat] = line
+        else:  # another thread read it concurrently: keep it, and remember this read too
+            shadow.reads2[flat] = me
+            shadow.read2_lines[flat] = line
 
     def _check_write(self, shadow: Shadow, flat: int) -> None:
         me = self._machine.stamp
@@ -268,12 +271,13 @@ class SimArray:
                 "race", f"write of {self.name}[{self._position(flat)}] after another "
                 f"thread's write", (other, shadow.write_lines[flat]),
             )
-        other = shadow.reads[flat]
-        if other != me and other != NOBODY and not ordered(other, me, cross_block):
-            raise MemoryFault(
-                "race", f"write of {self.name}[{self._position(flat)}] after another "
-                f"thread's read", (other, shadow.read_lines[flat]),
-            )
+        for other, lines in ((shadow.reads[flat], shadow.read_lines),
+                             (shadow.reads2[flat], shadow.read2_lines)):
+            if other != me and other != NOBODY and not ordered(other, me, cross_block):
+                raise MemoryFault(
+                    "race", f"write of {self.name}[{self._position(flat)}] after another "
+                    f"thread's read", (other, lines[flat]),
+                )
         shadow.writes[flat] = me
         shadow.write_lines[flat] = _line_key(sys._getframe(2), self._machine.files)
 
