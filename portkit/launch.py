@@ -9,7 +9,7 @@ a user's mistake gets the same message whether it runs in the simulator or on a 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -155,7 +155,14 @@ class KernelSet:
         self.implementation = implementation
         self.device = device
         self.poison_outputs = poison_outputs
+        self.targets = dict(targets)
         self._kernels = {name: Kernel(name, t, device) for name, t in targets.items()}
+
+    def wrapped(self, wrap: Callable[[str, LaunchTarget], LaunchTarget]) -> KernelSet:
+        """The same kernels with every launch target passed through ``wrap`` (to record
+        launches, for instance)."""
+        targets = {name: wrap(name, target) for name, target in self.targets.items()}
+        return KernelSet(self.op, self.implementation, self.device, targets, self.poison_outputs)
 
     def __getattr__(self, name: str) -> Kernel:
         kernels = self.__dict__.get("_kernels", {})

@@ -159,7 +159,7 @@ class Machine:
         values = []
         for parameter, arg in zip(function.parameters, args):
             if isinstance(arg, np.ndarray):
-                shadow = Shadow(arg.size)
+                shadow = Shadow(arg.size, sparse=blocks is not None)
                 flat = arg.reshape(-1)
                 values.append(SimArray(flat, Layout.contiguous(arg.shape), parameter, GLOBAL,
                                        self, shadow))

@@ -21,6 +21,7 @@ from __future__ import annotations
 import operator
 import sys
 from array import array
+from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -89,13 +90,22 @@ class Shadow:
 
     __slots__ = ("writes", "write_lines", "reads", "read_lines", "reads2", "read2_lines")
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, sparse: bool = False) -> None:
+        if sparse:
+            # A few blocks of a big launch: only the elements they touch get an entry.
+            for name in self.__slots__:
+                setattr(self, name, defaultdict(_nobody if "lines" not in name else int))
+            return
         self.writes = array("q", [NOBODY]) * size
         self.write_lines = array("i", [0]) * size
         self.reads = array("q", [NOBODY]) * size
         self.read_lines = array("i", [0]) * size
         self.reads2 = array("q", [NOBODY]) * size
         self.read2_lines = array("i", [0]) * size
+
+
+def _nobody() -> int:
+    return NOBODY
 
 
 @dataclass(frozen=True)
