@@ -122,23 +122,26 @@ def plan_diff(op: Op, config: ProjectConfig) -> Plan:
     return Plan(sim, reference, REFERENCE_TOLERANCE, note)
 
 
-def run_side(op: Op, case: Case, backend: Backend) -> Side:
-    """Forward (and backward) of ``op`` on ``case``; launches captured for replays."""
+def run_side(op: Op, case: Case, backend: Backend, inputs: list | None = None,
+             backward: bool = True) -> Side:
+    """Forward (and backward) of ``op`` on ``case`` (or on ``inputs``); launches captured
+    for replays."""
     import torch
 
     side = Side(backend)
     try:
+        if inputs is None:
+            inputs = make_inputs(case, backend.device)
+        inputs = _differentiable(inputs)
         if backend.role == "reference":
-            inputs = _differentiable(make_inputs(case, backend.device))
             outputs = as_tuple(op.definition.reference(*inputs, *case.extra))
         else:
             kernels = backend.kernels(op, poison_outputs=True)
             side.machine = getattr(backend, "machine", None)
             kernels = kernels.wrapped(lambda n, t: CapturingTarget(n, t, side.launches))
-            inputs = _differentiable(make_inputs(case, backend.device))
             outputs = as_tuple(op_function(op, kernels)(*inputs, *case.extra))
         side.outputs = tuple(o.detach() for o in outputs)
-        if op.definition.has_backward:
+        if backward and op.definition.has_backward:
             wanted = [t for t in inputs if t.requires_grad]
             grads = torch.autograd.grad(
                 outputs, wanted, make_grad_outputs(case, outputs), allow_unused=True
@@ -186,6 +189,10 @@ def diff_case(op: Op, case: Case, plan: Plan, shown: int = 5, replay: bool = Fal
     for name, p, o in pairs:
         tensor = compare_tensors(name, p, o, plan.tolerance[case.dtype], writers, shown)
         tensor.patterns = describe_patterns(tensor, inputs, case, writers)
+        if tensor.mismatches and name.startswith("output"):
+            layout = swapped_layout(op, case, plan, int(name.split()[-1]), tensor)
+            if layout:
+                tensor.patterns.insert(0, layout)
         result.tensors.append(tensor)
     result.blocks_simulated = getattr(writers, "blocks_run", 0)
     result.seconds = time.perf_counter() - t0
@@ -297,3 +304,43 @@ def debug_mismatch(op: Op, diff: CaseDiff, stdin: Any = None, stdout: Any = None
     machine.launch(writer.kernel, op.kernels[writer.kernel], launch.config,
                    host_arguments(launch), blocks=[block])
     return f"{writer.kernel} block {writer.block} thread {writer.thread}"
+
+
+def swapped_layout(op: Op, case: Case, plan: Plan, output: int, tensor: TensorDiff) -> str | None:
+    """For 2-D ops: does the other side equal the prototype with rows and columns swapped
+    in how memory is read or written (row-major data treated as column-major)? Answered
+    by running the prototype again on the inputs laid out column-major."""
+    import torch
+
+    if len(tensor.shape) != 2:
+        return None
+    rows, cols = tensor.shape
+    other, prototype = tensor.other_values, tensor.prototype_values
+
+    def matches(a: torch.Tensor, b: torch.Tensor) -> bool:
+        tol = tensor.tolerance
+        return bool(torch.isclose(a, b, rtol=tol.rtol, atol=tol.atol, equal_nan=True).all())
+
+    def column_major(t: torch.Tensor) -> torch.Tensor:
+        """The (rows, cols) matrix whose [r, c] sits at flat c * rows + r of ``t``."""
+        return t.reshape(cols, rows).T
+
+    if matches(column_major(other), prototype):
+        return ("the other side writes element [row, col] at flat col * rows + row: rows "
+                "and columns swapped in the output's indexing")
+    inputs = make_inputs(case, plan.prototype.device)
+    if not all(t.shape == (rows, cols) for t in inputs):
+        return None
+    swapped = [column_major(t.reshape(-1)).contiguous() for t in inputs]
+    rerun = run_side(op, case, plan.prototype, swapped, backward=False)
+    if rerun.error or len(rerun.outputs) <= output:
+        return None
+    expected = rerun.outputs[output].cpu()
+    if matches(column_major(other), expected):
+        return ("the other side reads and writes element [row, col] at flat col * rows + "
+                "row: it treats the row-major tensors as column-major (rows and columns "
+                "swapped)")
+    if matches(other, expected):
+        return ("the other side reads element [row, col] at flat col * rows + row: rows "
+                "and columns swapped in the inputs' indexing")
+    return None
