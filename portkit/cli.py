@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import functools
 import sys
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click

@@ -18,7 +18,13 @@ from portkit.autograd import as_tuple, op_function
 from portkit.cases import Case, make_grad_outputs, make_inputs
 from portkit.compare import REFERENCE_TOLERANCE, TWIN_TOLERANCE, Tolerance, ulp_distance
 from portkit.errors import PortkitError
-from portkit.writers import CapturedLaunch, CapturingTarget, RecordedWriters, ReplayedWriters, Writer
+from portkit.writers import (
+    CapturedLaunch,
+    CapturingTarget,
+    RecordedWriters,
+    ReplayedWriters,
+    Writer,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -122,8 +128,9 @@ def plan_diff(op: Op, config: ProjectConfig) -> Plan:
     return Plan(sim, reference, REFERENCE_TOLERANCE, note)
 
 
-def run_side(op: Op, case: Case, backend: Backend, inputs: list | None = None,
-             backward: bool = True) -> Side:
+def run_side(
+    op: Op, case: Case, backend: Backend, inputs: list | None = None, backward: bool = True
+) -> Side:
     """Forward (and backward) of ``op`` on ``case`` (or on ``inputs``); launches captured
     for replays."""
     import torch
@@ -180,7 +187,9 @@ def diff_case(op: Op, case: Case, plan: Plan, shown: int = 5, replay: bool = Fal
     else:
         writers = ReplayedWriters(prototype.launches, op.kernels)
     inputs = [t.cpu() for t in make_inputs(case, "cpu")]
-    pairs = [(f"output {i}", p, o) for i, (p, o) in enumerate(zip(prototype.outputs, other.outputs))]
+    pairs = [
+        (f"output {i}", p, o) for i, (p, o) in enumerate(zip(prototype.outputs, other.outputs))
+    ]
     pairs += [
         (f"grad of input {i}", p, o)
         for i, (p, o) in enumerate(zip(prototype.grads, other.grads))
@@ -199,8 +208,14 @@ def diff_case(op: Op, case: Case, plan: Plan, shown: int = 5, replay: bool = Fal
     return result
 
 
-def compare_tensors(name: str, prototype: torch.Tensor, other: torch.Tensor,
-                    tolerance: Tolerance, writers: Any, shown: int) -> TensorDiff:
+def compare_tensors(
+    name: str,
+    prototype: torch.Tensor,
+    other: torch.Tensor,
+    tolerance: Tolerance,
+    writers: Any,
+    shown: int,
+) -> TensorDiff:
     """Every figure of one pair: errors, mismatch count, NaN/Inf disagreements, the first
     mismatches and a spread sample of them with the thread that wrote each."""
     import torch
@@ -216,8 +231,9 @@ def compare_tensors(name: str, prototype: torch.Tensor, other: torch.Tensor,
     finite = torch.isfinite(p) & torch.isfinite(o)
     diff = torch.where(finite, (p - o).abs(), torch.zeros_like(p))
     rel = diff / o.abs().clamp_min(torch.finfo(o.dtype).tiny)
-    ulps = torch.where(finite, ulp_distance(p, o), torch.zeros((), dtype=torch.int64,
-                                                                   device=p.device))
+    ulps = torch.where(
+        finite, ulp_distance(p, o), torch.zeros((), dtype=torch.int64, device=p.device)
+    )
     nan = torch.isnan(p) != torch.isnan(o)
     inf = (torch.isinf(p) | torch.isinf(o)) & (p != o) & ~nan
     count = int(bad.sum())
@@ -228,8 +244,13 @@ def compare_tensors(name: str, prototype: torch.Tensor, other: torch.Tensor,
 
     def element(position: int) -> ElementDiff:
         index = tuple(int(i) for i in _unravel(position, tuple(p.shape)))
-        return ElementDiff(index, position, float(p_cpu.reshape(-1)[position]),
-                           float(o_cpu.reshape(-1)[position]), writers.writer(prototype, position))
+        return ElementDiff(
+            index,
+            position,
+            float(p_cpu.reshape(-1)[position]),
+            float(o_cpu.reshape(-1)[position]),
+            writers.writer(prototype, position),
+        )
 
     mapped = {pos: element(pos) for pos in dict.fromkeys(first + sample)}
     return TensorDiff(
@@ -282,9 +303,7 @@ def debug_mismatch(op: Op, diff: CaseDiff, stdin: Any = None, stdout: Any = None
     from portkit.simt.machine import Machine
     from portkit.writers import host_arguments
 
-    target = next(
-        ((t, e) for t in diff.tensors for e in t.first if e.writer is not None), None
-    )
+    target = next(((t, e) for t in diff.tensors for e in t.first if e.writer is not None), None)
     if target is None:
         raise PortkitError("no mismatch with a known writer to debug")
     tensor, element = target
@@ -299,10 +318,24 @@ def debug_mismatch(op: Op, diff: CaseDiff, stdin: Any = None, stdout: Any = None
     grid = launch.config.grid
     block = writer.block[0] + writer.block[1] * grid[0] + writer.block[2] * grid[0] * grid[1]
     assert 0 <= block < math.prod(grid)
-    machine = Machine(Breakpoint(writer.kernel, writer.block, writer.thread, stdin, stdout,
-                                 (writer.file, writer.line), message))
-    machine.launch(writer.kernel, op.kernels[writer.kernel], launch.config,
-                   host_arguments(launch), blocks=[block])
+    machine = Machine(
+        Breakpoint(
+            writer.kernel,
+            writer.block,
+            writer.thread,
+            stdin,
+            stdout,
+            (writer.file, writer.line),
+            message,
+        )
+    )
+    machine.launch(
+        writer.kernel,
+        op.kernels[writer.kernel],
+        launch.config,
+        host_arguments(launch),
+        blocks=[block],
+    )
     return f"{writer.kernel} block {writer.block} thread {writer.thread}"
 
 
@@ -326,8 +359,10 @@ def swapped_layout(op: Op, case: Case, plan: Plan, output: int, tensor: TensorDi
         return t.reshape(cols, rows).T
 
     if matches(column_major(other), prototype):
-        return ("the other side writes element [row, col] at flat col * rows + row: rows "
-                "and columns swapped in the output's indexing")
+        return (
+            "the other side writes element [row, col] at flat col * rows + row: rows "
+            "and columns swapped in the output's indexing"
+        )
     inputs = make_inputs(case, plan.prototype.device)
     if not all(t.shape == (rows, cols) for t in inputs):
         return None
@@ -337,10 +372,14 @@ def swapped_layout(op: Op, case: Case, plan: Plan, output: int, tensor: TensorDi
         return None
     expected = rerun.outputs[output].cpu()
     if matches(column_major(other), expected):
-        return ("the other side reads and writes element [row, col] at flat col * rows + "
-                "row: it treats the row-major tensors as column-major (rows and columns "
-                "swapped)")
+        return (
+            "the other side reads and writes element [row, col] at flat col * rows + "
+            "row: it treats the row-major tensors as column-major (rows and columns "
+            "swapped)"
+        )
     if matches(other, expected):
-        return ("the other side reads element [row, col] at flat col * rows + row: rows "
-                "and columns swapped in the inputs' indexing")
+        return (
+            "the other side reads element [row, col] at flat col * rows + row: rows "
+            "and columns swapped in the inputs' indexing"
+        )
     return None

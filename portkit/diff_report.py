@@ -23,27 +23,43 @@ def _writer_text(element: ElementDiff) -> str:
     return f"{w.kernel} block {w.block} thread {w.thread} line {w.line}"
 
 
-def print_diff(console: Console, cases: Sequence[CaseDiff], notes: Sequence[str],
-               plan_note: str) -> None:
+def print_diff(
+    console: Console, cases: Sequence[CaseDiff], notes: Sequence[str], plan_note: str
+) -> None:
     from rich.table import Table
     from rich.text import Text
 
     if plan_note:
         console.print(Text(f"note: {plan_note}", style="yellow"))
     summary = Table(title="portkit diff", title_justify="left")
-    for column in ("case", "prototype vs", "tensor", "max abs", "max rel", "max ULP",
-                   "mismatches", "NaN/Inf diff"):
+    for column in (
+        "case",
+        "prototype vs",
+        "tensor",
+        "max abs",
+        "max rel",
+        "max ULP",
+        "mismatches",
+        "NaN/Inf diff",
+    ):
         summary.add_column(column, justify="left" if column in ("case", "tensor") else "right")
     for case in cases:
         if case.error:
-            summary.add_row(case.case.name, case.other, "", "", "", "",
-                            Text("could not run", style="red"), "")
+            summary.add_row(
+                case.case.name, case.other, "", "", "", "", Text("could not run", style="red"), ""
+            )
         for t in case.tensors:
             share = f"{t.mismatches} ({100 * t.share:.3g}%)" if t.mismatches else "0"
-            summary.add_row(case.case.name, f"{case.prototype} vs {case.other}", t.name,
-                            f"{t.max_abs:.3g}", f"{t.max_rel:.3g}", str(t.max_ulp),
-                            Text(share, style="red" if t.mismatches else "green"),
-                            f"{t.nan_disagreements}/{t.inf_disagreements}")
+            summary.add_row(
+                case.case.name,
+                f"{case.prototype} vs {case.other}",
+                t.name,
+                f"{t.max_abs:.3g}",
+                f"{t.max_rel:.3g}",
+                str(t.max_ulp),
+                Text(share, style="red" if t.mismatches else "green"),
+                f"{t.nan_disagreements}/{t.inf_disagreements}",
+            )
     console.print(summary)
     for case in cases:
         if case.error:
@@ -60,46 +76,78 @@ def print_diff(console: Console, cases: Sequence[CaseDiff], notes: Sequence[str]
             for column in ("index", case.prototype, case.other, "written by (prototype)"):
                 first.add_column(column)
             for e in t.first:
-                first.add_row(str(list(e.index)), f"{e.prototype:.9g}", f"{e.other:.9g}",
-                              _writer_text(e))
+                first.add_row(
+                    str(list(e.index)), f"{e.prototype:.9g}", f"{e.other:.9g}", _writer_text(e)
+                )
             console.print(first)
             for pattern in t.patterns:
                 console.print(Text(f"  pattern: {pattern}"))
     for note in notes:
         console.print(Text(f"across cases: {note}"))
     differing = [c for c in cases if c.differs]
-    verdict = (f"{len(differing)} of {len(cases)} cases differ" if differing
-               else f"all {len(cases)} cases agree")
+    verdict = (
+        f"{len(differing)} of {len(cases)} cases differ"
+        if differing
+        else f"all {len(cases)} cases agree"
+    )
     console.print(Text(verdict, style="bold red" if differing else "bold green"))
 
 
 def diff_json(cases: Sequence[CaseDiff], notes: Sequence[str], plan_note: str) -> dict:
     def element(e: ElementDiff) -> dict:
         w = e.writer
-        writer = None if w is None else {
-            "launch": w.launch, "kernel": w.kernel, "block": list(w.block),
-            "thread": list(w.thread), "file": w.file, "line": w.line,
+        writer = (
+            None
+            if w is None
+            else {
+                "launch": w.launch,
+                "kernel": w.kernel,
+                "block": list(w.block),
+                "thread": list(w.thread),
+                "file": w.file,
+                "line": w.line,
+            }
+        )
+        return {
+            "index": list(e.index),
+            "prototype": _number(e.prototype),
+            "other": _number(e.other),
+            "writer": writer,
         }
-        return {"index": list(e.index), "prototype": _number(e.prototype),
-                "other": _number(e.other), "writer": writer}
 
     def tensor(t: TensorDiff) -> dict:
         return {
-            "name": t.name, "shape": list(t.shape), "dtype": t.dtype,
-            "rtol": t.tolerance.rtol, "atol": t.tolerance.atol, "elements": t.total,
-            "mismatches": t.mismatches, "share": t.share, "max_abs": t.max_abs,
-            "max_rel": t.max_rel, "max_ulp": t.max_ulp,
-            "nan_disagreements": t.nan_disagreements, "inf_disagreements": t.inf_disagreements,
-            "first": [element(e) for e in t.first], "patterns": t.patterns,
+            "name": t.name,
+            "shape": list(t.shape),
+            "dtype": t.dtype,
+            "rtol": t.tolerance.rtol,
+            "atol": t.tolerance.atol,
+            "elements": t.total,
+            "mismatches": t.mismatches,
+            "share": t.share,
+            "max_abs": t.max_abs,
+            "max_rel": t.max_rel,
+            "max_ulp": t.max_ulp,
+            "nan_disagreements": t.nan_disagreements,
+            "inf_disagreements": t.inf_disagreements,
+            "first": [element(e) for e in t.first],
+            "patterns": t.patterns,
         }
 
     return {
         "note": plan_note,
         "cases": [
-            {"case": c.case.name, "dtype": c.case.dtype, "prototype": c.prototype,
-             "other": c.other, "error": c.error, "differs": c.differs,
-             "seconds": c.seconds, "blocks_simulated": c.blocks_simulated,
-             "tensors": [tensor(t) for t in c.tensors]}
+            {
+                "case": c.case.name,
+                "dtype": c.case.dtype,
+                "prototype": c.prototype,
+                "other": c.other,
+                "error": c.error,
+                "differs": c.differs,
+                "seconds": c.seconds,
+                "blocks_simulated": c.blocks_simulated,
+                "tensors": [tensor(t) for t in c.tensors],
+            }
             for c in cases
         ],
         "across_cases": list(notes),
@@ -128,13 +176,13 @@ def write_plot(path: Path, cases: Sequence[CaseDiff]) -> Path:
     differing = [(c, t) for c in cases for t in c.tensors if t.mismatches]
     if not differing:
         raise PortkitError("nothing differs, so there is nothing to plot")
-    figure, axes = plt.subplots(len(differing), 2, figsize=(11, 4 * len(differing)),
-                                squeeze=False)
+    figure, axes = plt.subplots(len(differing), 2, figsize=(11, 4 * len(differing)), squeeze=False)
     for row, (case, t) in enumerate(differing):
         error = _error_image(t)
         shown = axes[row][0].imshow(error, aspect="auto", interpolation="nearest", cmap="magma")
-        axes[row][0].set_title(f"{case.case.name} {t.name}: log10 |error| / tolerance "
-                               f"(mismatch > 0)", fontsize=9)
+        axes[row][0].set_title(
+            f"{case.case.name} {t.name}: log10 |error| / tolerance (mismatch > 0)", fontsize=9
+        )
         figure.colorbar(shown, ax=axes[row][0])
         counts: dict[tuple[int, int], int] = {}
         grid = (1, 1)
@@ -147,8 +195,9 @@ def write_plot(path: Path, cases: Sequence[CaseDiff]) -> Path:
         for (y, x), n in counts.items():
             blocks[y, x] = n
         axes[row][1].imshow(blocks, aspect="auto", interpolation="nearest", cmap="Reds")
-        axes[row][1].set_title(f"mismatches per block (x right, y down) of "
-                               f"{sum(counts.values())} mapped", fontsize=9)
+        axes[row][1].set_title(
+            f"mismatches per block (x right, y down) of {sum(counts.values())} mapped", fontsize=9
+        )
     figure.tight_layout()
     path = Path(path)
     handle, temporary = tempfile.mkstemp(suffix=path.suffix or ".png", dir=path.parent or ".")

@@ -16,8 +16,9 @@ if TYPE_CHECKING:
 Detector = Callable[["TensorDiff", Sequence["torch.Tensor"]], "str | None"]
 
 
-def describe_patterns(diff: TensorDiff, inputs: Sequence[torch.Tensor], case: Case,
-                      writers: Any) -> list[str]:
+def describe_patterns(
+    diff: TensorDiff, inputs: Sequence[torch.Tensor], case: Case, writers: Any
+) -> list[str]:
     if not diff.mismatches:
         return []
     found = [text for detect in DETECTORS if (text := detect(diff, inputs))]
@@ -32,10 +33,14 @@ def unwritten(diff: TensorDiff, inputs: Sequence[torch.Tensor]) -> str | None:
     for side, values, others in (("the twin", o, p), ("the prototype", p, o)):
         if bool(torch.isnan(values).all()) and not bool(torch.isnan(others).any()):
             if diff.mismatches == diff.total:
-                return (f"{side} wrote nothing: every element still holds the NaN poison "
-                        f"portkit fills outputs with")
-            return (f"{side} never wrote these {diff.mismatches} elements (they still hold "
-                    f"the NaN poison portkit fills outputs with)")
+                return (
+                    f"{side} wrote nothing: every element still holds the NaN poison "
+                    f"portkit fills outputs with"
+                )
+            return (
+                f"{side} never wrote these {diff.mismatches} elements (they still hold "
+                f"the NaN poison portkit fills outputs with)"
+            )
     return None
 
 
@@ -46,13 +51,17 @@ def nan_disagreement(diff: TensorDiff, inputs: Sequence[torch.Tensor]) -> str | 
     p, o = diff.prototype_values.reshape(-1)[bad], diff.other_values.reshape(-1)[bad]
     for side, values, others in (("the twin", o, p), ("the prototype", p, o)):
         wrong = ~torch.isfinite(values) & torch.isfinite(others)
-        if int(wrong.sum()) and int(wrong.sum()) < diff.mismatches or (
-            int(wrong.sum()) == diff.mismatches and not bool(torch.isnan(values).all())
+        if (
+            int(wrong.sum())
+            and int(wrong.sum()) < diff.mismatches
+            or (int(wrong.sum()) == diff.mismatches and not bool(torch.isnan(values).all()))
         ):
             kinds = "NaN" if bool(torch.isnan(values[wrong]).all()) else "NaN/Inf"
-            return (f"{side} gives {kinds} where the other side is finite "
-                    f"({int(wrong.sum())} elements): an overflow (exp of a large value "
-                    f"without the stable branch?)")
+            return (
+                f"{side} gives {kinds} where the other side is finite "
+                f"({int(wrong.sum())} elements): an overflow (exp of a large value "
+                f"without the stable branch?)"
+            )
     return None
 
 
@@ -62,8 +71,10 @@ def contiguous_run(diff: TensorDiff, inputs: Sequence[torch.Tensor]) -> str | No
     if hi - lo + 1 != diff.mismatches or diff.mismatches == diff.total:
         return None
     if hi == diff.total - 1:
-        return (f"only the last {diff.mismatches} elements (flat {lo}..{hi}): the tail is "
-                f"lost (a bound or a grid that rounds down?)")
+        return (
+            f"only the last {diff.mismatches} elements (flat {lo}..{hi}): the tail is "
+            f"lost (a bound or a grid that rounds down?)"
+        )
     return f"one contiguous run of {diff.mismatches} elements (flat {lo}..{hi})"
 
 
@@ -90,7 +101,7 @@ def blocks(diff: TensorDiff, inputs: Sequence[torch.Tensor]) -> str | None:
     places = {(w.kernel, w.block) for w in writers}
     mapped = f"{len(writers)} of {diff.mismatches} mismatches mapped"
     if len(places) == 1:
-        (kernel, block), = places
+        ((kernel, block),) = places
         last = " (the last block of the grid)" if writers[0].last_block else ""
         return f"all mismatches were written by block {block}{last} of {kernel} ({mapped})"
     if all(w.last_block for w in writers):
@@ -116,11 +127,15 @@ def input_range(diff: TensorDiff, inputs: Sequence[torch.Tensor]) -> str | None:
         if not inside.numel() or not outside.numel():
             continue
         if float(inside.min()) > float(outside.max()):
-            return (f"only where input {number} is large: every mismatch has input {number} "
-                    f">= {float(inside.min()):.6g}, every match <= {float(outside.max()):.6g}")
+            return (
+                f"only where input {number} is large: every mismatch has input {number} "
+                f">= {float(inside.min()):.6g}, every match <= {float(outside.max()):.6g}"
+            )
         if float(inside.max()) < float(outside.min()):
-            return (f"only where input {number} is small: every mismatch has input {number} "
-                    f"<= {float(inside.max()):.6g}, every match >= {float(outside.min()):.6g}")
+            return (
+                f"only where input {number} is small: every mismatch has input {number} "
+                f"<= {float(inside.max()):.6g}, every match >= {float(outside.min()):.6g}"
+            )
         if bool((inside < 0).all()) and bool((outside < 0).any()) is False:
             return f"only where input {number} is negative"
     return None
@@ -137,15 +152,22 @@ def rows(diff: TensorDiff, inputs: Sequence[torch.Tensor]) -> str | None:
     if diff.shape[0] == diff.shape[1] and diff.shape[0] > 1:
         swapped = torch.isclose(o, p.T, rtol=1e-5, atol=1e-6, equal_nan=True)
         if bool(swapped[bad].all()):
-            return ("other[i, j] equals prototype[j, i] wherever they differ: rows and "
-                    "columns are swapped")
+            return (
+                "other[i, j] equals prototype[j, i] wherever they differ: rows and "
+                "columns are swapped"
+            )
     whole = bad[bad.any(dim=1)].float().mean(dim=1)
     if count and bool((whole > 0.9).all()) and diff.shape[1] > 1:
-        return (f"whole rows differ ({count} of {total} rows): a per-row quantity (a "
-                f"reduction such as the row's max or sum) differs, not single elements")
+        return (
+            f"whole rows differ ({count} of {total} rows): a per-row quantity (a "
+            f"reduction such as the row's max or sum) differs, not single elements"
+        )
     columns = bad.any(dim=0).nonzero().reshape(-1)
-    if columns.numel() and int(columns[0]) > 0 and int(columns[-1]) == diff.shape[1] - 1 and (
-        columns.numel() == diff.shape[1] - int(columns[0])
+    if (
+        columns.numel()
+        and int(columns[0]) > 0
+        and int(columns[-1]) == diff.shape[1] - 1
+        and (columns.numel() == diff.shape[1] - int(columns[0]))
     ):
         return f"only columns {int(columns[0])}.. of each row"
     return None
@@ -158,14 +180,23 @@ def precision(diff: TensorDiff, inputs: Sequence[torch.Tensor]) -> str | None:
         return None
     if diff.max_rel > 1e-2:
         return None
-    return (f"small differences spread over {100 * diff.share:.1f}% of elements (max rel "
-            f"{diff.max_rel:.2g}, max {diff.max_ulp} ULP): a precision difference (float "
-            f"where the prototype keeps double, or another summation order), not an "
-            f"indexing mistake")
+    return (
+        f"small differences spread over {100 * diff.share:.1f}% of elements (max rel "
+        f"{diff.max_rel:.2g}, max {diff.max_ulp} ULP): a precision difference (float "
+        f"where the prototype keeps double, or another summation order), not an "
+        f"indexing mistake"
+    )
 
 
 DETECTORS: list[Detector] = [
-    unwritten, nan_disagreement, contiguous_run, periodic, rows, input_range, blocks, precision,
+    unwritten,
+    nan_disagreement,
+    contiguous_run,
+    periodic,
+    rows,
+    input_range,
+    blocks,
+    precision,
 ]
 
 

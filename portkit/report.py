@@ -117,8 +117,13 @@ class BlockProgress:
             self._started = now
         elapsed = now - self._started
         if self._progress is None and done < total and elapsed * total / done > self._after:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-            from rich.progress import TimeRemainingColumn
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeRemainingColumn,
+            )
 
             self._progress = Progress(
                 TextColumn("simulating blocks"), BarColumn(), MofNCompleteColumn(),

@@ -87,8 +87,9 @@ def _written(stamps: Any) -> np.ndarray:
     return np.flatnonzero(np.frombuffer(stamps, dtype=np.int64) != -1)
 
 
-def _writer_from(record: LaunchRecord, array: ArrayRecord, position: int, launch: int,
-                 value: float | None = None) -> Writer | None:
+def _writer_from(
+    record: LaunchRecord, array: ArrayRecord, position: int, launch: int, value: float | None = None
+) -> Writer | None:
     stamp = array.writes[position]
     if stamp == -1:
         return None
@@ -127,8 +128,13 @@ class ReplayedWriters:
 
             captured = self.launches[launch]
             args = host_arguments(captured)
-            record = Machine().launch(captured.kernel, self.dispatchers[captured.kernel],
-                                      captured.config, args, blocks=[block])
+            record = Machine().launch(
+                captured.kernel,
+                self.dispatchers[captured.kernel],
+                captured.config,
+                args,
+                blocks=[block],
+            )
             self._runs[key] = (record, args)
             self.blocks_run += 1
         return self._runs[key]

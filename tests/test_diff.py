@@ -128,8 +128,9 @@ def test_plot_into_a_missing_folder_is_a_user_error(make_project, sources, cli, 
 
 
 def test_debug_without_a_difference_is_a_user_error(make_project, sources, cli):
-    root = make_project({"diff_nodebug": (planted(sources, "diff_nodebug", "out[i] = x[i] * 2.0"),
-                                          None)})
+    root = make_project(
+        {"diff_nodebug": (planted(sources, "diff_nodebug", "out[i] = x[i] * 2.0"), None)}
+    )
     result = cli(root, "diff", "diff_nodebug", "--debug")
     assert result.exit_code == 2
     assert "nothing differs" in result.output
@@ -149,7 +150,7 @@ def test_debug_stops_at_the_writing_thread(make_project, sources, portkit_proces
     assert proc.returncode == 1, out
     banner = "portkit: kernel diff_pdb_fwd, block (0, 0, 0), thread (31, 0, 0)"
     assert banner in out
-    after = out[out.index(banner):]
+    after = out[out.index(banner) :]
     assert "output 0[31] differs" in after
     assert "diff_pdb.py" in after and "-> out[i] = x[i] * 2.0 if i % 32 != 31 else x[i]" in after
     assert "(Pdb) np.int64(31)" in after

@@ -191,8 +191,10 @@ class SimulatedCuda:
             cast = NumberCast(as_dtype(value), name)
             setattr(self, name, cast)
             return cast
-        if name in ("syncthreads", "syncwarp") or name.endswith("_sync") or name.startswith(
-            "syncthreads"
+        if (
+            name in ("syncthreads", "syncwarp")
+            or name.endswith("_sync")
+            or name.startswith("syncthreads")
         ):
             raise KernelError(
                 f"cuda.{name} was reached through an alias the simulator cannot follow; "

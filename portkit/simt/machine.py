@@ -72,8 +72,15 @@ class Place:
 class SimulationFault(KernelError):
     """A kernel bug the simulator caught, with where it happened."""
 
-    def __init__(self, kernel: str, kind: str, detail: str, place: Place | None,
-                 other: Place | None = None, other_what: str = "") -> None:
+    def __init__(
+        self,
+        kernel: str,
+        kind: str,
+        detail: str,
+        place: Place | None,
+        other: Place | None = None,
+        other_what: str = "",
+    ) -> None:
         lines = [f"kernel {kernel}: {detail}"]
         if place is not None:
             lines.append(f"  at {place.describe()}")
@@ -81,7 +88,11 @@ class SimulationFault(KernelError):
             lines.append(f"  {other_what or 'other'}: {other.describe()}")
         super().__init__("\n".join(lines))
         self.kernel, self.kind, self.detail, self.place, self.other = (
-            kernel, kind, detail, place, other,
+            kernel,
+            kind,
+            detail,
+            place,
+            other,
         )
 
 
@@ -104,8 +115,10 @@ class LaunchRecord:
 
     def coordinates(self, stamp: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
         """(block, thread) of a write stamp."""
-        return (_unflatten(stamp >> 32, self.config.grid),
-                _unflatten(stamp & THREAD_MASK, self.config.block))
+        return (
+            _unflatten(stamp >> 32, self.config.grid),
+            _unflatten(stamp & THREAD_MASK, self.config.block),
+        )
 
     def line(self, key: int) -> tuple[str, int]:
         return self.files[key >> LINE_BITS], key & ((1 << LINE_BITS) - 1)
@@ -119,8 +132,11 @@ def _unflatten(linear: int, dims: tuple[int, int, int]) -> tuple[int, int, int]:
 class Machine:
     """One simulated GPU: the rewritten functions, the launches they make, their records."""
 
-    def __init__(self, breakpoint: Breakpoint | None = None,
-                 on_block: Callable[[int, int], None] | None = None) -> None:
+    def __init__(
+        self,
+        breakpoint: Breakpoint | None = None,
+        on_block: Callable[[int, int], None] | None = None,
+    ) -> None:
         self.cuda = SimulatedCuda(self)
         self.files: dict[str, int] = {}
         self.stamp = 0
@@ -128,11 +144,15 @@ class Machine:
         self.on_block = on_block
         self.records: list[LaunchRecord] = []
         self._launched: set[str] = set()
-        self.rewriter = Rewriter(self.cuda, self._print, {
-            "__pk_shared": self._shared_array,
-            "__pk_local": self._local_array,
-            "__pk_const": self._const_array,
-        })
+        self.rewriter = Rewriter(
+            self.cuda,
+            self._print,
+            {
+                "__pk_shared": self._shared_array,
+                "__pk_local": self._local_array,
+                "__pk_const": self._const_array,
+            },
+        )
         self._reset_block_state()
 
     def _reset_block_state(self) -> None:
@@ -145,8 +165,14 @@ class Machine:
         self._shared_bytes = 0
 
     # -- launching ----------------------------------------------------------------------
-    def launch(self, name: str, dispatcher: Any, config: LaunchConfig, args: Sequence[Any],
-               blocks: Iterable[int] | None = None) -> LaunchRecord:
+    def launch(
+        self,
+        name: str,
+        dispatcher: Any,
+        config: LaunchConfig,
+        args: Sequence[Any],
+        blocks: Iterable[int] | None = None,
+    ) -> LaunchRecord:
         """Run ``dispatcher``'s kernel with ``args`` (NumPy arrays and scalars), every block
         or only ``blocks`` (linear indices). Returns who wrote what."""
         function = self.rewriter.rewrite(dispatcher)
@@ -161,10 +187,12 @@ class Machine:
             if isinstance(arg, np.ndarray):
                 shadow = Shadow(arg.size, sparse=blocks is not None)
                 flat = arg.reshape(-1)
-                values.append(SimArray(flat, Layout.contiguous(arg.shape), parameter, GLOBAL,
-                                       self, shadow))
-                record.arrays.append(ArrayRecord(parameter, flat, shadow.writes,
-                                                 shadow.write_lines))
+                values.append(
+                    SimArray(flat, Layout.contiguous(arg.shape), parameter, GLOBAL, self, shadow)
+                )
+                record.arrays.append(
+                    ArrayRecord(parameter, flat, shadow.writes, shadow.write_lines)
+                )
             else:
                 values.append(widen(arg))
         debug = None
@@ -190,8 +218,16 @@ class Machine:
                     target = None
                     if debug is not None and coords == tuple(bp.block):
                         target = _linear(bp.thread, config.block)
-                    self._run_block(name, function, values, block, coords, thread_ids,
-                                    debug if target is not None else None, target)
+                    self._run_block(
+                        name,
+                        function,
+                        values,
+                        block,
+                        coords,
+                        thread_ids,
+                        debug if target is not None else None,
+                        target,
+                    )
                     if self.on_block is not None:
                         self.on_block(done, len(chosen))
         finally:
@@ -203,9 +239,17 @@ class Machine:
         return record
 
     # -- one block ------------------------------------------------------------------------
-    def _run_block(self, name: str, function: SimulatedFunction, args: list[Any], block: int,
-                   coords: tuple[int, int, int], thread_ids: list[Dim3],
-                   debug: DebugSession | None, target: int | None) -> None:
+    def _run_block(
+        self,
+        name: str,
+        function: SimulatedFunction,
+        args: list[Any],
+        block: int,
+        coords: tuple[int, int, int],
+        thread_ids: list[Dim3],
+        debug: DebugSession | None,
+        target: int | None,
+    ) -> None:
         cuda = self.cuda
         cuda.blockIdx = Dim3(*coords)
         self._block = coords
@@ -244,16 +288,24 @@ class Machine:
         array = self._shared.get(key)
         if array is None:
             size = math.prod(dims)
-            array = SimArray(_poisoned(size, dtype), Layout.contiguous(dims), name, SHARED,
-                             self, Shadow(size))
+            array = SimArray(
+                _poisoned(size, dtype), Layout.contiguous(dims), name, SHARED, self, Shadow(size)
+            )
             self._shared[key] = array
         return array
 
     def _local_array(self, site: int, name: str, shape: Any, dtype: Any) -> SimArray:
         dims = _shape(shape)
         size = math.prod(dims)
-        return SimArray(_poisoned(size, as_dtype(dtype)), Layout.contiguous(dims), name, LOCAL,
-                        self, None, bytearray(size))
+        return SimArray(
+            _poisoned(size, as_dtype(dtype)),
+            Layout.contiguous(dims),
+            name,
+            LOCAL,
+            self,
+            None,
+            bytearray(size),
+        )
 
     def _const_array(self, site: int, name: str, source: Any) -> SimArray:
         array = self._const.get(site)
@@ -293,8 +345,9 @@ class Machine:
                 line = key & ((1 << LINE_BITS) - 1)
                 dims = tuple(int(v) for v in self.cuda.blockDim)
                 grid = tuple(int(v) for v in self.cuda.gridDim)
-                other = Place(_unflatten(stamp >> 32, grid),
-                              _unflatten(stamp & THREAD_MASK, dims), file, line)
+                other = Place(
+                    _unflatten(stamp >> 32, grid), _unflatten(stamp & THREAD_MASK, dims), file, line
+                )
                 other_what = "the other access"
             detail = exc.detail
             if exc.kind == "race":
@@ -322,9 +375,17 @@ def _poisoned(size: int, dtype: np.dtype) -> np.ndarray:
 class _BlockRun:
     """One block of a kernel that waits: generators, barriers and warp operations."""
 
-    def __init__(self, machine: Machine, name: str, function: SimulatedFunction,
-                 args: list[Any], base: int, thread_ids: list[Dim3],
-                 debug: DebugSession | None, target: int | None) -> None:
+    def __init__(
+        self,
+        machine: Machine,
+        name: str,
+        function: SimulatedFunction,
+        args: list[Any],
+        base: int,
+        thread_ids: list[Dim3],
+        debug: DebugSession | None,
+        target: int | None,
+    ) -> None:
         self.machine = machine
         self.name = name
         self.function = function
@@ -359,8 +420,12 @@ class _BlockRun:
         cuda.threadIdx = self.thread_ids[thread]
         cuda.laneid = INT64(thread % WARP_SIZE)
         machine._thread = thread
-        machine.stamp = (self.base | (self.epoch & EPOCH_MASK) << EPOCH_SHIFT
-                         | self.generations[thread // WARP_SIZE] << THREAD_BITS | thread)
+        machine.stamp = (
+            self.base
+            | (self.epoch & EPOCH_MASK) << EPOCH_SHIFT
+            | self.generations[thread // WARP_SIZE] << THREAD_BITS
+            | thread
+        )
         generator = self.threads[thread]
         reply, self.replies[thread] = self.replies[thread], None
         try:
@@ -384,8 +449,9 @@ class _BlockRun:
         frame = generator.gi_frame
         return frame.f_code.co_filename, frame.f_lineno
 
-    def _fail(self, thread: int, kind: str, detail: str, other: int | None = None,
-              other_what: str = "") -> SimulationFault:
+    def _fail(
+        self, thread: int, kind: str, detail: str, other: int | None = None, other_what: str = ""
+    ) -> SimulationFault:
         machine = self.machine
         place = machine.place(thread, *self._where(thread))
         other_place = None
@@ -408,8 +474,11 @@ class _BlockRun:
                 first = pending[0]
                 kind, mask = self.requests[first][0], self._mask(first)
                 group = [warp_start + lane for lane in range(WARP_SIZE) if mask >> lane & 1]
-                missing = [t for t in group if t not in pending or self.requests[t][0] != kind
-                           or self._mask(t) != mask]
+                missing = [
+                    t
+                    for t in group
+                    if t not in pending or self.requests[t][0] != kind or self._mask(t) != mask
+                ]
                 if missing:
                     stuck = stuck or (first, missing[0])
                     pending = [t for t in pending if t not in group]
@@ -431,15 +500,21 @@ class _BlockRun:
         lane = thread % WARP_SIZE
         warp_start = thread - lane
         if not mask >> lane & 1:
-            raise self._fail(thread, "warp-mask",
-                             f"cuda.{request[0]} with mask {mask:#010x}, which does not "
-                             f"include the calling lane {lane}")
+            raise self._fail(
+                thread,
+                "warp-mask",
+                f"cuda.{request[0]} with mask {mask:#010x}, which does not "
+                f"include the calling lane {lane}",
+            )
         lanes_here = min(WARP_SIZE, self.n - warp_start)
         if mask >> lanes_here:
-            raise self._fail(thread, "warp-mask",
-                             f"cuda.{request[0]} with mask {mask:#010x} names lanes "
-                             f"{lanes_here}-31, which do not exist: this warp has "
-                             f"{lanes_here} lanes (block of {self.n} threads)")
+            raise self._fail(
+                thread,
+                "warp-mask",
+                f"cuda.{request[0]} with mask {mask:#010x} names lanes "
+                f"{lanes_here}-31, which do not exist: this warp has "
+                f"{lanes_here} lanes (block of {self.n} threads)",
+            )
         return mask
 
     def _report_stuck(self, waiting: int, missing: int) -> None:
@@ -447,15 +522,19 @@ class _BlockRun:
         mask = self._mask(waiting)
         lane = missing % WARP_SIZE
         if self.finished[missing]:
-            detail = (f"cuda.{request[0]} with mask {mask:#010x}: lane {lane}, named in the "
-                      f"mask, exited without reaching it")
+            detail = (
+                f"cuda.{request[0]} with mask {mask:#010x}: lane {lane}, named in the "
+                f"mask, exited without reaching it"
+            )
             raise self._fail(waiting, "warp-divergence", detail, missing)
         other = self.requests[missing]
         elsewhere = f"waits at cuda.{other[0]}"
-        if other[0] == request[0] and not other[0] in BARRIERS:
+        if other[0] == request[0] and other[0] not in BARRIERS:
             elsewhere += f" with mask {int(other[1]) & FULL_MASK:#010x}"
-        detail = (f"cuda.{request[0]} with mask {mask:#010x}: lane {lane}, named in the "
-                  f"mask, never reaches it; it {elsewhere}")
+        detail = (
+            f"cuda.{request[0]} with mask {mask:#010x}: lane {lane}, named in the "
+            f"mask, never reaches it; it {elsewhere}"
+        )
         raise self._fail(waiting, "warp-divergence", detail, missing, "lane " + str(lane))
 
     def _answer(self, kind: str, group: list[int], warp_start: int) -> None:
@@ -493,7 +572,8 @@ class _BlockRun:
                     source = lane ^ amount if (lane ^ amount) < WARP_SIZE else lane
                 if warp_start + source not in members:
                     raise self._fail(
-                        t, "warp-mask",
+                        t,
+                        "warp-mask",
                         f"cuda.{kind} in lane {lane} reads lane {source}, which is not in the "
                         f"mask {self._mask(t):#010x} (its value is undefined on a GPU)",
                     )
@@ -510,18 +590,22 @@ class _BlockRun:
         kind = self.requests[first][0]
         if exited:
             raise self._fail(
-                first, "barrier-divergence",
+                first,
+                "barrier-divergence",
                 f"cuda.{kind} is reached by {len(waiting)} of the block's {self.n} threads; "
                 f"{len(exited)} exited without reaching it (a barrier must be reached by "
                 f"every thread of the block, or the GPU hangs or misbehaves)",
-                exited[0], "a thread that exited",
+                exited[0],
+                "a thread that exited",
             )
         site = self._where(first)
         for t in waiting[1:]:
             if self.requests[t][0] != kind or self._where(t) != site:
                 raise self._fail(
-                    first, "barrier-divergence",
-                    "threads of one block wait at different barriers", t,
+                    first,
+                    "barrier-divergence",
+                    "threads of one block wait at different barriers",
+                    t,
                     "a thread waiting at another barrier",
                 )
         if kind != "syncthreads":

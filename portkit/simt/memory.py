@@ -191,7 +191,9 @@ class SimArray:
     def __setitem__(self, index: Any, value: Any) -> None:
         flat = self._element(index, "write")
         if flat is None:
-            raise MemoryFault("unsupported", f"assigning to a slice of {self.name} is not supported")
+            raise MemoryFault(
+                "unsupported", f"assigning to a slice of {self.name} is not supported"
+            )
         if self.space == CONST:
             raise MemoryFault("const-write", f"write to constant memory {self.name}{_show(index)}")
         shadow = self._shadow
@@ -208,8 +210,9 @@ class SimArray:
             if len(index) != self._ndim or any(type(i) is slice for i in index):
                 if len(index) > self._ndim:
                     raise MemoryFault(
-                        "index", f"{self.name}{_show(index)}: {len(index)} indices into a "
-                        f"{self._ndim}-D array of shape {self._shape}"
+                        "index",
+                        f"{self.name}{_show(index)}: {len(index)} indices into a "
+                        f"{self._ndim}-D array of shape {self._shape}",
                     )
                 return None
             flat = self._offset
@@ -245,8 +248,13 @@ class SimArray:
                     raise self._out_of_bounds(index, "view", axis, i, n)
                 offset += i * self._strides[axis]
         view = SimArray(
-            self._data, Layout(tuple(shape), tuple(strides), offset), self.name, self.space,
-            self._machine, self._shadow, self._written,
+            self._data,
+            Layout(tuple(shape), tuple(strides), offset),
+            self.name,
+            self.space,
+            self._machine,
+            self._shadow,
+            self._written,
         )
         return view
 
@@ -260,7 +268,8 @@ class SimArray:
                     raise self._uninitialised(None, flat)
             elif not ordered(written, me, self._cross_block):
                 raise MemoryFault(
-                    "race", f"read of {self.name}[{self._position(flat)}]",
+                    "race",
+                    f"read of {self.name}[{self._position(flat)}]",
                     (written, shadow.write_lines[flat]),
                 )
         read = shadow.reads[flat]
@@ -278,15 +287,19 @@ class SimArray:
         other = shadow.writes[flat]
         if other != me and other != NOBODY and not ordered(other, me, cross_block):
             raise MemoryFault(
-                "race", f"write of {self.name}[{self._position(flat)}] after another "
-                f"thread's write", (other, shadow.write_lines[flat]),
+                "race",
+                f"write of {self.name}[{self._position(flat)}] after another thread's write",
+                (other, shadow.write_lines[flat]),
             )
-        for other, lines in ((shadow.reads[flat], shadow.read_lines),
-                             (shadow.reads2[flat], shadow.read2_lines)):
+        for other, lines in (
+            (shadow.reads[flat], shadow.read_lines),
+            (shadow.reads2[flat], shadow.read2_lines),
+        ):
             if other != me and other != NOBODY and not ordered(other, me, cross_block):
                 raise MemoryFault(
-                    "race", f"write of {self.name}[{self._position(flat)}] after another "
-                    f"thread's read", (other, lines[flat]),
+                    "race",
+                    f"write of {self.name}[{self._position(flat)}] after another thread's read",
+                    (other, lines[flat]),
                 )
         shadow.writes[flat] = me
         shadow.write_lines[flat] = _line_key(sys._getframe(2), self._machine.files)
@@ -323,8 +336,10 @@ class SimArray:
     def _out_of_bounds(self, index: Any, access: str, axis: int, i: int, n: int) -> MemoryFault:
         where = f" (dimension {axis})" if self._ndim > 1 else ""
         if i < 0:
-            why = (f"negative index {i}{where}; a GPU does not wrap negative indices, it "
-                   f"{access}s memory before the array")
+            why = (
+                f"negative index {i}{where}; a GPU does not wrap negative indices, it "
+                f"{access}s memory before the array"
+            )
         else:
             why = f"index {i}{where} is past the end (size {n})"
         return MemoryFault(
@@ -348,8 +363,8 @@ def _integer(value: Any, name: str, index: Any) -> int:
         return operator.index(value)
     except TypeError:
         raise MemoryFault(
-            "index", f"{name}{_show(index)}: index {value!r} is {type(value).__name__}, "
-            f"not an integer"
+            "index",
+            f"{name}{_show(index)}: index {value!r} is {type(value).__name__}, not an integer",
         ) from None
 
 

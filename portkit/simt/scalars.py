@@ -127,9 +127,20 @@ def typed_len(value: Any) -> np.int64:
 
 # math names whose NumPy ufunc has another name.
 _UFUNC_NAMES = {
-    "fabs": "fabs", "pow": "power", "atan2": "arctan2", "asin": "arcsin", "acos": "arccos",
-    "atan": "arctan", "asinh": "arcsinh", "acosh": "arccosh", "atanh": "arctanh",
-    "copysign": "copysign", "fmod": "fmod", "hypot": "hypot", "log1p": "log1p", "expm1": "expm1",
+    "fabs": "fabs",
+    "pow": "power",
+    "atan2": "arctan2",
+    "asin": "arcsin",
+    "acos": "arccos",
+    "atan": "arctan",
+    "asinh": "arcsinh",
+    "acosh": "arccosh",
+    "atanh": "arctanh",
+    "copysign": "copysign",
+    "fmod": "fmod",
+    "hypot": "hypot",
+    "log1p": "log1p",
+    "expm1": "expm1",
 }
 _INT_RESULT = {"floor", "ceil", "trunc"}
 

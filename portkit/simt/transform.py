@@ -35,12 +35,25 @@ from portkit.simt.scalars import TYPED_BUILTINS, TYPED_MATH, NumberCast, as_dtyp
 
 # Intrinsics that make a thread wait for others: they become yields.
 WAITING_INTRINSICS = (
-    "syncthreads", "syncthreads_count", "syncthreads_and", "syncthreads_or", "syncwarp",
-    "shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync",
-    "ballot_sync", "any_sync", "all_sync", "eq_sync",
+    "syncthreads",
+    "syncthreads_count",
+    "syncthreads_and",
+    "syncthreads_or",
+    "syncwarp",
+    "shfl_sync",
+    "shfl_up_sync",
+    "shfl_down_sync",
+    "shfl_xor_sync",
+    "ballot_sync",
+    "any_sync",
+    "all_sync",
+    "eq_sync",
 )
-ALLOCATORS = {("shared", "array"): "__pk_shared", ("local", "array"): "__pk_local",
-              ("const", "array_like"): "__pk_const"}
+ALLOCATORS = {
+    ("shared", "array"): "__pk_shared",
+    ("local", "array"): "__pk_local",
+    ("const", "array_like"): "__pk_const",
+}
 
 
 @dataclass
@@ -73,8 +86,12 @@ def _intrinsic_names() -> dict[int, str]:
 class Rewriter:
     """Rewrites the functions one simulator uses; each is rewritten once."""
 
-    def __init__(self, simulated_cuda: Any, print_function: Callable[..., None],
-                 helpers: dict[str, Callable[..., Any]]) -> None:
+    def __init__(
+        self,
+        simulated_cuda: Any,
+        print_function: Callable[..., None],
+        helpers: dict[str, Callable[..., Any]],
+    ) -> None:
         from numba import cuda
 
         self._cuda = simulated_cuda
@@ -266,8 +283,7 @@ class _Visitor(ast.NodeTransformer):
         if name in WAITING_INTRINSICS:
             if node.keywords:
                 raise KernelError(
-                    f"line {node.lineno}: pass cuda.{name}'s arguments by position in the "
-                    f"simulator"
+                    f"line {node.lineno}: pass cuda.{name}'s arguments by position in the simulator"
                 )
             request = ast.Tuple(elts=[ast.Constant(name), *node.args], ctx=ast.Load())
             return ast.copy_location(ast.Yield(value=request), node)
@@ -275,7 +291,8 @@ class _Visitor(ast.NodeTransformer):
         if helper is not None:
             site = [ast.Constant(rewriter.next_site()), ast.Constant(target or "array")]
             call = ast.Call(
-                func=ast.Name(id=helper, ctx=ast.Load()), args=site + node.args,
+                func=ast.Name(id=helper, ctx=ast.Load()),
+                args=site + node.args,
                 keywords=node.keywords,
             )
             return ast.copy_location(call, node)
@@ -283,8 +300,9 @@ class _Visitor(ast.NodeTransformer):
             simulated = rewriter.rewrite(value)
             alias = f"__pk_device_{simulated.name}_{id(value)}"
             self.namespace[alias] = simulated.function
-            call = ast.Call(func=ast.Name(id=alias, ctx=ast.Load()), args=node.args,
-                            keywords=node.keywords)
+            call = ast.Call(
+                func=ast.Name(id=alias, ctx=ast.Load()), args=node.args, keywords=node.keywords
+            )
             if simulated.waits:
                 return ast.copy_location(ast.YieldFrom(value=call), node)
             return ast.copy_location(call, node)
