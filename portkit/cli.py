@@ -345,6 +345,8 @@ def compile_command(op_names: tuple[str, ...]) -> None:
               "in pdb at its thread, at the line that writes the element.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, writable=True),
               help="Write a picture of where the errors are (PNG).")
+@click.option("--sim", "simulate", is_flag=True,
+              help="Compare the prototype in the simulator with the reference, even on a GPU.")
 @user_errors
 def diff_command(
     op_name: str,
@@ -357,6 +359,7 @@ def diff_command(
     as_json: bool,
     debug: bool,
     plot_path: str | None,
+    simulate: bool,
 ) -> None:
     """Find where OP's prototype and twin part ways, down to the thread.
 
@@ -394,7 +397,7 @@ def diff_command(
         raise click.UsageError("give --size or --shape, not both")
     if plot_path and not Path(plot_path).resolve().parent.is_dir():
         raise PortkitError(f"--plot: folder {Path(plot_path).parent} does not exist")
-    plan = plan_diff(op, config)
+    plan = plan_diff(op, config, simulate)
     dims = (size,) if size is not None else (_parse_shape(shape) if shape else None)
     if case_name or dims is not None or dtype or seed is not None:
         cases = [choose_case(op, case_name, dtype or "float32", dims, seed)]

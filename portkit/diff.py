@@ -111,20 +111,25 @@ class Plan:
     note: str = ""  # said plainly when the twin could not run
 
 
-def plan_diff(op: Op, config: ProjectConfig) -> Plan:
+def plan_diff(op: Op, config: ProjectConfig, simulate: bool = False) -> Plan:
+    """numba's GPU build against the twin where both can run; otherwise (or when asked
+    with ``simulate``) the prototype in the simulator against the reference."""
     from portkit.backends import create
 
     numba_gpu, twin = create("numba", config), create("twin", config)
     missing = twin.unavailable_reason or twin.unsupported_reason(op) or numba_gpu.unavailable_reason
-    if missing is None:
+    if missing is None and not simulate:
         return Plan(numba_gpu, twin, TWIN_TOLERANCE)
     sim, reference = create("sim", config), create("torch", config)
     if sim.unavailable_reason:
         raise PortkitError(f"nothing to diff on this machine: {sim.unavailable_reason}")
-    note = (
-        f"the twin cannot run here ({missing}); the prototype ran in portkit's simulator "
-        f"and is compared with the PyTorch reference instead"
-    )
+    if missing is None:
+        note = "--sim: the prototype ran in portkit's simulator, compared with the reference"
+    else:
+        note = (
+            f"the twin cannot run here ({missing}); the prototype ran in portkit's "
+            f"simulator and is compared with the PyTorch reference instead"
+        )
     return Plan(sim, reference, REFERENCE_TOLERANCE, note)
 
 

@@ -23,7 +23,7 @@ def planted(sources, name: str, body: str, cases: str = ONE_CASE) -> str:
 
 
 def diff_json(cli, root, *args):
-    result = cli(root, "diff", *args, "--json")
+    result = cli(root, "diff", *args, "--json", "--sim")
     assert result.exit_code in (0, 1), result.output
     return result, json.loads(result.stdout)
 
@@ -35,7 +35,7 @@ def test_every_32nd_element_is_named_with_its_lane(make_project, sources, cli):
     assert result.exit_code == 1
     (case,) = report["cases"]
     assert case["prototype"] == "sim" and case["other"] == "torch"
-    assert "twin cannot run here" in report["note"]
+    assert "simulator" in report["note"]
     (output,) = case["tensors"]
     assert output["mismatches"] == 4  # 31, 63, 95, 127
     first = output["first"][0]
@@ -61,7 +61,7 @@ def test_only_where_the_input_is_negative(make_project, sources, cli):
 def test_lost_tail_and_the_table(make_project, sources, cli):
     body = "out[i] = x[i] * 2.0 if i < n - 3 else 0.0"
     root = make_project({"diff_tail": (planted(sources, "diff_tail", body), None)})
-    result = cli(root, "diff", "diff_tail")
+    result = cli(root, "diff", "diff_tail", "--sim")
     assert result.exit_code == 1
     text = result.output
     assert "only the last 3 elements (flat 126..128)" in text
@@ -81,7 +81,7 @@ def test_only_one_dtype_differs(make_project, sources, cli):
 
 def test_agreement_exits_zero(make_project, sources, cli):
     root = make_project({"diff_ok": (planted(sources, "diff_ok", "out[i] = x[i] * 2.0"), None)})
-    result = cli(root, "diff", "diff_ok")
+    result = cli(root, "diff", "diff_ok", "--sim")
     assert result.exit_code == 0, result.output
     assert "all 1 cases agree" in result.output
 
@@ -94,7 +94,7 @@ def test_replayed_writers_match_the_recorded_ones(make_project, sources, load_op
     body = "out[i] = x[i] * 2.0 if i % 7 != 3 else x[i]"
     root = make_project({"diff_replay": (planted(sources, "diff_replay", body), None)})
     config, op = load_op(root, "diff_replay")
-    plan = plan_diff(op, config)
+    plan = plan_diff(op, config, simulate=True)
     case = op.definition.cases[0]
     recorded = diff_case(op, case, plan)
     replayed = diff_case(op, case, plan, replay=True)
@@ -113,7 +113,7 @@ def test_plot_is_written(make_project, sources, cli, tmp_path):
     body = "out[i] = x[i] * 2.0 if i % 32 != 31 else x[i]"
     root = make_project({"diff_plot": (planted(sources, "diff_plot", body), None)})
     picture = tmp_path / "errors.png"
-    result = cli(root, "diff", "diff_plot", "--plot", str(picture))
+    result = cli(root, "diff", "diff_plot", "--sim", "--plot", str(picture))
     assert result.exit_code == 1, result.output
     assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert not [p for p in tmp_path.iterdir() if p.name.startswith("tmp")]
@@ -131,7 +131,7 @@ def test_debug_without_a_difference_is_a_user_error(make_project, sources, cli):
     root = make_project(
         {"diff_nodebug": (planted(sources, "diff_nodebug", "out[i] = x[i] * 2.0"), None)}
     )
-    result = cli(root, "diff", "diff_nodebug", "--debug")
+    result = cli(root, "diff", "diff_nodebug", "--sim", "--debug")
     assert result.exit_code == 2
     assert "nothing differs" in result.output
 
@@ -145,7 +145,7 @@ def test_unknown_op(make_project, sources, cli):
 def test_debug_stops_at_the_writing_thread(make_project, sources, portkit_process):
     body = "out[i] = x[i] * 2.0 if i % 32 != 31 else x[i]"
     root = make_project({"diff_pdb": (planted(sources, "diff_pdb", body), None)})
-    proc = portkit_process(root, "diff", "diff_pdb", "--debug", input="p i\nc\n")
+    proc = portkit_process(root, "diff", "diff_pdb", "--sim", "--debug", input="p i\nc\n")
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out
     banner = "portkit: kernel diff_pdb_fwd, block (0, 0, 0), thread (31, 0, 0)"
