@@ -140,6 +140,28 @@ class Kernel:
         )
 
 
+def poison_bits(dtype: torch.dtype) -> tuple[torch.dtype, int] | None:
+    """How ``k.empty`` fills float outputs during checks: a NaN with a payload that no
+    arithmetic produces (GPUs and CPUs return a canonical NaN), so an element that still
+    holds it was never written, and one that holds another NaN was computed."""
+    import torch
+
+    return {
+        torch.float32: (torch.int32, 0x7FC0DEAD),
+        torch.float64: (torch.int64, 0x7FF8DEADDEADBEEF),
+    }.get(dtype)
+
+
+def is_poison(tensor: torch.Tensor) -> torch.Tensor:
+    """Where ``tensor`` still holds the output poison (elements no kernel wrote)."""
+    import torch
+
+    poison = poison_bits(tensor.dtype)
+    if poison is not None:
+        return tensor.contiguous().view(poison[0]) == poison[1]
+    return torch.isnan(tensor) if tensor.dtype.is_floating_point else tensor == -1
+
+
 class KernelSet:
     """The ``k`` handed to an op's forward and backward launchers."""
 
@@ -180,6 +202,11 @@ class KernelSet:
 
         if not self.poison_outputs:
             return torch.empty(tuple(shape), dtype=dtype, device=self.device)
+        poison = poison_bits(dtype)
+        if poison is not None:
+            out = torch.empty(tuple(shape), dtype=dtype, device=self.device)
+            out.view(poison[0]).fill_(poison[1])
+            return out
         fill: float = math.nan if dtype.is_floating_point else -1
         return torch.full(tuple(shape), fill, dtype=dtype, device=self.device)
 

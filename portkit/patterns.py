@@ -26,12 +26,12 @@ def describe_patterns(
 
 
 def unwritten(diff: TensorDiff, inputs: Sequence[torch.Tensor]) -> str | None:
-    import torch
+    from portkit.launch import is_poison
 
     bad = diff.bad.reshape(-1)
     p, o = diff.prototype_values.reshape(-1)[bad], diff.other_values.reshape(-1)[bad]
     for side, values, others in (("the twin", o, p), ("the prototype", p, o)):
-        if bool(torch.isnan(values).all()) and not bool(torch.isnan(others).any()):
+        if bool(is_poison(values).all()) and not bool(is_poison(others).any()):
             if diff.mismatches == diff.total:
                 return (
                     f"{side} wrote nothing: every element still holds the NaN poison "
