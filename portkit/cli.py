@@ -199,6 +199,8 @@ def sim(
     backend = create(backend_name, config)
     if backend.unavailable_reason:
         raise PortkitError(f"the simulator cannot run here: {backend.unavailable_reason}")
+    if backend.unsupported_reason(op):
+        raise PortkitError(f"{backend_name} cannot run {op.name}: {backend.unsupported_reason(op)}")
     if block_at or thread_at:
         name = kernel or first_forward_kernel(op, case)
         if name not in op.kernels:

@@ -289,3 +289,17 @@ def test_sim_breakpoint_default_kernel_is_forwards_first(make_project, portkit_p
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     assert "portkit: kernel sim_order_fwd, block (0, 0, 0), thread (1, 0, 0)" in out
+
+
+def test_numba_simulator_refuses_warp_intrinsics(cli):
+    result = cli(REPO, "sim", "softmax_warp", "--backend", "numba-sim")
+    assert result.exit_code == 2
+    assert "numba-sim cannot run softmax_warp: numba's simulator has no warp intrinsics" in (
+        result.output
+    )
+
+
+def test_numba_simulator_stays_available_as_a_cross_check(cli):
+    result = cli(REPO, "sim", "vector_add", "--size", "40", "--backend", "numba-sim")
+    assert result.exit_code == 0, result.output
+    assert "PASS" in result.output
