@@ -47,15 +47,14 @@ def unwritten(diff: TensorDiff, inputs: Sequence[torch.Tensor]) -> str | None:
 def nan_disagreement(diff: TensorDiff, inputs: Sequence[torch.Tensor]) -> str | None:
     import torch
 
+    from portkit.launch import is_poison
+
     bad = diff.bad.reshape(-1)
     p, o = diff.prototype_values.reshape(-1)[bad], diff.other_values.reshape(-1)[bad]
     for side, values, others in (("the twin", o, p), ("the prototype", p, o)):
-        wrong = ~torch.isfinite(values) & torch.isfinite(others)
-        if (
-            int(wrong.sum())
-            and int(wrong.sum()) < diff.mismatches
-            or (int(wrong.sum()) == diff.mismatches and not bool(torch.isnan(values).all()))
-        ):
+        # Computed NaN/Inf only: the poison of unwritten elements is unwritten()'s.
+        wrong = ~torch.isfinite(values) & torch.isfinite(others) & ~is_poison(values)
+        if int(wrong.sum()):
             kinds = "NaN" if bool(torch.isnan(values[wrong]).all()) else "NaN/Inf"
             return (
                 f"{side} gives {kinds} where the other side is finite "
