@@ -21,6 +21,8 @@ def describe_patterns(
 ) -> list[str]:
     if not diff.mismatches:
         return []
+    if diff.mismatches == diff.total and (nothing := unwritten(diff, inputs)):
+        return [nothing]  # every element unwritten: nothing else to say
     found = [text for detect in DETECTORS if (text := detect(diff, inputs))]
     return found or ["no simple pattern: mismatches are scattered"]
 
@@ -65,6 +67,8 @@ def nan_disagreement(diff: TensorDiff, inputs: Sequence[torch.Tensor]) -> str | 
 
 
 def contiguous_run(diff: TensorDiff, inputs: Sequence[torch.Tensor]) -> str | None:
+    if diff.mismatches == diff.total:
+        return None
     positions = diff.bad.reshape(-1).nonzero().reshape(-1)
     lo, hi = int(positions[0]), int(positions[-1])
     if hi - lo + 1 != diff.mismatches or diff.mismatches == diff.total:
@@ -78,6 +82,8 @@ def contiguous_run(diff: TensorDiff, inputs: Sequence[torch.Tensor]) -> str | No
 
 
 def periodic(diff: TensorDiff, inputs: Sequence[torch.Tensor]) -> str | None:
+    if diff.mismatches * 2 > diff.total:
+        return None
     positions = diff.bad.reshape(-1).nonzero().reshape(-1)
     if positions.numel() < 3:
         return None

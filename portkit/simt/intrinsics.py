@@ -42,6 +42,7 @@ class Dim3:
 
 def _atomic(update: Callable[[Any, Any], Any]) -> Callable[..., Any]:
     def atomic(array: SimArray, index: Any, value: Any) -> Any:
+        value = array.dtype.type(value)  # numba's signature: (dtype, array, index, dtype)
         return array.atomic_update(index, lambda old: update(old, value))
 
     return atomic

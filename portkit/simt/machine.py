@@ -553,8 +553,8 @@ class _BlockRun:
             for t in group:
                 replies[t] = result
         elif kind == "eq_sync":
-            values = [requests[t][2] for t in group]
-            same = np.bool_(all(v == values[0] for v in values))
+            votes = [bool(requests[t][2]) for t in group]  # numba votes on value != 0
+            same = np.bool_(all(v == votes[0] for v in votes))
             for t in group:
                 replies[t] = same
         else:

@@ -337,8 +337,8 @@ class SimArray:
         where = f" (dimension {axis})" if self._ndim > 1 else ""
         if i < 0:
             why = (
-                f"negative index {i}{where}; a GPU does not wrap negative indices, it "
-                f"{access}s memory before the array"
+                f"negative index {i}{where}; numba on a GPU wraps it to the end of the "
+                f"array and the C twin {access}s memory before it, so the two disagree"
             )
         else:
             why = f"index {i}{where} is past the end (size {n})"

@@ -78,7 +78,10 @@ def _intrinsic_names() -> dict[int, str]:
     table = {}
     for name in dir(cuda):
         value = getattr(cuda, name)
-        if not isinstance(value, (types.ModuleType, type, int, float, str)):
+        # Some intrinsics are classes in numba-cuda (cuda.syncwarp): keep those we rewrite.
+        if name in WAITING_INTRINSICS or not isinstance(
+            value, (types.ModuleType, type, int, float, str)
+        ):
             table.setdefault(id(value), name)
     return table
 
