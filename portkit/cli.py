@@ -337,18 +337,32 @@ def compile_command(op_names: tuple[str, ...]) -> None:
 @click.option("--case", "case_name", help="Only this case (see `portkit list`).")
 @click.option("--size", type=click.IntRange(min=0), help="One case: 1-D inputs of this size.")
 @click.option("--shape", help="One case: inputs of this shape, e.g. 4x129.")
-@click.option("--dtype", type=click.Choice(["float32", "float64"]),
-              help="One case of this dtype (default with --size/--shape: float32).")
+@click.option(
+    "--dtype",
+    type=click.Choice(["float32", "float64"]),
+    help="One case of this dtype (default with --size/--shape: float32).",
+)
 @click.option("--seed", type=int, help="Seed for the random inputs (default: the case's).")
 @click.option("--show", default=5, show_default=True, help="How many first mismatches to list.")
 @click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")
-@click.option("--debug", is_flag=True,
-              help="Re-run the block that wrote the first mismatch in the simulator and stop "
-              "in pdb at its thread, at the line that writes the element.")
-@click.option("--plot", "plot_path", type=click.Path(dir_okay=False, writable=True),
-              help="Write a picture of where the errors are (PNG).")
-@click.option("--sim", "simulate", is_flag=True,
-              help="Compare the prototype in the simulator with the reference, even on a GPU.")
+@click.option(
+    "--debug",
+    is_flag=True,
+    help="Re-run the block that wrote the first mismatch in the simulator and stop "
+    "in pdb at its thread, at the line that writes the element.",
+)
+@click.option(
+    "--plot",
+    "plot_path",
+    type=click.Path(dir_okay=False, writable=True),
+    help="Write a picture of where the errors are (PNG).",
+)
+@click.option(
+    "--sim",
+    "simulate",
+    is_flag=True,
+    help="Compare the prototype in the simulator with the reference, even on a GPU.",
+)
 @user_errors
 def diff_command(
     op_name: str,
@@ -404,8 +418,7 @@ def diff_command(
     if case_name or dims is not None or dtype or seed is not None:
         cases = [choose_case(op, case_name, dtype or "float32", dims, seed)]
     else:
-        cases = [c for c in op.definition.cases
-                 if not (c.gpu_only and plan.prototype.simulated)]
+        cases = [c for c in op.definition.cases if not (c.gpu_only and plan.prototype.simulated)]
     console = _console()
     results = []
     with progress_bar(console if not as_json else _console(stderr=True), len(cases)) as advance:

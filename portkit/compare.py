@@ -78,11 +78,37 @@ def ulp_distance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return (ordered(a) - ordered(b)).abs()
 
 
+@dataclass(frozen=True)
+class ElementErrors:
+    """Per-element figures of ``actual`` against ``expected`` (same shape and dtype);
+    errors are 0 where either side is not finite."""
+
+    bad: torch.Tensor  # outside the tolerance (NaN equals NaN)
+    finite: torch.Tensor  # both sides finite
+    abs: torch.Tensor
+    rel: torch.Tensor
+    ulps: torch.Tensor
+
+
+def elementwise_errors(
+    actual: torch.Tensor, expected: torch.Tensor, tolerance: Tolerance
+) -> ElementErrors:
+    import torch
+
+    a, e = actual, expected
+    close = torch.isclose(a, e, rtol=tolerance.rtol, atol=tolerance.atol, equal_nan=True)
+    finite = torch.isfinite(a) & torch.isfinite(e)
+    diff = torch.where(finite, (a - e).abs(), torch.zeros_like(a))
+    rel = diff / e.abs().clamp_min(torch.finfo(e.dtype).tiny)
+    zero = torch.zeros((), dtype=torch.int64, device=a.device)
+    ulps = torch.where(finite, ulp_distance(a, e), zero)
+    return ElementErrors(~close, finite, diff, rel, ulps)
+
+
 def compare(
     what: str, actual: torch.Tensor, expected: torch.Tensor, tolerance: Tolerance
 ) -> Mismatch | None:
     """None when ``actual`` matches ``expected``; otherwise what differs."""
-    import torch
 
     def problem(text: str) -> Mismatch:
         return Mismatch(what, 0, 0, 0.0, 0.0, 0, (), tolerance, problem=text)
@@ -93,14 +119,10 @@ def compare(
         return problem(f"dtype {actual.dtype}, expected {expected.dtype}")
     a = actual.detach().cpu()
     e = expected.detach().cpu()
-    close = torch.isclose(a, e, rtol=tolerance.rtol, atol=tolerance.atol, equal_nan=True)
-    if bool(close.all()):
+    errors = elementwise_errors(a, e, tolerance)
+    bad, diff, rel, ulps = errors.bad, errors.abs, errors.rel, errors.ulps
+    if not bool(bad.any()):
         return None
-    bad = ~close
-    both_finite = torch.isfinite(a) & torch.isfinite(e)
-    diff = torch.where(both_finite, (a - e).abs(), torch.zeros_like(a))
-    rel = diff / e.abs().clamp_min(torch.finfo(e.dtype).tiny)
-    ulps = torch.where(both_finite, ulp_distance(a, e), torch.zeros((), dtype=torch.int64))
     indices = bad.nonzero()[:SHOWN_MISMATCHES]
     first = tuple(
         (tuple(int(i) for i in idx), float(a[tuple(idx)]), float(e[tuple(idx)])) for idx in indices

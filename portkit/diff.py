@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from portkit.autograd import as_tuple, op_function
 from portkit.cases import Case, make_grad_outputs, make_inputs
-from portkit.compare import REFERENCE_TOLERANCE, TWIN_TOLERANCE, Tolerance, ulp_distance
+from portkit.compare import REFERENCE_TOLERANCE, TWIN_TOLERANCE, Tolerance, elementwise_errors
 from portkit.errors import PortkitError
 from portkit.writers import (
     CapturedLaunch,
@@ -191,7 +191,7 @@ def diff_case(op: Op, case: Case, plan: Plan, shown: int = 5, replay: bool = Fal
         writers: Any = RecordedWriters(prototype.machine.records)
     else:
         writers = ReplayedWriters(prototype.launches, op.kernels)
-    inputs = [t.cpu() for t in make_inputs(case, "cpu")]
+    inputs = make_inputs(case, "cpu")
     pairs = [
         (f"output {i}", p, o) for i, (p, o) in enumerate(zip(prototype.outputs, other.outputs))
     ]
@@ -202,7 +202,7 @@ def diff_case(op: Op, case: Case, plan: Plan, shown: int = 5, replay: bool = Fal
     ]
     for name, p, o in pairs:
         tensor = compare_tensors(name, p, o, plan.tolerance[case.dtype], writers, shown)
-        tensor.patterns = describe_patterns(tensor, inputs, case, writers)
+        tensor.patterns = describe_patterns(tensor, inputs)
         if tensor.mismatches and name.startswith("output"):
             layout = swapped_layout(op, case, plan, int(name.split()[-1]), tensor)
             if layout:
@@ -231,14 +231,8 @@ def compare_tensors(
             f"side {tuple(other.shape)} {other.dtype}"
         )
     p, o = prototype.detach(), other.detach()
-    close = torch.isclose(p, o, rtol=tolerance.rtol, atol=tolerance.atol, equal_nan=True)
-    bad = ~close
-    finite = torch.isfinite(p) & torch.isfinite(o)
-    diff = torch.where(finite, (p - o).abs(), torch.zeros_like(p))
-    rel = diff / o.abs().clamp_min(torch.finfo(o.dtype).tiny)
-    ulps = torch.where(
-        finite, ulp_distance(p, o), torch.zeros((), dtype=torch.int64, device=p.device)
-    )
+    errors = elementwise_errors(p, o, tolerance)
+    bad, finite, diff, rel, ulps = errors.bad, errors.finite, errors.abs, errors.rel, errors.ulps
     nan = torch.isnan(p) != torch.isnan(o)
     inf = (torch.isinf(p) | torch.isinf(o)) & (p != o) & ~nan
     count = int(bad.sum())
@@ -302,10 +296,8 @@ def debug_mismatch(op: Op, diff: CaseDiff, stdin: Any = None, stdout: Any = None
     """Re-run only the block that wrote the first mismatch (of the first tensor that has
     one) in the simulator, stopping in pdb at its thread before the write. Returns what
     was debugged, or raises when no mismatch has a known writer."""
-    import math
-
     from portkit.simt.debug import Breakpoint
-    from portkit.simt.machine import Machine
+    from portkit.simt.machine import Machine, linear_index
     from portkit.writers import host_arguments
 
     target = next(((t, e) for t in diff.tensors for e in t.first if e.writer is not None), None)
@@ -320,9 +312,7 @@ def debug_mismatch(op: Op, diff: CaseDiff, stdin: Any = None, stdout: Any = None
         f"{diff.other} {element.other!r}; stopping at the line that writes it "
         f"({writer.file}:{writer.line}) -- it may be reached more than once"
     )
-    grid = launch.config.grid
-    block = writer.block[0] + writer.block[1] * grid[0] + writer.block[2] * grid[0] * grid[1]
-    assert 0 <= block < math.prod(grid)
+    block = linear_index(writer.block, launch.config.grid)
     machine = Machine(
         Breakpoint(
             writer.kernel,

@@ -23,11 +23,7 @@ from typing import Any
 from portkit.errors import KernelError
 from portkit.launch import LaunchConfig
 from portkit.simt.debug import Breakpoint
-
-
-def _is_device_function(value: Any) -> bool:
-    options = getattr(value, "targetoptions", None)
-    return hasattr(value, "py_func") and isinstance(options, dict) and bool(options.get("device"))
+from portkit.simt.transform import is_device_function as _is_device_function
 
 
 def _is_math_function(value: Any) -> bool:
@@ -226,9 +222,21 @@ def simulator_importable() -> str | None:
 
 
 WARP_INTRINSICS = frozenset(
-    ("shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync", "ballot_sync",
-     "any_sync", "all_sync", "eq_sync", "syncwarp", "activemask", "lanemask_lt", "match_any_sync",
-     "match_all_sync")
+    (
+        "shfl_sync",
+        "shfl_up_sync",
+        "shfl_down_sync",
+        "shfl_xor_sync",
+        "ballot_sync",
+        "any_sync",
+        "all_sync",
+        "eq_sync",
+        "syncwarp",
+        "activemask",
+        "lanemask_lt",
+        "match_any_sync",
+        "match_all_sync",
+    )
 )
 
 
@@ -244,6 +252,7 @@ def uses_warp_intrinsics(op: Any) -> bool:
         names = _referenced_names(fn.__code__)
         if names & WARP_INTRINSICS:
             return True
-        stack += [fn.__globals__[n].py_func for n in names
-                  if _is_device_function(fn.__globals__.get(n))]
+        stack += [
+            fn.__globals__[n].py_func for n in names if _is_device_function(fn.__globals__.get(n))
+        ]
     return False

@@ -5,20 +5,17 @@ blocks, the inputs there, NaN poison) and returns a sentence, or None."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import torch
 
-    from portkit.cases import Case
     from portkit.diff import CaseDiff, TensorDiff
 
 Detector = Callable[["TensorDiff", Sequence["torch.Tensor"]], "str | None"]
 
 
-def describe_patterns(
-    diff: TensorDiff, inputs: Sequence[torch.Tensor], case: Case, writers: Any
-) -> list[str]:
+def describe_patterns(diff: TensorDiff, inputs: Sequence[torch.Tensor]) -> list[str]:
     if not diff.mismatches:
         return []
     if diff.mismatches == diff.total and (nothing := unwritten(diff, inputs)):

@@ -126,8 +126,12 @@ class BlockProgress:
             )
 
             self._progress = Progress(
-                TextColumn("simulating blocks"), BarColumn(), MofNCompleteColumn(),
-                TimeRemainingColumn(), console=self._console, transient=True,
+                TextColumn("simulating blocks"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeRemainingColumn(),
+                console=self._console,
+                transient=True,
             )
             self._progress.start()
             self._task = self._progress.add_task("blocks", total=total)

@@ -34,15 +34,16 @@ from portkit.simt.memory import (
     EPOCH_MASK,
     EPOCH_SHIFT,
     GLOBAL,
-    LINE_BITS,
     LOCAL,
     SHARED,
     THREAD_BITS,
-    THREAD_MASK,
     Layout,
     MemoryFault,
     Shadow,
     SimArray,
+    line_of,
+    stamp_block,
+    stamp_thread,
 )
 from portkit.simt.scalars import INT64, as_dtype, widen
 from portkit.simt.transform import Rewriter, SimulatedFunction
@@ -116,12 +117,12 @@ class LaunchRecord:
     def coordinates(self, stamp: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
         """(block, thread) of a write stamp."""
         return (
-            _unflatten(stamp >> 32, self.config.grid),
-            _unflatten(stamp & THREAD_MASK, self.config.block),
+            _unflatten(stamp_block(stamp), self.config.grid),
+            _unflatten(stamp_thread(stamp), self.config.block),
         )
 
     def line(self, key: int) -> tuple[str, int]:
-        return self.files[key >> LINE_BITS], key & ((1 << LINE_BITS) - 1)
+        return line_of(key, self.files)
 
 
 def _unflatten(linear: int, dims: tuple[int, int, int]) -> tuple[int, int, int]:
@@ -217,7 +218,7 @@ class Machine:
                     coords = _unflatten(block, config.grid)
                     target = None
                     if debug is not None and coords == tuple(bp.block):
-                        target = _linear(bp.thread, config.block)
+                        target = linear_index(bp.thread, config.block)
                     self._run_block(
                         name,
                         function,
@@ -341,12 +342,14 @@ class Machine:
             other = other_what = None
             if exc.other is not None:
                 stamp, key = exc.other
-                file = list(self.files)[key >> LINE_BITS]
-                line = key & ((1 << LINE_BITS) - 1)
+                file, line = line_of(key, list(self.files))
                 dims = tuple(int(v) for v in self.cuda.blockDim)
                 grid = tuple(int(v) for v in self.cuda.gridDim)
                 other = Place(
-                    _unflatten(stamp >> 32, grid), _unflatten(stamp & THREAD_MASK, dims), file, line
+                    _unflatten(stamp_block(stamp), grid),
+                    _unflatten(stamp_thread(stamp), dims),
+                    file,
+                    line,
                 )
                 other_what = "the other access"
             detail = exc.detail
@@ -357,7 +360,8 @@ class Machine:
         return SimulationFault(name, "exception", f"raised {message}", place)
 
 
-def _linear(thread: tuple[int, int, int], dims: tuple[int, int, int]) -> int:
+def linear_index(thread: tuple[int, int, int], dims: tuple[int, int, int]) -> int:
+    """The x-fastest linear index of a block in a grid, or of a thread in a block."""
     return thread[0] + thread[1] * dims[0] + thread[2] * dims[0] * dims[1]
 
 

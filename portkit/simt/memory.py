@@ -22,6 +22,7 @@ import operator
 import sys
 from array import array
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -64,11 +65,18 @@ def ordered(other: int, me: int, cross_block: bool) -> bool:
 
 
 def stamp_block(stamp: int) -> int:
+    """Linear index of the block a stamp names."""
     return stamp >> 32
 
 
 def stamp_thread(stamp: int) -> int:
+    """Linear index, within its block, of the thread a stamp names."""
     return stamp & THREAD_MASK
+
+
+def line_of(key: int, files: Sequence[str]) -> tuple[str, int]:
+    """File and line of a line key made by ``_line_key``."""
+    return files[key >> LINE_BITS], key & ((1 << LINE_BITS) - 1)
 
 
 class MemoryFault(Exception):

@@ -199,8 +199,3 @@ TYPED_BUILTINS: dict[str, Any] = {
     "range": typed_range,
     "len": typed_len,
 }
-
-
-def typed_math_function(function: Any) -> Any:
-    """``from math import exp``: the typed version of one math function."""
-    return getattr(TYPED_MATH, function.__name__)
