@@ -4,9 +4,9 @@ on a CPU; check prototype, twin and PyTorch reference against each other on a GP
 Importing portkit is cheap: torch, numba and cuda.core load only when an op runs.
 """
 
-from portkit import cases
 from portkit.errors import InputError, KernelError, LaunchError, PortkitError, TwinCompileError
-from portkit.spec import cdiv, op
+from portkit.project import cases
+from portkit.project.spec import cdiv, op
 
 __version__ = "0.1.0"
 
@@ -26,11 +26,11 @@ __all__ = [
 def load(name: str, implementation: str = "twin"):
     """The op ``name`` of the current project as a differentiable function:
     ``portkit.load("sigmoid", "twin")(x)``."""
-    from portkit.autograd import op_function
     from portkit.backends import create
-    from portkit.config import load_config
-    from portkit.discovery import discover
     from portkit.errors import BackendUnavailable
+    from portkit.launch.autograd import op_function
+    from portkit.project.config import load_config
+    from portkit.project.discovery import discover
 
     config = load_config()
     op_ = discover(config).get(name)

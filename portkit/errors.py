@@ -48,3 +48,14 @@ class KernelError(PortkitError):
 
 class BackendUnavailable(PortkitError):
     """The machine lacks what a backend needs (no GPU, package missing)."""
+
+
+def describe(exc: Exception) -> str:
+    """A portkit error's own message; for anything else its type and where it was raised."""
+    import traceback
+
+    if isinstance(exc, PortkitError):
+        return str(exc)
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    return f"{type(exc).__name__}: {exc}{where}"

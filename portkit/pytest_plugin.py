@@ -43,7 +43,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _project(config: pytest.Config):
     if _PROJECT_KEY not in config.stash:
-        from portkit.config import load_config
+        from portkit.project.config import load_config
 
         config.stash[_PROJECT_KEY] = load_config(config.rootpath)
     return config.stash[_PROJECT_KEY]
@@ -67,8 +67,8 @@ def _marker(backend) -> str:
 class OpFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
         from portkit.backends import create_all
-        from portkit.discovery import discover
-        from portkit.harness import skip_reason
+        from portkit.check.harness import skip_reason
+        from portkit.project.discovery import discover
 
         project = _project(self.config)
         catalog = discover(project)
@@ -136,7 +136,8 @@ class CaseItem(PortkitItem):
         self.op, self.case, self.backends, self.only_check = op, case, backends, only_check
 
     def runtest(self) -> None:
-        from portkit.harness import FAIL, PASS, run_case
+        from portkit.check.harness import run_case
+        from portkit.results import FAIL, PASS
 
         results = run_case(self.op, self.case, self.backends)
         if self.only_check:
@@ -160,7 +161,7 @@ class CompileItem(PortkitItem):
         self.add_marker("compile")
 
     def runtest(self) -> None:
-        from portkit.compile_check import check_prototype, check_twin
+        from portkit.lint.compile import check_prototype, check_twin
 
         result = (
             check_prototype(self.op)
@@ -181,7 +182,7 @@ class LintItem(PortkitItem):
         self.add_marker("compile")
 
     def runtest(self) -> None:
-        from portkit.lint import code_findings
+        from portkit.lint.findings import code_findings
 
         findings = code_findings(self.op)
         if findings:

@@ -77,8 +77,8 @@ def main() -> None:
     args = parser.parse_args()
 
     from portkit.backends import create
-    from portkit.config import load_config
-    from portkit.discovery import discover
+    from portkit.project.config import load_config
+    from portkit.project.discovery import discover
 
     config = load_config(ROOT)
     op = discover(config).get("sigmoid")

@@ -160,7 +160,7 @@ QUICK_SIZES = {
 
 # --- running one launch -------------------------------------------------------------
 def run_portkit(kernel: Kernel, x: np.ndarray, out: np.ndarray, blocks: int) -> None:
-    from portkit.launch import LaunchConfig
+    from portkit.launch.kernel_set import LaunchConfig
     from portkit.simt.machine import Machine
 
     config = LaunchConfig((blocks, 1, 1), (THREADS, 1, 1), 0)

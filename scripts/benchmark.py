@@ -38,12 +38,12 @@ def main() -> None:
     import torch
 
     from portkit.backends import create
-    from portkit.backends.twin import twin_expressions
-    from portkit.config import load_config
-    from portkit.discovery import discover
-    from portkit.harness import run_case
-    from portkit.simulate import choose_case
-    from portkit.twin_build import compile_twin
+    from portkit.backends.twin.backend import twin_expressions
+    from portkit.backends.twin.build import compile_twin
+    from portkit.check.harness import run_case
+    from portkit.project.case_choice import choose_case
+    from portkit.project.config import load_config
+    from portkit.project.discovery import discover
 
     config = load_config(ROOT)
     catalog = discover(config)
@@ -107,7 +107,7 @@ def main() -> None:
 
 def _threads(op, case) -> int:
     """Threads the forward launches, from a recording run of the launcher."""
-    from portkit.trace import record_launches
+    from portkit.launch.trace import record_launches
 
     return sum(launch.threads for launch in record_launches(op, case, backward=False))
 

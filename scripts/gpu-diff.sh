@@ -17,7 +17,7 @@ project=$(mktemp -d)
 mkdir -p "$project/prototypes" "$project/cuda_src"
 printf '[project]\nname = "wrong"\nversion = "0"\n[tool.portkit]\n' > "$project/pyproject.toml"
 cp prototypes/vector_add.py "$project/prototypes/vector_add.py"
-cp tests/wrong_twins/vector_add/writes_nothing.cu "$project/cuda_src/vector_add.cu"
+cp tests/check/wrong_twins/vector_add/writes_nothing.cu "$project/cuda_src/vector_add.cu"
 (cd "$project" && /usr/bin/time -f "wall seconds: %e" "$PY" -m portkit.cli diff vector_add \
   --case float32-n16777216) > "$OUT/diff-wrong-twin-16M.txt" 2>&1 || true
 tail -n 25 "$OUT/diff-wrong-twin-16M.txt"
@@ -28,7 +28,7 @@ if "$PY" -c "import sys, importlib.metadata as m; sys.exit(not any(e.name == 'po
   plugin=()
 fi
 "$PY" -m pytest "${plugin[@]}" -q -rfsx -p no:cacheprovider -m gpu --junitxml="$OUT/junit-gpu.xml" \
-  $(ls tests/test_simt_gpu.py 2>/dev/null) tests/test_wrong_twins.py prototypes \
+  $(ls tests/simt/test_simt_gpu.py 2>/dev/null) tests/check/test_wrong_twins.py prototypes \
   > "$OUT/pytest-gpu.txt" 2>&1 || status=1
 tail -n 40 "$OUT/pytest-gpu.txt"
 exit $status

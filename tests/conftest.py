@@ -182,7 +182,7 @@ def make_project_at(
 def _forget_projects():
     """Drop catalogs and prototype modules that a test added (the repository's own
     catalog stays cached: importing it again would only cost time)."""
-    import portkit.discovery as discovery
+    import portkit.project.discovery as discovery
 
     catalogs = dict(discovery._catalogs)
     modules = {k for k in sys.modules if k.startswith(discovery.MODULE_PREFIX + ".")}
@@ -220,8 +220,8 @@ def sources() -> SimpleNamespace:
 @pytest.fixture
 def load_op():
     """``load_op(root, name)`` -> (config, Op) of a project, discovered from ``root``."""
-    from portkit.config import load_config
-    from portkit.discovery import discover
+    from portkit.project.config import load_config
+    from portkit.project.discovery import discover
 
     def load(root: Path, name: str):
         config = load_config(root)

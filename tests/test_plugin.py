@@ -9,7 +9,7 @@ from importlib.metadata import entry_points
 import pytest
 
 from portkit.backends import create
-from portkit.config import load_config
+from portkit.project.config import load_config
 
 GOOD = "plug_good"
 BAD = "plug_bad"

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from portkit.backends.base import ROLES, Backend
 from portkit.backends.numba_gpu import NumbaGPU
+from portkit.backends.numba_sim.backend import NumbaSimulator
 from portkit.backends.reference import TorchReference
-from portkit.backends.simulator import NumbaSimulator, PortkitSimulator
-from portkit.backends.twin import Twin
-from portkit.config import ProjectConfig
+from portkit.backends.sim import PortkitSimulator
+from portkit.backends.twin.backend import Twin
 from portkit.errors import PortkitError
+from portkit.project.config import ProjectConfig
 
 _REGISTRY: dict[str, type[Backend]] = {}
 

@@ -12,9 +12,9 @@ from functools import cached_property
 from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
-    from portkit.config import ProjectConfig
-    from portkit.discovery import Op
-    from portkit.launch import KernelSet
+    from portkit.launch.kernel_set import KernelSet
+    from portkit.project.config import ProjectConfig
+    from portkit.project.discovery import Op
 
 ROLES = ("reference", "prototype", "twin")
 

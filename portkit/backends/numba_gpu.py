@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from portkit.backends.base import Backend, cuda_unavailable_reason
-from portkit.launch import KernelSet, LaunchConfig
+from portkit.launch.kernel_set import KernelSet, LaunchConfig
 
 
 class NumbaKernel:

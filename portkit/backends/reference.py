@@ -4,7 +4,7 @@ reference function itself and gradchecks it, proving the reference's backward.""
 from __future__ import annotations
 
 from portkit.backends.base import Backend
-from portkit.launch import KernelSet
+from portkit.launch.kernel_set import KernelSet
 
 
 class TorchReference(Backend):

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from portkit.errors import KernelError
-from portkit.launch import LaunchConfig
+from portkit.launch.kernel_set import LaunchConfig
 from portkit.simt.debug import Breakpoint, DebugSession
 from portkit.simt.intrinsics import WARP_SIZE, Dim3, SimulatedCuda
 from portkit.simt.memory import (

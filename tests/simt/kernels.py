@@ -1,7 +1,7 @@
 """A bank of correct kernels: what portkit's simulator must run, and run right.
 
 Each kernel is an ordinary ``numba.cuda.jit`` kernel, small enough for a test to launch
-it on the simulator in milliseconds (and on a GPU, by ``tests/test_simt_gpu.py``). The
+it on the simulator in milliseconds (and on a GPU, by ``tests/simt/test_simt_gpu.py``). The
 docstring of each says what it exercises and how it is meant to be launched.
 
 The first part covers the features every prototype leans on: thread coordinates in 1-3
@@ -10,7 +10,7 @@ predicates, every warp intrinsic, every atomic with its return value, device fun
 (also ones that wait), ``math``, numba's typing rules, and ``print``.
 
 The last part, "kernels the simulator gets wrong", holds correct kernels on which the
-simulator disagrees with numba on a GPU; ``tests/test_simt.py`` marks their tests
+simulator disagrees with numba on a GPU; ``tests/simt/test_simt.py`` marks their tests
 ``xfail(strict=True)`` with the reason.
 """
 
@@ -533,7 +533,7 @@ def print_values(x):
 
 # -- kernels the simulator gets wrong ----------------------------------------------------------
 # Correct kernels on which portkit's simulator disagrees with numba on a GPU; the test of
-# each in tests/test_simt.py is xfail(strict=True) and says why.
+# each in tests/simt/test_simt.py is xfail(strict=True) and says why.
 
 
 @cuda.jit

@@ -1,0 +1,41 @@
+"""The ``numba-sim`` backend: the prototype in numba's own CUDA simulator, kept for
+cross-checks and not run unless asked for with ``--backend numba-sim``."""
+
+from __future__ import annotations
+
+from portkit.backends.base import Backend
+from portkit.launch.kernel_set import KernelSet
+from portkit.simt.debug import Breakpoint
+
+
+class NumbaSimulator(Backend):
+    name = "numba-sim"
+    role = "prototype"
+    device = "cpu"
+    simulated = True
+    default = False
+    description = "prototype in numba's CUDA simulator (no warps, no race checks; cross-check)"
+    breakpoint: Breakpoint | None = None
+
+    def _probe(self) -> str | None:
+        from portkit.backends.numba_sim.functions import simulator_importable
+
+        return simulator_importable()
+
+    def unsupported_reason(self, op) -> str | None:
+        from portkit.backends.numba_sim.functions import uses_warp_intrinsics
+
+        if uses_warp_intrinsics(op):
+            return "numba's simulator has no warp intrinsics (shfl_*_sync, ballot_sync...)"
+        return None
+
+    def kernels(self, op, *, poison_outputs: bool = False) -> KernelSet:
+        from portkit.backends.numba_sim.functions import SimulatedFunctions, SimulatedKernel
+
+        functions = SimulatedFunctions()
+        targets = {}
+        for name, dispatcher in op.kernels.items():
+            target = SimulatedKernel(name, dispatcher, functions)
+            target.breakpoint = self.breakpoint
+            targets[name] = target
+        return KernelSet(op.name, self.name, self.device, targets, poison_outputs)

@@ -1,0 +1,288 @@
+"""The one equivalence and gradcheck suite, shared by ``portkit check`` and pytest.
+
+For one op and one case it runs every selected backend and returns one
+``CheckResult`` per check:
+
+- ``forward``:   outputs against the PyTorch reference (outputs NaN-poisoned before
+                 launch, inputs cloned and checked unmodified afterwards);
+- ``backward``:  input gradients against the reference's autograd;
+- ``gradcheck``: ``torch.autograd.gradcheck`` of the implementation in float64;
+- ``vs twin``:   prototype against twin on the same device, outputs and gradients,
+                 with the tighter ``TWIN_TOLERANCE``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from portkit.check.compare import REFERENCE_TOLERANCE, TWIN_TOLERANCE, compare, identical
+from portkit.errors import PortkitError, describe
+from portkit.launch.autograd import as_tuple, op_function
+from portkit.project.cases import Case, make_grad_outputs, make_inputs
+from portkit.results import FAIL, PASS, SKIP, CheckResult
+
+if TYPE_CHECKING:
+    import torch
+
+    from portkit.backends import Backend
+    from portkit.project.discovery import Op
+
+
+@dataclass
+class ImplementationRun:
+    """What one implementation produced for one case, kept for cross-comparison."""
+
+    backend: Backend
+    outputs: tuple[torch.Tensor, ...] = ()
+    grads: tuple[torch.Tensor | None, ...] = ()
+
+
+@dataclass
+class CaseRunner:
+    op: Op
+    case: Case
+    results: list[CheckResult] = field(default_factory=list)
+    _references: dict[str, Any] = field(default_factory=dict)
+    # How to rerun this case, appended to every failure; `portkit sim` sets its own.
+    rerun: str = ""
+
+    # -- bookkeeping -------------------------------------------------------------
+    def record(self, backend: str, check: str, status: str, detail: str = "", t0=None) -> None:
+        seconds = time.perf_counter() - t0 if t0 is not None else 0.0
+        self.results.append(
+            CheckResult(self.op.name, self.case.name, backend, check, status, detail, seconds)
+        )
+
+    @property
+    def reproduce(self) -> str:
+        rerun = self.rerun or f"portkit check {self.op.name} --case {self.case.name}"
+        return f" [seed {self.case.seed}; reproduce: {rerun}]"
+
+    # -- the reference, computed once per device ---------------------------------
+    def reference(self, device: str) -> tuple[tuple, tuple]:
+        """Reference outputs and input gradients on ``device``."""
+        import torch
+
+        if device not in self._references:
+            inputs = self.differentiable(make_inputs(self.case, device))
+            outputs = as_tuple(self.op.definition.reference(*inputs, *self.case.extra))
+            grads: tuple = ()
+            if self.op.definition.has_backward:
+                grads = self.gradients(outputs, inputs)
+            self._references[device] = (tuple(o.detach() for o in outputs), grads)
+            if device == "cuda":
+                torch.cuda.synchronize()
+        return self._references[device]
+
+    @staticmethod
+    def differentiable(inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+        return [t.detach().requires_grad_(t.dtype.is_floating_point) for t in inputs]
+
+    def gradients(self, outputs: Sequence[torch.Tensor], inputs: Sequence[torch.Tensor]):
+        import torch
+
+        grad_outputs = make_grad_outputs(self.case, outputs)
+        wanted = [t for t in inputs if t.requires_grad]
+        grads = torch.autograd.grad(outputs, wanted, grad_outputs, allow_unused=True)
+        return tuple(g.detach() if g is not None else None for g in grads)
+
+    # -- one implementation ------------------------------------------------------
+    def run_reference_backend(self, backend: Backend) -> None:
+        if not (self.case.gradcheck and self.op.definition.has_backward):
+            return
+        t0 = time.perf_counter()
+        self.gradcheck(backend.name, self.op.definition.reference, backend.device, t0)
+
+    def run_implementation(self, backend: Backend) -> ImplementationRun | None:
+        import torch
+
+        run = ImplementationRun(backend)
+        name, device = backend.name, backend.device
+        t0 = time.perf_counter()
+        try:
+            fn = op_function(self.op, backend.kernels(self.op, poison_outputs=True))
+            expected_outputs, expected_grads = self.reference(device)
+            inputs = self.differentiable(make_inputs(self.case, device))
+            originals = [t.detach().clone() for t in inputs]
+            outputs = as_tuple(fn(*inputs, *self.case.extra))
+            if device == "cuda":
+                torch.cuda.synchronize()
+        except Exception as exc:  # a kernel's or launcher's error fails this check only
+            self.record(name, "forward", FAIL, f"{describe(exc)}{self.reproduce}", t0)
+            return None
+        problems = self.compare_all("output", outputs, expected_outputs, REFERENCE_TOLERANCE)
+        problems += self.modified_inputs(inputs, originals, "forward")
+        self.record(name, "forward", FAIL if problems else PASS, "\n".join(problems), t0)
+        run.outputs = tuple(o.detach() for o in outputs)
+
+        if self.op.definition.has_backward:
+            t0 = time.perf_counter()
+            try:
+                grads = self.gradients(outputs, inputs)
+                if device == "cuda":
+                    torch.cuda.synchronize()
+            except Exception as exc:
+                self.record(name, "backward", FAIL, f"{describe(exc)}{self.reproduce}", t0)
+                return run
+            problems = self.compare_all("grad of input", grads, expected_grads, REFERENCE_TOLERANCE)
+            problems += self.modified_inputs(inputs, originals, "backward")
+            self.record(name, "backward", FAIL if problems else PASS, "\n".join(problems), t0)
+            run.grads = grads
+            if self.case.gradcheck:
+                # The simulator is slow; gradcheck's fast mode checks one random
+                # projection of the Jacobian instead of every column.
+                self.gradcheck(name, fn, device, time.perf_counter(), fast=backend.simulated)
+        return run
+
+    def gradcheck(
+        self, name: str, fn: Callable, device: str, t0: float, fast: bool = False
+    ) -> None:
+        import torch
+
+        inputs = self.differentiable(make_inputs(self.case, device))
+        try:
+            torch.autograd.gradcheck(
+                lambda *xs: fn(*xs, *self.case.extra),
+                tuple(inputs),
+                raise_exception=True,
+                fast_mode=fast,
+            )
+        except Exception as exc:
+            self.record(name, "gradcheck", FAIL, f"{describe(exc)}{self.reproduce}", t0)
+        else:
+            self.record(name, "gradcheck", PASS, "", t0)
+
+    def compare_all(self, what: str, actual: Sequence, expected: Sequence, table) -> list[str]:
+        if len(actual) != len(expected):
+            return [f"{len(actual)} {what}s, the reference has {len(expected)}"]
+        problems = []
+        for index, (a, e) in enumerate(zip(actual, expected)):
+            if a is None or e is None:
+                if (a is None) != (e is None):
+                    problems.append(f"{what} {index}: one side has no gradient")
+                continue
+            mismatch = compare(f"{what} {index}", a, e, table[self.case.dtype])
+            if mismatch:
+                problems.append(mismatch.report(self.reproduce))
+        return problems
+
+    def modified_inputs(self, inputs, originals, stage: str) -> list[str]:
+        return [
+            f"input {i} was modified by the {stage} (kernels must not write their inputs)"
+            for i, (t, o) in enumerate(zip(inputs, originals))
+            if not identical(t.detach(), o)
+        ]
+
+    # -- prototype against twin --------------------------------------------------
+    def cross_compare(self, runs: Sequence[ImplementationRun]) -> None:
+        twins = [r for r in runs if r.backend.role == "twin"]
+        prototypes = [r for r in runs if r.backend.role == "prototype"]
+        for twin in twins:
+            for proto in prototypes:
+                if proto.backend.device != twin.backend.device or not proto.outputs:
+                    continue
+                if not twin.outputs:
+                    continue
+                t0 = time.perf_counter()
+                problems = self.compare_all("output", proto.outputs, twin.outputs, TWIN_TOLERANCE)
+                if proto.grads and twin.grads:
+                    problems += self.compare_all(
+                        "grad of input", proto.grads, twin.grads, TWIN_TOLERANCE
+                    )
+                self.record(
+                    proto.backend.name,
+                    f"vs {twin.backend.name}",
+                    FAIL if problems else PASS,
+                    "\n".join(problems),
+                    t0,
+                )
+
+
+def skip_reason(op: Op, case: Case, backend: Backend) -> str | None:
+    reason = backend.unavailable_reason or backend.unsupported_reason(op)
+    if reason:
+        return reason
+    if case.gpu_only and backend.simulated:
+        return "case is too large for the simulator"
+    return None
+
+
+def run_case(op: Op, case: Case, backends: Sequence[Backend]) -> list[CheckResult]:
+    """Every check of ``op`` on ``case`` across ``backends``."""
+    runner = CaseRunner(op, case)
+    runs = []
+    for backend in backends:
+        reason = skip_reason(op, case, backend)
+        if reason:
+            runner.record(backend.name, "run", SKIP, reason)
+            continue
+        if backend.role == "reference":
+            runner.run_reference_backend(backend)
+            continue
+        run = runner.run_implementation(backend)
+        if run is not None:
+            runs.append(run)
+    runner.cross_compare(runs)
+    return runner.results
+
+
+def lint_result(op: Op) -> CheckResult:
+    """`portkit lint`'s warnings as one row; they inform, they do not fail a check."""
+    from portkit.lint.findings import code_findings
+
+    t0 = time.perf_counter()
+    findings = code_findings(op)
+    if not findings:
+        detail = "no warnings"
+    else:
+        first = findings[0]
+        detail = (
+            f"{len(findings)} warning(s), see `portkit lint {op.name}`; first: "
+            f"{first.kernel} {first.where} {first.message}"
+        )
+    return CheckResult(op.name, "all", "numba", "lint", PASS, detail, time.perf_counter() - t0)
+
+
+def plan_suite(ops: Sequence[Op], case_names: set[str]) -> list[tuple[Op, Case]]:
+    """Every (op, case) pair to run; ``case_names`` (if any) must each match some op."""
+    plan = [
+        (op, case)
+        for op in ops
+        for case in op.definition.cases
+        if not case_names or case.name in case_names
+    ]
+    unmatched = case_names - {case.name for _, case in plan}
+    if unmatched:
+        known = sorted({c.name for op in ops for c in op.definition.cases})
+        raise PortkitError(
+            f"no op has case(s) {', '.join(sorted(unmatched))}; cases: {', '.join(known)}"
+        )
+    return plan
+
+
+def run_suite(
+    plan: Sequence[tuple[Op, Case]],
+    backends: Sequence[Backend],
+    config,
+    *,
+    compile_first: bool = True,
+    advance: Callable[[str], None] = lambda label: None,
+) -> list[CheckResult]:
+    """Compile checks (once per op), then every case of the plan on every backend."""
+    from portkit.lint.compile import compile_checks
+
+    results: list[CheckResult] = []
+    if compile_first:
+        for op in dict.fromkeys(op for op, _ in plan):
+            advance(f"{op.name}: compile for sm_90, lint")
+            compiled = compile_checks(op, config)
+            results += compiled
+            if not any(r.failed for r in compiled):
+                results.append(lint_result(op))
+    for op, case in plan:
+        advance(f"{op.name} {case.name}")
+        results += run_case(op, case, backends)
+    return results

@@ -1,0 +1,86 @@
+"""One case of one op on one backend, shown element by element next to the reference,
+with the harness's verdict: the engine behind ``portkit sim``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from portkit.check.harness import CaseRunner
+from portkit.errors import PortkitError
+from portkit.launch.trace import record_launches
+from portkit.project.cases import Case, make_inputs
+from portkit.results import FAIL
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from portkit.backends import Backend
+    from portkit.project.discovery import Op
+
+
+def sim_command(op: Op, case: Case) -> str:
+    """The `portkit sim` command line that runs exactly ``case`` again."""
+    if case in op.definition.cases:
+        return f"portkit sim {op.name} --case {case.name}"
+    shape = "x".join(map(str, case.shapes[0]))
+    return f"portkit sim {op.name} --shape {shape} --dtype {case.dtype} --seed {case.seed}"
+
+
+def first_forward_kernel(op: Op, case: Case) -> str:
+    """The kernel the forward launcher launches first (where pdb stops by default)."""
+    launches = record_launches(op, case, backward=False)
+    if not launches:
+        raise PortkitError(
+            f"op {op.name}'s forward launches no kernel for these inputs; pass --kernel"
+        )
+    return launches[0].kernel
+
+
+def run_simulation(op: Op, case: Case, backend: Backend, console: Console, show: int) -> bool:
+    """Run, print values and verdict; True when every check passed."""
+    from rich.table import Table
+
+    runner = CaseRunner(op, case, rerun=sim_command(op, case))
+    shapes = " ".join("x".join(map(str, s)) for s in case.shapes)
+    console.print(
+        f"[bold]{op.name}[/] in the simulator: inputs {shapes} {case.dtype}, seed {case.seed}"
+    )
+    run = runner.run_implementation(backend)
+    expected_outputs, expected_grads = runner.reference(backend.device)
+    inputs = make_inputs(case, backend.device)
+
+    if run is not None and run.outputs:
+        table = Table(title="first elements", title_justify="left")
+        table.add_column("index", justify="right")
+        for i in range(len(inputs)):
+            table.add_column(f"input {i}", justify="right")
+        for i in range(len(run.outputs)):
+            table.add_column(f"output {i} sim", justify="right")
+            table.add_column(f"output {i} reference", justify="right")
+        for i in range(len(run.grads)):
+            table.add_column(f"grad {i} sim", justify="right")
+            table.add_column(f"grad {i} reference", justify="right")
+        flat = [t.detach().reshape(-1) for t in inputs]
+        pairs = [(a.reshape(-1), e.reshape(-1)) for a, e in zip(run.outputs, expected_outputs)]
+        pairs += [
+            (a.reshape(-1), e.reshape(-1))
+            for a, e in zip(run.grads, expected_grads)
+            if a is not None and e is not None
+        ]
+        count = min(show, flat[0].numel())
+        for j in range(count):
+            cells = [str(j)] + [f"{t[j].item():.7g}" for t in flat]
+            for a, e in pairs:
+                cells += [f"{a[j].item():.7g}", f"{e[j].item():.7g}"]
+            table.add_row(*cells)
+        if count:
+            console.print(table)
+
+    for result in runner.results:
+        mark = "[red]FAIL[/]" if result.status == FAIL else "[green]pass[/]"
+        console.print(f"{mark} {result.check} ({result.seconds:.2f} s)")
+        if result.detail:
+            console.print(f"     {result.detail}", markup=False)
+    ok = run is not None and not any(r.failed for r in runner.results)
+    console.print("[bold green]PASS[/]" if ok else "[bold red]FAIL[/]")
+    return ok

@@ -1,0 +1,127 @@
+"""``portkit diff``: where prototype and twin part ways, down to the thread."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from portkit.cli.context import (
+    EXIT_FAILED_CHECKS,
+    load_project,
+    make_console,
+    parse_shape,
+    user_errors,
+)
+from portkit.errors import PortkitError
+
+
+@click.command("diff")
+@click.argument("op_name", metavar="OP")
+@click.option("--case", "case_name", help="Only this case (see `portkit list`).")
+@click.option("--size", type=click.IntRange(min=0), help="One case: 1-D inputs of this size.")
+@click.option("--shape", help="One case: inputs of this shape, e.g. 4x129.")
+@click.option(
+    "--dtype",
+    type=click.Choice(["float32", "float64"]),
+    help="One case of this dtype (default with --size/--shape: float32).",
+)
+@click.option("--seed", type=int, help="Seed for the random inputs (default: the case's).")
+@click.option("--show", default=5, show_default=True, help="How many first mismatches to list.")
+@click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")
+@click.option(
+    "--debug",
+    is_flag=True,
+    help="Re-run the block that wrote the first mismatch in the simulator and stop "
+    "in pdb at its thread, at the line that writes the element.",
+)
+@click.option(
+    "--plot",
+    "plot_path",
+    type=click.Path(dir_okay=False, writable=True),
+    help="Write a picture of where the errors are (PNG).",
+)
+@click.option(
+    "--sim",
+    "simulate",
+    is_flag=True,
+    help="Compare the prototype in the simulator with the reference, even on a GPU.",
+)
+@user_errors
+def diff_command(
+    op_name: str,
+    case_name: str | None,
+    size: int | None,
+    shape: str | None,
+    dtype: str | None,
+    seed: int | None,
+    show: int,
+    as_json: bool,
+    debug: bool,
+    plot_path: str | None,
+    simulate: bool,
+) -> None:
+    """Find where OP's prototype and twin part ways, down to the thread.
+
+    Runs both on the same inputs through the same host launcher (on a GPU: numba's
+    compiled prototype and the NVRTC twin) and reports, for every output and input
+    gradient: max abs/rel/ULP error, how many elements differ under the harness's
+    tolerance, NaN/Inf disagreements, the first mismatches with the launch, block,
+    thread and line that wrote each (recorded by re-running only those blocks in the
+    simulator), and the pattern of the disagreement (tail lost, every 32nd element,
+    only where the input is large, whole rows, swapped rows and columns...).
+
+    Without a GPU the twin cannot run: the prototype runs in portkit's simulator and
+    is compared with the PyTorch reference instead, and the output says so.
+    Exits 1 when anything differs, 0 when everything agrees.
+
+    \b
+    Examples:
+      portkit diff sigmoid
+      portkit diff softmax --shape 4x1000 --dtype float64
+      portkit diff sigmoid --case float32-n129 --debug
+      portkit diff softmax --json > softmax-diff.json
+      portkit diff softmax --plot softmax-errors.png
+    """
+    import json
+
+    from portkit.cli.render import progress_bar
+    from portkit.diff.case_diff import debug_mismatch, diff_case, plan_diff
+    from portkit.diff.patterns import across_cases
+    from portkit.diff.report import diff_json, print_diff, write_plot
+    from portkit.project.case_choice import choose_case
+
+    config, catalog = load_project()
+    op = catalog.get(op_name)
+    if size is not None and shape is not None:
+        raise click.UsageError("give --size or --shape, not both")
+    if plot_path and not Path(plot_path).resolve().parent.is_dir():
+        raise PortkitError(f"--plot: folder {Path(plot_path).parent} does not exist")
+    plan = plan_diff(op, config, simulate)
+    dims = (size,) if size is not None else (parse_shape(shape) if shape else None)
+    if case_name or dims is not None or dtype or seed is not None:
+        cases = [choose_case(op, case_name, dtype or "float32", dims, seed)]
+    else:
+        cases = [c for c in op.definition.cases if not (c.gpu_only and plan.prototype.simulated)]
+    console = make_console()
+    results = []
+    with progress_bar(console if not as_json else make_console(stderr=True), len(cases)) as advance:
+        for case in cases:
+            advance(f"{op.name} {case.name}")
+            results.append(diff_case(op, case, plan, show))
+    notes = across_cases(results)
+    if as_json:
+        click.echo(json.dumps(diff_json(results, notes, plan.note), indent=2))
+    else:
+        print_diff(console, results, notes, plan.note)
+    if plot_path:
+        written = write_plot(Path(plot_path), results)
+        if not as_json:
+            console.print(f"plot written to {written}")
+    if debug:
+        differing = [c for c in results if c.differs and not c.error]
+        if not differing:
+            raise PortkitError("--debug: nothing differs, so there is no thread to stop at")
+        debug_mismatch(op, differing[0])
+    sys.exit(EXIT_FAILED_CHECKS if any(c.differs for c in results) else 0)

@@ -1,0 +1,54 @@
+"""``portkit lint``: what will not compile and why a port will be slow, without a GPU."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from portkit.cli.context import EXIT_FAILED_CHECKS, load_project, make_console, user_errors
+
+
+@click.command()
+@click.argument("op_names", metavar="[OP]...", nargs=-1)
+@click.option("--strict", is_flag=True, help="Treat warnings as errors (exit 1 on any finding).")
+@click.option("--no-resources", is_flag=True, help="Skip the per-kernel resource table.")
+@click.option("--json", "as_json", is_flag=True, help="Print findings and resources as JSON.")
+@user_errors
+def lint(op_names: tuple[str, ...], strict: bool, no_resources: bool, as_json: bool) -> None:
+    """Static checks that need no GPU, for OPs (default: every op).
+
+    \b
+    errors:   a prototype kernel (numba, with each case's argument types) or a twin
+              (NVRTC) that does not compile for sm_90
+    warnings: float64 arithmetic in a kernel whose inputs are float32 (with the line
+              and the typed-constant fix), int64 index arithmetic in loops, launches
+              of the large cases that cannot fill an H100
+    table:    registers, spills, shared and local memory, float64 instructions,
+              global load/store widths and special functions, prototype beside twin
+
+    A line ending in `# portkit: allow-float64` (or allow-int64-index), or following a
+    comment line that says so, is an intended choice and is not reported.
+    Exits 1 on errors, or on warnings with --strict.
+    """
+    from portkit.cli.render import print_lint
+    from portkit.lint.findings import lint as run_lint
+
+    config, catalog = load_project()
+    ops = [catalog.get(n) for n in (op_names or catalog.names)]
+    report = run_lint(ops, config, resources=not no_resources)
+    if as_json:
+        import dataclasses
+        import json
+
+        payload = {
+            "findings": [dataclasses.asdict(f) for f in report.findings],
+            "resources": [
+                {**dataclasses.asdict(r), "usage": dataclasses.asdict(r.usage)}
+                for r in report.resources
+            ],
+        }
+        click.echo(json.dumps(payload, indent=2))
+    else:
+        print_lint(report, make_console(), strict)
+    sys.exit(EXIT_FAILED_CHECKS if report.errors(strict) else 0)

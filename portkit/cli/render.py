@@ -1,0 +1,285 @@
+"""Tables and progress for the terminal (rich), and the JSON listing."""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from portkit.results import FAIL, PASS, SKIP, CheckResult
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
+    from portkit.backends import Backend
+    from portkit.project.discovery import Catalog
+
+
+def op_listing(catalog: Catalog, backends: Sequence[Backend]) -> list[dict]:
+    rows = []
+    for name in catalog.names:
+        if name in catalog.broken:
+            rows.append({"op": name, "error": catalog.broken[name]})
+            continue
+        op = catalog.ops[name]
+        runs = {}
+        for b in backends:
+            reason = b.unavailable_reason or b.unsupported_reason(op)
+            runs[b.name] = "yes" if reason is None else reason
+        rows.append(
+            {
+                "op": name,
+                "kernels": sorted(op.kernels),
+                "prototype": str(op.prototype_path),
+                "twin": str(op.twin_path) if op.twin_path else None,
+                "backward": op.definition.has_backward,
+                "dtypes": list(op.definition.dtypes),
+                "cases": [c.name for c in op.definition.cases],
+                "backends": runs,
+            }
+        )
+    return rows
+
+
+def listing_table(rows: list[dict], backends: Sequence[Backend]) -> Table:
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title="ops", title_justify="left")
+    for column in ("op", "kernels", "twin", "backward", "cases"):
+        table.add_column(column)
+    for b in backends:
+        table.add_column(b.name)
+    for row in rows:
+        if "error" in row:
+            table.add_row(row["op"], Text(f"broken: {row['error']}", style="red"))
+            continue
+        marks = [
+            "[green]yes[/]" if row["backends"][b.name] == "yes" else "[dim]no[/]" for b in backends
+        ]
+        table.add_row(
+            row["op"],
+            ", ".join(row["kernels"]),
+            "yes" if row["twin"] else "[yellow]missing[/]",
+            "yes" if row["backward"] else "no",
+            str(len(row["cases"])),
+            *marks,
+        )
+    reasons = {b.name: b.unavailable_reason for b in backends if b.unavailable_reason is not None}
+    if reasons:
+        table.caption = "; ".join(f"{n}: {r}" for n, r in reasons.items())
+        table.caption_justify = "left"
+    return table
+
+
+@contextmanager
+def progress_bar(console: Console, total: int) -> Iterator[Callable[[str], None]]:
+    """A transient bar; ``advance(label)`` marks the start of the next unit of work."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as progress:
+        task = progress.add_task("starting", total=total)
+        started = [False]
+
+        def advance(label: str) -> None:
+            if started[0]:
+                progress.advance(task)
+            started[0] = True
+            progress.update(task, description=label)
+
+        yield advance
+
+
+class BlockProgress:
+    """``on_block(done, total)`` for the simulator: a bar over the blocks of a launch that
+    appears only once the launch looks like it will take more than ``after`` seconds."""
+
+    def __init__(self, console: Console, after: float = 2.0) -> None:
+        self._console, self._after = console, after
+        self._progress: Any = None
+        self._task: Any = None
+        self._started = 0.0
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.perf_counter()
+        if done == 1:
+            self._close()
+            self._started = now
+        elapsed = now - self._started
+        if self._progress is None and done < total and elapsed * total / done > self._after:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeRemainingColumn,
+            )
+
+            self._progress = Progress(
+                TextColumn("simulating blocks"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeRemainingColumn(),
+                console=self._console,
+                transient=True,
+            )
+            self._progress.start()
+            self._task = self._progress.add_task("blocks", total=total)
+        if self._progress is not None:
+            self._progress.update(self._task, completed=done)
+            if done == total:
+                self._close()
+
+    def _close(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+
+    def __enter__(self) -> BlockProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._close()
+
+
+def print_results(results: Sequence[CheckResult], console: Console, verbose: bool) -> bool:
+    """Print a summary table (or every row) and the failures; True if any check failed."""
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title="portkit check", title_justify="left")
+    for column in ("op", "implementation", "check"):
+        table.add_column(column)
+    if verbose:
+        table.add_column("case")
+        table.add_column("result")
+        table.add_column("time", justify="right")
+        table.add_column("note")
+        for r in results:
+            table.add_row(
+                r.op,
+                r.backend,
+                r.check,
+                r.case,
+                _status(r.status),
+                f"{r.seconds:.2f}s",
+                Text(_first_line(r.detail)),
+            )
+    else:
+        groups: dict[tuple[str, str, str], list[CheckResult]] = defaultdict(list)
+        for r in results:
+            groups[(r.op, r.backend, r.check)].append(r)
+        for column in ("passed", "failed", "skipped"):
+            table.add_column(column, justify="right")
+        table.add_column("time", justify="right")
+        table.add_column("note")
+        for (op, backend, check), rows in groups.items():
+            counts = {s: sum(r.status == s for r in rows) for s in (PASS, FAIL, SKIP)}
+            note = next((r.detail for r in rows if r.status == FAIL), "") or next(
+                (r.detail for r in rows if r.status == SKIP), ""
+            )
+            table.add_row(
+                op,
+                backend,
+                check,
+                str(counts[PASS]),
+                f"[red]{counts[FAIL]}[/]" if counts[FAIL] else "0",
+                str(counts[SKIP]),
+                f"{sum(r.seconds for r in rows):.2f}s",
+                Text(_first_line(note)),
+            )
+    console.print(table)
+    failures = [r for r in results if r.status == FAIL]
+    for r in failures:
+        console.print(f"[red]FAIL[/] {r.op} / {r.backend} / {r.check} / {r.case}")
+        console.print(f"  {r.detail}", markup=False)
+    passed = sum(r.status == PASS for r in results)
+    skipped = sum(r.status == SKIP for r in results)
+    console.print(f"{passed} passed, {len(failures)} failed, {skipped} skipped")
+    return bool(failures)
+
+
+def _status(status: str) -> str:
+    return {PASS: "[green]pass[/]", FAIL: "[red]FAIL[/]", SKIP: "[dim]skip[/]"}[status]
+
+
+def _first_line(text: str, width: int = 90) -> str:
+    line = text.splitlines()[0] if text else ""
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def _widths(counts: dict[int, int]) -> str:
+    return " ".join(f"{count}x{width}B" for width, count in sorted(counts.items())) or "-"
+
+
+def print_lint(report, console: Console, strict: bool) -> None:
+    """The findings, then prototype and twin resources side by side."""
+    from rich.table import Table
+    from rich.text import Text
+
+    if report.resources:
+        table = Table(title="resources per kernel (sm_90)", title_justify="left")
+        for column in (
+            "op",
+            "kernel",
+            "dtype",
+            "side",
+            "regs",
+            "spill st/ld B",
+            "smem B",
+            "local B",
+            "f64 instr",
+            "global loads",
+            "global stores",
+            "special fns",
+        ):
+            table.add_column(
+                column, justify="right" if column.endswith(("B", "regs", "instr")) else "left"
+            )
+        for row in report.resources:
+            u = row.usage
+            special = " ".join(f"{n}:{c}" for n, c in sorted(u.special_functions.items()) if c)
+            table.add_row(
+                row.op,
+                row.kernel,
+                row.dtype,
+                row.side,
+                str(u.registers),
+                f"{u.spill_store_bytes}/{u.spill_load_bytes}",
+                str(u.shared_bytes),
+                str(u.local_bytes),
+                Text(str(u.f64_instructions), style="yellow" if u.f64_instructions else ""),
+                _widths(u.global_loads),
+                _widths(u.global_stores),
+                Text(special or "-"),
+            )
+        console.print(table)
+    if report.findings:
+        table = Table(title="findings", title_justify="left")
+        for column in ("severity", "op", "kernel", "where", "what", "fix"):
+            table.add_column(column)
+        for f in report.findings:
+            severity = "error" if f.severity == "error" or strict else f.severity
+            style = "red" if severity == "error" else "yellow"
+            table.add_row(
+                Text(severity, style=style),
+                f.op,
+                f.kernel,
+                Text(f.where),
+                Text(f.message),
+                Text(f.fix),
+            )
+        console.print(table)
+    errors = len(report.errors(strict))
+    warnings = len(report.findings) - len(report.errors(False))
+    console.print(f"{errors} error(s), {warnings} warning(s)" + (" (--strict)" if strict else ""))

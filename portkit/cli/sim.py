@@ -1,0 +1,115 @@
+"""``portkit sim``: one case of one op through the simulator, shown element by element."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from portkit.cli.context import (
+    EXIT_FAILED_CHECKS,
+    load_project,
+    make_console,
+    parse_coords,
+    parse_shape,
+    user_errors,
+)
+from portkit.errors import PortkitError
+
+
+@click.command()
+@click.argument("op_name", metavar="OP")
+@click.option("--case", "case_name", help="Run one of the op's cases by name (see `portkit list`).")
+@click.option("--size", type=click.IntRange(min=0), help="1-D inputs of this many elements.")
+@click.option("--shape", help="Input shape, e.g. 4x129 (every tensor input gets it).")
+@click.option(
+    "--dtype",
+    type=click.Choice(["float32", "float64"]),
+    default="float32",
+    show_default=True,
+    help="Scalar type of the inputs.",
+)
+@click.option("--seed", type=int, help="Seed for the random inputs (default: the case's).")
+@click.option("--kernel", help="Kernel to stop in (default: the first one the forward launches).")
+@click.option("--block", help="Stop in pdb when this block (X or X,Y,Z) runs --kernel.")
+@click.option(
+    "--thread", help="... and this thread (X or X,Y,Z) of it. Either option turns pdb on."
+)
+@click.option("--show", default=8, show_default=True, help="How many leading elements to print.")
+@click.option(
+    "--backend",
+    "backend_name",
+    type=click.Choice(["sim", "numba-sim"]),
+    default="sim",
+    show_default=True,
+    help="sim: portkit's simulator (checks bounds, races, barriers, warps); "
+    "numba-sim: numba's, for a cross-check.",
+)
+@user_errors
+def sim(
+    op_name: str,
+    case_name: str | None,
+    size: int | None,
+    shape: str | None,
+    dtype: str,
+    seed: int | None,
+    kernel: str | None,
+    block: str | None,
+    thread: str | None,
+    show: int,
+    backend_name: str,
+) -> None:
+    """Run OP's prototype in the CUDA simulator on the CPU and compare it with the reference.
+
+    Prints the first elements of every output (and input gradient, if the op has a
+    backward) next to the reference, then a verdict; exits 1 if they differ. No GPU
+    and no environment variable needed. The simulator stops at the first kernel bug it
+    sees (out-of-bounds access, race, uninitialised shared memory, divergent barrier,
+    bad warp mask) and names array, index, block, thread and line. A bar shows
+    progress over blocks when a launch takes more than two seconds.
+
+    \b
+    Examples:
+      portkit sim sigmoid
+      portkit sim sigmoid --size 1000 --dtype float64 --seed 3
+      portkit sim softmax --shape 4x129
+      portkit sim sigmoid --block 1 --thread 5       # pdb at block 1, thread 5
+      portkit sim softmax --backend numba-sim        # numba's simulator instead
+    """
+    from portkit.backends import create
+    from portkit.check.show_case import first_forward_kernel, run_simulation
+    from portkit.cli.render import BlockProgress
+    from portkit.project.case_choice import choose_case
+    from portkit.simt.debug import Breakpoint
+
+    config, catalog = load_project()
+    op = catalog.get(op_name)
+    if size is not None and shape is not None:
+        raise click.UsageError("give --size or --shape, not both")
+    case = choose_case(
+        op,
+        case_name,
+        dtype,
+        (size,) if size is not None else (parse_shape(shape) if shape else None),
+        seed,
+    )
+    block_at, thread_at = parse_coords(block, "--block"), parse_coords(thread, "--thread")
+    backend = create(backend_name, config)
+    if backend.unavailable_reason:
+        raise PortkitError(f"the simulator cannot run here: {backend.unavailable_reason}")
+    if backend.unsupported_reason(op):
+        raise PortkitError(f"{backend_name} cannot run {op.name}: {backend.unsupported_reason(op)}")
+    if block_at or thread_at:
+        name = kernel or first_forward_kernel(op, case)
+        if name not in op.kernels:
+            raise PortkitError(
+                f"op {op.name} has no kernel {name!r}; kernels: {', '.join(op.kernels)}"
+            )
+        backend.breakpoint = Breakpoint(name, block_at or (0, 0, 0), thread_at or (0, 0, 0))
+    elif kernel:
+        raise click.UsageError("--kernel chooses where --block/--thread stop; give one of them")
+    console = make_console()
+    with BlockProgress(console) as progress:
+        backend.on_block = progress
+        ok = run_simulation(op, case, backend, console, show)
+    sys.exit(0 if ok else EXIT_FAILED_CHECKS)

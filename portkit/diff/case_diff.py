@@ -1,0 +1,380 @@
+"""``portkit diff``: run the prototype and the twin on the same inputs through the same
+host launcher, and say where, how much and why they disagree.
+
+On a GPU the prototype is compiled by numba and the twin by NVRTC; the writer of each
+reported element comes from re-running only the blocks concerned in the simulator
+(``writers.ReplayedWriters``). Without a GPU the twin cannot run: the prototype runs
+in the simulator and is compared with the PyTorch reference, and every element's
+writer is read from the simulator's record (``writers.RecordedWriters``).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from portkit.check.compare import REFERENCE_TOLERANCE, TWIN_TOLERANCE, Tolerance, elementwise_errors
+from portkit.diff.writers import (
+    CapturedLaunch,
+    CapturingTarget,
+    RecordedWriters,
+    ReplayedWriters,
+    Writer,
+)
+from portkit.errors import PortkitError
+from portkit.launch.autograd import as_tuple, op_function
+from portkit.project.cases import Case, make_grad_outputs, make_inputs
+
+if TYPE_CHECKING:
+    import torch
+
+    from portkit.backends import Backend
+    from portkit.project.config import ProjectConfig
+    from portkit.project.discovery import Op
+
+MAPPED_MISMATCHES = 64  # mismatches whose writer is looked up for the pattern summary
+
+
+@dataclass
+class Side:
+    """What one implementation produced for one case."""
+
+    backend: Backend
+    outputs: tuple[torch.Tensor, ...] = ()
+    grads: tuple[torch.Tensor | None, ...] = ()
+    launches: list[CapturedLaunch] = field(default_factory=list)
+    machine: Any = None  # the simulator's machine, when the side ran in it
+    error: str = ""
+
+
+@dataclass
+class ElementDiff:
+    index: tuple[int, ...]
+    position: int  # flat
+    prototype: float
+    other: float
+    writer: Writer | None
+
+
+@dataclass
+class TensorDiff:
+    """One output or gradient, prototype against the other side."""
+
+    name: str  # "output 0", "grad of input 1"
+    shape: tuple[int, ...]
+    dtype: str
+    tolerance: Tolerance
+    total: int
+    mismatches: int
+    max_abs: float
+    max_rel: float
+    max_ulp: int
+    nan_disagreements: int
+    inf_disagreements: int
+    first: list[ElementDiff]
+    mapped: list[ElementDiff]  # a sample spread over the mismatches, with writers
+    patterns: list[str]
+    # Kept for --plot and the pattern detectors; not part of the JSON.
+    prototype_values: Any = None
+    other_values: Any = None
+    bad: Any = None
+
+    @property
+    def share(self) -> float:
+        return self.mismatches / self.total if self.total else 0.0
+
+
+@dataclass
+class CaseDiff:
+    case: Case
+    prototype: str  # backend names
+    other: str
+    tensors: list[TensorDiff] = field(default_factory=list)
+    error: str = ""
+    seconds: float = 0.0
+    blocks_simulated: int = 0
+    launches: list[CapturedLaunch] = field(default_factory=list)  # the prototype's
+
+    @property
+    def differs(self) -> bool:
+        return bool(self.error) or any(t.mismatches for t in self.tensors)
+
+
+@dataclass
+class Plan:
+    """Which implementations meet, and what could not run on this machine."""
+
+    prototype: Backend
+    other: Backend
+    tolerance: dict[str, Tolerance]
+    note: str = ""  # said plainly when the twin could not run
+
+
+def plan_diff(op: Op, config: ProjectConfig, simulate: bool = False) -> Plan:
+    """numba's GPU build against the twin where both can run; otherwise (or when asked
+    with ``simulate``) the prototype in the simulator against the reference."""
+    from portkit.backends import create
+
+    numba_gpu, twin = create("numba", config), create("twin", config)
+    missing = twin.unavailable_reason or twin.unsupported_reason(op) or numba_gpu.unavailable_reason
+    if missing is None and not simulate:
+        return Plan(numba_gpu, twin, TWIN_TOLERANCE)
+    sim, reference = create("sim", config), create("torch", config)
+    if sim.unavailable_reason:
+        raise PortkitError(f"nothing to diff on this machine: {sim.unavailable_reason}")
+    if missing is None:
+        note = "--sim: the prototype ran in portkit's simulator, compared with the reference"
+    else:
+        note = (
+            f"the twin cannot run here ({missing}); the prototype ran in portkit's "
+            f"simulator and is compared with the PyTorch reference instead"
+        )
+    return Plan(sim, reference, REFERENCE_TOLERANCE, note)
+
+
+def run_side(
+    op: Op, case: Case, backend: Backend, inputs: list | None = None, backward: bool = True
+) -> Side:
+    """Forward (and backward) of ``op`` on ``case`` (or on ``inputs``); launches captured
+    for replays."""
+    import torch
+
+    side = Side(backend)
+    try:
+        if inputs is None:
+            inputs = make_inputs(case, backend.device)
+        inputs = _differentiable(inputs)
+        if backend.role == "reference":
+            outputs = as_tuple(op.definition.reference(*inputs, *case.extra))
+        else:
+            kernels = backend.kernels(op, poison_outputs=True)
+            side.machine = getattr(backend, "machine", None)
+            kernels = kernels.wrapped(lambda n, t: CapturingTarget(n, t, side.launches))
+            outputs = as_tuple(op_function(op, kernels)(*inputs, *case.extra))
+        side.outputs = tuple(o.detach() for o in outputs)
+        if backward and op.definition.has_backward:
+            wanted = [t for t in inputs if t.requires_grad]
+            grads = torch.autograd.grad(
+                outputs, wanted, make_grad_outputs(case, outputs), allow_unused=True
+            )
+            side.grads = tuple(g.detach() if g is not None else None for g in grads)
+        if backend.device == "cuda":
+            torch.cuda.synchronize()
+    except Exception as exc:  # a kernel bug or launcher error: reported, not raised
+        from portkit.errors import describe
+
+        side.error = describe(exc)
+    return side
+
+
+def _differentiable(inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+    return [t.detach().requires_grad_(t.dtype.is_floating_point) for t in inputs]
+
+
+def diff_case(op: Op, case: Case, plan: Plan, shown: int = 5, replay: bool = False) -> CaseDiff:
+    """``replay``: find writers by re-running blocks even when the whole prototype ran in
+    the simulator (what a GPU run does; tests use it to check the search)."""
+    from portkit.diff.patterns import describe_patterns
+
+    t0 = time.perf_counter()
+    result = CaseDiff(case, plan.prototype.name, plan.other.name)
+    prototype = run_side(op, case, plan.prototype)
+    other = run_side(op, case, plan.other)
+    for side in (prototype, other):
+        if side.error:
+            result.error = f"{side.backend.name}: {side.error}"
+            result.seconds = time.perf_counter() - t0
+            return result
+    result.launches = prototype.launches
+    if prototype.machine is not None and not replay:
+        writers: Any = RecordedWriters(prototype.machine.records)
+    else:
+        writers = ReplayedWriters(prototype.launches, op.kernels)
+    inputs = make_inputs(case, "cpu")
+    pairs = [
+        (f"output {i}", p, o) for i, (p, o) in enumerate(zip(prototype.outputs, other.outputs))
+    ]
+    pairs += [
+        (f"grad of input {i}", p, o)
+        for i, (p, o) in enumerate(zip(prototype.grads, other.grads))
+        if p is not None and o is not None
+    ]
+    for name, p, o in pairs:
+        tensor = compare_tensors(name, p, o, plan.tolerance[case.dtype], writers, shown)
+        tensor.patterns = describe_patterns(tensor, inputs)
+        if tensor.mismatches and name.startswith("output"):
+            layout = swapped_layout(op, case, plan, int(name.split()[-1]), tensor)
+            if layout:
+                tensor.patterns.insert(0, layout)
+        result.tensors.append(tensor)
+    result.blocks_simulated = getattr(writers, "blocks_run", 0)
+    result.seconds = time.perf_counter() - t0
+    return result
+
+
+def compare_tensors(
+    name: str,
+    prototype: torch.Tensor,
+    other: torch.Tensor,
+    tolerance: Tolerance,
+    writers: Any,
+    shown: int,
+) -> TensorDiff:
+    """Every figure of one pair: errors, mismatch count, NaN/Inf disagreements, the first
+    mismatches and a spread sample of them with the thread that wrote each."""
+    import torch
+
+    if prototype.shape != other.shape or prototype.dtype != other.dtype:
+        raise PortkitError(
+            f"{name}: prototype gives {tuple(prototype.shape)} {prototype.dtype}, the other "
+            f"side {tuple(other.shape)} {other.dtype}"
+        )
+    p, o = prototype.detach(), other.detach()
+    errors = elementwise_errors(p, o, tolerance)
+    bad, finite, diff, rel, ulps = errors.bad, errors.finite, errors.abs, errors.rel, errors.ulps
+    nan = torch.isnan(p) != torch.isnan(o)
+    inf = (torch.isinf(p) | torch.isinf(o)) & (p != o) & ~nan
+    count = int(bad.sum())
+    flat_bad = bad.reshape(-1).nonzero().reshape(-1)
+    first = flat_bad[:shown].tolist()
+    sample = _spread(flat_bad, MAPPED_MISMATCHES)
+    p_cpu, o_cpu, bad_cpu = p.cpu(), o.cpu(), bad.cpu()
+
+    def element(position: int) -> ElementDiff:
+        index = tuple(int(i) for i in _unravel(position, tuple(p.shape)))
+        return ElementDiff(
+            index,
+            position,
+            float(p_cpu.reshape(-1)[position]),
+            float(o_cpu.reshape(-1)[position]),
+            writers.writer(prototype, position),
+        )
+
+    mapped = {pos: element(pos) for pos in dict.fromkeys(first + sample)}
+    return TensorDiff(
+        name=name,
+        shape=tuple(p.shape),
+        dtype=str(p.dtype).removeprefix("torch."),
+        tolerance=tolerance,
+        total=p.numel(),
+        mismatches=count,
+        max_abs=float(diff.max()) if p.numel() else 0.0,
+        max_rel=float(rel[finite].max()) if bool(finite.any()) else 0.0,
+        max_ulp=int(ulps.max()) if p.numel() else 0,
+        nan_disagreements=int(nan.sum()),
+        inf_disagreements=int(inf.sum()),
+        first=[mapped[pos] for pos in first],
+        mapped=[mapped[pos] for pos in sample],
+        patterns=[],
+        prototype_values=p_cpu,
+        other_values=o_cpu,
+        bad=bad_cpu,
+    )
+
+
+def _spread(positions: torch.Tensor, count: int) -> list[int]:
+    """Up to ``count`` positions: the first and last ones and evenly spaced ones between."""
+    import torch
+
+    n = positions.numel()
+    if n <= count:
+        return positions.tolist()
+    picks = torch.linspace(0, n - 1, count).round().long().unique()
+    return positions[picks.to(positions.device)].tolist()
+
+
+def _unravel(position: int, shape: tuple[int, ...]) -> list[int]:
+    index = []
+    for n in reversed(shape):
+        index.append(position % n if n else 0)
+        position //= n if n else 1
+    return list(reversed(index))
+
+
+def debug_mismatch(op: Op, diff: CaseDiff, stdin: Any = None, stdout: Any = None) -> str:
+    """Re-run only the block that wrote the first mismatch (of the first tensor that has
+    one) in the simulator, stopping in pdb at its thread before the write. Returns what
+    was debugged, or raises when no mismatch has a known writer."""
+    from portkit.diff.writers import host_arguments
+    from portkit.simt.debug import Breakpoint
+    from portkit.simt.machine import Machine, linear_index
+
+    target = next(((t, e) for t in diff.tensors for e in t.first if e.writer is not None), None)
+    if target is None:
+        raise PortkitError("no mismatch with a known writer to debug")
+    tensor, element = target
+    writer = element.writer
+    launch = diff.launches[writer.launch]
+    index = ", ".join(map(str, element.index))
+    message = (
+        f"{tensor.name}[{index}] differs: prototype {element.prototype!r}, "
+        f"{diff.other} {element.other!r}; stopping at the line that writes it "
+        f"({writer.file}:{writer.line}) -- it may be reached more than once"
+    )
+    block = linear_index(writer.block, launch.config.grid)
+    machine = Machine(
+        Breakpoint(
+            writer.kernel,
+            writer.block,
+            writer.thread,
+            stdin,
+            stdout,
+            (writer.file, writer.line),
+            message,
+        )
+    )
+    machine.launch(
+        writer.kernel,
+        op.kernels[writer.kernel],
+        launch.config,
+        host_arguments(launch),
+        blocks=[block],
+    )
+    return f"{writer.kernel} block {writer.block} thread {writer.thread}"
+
+
+def swapped_layout(op: Op, case: Case, plan: Plan, output: int, tensor: TensorDiff) -> str | None:
+    """For 2-D ops: does the other side equal the prototype with rows and columns swapped
+    in how memory is read or written (row-major data treated as column-major)? Answered
+    by running the prototype again on the inputs laid out column-major."""
+    import torch
+
+    if len(tensor.shape) != 2:
+        return None
+    rows, cols = tensor.shape
+    other, prototype = tensor.other_values, tensor.prototype_values
+
+    def matches(a: torch.Tensor, b: torch.Tensor) -> bool:
+        tol = tensor.tolerance
+        return bool(torch.isclose(a, b, rtol=tol.rtol, atol=tol.atol, equal_nan=True).all())
+
+    def column_major(t: torch.Tensor) -> torch.Tensor:
+        """The (rows, cols) matrix whose [r, c] sits at flat c * rows + r of ``t``."""
+        return t.reshape(cols, rows).T
+
+    if matches(column_major(other), prototype):
+        return (
+            "the other side writes element [row, col] at flat col * rows + row: rows "
+            "and columns swapped in the output's indexing"
+        )
+    inputs = make_inputs(case, plan.prototype.device)
+    if not all(t.shape == (rows, cols) for t in inputs):
+        return None
+    swapped = [column_major(t.reshape(-1)).contiguous() for t in inputs]
+    rerun = run_side(op, case, plan.prototype, swapped, backward=False)
+    if rerun.error or len(rerun.outputs) <= output:
+        return None
+    expected = rerun.outputs[output].cpu()
+    if matches(column_major(other), expected):
+        return (
+            "the other side reads and writes element [row, col] at flat col * rows + "
+            "row: it treats the row-major tensors as column-major (rows and columns "
+            "swapped)"
+        )
+    if matches(other, expected):
+        return (
+            "the other side reads element [row, col] at flat col * rows + row: rows "
+            "and columns swapped in the inputs' indexing"
+        )
+    return None

@@ -1,0 +1,71 @@
+"""Run an op's host launchers against kernels that only record their launches.
+
+No kernel executes: the log says which kernels the launchers call, in what order,
+with what launch configuration and argument types. The compile check uses it to
+compile exactly the signatures the cases launch; ``portkit sim`` to find the first
+kernel a forward launches; the benchmark to count simulated threads.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from portkit.launch.autograd import as_tuple
+from portkit.launch.kernel_set import KernelSet, LaunchConfig
+from portkit.project.cases import Case, make_grad_outputs, make_inputs
+
+if TYPE_CHECKING:
+    from portkit.project.discovery import Op
+
+
+@dataclass(frozen=True)
+class Launch:
+    kernel: str
+    config: LaunchConfig
+    signature: tuple  # numba types of the arguments
+
+    @property
+    def blocks(self) -> int:
+        return math.prod(self.config.grid)
+
+    @property
+    def threads(self) -> int:
+        return self.blocks * self.config.threads_per_block
+
+
+class _Recorder:
+    def __init__(self, name: str, log: list[Launch]) -> None:
+        self.name, self.log = name, log
+
+    def launch(self, config: LaunchConfig, args: Sequence[Any]) -> None:
+        import numba
+        import torch
+
+        signature = tuple(
+            numba.typeof(a.numpy() if isinstance(a, torch.Tensor) else a) for a in args
+        )
+        self.log.append(Launch(self.name, config, signature))
+
+
+def record_launches(op: Op, case: Case, backward: bool = True) -> list[Launch]:
+    """The launches of ``op``'s forward (and backward, if asked and defined) on ``case``."""
+    log: list[Launch] = []
+    k = KernelSet(op.name, "trace", "cpu", {n: _Recorder(n, log) for n in op.kernels})
+    inputs = make_inputs(case, "cpu")
+    outputs, saved = op.definition.forward(k, *inputs, *case.extra)
+    if backward and op.definition.backward is not None:
+        outputs = as_tuple(outputs)
+        op.definition.backward(k, as_tuple(saved), *make_grad_outputs(case, outputs))
+    return log
+
+
+def launch_signatures(op: Op, dtype: str) -> dict[str, tuple]:
+    """Each kernel's argument types in the op's first non-empty simulator-sized case of
+    ``dtype`` (types do not depend on sizes or values, so one case speaks for all)."""
+    for case in op.definition.cases:
+        if case.dtype == dtype and case.numel and not case.gpu_only:
+            return {launch.kernel: launch.signature for launch in record_launches(op, case)}
+    return {}

@@ -1,0 +1,110 @@
+"""Does the op compile for a real GPU? Checked on a machine with none.
+
+The simulator runs any Python, so a prototype can pass there and still fail to
+compile for a GPU. This module runs each op's launchers on CPU tensors with kernels
+that only record their argument types, then compiles every kernel with those types
+for sm_90 through numba's ``compile_ptx``, and every twin through NVRTC.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import SimpleNamespace
+from typing import TYPE_CHECKING
+
+from portkit.backends.twin.build import DEFAULT_ARCH, compile_twin
+from portkit.errors import PortkitError
+from portkit.launch.trace import launch_signatures
+from portkit.results import FAIL, PASS, CheckResult
+
+if TYPE_CHECKING:
+    from portkit.project.config import ProjectConfig
+    from portkit.project.discovery import Op
+
+COMPUTE_CAPABILITY = (9, 0)
+
+
+def kernel_signatures(op: Op) -> dict[str, set]:
+    """The argument types each kernel is launched with, over one case of each dtype."""
+    signatures: dict[str, set] = {name: set() for name in op.kernels}
+    for dtype in op.definition.dtypes:
+        for kernel, signature in launch_signatures(op, dtype).items():
+            signatures[kernel].add(signature)
+    return signatures
+
+
+@contextmanager
+def device_compute_capability(cc: tuple[int, int]) -> Iterator[None]:
+    """numba-cuda 0.30 asks the driver for the current device's compute capability
+    when it compiles a ``device=True`` function, which fails on a machine with no
+    GPU. There, and only there, answer ``cc`` for the duration of the compile."""
+    from numba import cuda
+    from numba.cuda import dispatcher
+
+    if cuda.is_available():
+        yield
+        return
+    original = dispatcher.get_current_device
+    dispatcher.get_current_device = lambda: SimpleNamespace(compute_capability=cc)
+    try:
+        yield
+    finally:
+        dispatcher.get_current_device = original
+
+
+def check_prototype(op: Op) -> CheckResult:
+    from numba import cuda
+
+    t0 = time.perf_counter()
+    arch = f"sm_{COMPUTE_CAPABILITY[0]}{COMPUTE_CAPABILITY[1]}"
+    try:
+        signatures = kernel_signatures(op)
+    except Exception as exc:
+        detail = f"tracing the launchers failed: {type(exc).__name__}: {exc}"
+        return CheckResult(op.name, "all", "numba", f"compile {arch}", FAIL, detail)
+    compiled, problems = 0, []
+    for name, sigs in signatures.items():
+        if not sigs:
+            problems.append(f"kernel {name} is never launched by the op's cases")
+        for sig in sorted(sigs, key=str):
+            try:
+                with device_compute_capability(COMPUTE_CAPABILITY):
+                    cuda.compile_ptx(op.kernels[name].py_func, sig, cc=COMPUTE_CAPABILITY)
+                compiled += 1
+            except Exception as exc:
+                first = str(exc).strip().splitlines()
+                problems.append(
+                    f"kernel {name}{tuple(str(t) for t in sig)}: {type(exc).__name__}: "
+                    + "\n".join(first[:12])
+                )
+    status = FAIL if problems else PASS
+    detail = "\n".join(problems) or f"{compiled} kernel signature(s) compiled to PTX"
+    seconds = time.perf_counter() - t0
+    return CheckResult(op.name, "all", "numba", f"compile {arch}", status, detail, seconds)
+
+
+def check_twin(op: Op, config: ProjectConfig, arch: str = DEFAULT_ARCH) -> CheckResult | None:
+    from portkit.backends.twin.backend import twin_expressions
+
+    if not op.has_twin:
+        return None
+    t0 = time.perf_counter()
+    try:
+        expressions = twin_expressions(op)
+        compiled = compile_twin(op.twin_path, expressions, config.cache_dir, arch)
+    except PortkitError as exc:
+        return CheckResult(op.name, "all", "twin", f"compile {arch}", FAIL, str(exc))
+    source = "cache" if compiled.from_cache else "NVRTC"
+    detail = f"{len(expressions)} kernel instantiation(s), cubin from {source}"
+    seconds = time.perf_counter() - t0
+    return CheckResult(op.name, "all", "twin", f"compile {arch}", PASS, detail, seconds)
+
+
+def compile_checks(op: Op, config: ProjectConfig) -> list[CheckResult]:
+    results = [check_prototype(op)]
+    twin = check_twin(op, config)
+    if twin is not None:
+        results.append(twin)
+    return results

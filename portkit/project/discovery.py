@@ -1,0 +1,140 @@
+"""Find a project's ops: ``prototypes/<op>.py`` joined by name with ``cuda_src/<op>.cu``.
+
+Adding an op means adding those two files; nothing central lists ops. A file that
+fails to import does not hide the others: it is kept, with its error, in
+``Catalog.broken`` and reported when someone asks for that op.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import traceback
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from portkit.errors import OpDefinitionError, OpNotFound, PortkitError
+from portkit.project.cases import Case
+from portkit.project.config import ProjectConfig
+from portkit.project.spec import OP_ATTRIBUTE, OpDefinition
+
+MODULE_PREFIX = "portkit_ops"
+
+
+@dataclass(frozen=True, eq=False)  # ops compare and hash by identity
+class Op:
+    name: str
+    definition: OpDefinition
+    prototype_path: Path
+    kernels: Mapping[str, Any]  # kernel name -> numba CUDADispatcher (device=False)
+    twin_path: Path | None
+
+    @property
+    def has_twin(self) -> bool:
+        return self.twin_path is not None
+
+    def case(self, name: str) -> Case:
+        for case in self.definition.cases:
+            if case.name == name:
+                return case
+        known = ", ".join(c.name for c in self.definition.cases)
+        raise PortkitError(f"op {self.name} has no case {name!r}; cases: {known}")
+
+
+@dataclass
+class Catalog:
+    config: ProjectConfig
+    ops: dict[str, Op] = field(default_factory=dict)
+    broken: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def names(self) -> list[str]:
+        return sorted({*self.ops, *self.broken})
+
+    def get(self, name: str) -> Op:
+        if name in self.ops:
+            return self.ops[name]
+        if name in self.broken:
+            raise OpDefinitionError(f"op {name} cannot be loaded: {self.broken[name]}")
+        raise OpNotFound(name, self.names)
+
+
+def is_kernel(value: Any) -> bool:
+    """A numba ``cuda.jit`` kernel (not a ``device=True`` function)."""
+    options = getattr(value, "targetoptions", None)
+    return hasattr(value, "py_func") and isinstance(options, dict) and not options.get("device")
+
+
+def _import_prototype(name: str, path: Path) -> ModuleType:
+    module_name = f"{MODULE_PREFIX}.{name}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module  # numba and pickle look modules up by name
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[module_name]
+        raise
+    return module
+
+
+def load_op(name: str, path: Path, twin_path: Path | None) -> Op:
+    try:
+        module = _import_prototype(name, path)
+    except OpDefinitionError:
+        raise
+    except Exception as exc:
+        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        raise OpDefinitionError(
+            f"{path} failed to import: {type(exc).__name__}: {exc} "
+            f"(at {frame.filename}:{frame.lineno})"
+        ) from exc
+    definitions = [
+        v for v in vars(module).values() if isinstance(v, type) and OP_ATTRIBUTE in vars(v)
+    ]
+    if len(definitions) != 1:
+        found = ", ".join(c.__name__ for c in definitions) or "none"
+        raise OpDefinitionError(f"{path} must define exactly one @portkit.op class; found {found}")
+    kernels = {
+        k: v
+        for k, v in vars(module).items()
+        if is_kernel(v) and getattr(v.py_func, "__module__", None) == module.__name__
+    }
+    if not kernels:
+        raise OpDefinitionError(f"{path} defines no @cuda.jit kernel")
+    return Op(name, getattr(definitions[0], OP_ATTRIBUTE), path, kernels, twin_path)
+
+
+_catalogs: dict[Path, Catalog] = {}
+
+
+def discover(config: ProjectConfig) -> Catalog:
+    """All ops of the project, imported once per process."""
+    if config.root in _catalogs:
+        return _catalogs[config.root]
+    catalog = Catalog(config)
+    prototypes = (
+        {p.stem: p for p in config.prototypes_dir.glob("*.py") if not p.name.startswith("_")}
+        if config.prototypes_dir.is_dir()
+        else {}
+    )
+    twins = (
+        {p.stem: p for p in config.cuda_src_dir.glob("*.cu")}
+        if config.cuda_src_dir.is_dir()
+        else {}
+    )
+    for name in sorted(prototypes):
+        try:
+            catalog.ops[name] = load_op(name, prototypes[name], twins.get(name))
+        except OpDefinitionError as exc:
+            catalog.broken[name] = str(exc)
+    for name in sorted(set(twins) - set(prototypes)):
+        catalog.broken[name] = (
+            f"{twins[name]} has no prototype; expected {config.prototypes_dir / (name + '.py')}"
+        )
+    _catalogs[config.root] = catalog
+    return catalog

@@ -1,0 +1,132 @@
+"""The author's contract: ``@portkit.op`` turns a class of host launchers into an op definition.
+
+    @portkit.op(reference=torch.sigmoid, cases=portkit.cases.elementwise())
+    class Sigmoid:
+        def forward(k, x):             # k: the kernels of one implementation
+            out = k.empty_like(x)      # outputs allocated through k are NaN-poisoned in checks
+            k.sigmoid_fwd[portkit.cdiv(x.numel(), 256), 256](x, out, x.numel())
+            return out, (out,)         # result(s), tensors saved for backward
+        def backward(k, saved, dout):  # optional
+            ...
+            return (dx,)               # one gradient per input (None where there is none)
+
+The launchers are written once and run against every implementation (simulated
+prototype, prototype on the GPU, twin), so a difference between implementations is a
+difference in kernels, never in launch code. The op's name is its file's name.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from portkit.errors import OpDefinitionError
+from portkit.project.cases import DTYPES, Case
+
+OP_ATTRIBUTE = "__portkit_op__"
+
+
+@dataclass(frozen=True)
+class OpDefinition:
+    """What ``@portkit.op`` records about a class; discovery adds the name and kernels."""
+
+    class_name: str
+    reference: Callable
+    forward: Callable
+    backward: Callable | None
+    cases: tuple[Case, ...]
+    dtypes: tuple[str, ...]
+    same_shape: bool
+    check_inputs: Callable | None
+
+    def __post_init__(self) -> None:
+        where = f"@portkit.op class {self.class_name}"
+        if not callable(self.reference):
+            raise OpDefinitionError(f"{where}: reference must be callable")
+        if not self.cases:
+            raise OpDefinitionError(f"{where}: cases must name at least one portkit Case")
+        bad = [c for c in self.cases if not isinstance(c, Case)]
+        if bad:
+            raise OpDefinitionError(f"{where}: cases holds {bad[0]!r}, not a portkit Case")
+        names = [c.name for c in self.cases]
+        duplicated = sorted({n for n in names if names.count(n) > 1})
+        if duplicated:
+            raise OpDefinitionError(f"{where}: case names repeat: {', '.join(duplicated)}")
+        unknown = sorted(set(self.dtypes) - set(DTYPES))
+        if unknown:
+            raise OpDefinitionError(f"{where}: dtypes {unknown} unknown; portkit knows {DTYPES}")
+        for case in self.cases:
+            if case.dtype not in self.dtypes:
+                raise OpDefinitionError(
+                    f"{where}: case {case.name!r} uses {case.dtype}, not in dtypes {self.dtypes}"
+                )
+        _require_params(where, "forward", self.forward, minimum=2)
+        if self.backward is not None:
+            _require_params(where, "backward", self.backward, minimum=3)
+
+    @property
+    def has_backward(self) -> bool:
+        return self.backward is not None
+
+
+def _require_params(where: str, name: str, fn: Callable, minimum: int) -> None:
+    if not callable(fn):
+        raise OpDefinitionError(f"{where}: {name} must be a function")
+    params = inspect.signature(fn).parameters.values()
+    variadic = any(p.kind is p.VAR_POSITIONAL for p in params)
+    if not variadic and len(params) < minimum:
+        shape = "(k, *inputs)" if name == "forward" else "(k, saved, *grad_outputs)"
+        raise OpDefinitionError(f"{where}: {name} must take {shape}")
+
+
+def op(
+    *,
+    reference: Callable,
+    cases: Sequence[Case],
+    dtypes: Sequence[str] = DTYPES,
+    same_shape: bool = True,
+) -> Callable[[type], type]:
+    """Declare the class below as an op.
+
+    reference:  the PyTorch function the kernels must match (its autograd is the
+                reference backward).
+    cases:      inputs to check, e.g. ``portkit.cases.elementwise(special=[...])``.
+    dtypes:     floating dtypes the op accepts; others are refused with an InputError.
+    same_shape: all tensor inputs must share one shape (elementwise ops). For other
+                rules, define ``check_inputs(*inputs)`` on the class and raise
+                ``portkit.InputError``.
+    """
+
+    def decorate(cls: type) -> type:
+        if not isinstance(cls, type):
+            raise OpDefinitionError("@portkit.op decorates a class holding forward/backward")
+        forward = cls.__dict__.get("forward")
+        if forward is None:
+            raise OpDefinitionError(f"@portkit.op class {cls.__name__}: needs forward(k, *inputs)")
+        definition = OpDefinition(
+            class_name=cls.__name__,
+            reference=reference,
+            forward=_plain(forward),
+            backward=_plain(cls.__dict__.get("backward")),
+            cases=tuple(cases),
+            dtypes=tuple(dtypes),
+            same_shape=same_shape,
+            check_inputs=_plain(cls.__dict__.get("check_inputs")),
+        )
+        setattr(cls, OP_ATTRIBUTE, definition)
+        return cls
+
+    return decorate
+
+
+def _plain(member: object) -> Callable | None:
+    """Accept plain functions and @staticmethod alike."""
+    if isinstance(member, staticmethod):
+        return member.__func__
+    return member  # type: ignore[return-value]
+
+
+def cdiv(a: int, b: int) -> int:
+    """Ceiling division: the number of blocks of ``b`` threads that cover ``a`` items."""
+    return -(-a // b)

@@ -1,0 +1,355 @@
+"""A bank of deliberately wrong twins: porting mistakes that portkit must catch.
+
+``tests/check/wrong_twins/<op>/<mistake>.cu`` is the real ``cuda_src/<op>.cu`` with one
+mistake; its first line says what the mistake is and what a diff should show. Each
+test builds a throwaway project holding the real prototype and the wrong twin (op
+``wt_<op>_<mistake>``: discovery registers prototypes as ``portkit_ops.<name>``, so
+the name must not clash with the repository's own ops) and runs portkit on it.
+
+- CPU: every wrong twin still compiles (``portkit compile``), declares the same
+  kernels as the real twin, and has its header, so the bank stays valid.
+- GPU: ``portkit check`` exits 1 and names the failing cases, with the blame on the
+  twin (the prototype is the real one). It runs in a subprocess: a wrong kernel that
+  faults would poison the CUDA context of the pytest process. The two
+  ``bound_off_by_one`` twins store one element past the output, which check cannot
+  see (xfail); a test with a guard element after the output shows that they do.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import torch
+
+REPO = Path(__file__).resolve().parents[2]
+BANK = Path(__file__).resolve().parent / "wrong_twins"
+HEADER = "// WRONG TWIN "
+
+F32_F64 = ("float32", "float64")
+VECTOR_SMALL = ("n1", "n127", "n128", "n129", "n1000", "special")  # sizes below/around 256
+SOFTMAX_WIDE = ("3x127", "4x128", "2x129", "3x1000")  # rows of more than 32 columns
+
+
+def cases(*names: str, dtypes: tuple[str, ...] = F32_F64) -> tuple[str, ...]:
+    return tuple(f"{dt}-{n}" for dt in dtypes for n in names)
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """One wrong twin and what ``portkit check --backend numba --backend twin`` must say.
+
+    ``fails``: (implementation, check, case) rows that must fail; ``passes``: cases in
+    which no check may fail; ``caught``: False where check cannot see the mistake.
+    """
+
+    op: str
+    name: str
+    fails: tuple[tuple[str, str, str], ...] = ()
+    passes: tuple[str, ...] = ()
+    caught: bool = True
+
+    @property
+    def id(self) -> str:
+        return f"{self.op}/{self.name}"
+
+    @property
+    def path(self) -> Path:
+        return BANK / self.op / f"{self.name}.cu"
+
+    @property
+    def op_name(self) -> str:
+        return f"wt_{self.op}_{self.name}"
+
+
+def rows(checks: tuple[tuple[str, str], ...], names: tuple[str, ...]):
+    return tuple((impl, check, case) for case in names for impl, check in checks)
+
+
+TWIN_FORWARD = (("twin", "forward"), ("numba", "vs twin"))
+TWIN_BOTH = (("twin", "forward"), ("twin", "backward"), ("numba", "vs twin"))
+
+MISTAKES = (
+    Mistake("vector_add", "bound_off_by_one", caught=False),
+    Mistake(
+        "vector_add",
+        "floor_grid",
+        fails=rows(TWIN_FORWARD, (*cases(*VECTOR_SMALL), "float64-gradcheck")),
+        passes=(*cases("n0"), "float32-n16777216"),
+    ),
+    Mistake(
+        "vector_add",
+        "writes_nothing",
+        fails=rows(TWIN_FORWARD, (*cases(*VECTOR_SMALL), "float32-n16777216")),
+        passes=cases("n0"),
+    ),
+    Mistake("sigmoid", "bound_off_by_one", caught=False),
+    Mistake(
+        "sigmoid",
+        "unstable_exp",
+        fails=rows(TWIN_BOTH, cases("special")),
+        passes=(
+            *cases("n0", "n1", "n127", "n128", "n129", "n1000"),
+            "float32-n16777216",
+            "float64-gradcheck",
+        ),
+    ),
+    Mistake(
+        "softmax",
+        "float_accumulation",
+        # Only float64 shows it, and only against the float64 prototype (rtol 1e-12) and in
+        # gradcheck: against the reference the error stays under its absolute floor of 1e-7.
+        fails=(
+            *rows(
+                (("numba", "vs twin"),),
+                cases("1x1", *SOFTMAX_WIDE, "special", "gradcheck", dtypes=("float64",)),
+            ),
+            ("twin", "gradcheck", "float64-gradcheck"),
+        ),
+        passes=(*cases("1x1", *SOFTMAX_WIDE, "special", dtypes=("float32",)), "float32-4096x4096"),
+    ),
+    Mistake(
+        "softmax",
+        "missing_syncthreads",
+        fails=rows(TWIN_BOTH, (*cases(*SOFTMAX_WIDE), "float32-4096x4096")),
+        passes=(*cases("1x1", "special"), "float64-gradcheck"),
+    ),
+    Mistake(
+        "softmax",
+        "swapped_row_col",
+        fails=(
+            *rows(
+                TWIN_BOTH,
+                (*cases(*SOFTMAX_WIDE, "special"), "float32-4096x4096", "float64-gradcheck"),
+            ),
+            ("twin", "gradcheck", "float64-gradcheck"),
+        ),
+        passes=cases("1x1"),
+    ),
+)
+
+needs_gpu = pytest.mark.skipif(
+    not torch.cuda.is_available(),
+    reason="no CUDA GPU visible to PyTorch: wrong twins only show on the twin backend",
+)
+
+
+def by_id(mistakes=MISTAKES):
+    return pytest.mark.parametrize("mistake", mistakes, ids=lambda m: m.id)
+
+
+def wrong_twin_project(make_project, mistake: Mistake) -> tuple[Path, str]:
+    """A project with the real prototype of ``mistake.op`` and the wrong twin, both
+    under the op name ``mistake.op_name``; returns (root, op name)."""
+    prototype = (REPO / "prototypes" / f"{mistake.op}.py").read_text()
+    name = mistake.op_name
+    return make_project({name: (prototype, mistake.path.read_text())}), name
+
+
+FAIL_LINE = re.compile(r"^FAIL (\S+) / (\S+) / (.+?) / (\S+)$", re.M)
+
+
+def failures(output: str, op_name: str) -> set[tuple[str, str, str]]:
+    """(implementation, check, case) of every ``FAIL op / impl / check / case`` line."""
+    return {
+        (impl, check, case) for op, impl, check, case in FAIL_LINE.findall(output) if op == op_name
+    }
+
+
+# -- the bank itself (CPU) -----------------------------------------------------------------
+
+
+def test_bank_holds_exactly_the_listed_mistakes():
+    on_disk = sorted(p.relative_to(BANK).with_suffix("").as_posix() for p in BANK.glob("*/*.cu"))
+    assert on_disk == sorted(m.id for m in MISTAKES)
+
+
+@by_id()
+def test_wrong_twin_has_header_and_real_signatures(mistake):
+    from portkit.backends.twin.source import parse_twin
+
+    text = mistake.path.read_text()
+    first = text.splitlines()[0]
+    assert first.startswith(f"{HEADER}{mistake.id}: "), first
+    assert "diff" in first, "the first line says what a diff should show"
+    real_path = REPO / "cuda_src" / f"{mistake.op}.cu"
+    assert text != real_path.read_text()
+
+    def signatures(path):
+        return {name: (k.template_param, k.params) for name, k in parse_twin(path).items()}
+
+    assert signatures(mistake.path) == signatures(real_path)
+
+
+@pytest.mark.compile
+@by_id()
+def test_wrong_twin_compiles(mistake, make_project, cli):
+    root, name = wrong_twin_project(make_project, mistake)
+    result = cli(root, "compile", name)
+    assert result.exit_code == 0, result.output
+    assert "0 failed" in result.output
+
+
+# -- portkit check on a GPU ----------------------------------------------------------------
+
+
+def check_marks(mistake: Mistake):
+    if mistake.caught:
+        return ()
+    return pytest.mark.xfail(
+        reason="outputs are allocated to their exact size, so a store one past the end lands "
+        "outside them: portkit check sees nothing, or a neighbouring tensor corrupted "
+        "(compute-sanitizer would see it)",
+        strict=False,
+    )
+
+
+@pytest.mark.parametrize(
+    "mistake", [pytest.param(m, id=m.id, marks=check_marks(m)) for m in MISTAKES]
+)
+@pytest.mark.gpu
+@needs_gpu
+def test_check_catches_wrong_twin(mistake, make_project, portkit_process):
+    root, name = wrong_twin_project(make_project, mistake)
+    args = ("check", name, "--backend", "numba", "--backend", "twin", "--no-compile")
+    proc = portkit_process(root, *args, timeout=600)
+    output = proc.stdout + proc.stderr
+    failed = failures(output, name)
+    assert proc.returncode == 1 and failed, output
+
+    # The prototype is the real one: every failure is the twin's, or numba vs twin.
+    assert all(impl == "twin" or check == "vs twin" for impl, check, _ in failed), failed
+    missing = set(mistake.fails) - failed
+    assert not missing, f"expected failures not reported: {sorted(missing)}\n{output}"
+    unexpected = sorted(f for f in failed if f[2] in mistake.passes)
+    assert not unexpected, f"cases this mistake cannot affect failed: {unexpected}\n{output}"
+    # Each failing case is named with the command that reproduces it (rich wraps lines).
+    flat = " ".join(output.split())
+    for case in {case for _, _, case in failed}:
+        assert f"portkit check {name} --case {case}" in flat, case
+
+
+# op -> (kernel with the wrong bound, its number of input tensors); it takes (inputs, out, n).
+GUARDED = {"vector_add": ("vector_add", 2), "sigmoid": ("sigmoid_fwd", 1)}
+
+
+@pytest.mark.parametrize("mistake", [pytest.param(m, id=m.id) for m in MISTAKES if not m.caught])
+@pytest.mark.gpu
+@needs_gpu
+def test_bound_off_by_one_writes_past_the_end(mistake, make_project, load_op):
+    """What check cannot see, a guard element after the output can: the kernel with the
+    wrong bound, launched on views into longer buffers, writes the element after the
+    output; the real twin's leaves it alone."""
+    from portkit.backends import create
+
+    kernel, inputs = GUARDED[mistake.op]
+    n, guard = 129, 12345.0
+    wrong_root, name = wrong_twin_project(make_project, mistake)
+    prototype = (REPO / "prototypes" / f"{mistake.op}.py").read_text()
+    real_twin = (REPO / "cuda_src" / f"{mistake.op}.cu").read_text()
+    real_root = make_project({f"{name}_real": (prototype, real_twin)})
+    written = {}
+    for label, root, op_name in (("wrong", wrong_root, name), ("real", real_root, name + "_real")):
+        config, op = load_op(root, op_name)
+        k = create("twin", config).kernels(op)
+        buffers = [torch.zeros(n + 1, device="cuda") for _ in range(inputs)]
+        out = torch.full((n + 1,), guard, device="cuda")
+        getattr(k, kernel)[1, 256](*(b[:n] for b in buffers), out[:n], n)
+        torch.cuda.synchronize()
+        written[label] = float(out[n])
+    assert written["real"] == guard
+    assert written["wrong"] != guard, "the wrong twin did not write past the end"
+
+
+# -- portkit diff on a GPU -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DiffExpectation:
+    """What ``portkit diff`` must say about one wrong twin on one case: the first
+    mismatching element, the (block, thread) that wrote it in the prototype, and a
+    phrase of the pattern that points at the mistake."""
+
+    mistake: str
+    args: tuple[str, ...]
+    index: tuple[int, ...] | None  # None: any, but its writer must follow the layout
+    block_thread: tuple[tuple[int, int, int], tuple[int, int, int]] | None
+    pattern: str
+
+
+DIFFS = (
+    DiffExpectation(
+        "vector_add/floor_grid",
+        ("--case", "float32-n1000"),
+        (768,),
+        ((3, 0, 0), (0, 0, 0)),
+        "only the last 232 elements",
+    ),
+    DiffExpectation(
+        "vector_add/writes_nothing",
+        ("--case", "float32-n1000"),
+        (0,),
+        ((0, 0, 0), (0, 0, 0)),
+        "the twin wrote nothing",
+    ),
+    DiffExpectation(
+        "sigmoid/unstable_exp",
+        ("--case", "float32-special"),
+        None,
+        None,
+        "gives NaN where the other side is finite",
+    ),
+    DiffExpectation(
+        "softmax/float_accumulation",
+        ("--case", "float64-3x1000"),
+        None,
+        None,
+        "precision difference",
+    ),
+    DiffExpectation(
+        "softmax/missing_syncthreads", ("--case", "float32-3x1000"), None, None, "whole rows differ"
+    ),
+    DiffExpectation(
+        "softmax/swapped_row_col",
+        ("--case", "float32-3x1000"),
+        None,
+        None,
+        "treats the row-major tensors as column-major",
+    ),
+)
+THREADS_OF = {"vector_add": 256, "sigmoid": 256, "softmax": 128}
+
+
+@pytest.mark.parametrize("expected", DIFFS, ids=lambda d: d.mistake)
+@pytest.mark.gpu
+@needs_gpu
+def test_diff_names_element_thread_and_pattern(expected, make_project, portkit_process):
+    import json
+
+    (mistake,) = [m for m in MISTAKES if m.id == expected.mistake]
+    root, name = wrong_twin_project(make_project, mistake)
+    proc = portkit_process(root, "diff", name, *expected.args, "--json", timeout=600)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    report = json.loads(proc.stdout)
+    (case,) = report["cases"]
+    assert (case["prototype"], case["other"]) == ("numba", "twin")
+    output = case["tensors"][0]
+    assert output["name"] == "output 0" and output["mismatches"] > 0
+    first = output["first"][0]
+    writer = first["writer"]
+    assert writer is not None, first
+    if expected.index is not None:
+        assert tuple(first["index"]) == expected.index
+    if expected.block_thread is not None:
+        assert (tuple(writer["block"]), tuple(writer["thread"])) == expected.block_thread
+    # The writer was recorded by the simulator; it must fit the op's launch layout.
+    threads = THREADS_OF[mistake.op]
+    if len(first["index"]) == 1:
+        (i,) = first["index"]
+        assert (writer["block"][0], writer["thread"][0]) == (i // threads, i % threads)
+    else:
+        row, col = first["index"]
+        assert (writer["block"][0], writer["thread"][0]) == (row, col % threads)
+    assert any(expected.pattern in p for p in output["patterns"]), output["patterns"]
