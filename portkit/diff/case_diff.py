@@ -298,7 +298,8 @@ def debug_mismatch(op: Op, diff: CaseDiff, stdin: Any = None, stdout: Any = None
     was debugged, or raises when no mismatch has a known writer."""
     from portkit.diff.writers import host_arguments
     from portkit.simt.debug import Breakpoint
-    from portkit.simt.machine import Machine, linear_index
+    from portkit.simt.machine import Machine
+    from portkit.simt.records import linear_index
 
     target = next(((t, e) for t in diff.tensors for e in t.first if e.writer is not None), None)
     if target is None:

@@ -26,7 +26,7 @@ from portkit.launch.kernel_set import LaunchConfig
 if TYPE_CHECKING:
     import torch
 
-    from portkit.simt.machine import ArrayRecord, LaunchRecord
+    from portkit.simt.records import ArrayRecord, LaunchRecord
 
 PROBES = 24  # blocks tried per element before giving up
 

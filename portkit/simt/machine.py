@@ -15,28 +15,24 @@ or waits elsewhere, a lane that reads from a lane outside the mask.
 
 from __future__ import annotations
 
-import linecache
 import math
 import traceback
 import warnings
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from portkit.errors import KernelError
 from portkit.launch.kernel_set import LaunchConfig
+from portkit.simt.block_run import BlockRun
 from portkit.simt.debug import Breakpoint, DebugSession
 from portkit.simt.intrinsics import WARP_SIZE, Dim3, SimulatedCuda
 from portkit.simt.memory import (
     CONST,
-    EPOCH_MASK,
-    EPOCH_SHIFT,
     GLOBAL,
     LOCAL,
     SHARED,
-    THREAD_BITS,
     Layout,
     MemoryFault,
     Shadow,
@@ -45,89 +41,16 @@ from portkit.simt.memory import (
     stamp_block,
     stamp_thread,
 )
+from portkit.simt.records import (
+    ArrayRecord,
+    LaunchRecord,
+    Place,
+    SimulationFault,
+    linear_index,
+    unflatten,
+)
 from portkit.simt.scalars import INT64, as_dtype, widen
 from portkit.simt.transform import Rewriter, SimulatedFunction
-
-FULL_MASK = 0xFFFFFFFF
-BARRIERS = ("syncthreads", "syncthreads_count", "syncthreads_and", "syncthreads_or")
-_DONE = object()  # a finished thread's request
-
-
-@dataclass(frozen=True)
-class Place:
-    """A thread and the source line it was at."""
-
-    block: tuple[int, int, int]
-    thread: tuple[int, int, int]
-    file: str
-    line: int
-
-    @property
-    def source(self) -> str:
-        return linecache.getline(self.file, self.line).strip()
-
-    def describe(self) -> str:
-        return f"block {self.block}, thread {self.thread}, {self.file}:{self.line}: {self.source}"
-
-
-class SimulationFault(KernelError):
-    """A kernel bug the simulator caught, with where it happened."""
-
-    def __init__(
-        self,
-        kernel: str,
-        kind: str,
-        detail: str,
-        place: Place | None,
-        other: Place | None = None,
-        other_what: str = "",
-    ) -> None:
-        lines = [f"kernel {kernel}: {detail}"]
-        if place is not None:
-            lines.append(f"  at {place.describe()}")
-        if other is not None:
-            lines.append(f"  {other_what or 'other'}: {other.describe()}")
-        super().__init__("\n".join(lines))
-        self.kernel, self.kind, self.detail, self.place, self.other = (
-            kernel,
-            kind,
-            detail,
-            place,
-            other,
-        )
-
-
-@dataclass
-class ArrayRecord:
-    """Who last wrote each element of one global array in one launch."""
-
-    name: str
-    data: np.ndarray  # the array's memory (a view of the tensor's storage)
-    writes: Any  # array('q') of stamps, -1 where nobody wrote
-    write_lines: Any
-
-
-@dataclass
-class LaunchRecord:
-    kernel: str
-    config: LaunchConfig
-    arrays: list[ArrayRecord] = field(default_factory=list)
-    files: list[str] = field(default_factory=list)
-
-    def coordinates(self, stamp: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-        """(block, thread) of a write stamp."""
-        return (
-            _unflatten(stamp_block(stamp), self.config.grid),
-            _unflatten(stamp_thread(stamp), self.config.block),
-        )
-
-    def line(self, key: int) -> tuple[str, int]:
-        return line_of(key, self.files)
-
-
-def _unflatten(linear: int, dims: tuple[int, int, int]) -> tuple[int, int, int]:
-    x, y = dims[0], dims[1]
-    return (linear % x, (linear // x) % y, linear // (x * y))
 
 
 class Machine:
@@ -207,7 +130,7 @@ class Machine:
         cuda.gridDim = Dim3(gx, gy, gz)
         cuda.blockDim = Dim3(*config.block)
         self._shared_bytes = config.shared_bytes
-        thread_ids = [Dim3(*_unflatten(t, config.block)) for t in range(config.threads_per_block)]
+        thread_ids = [Dim3(*unflatten(t, config.block)) for t in range(config.threads_per_block)]
         total = gx * gy * gz
         chosen = range(total) if blocks is None else sorted(set(blocks))
         try:
@@ -215,7 +138,7 @@ class Machine:
                 # A GPU computes inf - inf = NaN and wraps integer overflow silently.
                 warnings.simplefilter("ignore", RuntimeWarning)
                 for done, block in enumerate(chosen, 1):
-                    coords = _unflatten(block, config.grid)
+                    coords = unflatten(block, config.grid)
                     target = None
                     if debug is not None and coords == tuple(bp.block):
                         target = linear_index(bp.thread, config.block)
@@ -276,7 +199,7 @@ class Machine:
             except Exception as exc:
                 raise self._fault(name, exc, thread) from None
             return
-        _BlockRun(self, name, function, args, base, thread_ids, debug, target).run()
+        BlockRun(self, name, function, args, base, thread_ids, debug, target).run()
 
     # -- allocations the rewritten kernels call ---------------------------------------------
     def _shared_array(self, site: int, name: str, shape: Any, dtype: Any) -> SimArray:
@@ -317,7 +240,7 @@ class Machine:
         return array
 
     def _print(self, *values: Any, **options: Any) -> None:
-        thread = _unflatten(self._thread, tuple(int(v) for v in self.cuda.blockDim))
+        thread = unflatten(self._thread, tuple(int(v) for v in self.cuda.blockDim))
         print(f"[block {self._block} thread {thread}]", *values, **options)
 
     def live_lanes(self) -> int:
@@ -332,7 +255,7 @@ class Machine:
     # -- reporting ------------------------------------------------------------------------
     def place(self, thread: int, file: str, line: int) -> Place:
         dims = tuple(int(v) for v in self.cuda.blockDim)
-        return Place(self._block, _unflatten(thread, dims), file, line)
+        return Place(self._block, unflatten(thread, dims), file, line)
 
     def _fault(self, name: str, exc: BaseException, thread: int) -> KernelError:
         files = set(self.rewriter.files)
@@ -346,8 +269,8 @@ class Machine:
                 dims = tuple(int(v) for v in self.cuda.blockDim)
                 grid = tuple(int(v) for v in self.cuda.gridDim)
                 other = Place(
-                    _unflatten(stamp_block(stamp), grid),
-                    _unflatten(stamp_thread(stamp), dims),
+                    unflatten(stamp_block(stamp), grid),
+                    unflatten(stamp_thread(stamp), dims),
                     file,
                     line,
                 )
@@ -360,11 +283,6 @@ class Machine:
         return SimulationFault(name, "exception", f"raised {message}", place)
 
 
-def linear_index(thread: tuple[int, int, int], dims: tuple[int, int, int]) -> int:
-    """The x-fastest linear index of a block in a grid, or of a thread in a block."""
-    return thread[0] + thread[1] * dims[0] + thread[2] * dims[0] * dims[1]
-
-
 def _shape(shape: Any) -> tuple[int, ...]:
     items = shape if isinstance(shape, tuple) else (shape,)
     return tuple(int(i) for i in items)
@@ -374,256 +292,3 @@ def _poisoned(size: int, dtype: np.dtype) -> np.ndarray:
     if dtype.kind == "f":
         return np.full(size, np.nan, dtype)
     return np.full(size, 0x5A5A5A5A5A5A5A5A, np.uint64).astype(dtype)
-
-
-class _BlockRun:
-    """One block of a kernel that waits: generators, barriers and warp operations."""
-
-    def __init__(
-        self,
-        machine: Machine,
-        name: str,
-        function: SimulatedFunction,
-        args: list[Any],
-        base: int,
-        thread_ids: list[Dim3],
-        debug: DebugSession | None,
-        target: int | None,
-    ) -> None:
-        self.machine = machine
-        self.name = name
-        self.function = function
-        self.base = base
-        self.thread_ids = thread_ids
-        self.n = len(thread_ids)
-        self.debug, self.target = debug, target
-        self.threads = [function.function(*args) for _ in range(self.n)]
-        self.replies: list[Any] = [None] * self.n
-        self.requests: list[Any] = [None] * self.n
-        self.finished = [False] * self.n
-        self.epoch = 0
-        self.generations = [0] * ((self.n + WARP_SIZE - 1) // WARP_SIZE)
-        machine._finished = self.finished
-
-    def run(self) -> None:
-        runnable = list(range(self.n))
-        while True:
-            for thread in runnable:
-                self._resume(thread)
-            runnable = self._answer_warp_operations()
-            if runnable:
-                continue
-            waiting = [t for t in range(self.n) if not self.finished[t]]
-            if not waiting:
-                return
-            runnable = self._answer_barrier(waiting)
-
-    def _resume(self, thread: int) -> None:
-        machine = self.machine
-        cuda = machine.cuda
-        cuda.threadIdx = self.thread_ids[thread]
-        cuda.laneid = INT64(thread % WARP_SIZE)
-        machine._thread = thread
-        machine.stamp = (
-            self.base
-            | (self.epoch & EPOCH_MASK) << EPOCH_SHIFT
-            | self.generations[thread // WARP_SIZE] << THREAD_BITS
-            | thread
-        )
-        generator = self.threads[thread]
-        reply, self.replies[thread] = self.replies[thread], None
-        try:
-            if thread == self.target:
-                self.requests[thread] = self.debug.run(generator.send, reply)
-            else:
-                self.requests[thread] = generator.send(reply)
-        except StopIteration:
-            self.finished[thread] = True
-            self.requests[thread] = _DONE
-        except KernelError:
-            raise
-        except Exception as exc:
-            raise machine._fault(self.name, exc, thread) from None
-
-    def _where(self, thread: int) -> tuple[str, int]:
-        """File and line a waiting thread stopped at (inside device functions too)."""
-        generator = self.threads[thread]
-        while generator.gi_yieldfrom is not None and hasattr(generator.gi_yieldfrom, "gi_frame"):
-            generator = generator.gi_yieldfrom
-        frame = generator.gi_frame
-        return frame.f_code.co_filename, frame.f_lineno
-
-    def _fail(
-        self, thread: int, kind: str, detail: str, other: int | None = None, other_what: str = ""
-    ) -> SimulationFault:
-        machine = self.machine
-        place = machine.place(thread, *self._where(thread))
-        other_place = None
-        if other is not None:
-            if self.finished[other]:
-                other_place = None
-                detail += f" (thread {machine.place(other, '', 0).thread} has exited)"
-            else:
-                other_place = machine.place(other, *self._where(other))
-        return SimulationFault(self.name, kind, detail, place, other_place, other_what)
-
-    # -- warps ----------------------------------------------------------------------------
-    def _answer_warp_operations(self) -> list[int]:
-        resumed: list[int] = []
-        stuck: tuple[int, int] | None = None  # (waiting lane, missing lane) to report
-        for warp_start in range(0, self.n, WARP_SIZE):
-            lanes = range(warp_start, min(warp_start + WARP_SIZE, self.n))
-            pending = [t for t in lanes if self._is_warp_request(self.requests[t])]
-            while pending:
-                first = pending[0]
-                kind, mask = self.requests[first][0], self._mask(first)
-                group = [warp_start + lane for lane in range(WARP_SIZE) if mask >> lane & 1]
-                missing = [
-                    t
-                    for t in group
-                    if t not in pending or self.requests[t][0] != kind or self._mask(t) != mask
-                ]
-                if missing:
-                    stuck = stuck or (first, missing[0])
-                    pending = [t for t in pending if t not in group]
-                    continue
-                self._answer(kind, group, warp_start)
-                resumed += group
-                pending = [t for t in pending if t not in group]
-        if not resumed and stuck is not None:
-            # Every thread has run until it waits or ends: nothing will arrive any more.
-            self._report_stuck(*stuck)
-        return sorted(resumed)
-
-    def _is_warp_request(self, request: Any) -> bool:
-        return request is not _DONE and request is not None and request[0] not in BARRIERS
-
-    def _mask(self, thread: int) -> int:
-        request = self.requests[thread]
-        mask = int(request[1]) & FULL_MASK if len(request) > 1 else FULL_MASK
-        lane = thread % WARP_SIZE
-        warp_start = thread - lane
-        if not mask >> lane & 1:
-            raise self._fail(
-                thread,
-                "warp-mask",
-                f"cuda.{request[0]} with mask {mask:#010x}, which does not "
-                f"include the calling lane {lane}",
-            )
-        lanes_here = min(WARP_SIZE, self.n - warp_start)
-        if mask >> lanes_here:
-            raise self._fail(
-                thread,
-                "warp-mask",
-                f"cuda.{request[0]} with mask {mask:#010x} names lanes "
-                f"{lanes_here}-31, which do not exist: this warp has "
-                f"{lanes_here} lanes (block of {self.n} threads)",
-            )
-        return mask
-
-    def _report_stuck(self, waiting: int, missing: int) -> None:
-        request = self.requests[waiting]
-        mask = self._mask(waiting)
-        lane = missing % WARP_SIZE
-        if self.finished[missing]:
-            detail = (
-                f"cuda.{request[0]} with mask {mask:#010x}: lane {lane}, named in the "
-                f"mask, exited without reaching it"
-            )
-            raise self._fail(waiting, "warp-divergence", detail, missing)
-        other = self.requests[missing]
-        elsewhere = f"waits at cuda.{other[0]}"
-        if other[0] == request[0] and other[0] not in BARRIERS:
-            elsewhere += f" with mask {int(other[1]) & FULL_MASK:#010x}"
-        detail = (
-            f"cuda.{request[0]} with mask {mask:#010x}: lane {lane}, named in the "
-            f"mask, never reaches it; it {elsewhere}"
-        )
-        raise self._fail(waiting, "warp-divergence", detail, missing, "lane " + str(lane))
-
-    def _answer(self, kind: str, group: list[int], warp_start: int) -> None:
-        requests, replies = self.requests, self.replies
-        if kind == "syncwarp":
-            pass
-        elif kind in ("ballot_sync", "any_sync", "all_sync"):
-            votes = {t: bool(requests[t][2]) for t in group}
-            if kind == "ballot_sync":
-                bits = sum(1 << (t - warp_start) for t, v in votes.items() if v)
-                result: Any = INT64(bits - (1 << 32) if bits >= 1 << 31 else bits)  # int32
-            elif kind == "any_sync":
-                result = np.bool_(any(votes.values()))
-            else:
-                result = np.bool_(all(votes.values()))
-            for t in group:
-                replies[t] = result
-        elif kind == "eq_sync":
-            votes = [bool(requests[t][2]) for t in group]  # numba votes on value != 0
-            same = np.bool_(all(v == votes[0] for v in votes))
-            for t in group:
-                replies[t] = same
-        else:
-            members = set(group)
-            for t in group:
-                lane = t - warp_start
-                amount = int(requests[t][3])
-                if kind == "shfl_sync":
-                    source = amount % WARP_SIZE
-                elif kind == "shfl_up_sync":
-                    source = lane - amount if lane - amount >= 0 else lane
-                elif kind == "shfl_down_sync":
-                    source = lane + amount if lane + amount < WARP_SIZE else lane
-                else:  # shfl_xor_sync
-                    source = lane ^ amount if (lane ^ amount) < WARP_SIZE else lane
-                if warp_start + source not in members:
-                    raise self._fail(
-                        t,
-                        "warp-mask",
-                        f"cuda.{kind} in lane {lane} reads lane {source}, which is not in the "
-                        f"mask {self._mask(t):#010x} (its value is undefined on a GPU)",
-                    )
-                replies[t] = requests[warp_start + source][2]
-        for t in group:
-            self.requests[t] = None
-        warp = warp_start // WARP_SIZE
-        self.generations[warp] = (self.generations[warp] + 1) & 0xFF
-
-    # -- the block barrier ----------------------------------------------------------------
-    def _answer_barrier(self, waiting: list[int]) -> list[int]:
-        exited = [t for t in range(self.n) if self.finished[t]]
-        first = waiting[0]
-        kind = self.requests[first][0]
-        if exited:
-            raise self._fail(
-                first,
-                "barrier-divergence",
-                f"cuda.{kind} is reached by {len(waiting)} of the block's {self.n} threads; "
-                f"{len(exited)} exited without reaching it (a barrier must be reached by "
-                f"every thread of the block, or the GPU hangs or misbehaves)",
-                exited[0],
-                "a thread that exited",
-            )
-        site = self._where(first)
-        for t in waiting[1:]:
-            if self.requests[t][0] != kind or self._where(t) != site:
-                raise self._fail(
-                    first,
-                    "barrier-divergence",
-                    "threads of one block wait at different barriers",
-                    t,
-                    "a thread waiting at another barrier",
-                )
-        if kind != "syncthreads":
-            predicates = [bool(self.requests[t][1]) for t in waiting]
-            if kind == "syncthreads_count":
-                result: Any = INT64(sum(predicates))
-            elif kind == "syncthreads_and":
-                result = INT64(all(predicates))
-            else:
-                result = INT64(any(predicates))
-            for t in waiting:
-                self.replies[t] = result
-        for t in waiting:
-            self.requests[t] = None
-        self.epoch += 1
-        self.generations = [0] * len(self.generations)
-        return waiting

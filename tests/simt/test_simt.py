@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from portkit.launch.kernel_set import LaunchConfig
-from portkit.simt.machine import Machine, SimulationFault
+from portkit.simt.machine import Machine
+from portkit.simt.records import SimulationFault
 from tests.simt import kernels as K
 
 FULL = 0xFFFFFFFF
@@ -719,7 +720,7 @@ def test_many_shuffles_below_the_generation_wrap():
     strict=True,
     raises=SimulationFault,
     reason="simulator bug: the warp generation in a stamp has 8 bits (memory.py "
-    "GENERATION_BITS, machine.py '& 0xFF'): after 256 warp operations a read of a value "
+    "GENERATION_BITS, block_run.py '& 0xFF'): after 256 warp operations a read of a value "
     "lane 0 wrote before them is a false 'data race' (255 operations pass)",
 )
 def test_many_shuffles_at_the_generation_wrap():
@@ -733,7 +734,7 @@ def test_many_shuffles_at_the_generation_wrap():
     raises=SimulationFault,
     reason="stricter than a GPU: vote.sync waits for the non-exited lanes of its mask "
     "(PTX), so lanes that returned early simply vote false; the simulator reports "
-    "'warp-divergence: lane 20 exited' (machine.py _report_stuck)",
+    "'warp-divergence: lane 20 exited' (block_run.py _report_stuck)",
 )
 def test_ballot_after_some_lanes_exited():
     x = np.ones(32, np.float32)
@@ -747,7 +748,7 @@ def test_ballot_after_some_lanes_exited():
     raises=SimulationFault,
     reason="stricter than a GPU: a full mask in a block of 16 threads names lanes that do "
     "not exist; a GPU treats them as exited and the reduction (which never reads them) "
-    "works; the simulator reports 'warp-mask ... lanes 16-31 do not exist' (machine.py "
+    "works; the simulator reports 'warp-mask ... lanes 16-31 do not exist' (block_run.py "
     "_mask)",
 )
 def test_full_mask_in_a_partial_warp():

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from portkit.launch.kernel_set import LaunchConfig
-from portkit.simt.machine import Machine, SimulationFault
+from portkit.simt.machine import Machine
+from portkit.simt.records import SimulationFault
 from tests.simt import planted_bugs
 
 SOURCE = Path(planted_bugs.__file__)

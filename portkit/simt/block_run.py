@@ -1,0 +1,278 @@
+"""One block of a kernel that waits: every thread is a generator, run up to its next
+wait in thread order; then the warp operations whose lanes have all arrived are
+answered, then the barrier once every thread has. Whatever cannot be answered is the
+kernel's bug (a barrier some threads never reach, a mask naming a lane that exited)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from portkit.errors import KernelError
+from portkit.simt.debug import DebugSession
+from portkit.simt.intrinsics import WARP_SIZE, Dim3
+from portkit.simt.memory import EPOCH_MASK, EPOCH_SHIFT, THREAD_BITS
+from portkit.simt.records import SimulationFault
+from portkit.simt.scalars import INT64
+from portkit.simt.transform import SimulatedFunction
+
+if TYPE_CHECKING:
+    from portkit.simt.machine import Machine
+
+FULL_MASK = 0xFFFFFFFF
+BARRIERS = ("syncthreads", "syncthreads_count", "syncthreads_and", "syncthreads_or")
+_DONE = object()  # a finished thread's request
+
+
+class BlockRun:
+    """One block of a kernel that waits: generators, barriers and warp operations."""
+
+    def __init__(
+        self,
+        machine: Machine,
+        name: str,
+        function: SimulatedFunction,
+        args: list[Any],
+        base: int,
+        thread_ids: list[Dim3],
+        debug: DebugSession | None,
+        target: int | None,
+    ) -> None:
+        self.machine = machine
+        self.name = name
+        self.function = function
+        self.base = base
+        self.thread_ids = thread_ids
+        self.n = len(thread_ids)
+        self.debug, self.target = debug, target
+        self.threads = [function.function(*args) for _ in range(self.n)]
+        self.replies: list[Any] = [None] * self.n
+        self.requests: list[Any] = [None] * self.n
+        self.finished = [False] * self.n
+        self.epoch = 0
+        self.generations = [0] * ((self.n + WARP_SIZE - 1) // WARP_SIZE)
+        machine._finished = self.finished
+
+    def run(self) -> None:
+        runnable = list(range(self.n))
+        while True:
+            for thread in runnable:
+                self._resume(thread)
+            runnable = self._answer_warp_operations()
+            if runnable:
+                continue
+            waiting = [t for t in range(self.n) if not self.finished[t]]
+            if not waiting:
+                return
+            runnable = self._answer_barrier(waiting)
+
+    def _resume(self, thread: int) -> None:
+        machine = self.machine
+        cuda = machine.cuda
+        cuda.threadIdx = self.thread_ids[thread]
+        cuda.laneid = INT64(thread % WARP_SIZE)
+        machine._thread = thread
+        machine.stamp = (
+            self.base
+            | (self.epoch & EPOCH_MASK) << EPOCH_SHIFT
+            | self.generations[thread // WARP_SIZE] << THREAD_BITS
+            | thread
+        )
+        generator = self.threads[thread]
+        reply, self.replies[thread] = self.replies[thread], None
+        try:
+            if thread == self.target:
+                self.requests[thread] = self.debug.run(generator.send, reply)
+            else:
+                self.requests[thread] = generator.send(reply)
+        except StopIteration:
+            self.finished[thread] = True
+            self.requests[thread] = _DONE
+        except KernelError:
+            raise
+        except Exception as exc:
+            raise machine._fault(self.name, exc, thread) from None
+
+    def _where(self, thread: int) -> tuple[str, int]:
+        """File and line a waiting thread stopped at (inside device functions too)."""
+        generator = self.threads[thread]
+        while generator.gi_yieldfrom is not None and hasattr(generator.gi_yieldfrom, "gi_frame"):
+            generator = generator.gi_yieldfrom
+        frame = generator.gi_frame
+        return frame.f_code.co_filename, frame.f_lineno
+
+    def _fail(
+        self, thread: int, kind: str, detail: str, other: int | None = None, other_what: str = ""
+    ) -> SimulationFault:
+        machine = self.machine
+        place = machine.place(thread, *self._where(thread))
+        other_place = None
+        if other is not None:
+            if self.finished[other]:
+                other_place = None
+                detail += f" (thread {machine.place(other, '', 0).thread} has exited)"
+            else:
+                other_place = machine.place(other, *self._where(other))
+        return SimulationFault(self.name, kind, detail, place, other_place, other_what)
+
+    # -- warps ----------------------------------------------------------------------------
+    def _answer_warp_operations(self) -> list[int]:
+        resumed: list[int] = []
+        stuck: tuple[int, int] | None = None  # (waiting lane, missing lane) to report
+        for warp_start in range(0, self.n, WARP_SIZE):
+            lanes = range(warp_start, min(warp_start + WARP_SIZE, self.n))
+            pending = [t for t in lanes if self._is_warp_request(self.requests[t])]
+            while pending:
+                first = pending[0]
+                kind, mask = self.requests[first][0], self._mask(first)
+                group = [warp_start + lane for lane in range(WARP_SIZE) if mask >> lane & 1]
+                missing = [
+                    t
+                    for t in group
+                    if t not in pending or self.requests[t][0] != kind or self._mask(t) != mask
+                ]
+                if missing:
+                    stuck = stuck or (first, missing[0])
+                    pending = [t for t in pending if t not in group]
+                    continue
+                self._answer(kind, group, warp_start)
+                resumed += group
+                pending = [t for t in pending if t not in group]
+        if not resumed and stuck is not None:
+            # Every thread has run until it waits or ends: nothing will arrive any more.
+            self._report_stuck(*stuck)
+        return sorted(resumed)
+
+    def _is_warp_request(self, request: Any) -> bool:
+        return request is not _DONE and request is not None and request[0] not in BARRIERS
+
+    def _mask(self, thread: int) -> int:
+        request = self.requests[thread]
+        mask = int(request[1]) & FULL_MASK if len(request) > 1 else FULL_MASK
+        lane = thread % WARP_SIZE
+        warp_start = thread - lane
+        if not mask >> lane & 1:
+            raise self._fail(
+                thread,
+                "warp-mask",
+                f"cuda.{request[0]} with mask {mask:#010x}, which does not "
+                f"include the calling lane {lane}",
+            )
+        lanes_here = min(WARP_SIZE, self.n - warp_start)
+        if mask >> lanes_here:
+            raise self._fail(
+                thread,
+                "warp-mask",
+                f"cuda.{request[0]} with mask {mask:#010x} names lanes "
+                f"{lanes_here}-31, which do not exist: this warp has "
+                f"{lanes_here} lanes (block of {self.n} threads)",
+            )
+        return mask
+
+    def _report_stuck(self, waiting: int, missing: int) -> None:
+        request = self.requests[waiting]
+        mask = self._mask(waiting)
+        lane = missing % WARP_SIZE
+        if self.finished[missing]:
+            detail = (
+                f"cuda.{request[0]} with mask {mask:#010x}: lane {lane}, named in the "
+                f"mask, exited without reaching it"
+            )
+            raise self._fail(waiting, "warp-divergence", detail, missing)
+        other = self.requests[missing]
+        elsewhere = f"waits at cuda.{other[0]}"
+        if other[0] == request[0] and other[0] not in BARRIERS:
+            elsewhere += f" with mask {int(other[1]) & FULL_MASK:#010x}"
+        detail = (
+            f"cuda.{request[0]} with mask {mask:#010x}: lane {lane}, named in the "
+            f"mask, never reaches it; it {elsewhere}"
+        )
+        raise self._fail(waiting, "warp-divergence", detail, missing, "lane " + str(lane))
+
+    def _answer(self, kind: str, group: list[int], warp_start: int) -> None:
+        requests, replies = self.requests, self.replies
+        if kind == "syncwarp":
+            pass
+        elif kind in ("ballot_sync", "any_sync", "all_sync"):
+            votes = {t: bool(requests[t][2]) for t in group}
+            if kind == "ballot_sync":
+                bits = sum(1 << (t - warp_start) for t, v in votes.items() if v)
+                result: Any = INT64(bits - (1 << 32) if bits >= 1 << 31 else bits)  # int32
+            elif kind == "any_sync":
+                result = np.bool_(any(votes.values()))
+            else:
+                result = np.bool_(all(votes.values()))
+            for t in group:
+                replies[t] = result
+        elif kind == "eq_sync":
+            votes = [bool(requests[t][2]) for t in group]  # numba votes on value != 0
+            same = np.bool_(all(v == votes[0] for v in votes))
+            for t in group:
+                replies[t] = same
+        else:
+            members = set(group)
+            for t in group:
+                lane = t - warp_start
+                amount = int(requests[t][3])
+                if kind == "shfl_sync":
+                    source = amount % WARP_SIZE
+                elif kind == "shfl_up_sync":
+                    source = lane - amount if lane - amount >= 0 else lane
+                elif kind == "shfl_down_sync":
+                    source = lane + amount if lane + amount < WARP_SIZE else lane
+                else:  # shfl_xor_sync
+                    source = lane ^ amount if (lane ^ amount) < WARP_SIZE else lane
+                if warp_start + source not in members:
+                    raise self._fail(
+                        t,
+                        "warp-mask",
+                        f"cuda.{kind} in lane {lane} reads lane {source}, which is not in the "
+                        f"mask {self._mask(t):#010x} (its value is undefined on a GPU)",
+                    )
+                replies[t] = requests[warp_start + source][2]
+        for t in group:
+            self.requests[t] = None
+        warp = warp_start // WARP_SIZE
+        self.generations[warp] = (self.generations[warp] + 1) & 0xFF
+
+    # -- the block barrier ----------------------------------------------------------------
+    def _answer_barrier(self, waiting: list[int]) -> list[int]:
+        exited = [t for t in range(self.n) if self.finished[t]]
+        first = waiting[0]
+        kind = self.requests[first][0]
+        if exited:
+            raise self._fail(
+                first,
+                "barrier-divergence",
+                f"cuda.{kind} is reached by {len(waiting)} of the block's {self.n} threads; "
+                f"{len(exited)} exited without reaching it (a barrier must be reached by "
+                f"every thread of the block, or the GPU hangs or misbehaves)",
+                exited[0],
+                "a thread that exited",
+            )
+        site = self._where(first)
+        for t in waiting[1:]:
+            if self.requests[t][0] != kind or self._where(t) != site:
+                raise self._fail(
+                    first,
+                    "barrier-divergence",
+                    "threads of one block wait at different barriers",
+                    t,
+                    "a thread waiting at another barrier",
+                )
+        if kind != "syncthreads":
+            predicates = [bool(self.requests[t][1]) for t in waiting]
+            if kind == "syncthreads_count":
+                result: Any = INT64(sum(predicates))
+            elif kind == "syncthreads_and":
+                result = INT64(all(predicates))
+            else:
+                result = INT64(any(predicates))
+            for t in waiting:
+                self.replies[t] = result
+        for t in waiting:
+            self.requests[t] = None
+        self.epoch += 1
+        self.generations = [0] * len(self.generations)
+        return waiting
