@@ -11,16 +11,14 @@ writer is read from the simulator's record (``writers.RecordedWriters``).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from portkit.check.compare import REFERENCE_TOLERANCE, TWIN_TOLERANCE, Tolerance, elementwise_errors
+from portkit.diff.model import CaseDiff, ElementDiff, Plan, Side, TensorDiff
 from portkit.diff.writers import (
-    CapturedLaunch,
     CapturingTarget,
     RecordedWriters,
     ReplayedWriters,
-    Writer,
 )
 from portkit.errors import PortkitError
 from portkit.launch.autograd import as_tuple, op_function
@@ -33,82 +31,8 @@ if TYPE_CHECKING:
     from portkit.project.config import ProjectConfig
     from portkit.project.discovery import Op
 
+
 MAPPED_MISMATCHES = 64  # mismatches whose writer is looked up for the pattern summary
-
-
-@dataclass
-class Side:
-    """What one implementation produced for one case."""
-
-    backend: Backend
-    outputs: tuple[torch.Tensor, ...] = ()
-    grads: tuple[torch.Tensor | None, ...] = ()
-    launches: list[CapturedLaunch] = field(default_factory=list)
-    machine: Any = None  # the simulator's machine, when the side ran in it
-    error: str = ""
-
-
-@dataclass
-class ElementDiff:
-    index: tuple[int, ...]
-    position: int  # flat
-    prototype: float
-    other: float
-    writer: Writer | None
-
-
-@dataclass
-class TensorDiff:
-    """One output or gradient, prototype against the other side."""
-
-    name: str  # "output 0", "grad of input 1"
-    shape: tuple[int, ...]
-    dtype: str
-    tolerance: Tolerance
-    total: int
-    mismatches: int
-    max_abs: float
-    max_rel: float
-    max_ulp: int
-    nan_disagreements: int
-    inf_disagreements: int
-    first: list[ElementDiff]
-    mapped: list[ElementDiff]  # a sample spread over the mismatches, with writers
-    patterns: list[str]
-    # Kept for --plot and the pattern detectors; not part of the JSON.
-    prototype_values: Any = None
-    other_values: Any = None
-    bad: Any = None
-
-    @property
-    def share(self) -> float:
-        return self.mismatches / self.total if self.total else 0.0
-
-
-@dataclass
-class CaseDiff:
-    case: Case
-    prototype: str  # backend names
-    other: str
-    tensors: list[TensorDiff] = field(default_factory=list)
-    error: str = ""
-    seconds: float = 0.0
-    blocks_simulated: int = 0
-    launches: list[CapturedLaunch] = field(default_factory=list)  # the prototype's
-
-    @property
-    def differs(self) -> bool:
-        return bool(self.error) or any(t.mismatches for t in self.tensors)
-
-
-@dataclass
-class Plan:
-    """Which implementations meet, and what could not run on this machine."""
-
-    prototype: Backend
-    other: Backend
-    tolerance: dict[str, Tolerance]
-    note: str = ""  # said plainly when the twin could not run
 
 
 def plan_diff(op: Op, config: ProjectConfig, simulate: bool = False) -> Plan:

@@ -1,0 +1,92 @@
+"""What a diff finds, as data: the two sides, per-tensor and per-element differences,
+and the plan (which implementations meet). The engine (``case_diff``), the pattern
+detectors and the report all read these; none of them imports another for its types."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from portkit.check.compare import Tolerance
+from portkit.diff.writers import CapturedLaunch, Writer
+from portkit.project.cases import Case
+
+if TYPE_CHECKING:
+    import torch
+
+    from portkit.backends import Backend
+
+
+@dataclass
+class Side:
+    """What one implementation produced for one case."""
+
+    backend: Backend
+    outputs: tuple[torch.Tensor, ...] = ()
+    grads: tuple[torch.Tensor | None, ...] = ()
+    launches: list[CapturedLaunch] = field(default_factory=list)
+    machine: Any = None  # the simulator's machine, when the side ran in it
+    error: str = ""
+
+
+@dataclass
+class ElementDiff:
+    index: tuple[int, ...]
+    position: int  # flat
+    prototype: float
+    other: float
+    writer: Writer | None
+
+
+@dataclass
+class TensorDiff:
+    """One output or gradient, prototype against the other side."""
+
+    name: str  # "output 0", "grad of input 1"
+    shape: tuple[int, ...]
+    dtype: str
+    tolerance: Tolerance
+    total: int
+    mismatches: int
+    max_abs: float
+    max_rel: float
+    max_ulp: int
+    nan_disagreements: int
+    inf_disagreements: int
+    first: list[ElementDiff]
+    mapped: list[ElementDiff]  # a sample spread over the mismatches, with writers
+    patterns: list[str]
+    # Kept for --plot and the pattern detectors; not part of the JSON.
+    prototype_values: Any = None
+    other_values: Any = None
+    bad: Any = None
+
+    @property
+    def share(self) -> float:
+        return self.mismatches / self.total if self.total else 0.0
+
+
+@dataclass
+class CaseDiff:
+    case: Case
+    prototype: str  # backend names
+    other: str
+    tensors: list[TensorDiff] = field(default_factory=list)
+    error: str = ""
+    seconds: float = 0.0
+    blocks_simulated: int = 0
+    launches: list[CapturedLaunch] = field(default_factory=list)  # the prototype's
+
+    @property
+    def differs(self) -> bool:
+        return bool(self.error) or any(t.mismatches for t in self.tensors)
+
+
+@dataclass
+class Plan:
+    """Which implementations meet, and what could not run on this machine."""
+
+    prototype: Backend
+    other: Backend
+    tolerance: dict[str, Tolerance]
+    note: str = ""  # said plainly when the twin could not run
