@@ -5,24 +5,35 @@ kernel's bug (a barrier some threads never reach, a mask naming a lane that exit
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from portkit.errors import KernelError
 from portkit.simt.debug import DebugSession
-from portkit.simt.intrinsics import WARP_SIZE, Dim3
+from portkit.simt.intrinsics import WARP_SIZE, Dim3, SimulatedCuda
 from portkit.simt.memory import EPOCH_MASK, EPOCH_SHIFT, THREAD_BITS
-from portkit.simt.records import SimulationFault
+from portkit.simt.records import Place, SimulationFault
 from portkit.simt.scalars import INT64
 from portkit.simt.transform import SimulatedFunction
-
-if TYPE_CHECKING:
-    from portkit.simt.machine import Machine
 
 FULL_MASK = 0xFFFFFFFF
 BARRIERS = ("syncthreads", "syncthreads_count", "syncthreads_and", "syncthreads_or")
 _DONE = object()  # a finished thread's request
+
+
+class BlockHost(Protocol):
+    """What a block run drives on the machine (``machine.Machine``): the simulated
+    ``cuda`` module, who runs now (thread and stamp), and how faults are reported."""
+
+    cuda: SimulatedCuda
+    stamp: int
+    thread_index: int
+    finished_threads: list[bool]
+
+    def place(self, thread: int, file: str, line: int) -> Place: ...
+
+    def fault(self, name: str, exc: BaseException, thread: int) -> KernelError: ...
 
 
 class BlockRun:
@@ -30,7 +41,7 @@ class BlockRun:
 
     def __init__(
         self,
-        machine: Machine,
+        machine: BlockHost,
         name: str,
         function: SimulatedFunction,
         args: list[Any],
@@ -52,7 +63,7 @@ class BlockRun:
         self.finished = [False] * self.n
         self.epoch = 0
         self.generations = [0] * ((self.n + WARP_SIZE - 1) // WARP_SIZE)
-        machine._finished = self.finished
+        machine.finished_threads = self.finished
 
     def run(self) -> None:
         runnable = list(range(self.n))
@@ -72,7 +83,7 @@ class BlockRun:
         cuda = machine.cuda
         cuda.threadIdx = self.thread_ids[thread]
         cuda.laneid = INT64(thread % WARP_SIZE)
-        machine._thread = thread
+        machine.thread_index = thread
         machine.stamp = (
             self.base
             | (self.epoch & EPOCH_MASK) << EPOCH_SHIFT
@@ -92,7 +103,7 @@ class BlockRun:
         except KernelError:
             raise
         except Exception as exc:
-            raise machine._fault(self.name, exc, thread) from None
+            raise machine.fault(self.name, exc, thread) from None
 
     def _where(self, thread: int) -> tuple[str, int]:
         """File and line a waiting thread stopped at (inside device functions too)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -19,10 +19,15 @@ from portkit.errors import KernelError
 from portkit.simt.scalars import INT64, NumberCast, as_dtype
 
 if TYPE_CHECKING:
-    from portkit.simt.machine import Machine
     from portkit.simt.memory import SimArray
 
 WARP_SIZE = 32
+
+
+class LaneSource(Protocol):
+    """What ``cuda.activemask()`` asks of the machine running it (``machine.Machine``)."""
+
+    def live_lanes(self) -> int: ...
 
 
 class Dim3:
@@ -114,7 +119,7 @@ class SimulatedCuda:
     local = _Unrewritten("local")
     const = _Unrewritten("const")
 
-    def __init__(self, machine: Machine) -> None:
+    def __init__(self, machine: LaneSource) -> None:
         self._machine = machine
         self.threadIdx = Dim3(0, 0, 0)
         self.blockIdx = Dim3(0, 0, 0)

@@ -83,9 +83,9 @@ class Machine:
         self._shared: dict[Any, SimArray] = {}
         self._const: dict[int, SimArray] = {}
         self._block = (0, 0, 0)
-        self._thread = 0
+        self.thread_index = 0
         self._threads = 1
-        self._finished: list[bool] = []
+        self.finished_threads: list[bool] = []
         self._shared_bytes = 0
 
     # -- launching ----------------------------------------------------------------------
@@ -189,7 +189,7 @@ class Machine:
                     cuda.threadIdx = thread_ids[thread]
                     cuda.laneid = INT64(thread % WARP_SIZE)
                     self.stamp = base | thread
-                    self._thread = thread
+                    self.thread_index = thread
                     if thread == target:
                         debug.run(fn, *args)
                     else:
@@ -197,7 +197,7 @@ class Machine:
             except KernelError:
                 raise
             except Exception as exc:
-                raise self._fault(name, exc, thread) from None
+                raise self.fault(name, exc, thread) from None
             return
         BlockRun(self, name, function, args, base, thread_ids, debug, target).run()
 
@@ -240,15 +240,15 @@ class Machine:
         return array
 
     def _print(self, *values: Any, **options: Any) -> None:
-        thread = unflatten(self._thread, tuple(int(v) for v in self.cuda.blockDim))
+        thread = unflatten(self.thread_index, tuple(int(v) for v in self.cuda.blockDim))
         print(f"[block {self._block} thread {thread}]", *values, **options)
 
     def live_lanes(self) -> int:
-        warp = self._thread // WARP_SIZE
+        warp = self.thread_index // WARP_SIZE
         mask = 0
         for lane in range(WARP_SIZE):
             t = warp * WARP_SIZE + lane
-            if t < self._threads and not (self._finished and self._finished[t]):
+            if t < self._threads and not (self.finished_threads and self.finished_threads[t]):
                 mask |= 1 << lane
         return mask
 
@@ -257,7 +257,7 @@ class Machine:
         dims = tuple(int(v) for v in self.cuda.blockDim)
         return Place(self._block, unflatten(thread, dims), file, line)
 
-    def _fault(self, name: str, exc: BaseException, thread: int) -> KernelError:
+    def fault(self, name: str, exc: BaseException, thread: int) -> KernelError:
         files = set(self.rewriter.files)
         frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename in files]
         place = self.place(thread, frames[-1].filename, frames[-1].lineno) if frames else None

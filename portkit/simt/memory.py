@@ -24,14 +24,20 @@ from array import array
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from portkit.simt.scalars import INT64, widen
 
-if TYPE_CHECKING:
-    from portkit.simt.machine import Machine
+
+class StampSource(Protocol):
+    """What an array asks of the machine running it (``machine.Machine``): who is
+    touching memory now, and the source files its line keys index."""
+
+    stamp: int
+    files: list[str]
+
 
 GLOBAL, SHARED, LOCAL, CONST = "global", "shared", "local", "constant"
 
@@ -140,7 +146,7 @@ class SimArray:
         layout: Layout,
         name: str,
         space: str,
-        machine: Machine,
+        machine: StampSource,
         shadow: Shadow | None = None,
         written: bytearray | None = None,
     ) -> None:

@@ -14,14 +14,8 @@ from numba import cuda, float32, int64
 
 from portkit.errors import PortkitError, TwinCompileError
 from portkit.lint.compile import device_compute_capability
-from portkit.lint.resources import (
-    ResourceUsage,
-    _Properties,
-    _PtxModule,
-    _usage,
-    prototype_usage,
-    twin_usage,
-)
+from portkit.lint.ptx import KernelProperties, PtxModule, ResourceUsage, kernel_usage
+from portkit.lint.resources import prototype_usage, twin_usage
 
 REPO = Path(__file__).resolve().parents[2]
 F32_ARRAY = float32[::1]
@@ -282,11 +276,11 @@ SYNTHETIC_PTX = textwrap.dedent(
 
 
 def test_ptx_counting_rules_on_synthetic_ptx():
-    module = _PtxModule(SYNTHETIC_PTX)
+    module = PtxModule(SYNTHETIC_PTX)
     assert module.entries() == ["kern"]
     assert module.reachable("kern") == ["kern", "helper"]
     assert module.module_shared_bytes("kern") == 256  # unused and dynamic ones left out
-    result = _usage(module, "kern", _Properties(registers=7, stack_frame=16), 0)
+    result = kernel_usage(module, "kern", KernelProperties(registers=7, stack_frame=16), 0)
     assert result.registers == 7 and result.local_bytes == 16
     assert result.global_loads == {1: 1, 16: 1}
     assert result.global_stores == {16: 1}
