@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from portkit.check.compare import REFERENCE_TOLERANCE, TWIN_TOLERANCE, compare, identical
 from portkit.errors import PortkitError, describe
 from portkit.launch.autograd import as_tuple, op_function
+from portkit.launch.guards import GuardZones
 from portkit.project.cases import Case, make_grad_outputs, make_inputs
 from portkit.results import FAIL, PASS, SKIP, CheckResult
 
@@ -81,10 +82,17 @@ class CaseRunner:
     def differentiable(inputs: list[torch.Tensor]) -> list[torch.Tensor]:
         return [t.detach().requires_grad_(t.dtype.is_floating_point) for t in inputs]
 
-    def gradients(self, outputs: Sequence[torch.Tensor], inputs: Sequence[torch.Tensor]):
+    def gradients(
+        self,
+        outputs: Sequence[torch.Tensor],
+        inputs: Sequence[torch.Tensor],
+        guards: GuardZones | None = None,
+    ):
         import torch
 
         grad_outputs = make_grad_outputs(self.case, outputs)
+        if guards is not None:  # the backward kernels read them: guard them like inputs
+            grad_outputs = [guards.copy_in(g) for g in grad_outputs]
         wanted = [t for t in inputs if t.requires_grad]
         grads = torch.autograd.grad(outputs, wanted, grad_outputs, allow_unused=True)
         return tuple(g.detach() if g is not None else None for g in grads)
@@ -103,9 +111,12 @@ class CaseRunner:
         name, device = backend.name, backend.device
         t0 = time.perf_counter()
         try:
-            fn = op_function(self.op, backend.kernels(self.op, poison_outputs=True))
+            kernels = backend.kernels(self.op, poison_outputs=True)
+            guards = kernels.guards = GuardZones(parameter_names(self.op))
+            fn = op_function(self.op, kernels)
             expected_outputs, expected_grads = self.reference(device)
-            inputs = self.differentiable(make_inputs(self.case, device))
+            fresh = self.differentiable(make_inputs(self.case, device))
+            inputs = [guards.copy_in(t) for t in fresh]
             originals = [t.detach().clone() for t in inputs]
             outputs = as_tuple(fn(*inputs, *self.case.extra))
             if device == "cuda":
@@ -121,7 +132,7 @@ class CaseRunner:
         if self.op.definition.has_backward:
             t0 = time.perf_counter()
             try:
-                grads = self.gradients(outputs, inputs)
+                grads = self.gradients(outputs, inputs, guards)
                 if device == "cuda":
                     torch.cuda.synchronize()
             except Exception as exc:
@@ -199,6 +210,19 @@ class CaseRunner:
                     "\n".join(problems),
                     t0,
                 )
+
+
+def parameter_names(op: Op) -> dict[str, list[str]]:
+    """Each kernel's parameter names, from its prototype (the twin has the same ones), so
+    a guard violation can name the tensor."""
+    import inspect
+
+    names = {}
+    for kernel, dispatcher in op.kernels.items():
+        function = getattr(dispatcher, "py_func", None)
+        if function is not None:
+            names[kernel] = list(inspect.signature(function).parameters)
+    return names
 
 
 def skip_reason(op: Op, case: Case, backend: Backend) -> str | None:
