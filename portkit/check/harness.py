@@ -32,6 +32,21 @@ if TYPE_CHECKING:
     from portkit.project.discovery import Op
 
 
+@dataclass(frozen=True)
+class CheckSettings:
+    """How the harness allocates while checking. The defaults are for finding bugs by
+    value: outputs poisoned, every tensor between guard zones. Under compute-sanitizer
+    allocations must be exact (memcheck sees an overrun only where an allocation ends),
+    and under initcheck outputs stay unpoisoned (a read before the write is the bug)."""
+
+    guards: bool = True
+    poison: bool = True
+
+    @staticmethod
+    def under_sanitizer(tool: str) -> CheckSettings:
+        return CheckSettings(guards=False, poison=tool != "initcheck")
+
+
 @dataclass
 class ImplementationRun:
     """What one implementation produced for one case, kept for cross-comparison."""
@@ -49,6 +64,7 @@ class CaseRunner:
     _references: dict[str, Any] = field(default_factory=dict)
     # How to rerun this case, appended to every failure; `portkit sim` sets its own.
     rerun: str = ""
+    settings: CheckSettings = field(default_factory=CheckSettings)
 
     # -- bookkeeping -------------------------------------------------------------
     def record(self, backend: str, check: str, status: str, detail: str = "", t0=None) -> None:
@@ -111,12 +127,15 @@ class CaseRunner:
         name, device = backend.name, backend.device
         t0 = time.perf_counter()
         try:
-            kernels = backend.kernels(self.op, poison_outputs=True)
-            guards = kernels.guards = GuardZones(parameter_names(self.op))
+            kernels = backend.kernels(self.op, poison_outputs=self.settings.poison)
+            guards = None
+            if self.settings.guards:
+                guards = kernels.guards = GuardZones(parameter_names(self.op))
             fn = op_function(self.op, kernels)
             expected_outputs, expected_grads = self.reference(device)
-            fresh = self.differentiable(make_inputs(self.case, device))
-            inputs = [guards.copy_in(t) for t in fresh]
+            inputs = self.differentiable(make_inputs(self.case, device))
+            if guards is not None:
+                inputs = [guards.copy_in(t) for t in inputs]
             originals = [t.detach().clone() for t in inputs]
             outputs = as_tuple(fn(*inputs, *self.case.extra))
             if device == "cuda":
@@ -234,9 +253,11 @@ def skip_reason(op: Op, case: Case, backend: Backend) -> str | None:
     return None
 
 
-def run_case(op: Op, case: Case, backends: Sequence[Backend]) -> list[CheckResult]:
+def run_case(
+    op: Op, case: Case, backends: Sequence[Backend], settings: CheckSettings | None = None
+) -> list[CheckResult]:
     """Every check of ``op`` on ``case`` across ``backends``."""
-    runner = CaseRunner(op, case)
+    runner = CaseRunner(op, case, settings=settings or CheckSettings())
     runs = []
     for backend in backends:
         reason = skip_reason(op, case, backend)
@@ -294,6 +315,7 @@ def run_suite(
     *,
     compile_first: bool = True,
     advance: Callable[[str], None] = lambda label: None,
+    settings: CheckSettings | None = None,
 ) -> list[CheckResult]:
     """Compile checks (once per op), then every case of the plan on every backend."""
     from portkit.lint.compile import compile_checks
@@ -308,5 +330,5 @@ def run_suite(
                 results.append(lint_result(op))
     for op, case in plan:
         advance(f"{op.name} {case.name}")
-        results += run_case(op, case, backends)
+        results += run_case(op, case, backends, settings)
     return results
