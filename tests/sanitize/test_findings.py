@@ -109,7 +109,7 @@ def test_other_tools_reports_are_not_mixed_in():
     [
         ("void vector_add<float>(const T1 *, const T1 *, T1 *, long long)", "vector_add"),
         ("void ns::softmax_fwd<double, 128>(const T1 *, T1 *, long long)", "softmax_fwd"),
-        ("cudapy::portkit_ops::sigmoid::sigmoid_fwd[abi:v1,cw51](Array<float, 1, C>)", "sigmoid_fwd"),
+        ("cudapy::portkit_ops::sigmoid::sigmoid_fwd[abi:v1,cw5](Array<float, 1>)", "sigmoid_fwd"),
         ("block_reduce(double*, int, bool)", "block_reduce"),
         ("myKernel", "myKernel"),
     ],
