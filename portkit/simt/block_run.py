@@ -273,6 +273,7 @@ class BlockRun:
                 self.replies[t] = result
         for t in waiting:
             self.requests[t] = None
+        self.machine.settle_shared(self.name)
         self.epoch += 1
         self.generations = [0] * len(self.generations)
         return waiting
