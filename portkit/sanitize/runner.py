@@ -43,6 +43,7 @@ class ToolRun:
     output_path: Path
     findings: list[Finding] = field(default_factory=list)
     summary: int | None = None  # compute-sanitizer's own ERROR SUMMARY count
+    results: list[dict] = field(default_factory=list)  # the child's check results (--json)
 
     @property
     def own_findings(self) -> list[Finding]:
@@ -53,7 +54,7 @@ class ToolRun:
     def status(self) -> str:
         if self.own_findings or (self.returncode == ERROR_EXITCODE and not self.findings):
             return FOUND
-        if self.returncode == 1:
+        if self.returncode == 1 or any(r.get("status") == "fail" for r in self.results):
             return CHECKS_FAILED
         if self.returncode == 0 or self.returncode == ERROR_EXITCODE:
             return CLEAN
@@ -73,6 +74,7 @@ class ToolRun:
             "output": str(self.output_path),
             "error_summary": self.summary,
             "findings": [f.as_dict() for f in self.findings],
+            "results": self.results,
         }
 
 
@@ -91,6 +93,7 @@ def child_command(tool: str, op_names: Sequence[str], case_names: Sequence[str])
         "--no-compile",
         "--under-sanitizer",
         tool,
+        "--json",
         *cases,
     ]
 
@@ -123,9 +126,10 @@ def run_tool(
             text=True,
             timeout=timeout,
         )
-        returncode, output = proc.returncode, proc.stdout + proc.stderr
+        returncode, output = proc.returncode, proc.stderr + proc.stdout
+        results = _child_results(proc.stdout)
     except subprocess.TimeoutExpired as exc:
-        returncode = 124
+        returncode, results = 124, []
         output = _text(exc.stdout) + _text(exc.stderr) + f"\n[timed out after {timeout:.0f} s]"
     seconds = time.perf_counter() - t0
     output_path.write_text(output)
@@ -134,9 +138,22 @@ def run_tool(
         log = output
         log_path.write_text(log)
     findings = attribute(parse_log(log, tool), kernels_of)
+    summary = error_summary(log)
     return ToolRun(
-        tool, command, returncode, seconds, log_path, output_path, findings, error_summary(log)
+        tool, command, returncode, seconds, log_path, output_path, findings, summary, results
     )
+
+
+def _child_results(stdout: str) -> list[dict]:
+    """The check results the child printed with --json (its last line-initial '{')."""
+    import json
+
+    start = stdout.rfind("\n{")
+    start = 0 if stdout.startswith("{") and start < 0 else start + 1
+    try:
+        return list(json.loads(stdout[start:]).get("results", []))
+    except (ValueError, AttributeError):
+        return []
 
 
 def run_tools(

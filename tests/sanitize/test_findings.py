@@ -31,13 +31,17 @@ def test_memcheck_twin_write_past_the_end():
     twin, proto = parsed("memcheck_new.log", "memcheck")
     assert (twin.kind, twin.size) == ("Invalid __global__ write", 4)
     assert (twin.op, twin.implementation, twin.kernel) == (
-        "wt_vector_add_bound_off_by_one", "twin", "vector_add",
+        "wt_vector_add_bound_off_by_one",
+        "twin",
+        "vector_add",
     )
     assert twin.where == "cuda_src/wt_vector_add_bound_off_by_one.cu:9"
     assert (twin.block, twin.thread) == ("(0,0,0)", "(1,0,0)")
     # numba's mangled name and the prototype's .py line (compiled with lineinfo)
     assert (proto.kind, proto.implementation, proto.kernel) == (
-        "Invalid __global__ read", "numba", "vector_add",
+        "Invalid __global__ read",
+        "numba",
+        "vector_add",
     )
     assert proto.op == "vector_add" and proto.where.endswith("prototypes/vector_add.py:14")
     assert proto.thread == "(129,0,0)"
@@ -56,7 +60,9 @@ def test_racecheck_hazards_name_both_threads_and_lines():
     assert raw.thread == "(2,0,0)" and raw.line == 24
     assert raw.other == "Read thread (0,0,0) at cuda_src/wt_softmax_missing_syncthreads.cu:26"
     assert (raw.op, raw.implementation, raw.kernel) == (
-        "wt_softmax_missing_syncthreads", "twin", "softmax_fwd",
+        "wt_softmax_missing_syncthreads",
+        "twin",
+        "softmax_fwd",
     )
     # a device function: the file names the op
     assert war.kernel == "block_reduce" and war.op == "softmax" and war.thread == "(31,0,0)"
@@ -73,7 +79,10 @@ def test_initcheck_keeps_torch_kernels_apart():
     ours, torchs = parsed("initcheck.log", "initcheck")
     assert ours.kind == "Uninitialized __global__ read" and ours.size == 4
     assert (ours.op, ours.kernel, ours.line, ours.thread) == (
-        "wt_sigmoid_accumulates_gradient", "sigmoid_bwd", 20, "(3,0,0)",
+        "wt_sigmoid_accumulates_gradient",
+        "sigmoid_bwd",
+        20,
+        "(3,0,0)",
     )
     assert torchs.op == "" and torchs.implementation == ""
     assert torchs.kernel == "vectorized_elementwise_kernel" and torchs.file == ""
@@ -83,7 +92,10 @@ def test_synccheck_divergent_barrier():
     block, warp = parsed("synccheck.log", "synccheck")
     assert block.kind == "Barrier error detected. Divergent thread(s) in block"
     assert (block.op, block.kernel, block.block, block.thread) == (
-        "wt_sigmoid_barrier_in_bound_check", "sigmoid_fwd", "(1,0,0)", "(72,0,0)",
+        "wt_sigmoid_barrier_in_bound_check",
+        "sigmoid_fwd",
+        "(1,0,0)",
+        "(72,0,0)",
     )
     assert warp.kind.endswith("in warp") and warp.kernel == "myKernel" and warp.op == ""
 

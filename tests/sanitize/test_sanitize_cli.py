@@ -64,19 +64,35 @@ def test_no_gpu_is_a_skip_with_its_reason(monkeypatch):
 
 def test_command_line_carries_the_settings(tmp_path):
     command = sanitizer_command(
-        Path("/cuda/bin/compute-sanitizer"), "racecheck", tmp_path / "r.log",
+        Path("/cuda/bin/compute-sanitizer"),
+        "racecheck",
+        tmp_path / "r.log",
         child_command("racecheck", ["softmax"], ["float32-3x127"]),
     )
     text = " ".join(command)
     for setting in (
-        "--tool racecheck", "--report-api-errors no", f"--error-exitcode {ERROR_EXITCODE}",
-        "--print-limit 100", "--target-processes all", "--racecheck-report hazard",
+        "--tool racecheck",
+        "--report-api-errors no",
+        f"--error-exitcode {ERROR_EXITCODE}",
+        "--print-limit 100",
+        "--target-processes all",
+        "--racecheck-report hazard",
         f"--log-file {tmp_path / 'r.log'}",
     ):
         assert setting in text
-    assert command[-11:] == [
-        "check", "softmax", "--backend", "twin", "--backend", "numba", "--no-compile",
-        "--under-sanitizer", "racecheck", "--case", "float32-3x127",
+    assert command[-12:] == [
+        "check",
+        "softmax",
+        "--backend",
+        "twin",
+        "--backend",
+        "numba",
+        "--no-compile",
+        "--under-sanitizer",
+        "racecheck",
+        "--json",
+        "--case",
+        "float32-3x127",
     ]
 
 
@@ -97,8 +113,11 @@ sys.exit({exitcode} if code == 0 else code)
 def test_whole_path_with_a_stand_in_sanitizer(make_project, sources, cli, monkeypatch, tmp_path):
     fake = tmp_path / "bin" / "compute-sanitizer"
     fake.parent.mkdir()
-    fake.write_text(FAKE.format(python=sys.executable, sample=str(LOGS / "memcheck_new.log"),
-                                exitcode=ERROR_EXITCODE))
+    fake.write_text(
+        FAKE.format(
+            python=sys.executable, sample=str(LOGS / "memcheck_new.log"), exitcode=ERROR_EXITCODE
+        )
+    )
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[2]))
@@ -106,10 +125,11 @@ def test_whole_path_with_a_stand_in_sanitizer(make_project, sources, cli, monkey
     name = "wt_vector_add_bound_off_by_one"
     root = make_project({name: (sources.unary_op(name), None)})
     logs = tmp_path / "logs"
-    result = cli(root, "check", name, "--sanitize", "memcheck", "--json",
-                 "--sanitize-log-dir", str(logs))
+    result = cli(
+        root, "check", name, "--sanitize", "memcheck", "--json", "--sanitize-log-dir", str(logs)
+    )
     assert result.exit_code == 1, result.output
-    report = json.loads(result.output[result.output.index("{"):])
+    report = json.loads(result.output[result.output.index("{") :])
     (run,) = report["sanitizer"]
     assert run["tool"] == "memcheck" and run["status"] == "errors"
     assert run["returncode"] == ERROR_EXITCODE
@@ -117,8 +137,9 @@ def test_whole_path_with_a_stand_in_sanitizer(make_project, sources, cli, monkey
     assert (twin["op"], twin["implementation"], twin["kernel"]) == (name, "twin", "vector_add")
     assert (twin["block"], twin["thread"], twin["line"]) == ("(0,0,0)", "(1,0,0)", 9)
     assert Path(run["log"]) == logs / "memcheck.log" and (logs / "memcheck.log").is_file()
-    # the child ran portkit check with exact allocations: its own output is kept
+    # the child ran portkit check with exact allocations: its output and results are kept
     assert "passed" in (logs / "memcheck.check.txt").read_text()
+    assert run["results"] and {r["op"] for r in run["results"]} == {name}
     flat = " ".join(result.output.split())
     assert f"SANITIZER memcheck / {name} / twin / vector_add" in flat
     assert f"raw log {logs / 'memcheck.log'}" in flat
