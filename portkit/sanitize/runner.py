@@ -108,26 +108,39 @@ def run_tool(
     timeout: float = CHILD_TIMEOUT_S,
 ) -> ToolRun:
     """Run the checks of ``op_names`` under ``tool``; the raw log lands in ``log_dir``."""
+    child = child_command(tool, op_names, case_names)
+    return run_under(tool, child, kernels_of, log_dir, cwd, timeout)
+
+
+def run_under(
+    tool: str,
+    child: Sequence[str],
+    kernels_of: Mapping[str, Sequence[str]],
+    log_dir: Path,
+    cwd: Path,
+    timeout: float = CHILD_TIMEOUT_S,
+    stream: bool = False,
+) -> ToolRun:
+    """Run the command ``child`` under ``tool`` (``stream``: let its output through)."""
     sanitizer = find_sanitizer()
     assert sanitizer is not None, "callers check skip_reason() first"
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / f"{tool}.log"
     output_path = log_dir / f"{tool}.check.txt"
-    command = sanitizer_command(
-        sanitizer, tool, log_path, child_command(tool, op_names, case_names)
-    )
+    command = sanitizer_command(sanitizer, tool, log_path, child)
     t0 = time.perf_counter()
     try:
         proc = subprocess.run(
             command,
             cwd=cwd,
             env=sanitizer_environment(),
-            capture_output=True,
+            capture_output=not stream,
             text=True,
             timeout=timeout,
         )
-        returncode, output = proc.returncode, proc.stderr + proc.stdout
-        results = _child_results(proc.stdout)
+        stdout, stderr = proc.stdout or "", proc.stderr or ""
+        returncode, output = proc.returncode, stderr + stdout
+        results = _child_results(stdout)
     except subprocess.TimeoutExpired as exc:
         returncode, results = 124, []
         output = _text(exc.stdout) + _text(exc.stderr) + f"\n[timed out after {timeout:.0f} s]"
@@ -140,20 +153,8 @@ def run_tool(
     findings = attribute(parse_log(log, tool), kernels_of)
     summary = error_summary(log)
     return ToolRun(
-        tool, command, returncode, seconds, log_path, output_path, findings, summary, results
+        tool, list(command), returncode, seconds, log_path, output_path, findings, summary, results
     )
-
-
-def _child_results(stdout: str) -> list[dict]:
-    """The check results the child printed with --json (its last line-initial '{')."""
-    import json
-
-    start = stdout.rfind("\n{")
-    start = 0 if stdout.startswith("{") and start < 0 else start + 1
-    try:
-        return list(json.loads(stdout[start:]).get("results", []))
-    except (ValueError, AttributeError):
-        return []
 
 
 def run_tools(
@@ -176,3 +177,15 @@ def _text(value: str | bytes | None) -> str:
     if value is None:
         return ""
     return value.decode(errors="replace") if isinstance(value, bytes) else value
+
+
+def _child_results(stdout: str) -> list[dict]:
+    """The check results the child printed with --json (its last line-initial '{')."""
+    import json
+
+    start = stdout.rfind("\n{")
+    start = 0 if start < 0 else start + 1
+    try:
+        return list(json.loads(stdout[start:]).get("results", []))
+    except (ValueError, AttributeError):
+        return []

@@ -143,3 +143,34 @@ def test_whole_path_with_a_stand_in_sanitizer(make_project, sources, cli, monkey
     flat = " ".join(result.output.split())
     assert f"SANITIZER memcheck / {name} / twin / vector_add" in flat
     assert f"raw log {logs / 'memcheck.log'}" in flat
+
+
+def test_pytest_option_skips_with_the_reason_without_a_sanitizer(make_project, sources, tmp_path):
+    import subprocess
+
+    root = make_project({"double": (sources.unary_op("double"), None)})
+    env = {k: v for k, v in os.environ.items() if k not in ("CUDA_HOME", "CUDA_PATH")}
+    env["PATH"] = os.path.dirname(sys.executable)  # no compute-sanitizer on it
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+    args = ["-m", "pytest", "-p", "no:cacheprovider", "prototypes"]  # plugin: entry point
+    proc = subprocess.run(
+        [sys.executable, *args, "--portkit-sanitize=racecheck"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if Path("/usr/local/cuda/bin/compute-sanitizer").is_file():
+        pytest.skip("this machine has compute-sanitizer in /usr/local/cuda")
+    assert proc.returncode == 5, proc.stdout + proc.stderr
+    assert "SKIP sanitizer (racecheck): compute-sanitizer was not found" in proc.stdout
+    bad = subprocess.run(
+        [sys.executable, *args, "--portkit-sanitize=bogus"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert bad.returncode == 4 and "invalid choice: 'bogus'" in bad.stderr
