@@ -66,20 +66,28 @@ experiment() {
 EXP_PID=$!
 
 # -- 1: the bank, in parallel shards ---------------------------------------------------------
+# portkit's pytest plugin registers the gpu marker; without an installed entry point,
+# load it by name (pyproject's --strict-markers rejects unknown markers).
+plugin=(-p portkit.pytest_plugin)
+if "$PY" -c "import sys, importlib.metadata as m; sys.exit(not any(e.name == 'portkit' for e in m.entry_points(group='pytest11')))"; then
+  plugin=()
+fi
 SELECT="check_catches or sanitizer_catches or writes_past"
-"$PY" -m pytest tests/check/test_wrong_twins.py -m gpu -k "$SELECT" --collect-only -q \
-  -p no:cacheprovider 2>/dev/null | grep '::' > "$WORK/ids.txt"
+"$PY" -m pytest "${plugin[@]}" tests/check/test_wrong_twins.py -m gpu -k "$SELECT" \
+  --collect-only -q -p no:cacheprovider > "$WORK/collect.txt" 2>&1
+grep '::' "$WORK/collect.txt" > "$WORK/ids.txt"
 SHARDS=6
 for i in $(seq 0 $((SHARDS - 1))); do
   awk -v n=$SHARDS -v i="$i" 'NR % n == i' "$WORK/ids.txt" > "$WORK/ids$i.txt"
   if [ -s "$WORK/ids$i.txt" ]; then
-    timeout 170 "$PY" -m pytest -q -rfE -p no:cacheprovider --basetemp="$WORK/bt$i" \
+    timeout 170 "$PY" -m pytest "${plugin[@]}" -q -rfE -p no:cacheprovider --basetemp="$WORK/bt$i" \
       $(cat "$WORK/ids$i.txt") > "$WORK/shard$i.txt" 2>&1 &
   fi
 done
 wait $(jobs -p | grep -v "^$EXP_PID$") 2>/dev/null
 {
   echo "bank: $(wc -l < "$WORK/ids.txt") GPU items in $SHARDS shards, $(elapsed) s since start"
+  [ -s "$WORK/ids.txt" ] || tail -n 30 "$WORK/collect.txt"
   for f in "$WORK"/shard*.txt; do echo "== $f"; grep -E "passed|failed|error|FAILED|ERROR|^E " "$f" | head -40; done
 } > "$OUT/bank.txt"
 BANK_PASSED=$(grep -hoE "[0-9]+ passed" "$WORK"/shard*.txt | awk '{s+=$1} END {print s+0}')
@@ -114,7 +122,7 @@ wait $(jobs -p | grep -v "^$EXP_PID$") 2>/dev/null
 echo "tools: $(elapsed) s"
 
 # -- 3: guard overhead ------------------------------------------------------------------------
-timeout 40 "$PY" scripts/bench_guards.py --backend twin --backend numba --repeat 3 \
+timeout 60 "$PY" scripts/bench_guards.py --backend twin --backend numba --repeat 3 --small \
   --op vector_add --op sigmoid --op softmax > "$OUT/guards.md" 2>&1
 echo "guards: $(elapsed) s"
 

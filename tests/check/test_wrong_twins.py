@@ -163,13 +163,6 @@ MISTAKES = (
         sanitize_cases=SMALL_F32,
     ),
     Mistake(
-        "sigmoid",
-        "barrier_in_bound_check",
-        caught=False,  # the values are right: only synccheck sees the divergent barrier
-        sanitizers=("synccheck",),
-        sanitize_cases=SMALL_F32,
-    ),
-    Mistake(
         "softmax",
         "float_accumulation",
         # Only float64 shows it, and only against the float64 prototype (rtol 1e-12) and in
@@ -202,6 +195,13 @@ MISTAKES = (
             ("twin", "gradcheck", "float64-gradcheck"),
         ),
         passes=cases("1x1"),
+    ),
+    Mistake(
+        "softmax",
+        "barrier_skipped_past_width",
+        caught=False,  # not claimed: the values may come out right; synccheck is the catcher
+        sanitizers=("synccheck",),
+        sanitize_cases=("float32-3x127",),
     ),
     Mistake(
         "softmax",

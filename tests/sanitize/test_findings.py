@@ -19,7 +19,8 @@ KERNELS = {
     "wt_softmax_missing_syncthreads": ["softmax_bwd", "softmax_fwd"],
     "softmax": ["softmax_bwd", "softmax_fwd"],
     "wt_sigmoid_accumulates_gradient": ["sigmoid_bwd", "sigmoid_fwd"],
-    "wt_sigmoid_barrier_in_bound_check": ["sigmoid_bwd", "sigmoid_fwd"],
+    "wt_softmax_barrier_skipped_past_width": ["softmax_bwd", "softmax_fwd"],
+    "exp_divergent_alive": ["softmax_bwd", "softmax_fwd"],
 }
 
 
@@ -92,10 +93,10 @@ def test_synccheck_divergent_barrier():
     block, warp = parsed("synccheck.log", "synccheck")
     assert block.kind == "Barrier error detected. Divergent thread(s) in block"
     assert (block.op, block.kernel, block.block, block.thread) == (
-        "wt_sigmoid_barrier_in_bound_check",
-        "sigmoid_fwd",
+        "wt_softmax_barrier_skipped_past_width",
+        "softmax_fwd",
         "(1,0,0)",
-        "(72,0,0)",
+        "(100,0,0)",
     )
     assert warp.kind.endswith("in warp") and warp.kernel == "myKernel" and warp.op == ""
 
@@ -128,6 +129,27 @@ def test_other_tools_reports_are_not_mixed_in():
 )
 def test_kernel_name(signature, name):
     assert kernel_name(signature) == name
+
+
+def test_real_synccheck_log_from_the_h100():
+    """scripts/gpu-trust.sh, 2026-11-23: the softmax twin with `if (tid < cols)
+    __syncthreads();` (now the bank's softmax/barrier_skipped_past_width) on float32-3x127;
+    the log is cut at 64 KiB and its host frames dropped."""
+    findings = parsed("gpu-synccheck-divergent_alive.log", "synccheck")
+    assert len(findings) == 19
+    first = findings[0]
+    assert first.kind == "Barrier error detected. Divergent thread(s) in warp"
+    assert (first.op, first.implementation, first.kernel) == (
+        "exp_divergent_alive",
+        "twin",
+        "softmax_fwd",
+    )
+    assert (first.where, first.block, first.thread) == (
+        "exp_divergent_alive.cu:25",
+        "(0,0,0)",
+        "(96,0,0)",
+    )
+    assert [f.thread for f in findings[:3]] == ["(96,0,0)", "(97,0,0)", "(98,0,0)"]
 
 
 @pytest.mark.parametrize("path", sorted(LOGS.glob("gpu-*.log")), ids=lambda p: p.name)
