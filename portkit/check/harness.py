@@ -4,7 +4,8 @@ For one op and one case it runs every selected backend and returns one
 ``CheckResult`` per check:
 
 - ``forward``:   outputs against the PyTorch reference (outputs NaN-poisoned before
-                 launch, inputs cloned and checked unmodified afterwards);
+                 launch, inputs cloned and checked unmodified afterwards; every tensor
+                 between guard zones, verified after each launch: launch/guards.py);
 - ``backward``:  input gradients against the reference's autograd;
 - ``gradcheck``: ``torch.autograd.gradcheck`` of the implementation in float64;
 - ``vs twin``:   prototype against twin on the same device, outputs and gradients,
