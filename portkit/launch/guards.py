@@ -43,8 +43,7 @@ def guard_element(dtype: torch.dtype) -> torch.Tensor:
         return torch.tensor([poison[1]], dtype=poison[0]).view(torch.uint8)
     if dtype.is_floating_point:
         return torch.tensor([math.nan], dtype=dtype).view(torch.uint8)
-    itemsize = torch.empty((), dtype=dtype).element_size()
-    return torch.full((itemsize,), INTEGER_GUARD_BYTE, dtype=torch.uint8)
+    return torch.full((dtype.itemsize,), INTEGER_GUARD_BYTE, dtype=torch.uint8)
 
 
 @dataclass
@@ -54,23 +53,28 @@ class GuardedBuffer:
     buffer: torch.Tensor  # 1-D, the whole allocation
     numel: int
     guard: int
-    pattern: torch.Tensor  # one element's bytes, on the buffer's device
+    expected: torch.Tensor  # the bytes one guard region must hold, on the buffer's device
 
     def regions(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """The guards before and after, as (elements, itemsize) byte matrices."""
-        raw = self.buffer.view(torch_uint8()).view(-1, self.buffer.element_size())
-        return raw[: self.guard], raw[self.guard + self.numel :]
+        """The guards before and after, as flat byte tensors."""
+        import torch
+
+        raw = self.buffer.view(torch.uint8)
+        size = self.expected.numel()
+        return raw[:size], raw[raw.numel() - size :]
+
+    def intact(self) -> bool:
+        import torch
+
+        before, after = self.regions()
+        return torch.equal(before, self.expected) and torch.equal(after, self.expected)
 
     def changed(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """Per guard element, whether it no longer holds the guard value."""
-        before, after = self.regions()
-        return (before != self.pattern).any(dim=1), (after != self.pattern).any(dim=1)
-
-
-def torch_uint8() -> Any:
-    import torch
-
-    return torch.uint8
+        """Per guard element, whether it no longer holds the guard value (on the CPU)."""
+        itemsize = self.buffer.element_size()
+        expected = self.expected.view(-1, itemsize).cpu()
+        before, after = (r.view(-1, itemsize).cpu() for r in self.regions())
+        return (before != expected).any(dim=1), (after != expected).any(dim=1)
 
 
 class GuardZones:
@@ -79,20 +83,29 @@ class GuardZones:
     def __init__(self, parameter_names: dict[str, list[str]] | None = None) -> None:
         self.parameter_names = parameter_names or {}
         self._buffers: dict[int, GuardedBuffer] = {}
+        self._expected: dict[tuple[Any, str], torch.Tensor] = {}
+
+    def _guard_bytes(self, dtype: torch.dtype, device: str) -> torch.Tensor:
+        """One guard region's bytes for ``dtype`` on ``device``, made once."""
+        key = (dtype, device)
+        if key not in self._expected:
+            element = guard_element(dtype)
+            count = max(1, GUARD_BYTES // element.numel())
+            self._expected[key] = element.repeat(count).to(device)
+        return self._expected[key]
 
     def allocate(self, shape: Sequence[int], dtype: torch.dtype, device: str) -> torch.Tensor:
         """A tensor of ``shape`` (contents undefined) in the middle of a guarded buffer."""
         import torch
 
         numel = math.prod(shape)
-        itemsize = torch.empty((), dtype=dtype).element_size()
-        guard = max(1, GUARD_BYTES // itemsize)
+        expected = self._guard_bytes(dtype, device)
+        guard = expected.numel() // dtype.itemsize
         buffer = torch.empty(guard + numel + guard, dtype=dtype, device=device)
-        pattern = guard_element(dtype).to(device)
-        raw = buffer.view(torch.uint8).view(-1, itemsize)
-        raw[:guard] = pattern
-        raw[guard + numel :] = pattern
-        record = GuardedBuffer(buffer, numel, guard, pattern)
+        raw = buffer.view(torch.uint8)
+        raw[: expected.numel()] = expected
+        raw[raw.numel() - expected.numel() :] = expected
+        record = GuardedBuffer(buffer, numel, guard, expected)
         self._buffers[buffer.untyped_storage().data_ptr()] = record
         # detach(): a leaf sharing the storage, so the harness may set requires_grad.
         return buffer[guard : guard + numel].view(tuple(shape)).detach()
@@ -108,21 +121,19 @@ class GuardZones:
         the tensors in ``args``."""
         import torch
 
-        checked: list[tuple[int, GuardedBuffer, torch.Tensor, torch.Tensor]] = []
+        seen: set[int] = set()
         for position, arg in enumerate(args):
             if not isinstance(arg, torch.Tensor):
                 continue
-            record = self._buffers.get(arg.untyped_storage().data_ptr())
-            if record is not None and all(record is not c[1] for c in checked):
-                checked.append((position, record, *record.changed()))
-        if not checked:
-            return
-        # One device-to-host transfer for all guards of this launch.
-        flags = torch.stack([torch.cat([b, a]).any() for _, _, b, a in checked]).tolist()
-        for (position, record, before, after), hit in zip(checked, flags):
-            if hit:
+            key = arg.untyped_storage().data_ptr()
+            record = self._buffers.get(key)
+            if record is None or key in seen:
+                continue
+            seen.add(key)
+            if not record.intact():
+                before, after = record.changed()
                 raise self._violation(
-                    op, implementation, kernel, position, args, record, before.cpu(), after.cpu()
+                    op, implementation, kernel, position, args, record, before, after
                 )
 
     def _violation(self, op, implementation, kernel, position, args, record, before, after):
