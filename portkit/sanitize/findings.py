@@ -91,6 +91,13 @@ HAZARD_SIDE = re.compile(
     r"^(?P<access>Read|Write|Atomic)\w* Thread (?P<thread>\([\d,\s]+\)) at 0x[0-9a-fA-F]+ in "
     r"(?P<file>[^\s:]+):(?P<line>\d+):(?P<kernel>.+)$"
 )
+# The same side in the newer location style: "Write Thread (1,0,0) at f(...)+0x3b0 in a.cu:24".
+HAZARD_SIDE_NEW = re.compile(
+    r"^(?P<access>Read|Write|Atomic)\w* Thread (?P<thread>\([\d,\s]+\)) at (?P<kernel>.+?)"
+    r"\+0x[0-9a-fA-F]+ in (?P<file>[^\s:]+):(?P<line>\d+)\s*$"
+)
+# Last resort for a format not seen yet: any "file.cu:LINE" in a detail line.
+ANY_SOURCE = re.compile(r"(?P<file>[^\s:]+\.(?:cu|cuh|py|h|hpp)):(?P<line>\d+)")
 RACE_SIDE = re.compile(
     r"(?P<access>Read|Write|Atomic) access at (?:0x[0-9a-fA-F]+ in )?(?P<file>[^\s:]+):"
     r"(?P<line>\d+):(?P<kernel>.+?)(?=\s+and (?:Read|Write|Atomic) access|\s*\[\d+ hazards?\]|$)"
@@ -188,7 +195,7 @@ def _header(text: str) -> Finding | None:
 
 
 def _detail(finding: Finding, text: str) -> None:
-    match = HAZARD_SIDE.match(text)
+    match = HAZARD_SIDE.match(text) or HAZARD_SIDE_NEW.match(text)
     if match:
         thread = _coords(match["thread"])
         side = f"{match['access']} thread {thread} at {match['file']}:{match['line']}"
@@ -215,6 +222,10 @@ def _detail(finding: Finding, text: str) -> None:
         return
     if text.startswith("and ") and "access at" in text:  # racecheck analysis, wrapped
         _race_sides(finding, text[4:])
+        return
+    match = ANY_SOURCE.search(text)
+    if match and not finding.file and "Host Frame" not in text:
+        finding.file, finding.line = match["file"], int(match["line"])
 
 
 def _race_sides(finding: Finding, text: str) -> None:
@@ -268,6 +279,7 @@ def attribute(
             finding.implementation = "twin"
         if stem in kernels_of:
             finding.op = stem
+            finding.implementation = finding.implementation or "twin"
         elif finding.kernel in owners:
             finding.op = owners[finding.kernel]
         if not finding.op:

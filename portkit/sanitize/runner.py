@@ -47,8 +47,9 @@ class ToolRun:
 
     @property
     def own_findings(self) -> list[Finding]:
-        """Findings in the project's kernels (torch's own kernels are not ours to fix)."""
-        return [f for f in self.findings if f.op]
+        """Findings in the project's kernels (torch's own kernels are not ours to fix),
+        and findings portkit could not place at all: those are never waved through."""
+        return [f for f in self.findings if f.op or not (f.kernel or f.file)]
 
     @property
     def status(self) -> str:

@@ -165,3 +165,24 @@ def test_captured_gpu_logs_parse_into_located_rows(path):
     for finding in findings:
         if finding.file:
             assert finding.line > 0 and finding.kernel
+
+
+def test_racecheck_hazards_in_the_newer_location_style():
+    raw, unknown = parsed("racecheck_hazard_new.log", "racecheck")
+    assert (raw.kind, raw.block, raw.thread) == ("RAW hazard (write)", "(1,0,0)", "(2,0,0)")
+    assert (raw.kernel, raw.where) == ("block_reduce", "wt_softmax_missing_syncthreads.cu:22")
+    assert raw.other == "Read thread (0,0,0) at wt_softmax_missing_syncthreads.cu:22"
+    assert (raw.op, raw.implementation) == ("wt_softmax_missing_syncthreads", "twin")
+    # a detail line of an unknown shape still yields the file and line
+    assert unknown.where == "wt_softmax_missing_syncthreads.cu:30"
+    assert unknown.op == "wt_softmax_missing_syncthreads"
+
+
+def test_a_finding_portkit_cannot_place_is_never_waved_through(tmp_path):
+    from portkit.sanitize.findings import Finding
+    from portkit.sanitize.runner import FOUND, ToolRun
+
+    run = ToolRun("memcheck", [], 86, 1.0, tmp_path, tmp_path, [Finding("memcheck", "odd")])
+    assert run.status == FOUND
+    torch_only = Finding("memcheck", "Invalid __global__ read", kernel="elementwise_kernel")
+    assert ToolRun("memcheck", [], 86, 1.0, tmp_path, tmp_path, [torch_only]).status == "clean"
