@@ -8,7 +8,8 @@ the name must not clash with the repository's own ops) and runs portkit on it.
 
 - CPU: every wrong twin still compiles (``portkit compile``), declares the same
   kernels as the real twin, and has its header, so the bank stays valid.
-- GPU: each mistake is caught by the catchers recorded with it, deterministically:
+- GPU: each mistake is caught by the catchers recorded with it, deterministically (the
+  one race between blocks, ``total/global_accumulator_race``, by its 16,384-block case):
   ``portkit check`` (guard zones or values: exits 1 and names the failing cases, with
   the blame on the twin, since the prototype is the real one) and/or the sanitizer tier
   (``portkit check --sanitize TOOL`` names the twin's file and line). It runs in a
