@@ -46,6 +46,25 @@ class KernelError(PortkitError):
     """A kernel raised while it ran in the simulator; the message names block and thread."""
 
 
+class GuardViolation(KernelError):
+    """A kernel wrote into the guard zone around a tensor during a check: a store past
+    the end (or before the start) that would otherwise land unseen."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kernel: str,
+        implementation: str,
+        argument: int,
+        before: int,
+        after: int,
+    ) -> None:
+        super().__init__(message)
+        self.kernel, self.implementation, self.argument = kernel, implementation, argument
+        self.before, self.after = before, after
+
+
 class BackendUnavailable(PortkitError):
     """The machine lacks what a backend needs (no GPU, package missing)."""
 

@@ -12,10 +12,16 @@ Point pytest at the prototypes folder (``pytest prototypes``, or list it in
 
 Select tiers with markers (``-m sim``, ``-m "not gpu"``). GPU tests skip with the
 reason the backend gives when the machine has no GPU.
+
+``--portkit-sanitize=TOOL`` (memcheck, racecheck, initcheck, synccheck) reruns the
+session's ``gpu`` items in a child pytest under ``compute-sanitizer --tool TOOL`` with
+the settings of ``portkit check --sanitize`` (docs/sanitizer.md), prints the findings in
+the project's kernels and fails the session if there are any.
 """
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,15 +36,85 @@ MARKERS = {
 }
 
 _PROJECT_KEY = pytest.StashKey[Any]()
+SANITIZE_TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
 
 
 class CheckFailed(Exception):
     """Raised by generated tests; its message is the harness's report."""
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("portkit")
+    group.addoption(
+        "--portkit-sanitize",
+        choices=SANITIZE_TOOLS,
+        default=None,
+        help="rerun the gpu items under compute-sanitizer with this tool",
+    )
+    # Set by --portkit-sanitize on the child session: exact allocations, line info.
+    group.addoption(
+        "--portkit-under-sanitizer", choices=SANITIZE_TOOLS, default=None, help=argparse.SUPPRESS
+    )
+
+
 def pytest_configure(config: pytest.Config) -> None:
     for name, text in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
+
+
+def pytest_cmdline_main(config: pytest.Config) -> int | None:
+    tool = config.getoption("portkit_sanitize", None)
+    if not tool or config.getoption("portkit_under_sanitizer", None):
+        return None
+    return _rerun_under_sanitizer(config, tool)
+
+
+def _rerun_under_sanitizer(config: pytest.Config, tool: str) -> int:
+    """``pytest ... --portkit-sanitize=TOOL``: the same session, gpu items only, in a child
+    under compute-sanitizer; returns the exit code (1 if it found anything in our kernels)."""
+    import sys
+    import time
+
+    from portkit.sanitize.runner import run_under
+    from portkit.sanitize.tools import ERROR_EXITCODE, skip_reason
+
+    reason = skip_reason()
+    if reason:
+        print(f"SKIP sanitizer ({tool}): {reason}")
+        return pytest.ExitCode.NO_TESTS_COLLECTED
+    args = [a for a in config.invocation_params.args if not a.startswith("--portkit-sanitize")]
+    child = [
+        sys.executable,
+        "-m",
+        "pytest",
+        *args,
+        "-m",
+        "gpu",
+        "-p",
+        "no:cacheprovider",
+        f"--portkit-under-sanitizer={tool}",
+    ]
+    project = _project(config)
+    from portkit.project.discovery import discover
+
+    catalog = discover(project)
+    kernels_of = {name: sorted(op.kernels) for name, op in catalog.ops.items()}
+    log_dir = project.cache_dir / "sanitize" / f"pytest-{time.strftime('%Y%m%d-%H%M%S')}"
+    run = run_under(tool, child, kernels_of, log_dir, config.invocation_params.dir, stream=True)
+    own = run.own_findings
+    for finding in own:
+        print(
+            f"SANITIZER {tool} / {finding.op} / {finding.implementation} / {finding.kernel} / "
+            f"{finding.where} / block {finding.block} thread {finding.thread} / {finding.kind}"
+        )
+    print(
+        f"compute-sanitizer {tool}: {len(own)} finding(s) in the project's kernels; "
+        f"raw log {run.log_path}"
+    )
+    if own:
+        return 1
+    # The tool's error exit code with no finding of ours: torch's kernels, not the project's.
+    return 0 if run.returncode == ERROR_EXITCODE else run.returncode
 
 
 def _project(config: pytest.Config):
@@ -136,10 +212,17 @@ class CaseItem(PortkitItem):
         self.op, self.case, self.backends, self.only_check = op, case, backends, only_check
 
     def runtest(self) -> None:
-        from portkit.check.harness import run_case
+        from portkit.check.harness import CheckSettings, run_case
         from portkit.results import FAIL, PASS
 
-        results = run_case(self.op, self.case, self.backends)
+        settings = None
+        tool = self.config.getoption("portkit_under_sanitizer", None)
+        if tool:
+            settings = CheckSettings.under_sanitizer(tool)
+            for backend in self.backends:
+                if hasattr(backend, "lineinfo"):
+                    backend.lineinfo = True
+        results = run_case(self.op, self.case, self.backends, settings)
         if self.only_check:
             wanted = [r for r in results if r.check == self.only_check]
             if not wanted:

@@ -50,6 +50,13 @@ class NumbaGPU(Backend):
             return "numba-cuda sees no GPU (driver or NVVM missing)"
         return None
 
+    # Set by `portkit check --under-sanitizer`: compile with line info, so
+    # compute-sanitizer names the prototype's .py lines (no cost at run time).
+    lineinfo: bool = False
+
     def kernels(self, op, *, poison_outputs: bool = False) -> KernelSet:
+        if self.lineinfo:
+            for dispatcher in op.kernels.values():
+                dispatcher.targetoptions["lineinfo"] = True  # before the first compile
         targets = {name: NumbaKernel(d) for name, d in op.kernels.items()}
         return KernelSet(op.name, self.name, self.device, targets, poison_outputs)

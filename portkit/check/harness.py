@@ -4,7 +4,8 @@ For one op and one case it runs every selected backend and returns one
 ``CheckResult`` per check:
 
 - ``forward``:   outputs against the PyTorch reference (outputs NaN-poisoned before
-                 launch, inputs cloned and checked unmodified afterwards);
+                 launch, inputs cloned and checked unmodified afterwards; every tensor
+                 between guard zones, verified after each launch: launch/guards.py);
 - ``backward``:  input gradients against the reference's autograd;
 - ``gradcheck``: ``torch.autograd.gradcheck`` of the implementation in float64;
 - ``vs twin``:   prototype against twin on the same device, outputs and gradients,
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from portkit.check.compare import REFERENCE_TOLERANCE, TWIN_TOLERANCE, compare, identical
 from portkit.errors import PortkitError, describe
 from portkit.launch.autograd import as_tuple, op_function
+from portkit.launch.guards import GuardZones
 from portkit.project.cases import Case, make_grad_outputs, make_inputs
 from portkit.results import FAIL, PASS, SKIP, CheckResult
 
@@ -29,6 +31,21 @@ if TYPE_CHECKING:
 
     from portkit.backends import Backend
     from portkit.project.discovery import Op
+
+
+@dataclass(frozen=True)
+class CheckSettings:
+    """How the harness allocates while checking. The defaults are for finding bugs by
+    value: outputs poisoned, every tensor between guard zones. Under compute-sanitizer
+    allocations must be exact (memcheck sees an overrun only where an allocation ends),
+    and under initcheck outputs stay unpoisoned (a read before the write is the bug)."""
+
+    guards: bool = True
+    poison: bool = True
+
+    @staticmethod
+    def under_sanitizer(tool: str) -> CheckSettings:
+        return CheckSettings(guards=False, poison=tool != "initcheck")
 
 
 @dataclass
@@ -48,6 +65,7 @@ class CaseRunner:
     _references: dict[str, Any] = field(default_factory=dict)
     # How to rerun this case, appended to every failure; `portkit sim` sets its own.
     rerun: str = ""
+    settings: CheckSettings = field(default_factory=CheckSettings)
 
     # -- bookkeeping -------------------------------------------------------------
     def record(self, backend: str, check: str, status: str, detail: str = "", t0=None) -> None:
@@ -81,10 +99,17 @@ class CaseRunner:
     def differentiable(inputs: list[torch.Tensor]) -> list[torch.Tensor]:
         return [t.detach().requires_grad_(t.dtype.is_floating_point) for t in inputs]
 
-    def gradients(self, outputs: Sequence[torch.Tensor], inputs: Sequence[torch.Tensor]):
+    def gradients(
+        self,
+        outputs: Sequence[torch.Tensor],
+        inputs: Sequence[torch.Tensor],
+        guards: GuardZones | None = None,
+    ):
         import torch
 
         grad_outputs = make_grad_outputs(self.case, outputs)
+        if guards is not None:  # the backward kernels read them: guard them like inputs
+            grad_outputs = [guards.copy_in(g) for g in grad_outputs]
         wanted = [t for t in inputs if t.requires_grad]
         grads = torch.autograd.grad(outputs, wanted, grad_outputs, allow_unused=True)
         return tuple(g.detach() if g is not None else None for g in grads)
@@ -103,9 +128,15 @@ class CaseRunner:
         name, device = backend.name, backend.device
         t0 = time.perf_counter()
         try:
-            fn = op_function(self.op, backend.kernels(self.op, poison_outputs=True))
+            kernels = backend.kernels(self.op, poison_outputs=self.settings.poison)
+            guards = None
+            if self.settings.guards:
+                guards = kernels.guards = GuardZones(parameter_names(self.op))
+            fn = op_function(self.op, kernels)
             expected_outputs, expected_grads = self.reference(device)
             inputs = self.differentiable(make_inputs(self.case, device))
+            if guards is not None:
+                inputs = [guards.copy_in(t) for t in inputs]
             originals = [t.detach().clone() for t in inputs]
             outputs = as_tuple(fn(*inputs, *self.case.extra))
             if device == "cuda":
@@ -121,7 +152,7 @@ class CaseRunner:
         if self.op.definition.has_backward:
             t0 = time.perf_counter()
             try:
-                grads = self.gradients(outputs, inputs)
+                grads = self.gradients(outputs, inputs, guards)
                 if device == "cuda":
                     torch.cuda.synchronize()
             except Exception as exc:
@@ -201,6 +232,19 @@ class CaseRunner:
                 )
 
 
+def parameter_names(op: Op) -> dict[str, list[str]]:
+    """Each kernel's parameter names, from its prototype (the twin has the same ones), so
+    a guard violation can name the tensor."""
+    import inspect
+
+    names = {}
+    for kernel, dispatcher in op.kernels.items():
+        function = getattr(dispatcher, "py_func", None)
+        if function is not None:
+            names[kernel] = list(inspect.signature(function).parameters)
+    return names
+
+
 def skip_reason(op: Op, case: Case, backend: Backend) -> str | None:
     reason = backend.unavailable_reason or backend.unsupported_reason(op)
     if reason:
@@ -210,9 +254,11 @@ def skip_reason(op: Op, case: Case, backend: Backend) -> str | None:
     return None
 
 
-def run_case(op: Op, case: Case, backends: Sequence[Backend]) -> list[CheckResult]:
+def run_case(
+    op: Op, case: Case, backends: Sequence[Backend], settings: CheckSettings | None = None
+) -> list[CheckResult]:
     """Every check of ``op`` on ``case`` across ``backends``."""
-    runner = CaseRunner(op, case)
+    runner = CaseRunner(op, case, settings=settings or CheckSettings())
     runs = []
     for backend in backends:
         reason = skip_reason(op, case, backend)
@@ -270,6 +316,7 @@ def run_suite(
     *,
     compile_first: bool = True,
     advance: Callable[[str], None] = lambda label: None,
+    settings: CheckSettings | None = None,
 ) -> list[CheckResult]:
     """Compile checks (once per op), then every case of the plan on every backend."""
     from portkit.lint.compile import compile_checks
@@ -284,5 +331,5 @@ def run_suite(
                 results.append(lint_result(op))
     for op, case in plan:
         advance(f"{op.name} {case.name}")
-        results += run_case(op, case, backends)
+        results += run_case(op, case, backends, settings)
     return results

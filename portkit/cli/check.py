@@ -1,12 +1,21 @@
-"""``portkit check``: the equivalence and gradcheck suite on every backend this machine has."""
+"""``portkit check``: the equivalence and gradcheck suite on every backend this machine has,
+and with ``--sanitize`` the same GPU checks under NVIDIA compute-sanitizer."""
 
 from __future__ import annotations
 
+import json
 import sys
+from pathlib import Path
 
 import click
 
 from portkit.cli.context import EXIT_FAILED_CHECKS, load_project, make_console, user_errors
+
+# compute-sanitizer tools; kept here (not imported from portkit.sanitize) so --help
+# stays free of anything but click. tests/cli/test_sanitize_cli.py checks they agree.
+SANITIZER_CHOICES = ("memcheck", "racecheck", "initcheck", "synccheck", "all")
+# `--sanitize` on a machine without compute-sanitizer or a GPU: nothing was checked.
+EXIT_SANITIZER_SKIPPED = 3
 
 
 @click.command()
@@ -22,6 +31,23 @@ from portkit.cli.context import EXIT_FAILED_CHECKS, load_project, make_console, 
 @click.option("--case", "case_names", multiple=True, help="Only cases with this name (repeatable).")
 @click.option("--no-compile", is_flag=True, help="Skip the sm_90 compile checks.")
 @click.option("-v", "--verbose", is_flag=True, help="One row per case instead of per check.")
+@click.option(
+    "--sanitize",
+    "sanitize",
+    multiple=True,
+    type=click.Choice(SANITIZER_CHOICES),
+    help="Rerun the GPU checks (twin and numba) under compute-sanitizer with this tool "
+    "(repeatable; all = the four). Findings are shown with op, kernel, file:line, block "
+    "and thread; the raw logs are kept. Exit 3 when compute-sanitizer or a GPU is missing.",
+)
+@click.option(
+    "--sanitize-log-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where --sanitize keeps the raw logs (default: the cache dir's sanitize/<time>).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+@click.option("--under-sanitizer", hidden=True, default=None)
 @user_errors
 def check(
     op_names: tuple[str, ...],
@@ -30,31 +56,95 @@ def check(
     case_names: tuple[str, ...],
     no_compile: bool,
     verbose: bool,
+    sanitize: tuple[str, ...],
+    sanitize_log_dir: Path | None,
+    as_json: bool,
+    under_sanitizer: str | None,
 ) -> None:
     """Run the equivalence and gradcheck suite for OPs on every backend this machine has.
 
     On a CPU-only machine: the reference's gradcheck, the prototype in the simulator,
     and compile checks for sm_90. On a GPU machine also: the prototype compiled by
-    numba, the twin, and prototype against twin. Exits 1 if any check fails.
+    numba, the twin, and prototype against twin. Every tensor a kernel sees sits between
+    guard zones; a store past its end fails the check. Exits 1 if any check fails.
 
     \b
     Examples:
       portkit check sigmoid
       portkit check --all --backend sim
       portkit check softmax --case float64-gradcheck -v
+      portkit check vector_add --sanitize memcheck
+      portkit check --all --sanitize all --json
     """
     from portkit.backends import create_all
-    from portkit.check.harness import plan_suite, run_suite
+    from portkit.check.harness import CheckSettings, plan_suite, run_suite
     from portkit.cli.render import print_results, progress_bar
 
     config, catalog = load_project()
     if all_ops == bool(op_names):
         raise click.UsageError("name one or more OPs, or pass --all")
     ops = [catalog.get(n) for n in (catalog.names if all_ops else op_names)]
-    backends = create_all(config, list(backend_names) or None)
     plan = plan_suite(ops, set(case_names))
-    console = make_console()
+    console = make_console(stderr=as_json)
+    if sanitize:
+        if backend_names or under_sanitizer:
+            raise click.UsageError("--sanitize runs the twin and numba backends; drop --backend")
+        _sanitize(config, ops, case_names, sanitize, sanitize_log_dir, as_json, console)
+        return
+    backends = create_all(config, list(backend_names) or None)
+    settings = CheckSettings()
+    if under_sanitizer:
+        settings = CheckSettings.under_sanitizer(under_sanitizer)
+        for backend in backends:
+            if hasattr(backend, "lineinfo"):  # numba: line info, so reports name .py lines
+                backend.lineinfo = True
     with progress_bar(console, len(plan) + (0 if no_compile else len(ops))) as advance:
-        results = run_suite(plan, backends, config, compile_first=not no_compile, advance=advance)
+        results = run_suite(
+            plan,
+            backends,
+            config,
+            compile_first=not no_compile,
+            advance=advance,
+            settings=settings,
+        )
     failed = print_results(results, console, verbose)
+    if as_json:
+        from dataclasses import asdict
+
+        click.echo(json.dumps({"results": [asdict(r) for r in results]}, indent=1))
+    sys.exit(EXIT_FAILED_CHECKS if failed else 0)
+
+
+def _sanitize(config, ops, case_names, tools, log_dir, as_json, console) -> None:
+    import time
+
+    from portkit.cli.render import progress_bar
+    from portkit.sanitize.report import print_sanitizer
+    from portkit.sanitize.runner import run_tools
+    from portkit.sanitize.tools import expand, skip_reason
+
+    selected = expand(tools)
+    reason = skip_reason()
+    if reason:
+        console.print(f"SKIP sanitizer ({', '.join(selected)}): {reason}", soft_wrap=True)
+        if as_json:
+            click.echo(json.dumps({"sanitizer": [], "skipped": reason}))
+        sys.exit(EXIT_SANITIZER_SKIPPED)
+    log_dir = log_dir or config.cache_dir / "sanitize" / time.strftime("%Y%m%d-%H%M%S")
+    kernels_of = {op.name: sorted(op.kernels) for op in ops}
+    with progress_bar(console, len(selected)) as advance:
+        runs = run_tools(
+            selected,
+            [op.name for op in ops],
+            case_names,
+            kernels_of,
+            Path(log_dir),
+            config.root,
+            advance,
+        )
+    failed = print_sanitizer(runs, console)
+    console.print(f"raw logs: {log_dir}", soft_wrap=True)
+    if as_json:
+        report = {"log_dir": str(log_dir), "sanitizer": [run.as_dict() for run in runs]}
+        click.echo(json.dumps(report, indent=1))
     sys.exit(EXIT_FAILED_CHECKS if failed else 0)

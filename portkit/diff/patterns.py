@@ -25,7 +25,7 @@ def describe_patterns(diff: TensorDiff, inputs: Sequence[torch.Tensor]) -> list[
 
 
 def unwritten(diff: TensorDiff, inputs: Sequence[torch.Tensor]) -> str | None:
-    from portkit.launch.kernel_set import is_poison
+    from portkit.launch.poison import is_poison
 
     bad = diff.bad.reshape(-1)
     p, o = diff.prototype_values.reshape(-1)[bad], diff.other_values.reshape(-1)[bad]
@@ -46,7 +46,7 @@ def unwritten(diff: TensorDiff, inputs: Sequence[torch.Tensor]) -> str | None:
 def nan_disagreement(diff: TensorDiff, inputs: Sequence[torch.Tensor]) -> str | None:
     import torch
 
-    from portkit.launch.kernel_set import is_poison
+    from portkit.launch.poison import is_poison
 
     bad = diff.bad.reshape(-1)
     p, o = diff.prototype_values.reshape(-1)[bad], diff.other_values.reshape(-1)[bad]

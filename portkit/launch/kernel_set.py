@@ -14,9 +14,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from portkit.errors import InputError, LaunchError
+from portkit.launch.poison import poison_bits
 
 if TYPE_CHECKING:
     import torch
+
+    from portkit.launch.guards import GuardZones
 
 MAX_THREADS_PER_BLOCK = 1024
 MAX_BLOCK_DIMS = (1024, 1024, 64)
@@ -123,43 +126,24 @@ def check_kernel_args(kernel: str, args: Sequence[Any], device: str) -> list[Any
 
 
 class BoundLaunch:
-    def __init__(self, name: str, target: LaunchTarget, config: LaunchConfig, device: str):
-        self._name, self._target, self._config, self._device = name, target, config, device
+    def __init__(self, kernel: Kernel, config: LaunchConfig):
+        self._kernel, self._config = kernel, config
 
     def __call__(self, *args: Any) -> None:
-        self._target.launch(self._config, check_kernel_args(self._name, args, self._device))
+        kernel = self._kernel
+        owner = kernel.owner
+        checked = check_kernel_args(kernel.name, args, owner.device)
+        kernel.target.launch(self._config, checked)
+        if owner.guards is not None:
+            owner.guards.verify(owner.op, owner.implementation, kernel.name, checked)
 
 
 class Kernel:
-    def __init__(self, name: str, target: LaunchTarget, device: str) -> None:
-        self._name, self._target, self._device = name, target, device
+    def __init__(self, name: str, target: LaunchTarget, owner: KernelSet) -> None:
+        self.name, self.target, self.owner = name, target, owner
 
     def __getitem__(self, config: Any) -> BoundLaunch:
-        return BoundLaunch(
-            self._name, self._target, launch_config(config, self._name), self._device
-        )
-
-
-def poison_bits(dtype: torch.dtype) -> tuple[torch.dtype, int] | None:
-    """How ``k.empty`` fills float outputs during checks: a NaN with a payload that no
-    arithmetic produces (GPUs and CPUs return a canonical NaN), so an element that still
-    holds it was never written, and one that holds another NaN was computed."""
-    import torch
-
-    return {
-        torch.float32: (torch.int32, 0x7FC0DEAD),
-        torch.float64: (torch.int64, 0x7FF8DEADDEADBEEF),
-    }.get(dtype)
-
-
-def is_poison(tensor: torch.Tensor) -> torch.Tensor:
-    """Where ``tensor`` still holds the output poison (elements no kernel wrote)."""
-    import torch
-
-    poison = poison_bits(tensor.dtype)
-    if poison is not None:
-        return tensor.contiguous().view(poison[0]) == poison[1]
-    return torch.isnan(tensor) if tensor.dtype.is_floating_point else tensor == -1
+        return BoundLaunch(self, launch_config(config, self.name))
 
 
 class KernelSet:
@@ -172,19 +156,25 @@ class KernelSet:
         device: str,
         targets: Mapping[str, LaunchTarget],
         poison_outputs: bool = False,
+        guards: GuardZones | None = None,
     ) -> None:
         self.op = op
         self.implementation = implementation
         self.device = device
         self.poison_outputs = poison_outputs
+        # Set by the harness while checking: outputs and inputs in guarded buffers,
+        # verified after every launch. None on the production path (portkit.load).
+        self.guards = guards
         self.targets = dict(targets)
-        self._kernels = {name: Kernel(name, t, device) for name, t in targets.items()}
+        self._kernels = {name: Kernel(name, t, self) for name, t in targets.items()}
 
     def wrapped(self, wrap: Callable[[str, LaunchTarget], LaunchTarget]) -> KernelSet:
         """The same kernels with every launch target passed through ``wrap`` (to record
         launches, for instance)."""
         targets = {name: wrap(name, target) for name, target in self.targets.items()}
-        return KernelSet(self.op, self.implementation, self.device, targets, self.poison_outputs)
+        return KernelSet(
+            self.op, self.implementation, self.device, targets, self.poison_outputs, self.guards
+        )
 
     def __getattr__(self, name: str) -> Kernel:
         kernels = self.__dict__.get("_kernels", {})
@@ -197,18 +187,22 @@ class KernelSet:
 
     def empty(self, shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
         """An output buffer on this implementation's device. During checks it is filled
-        with NaN (or -1 for integers) so that an element no kernel writes fails."""
+        with NaN (or -1 for integers) so that an element no kernel writes fails, and it
+        sits between guard zones (``launch/guards.py``) that catch stores past its ends."""
         import torch
 
+        if self.guards is not None:
+            out = self.guards.allocate(tuple(shape), dtype, self.device)
+        else:
+            out = torch.empty(tuple(shape), dtype=dtype, device=self.device)
         if not self.poison_outputs:
-            return torch.empty(tuple(shape), dtype=dtype, device=self.device)
+            return out
         poison = poison_bits(dtype)
         if poison is not None:
-            out = torch.empty(tuple(shape), dtype=dtype, device=self.device)
             out.view(poison[0]).fill_(poison[1])
-            return out
-        fill: float = math.nan if dtype.is_floating_point else -1
-        return torch.full(tuple(shape), fill, dtype=dtype, device=self.device)
+        else:
+            out.fill_(math.nan if dtype.is_floating_point else -1)
+        return out
 
     def empty_like(self, tensor: torch.Tensor) -> torch.Tensor:
         return self.empty(tensor.shape, tensor.dtype)

@@ -35,6 +35,8 @@ class BlockHost(Protocol):
 
     def fault(self, name: str, exc: BaseException, thread: int) -> KernelError: ...
 
+    def settle_shared(self, name: str) -> None: ...
+
 
 class BlockRun:
     """One block of a kernel that waits: generators, barriers and warp operations."""
@@ -284,6 +286,7 @@ class BlockRun:
                 self.replies[t] = result
         for t in waiting:
             self.requests[t] = None
+        self.machine.settle_shared(self.name)
         self.epoch += 1
         self.generations = [0] * len(self.generations)
         return waiting

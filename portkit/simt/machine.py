@@ -198,8 +198,22 @@ class Machine:
                 raise
             except Exception as exc:
                 raise self.fault(name, exc, thread) from None
+            self.settle_shared(name)
             return
         BlockRun(self, name, function, args, base, thread_ids, debug, target).run()
+        self.settle_shared(name)
+
+    def settle_shared(self, name: str) -> None:
+        """At a barrier and at a block's end: a shared element read before anyone wrote
+        it, and still written by no other thread since, was read uninitialised."""
+        for array in self._shared.values():
+            unwritten = array.settle_unwritten_reads()
+            if unwritten is not None:
+                stamp, key, detail = unwritten
+                file, line = line_of(key, list(self.files))
+                dims = tuple(int(v) for v in self.cuda.blockDim)
+                place = Place(self._block, unflatten(stamp_thread(stamp), dims), file, line)
+                raise SimulationFault(name, "uninitialised", detail, place)
 
     # -- allocations the rewritten kernels call ---------------------------------------------
     def _shared_array(self, site: int, name: str, shape: Any, dtype: Any) -> SimArray:

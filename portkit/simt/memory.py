@@ -102,12 +102,25 @@ class Shadow:
     Whichever thread then writes, one of the two is a reader other than itself, so a
     write racing with any earlier read is caught and the other thread can be named."""
 
-    __slots__ = ("writes", "write_lines", "reads", "read_lines", "reads2", "read2_lines")
+    __slots__ = (
+        "writes",
+        "write_lines",
+        "reads",
+        "read_lines",
+        "reads2",
+        "read2_lines",
+        "unwritten_reads",
+    )
 
     def __init__(self, size: int, sparse: bool = False) -> None:
+        # Shared memory read before any thread wrote it: flat -> (stamp, line key) of the
+        # first such read. Not an error yet: if another thread of the block writes it
+        # later in the same barrier interval, it is a race (a missing barrier); if nobody
+        # does by the next barrier or the block's end, it is uninitialised.
+        self.unwritten_reads: dict[int, tuple[int, int]] = {}
         if sparse:
             # A few blocks of a big launch: only the elements they touch get an entry.
-            for name in self.__slots__:
+            for name in self.__slots__[:-1]:
                 setattr(self, name, defaultdict(_nobody if "lines" not in name else int))
             return
         self.writes = array("q", [NOBODY]) * size
@@ -278,7 +291,11 @@ class SimArray:
         written = shadow.writes[flat]
         if written != me:
             if written == NOBODY:
-                if self._poisoned:
+                if self.space == SHARED:
+                    if flat not in shadow.unwritten_reads:
+                        line = _line_key(sys._getframe(2), self._machine.files)
+                        shadow.unwritten_reads[flat] = (me, line)
+                elif self._poisoned:
                     raise self._uninitialised(None, flat)
             elif not ordered(written, me, self._cross_block):
                 raise MemoryFault(
@@ -310,9 +327,15 @@ class SimArray:
             (shadow.reads2[flat], shadow.read2_lines),
         ):
             if other != me and other != NOBODY and not ordered(other, me, cross_block):
+                what = "another thread's read"
+                if shadow.unwritten_reads.get(flat, (None,))[0] == other:
+                    what = (
+                        "another thread read it before any thread had written it; "
+                        "missing cuda.syncthreads()?"
+                    )
                 raise MemoryFault(
                     "race",
-                    f"write of {self.name}[{self._position(flat)}] after another thread's read",
+                    f"write of {self.name}[{self._position(flat)}] after {what}",
                     (other, lines[flat]),
                 )
         shadow.writes[flat] = me
@@ -361,6 +384,16 @@ class SimArray:
             f"out-of-bounds {access} of {self.space} array {self.name}{_show(index)} "
             f"of shape {self._shape}: {why}",
         )
+
+    def settle_unwritten_reads(self) -> tuple[int, int, str] | None:
+        """At a barrier or the block's end: the first read of an element that no thread
+        wrote in the interval, as (stamp, line key, detail), or None; then forget them."""
+        shadow = self._shadow
+        if shadow is None or not shadow.unwritten_reads:
+            return None
+        flat, (stamp, line) = next(iter(shadow.unwritten_reads.items()))
+        shadow.unwritten_reads.clear()
+        return stamp, line, str(self._uninitialised(None, flat))
 
     def _uninitialised(self, index: Any, flat: int | None = None) -> MemoryFault:
         shown = _show(index) if index is not None else f"[{self._position(flat or 0)}]"

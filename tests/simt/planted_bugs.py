@@ -133,3 +133,14 @@ def row_col_2d_overrun(x, out, rows, cols):
     c, r = cuda.grid(2)
     if r < rows and c <= cols:
         out[r, c] = x[r, c]  # BUG: row_col_2d_overrun
+
+
+@cuda.jit
+def neighbour_without_barrier(x, out, n):
+    # Held out of the simulator's design: reads the neighbour's slot, which the
+    # neighbour does write, but in the same barrier interval (no cuda.syncthreads()).
+    s = cuda.shared.array(THREADS, float32)
+    t = cuda.threadIdx.x
+    i = cuda.grid(1)
+    s[t] = x[i]  # BUG: neighbour_without_barrier
+    out[i] = s[(t + 1) % THREADS]  # OTHER: neighbour_without_barrier

@@ -99,6 +99,21 @@ def test_uninitialised_shared_read():
     assert "shared memory buf[64]" in fault.detail
 
 
+def test_read_of_a_slot_another_thread_writes_later_is_a_race_not_uninitialised():
+    """`s[t] = x[i]; out[i] = s[(t + 1) % 128]` without a barrier: thread 0 reads s[1]
+    before thread 1 writes it. That is a missing barrier, reported with both threads
+    and both lines, not a read of uninitialised memory."""
+    x, out = vectors(128)
+    fault = run("neighbour_without_barrier", [x, out, 128])
+    assert fault.kind == "race"
+    assert "missing cuda.syncthreads()?" in fault.detail and "s[1]" in fault.detail
+    assert "uninitialised" not in str(fault)
+    assert fault.place.thread == (1, 0, 0)  # the writer, at the BUG line (the write)
+    assert fault.other is not None and fault.other.thread == (0, 0, 0)
+    assert fault.other.line == marked_line("OTHER", "neighbour_without_barrier")  # the read
+    assert "s[t] = x[i]" in str(fault) and "out[i] = s[(t + 1) % THREADS]" in str(fault)
+
+
 def test_uninitialised_local_read():
     x, out = vectors(128)
     fault = run("uninitialised_local", [x, out, 128])

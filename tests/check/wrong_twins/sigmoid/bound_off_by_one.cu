@@ -3,9 +3,11 @@
 // allocator's rounding padding (invisible), may overwrite a neighbouring tensor (a later
 // comparison fails somewhere unrelated), or, where the output ends at an unmapped page,
 // raises "an illegal memory access" that poisons the CUDA context for the rest of the
-// process. portkit check allocates outputs exactly, so it is not expected to see this one;
-// compute-sanitizer (memcheck) would. Seen on an H200: for n = 128 (a whole number of the
-// allocator's 512-byte blocks, so no padding) out[128] landed on the numba run's saved
+// process. That was before guard zones (issue 10): portkit check now puts every tensor
+// between guards and fails the launch that writes one (GuardViolation), and
+// compute-sanitizer memcheck names the thread. Before them, plain check
+// missed it. Seen on an H200: for n = 128 (a whole number of the allocator's 512-byte
+// blocks, so no padding) out[128] landed on the numba run's saved
 // input gradient, so `numba vs twin` failed on element [0] of the *prototype's* gradient
 // (got 0.618, the sigmoid of whatever lay after x) in float32-n128 and float64-n128, and
 // every other case passed: the symptom blames the wrong side.
@@ -24,7 +26,7 @@ __device__ T stable_sigmoid(T v) {
 template <typename T>
 __global__ void sigmoid_fwd(const T* __restrict__ x, T* __restrict__ out, long long n) {
     long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i <= n) out[i] = stable_sigmoid(x[i]);
+    if (i <= n) out[i] = stable_sigmoid(x[i]);  // BUG
 }
 
 template <typename T>

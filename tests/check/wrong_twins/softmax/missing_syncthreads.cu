@@ -22,7 +22,7 @@ __device__ double block_reduce(double* buf, int tid, bool use_max) {
     for (int stride = THREADS / 2; stride > 0; stride /= 2) {
         if (tid < stride) {
             buf[tid] = use_max ? fmax(buf[tid], buf[tid + stride]) : buf[tid] + buf[tid + stride];
-        }
+        }  // BUG: the __syncthreads() that belongs after this if is gone
     }
     return buf[0];
 }

@@ -1,0 +1,31 @@
+"""The output poison: how checks tell an element no kernel wrote from one a kernel
+computed. ``k.empty*`` fills outputs with it during checks; guards and diff read it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import torch
+
+
+def poison_bits(dtype: torch.dtype) -> tuple[torch.dtype, int] | None:
+    """How ``k.empty`` fills float outputs during checks: a NaN with a payload that no
+    arithmetic produces (GPUs and CPUs return a canonical NaN), so an element that still
+    holds it was never written, and one that holds another NaN was computed."""
+    import torch
+
+    return {
+        torch.float32: (torch.int32, 0x7FC0DEAD),
+        torch.float64: (torch.int64, 0x7FF8DEADDEADBEEF),
+    }.get(dtype)
+
+
+def is_poison(tensor: torch.Tensor) -> torch.Tensor:
+    """Where ``tensor`` still holds the output poison (elements no kernel wrote)."""
+    import torch
+
+    poison = poison_bits(tensor.dtype)
+    if poison is not None:
+        return tensor.contiguous().view(poison[0]) == poison[1]
+    return torch.isnan(tensor) if tensor.dtype.is_floating_point else tensor == -1
