@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 from portkit.check.compare import REFERENCE_TOLERANCE, TWIN_TOLERANCE, compare, identical
 from portkit.errors import PortkitError, describe
-from portkit.launch.autograd import as_tuple, op_function
+from portkit.launch.autograd import as_tuple
 from portkit.project.cases import Case, make_grad_outputs, make_inputs
 from portkit.results import FAIL, PASS, SKIP, CheckResult
+from portkit.torch_op.load import registered_callable
 
 if TYPE_CHECKING:
     import torch
@@ -103,7 +104,8 @@ class CaseRunner:
         name, device = backend.name, backend.device
         t0 = time.perf_counter()
         try:
-            fn = op_function(self.op, backend.kernels(self.op, poison_outputs=True))
+            kernels = backend.kernels(self.op, poison_outputs=True)
+            fn = registered_callable(self.op, kernels, backend.config.namespace)
             expected_outputs, expected_grads = self.reference(device)
             inputs = self.differentiable(make_inputs(self.case, device))
             originals = [t.detach().clone() for t in inputs]

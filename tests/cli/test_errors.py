@@ -436,7 +436,7 @@ def test_bad_config_key(make_project, cli):
         load_config(root)
     message = str(info.value)
     assert "unknown key(s) in [tool.portkit]: prototype-dir" in message
-    assert "known keys: cache-dir, cuda-src, prototypes" in message
+    assert "known keys: cache-dir, cuda-src, namespace, prototypes" in message
     assert str(root / "pyproject.toml") in message
     for command in (["list"], ["sim", "anything"], ["check", "--all"], ["compile"]):
         out = assert_clean(cli(root, *command), 2)
