@@ -92,34 +92,51 @@ class LaunchTarget(Protocol):
     def launch(self, config: LaunchConfig, args: Sequence[Any]) -> None: ...
 
 
+_modules: dict[str, Any] = {}
+
+
+def _torch_numpy() -> tuple[Any, Any]:
+    """torch and numpy, imported on first use (``portkit --help`` imports neither) and then
+    read from a dict: an ``import`` statement costs about a microsecond on every launch."""
+    if not _modules:
+        import numpy
+        import torch
+
+        _modules.update(torch=torch, numpy=numpy, scalars=(bool, int, float, numpy.generic))
+    return _modules["torch"], _modules["scalars"]
+
+
 def check_kernel_args(kernel: str, args: Sequence[Any], device: str) -> list[Any]:
     """Tensors must live on ``device`` and be contiguous; autograd is stripped."""
-    import numpy as np
-    import torch
-
+    torch, scalars = _torch_numpy()
+    on_device = f"is_{device}"  # tensor.is_cuda / is_cpu: no torch.device object per call
     checked = []
     for position, arg in enumerate(args):
-        where = f"kernel {kernel}, argument {position}"
         if isinstance(arg, torch.Tensor):
-            if arg.device.type != device:
-                raise InputError(
-                    f"{where}: tensor is on {arg.device.type}, this implementation runs on "
-                    f"{device}; move it with .to({device!r})"
-                )
-            if not arg.is_contiguous():
-                raise InputError(
-                    f"{where}: tensor of shape {tuple(arg.shape)} with strides {arg.stride()} "
-                    f"is not contiguous; pass .contiguous()"
-                )
-            checked.append(arg.detach())
-        elif isinstance(arg, (bool, int, float, np.generic)):
+            if not (getattr(arg, on_device, False) and arg.is_contiguous()):
+                _explain_tensor(kernel, position, arg, device)
+            checked.append(arg.detach() if arg.requires_grad else arg)
+        elif isinstance(arg, scalars):
             checked.append(arg)
         else:
             raise InputError(
-                f"{where}: {type(arg).__name__} is neither a tensor nor a number; kernels take "
-                f"torch tensors and Python or NumPy scalars"
+                f"kernel {kernel}, argument {position}: {type(arg).__name__} is neither a tensor "
+                f"nor a number; kernels take torch tensors and Python or NumPy scalars"
             )
     return checked
+
+
+def _explain_tensor(kernel: str, position: int, arg: torch.Tensor, device: str) -> None:
+    where = f"kernel {kernel}, argument {position}"
+    if arg.device.type != device:
+        raise InputError(
+            f"{where}: tensor is on {arg.device.type}, this implementation runs on "
+            f"{device}; move it with .to({device!r})"
+        )
+    raise InputError(
+        f"{where}: tensor of shape {tuple(arg.shape)} with strides {arg.stride()} "
+        f"is not contiguous; pass .contiguous()"
+    )
 
 
 class BoundLaunch:
@@ -130,14 +147,45 @@ class BoundLaunch:
         self._target.launch(self._config, check_kernel_args(self._name, args, self._device))
 
 
+MAX_CACHED_CONFIGS = 512  # grids follow input sizes; a model sees a few hundred at most
+
+
+def _plain_config(config: Any) -> bool:
+    """A tuple of ints and tuples of ints: safe as a cache key (4.0 == 4 and True == 1
+    hash alike, and those must still reach launch_config's error)."""
+    if type(config) is not tuple:
+        return False
+    for item in config:
+        if type(item) is not int:
+            if type(item) is not tuple:
+                return False
+            for d in item:
+                if type(d) is not int:
+                    return False
+    return True
+
+
 class Kernel:
     def __init__(self, name: str, target: LaunchTarget, device: str) -> None:
         self._name, self._target, self._device = name, target, device
+        # Checked launch configurations by what went inside k.kernel[...]: a launcher
+        # launches the same few configurations over and over.
+        self._bound: dict[tuple, BoundLaunch] = {}
 
     def __getitem__(self, config: Any) -> BoundLaunch:
-        return BoundLaunch(
+        plain = _plain_config(config)
+        if plain:
+            bound = self._bound.get(config)
+            if bound is not None:
+                return bound
+        bound = BoundLaunch(
             self._name, self._target, launch_config(config, self._name), self._device
         )
+        if plain:
+            if len(self._bound) >= MAX_CACHED_CONFIGS:
+                self._bound.clear()
+            self._bound[config] = bound
+        return bound
 
 
 def poison_bits(dtype: torch.dtype) -> tuple[torch.dtype, int] | None:
@@ -179,6 +227,10 @@ class KernelSet:
         self.poison_outputs = poison_outputs
         self.targets = dict(targets)
         self._kernels = {name: Kernel(name, t, device) for name, t in targets.items()}
+        # Kernels as instance attributes: k.name finds them without __getattr__.
+        for name, kernel in self._kernels.items():
+            if not hasattr(type(self), name) and name not in self.__dict__:
+                self.__dict__[name] = kernel
 
     def wrapped(self, wrap: Callable[[str, LaunchTarget], LaunchTarget]) -> KernelSet:
         """The same kernels with every launch target passed through ``wrap`` (to record
@@ -198,10 +250,9 @@ class KernelSet:
     def empty(self, shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
         """An output buffer on this implementation's device. During checks it is filled
         with NaN (or -1 for integers) so that an element no kernel writes fails."""
-        import torch
-
+        torch, _ = _torch_numpy()
         if not self.poison_outputs:
-            return torch.empty(tuple(shape), dtype=dtype, device=self.device)
+            return torch.empty(shape, dtype=dtype, device=self.device)
         poison = poison_bits(dtype)
         if poison is not None:
             out = torch.empty(tuple(shape), dtype=dtype, device=self.device)
@@ -211,4 +262,7 @@ class KernelSet:
         return torch.full(tuple(shape), fill, dtype=dtype, device=self.device)
 
     def empty_like(self, tensor: torch.Tensor) -> torch.Tensor:
+        if not self.poison_outputs and getattr(tensor, f"is_{self.device}", False):
+            torch, _ = _torch_numpy()  # the cheapest allocation torch offers from Python
+            return torch.empty_like(tensor, memory_format=torch.contiguous_format)
         return self.empty(tensor.shape, tensor.dtype)

@@ -72,11 +72,11 @@ def op_layout(op: Op) -> OpLayout:
         returned = as_tuple(backward(k, tuple(saved), *grad_outputs))
         if len(returned) != len(inputs):
             raise OpDefinitionError(
-                f"op {op.name}: backward returned {len(returned)} gradients for {len(inputs)} inputs"
+                f"op {op.name}: backward returned {len(returned)} gradients "
+                f"for {len(inputs)} inputs"
             )
         grads = tuple(
             isinstance(g, torch.Tensor) and isinstance(i, torch.Tensor)
             for g, i in zip(returned, inputs)
         )
     return OpLayout(input_types, len(outputs), tuple(layout_saved), grads, backward is not None)
-

@@ -87,7 +87,9 @@ class FakeKernels:
         if name in self.__dict__.get("_names", ()):
             return _NoLaunch()
         names = ", ".join(sorted(self.__dict__.get("_names", ()))) or "none"
-        raise AttributeError(f"op {self.__dict__.get('op')} has no kernel {name!r}; kernels: {names}")
+        raise AttributeError(
+            f"op {self.__dict__.get('op')} has no kernel {name!r}; kernels: {names}"
+        )
 
     def empty(self, shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
         return torch.empty(tuple(shape), dtype=dtype, device=self.device)

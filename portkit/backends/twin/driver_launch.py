@@ -82,9 +82,7 @@ class DriverKernel:
         """``values``: data pointers (ints) for pointers, Python or NumPy numbers else."""
         buffers = self._buffers
         self._struct.pack_into(buffers.data, 0, *values)
-        (err,) = self._launch(
-            self.handle, *grid, *block, shared_bytes, stream, buffers.address, 0
-        )
+        (err,) = self._launch(self.handle, *grid, *block, shared_bytes, stream, buffers.address, 0)
         if err != self._success:
             raise RuntimeError(f"cuLaunchKernel failed: {err.name}")
 
