@@ -46,6 +46,8 @@ def check_output_folder(out: Path) -> None:
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise PortkitError(f"output folder {out} exists and is not empty; name a new folder")
     parent = out.parent if out.parent != Path("") else Path(".")
+    if parent.exists() and not parent.is_dir():
+        raise PortkitError(f"cannot write {out}: {parent} is not a folder")
     if not parent.is_dir():
         raise PortkitError(f"cannot write {out}: folder {parent} does not exist")
     if not os.access(parent, os.W_OK):
