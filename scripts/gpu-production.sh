@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl; export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+# Issue 13 on a GPU machine: launch overhead (torch vs twin vs numba), the twin as a
+# registered op (opcheck per op and case, torch.compile fullgraph, CUDA graphs), and an
+# exported package installed in a fresh venv, run with portkit and numba blocked, and
+# compared with the twin. Writes at most 7 files to $OUT; a summary table comes last.
+#
+#   OUT=/some/folder scripts/gpu-production.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT"
+export XDG_CACHE_HOME=/tmp/portkit-production-cache
+PY=python3
+{
+  date -u +"date: %Y-%m-%dT%H:%MZ"
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | sed 's/^/gpu: /'
+  $PY -c "import torch, numba, importlib.metadata as m; print('torch', torch.__version__, 'numba-cuda', m.version('numba-cuda'), 'cuda-core', m.version('cuda-core'), 'cuda-bindings', m.version('cuda-bindings'))"
+} > "$OUT/versions.txt" 2>&1
+cat "$OUT/versions.txt"
+
+# 1. Host cost per call.
+timeout 150 $PY scripts/bench_launch.py --json "$OUT/bench_launch.json" > "$OUT/bench_launch.txt" 2>&1
+bench=$?
+cat "$OUT/bench_launch.txt"
+
+# 2. Registered op tests (CPU ones and the gpu-marked ones).
+timeout 200 $PY -m pytest -p portkit.pytest_plugin -q -rfs -p no:cacheprovider tests/torch_op \
+  --junitxml="$OUT/junit-torch-op.xml" > "$OUT/pytest-torch-op.txt" 2>&1
+tests=$?
+tail -n 15 "$OUT/pytest-torch-op.txt"
+
+# 3. Export, install into a fresh venv, run there without portkit/numba, compare with the twin.
+{
+  rm -rf /tmp/pk-export /tmp/pk-venv /tmp/pk-exported.pt
+  $PY -m portkit.cli export sigmoid elementwise_mul vector_add softmax softmax_warp \
+    --out /tmp/pk-export --arch sm_80,sm_90,sm_100 --name pk_exported \
+  && $PY -m venv --system-site-packages /tmp/pk-venv \
+  && /tmp/pk-venv/bin/python -m pip install -q --no-index --no-deps /tmp/pk-export/dist/*.whl \
+  && (cd /tmp && env -u PYTHONPATH /tmp/pk-venv/bin/python "$OLDPWD/scripts/check_exported.py" \
+        run pk_exported /tmp/pk-exported.pt) \
+  && $PY scripts/check_exported.py compare /tmp/pk-exported.pt
+} > "$OUT/export.txt" 2>&1
+exported=$?
+tail -n 14 "$OUT/export.txt"
+
+{
+  echo
+  echo "== summary (issue 13) =="
+  $PY - "$OUT" "$bench" "$tests" "$exported" <<'PY'
+import json, re, sys, pathlib
+out, bench, tests, exported = sys.argv[1], *map(int, sys.argv[2:])
+try:
+    rows = json.loads(pathlib.Path(out, "bench_launch.json").read_text())["rows"]
+    for r in rows:
+        print(f"{r['impl']:32} fwd {r['forward_us']:6.1f} us  fwd+bwd {r['forward_backward_us']:7.1f} us  x torch {r['fwd_bwd_vs_torch']:.2f}")
+except Exception as exc:
+    print("bench: no result", exc)
+text = pathlib.Path(out, "pytest-torch-op.txt").read_text()
+last = [l for l in text.splitlines() if re.search(r"passed|failed|error", l)]
+print("torch_op tests:", last[-1] if last else "no summary", "(rc", tests, ")")
+print("bench rc", bench, "| export+install+compare rc", exported)
+PY
+} | tee "$OUT/summary.txt"
