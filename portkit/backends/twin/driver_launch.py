@@ -35,6 +35,7 @@ SLOT_CODES = {
     "size_t": "Q",
     "bool": "?7x",
     "pointer": "Q",
+    "raw": "8s",  # a scalar type without a struct code: its bytes, made by the caller
 }
 SLOT_BYTES = 8
 
@@ -64,6 +65,9 @@ class DriverKernel:
         from cuda.bindings import driver
 
         self.handle = handle
+        # A CUkernel (library kernel) launches where a CUfunction is asked for; made a
+        # CUfunction once so the binding does not convert it on every call.
+        self._function = driver.CUfunction(int(handle))
         self.slots = tuple(slots)
         self.pointer_positions = tuple(i for i, s in enumerate(self.slots) if s == "pointer")
         self._struct = struct.Struct("=" + "".join(SLOT_CODES[s] for s in self.slots))
@@ -82,37 +86,31 @@ class DriverKernel:
         """``values``: data pointers (ints) for pointers, Python or NumPy numbers else."""
         buffers = self._buffers
         self._struct.pack_into(buffers.data, 0, *values)
-        (err,) = self._launch(self.handle, *grid, *block, shared_bytes, stream, buffers.address, 0)
+        function, address = self._function, buffers.address
+        (err,) = self._launch(function, *grid, *block, shared_bytes, stream, address, 0)
         if err != self._success:
-            raise RuntimeError(f"cuLaunchKernel failed: {err.name}")
+            if err.name != "CUDA_ERROR_INVALID_CONTEXT":
+                raise RuntimeError(f"cuLaunchKernel failed: {err.name}")
+            _make_primary_context_current()  # a thread where torch set no context yet
+            (err,) = self._launch(function, *grid, *block, shared_bytes, stream, address, 0)
+            _check(err, "cuLaunchKernel")
+
+
+_raw_stream: Any = None
 
 
 def current_stream(device_index: int) -> int:
     """torch's current stream on ``device_index`` as a raw handle, without building a
-    torch.cuda.Stream object per call (Triton reads it the same way)."""
+    torch.cuda.Stream object per call (Triton reads it the same way). Under CUDA graph
+    capture this is the capturing stream, so launches are recorded."""
+    global _raw_stream
+    if _raw_stream is None:
+        import torch
+
+        _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
+            lambda index: torch.cuda.current_stream(index).cuda_stream
+        )
     return _raw_stream(device_index)
-
-
-def _raw_stream_fallback(device_index: int) -> int:
-    import torch
-
-    return torch.cuda.current_stream(device_index).cuda_stream
-
-
-def _pick_raw_stream():
-    import torch
-
-    return getattr(torch._C, "_cuda_getCurrentRawStream", None) or _raw_stream_fallback
-
-
-_raw_stream_impl = None
-
-
-def _raw_stream(device_index: int) -> int:
-    global _raw_stream_impl
-    if _raw_stream_impl is None:
-        _raw_stream_impl = _pick_raw_stream()
-    return _raw_stream_impl(device_index)
 
 
 def load_library(image: bytes) -> Any:
@@ -123,9 +121,21 @@ def load_library(image: bytes) -> Any:
     torch.cuda.init()  # the primary context the kernels will run in
     (err,) = driver.cuInit(0)
     _check(err, "cuInit")
-    err, library = driver.cuLibraryLoadData(image, None, None, 0, None, None, 0)
+    err, library = driver.cuLibraryLoadData(image, [], [], 0, [], [], 0)
     _check(err, "cuLibraryLoadData")
     return library
+
+
+def _make_primary_context_current() -> None:
+    import torch
+    from cuda.bindings import driver
+
+    err, device = driver.cuDeviceGet(torch.cuda.current_device())
+    _check(err, "cuDeviceGet")
+    err, context = driver.cuDevicePrimaryCtxRetain(device)
+    _check(err, "cuDevicePrimaryCtxRetain")
+    (err,) = driver.cuCtxSetCurrent(context)
+    _check(err, "cuCtxSetCurrent")
 
 
 def get_kernel(library: Any, lowered_name: str) -> Any:
