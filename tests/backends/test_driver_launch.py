@@ -79,3 +79,67 @@ def test_each_thread_packs_into_its_own_block(launches) -> None:
         t.join()
     run()
     assert len(set(addresses)) == 3 and len(launches) == 3
+
+
+TWIN = """
+template <typename T>
+__global__ void scale(const T* __restrict__ x, T* __restrict__ out, T factor, long long n) {}
+"""
+
+
+@pytest.fixture
+def scale_target(tmp_path, monkeypatch):
+    """The twin backend's launch target for a parsed kernel, on CPU tensors (device -1)."""
+    from portkit.backends.twin.backend import TwinKernelTarget
+    from portkit.backends.twin.source import parse_twin
+
+    path = tmp_path / "scale.cu"
+    path.write_text(TWIN)
+    monkeypatch.setattr(driver_launch, "current_stream", lambda device: 99)
+    kernel = parse_twin(path)["scale"]
+    return TwinKernelTarget(kernel, {"float": 11, "double": 22}, device=-1)
+
+
+def test_twin_target_picks_the_instantiation_and_packs_arguments(scale_target, launches):
+    import torch
+
+    from portkit.launch.kernel_set import LaunchConfig
+
+    config = LaunchConfig((2, 1, 1), (128, 1, 1), 0)
+    for dtype, handle, code in ((torch.float32, 11, "=f"), (torch.float64, 22, "=d")):
+        x, out = torch.ones(4, dtype=dtype), torch.empty(4, dtype=dtype)
+        for _ in range(2):  # the second launch takes the cached plan
+            scale_target.launch(config, [x, out, 0.5, 4])
+        launch = launches[-1]
+        assert launch["function"] == handle and launch["stream"] == 99
+        slots = launch["slots"]
+        assert struct.unpack("=Q", slots[0])[0] == x.data_ptr()
+        assert struct.unpack("=Q", slots[1])[0] == out.data_ptr()
+        assert struct.unpack(code, slots[2][: struct.calcsize(code)])[0] == 0.5
+        assert struct.unpack("=q", slots[3])[0] == 4
+
+
+@pytest.mark.parametrize(
+    "make_args, words",
+    [
+        (lambda t: [t, t, 0.5, 2.5], "parameter n is a long long; got float 2.5"),
+        (lambda t: [t, 7, 0.5, 4], "parameter out is a pointer; pass a tensor, not int"),
+        (lambda t: [t, t.double(), 0.5, 4], "out is float64 but earlier T* arguments"),
+        (lambda t: [t, t, 0.5], "takes 4 arguments (x, out, factor, n), got 3"),
+        (lambda t: [t, t, t, 4], "parameter factor is a float scalar; got a tensor"),
+        (lambda t: [t, t, t[:1], 4], "parameter factor is a float scalar; got a tensor"),
+    ],
+)
+def test_twin_target_errors_are_the_clear_ones(scale_target, launches, make_args, words):
+    import torch
+
+    from portkit.errors import InputError
+    from portkit.launch.kernel_set import LaunchConfig
+
+    config = LaunchConfig((1, 1, 1), (32, 1, 1), 0)
+    t = torch.ones(4)
+    scale_target.launch(config, [t, t, 0.5, 4])  # a plan exists: errors must not hide behind it
+    with pytest.raises(InputError) as info:
+        scale_target.launch(config, make_args(t))
+    assert words in str(info.value)
+    assert len(launches) == 1

@@ -119,6 +119,7 @@ class _Plan:
 
         self.pointers: list[tuple[int, Any]] = []  # (position, torch dtype or None)
         self.raw: list[tuple[int, Any]] = []  # scalars without a struct code: numpy bytes
+        self.scalars: list[int] = []  # struct would take a one-element tensor: refuse it
         slots = []
         for position, param in enumerate(kernel.params):
             ctype = scalar if param.ctype == kernel.template_param else param.ctype
@@ -127,12 +128,16 @@ class _Plan:
                 self.pointers.append((position, getattr(torch, dtype) if dtype else None))
                 slots.append("pointer")
             elif ctype in SLOT_CODES:
+                self.scalars.append(position)
                 slots.append(ctype)
             else:
                 self.raw.append((position, getattr(np, SCALAR_TYPES[ctype])))
                 slots.append("raw")
         self.count = len(kernel.params)
         self.driver = DriverKernel(handle, slots)
+
+
+_Tensor: Any = None  # torch.Tensor, once torch is imported
 
 
 class TwinKernelTarget:
@@ -158,6 +163,11 @@ class TwinKernelTarget:
     def launch(self, config: LaunchConfig, args: Sequence[Any]) -> None:
         from portkit.backends.twin.driver_launch import current_stream
 
+        global _Tensor
+        if _Tensor is None:
+            import torch
+
+            _Tensor = torch.Tensor
         plan = self._plan(args)
         values = list(args)
         try:
@@ -166,6 +176,9 @@ class TwinKernelTarget:
                 if (dtype is not None and arg.dtype != dtype) or arg.get_device() != self._device:
                     raise TypeError
                 values[position] = arg.data_ptr()
+            for position in plan.scalars:
+                if isinstance(values[position], _Tensor):
+                    raise TypeError
             for position, numpy_type in plan.raw:
                 values[position] = numpy_type(values[position]).tobytes()
             stream = current_stream(self._device)
