@@ -125,6 +125,9 @@ class Kernel:
     def launch(self, grid: tuple, block: tuple, shared: int, args: Sequence[Any]) -> None:
         plan = self._plan(args)
         values = list(args)
+        for position in plan[2]:
+            if isinstance(values[position], torch.Tensor):
+                raise InputError(f"kernel {self.name}, argument {position}: pass a number")
         for position, dtype in plan[1]:
             arg = values[position]
             if not isinstance(arg, torch.Tensor) or not arg.is_cuda or not arg.is_contiguous():
@@ -148,6 +151,8 @@ class Kernel:
             raise InputError(
                 f"kernel {self.name} takes {len(spec['params'])} arguments, got {len(args)}"
             )
+        if decider is not None and not isinstance(args[decider], torch.Tensor):
+            raise InputError(f"kernel {self.name}, argument {decider}: pass a tensor")
         dtype = args[decider].dtype if decider is not None else None
         plan = self._plans.get(dtype)
         if plan is None:
@@ -157,15 +162,18 @@ class Kernel:
                 if scalar not in spec["lowered"]:
                     raise InputError(f"kernel {self.name}: no instantiation for {dtype}")
             lowered = spec["lowered"][scalar or ""]
-            slots, pointers = [], []
+            slots, pointers, scalars = [], [], []
             for position, p in enumerate(spec["params"]):
                 ctype = scalar if p["ctype"] == spec["template"] else p["ctype"]
                 if p["pointer"]:
                     name = DTYPE_OF_C_SCALAR.get(ctype or "")
                     pointers.append((position, getattr(torch, name) if name else None))
+                else:
+                    scalars.append(position)
                 slots.append("pointer" if p["pointer"] else ctype)
             handle = self.library.kernel(lowered)
-            plan = self._plans[dtype] = (driver_launch.DriverKernel(handle, slots), pointers)
+            kernel = driver_launch.DriverKernel(handle, slots)
+            plan = self._plans[dtype] = (kernel, pointers, scalars)
         return plan
 
 
