@@ -4,8 +4,9 @@
                                                     # numba are blocked from importing
     python check_exported.py compare OUT.pt         # with portkit: the twin, same inputs
 
-``run`` checks each op with ``torch.library.opcheck``, torch.compile(fullgraph=True)
-against eager, and CUDA graph replay against eager, and saves outputs and gradients.
+``run`` checks each op and dtype with ``torch.library.opcheck`` and CUDA graph replay
+against eager, each op's float32 with torch.compile(fullgraph=True) against eager, and
+saves outputs and gradients.
 ``compare`` runs ``portkit.load(op, "twin")`` on the same inputs and prints the largest
 difference per op (the same NVRTC and options build both, so 0 is expected).
 """
@@ -72,9 +73,11 @@ def run(package: str, target: str) -> int:
             results[key] = {"out": out.cpu(), "grads": [g.cpu() for g in grads]}
             checks = torch.library.opcheck(f.op, [x.clone().requires_grad_() for x in xs])
             ok = set(checks.values()) == {"SUCCESS"}
-            torch._dynamo.reset()
-            compiled = torch.compile(lambda *a, f=f: f(*a) * 2, fullgraph=True)
-            compile_ok = torch.equal(compiled(*xs), f(*xs) * 2)
+            compile_ok = True
+            if dtype == "float32":  # one inductor compile per op keeps the run short
+                torch._dynamo.reset()
+                compiled = torch.compile(lambda *a, f=f: f(*a) * 2, fullgraph=True)
+                compile_ok = torch.equal(compiled(*xs), f(*xs) * 2)
             static = [x.clone() for x in xs]
             f(*static)
             graph = torch.cuda.CUDAGraph()

@@ -20,27 +20,37 @@ PY=python3
 cat "$OUT/versions.txt"
 
 # 1. Host cost per call.
-timeout 150 $PY scripts/bench_launch.py --json "$OUT/bench_launch.json" > "$OUT/bench_launch.txt" 2>&1
+timeout 100 $PY scripts/bench_launch.py --json "$OUT/bench_launch.json" > "$OUT/bench_launch.txt" 2>&1
 bench=$?
 cat "$OUT/bench_launch.txt"
 
 # 2. Registered op tests (CPU ones and the gpu-marked ones).
-timeout 200 $PY -m pytest -p portkit.pytest_plugin -q -rfs -p no:cacheprovider tests/torch_op \
+parallel=(); $PY -c "import xdist" 2>/dev/null && parallel=(-n 4)
+timeout 220 $PY -m pytest -p portkit.pytest_plugin "${parallel[@]}" -q -rfs -p no:cacheprovider tests/torch_op \
   --junitxml="$OUT/junit-torch-op.xml" > "$OUT/pytest-torch-op.txt" 2>&1
 tests=$?
 tail -n 15 "$OUT/pytest-torch-op.txt"
 
 # 3. Export, install into a fresh venv, run there without portkit/numba, compare with the twin.
-{
-  rm -rf /tmp/pk-export /tmp/pk-venv /tmp/pk-exported.pt
-  $PY -m portkit.cli export sigmoid elementwise_mul vector_add softmax softmax_warp \
-    --out /tmp/pk-export --arch sm_80,sm_90,sm_100 --name pk_exported \
-  && $PY -m venv --system-site-packages /tmp/pk-venv \
-  && /tmp/pk-venv/bin/python -m pip install -q --no-index --no-deps /tmp/pk-export/dist/*.whl \
-  && (cd /tmp && env -u PYTHONPATH /tmp/pk-venv/bin/python "$OLDPWD/scripts/check_exported.py" \
-        run pk_exported /tmp/pk-exported.pt) \
-  && $PY scripts/check_exported.py compare /tmp/pk-exported.pt
-} > "$OUT/export.txt" 2>&1
+export_install_run() {
+  rm -rf /tmp/pk-export /tmp/pk-venv /tmp/pk-target /tmp/pk-exported.pt
+  python3 -m portkit.cli export sigmoid elementwise_mul vector_add softmax softmax_warp \
+    --out /tmp/pk-export --arch sm_80,sm_90,sm_100 --name pk_exported || return 1
+  local wheel=(/tmp/pk-export/dist/*.whl) run=()
+  if python3 -m venv --system-site-packages /tmp/pk-venv; then
+    /tmp/pk-venv/bin/python -m pip install -q --no-index --no-deps "${wheel[@]}" || return 1
+    run=(env -u PYTHONPATH /tmp/pk-venv/bin/python)
+  else  # no ensurepip on this image: install beside, still outside the repository
+    echo "venv unavailable here: pip install --target /tmp/pk-target instead"
+    python3 -m pip install -q --no-index --no-deps --target /tmp/pk-target "${wheel[@]}" || return 1
+    run=(env PYTHONPATH=/tmp/pk-target python3)
+  fi
+  (cd /tmp && "${run[@]}" "$REPO/scripts/check_exported.py" run pk_exported /tmp/pk-exported.pt) \
+    || return 1
+  python3 scripts/check_exported.py compare /tmp/pk-exported.pt
+}
+REPO=$PWD
+export_install_run > "$OUT/export.txt" 2>&1
 exported=$?
 tail -n 14 "$OUT/export.txt"
 
