@@ -49,8 +49,9 @@ export_install_run() {
     || return 1
   python3 scripts/check_exported.py compare /tmp/pk-exported.pt
 }
-REPO=$PWD
-export_install_run > "$OUT/export.txt" 2>&1
+export REPO=$PWD
+export -f export_install_run
+timeout 170 bash -c export_install_run > "$OUT/export.txt" 2>&1
 exported=$?
 tail -n 14 "$OUT/export.txt"
 
