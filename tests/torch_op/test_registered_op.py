@@ -14,6 +14,7 @@ import torch
 
 import portkit
 from portkit.errors import InputError, OpDefinitionError
+from tests.torch_op.checks import opcheck
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -57,6 +58,32 @@ def test_opcheck_passes_on_the_simulated_prototype(repo, name: str) -> None:
     f = portkit.load(name, "sim")
     result = torch.library.opcheck(f.op, OPCHECK_INPUTS[name]())
     assert set(result.values()) == {"SUCCESS"}, result
+
+
+@pytest.mark.parametrize(
+    "name, case", [("sigmoid", "float64-special"), ("vector_add", "float32-special")]
+)
+def test_opcheck_on_cases_that_make_nan(repo, name: str, case: str) -> None:
+    from portkit.project.cases import make_inputs
+
+    f = portkit.load(name, "sim")
+    op = f.registered
+    inputs = make_inputs(repo_catalog().get(name).case(case), "cpu")
+    if op.layout.has_backward:
+        inputs = [t.requires_grad_() for t in inputs]
+    assert torch.isnan(as_list(f(*inputs))[0]).any()  # the case this is about
+    opcheck(f.op, inputs, nan=True)
+
+
+def repo_catalog():
+    from portkit.project.config import load_config
+    from portkit.project.discovery import discover
+
+    return discover(load_config(REPO))
+
+
+def as_list(value) -> list:
+    return list(value) if isinstance(value, (tuple, list)) else [value]
 
 
 def test_registered_op_and_eager_path_agree_with_gradients(repo) -> None:
