@@ -283,13 +283,21 @@ def register(
     return op
 
 
+_dispatch_modes = torch._C._len_torch_dispatch_stack
+_function_modes = torch._C._is_torch_function_mode_enabled
+_functorch_level = torch._C._functorch.peek_interpreter_stack
+_Tensor = torch.Tensor
+_PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)  # Parameter adds no dispatch behaviour
+
+
 def _plain_eager(inputs: Sequence[Any]) -> bool:
     """No mode, transform or tensor subclass that needs to see the registered op."""
-    if torch._C._len_torch_dispatch_stack() or torch._C._is_torch_function_mode_enabled():
+    if _dispatch_modes() or _function_modes() or _functorch_level() is not None:
         return False
-    if torch._C._functorch.peek_interpreter_stack() is not None:
-        return False
-    return all(type(i) is torch.Tensor for i in inputs if isinstance(i, torch.Tensor))
+    for i in inputs:
+        if isinstance(i, _Tensor) and type(i) not in _PLAIN_TENSORS:
+            return False  # a subclass (FakeTensor, DTensor, ...) dispatches through the op
+    return True
 
 
 class OpCallable:
