@@ -93,6 +93,7 @@ class LaunchTarget(Protocol):
 
 
 _modules: dict[str, Any] = {}
+_DEVICE_FLAG = {"cuda": "is_cuda", "cpu": "is_cpu"}
 
 
 def _torch_numpy() -> tuple[Any, Any]:
@@ -109,7 +110,7 @@ def _torch_numpy() -> tuple[Any, Any]:
 def check_kernel_args(kernel: str, args: Sequence[Any], device: str) -> list[Any]:
     """Tensors must live on ``device`` and be contiguous; autograd is stripped."""
     torch, scalars = _torch_numpy()
-    on_device = f"is_{device}"  # tensor.is_cuda / is_cpu: no torch.device object per call
+    on_device = _DEVICE_FLAG.get(device, "")  # tensor.is_cuda: no torch.device per call
     checked = []
     for position, arg in enumerate(args):
         if isinstance(arg, torch.Tensor):
@@ -262,7 +263,11 @@ class KernelSet:
         return torch.full(tuple(shape), fill, dtype=dtype, device=self.device)
 
     def empty_like(self, tensor: torch.Tensor) -> torch.Tensor:
-        if not self.poison_outputs and getattr(tensor, f"is_{self.device}", False):
+        if (
+            not self.poison_outputs
+            and getattr(tensor, _DEVICE_FLAG.get(self.device, ""), False)
+            and tensor.is_contiguous()  # empty_like keeps strides; kernels want C order
+        ):
             torch, _ = _torch_numpy()  # the cheapest allocation torch offers from Python
-            return torch.empty_like(tensor, memory_format=torch.contiguous_format)
+            return torch.empty_like(tensor)
         return self.empty(tensor.shape, tensor.dtype)
