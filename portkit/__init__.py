@@ -25,12 +25,14 @@ __all__ = [
 
 def load(name: str, implementation: str = "twin"):
     """The op ``name`` of the current project as a differentiable function:
-    ``portkit.load("sigmoid", "twin")(x)``."""
+    ``portkit.load("sigmoid", "twin")(x)``. It is also registered as the PyTorch op
+    ``torch.ops.<namespace>.<name>_<implementation>`` (namespace from ``[tool.portkit]``,
+    default ``portkit``), so torch.compile, CUDA graphs and opcheck see it."""
     from portkit.backends import create
     from portkit.errors import BackendUnavailable
-    from portkit.launch.autograd import op_function
     from portkit.project.config import load_config
     from portkit.project.discovery import discover
+    from portkit.torch_op.load import registered_callable
 
     config = load_config()
     op_ = discover(config).get(name)
@@ -38,4 +40,4 @@ def load(name: str, implementation: str = "twin"):
     reason = backend.unavailable_reason or backend.unsupported_reason(op_)
     if reason:
         raise BackendUnavailable(f"{implementation} cannot run op {name}: {reason}")
-    return op_function(op_, backend.kernels(op_))
+    return registered_callable(op_, backend.kernels(op_), config.namespace)

@@ -21,10 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 from portkit.check.compare import REFERENCE_TOLERANCE, TWIN_TOLERANCE, compare, identical
 from portkit.errors import PortkitError, describe
-from portkit.launch.autograd import as_tuple, op_function
+from portkit.launch.autograd import as_tuple
 from portkit.launch.guards import GuardZones
 from portkit.project.cases import Case, make_grad_outputs, make_inputs
 from portkit.results import FAIL, PASS, SKIP, CheckResult
+from portkit.torch_op.load import registered_callable
 
 if TYPE_CHECKING:
     import torch
@@ -132,7 +133,7 @@ class CaseRunner:
             guards = None
             if self.settings.guards:
                 guards = kernels.guards = GuardZones(parameter_names(self.op))
-            fn = op_function(self.op, kernels)
+            fn = registered_callable(self.op, kernels, backend.config.namespace)
             expected_outputs, expected_grads = self.reference(device)
             inputs = self.differentiable(make_inputs(self.case, device))
             if guards is not None:

@@ -10,6 +10,7 @@ from portkit import __version__
 from portkit.cli.check import check
 from portkit.cli.compile import compile_command
 from portkit.cli.diff import diff_command
+from portkit.cli.export import export_command
 from portkit.cli.lint import lint
 from portkit.cli.list import list_ops
 from portkit.cli.sim import sim
@@ -34,10 +35,11 @@ def main() -> None:
       portkit compile           do prototypes and twins compile for sm_90? (no GPU needed)
       portkit lint              ... and float64 in float32 kernels, resources side by side
       pytest prototypes         the same suite as generated pytest tests
+      portkit export sigmoid --out build/k   the twins as a package without portkit
     """
 
 
-for _command in (list_ops, sim, check, compile_command, lint, diff_command):
+for _command in (list_ops, sim, check, compile_command, lint, diff_command, export_command):
     main.add_command(_command)
 
 

@@ -95,34 +95,52 @@ class LaunchTarget(Protocol):
     def launch(self, config: LaunchConfig, args: Sequence[Any]) -> None: ...
 
 
+_modules: dict[str, Any] = {}
+_DEVICE_FLAG = {"cuda": "is_cuda", "cpu": "is_cpu"}
+
+
+def _torch_numpy() -> tuple[Any, Any]:
+    """torch and numpy, imported on first use (``portkit --help`` imports neither) and then
+    read from a dict: an ``import`` statement costs about a microsecond on every launch."""
+    if not _modules:
+        import numpy
+        import torch
+
+        _modules.update(torch=torch, numpy=numpy, scalars=(bool, int, float, numpy.generic))
+    return _modules["torch"], _modules["scalars"]
+
+
 def check_kernel_args(kernel: str, args: Sequence[Any], device: str) -> list[Any]:
     """Tensors must live on ``device`` and be contiguous; autograd is stripped."""
-    import numpy as np
-    import torch
-
+    torch, scalars = _torch_numpy()
+    on_device = _DEVICE_FLAG.get(device, "")  # tensor.is_cuda: no torch.device per call
     checked = []
     for position, arg in enumerate(args):
-        where = f"kernel {kernel}, argument {position}"
         if isinstance(arg, torch.Tensor):
-            if arg.device.type != device:
-                raise InputError(
-                    f"{where}: tensor is on {arg.device.type}, this implementation runs on "
-                    f"{device}; move it with .to({device!r})"
-                )
-            if not arg.is_contiguous():
-                raise InputError(
-                    f"{where}: tensor of shape {tuple(arg.shape)} with strides {arg.stride()} "
-                    f"is not contiguous; pass .contiguous()"
-                )
-            checked.append(arg.detach())
-        elif isinstance(arg, (bool, int, float, np.generic)):
+            if not (getattr(arg, on_device, False) and arg.is_contiguous()):
+                _explain_tensor(kernel, position, arg, device)
+            checked.append(arg.detach() if arg.requires_grad else arg)
+        elif isinstance(arg, scalars):
             checked.append(arg)
         else:
             raise InputError(
-                f"{where}: {type(arg).__name__} is neither a tensor nor a number; kernels take "
-                f"torch tensors and Python or NumPy scalars"
+                f"kernel {kernel}, argument {position}: {type(arg).__name__} is neither a tensor "
+                f"nor a number; kernels take torch tensors and Python or NumPy scalars"
             )
     return checked
+
+
+def _explain_tensor(kernel: str, position: int, arg: torch.Tensor, device: str) -> None:
+    where = f"kernel {kernel}, argument {position}"
+    if arg.device.type != device:
+        raise InputError(
+            f"{where}: tensor is on {arg.device.type}, this implementation runs on "
+            f"{device}; move it with .to({device!r})"
+        )
+    raise InputError(
+        f"{where}: tensor of shape {tuple(arg.shape)} with strides {arg.stride()} "
+        f"is not contiguous; pass .contiguous()"
+    )
 
 
 class BoundLaunch:
@@ -138,12 +156,43 @@ class BoundLaunch:
             owner.guards.verify(owner.op, owner.implementation, kernel.name, checked)
 
 
+MAX_CACHED_CONFIGS = 512  # grids follow input sizes; a model sees a few hundred at most
+
+
+def _plain_config(config: Any) -> bool:
+    """A tuple of ints and tuples of ints: safe as a cache key (4.0 == 4 and True == 1
+    hash alike, and those must still reach launch_config's error)."""
+    if type(config) is not tuple:
+        return False
+    for item in config:
+        if type(item) is not int:
+            if type(item) is not tuple:
+                return False
+            for d in item:
+                if type(d) is not int:
+                    return False
+    return True
+
+
 class Kernel:
     def __init__(self, name: str, target: LaunchTarget, owner: KernelSet) -> None:
         self.name, self.target, self.owner = name, target, owner
+        # Checked launch configurations by what went inside k.kernel[...]: a launcher
+        # launches the same few configurations over and over.
+        self._bound: dict[tuple, BoundLaunch] = {}
 
     def __getitem__(self, config: Any) -> BoundLaunch:
-        return BoundLaunch(self, launch_config(config, self.name))
+        plain = _plain_config(config)
+        if plain:
+            bound = self._bound.get(config)
+            if bound is not None:
+                return bound
+        bound = BoundLaunch(self, launch_config(config, self.name))
+        if plain:
+            if len(self._bound) >= MAX_CACHED_CONFIGS:
+                self._bound.clear()
+            self._bound[config] = bound
+        return bound
 
 
 class KernelSet:
@@ -167,6 +216,10 @@ class KernelSet:
         self.guards = guards
         self.targets = dict(targets)
         self._kernels = {name: Kernel(name, t, self) for name, t in targets.items()}
+        # Kernels as instance attributes: k.name finds them without __getattr__.
+        for name, kernel in self._kernels.items():
+            if not hasattr(type(self), name) and name not in self.__dict__:
+                self.__dict__[name] = kernel
 
     def wrapped(self, wrap: Callable[[str, LaunchTarget], LaunchTarget]) -> KernelSet:
         """The same kernels with every launch target passed through ``wrap`` (to record
@@ -189,8 +242,7 @@ class KernelSet:
         """An output buffer on this implementation's device. During checks it is filled
         with NaN (or -1 for integers) so that an element no kernel writes fails, and it
         sits between guard zones (``launch/guards.py``) that catch stores past its ends."""
-        import torch
-
+        torch, _ = _torch_numpy()
         if self.guards is not None:
             out = self.guards.allocate(tuple(shape), dtype, self.device)
         else:
@@ -205,4 +257,12 @@ class KernelSet:
         return out
 
     def empty_like(self, tensor: torch.Tensor) -> torch.Tensor:
+        if (
+            not self.poison_outputs
+            and self.guards is None
+            and getattr(tensor, _DEVICE_FLAG.get(self.device, ""), False)
+            and tensor.is_contiguous()  # empty_like keeps strides; kernels want C order
+        ):
+            torch, _ = _torch_numpy()  # the cheapest allocation torch offers from Python
+            return torch.empty_like(tensor)
         return self.empty(tensor.shape, tensor.dtype)

@@ -6,6 +6,7 @@ A project is the nearest folder, from the working directory up, that holds a
     prototypes = "prototypes"   # folder of numba prototypes, one op per <op>.py
     cuda-src   = "cuda_src"     # folder of C CUDA twins, one op per <op>.cu
     cache-dir  = "..."          # compiled twins; default: $XDG_CACHE_HOME/portkit
+    namespace  = "portkit"      # torch.library namespace of the registered ops
 
 Nothing is read at import time: commands and the pytest plugin call ``load_config``.
 """
@@ -24,7 +25,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-_KNOWN_KEYS = {"prototypes", "cuda-src", "cache-dir"}
+_KNOWN_KEYS = {"prototypes", "cuda-src", "cache-dir", "namespace"}
+DEFAULT_NAMESPACE = "portkit"
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,7 @@ class ProjectConfig:
     prototypes_dir: Path
     cuda_src_dir: Path
     cache_dir: Path
+    namespace: str = DEFAULT_NAMESPACE  # ops register as torch.ops.<namespace>.<op>_<impl>
 
 
 def default_cache_dir() -> Path:
@@ -67,11 +70,19 @@ def load_config(start: Path | None = None) -> ProjectConfig:
         )
     for key, value in table.items():
         if not isinstance(value, str):
-            raise ConfigError(f"{pyproject}: [tool.portkit] {key} must be a string path")
+            what = "a string" if key == "namespace" else "a string path"
+            raise ConfigError(f"{pyproject}: [tool.portkit] {key} must be {what}")
+    namespace = table.get("namespace", DEFAULT_NAMESPACE)
+    if not namespace.isidentifier():
+        raise ConfigError(
+            f"{pyproject}: [tool.portkit] namespace {namespace!r} must be a Python identifier "
+            f"(ops register as torch.ops.<namespace>.<op>)"
+        )
     cache = table.get("cache-dir")
     return ProjectConfig(
         root=root,
         prototypes_dir=root / table.get("prototypes", "prototypes"),
         cuda_src_dir=root / table.get("cuda-src", "cuda_src"),
         cache_dir=(root / cache) if cache else default_cache_dir(),
+        namespace=namespace,
     )

@@ -436,11 +436,21 @@ def test_bad_config_key(make_project, cli):
         load_config(root)
     message = str(info.value)
     assert "unknown key(s) in [tool.portkit]: prototype-dir" in message
-    assert "known keys: cache-dir, cuda-src, prototypes" in message
+    assert "known keys: cache-dir, cuda-src, namespace, prototypes" in message
     assert str(root / "pyproject.toml") in message
     for command in (["list"], ["sim", "anything"], ["check", "--all"], ["compile"]):
         out = assert_clean(cli(root, *command), 2)
-        assert "known keys: cache-dir, cuda-src, prototypes" in out
+        assert "known keys: cache-dir, cuda-src, namespace, prototypes" in out
+
+
+def test_config_namespace_must_be_an_identifier(make_project):
+    from portkit.project.config import load_config
+
+    root = make_project({}, portkit_table='namespace = "my-lib"\n')
+    with pytest.raises(ConfigError, match=r"namespace 'my-lib' must be a Python identifier"):
+        load_config(root)
+    root = make_project({}, portkit_table='namespace = "mylib"\n')
+    assert load_config(root).namespace == "mylib"
 
 
 def test_config_value_not_a_string(make_project):

@@ -1,0 +1,83 @@
+"""``portkit export OP... --out DIR``: the twins as an installable package that needs
+only torch and cuda-bindings at run time."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from portkit.cli.context import make_console, user_errors
+
+DEFAULT_ARCHS = "sm_80,sm_90,sm_100"
+
+
+@click.command("export")
+@click.argument("op_names", metavar="OP...", nargs=-1, required=True)
+@click.option(
+    "--out",
+    "out",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="New (or empty) folder to write the package project into.",
+)
+@click.option(
+    "--arch",
+    "arch",
+    default=DEFAULT_ARCHS,
+    show_default=True,
+    help="GPU architectures to compile cubins for; PTX of the newest is added.",
+)
+@click.option(
+    "--name", "package", default=None, help="Python package name (default: <namespace>_kernels)."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON.")
+@user_errors
+def export_command(
+    op_names: tuple[str, ...], out: Path, arch: str, package: str | None, as_json: bool
+) -> None:
+    """Write an installable Python package holding the twins of OP... compiled ahead of
+    time (a cubin per --arch, PTX for newer GPUs), their host launchers and the
+    registration of each op as torch.ops.<namespace>.<op>. Importing it needs torch and
+    cuda-bindings only: no numba, no NVRTC, no portkit, no compile on first call.
+
+    \b
+    Examples:
+      portkit export sigmoid softmax --out build/my_kernels
+      portkit export sigmoid --out build/k --arch sm_90 --name my_kernels
+      pip install build/my_kernels/dist/*.whl      (or: pip install build/my_kernels)
+      python -c "import my_kernels, torch; print(my_kernels.sigmoid(torch.randn(8).cuda()))"
+    """
+    from portkit.export.compile import parse_archs
+    from portkit.export.package import export_package
+    from portkit.project.config import load_config
+
+    archs = parse_archs(arch)
+    package = package or f"{load_config().namespace}_kernels"
+    console = make_console(stderr=as_json)
+    with console.status("compiling twins") as status:
+        result = export_package(
+            op_names,
+            out,
+            archs,
+            package,
+            on_op=lambda name: status.update(f"compiled {name}"),
+        )
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "out": str(result.out),
+                    "package": result.package,
+                    "ops": list(result.ops),
+                    "archs": list(result.archs),
+                    "wheel": str(result.wheel),
+                }
+            )
+        )
+        return
+    console.print(
+        f"wrote {result.out}: package {result.package} ({', '.join(result.ops)}) for "
+        f"{', '.join(result.archs)} + PTX\n  install: pip install {result.wheel}"
+    )

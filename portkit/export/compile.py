@@ -1,0 +1,115 @@
+"""Compile a twin ahead of time for several GPU architectures: a cubin per architecture
+and the PTX of the newest one (the driver compiles it on a GPU newer than every cubin).
+
+NVRTC runs on a machine without a GPU; the options are the twin backend's
+(``build.compile_options``), so an exported kernel is the binary ``portkit check``
+tested. ptxas's verbose log gives each lowered kernel's registers and static shared
+memory for the manifest. The PTX is read from the NVRTC program handle after the cubin
+compile: ``cuda.core``'s ``compile("ptx")`` asks the driver for its version.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from portkit.backends.twin.build import _display_name, compile_options, nvrtc_version
+from portkit.errors import PortkitError, TwinCompileError
+
+_ENTRY = re.compile(r"Compiling entry function '(\w+)'")
+_USED = re.compile(r"Used (\d+) registers")
+_SMEM = re.compile(r"(\d+) bytes smem")
+
+
+@dataclass
+class ArchBuild:
+    arch: str
+    cubin: bytes
+    symbols: dict[str, str]  # name expression -> lowered name
+    resources: dict[str, dict[str, int]]  # lowered name -> registers, shared_bytes
+    ptx: bytes = field(default=b"", repr=False)
+
+
+def supported_archs() -> list[str]:
+    from cuda.bindings import nvrtc
+
+    _, archs = nvrtc.nvrtcGetSupportedArchs()
+    return [f"sm_{a}" for a in archs]
+
+
+def parse_archs(text: str) -> list[str]:
+    """``sm_80,sm_90`` -> sorted, checked against what this NVRTC can compile for."""
+    archs = [a.strip() for a in text.split(",") if a.strip()]
+    if not archs:
+        raise PortkitError("--arch names no architecture; e.g. --arch sm_80,sm_90")
+    known = supported_archs()
+    for arch in archs:
+        if arch not in known:
+            raise PortkitError(
+                f"unsupported architecture {arch!r}; NVRTC {nvrtc_version()} compiles for "
+                f"{', '.join(known)}"
+            )
+    return sorted(set(archs), key=lambda a: int(a[3:]))
+
+
+def compile_arch(path: Path, expressions: Sequence[str], arch: str, ptx: bool) -> ArchBuild:
+    from cuda.core import Program, ProgramOptions
+    from cuda.core._utils.cuda_utils import NVRTCError
+
+    options = ProgramOptions(
+        name=_display_name(path), ptxas_options=["-v"], **compile_options(path, arch)
+    )
+    log = io.StringIO()
+    program = Program(path.read_text(), "c++", options)
+    try:
+        try:
+            code = program.compile("cubin", name_expressions=tuple(expressions), logs=log)
+        except NVRTCError as exc:
+            text = str(exc).split("compilation log:", 1)[-1].strip()
+            raise TwinCompileError(f"twin {path} does not compile for {arch}:\n{text}") from None
+        symbols = {
+            e: (s.decode() if isinstance(s, bytes) else str(s))
+            for e, s in code.symbol_mapping.items()
+        }
+        text = _program_ptx(program.handle) if ptx else b""
+    finally:
+        program.close()
+    missing = sorted(set(expressions) - set(symbols))
+    if missing:
+        raise TwinCompileError(f"twin {path}: NVRTC found no kernel for {', '.join(missing)}")
+    return ArchBuild(arch, bytes(code.code), symbols, _resources(log.getvalue()), text)
+
+
+def _resources(log: str) -> dict[str, dict[str, int]]:
+    found: dict[str, dict[str, int]] = {}
+    entry = None
+    for line in log.replace("\0", "").splitlines():
+        match = _ENTRY.search(line)
+        if match:
+            entry = match[1]
+            continue
+        used = _USED.search(line)
+        if used and entry:
+            smem = _SMEM.search(line)
+            found[entry] = {
+                "registers": int(used[1]),
+                "shared_bytes": int(smem[1]) if smem else 0,
+            }
+            entry = None
+    return found
+
+
+def _program_ptx(handle) -> bytes:
+    from cuda.bindings import nvrtc
+
+    result, size = nvrtc.nvrtcGetPTXSize(handle)
+    if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        raise TwinCompileError(f"NVRTC kept no PTX: {result}")
+    buffer = b" " * size
+    (result,) = nvrtc.nvrtcGetPTX(handle, buffer)
+    if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        raise TwinCompileError(f"NVRTC kept no PTX: {result}")
+    return buffer  # NUL-terminated, as the driver wants a PTX image

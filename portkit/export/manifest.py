@@ -1,0 +1,52 @@
+"""One op's entry in an exported package's ``manifest.json``: what the runtime needs to
+launch its kernels (parameters, lowered names per instantiation, image files) and to
+register it (the layout found by running its launchers on meta tensors), plus what a
+reader wants to know (registers and static shared memory per architecture)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any
+
+from portkit.backends.twin.backend import C_SCALAR_OF_DTYPE, checked_twin_kernels
+from portkit.export.compile import ArchBuild
+from portkit.torch_op.layout import op_layout
+
+
+def op_entry(op: Any, class_name: str, builds: Sequence[ArchBuild]) -> dict:
+    newest = builds[-1]
+    kernels = {}
+    for name, kernel in checked_twin_kernels(op).items():
+        scalars = (
+            [C_SCALAR_OF_DTYPE[d] for d in op.definition.dtypes] if kernel.template_param else [""]
+        )
+        lowered = {s: newest.symbols[kernel.expression(s or None)] for s in scalars}
+        kernels[name] = {
+            "template": kernel.template_param,
+            "params": [asdict(p) for p in kernel.params],
+            "lowered": lowered,
+            "resources": {
+                b.arch: {
+                    s: b.resources.get(b.symbols[kernel.expression(s or None)], {}) for s in scalars
+                }
+                for b in builds
+            },
+        }
+    layout = op_layout(op)
+    return {
+        "class": class_name,
+        "dtypes": list(op.definition.dtypes),
+        "same_shape": op.definition.same_shape,
+        "layout": {
+            "input_types": list(layout.input_types),
+            "outputs": layout.outputs,
+            "saved": [list(s) for s in layout.saved],
+            "grads": list(layout.grads),
+            "has_backward": layout.has_backward,
+        },
+        "cubins": {b.arch: f"kernels/{op.name}.{b.arch}.cubin" for b in builds},
+        "ptx": f"kernels/{op.name}.{newest.arch}.ptx",
+        "ptx_arch": newest.arch,
+        "kernels": kernels,
+    }

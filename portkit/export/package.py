@@ -1,0 +1,184 @@
+"""``export_package``: write an installable Python package for some of a project's ops.
+
+    OUT/
+      pyproject.toml                 (setuptools; runtime dependencies: torch, cuda-bindings)
+      dist/NAME-VERSION-py3-none-any.whl   (the same package, installable offline)
+      NAME/__init__.py               registers the ops at import; one function per op
+      NAME/manifest.json             toolkit, archs, lowered names, registers, shared memory
+      NAME/kernels/OP.sm_XY.cubin    per architecture, and OP.sm_XY.ptx for the newest
+      NAME/ops/OP.py                 the op's launchers (see launcher_source)
+      NAME/_runtime.py, _registration.py, _driver_launch.py   copied from portkit
+
+Everything is written to a temporary folder beside OUT and renamed into place at the
+end, so a failure leaves nothing behind and OUT is never half-written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from portkit.errors import PortkitError
+
+RUNTIME_FILES = {
+    "_runtime.py": ("portkit.export", "runtime.py"),
+    "_registration.py": ("portkit.torch_op", "registration.py"),
+    "_driver_launch.py": ("portkit.backends.twin", "driver_launch.py"),
+}
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    out: Path
+    package: str
+    ops: tuple[str, ...]
+    archs: tuple[str, ...]
+    wheel: Path
+
+
+def check_output_folder(out: Path) -> None:
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise PortkitError(f"output folder {out} exists and is not empty; name a new folder")
+    parent = out.parent if out.parent != Path("") else Path(".")
+    if parent.exists() and not parent.is_dir():
+        raise PortkitError(f"cannot write {out}: {parent} is not a folder")
+    if not parent.is_dir():
+        raise PortkitError(f"cannot write {out}: folder {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise PortkitError(f"cannot write {out}: folder {parent} is not writable")
+
+
+def _source_file(package: str, filename: str) -> str:
+    import importlib
+
+    module = importlib.import_module(package)
+    return (Path(module.__file__).parent / filename).read_text()  # type: ignore[arg-type]
+
+
+def export_package(
+    names: Sequence[str],
+    out: Path,
+    archs: Sequence[str],
+    package: str,
+    version: str = "0.1.0",
+    on_op=None,
+) -> ExportResult:
+    from portkit.backends.twin.build import nvrtc_version
+    from portkit.export.compile import compile_arch
+    from portkit.export.launcher_source import launcher_module_source
+    from portkit.export.manifest import op_entry
+    from portkit.export.wheel import write_wheel
+    from portkit.project.config import load_config
+    from portkit.project.discovery import discover
+
+    if not package.isidentifier():
+        raise PortkitError(f"package name {package!r} is not a Python identifier")
+    check_output_folder(out)
+    config = load_config()
+    catalog = discover(config)
+    ops = [catalog.get(name) for name in names]  # an unknown op raises OpNotFound here
+    for op in ops:
+        if not op.has_twin:
+            raise PortkitError(f"op {op.name} has no twin ({op.name}.cu): nothing to export")
+    out = out.resolve()
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        root = staging / package
+        (root / "kernels").mkdir(parents=True)
+        (root / "ops").mkdir()
+        (root / "ops" / "__init__.py").write_text("")
+        manifest = {
+            "format": 1,
+            "namespace": config.namespace,
+            "toolkit": f"NVRTC {nvrtc_version()}",
+            "archs": list(archs),
+            "ops": {},
+        }
+        for op in ops:
+            module = sys.modules[op.definition.forward.__module__]
+            cls = vars(module)[op.definition.class_name]
+            source = launcher_module_source(op.name, cls, module)
+            (root / "ops" / f"{op.name}.py").write_text(source)
+            builds = [
+                compile_arch(op.twin_path, _expressions(op), a, a == archs[-1]) for a in archs
+            ]
+            for build in builds:
+                (root / "kernels" / f"{op.name}.{build.arch}.cubin").write_bytes(build.cubin)
+            (root / "kernels" / f"{op.name}.{archs[-1]}.ptx").write_bytes(builds[-1].ptx)
+            manifest["ops"][op.name] = op_entry(op, cls.__name__, builds)
+            if on_op is not None:
+                on_op(op.name)
+        (root / "manifest.json").write_text(json.dumps(manifest, indent=1))
+        for target, (source_package, filename) in RUNTIME_FILES.items():
+            (root / target).write_text(_source_file(source_package, filename))
+        (root / "__init__.py").write_text(_init_source(package, manifest))
+        (staging / "pyproject.toml").write_text(_pyproject(package, version))
+        wheel = write_wheel(staging / "dist", root, package, version)
+        if out.exists():
+            out.rmdir()  # empty, checked above
+        os.replace(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return ExportResult(
+        out, package, tuple(op.name for op in ops), tuple(archs), out / "dist" / wheel.name
+    )
+
+
+def _expressions(op) -> list[str]:
+    from portkit.backends.twin.backend import twin_expressions
+
+    return twin_expressions(op)
+
+
+def _init_source(package: str, manifest: dict) -> str:
+    names = list(manifest["ops"])
+    imports = "\n".join(
+        f"from .ops.{n} import {manifest['ops'][n]['class']} as _{n}" for n in names
+    )
+    table = ", ".join(f'"{n}": _{n}' for n in names)
+    exports = "\n".join(f'{n} = _ops["{n}"]' for n in names)
+    return f'''"""{package}: ops exported by portkit ({", ".join(names)}).
+
+Each op is registered at import as torch.ops.{manifest["namespace"]}.<op> (with autograd
+and a fake kernel, so torch.compile and CUDA graphs work) and offered here as a function.
+Needs torch and cuda-bindings; the kernels were compiled ahead of time for
+{", ".join(manifest["archs"])} (PTX for newer GPUs): see manifest.json.
+"""
+
+from pathlib import Path as _Path
+
+from ._runtime import InputError, PortkitError, register_ops as _register_ops
+{imports}
+
+_ops = _register_ops(_Path(__file__).parent, {{{table}}})
+{exports}
+
+__all__ = ["InputError", "PortkitError", {", ".join(repr(n) for n in names)}]
+'''
+
+
+def _pyproject(package: str, version: str) -> str:
+    return f"""[build-system]
+requires = ["setuptools>=68"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "{package}"
+version = "{version}"
+description = "Custom GPU ops exported by portkit"
+requires-python = ">=3.10"
+dependencies = ["torch>=2.4", "cuda-bindings>=12.8"]
+
+[tool.setuptools]
+packages = ["{package}", "{package}.ops"]
+
+[tool.setuptools.package-data]
+{package} = ["manifest.json", "kernels/*"]
+"""

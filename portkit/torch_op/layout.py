@@ -1,0 +1,82 @@
+"""Find an op's ``OpLayout`` by running its launchers once on meta tensors.
+
+The schema of the registered op (how many inputs of which type, how many outputs, which
+saved tensors are inputs, outputs or intermediates, which inputs get a gradient) is read
+from the launchers themselves on the op's first case, so an author writes no schema and
+no shape function. Kernels do not launch; ``k.empty*`` allocate meta tensors.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from portkit.errors import OpDefinitionError
+from portkit.project.cases import make_grad_outputs, make_inputs
+from portkit.torch_op.registration import FakeKernels, OpLayout, as_tuple
+
+if TYPE_CHECKING:
+    from portkit.project.discovery import Op
+
+SCALAR_SCHEMA_TYPES = ((bool, "bool"), (int, "int"), (float, "float"))
+
+
+def schema_type(value: Any, op: str, position: int) -> str:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return "Tensor"
+    for python_type, name in SCALAR_SCHEMA_TYPES:  # bool first: it is an int too
+        if isinstance(value, python_type):
+            return name
+    raise OpDefinitionError(
+        f"op {op}: input {position} is a {type(value).__name__}; a registered op takes "
+        f"tensors, bools, ints and floats"
+    )
+
+
+@cache
+def op_layout(op: Op) -> OpLayout:
+    import torch
+
+    cases = op.definition.cases
+    case = next((c for c in cases if c.numel), cases[0])
+    inputs = [t.to("meta") for t in make_inputs(case, "cpu")] + list(case.extra)
+    input_types = tuple(schema_type(v, op.name, i) for i, v in enumerate(inputs))
+    k = FakeKernels(op.name, torch.device("meta"), list(op.kernels))
+    result = op.definition.forward(k, *inputs)
+    if not (isinstance(result, tuple) and len(result) == 2):
+        raise OpDefinitionError(f"op {op.name}: forward must return (outputs, saved_for_backward)")
+    outputs, saved = as_tuple(result[0]), as_tuple(result[1])
+    if not outputs or not all(isinstance(o, torch.Tensor) for o in outputs):
+        raise OpDefinitionError(f"op {op.name}: forward's outputs must be tensors")
+    layout_saved = []
+    extras = 0
+    for position, value in enumerate(saved):
+        if not isinstance(value, torch.Tensor):
+            raise OpDefinitionError(
+                f"op {op.name}: forward saves a {type(value).__name__} (saved item {position}); "
+                f"a registered op saves tensors only: save a tensor or recompute it in backward"
+            )
+        if any(value is i for i in inputs):
+            layout_saved.append(("input", next(n for n, i in enumerate(inputs) if i is value)))
+        elif any(value is o for o in outputs):
+            layout_saved.append(("output", next(n for n, o in enumerate(outputs) if o is value)))
+        else:
+            layout_saved.append(("extra", extras))
+            extras += 1
+    grads: tuple[bool, ...] = (False,) * len(inputs)
+    backward = op.definition.backward
+    if backward is not None:
+        grad_outputs = make_grad_outputs(case, outputs)  # created on the CPU, moved to meta
+        returned = as_tuple(backward(k, tuple(saved), *grad_outputs))
+        if len(returned) != len(inputs):
+            raise OpDefinitionError(
+                f"op {op.name}: backward returned {len(returned)} gradients "
+                f"for {len(inputs)} inputs"
+            )
+        grads = tuple(
+            isinstance(g, torch.Tensor) and isinstance(i, torch.Tensor)
+            for g, i in zip(returned, inputs)
+        )
+    return OpLayout(input_types, len(outputs), tuple(layout_saved), grads, backward is not None)

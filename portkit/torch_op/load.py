@@ -1,0 +1,65 @@
+"""``registered_callable(op, implementation, kernels, namespace)``: bind one implementation's
+kernels to its registered op ``<namespace>::<op>_<implementation>`` and return the callable
+``portkit.load`` hands to a model (the checker uses the same one)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from portkit.errors import OpDefinitionError
+from portkit.launch.autograd import check_inputs
+from portkit.torch_op.layout import op_layout
+from portkit.torch_op.registration import Binding, OpCallable, register
+
+if TYPE_CHECKING:
+    from portkit.launch.kernel_set import KernelSet
+    from portkit.project.discovery import Op
+
+
+def qualified_name(namespace: str, op: str, implementation: str) -> str:
+    """``portkit::sigmoid_twin``; characters an operator name cannot hold become ``_``."""
+    return f"{namespace}::" + re.sub(r"\W", "_", f"{op}_{implementation}")
+
+
+def registered_callable(op: Op, kernels: KernelSet, namespace: str) -> OpCallable:
+    definition = op.definition
+    check = input_check(op, kernels.device)
+    binding = Binding(definition.forward, definition.backward, kernels, check, OpDefinitionError)
+    qualname = qualified_name(namespace, op.name, kernels.implementation)
+    registered = register(qualname, op_layout(op), list(op.kernels), binding)
+    return OpCallable(registered, binding)
+
+
+def input_check(op: Op, device: str) -> Callable[[Sequence[Any]], None]:
+    """``check_inputs`` with its per-call work done once: the accepted dtypes as torch
+    objects, no strings. Any doubt goes to ``check_inputs``, which raises the message."""
+    import torch
+
+    accepted = {getattr(torch, d) for d in op.definition.dtypes}
+    same_shape = op.definition.same_shape
+    custom = op.definition.check_inputs
+    on_device = f"is_{device}"
+    tensor = torch.Tensor
+
+    def check(inputs: Sequence[Any]) -> None:
+        first = None
+        for t in inputs:
+            if isinstance(t, tensor):
+                if first is None:
+                    first = t
+                if not (
+                    t.dtype in accepted
+                    and t.dtype == first.dtype
+                    and getattr(t, on_device, False)
+                    and t.is_contiguous()
+                    and (not same_shape or t.shape == first.shape)
+                ):
+                    check_inputs(op, inputs, device)  # raises the clear error
+        if first is None:
+            check_inputs(op, inputs, device)
+        if custom is not None:
+            custom(*inputs)
+
+    return check

@@ -1,0 +1,367 @@
+"""An op's host launchers as a registered PyTorch op, with autograd and a fake kernel.
+
+``RegisteredOp(qualname, layout, kernel_names)`` defines two ``torch.library.custom_op``s:
+``ns::name`` (the forward) and ``ns::name_backward`` (the backward launcher, itself an op so
+that torch.compile's AOTAutograd can trace the backward formula). Their fake
+implementations are the launchers themselves, run against ``FakeKernels``: kernels that
+do not launch and ``k.empty*`` that allocate wherever the inputs live (fake tensors under
+FakeTensorMode, meta tensors for layout probes). Authors never write a shape function.
+
+The forward op returns the op's outputs followed by the tensors saved for backward that
+are neither inputs nor outputs ("extras"); ``setup_context`` rebuilds the saved tuple from
+the layout. Callers strip the extras (``OpCallable``).
+
+``OpCallable`` is what ``portkit.load`` returns. When PyTorch is watching (torch.compile,
+a dispatch or function mode such as FakeTensorMode or opcheck's, functorch transforms,
+tensor subclasses) it calls the registered op. In plain eager it runs the same launchers
+directly, through an ``autograd.Function`` when a gradient is needed: custom_op's Python
+dispatch costs 8–11 µs per call on recent PyTorch (pytorch#177109), more than a whole
+launch, and both paths run the same launcher on the same kernels.
+
+This module imports only torch: ``portkit export`` copies it verbatim into exported
+packages, so a shipped op is registered by exactly this code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+SAVED_KINDS = ("input", "output", "extra")
+
+
+@dataclass(frozen=True)
+class OpLayout:
+    """What the launchers take and give, found once by running them on meta tensors."""
+
+    input_types: tuple[str, ...]  # schema type per input: Tensor, float, int, bool
+    outputs: int
+    saved: tuple[tuple[str, int], ...]  # per saved item: (kind, index in inputs/outputs/extras)
+    grads: tuple[bool, ...]  # per input: does backward return a tensor there
+    has_backward: bool
+
+    @property
+    def extras(self) -> int:
+        return sum(1 for kind, _ in self.saved if kind == "extra")
+
+    def forward_schema(self) -> str:
+        params = ", ".join(f"{t} a{i}" for i, t in enumerate(self.input_types))
+        return f"({params}) -> {_returns(self.outputs + self.extras)}"
+
+    def backward_schema(self) -> str:
+        saved = [f"Tensor s{i}" for i in range(len(self.saved))]
+        grads = [f"Tensor g{i}" for i in range(self.outputs)]
+        return f"({', '.join(saved + grads)}) -> {_returns(sum(self.grads))}"
+
+
+def _returns(count: int) -> str:
+    return "Tensor" if count == 1 else "(" + ", ".join(["Tensor"] * count) + ")"
+
+
+def as_tuple(value: Any) -> tuple:
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
+
+
+class _NoLaunch:
+    def __getitem__(self, config: Any) -> Callable[..., None]:
+        return _ignore
+
+
+def _ignore(*args: Any) -> None:
+    return None
+
+
+class FakeKernels:
+    """``k`` for fake runs: launches do nothing, ``k.empty*`` allocate on ``device`` (under
+    FakeTensorMode torch.empty makes a fake tensor, so shapes may be symbolic)."""
+
+    def __init__(self, op: str, device: torch.device, kernel_names: Sequence[str]) -> None:
+        self.op, self.device, self.implementation = op, device, "fake"
+        self.poison_outputs = False
+        self._names = frozenset(kernel_names)
+
+    def __getattr__(self, name: str) -> _NoLaunch:
+        if name in self.__dict__.get("_names", ()):
+            return _NoLaunch()
+        names = ", ".join(sorted(self.__dict__.get("_names", ()))) or "none"
+        raise AttributeError(
+            f"op {self.__dict__.get('op')} has no kernel {name!r}; kernels: {names}"
+        )
+
+    def empty(self, shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
+        return torch.empty(tuple(shape), dtype=dtype, device=self.device)
+
+    def empty_like(self, tensor: torch.Tensor) -> torch.Tensor:
+        return self.empty(tensor.shape, tensor.dtype)
+
+
+@dataclass
+class Binding:
+    """The launchers and kernels the registered op runs (rebound when an op is loaded again
+    in the same process, e.g. by the checker with poisoned outputs)."""
+
+    forward: Callable
+    backward: Callable | None
+    kernels: Any
+    check: Callable[[Sequence[Any]], None]
+    error: type[Exception]
+
+
+def split_forward(
+    name: str, layout: OpLayout, inputs: Sequence[Any], result: Any, error: type[Exception]
+) -> tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]]:
+    """(outputs, extras) of a forward launcher's ``(outputs, saved)``, checked against the
+    layout found at registration (a launcher that saves different things per call cannot
+    be a registered op)."""
+    if not (isinstance(result, tuple) and len(result) == 2):
+        raise error(f"op {name}: forward must return (outputs, saved_for_backward)")
+    outputs, saved = as_tuple(result[0]), as_tuple(result[1])
+    if len(outputs) != layout.outputs or len(saved) != len(layout.saved):
+        raise error(
+            f"op {name}: forward returned {len(outputs)} outputs and {len(saved)} saved values; "
+            f"at registration it returned {layout.outputs} and {len(layout.saved)}"
+        )
+    extras = []
+    for position, ((kind, index), value) in enumerate(zip(layout.saved, saved)):
+        if kind == "input":
+            same = value is inputs[index]
+        elif kind == "output":
+            same = value is outputs[index]
+        else:
+            same = isinstance(value, torch.Tensor)
+            extras.append(value)
+        if not same:
+            raise error(
+                f"op {name}: saved value {position} is not the {kind} it was at registration"
+            )
+    return outputs, tuple(extras)
+
+
+def _unalias(results: Sequence[torch.Tensor], inputs: Sequence[Any]) -> tuple:
+    """A custom op may not return its inputs, nor one tensor twice: clone those."""
+    seen: set[int] = {id(i) for i in inputs}
+    fixed = []
+    for r in results:
+        if id(r) in seen:
+            r = r.clone()
+        seen.add(id(r))
+        fixed.append(r)
+    return tuple(fixed)
+
+
+class RegisteredOp:
+    def __init__(self, qualname: str, layout: OpLayout, kernel_names: Sequence[str]) -> None:
+        self.qualname, self.layout = qualname, layout
+        self.name = qualname.split("::", 1)[1]
+        self.kernel_names = tuple(kernel_names)
+        self.binding: Binding | None = None
+        self.forward_op = torch.library.custom_op(
+            qualname, self._forward_impl, mutates_args=(), schema=layout.forward_schema()
+        )
+        self.forward_op.register_fake(self._forward_fake)
+        self.backward_op = None
+        if layout.has_backward:
+            self.backward_op = torch.library.custom_op(
+                qualname + "_backward",
+                self._backward_impl,
+                mutates_args=(),
+                schema=layout.backward_schema(),
+            )
+            self.backward_op.register_fake(self._backward_fake)
+            self.forward_op.register_autograd(self._autograd, setup_context=self._setup_context)
+        else:  # as in eager: the outputs do not require grad
+            self.forward_op.register_autograd(
+                self._no_gradient, setup_context=self._mark_non_differentiable
+            )
+
+    # -- forward --------------------------------------------------------------
+    def _run_forward(self, kernels: Any, args: Sequence[Any]) -> Any:
+        b = self._bound()
+        b.check(args)
+        outputs, extras = split_forward(
+            self.name, self.layout, args, b.forward(kernels, *args), b.error
+        )
+        results = _unalias(outputs + extras, args)
+        return results if len(results) > 1 else results[0]
+
+    def _forward_impl(self, *args: Any) -> Any:
+        return self._run_forward(self._bound().kernels, args)
+
+    def _forward_fake(self, *args: Any) -> Any:
+        return self._run_forward(self._fake_kernels(args), args)
+
+    # -- autograd -------------------------------------------------------------
+    def _setup_context(self, ctx: Any, inputs: tuple, output: Any) -> None:
+        out = as_tuple(output)
+        first_extra = self.layout.outputs
+        saved = []
+        for kind, index in self.layout.saved:
+            if kind == "input":
+                saved.append(inputs[index])
+            elif kind == "output":
+                saved.append(out[index])
+            else:
+                saved.append(out[first_extra + index])
+        ctx.save_for_backward(*saved)
+        ctx.output_meta = [(o.shape, o.dtype, o.device) for o in out[: self.layout.outputs]]
+
+    def _mark_non_differentiable(self, ctx: Any, inputs: tuple, output: Any) -> None:
+        ctx.mark_non_differentiable(*as_tuple(output))
+
+    def _no_gradient(self, ctx: Any, *grads: Any) -> tuple:
+        return (None,) * len(self.layout.input_types)
+
+    def _autograd(self, ctx: Any, *grads: Any) -> tuple:
+        grads = tuple(
+            torch.zeros(shape, dtype=dtype, device=device) if g is None else g.contiguous()
+            for g, (shape, dtype, device) in zip(grads[: self.layout.outputs], ctx.output_meta)
+        )
+        assert self.backward_op is not None
+        result = iter(as_tuple(self.backward_op(*ctx.saved_tensors, *grads)))
+        return tuple(next(result) if wanted else None for wanted in self.layout.grads)
+
+    # -- backward -------------------------------------------------------------
+    def _run_backward(self, kernels: Any, args: Sequence[Any]) -> Any:
+        b = self._bound()
+        assert b.backward is not None
+        count = len(self.layout.saved)
+        saved, grads = tuple(args[:count]), args[count:]
+        result = as_tuple(b.backward(kernels, saved, *grads))
+        if len(result) != len(self.layout.grads):
+            raise b.error(
+                f"op {self.name}: backward returned {len(result)} gradients for "
+                f"{len(self.layout.grads)} inputs"
+            )
+        tensors = []
+        for position, (value, wanted) in enumerate(zip(result, self.layout.grads)):
+            if wanted and not isinstance(value, torch.Tensor):
+                raise b.error(
+                    f"op {self.name}: backward's gradient {position} is "
+                    f"{type(value).__name__}; at registration it was a tensor"
+                )
+            if wanted:
+                tensors.append(value)
+        results = _unalias(tensors, args)
+        return results if len(results) > 1 else results[0]
+
+    def _backward_impl(self, *args: Any) -> Any:
+        return self._run_backward(self._bound().kernels, args)
+
+    def _backward_fake(self, *args: Any) -> Any:
+        return self._run_backward(self._fake_kernels(args), args)
+
+    # -- helpers ----------------------------------------------------------------
+    def _bound(self) -> Binding:
+        if self.binding is None:
+            raise RuntimeError(f"{self.qualname} is registered but no implementation is bound")
+        return self.binding
+
+    def _fake_kernels(self, args: Sequence[Any]) -> FakeKernels:
+        device = next(a.device for a in args if isinstance(a, torch.Tensor))
+        return FakeKernels(self.name, device, self.kernel_names)
+
+
+_REGISTERED: dict[str, RegisteredOp] = {}
+
+
+def register(
+    qualname: str, layout: OpLayout, kernel_names: Sequence[str], binding: Binding
+) -> RegisteredOp:
+    """Define ``qualname`` once per process; later calls with the same layout rebind it."""
+    op = _REGISTERED.get(qualname)
+    if op is None:
+        op = _REGISTERED[qualname] = RegisteredOp(qualname, layout, kernel_names)
+    elif op.layout != layout:
+        raise binding.error(
+            f"{qualname} is already registered in this process with schema "
+            f"{op.layout.forward_schema()}; cannot register it again as {layout.forward_schema()}"
+        )
+    op.binding = binding
+    return op
+
+
+_dispatch_modes = torch._C._len_torch_dispatch_stack
+_function_modes = torch._C._is_torch_function_mode_enabled
+_functorch_level = torch._C._functorch.peek_interpreter_stack
+_Tensor = torch.Tensor
+_PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)  # Parameter adds no dispatch behaviour
+
+
+def _plain_eager(inputs: Sequence[Any]) -> bool:
+    """No mode, transform or tensor subclass that needs to see the registered op."""
+    if _dispatch_modes() or _function_modes() or _functorch_level() is not None:
+        return False
+    for i in inputs:
+        if isinstance(i, _Tensor) and type(i) not in _PLAIN_TENSORS:
+            return False  # a subclass (FakeTensor, DTensor, ...) dispatches through the op
+    return True
+
+
+class OpCallable:
+    """``f(*inputs)``: the op, through the registered op when PyTorch traces or watches,
+    straight through its launchers in plain eager (see the module docstring)."""
+
+    def __init__(self, registered: RegisteredOp, binding: Binding) -> None:
+        self.registered, self.binding = registered, binding
+        self.op = registered.forward_op._opoverload
+        self.outputs = registered.layout.outputs
+        self.__name__ = registered.name
+        self._function = _eager_function(registered, binding)
+
+    def __call__(self, *inputs: Any) -> Any:
+        if torch.compiler.is_compiling() or not _plain_eager(inputs):
+            result = as_tuple(self.op(*inputs))[: self.outputs]
+            return result if len(result) > 1 else result[0]
+        b = self.binding
+        if (
+            b.backward is not None
+            and torch.is_grad_enabled()
+            and any(isinstance(i, torch.Tensor) and i.requires_grad for i in inputs)
+        ):
+            return self._function.apply(*inputs)
+        b.check(inputs)
+        result = b.forward(b.kernels, *inputs)
+        if type(result) is not tuple or len(result) != 2:
+            raise b.error(f"op {self.__name__}: forward must return (outputs, saved_for_backward)")
+        outputs = as_tuple(result[0])
+        if len(outputs) != self.outputs:
+            raise b.error(
+                f"op {self.__name__}: forward returned {len(outputs)} outputs; "
+                f"at registration it returned {self.outputs}"
+            )
+        return outputs if len(outputs) > 1 else outputs[0]
+
+
+def _eager_function(registered: RegisteredOp, binding: Binding) -> type:
+    layout, name = registered.layout, registered.name
+
+    class EagerFunction(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, *inputs: Any) -> Any:
+            binding.check(inputs)
+            result = binding.forward(binding.kernels, *inputs)
+            outputs, _ = split_forward(name, layout, inputs, result, binding.error)
+            ctx.save_for_backward(*as_tuple(result[1]))  # tensors only (see op_layout)
+            ctx.output_meta = [(o.shape, o.dtype, o.device) for o in outputs]
+            return outputs if len(outputs) > 1 else outputs[0]
+
+        @staticmethod
+        @torch.autograd.function.once_differentiable
+        def backward(ctx: Any, *grads: Any) -> Any:
+            grads = tuple(
+                torch.zeros(shape, dtype=dtype, device=device) if g is None else g.contiguous()
+                for g, (shape, dtype, device) in zip(grads, ctx.output_meta)
+            )
+            assert binding.backward is not None
+            result = as_tuple(binding.backward(binding.kernels, ctx.saved_tensors, *grads))
+            if len(result) != len(layout.grads):
+                raise binding.error(
+                    f"op {name}: backward returned {len(result)} gradients for "
+                    f"{len(layout.grads)} inputs"
+                )
+            return tuple(r if wanted else None for r, wanted in zip(result, layout.grads))
+
+    return EagerFunction

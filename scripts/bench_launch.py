@@ -1,0 +1,108 @@
+"""Host cost per call of a small op: torch vs portkit.load twin vs numba prototype.
+
+    python scripts/bench_launch.py [--n 1024] [--calls 2000] [--repeats 15] [--json out.json]
+
+For each implementation of sigmoid on ``--n`` float32 elements: the forward alone, and
+forward + backward through autograd. Each repeat times ``--calls`` back-to-back calls
+with ``time.perf_counter`` and one synchronize at the end (the kernels are tiny, so the
+queue never fills and the figure is the host's work per call); the median of the repeats
+is reported. The output of the last timed call is checked against torch (benchmarks
+that time one call and check another have fooled people before). Also timed: the
+registered op called directly (``torch.ops.portkit.sigmoid_twin``), which goes through
+the dispatcher and custom_op's Python wrappers, and a bare ``torch.empty_like``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+
+
+def per_call_us(fn: Callable[[], object], calls: int, repeats: int) -> float:
+    import torch
+
+    for _ in range(max(calls // 10, 20)):
+        fn()
+    torch.cuda.synchronize()
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+        samples.append((time.perf_counter() - start) / calls * 1e6)
+    return statistics.median(samples)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=int, default=1024)
+    parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args()
+
+    import torch
+
+    import portkit
+
+    x = torch.randn(args.n, device="cuda")
+    xg = x.clone().requires_grad_()
+    g = torch.randn_like(x)
+    expected = torch.sigmoid(x)
+    expected_grad = g * expected * (1 - expected)
+    impls: dict[str, Callable] = {"torch": torch.sigmoid}
+    for name in ("twin", "numba"):
+        try:
+            impls[name] = portkit.load("sigmoid", name)
+        except Exception as exc:  # report and go on: numba may not compile here
+            print(f"{name}: unavailable: {exc}", file=sys.stderr)
+    if "twin" in impls:
+        impls["twin (torch.ops, dispatcher)"] = torch.ops.portkit.sigmoid_twin
+
+    rows = []
+    for name, f in impls.items():
+        forward = per_call_us(lambda f=f: f(x), args.calls, args.repeats)
+        torch.testing.assert_close(f(x), expected)
+
+        def step(f=f):
+            xg.grad = None
+            f(xg).backward(g)
+
+        both = per_call_us(step, max(args.calls // 4, 100), args.repeats)
+        torch.testing.assert_close(xg.grad, expected_grad)
+        rows.append({"impl": name, "forward_us": forward, "forward_backward_us": both})
+    empty = per_call_us(lambda: torch.empty_like(x), args.calls, args.repeats)
+
+    base = next(r for r in rows if r["impl"] == "torch")
+    print(f"sigmoid, {args.n} float32, {torch.cuda.get_device_name()}, torch {torch.__version__}")
+    print(f"{'implementation':32} {'fwd µs':>8} {'fwd+bwd µs':>11} {'x torch':>8}")
+    for r in rows:
+        ratio = r["forward_backward_us"] / base["forward_backward_us"]
+        r["fwd_bwd_vs_torch"] = ratio
+        print(
+            f"{r['impl']:32} {r['forward_us']:8.1f} {r['forward_backward_us']:11.1f} {ratio:8.2f}"
+        )
+    print(f"{'torch.empty_like':32} {empty:8.1f}")
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump(
+                {
+                    "n": args.n,
+                    "device": torch.cuda.get_device_name(),
+                    "torch": torch.__version__,
+                    "rows": rows,
+                    "empty_like_us": empty,
+                },
+                handle,
+                indent=1,
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

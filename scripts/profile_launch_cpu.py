@@ -1,0 +1,77 @@
+"""portkit's host-side launch path on a CPU, with a launch target that does nothing.
+
+    python scripts/profile_launch_cpu.py [--profile]
+
+Times (minimum of 7 runs of 3,000 calls) the repository's sigmoid through
+``registered_callable`` with kernels whose launch is a no-op: what is left is portkit's
+own per-call work (input checks, the launcher, launch configuration and argument checks)
+plus torch's allocation and autograd. ``--profile`` adds a cProfile of the forward.
+On a GPU, ``scripts/bench_launch.py`` measures the real thing.
+"""
+
+from __future__ import annotations
+
+import cProfile
+import pstats
+import sys
+import time
+from pathlib import Path
+
+
+class NoLaunch:
+    def launch(self, config, args) -> None:
+        return None
+
+
+def best_us(fn, calls: int = 3000, runs: int = 7) -> float:
+    best = float("inf")
+    for _ in range(runs):
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        best = min(best, (time.perf_counter() - start) / calls * 1e6)
+    return best
+
+
+def main() -> int:
+    import torch
+
+    from portkit.launch.kernel_set import KernelSet
+    from portkit.project.config import load_config
+    from portkit.project.discovery import discover
+    from portkit.torch_op.load import registered_callable
+
+    config = load_config(Path(__file__).resolve().parents[1])
+    op = discover(config).get("sigmoid")
+    k = KernelSet("sigmoid", "nolaunch", "cpu", {n: NoLaunch() for n in op.kernels})
+    f = registered_callable(op, k, config.namespace)
+    x = torch.randn(1024)
+    xg = x.clone().requires_grad_()
+    g = torch.randn(1024)
+
+    def step(fn):
+        def run():
+            xg.grad = None
+            fn(xg).backward(g)
+
+        return run
+
+    rows = [
+        ("torch.sigmoid", best_us(lambda: torch.sigmoid(x))),
+        ("torch.empty_like", best_us(lambda: torch.empty_like(x))),
+        ("portkit fast path, forward", best_us(lambda: f(x))),
+        ("registered op (torch.ops), forward", best_us(lambda: f.op(x))),
+        ("torch forward + backward", best_us(step(torch.sigmoid), calls=1000)),
+        ("portkit fast path, forward + backward", best_us(step(f), calls=1000)),
+    ]
+    for name, us in rows:
+        print(f"{name:40} {us:7.2f} µs")
+    if "--profile" in sys.argv:
+        profile = cProfile.Profile()
+        profile.runcall(lambda: [f(x) for _ in range(20000)])
+        pstats.Stats(profile).sort_stats("tottime").print_stats(12)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

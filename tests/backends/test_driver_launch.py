@@ -1,0 +1,145 @@
+"""The driver launch path's argument packing, checked on a CPU: cuLaunchKernel is replaced
+by a function that reads the parameter block the way the driver would (an array of
+pointers, one per parameter, each to that parameter's bytes)."""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+import threading
+
+import pytest
+
+from portkit.backends.twin import driver_launch
+
+
+@pytest.fixture
+def launches(monkeypatch):
+    from cuda.bindings import driver
+
+    seen = []
+
+    def fake_launch(function, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        pointers = ctypes.cast(params, ctypes.POINTER(ctypes.c_void_p))
+        seen.append(
+            {
+                "function": int(function),
+                "grid": (gx, gy, gz),
+                "block": (bx, by, bz),
+                "shared": shared,
+                "stream": stream,
+                "slots": [ctypes.string_at(pointers[i], 8) for i in range(4)],
+            }
+        )
+        return (driver.CUresult.CUDA_SUCCESS,)
+
+    monkeypatch.setattr(driver, "cuLaunchKernel", fake_launch)
+    return seen
+
+
+def test_parameters_reach_the_driver_as_the_kernel_reads_them(launches) -> None:
+    kernel = driver_launch.DriverKernel(0x1234, ["pointer", "float", "int", "long long"])
+    kernel.launch((3, 1, 1), (256, 1, 1), 64, 7, [0xDEADBEEF00, 1.5, -2, 2**40])
+    (launch,) = launches
+    assert launch["function"] == 0x1234
+    assert (launch["grid"], launch["block"], launch["shared"], launch["stream"]) == (
+        (3, 1, 1),
+        (256, 1, 1),
+        64,
+        7,
+    )
+    slots = launch["slots"]
+    assert struct.unpack("=Q", slots[0])[0] == 0xDEADBEEF00
+    assert struct.unpack("=f", slots[1][:4])[0] == 1.5
+    assert struct.unpack("=i", slots[2][:4])[0] == -2
+    assert struct.unpack("=q", slots[3])[0] == 2**40
+
+
+def test_values_that_do_not_fit_raise_before_the_launch(launches) -> None:
+    kernel = driver_launch.DriverKernel(1, ["int", "int", "int", "int"])
+    with pytest.raises(struct.error):
+        kernel.launch((1, 1, 1), (1, 1, 1), 0, 0, [2**40, 0, 0, 0])
+    with pytest.raises(struct.error):
+        kernel.launch((1, 1, 1), (1, 1, 1), 0, 0, [1.5, 0, 0, 0])
+    assert launches == []
+
+
+def test_each_thread_packs_into_its_own_block(launches) -> None:
+    kernel = driver_launch.DriverKernel(1, ["int", "int", "int", "int"])
+    addresses = []
+
+    def run() -> None:
+        addresses.append(kernel._buffers.address)
+        kernel.launch((1, 1, 1), (1, 1, 1), 0, 0, [1, 2, 3, 4])
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    run()
+    assert len(set(addresses)) == 3 and len(launches) == 3
+
+
+TWIN = """
+template <typename T>
+__global__ void scale(const T* __restrict__ x, T* __restrict__ out, T factor, long long n) {}
+"""
+
+
+@pytest.fixture
+def scale_target(tmp_path, monkeypatch):
+    """The twin backend's launch target for a parsed kernel, on CPU tensors (device -1)."""
+    from portkit.backends.twin.backend import TwinKernelTarget
+    from portkit.backends.twin.source import parse_twin
+
+    path = tmp_path / "scale.cu"
+    path.write_text(TWIN)
+    monkeypatch.setattr(driver_launch, "current_stream", lambda device: 99)
+    kernel = parse_twin(path)["scale"]
+    return TwinKernelTarget(kernel, {"float": 11, "double": 22}, device=-1)
+
+
+def test_twin_target_picks_the_instantiation_and_packs_arguments(scale_target, launches):
+    import torch
+
+    from portkit.launch.kernel_set import LaunchConfig
+
+    config = LaunchConfig((2, 1, 1), (128, 1, 1), 0)
+    for dtype, handle, code in ((torch.float32, 11, "=f"), (torch.float64, 22, "=d")):
+        x, out = torch.ones(4, dtype=dtype), torch.empty(4, dtype=dtype)
+        for _ in range(2):  # the second launch takes the cached plan
+            scale_target.launch(config, [x, out, 0.5, 4])
+        launch = launches[-1]
+        assert launch["function"] == handle and launch["stream"] == 99
+        slots = launch["slots"]
+        assert struct.unpack("=Q", slots[0])[0] == x.data_ptr()
+        assert struct.unpack("=Q", slots[1])[0] == out.data_ptr()
+        assert struct.unpack(code, slots[2][: struct.calcsize(code)])[0] == 0.5
+        assert struct.unpack("=q", slots[3])[0] == 4
+
+
+@pytest.mark.parametrize(
+    "make_args, words",
+    [
+        (lambda t: [t, t, 0.5, 2.5], "parameter n is a long long; got float 2.5"),
+        (lambda t: [t, 7, 0.5, 4], "parameter out is a pointer; pass a tensor, not int"),
+        (lambda t: [t, t.double(), 0.5, 4], "out is float64 but earlier T* arguments"),
+        (lambda t: [t, t, 0.5], "takes 4 arguments (x, out, factor, n), got 3"),
+        (lambda t: [t, t, t, 4], "parameter factor is a float scalar; got a tensor"),
+        (lambda t: [t, t, t[:1], 4], "parameter factor is a float scalar; got a tensor"),
+    ],
+)
+def test_twin_target_errors_are_the_clear_ones(scale_target, launches, make_args, words):
+    import torch
+
+    from portkit.errors import InputError
+    from portkit.launch.kernel_set import LaunchConfig
+
+    config = LaunchConfig((1, 1, 1), (32, 1, 1), 0)
+    t = torch.ones(4)
+    scale_target.launch(config, [t, t, 0.5, 4])  # a plan exists: errors must not hide behind it
+    with pytest.raises(InputError) as info:
+        scale_target.launch(config, make_args(t))
+    assert words in str(info.value)
+    assert len(launches) == 1
