@@ -37,16 +37,13 @@ class Chunk(Lanes):
         files: dict[str, int],
     ) -> None:
         super().__init__(blocks * threads)
-        lane = np.arange(blocks * threads, dtype=np.int64)
+        geometry = _geometry(blocks, threads)
         self.threads = threads
         self.blocks = blocks
-        self.block_local = lane // threads  # block within the chunk
+        self.block_local, self.thread, self.warp, self.lane_in_warp = geometry
         self.block = self.block_local + first  # linear block index in the grid
-        self.thread = lane % threads
         warps_per_block = -(-threads // WARP)
         self.warps_per_block = warps_per_block
-        self.warp = self.block_local * warps_per_block + self.thread // WARP
-        self.lane_in_warp = self.thread % WARP
         self.epoch = np.zeros(blocks, np.int64)
         self.generation = np.zeros(blocks * warps_per_block, np.int64)
         self.shared_bytes = shared_bytes
@@ -54,6 +51,7 @@ class Chunk(Lanes):
         self._shared: dict[Any, LaneArray] = {}
         self._const: dict[int, LaneArray] = {}
         self._atomics: set[int] = set()
+        self.kernel_waits = False  # set by the engine: the kernel has barriers or warp ops
         self._base_stamps = self.block << 32 | self.thread
         self._stamps: np.ndarray | None = None
         self._active_stamps: tuple[np.ndarray, np.ndarray] | None = None
@@ -172,7 +170,7 @@ class Chunk(Lanes):
         self._active_stamps = None
         return result
 
-    def _warp(self, kind: str, mask_value: Any, *args: Any) -> Any:
+    def _warp(self, kind: str, mask_value: Any = FULL_MASK, *args: Any) -> Any:
         if is_lanes(mask_value):
             values = mask_value[self.mask]
             if values.size == 0 or np.any(values != values[0]):
@@ -239,6 +237,26 @@ class Chunk(Lanes):
             return value
         positions = np.where(active, self.warp * 0 + (np.arange(self.n) - lane) + source, 0)
         return value[positions]
+
+
+_GEOMETRY: dict[tuple[int, int], tuple[np.ndarray, ...]] = {}
+
+
+def _geometry(blocks: int, threads: int) -> tuple[np.ndarray, ...]:
+    """Block in chunk, thread in block, warp in chunk and lane in warp of every lane
+    (read-only, shared by the chunks of one shape)."""
+    key = (blocks, threads)
+    if key not in _GEOMETRY:
+        if len(_GEOMETRY) > 8:
+            _GEOMETRY.clear()
+        lane = np.arange(blocks * threads, dtype=np.int64)
+        block_local, thread = lane // threads, lane % threads
+        warp = block_local * -(-threads // WARP) + thread // WARP
+        arrays = (block_local, thread, warp, thread % WARP)
+        for a in arrays:
+            a.setflags(write=False)
+        _GEOMETRY[key] = arrays
+    return _GEOMETRY[key]
 
 
 def _shape(shape: Any) -> tuple[int, ...]:

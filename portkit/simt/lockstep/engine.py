@@ -78,6 +78,7 @@ class LockstepEngine:
         """Run every block; ``shadows[k]`` is the per-thread ``Shadow`` of array ``k``
         (filled as the per-thread engine fills it), None for a scalar."""
         function = self.vectorizer.rewrite(dispatcher).function
+        waits = self.vectorizer._rewriter.rewrite(dispatcher).waits
         threads = config.threads_per_block
         total = int(np.prod(config.grid))
         per_chunk = max(1, CHUNK_LANES // threads)
@@ -86,6 +87,7 @@ class LockstepEngine:
             for first in range(0, total, per_chunk):
                 blocks = min(per_chunk, total - first)
                 chunk = Chunk(first, blocks, threads, config.shared_bytes, self.files)
+                chunk.kernel_waits = waits
                 self._proxy.chunk = chunk
                 set_current(chunk)
                 self.cuda.set_chunk(chunk, config.block, config.grid)

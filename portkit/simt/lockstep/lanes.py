@@ -60,6 +60,8 @@ class Lanes:
         self.active_count = lanes
         self.live_count = lanes
         self.full = True
+        self.depth = 0  # 1 in the kernel, more in device functions
+        self.exited = self.none  # lanes that returned from the kernel
 
     def _set(self, mask: np.ndarray) -> None:
         self.mask = mask
@@ -75,16 +77,20 @@ class Lanes:
         self.entry, self.dead, self.parked = self.mask, self.none, self.none
         self.live_count = self.active_count
         self.full = True
+        self.depth += 1
         return frame
 
     def leave(self, frame: tuple, value: Any) -> Any:
         mask, self.entry, self.dead, self.parked, self.live_count = frame
+        self.depth -= 1
         self._set(mask)
         return value
 
     def ret(self, current: Any, value: Any) -> Any:
         merged = self.sel(value, current)
         self.dead = self.dead | self.mask
+        if self.depth == 1:
+            self.exited = self.exited | self.mask
         self._live()
         self._set(self.none)
         return merged

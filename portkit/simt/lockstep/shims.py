@@ -239,6 +239,16 @@ class LaneCuda:
         sizes = tuple(INT64(int(a) * int(b)) for a, b in zip(self.gridDim, self.blockDim))
         return sizes[0] if ndim == 1 else sizes[:ndim]
 
+    def activemask(self) -> Any:
+        """The lanes of the warp that exist, as the per-thread engine answers in a kernel
+        that never waits; in one that waits its answer depends on the order threads ran."""
+        chunk = _CURRENT[0]
+        if chunk.kernel_waits:
+            raise Unsupported("cuda.activemask in a kernel with barriers or warp operations")
+        first = chunk.thread - chunk.lane_in_warp
+        lanes = np.minimum(32, chunk.threads - first)
+        return (np.int64(1) << lanes) - 1
+
     def lanemask_lt(self) -> Any:
         return (np.int64(1) << self.laneid) - 1
 
