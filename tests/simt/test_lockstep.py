@@ -139,3 +139,33 @@ def test_auto_is_lockstep_for_an_elementwise_kernel_and_says_why_not_elsewhere()
     assert [e.engine for e in machine.engines] == [LOCKSTEP, PER_THREAD]
     assert "print" in machine.engines[1].reason
     np.testing.assert_array_equal(out, np.full(100, 3, np.float32))
+
+
+from numba import cuda, float32  # noqa: E402
+
+
+@cuda.jit(device=True)
+def _two_returns(v):
+    if v >= 0:
+        return v * float32(2)
+    return -v
+
+
+@cuda.jit
+def _early_returns(x, out, n):
+    i = cuda.grid(1)
+    if i >= n:
+        return
+    acc = float32(0)
+    for k in range(i % 5):
+        if k == 3:
+            break
+        acc += _two_returns(x[i] - float32(k))
+    out[i] = acc
+
+
+def test_divergent_returns_breaks_and_device_functions_agree():
+    x = np.random.default_rng(3).standard_normal(100).astype(np.float32)
+    args = [x, np.zeros(100, np.float32), 100]
+    engines, fault = _compare(__import__(__name__, fromlist=["x"]), "_early_returns", args, 4, 32, 0)
+    assert fault is None and engines[0].engine == LOCKSTEP, engines[0].reason

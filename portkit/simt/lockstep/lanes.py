@@ -84,10 +84,16 @@ class Lanes:
         mask, self.entry, self.dead, self.parked, self.live_count = frame
         self.depth -= 1
         self._set(mask)
-        return value
+        return None if value is UNDEF else value
 
     def ret(self, current: Any, value: Any) -> Any:
-        merged = self.sel(value, current)
+        # Lanes that returned earlier keep their value: ``full`` does not apply here.
+        if current is UNDEF or value is None or self.active_count == 0:
+            merged = current if self.active_count == 0 else value
+        elif not _numeric(value) or not _numeric(current):
+            raise Unsupported("a device function returning non-numbers from several places")
+        else:
+            merged = self.merge(self.mask, value, current)
         self.dead = self.dead | self.mask
         if self.depth == 1:
             self.exited = self.exited | self.mask

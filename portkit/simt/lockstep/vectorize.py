@@ -218,7 +218,7 @@ class _Body:
         )
         prologue: list[ast.stmt] = [
             _assign("__pk_F", _ctx_call("enter")),
-            _assign("__pk_rv", ast.Constant(None)),
+            _assign("__pk_rv", _name("__pk_U")),
         ]
         prologue += [_assign(name, _name("__pk_U")) for name in assigned]
         leave = ast.Return(value=_ctx_call("leave", _name("__pk_F"), _name("__pk_rv")))
