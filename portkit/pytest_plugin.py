@@ -36,9 +36,34 @@ class CheckFailed(Exception):
     """Raised by generated tests; its message is the harness's report."""
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--portkit-simt",
+        action="store_true",
+        default=False,
+        help="run numba.cuda kernels of the tests in portkit's simulator (every check on): "
+        "cuda.jit, cuda.to_device, cuda.device_array... are simulated; no GPU needed",
+    )
+
+
+_SWITCH_KEY = pytest.StashKey[Any]()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     for name, text in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
+    if config.getoption("--portkit-simt", default=False):
+        from portkit.simt.numba_switch import simulated_cuda
+
+        switch = simulated_cuda()
+        switch.__enter__()  # before collection, so test modules' @cuda.jit are simulated
+        config.stash[_SWITCH_KEY] = switch
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    switch = config.stash.get(_SWITCH_KEY, None)
+    if switch is not None:
+        switch.__exit__(None, None, None)
 
 
 def _project(config: pytest.Config):
