@@ -4,12 +4,14 @@ portkit's, side by side.
     python scripts/run_numba_suite.py [--modules test_atomics test_intrinsics ...]
                                       [--json FILE] [--timeout 240]
 
-Two pytest runs of the same test modules from the installed numba-cuda package, each
+Two unittest runs of the same test modules from the installed numba-cuda package, each
 in a fresh process:
 
 - ``numba``: ``NUMBA_ENABLE_CUDASIM=1``, numba's simulator, as numba-cuda's CI runs them;
-- ``portkit``: ``pytest --portkit-simt`` (portkit's pytest plugin): ``cuda.jit`` kernels
-  launch in portkit's simulator, host arrays are numba's simulator's. numba's
+- ``portkit``: ``portkit.simt.simulated_cuda()`` on (what ``pytest --portkit-simt``
+  turns on): ``cuda.jit`` kernels launch in portkit's simulator, host arrays are
+  numba's simulator's. (unittest, not pytest: pytest cannot import numba-cuda's test
+  modules by path from its site-packages layout.) numba's
   ``config.ENABLE_CUDASIM`` is set too, so the tests that numba marks
   ``skip_on_cudasim`` (PTX, LLVM, driver internals) skip in both runs alike.
 
@@ -26,7 +28,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,12 +58,42 @@ DEFAULT_MODULES = [
 ]
 
 _BOOT = """
-import sys
+import json, sys, unittest
 import numba.cuda
-from numba.cuda.core import config
-config.ENABLE_CUDASIM = True  # skip what numba skips under its simulator
-import pytest
-sys.exit(pytest.main(sys.argv[1:]))
+if sys.argv[1] == "portkit":
+    from numba.cuda.core import config
+    config.ENABLE_CUDASIM = True  # skip what numba skips under its simulator
+    import portkit.simt
+    switch = portkit.simt.simulated_cuda()
+    switch.__enter__()
+outcomes = {}
+
+class Result(unittest.TextTestResult):
+    def _put(self, test, outcome, message=""):
+        outcomes[test.id()] = {"outcome": outcome, "message": message}
+    def addSuccess(self, test):
+        self._put(test, "passed")
+    def addFailure(self, test, err):
+        self._put(test, "failed", self._exc_info_to_string(err, test).strip().splitlines()[-1][:200])
+    def addError(self, test, err):
+        self._put(test, "failed", self._exc_info_to_string(err, test).strip().splitlines()[-1][:200])
+    def addSkip(self, test, reason):
+        self._put(test, "skipped", reason)
+    def addExpectedFailure(self, test, err):
+        self._put(test, "skipped", "expected failure")
+    def addUnexpectedSuccess(self, test):
+        self._put(test, "passed")
+
+loader = unittest.TestLoader()
+for module in sys.argv[3:]:
+    try:
+        suite = loader.loadTestsFromName("numba.cuda.tests.cudapy." + module)
+    except Exception as exc:
+        outcomes[module] = {"outcome": "failed", "message": f"import: {exc}"[:200]}
+        continue
+    runner = unittest.TextTestRunner(resultclass=Result, verbosity=0, stream=open("/dev/null", "w"))
+    runner.run(suite)
+json.dump(outcomes, open(sys.argv[2], "w"))
 """
 
 
@@ -72,17 +103,15 @@ def tests_folder() -> Path:
     return Path(cudapy.__file__).parent
 
 
-def run(simulator: str, paths: list[str], timeout: int) -> dict:
+def run(simulator: str, modules: list[str], timeout: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
-        report = Path(tmp) / "report.xml"
-        args = ["-q", "-p", "no:cacheprovider", "-p", "no:xdist", f"--junitxml={report}"]
+        report = Path(tmp) / "outcomes.json"
         env = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
         if simulator == "numba":
             env["NUMBA_ENABLE_CUDASIM"] = "1"
-            command = [sys.executable, "-m", "pytest", *args, *paths]
         else:
             env.pop("NUMBA_ENABLE_CUDASIM", None)
-            command = [sys.executable, "-c", _BOOT, *args, "--portkit-simt", *paths]
+        command = [sys.executable, "-c", _BOOT, simulator, str(report), *modules]
         try:
             subprocess.run(
                 command, env=env, cwd=tmp, timeout=timeout, capture_output=True, check=False
@@ -91,23 +120,7 @@ def run(simulator: str, paths: list[str], timeout: int) -> dict:
             return {"timed_out": True, "tests": {}}
         if not report.exists():
             return {"timed_out": False, "tests": {}}
-        return {"timed_out": False, "tests": _outcomes(report)}
-
-
-def _outcomes(report: Path) -> dict[str, dict]:
-    tests = {}
-    for case in ET.parse(report).iter("testcase"):
-        name = f"{case.get('classname')}::{case.get('name')}"
-        outcome, message = "passed", ""
-        for child in case:
-            if child.tag in ("failure", "error"):
-                outcome = "failed"
-                message = (child.get("message") or child.text or "").strip().splitlines()
-                message = message[0][:200] if message else ""
-            elif child.tag == "skipped":
-                outcome = "skipped"
-        tests[name] = {"outcome": outcome, "message": message}
-    return tests
+        return {"timed_out": False, "tests": json.loads(report.read_text())}
 
 
 def main() -> None:
@@ -117,8 +130,8 @@ def main() -> None:
     parser.add_argument("--timeout", type=int, default=300, help="seconds per run")
     args = parser.parse_args()
     folder = tests_folder()
-    paths = [str(folder / f"{m}.py") for m in args.modules if (folder / f"{m}.py").exists()]
-    results = {s: run(s, paths, args.timeout) for s in ("numba", "portkit")}
+    modules = [m for m in args.modules if (folder / f"{m}.py").exists()]
+    results = {s: run(s, modules, args.timeout) for s in ("numba", "portkit")}
     counts = {}
     for simulator, result in results.items():
         outcomes = [t["outcome"] for t in result["tests"].values()]
@@ -132,7 +145,7 @@ def main() -> None:
         if portkit_tests.get(name, {}).get("outcome") != "passed"
     }
     both = len(numba_passed) - len(differences)
-    print(f"modules: {len(paths)} ({', '.join(args.modules)})")
+    print(f"modules: {len(modules)} ({', '.join(args.modules)})")
     print("| simulator | passed | failed | skipped |")
     print("|---|---:|---:|---:|")
     for simulator, c in counts.items():

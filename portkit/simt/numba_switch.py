@@ -66,7 +66,15 @@ def _simulated_jit(original: Any) -> Any:
         keep = {k: v for k, v in options.items() if k in ("device", "inline", "forceinline")}
 
         def wrap(fn: Any) -> Any:
-            dispatcher = original(**keep)(fn)  # lazy: nothing compiles without a launch
+            from numba.cuda.core import config
+
+            # A real dispatcher (lazy: nothing compiles before a launch), even where the
+            # suite set numba's ENABLE_CUDASIM to pick its simulator's skips.
+            simulating, config.ENABLE_CUDASIM = config.ENABLE_CUDASIM, False
+            try:
+                dispatcher = original(**keep)(fn)
+            finally:
+                config.ENABLE_CUDASIM = simulating
             return dispatcher if device else SimulatedKernel(dispatcher)
 
         if func_or_sig is None or _is_signature(func_or_sig):
