@@ -21,7 +21,8 @@ row() { printf '%-52s %s\n' "$1" "$2" | tee -a "$summary"; }
 for run in cold warm; do
   /usr/bin/time -f "%e" -o "$OUT/check-$run.time" "$PY" -m portkit.cli check sigmoid \
     > "$OUT/check-sigmoid-$run.txt" 2>&1
-  row "portkit check sigmoid ($run process)" "$(cat "$OUT/check-$run.time") s, exit $?"
+  status=$?
+  row "portkit check sigmoid ($run process)" "$(tail -n 1 "$OUT/check-$run.time") s, exit $status"
 done
 /usr/bin/time -f "%e" -o "$OUT/import.time" "$PY" -c "import torch, numba.cuda; torch.zeros(1, device='cuda')"
 row "floor: import torch + numba.cuda + CUDA context" "$(cat "$OUT/import.time") s"
