@@ -187,10 +187,8 @@ class Machine:
         for parameter, arg in zip(function.parameters, args):
             if isinstance(arg, np.ndarray):
                 shadow = Shadow(arg.size, sparse=sparse)
-                flat = arg.reshape(-1)
-                values.append(
-                    SimArray(flat, Layout.contiguous(arg.shape), parameter, GLOBAL, self, shadow)
-                )
+                flat, layout = memory_view(arg, parameter)
+                values.append(SimArray(flat, layout, parameter, GLOBAL, self, shadow))
                 record.arrays.append(
                     ArrayRecord(parameter, flat, shadow.writes, shadow.write_lines)
                 )
@@ -221,8 +219,9 @@ class Machine:
             shadow = None
             if isinstance(arg, np.ndarray):
                 shadow = Shadow(arg.size)
+                flat, _ = memory_view(arg, parameter)
                 record.arrays.append(
-                    ArrayRecord(parameter, arg.reshape(-1), shadow.writes, shadow.write_lines)
+                    ArrayRecord(parameter, flat, shadow.writes, shadow.write_lines)
                 )
             shadows.append(shadow)
         try:
@@ -359,6 +358,21 @@ class Machine:
             return SimulationFault(name, exc.kind, detail, place, other, other_what or "")
         message = f"{type(exc).__name__}: {exc}"
         return SimulationFault(name, "exception", f"raised {message}", place)
+
+
+def memory_view(array: np.ndarray, name: str) -> tuple[np.ndarray, Layout]:
+    """The array's memory as a flat view (writes land in ``array``) and its layout.
+    C- and Fortran-ordered arrays are viewed in place; others are refused, since a copy
+    would silently drop the kernel's writes."""
+    if array.flags.c_contiguous:
+        return array.reshape(-1), Layout.contiguous(array.shape)
+    if array.flags.f_contiguous:
+        strides = tuple(s // array.itemsize for s in array.strides)
+        return array.ravel(order="K"), Layout(array.shape, strides, 0)
+    raise KernelError(
+        f"argument {name} is a non-contiguous view (strides {array.strides}): pass a "
+        f"contiguous array (np.ascontiguousarray) so the kernel's writes reach it"
+    )
 
 
 def _shape(shape: Any) -> tuple[int, ...]:

@@ -14,6 +14,7 @@ import math
 import numpy as np
 import pytest
 
+from portkit.errors import KernelError
 from portkit.launch.kernel_set import LaunchConfig
 from portkit.simt.machine import Machine
 from portkit.simt.records import SimulationFault
@@ -773,14 +774,15 @@ def test_negative_index_wraps_as_in_numba():
     np.testing.assert_array_equal(out, np.roll(x, 1))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="simulator bug: Machine.launch reshapes each array with arg.reshape(-1), which "
-    "copies a non-C-contiguous array, so the kernel's writes to a Fortran-ordered output "
-    "are silently lost (machine.py launch); it should write through or refuse the array",
-)
-def test_writes_reach_a_fortran_ordered_output():
+@pytest.mark.parametrize("engine", ["lockstep", "per-thread"])
+def test_writes_reach_a_fortran_ordered_output(engine):
     x = rng(24).standard_normal((10, 13)).astype(np.float32)
     out = np.asfortranarray(np.full((13, 10), np.nan, np.float32))
-    run(K.transpose_tiled, [x, out], grid=(2, 2), block=(8, 8))
+    run(K.transpose_tiled, [x, out], grid=(2, 2), block=(8, 8), machine=Machine(engine=engine))
     np.testing.assert_array_equal(out, x.T)
+
+
+def test_a_strided_view_is_refused_not_silently_copied():
+    out = np.zeros((13, 20), np.float32)[:, ::2]
+    with pytest.raises(KernelError, match="non-contiguous"):
+        run(K.transpose_tiled, [np.zeros((10, 13), np.float32), out], grid=(2, 2), block=(8, 8))

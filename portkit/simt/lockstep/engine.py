@@ -19,7 +19,7 @@ from portkit.simt.lockstep.chunk import Chunk
 from portkit.simt.lockstep.lanes import UNDEF
 from portkit.simt.lockstep.shims import LANE_BUILTINS, LaneCuda, LaneMath, set_current
 from portkit.simt.lockstep.vectorize import Unsupported, Vectorizer, builtin_namespace
-from portkit.simt.memory import GLOBAL, Layout
+from portkit.simt.memory import GLOBAL
 from portkit.simt.scalars import widen
 
 # Lanes per chunk: big enough that NumPy's per-call overhead vanishes, small enough
@@ -104,9 +104,11 @@ class LockstepEngine:
     @staticmethod
     def _argument(arg: Any, shadow: Any, chunk: Chunk) -> Any:
         if isinstance(arg, np.ndarray):
-            layout = Layout.contiguous(arg.shape)
+            from portkit.simt.machine import memory_view
+
+            flat, layout = memory_view(arg, "argument")
             return LaneArray(
-                arg.reshape(-1),
+                flat,
                 layout.shape,
                 layout.strides,
                 0,
