@@ -73,10 +73,12 @@ class Result(unittest.TextTestResult):
         outcomes[test.id()] = {"outcome": outcome, "message": message}
     def addSuccess(self, test):
         self._put(test, "passed")
+    def _last_line(self, test, err):
+        return self._exc_info_to_string(err, test).strip().splitlines()[-1][:200]
     def addFailure(self, test, err):
-        self._put(test, "failed", self._exc_info_to_string(err, test).strip().splitlines()[-1][:200])
+        self._put(test, "failed", self._last_line(test, err))
     def addError(self, test, err):
-        self._put(test, "failed", self._exc_info_to_string(err, test).strip().splitlines()[-1][:200])
+        self._put(test, "failed", self._last_line(test, err))
     def addSkip(self, test, reason):
         self._put(test, "skipped", reason)
     def addExpectedFailure(self, test, err):
@@ -151,7 +153,9 @@ def main() -> None:
     for simulator, c in counts.items():
         late = " (timed out)" if c["timed_out"] else ""
         print(f"| {simulator}{late} | {c['passed']} | {c['failed']} | {c['skipped']} |")
-    print(f"\npassing under numba's simulator: {len(numba_passed)}; of those, under portkit's: {both}")
+    print(
+        f"\npassing under numba's simulator: {len(numba_passed)}; of those, under portkit's: {both}"
+    )
     for name, t in differences.items():
         print(f"- {name}: {t['outcome']}: {t['message']}")
     if args.json:

@@ -76,7 +76,8 @@ class SimulatedKernel:
 
     def __call__(self, *args: Any) -> Any:
         raise LaunchError(
-            f"kernel {self.__name__} needs a launch configuration: {self.__name__}[grid, block](...)"
+            f"kernel {self.__name__} needs a launch configuration: "
+            f"{self.__name__}[grid, block](...)"
         )
 
     def run(self, config: Any, args: Sequence[Any]) -> None:

@@ -54,7 +54,6 @@ from portkit.simt.records import (
 from portkit.simt.scalars import INT64, as_dtype, widen
 from portkit.simt.transform import Rewriter, SimulatedFunction
 
-
 AUTO, LOCKSTEP, PER_THREAD = "auto", "lockstep", "per-thread"
 ENGINES = (AUTO, LOCKSTEP, PER_THREAD)
 

@@ -167,7 +167,9 @@ def _early_returns(x, out, n):
 def test_divergent_returns_breaks_and_device_functions_agree():
     x = np.random.default_rng(3).standard_normal(100).astype(np.float32)
     args = [x, np.zeros(100, np.float32), 100]
-    engines, fault = _compare(__import__(__name__, fromlist=["x"]), "_early_returns", args, 4, 32, 0)
+    engines, fault = _compare(
+        __import__(__name__, fromlist=["x"]), "_early_returns", args, 4, 32, 0
+    )
     assert fault is None and engines[0].engine == LOCKSTEP, engines[0].reason
 
 
@@ -182,11 +184,18 @@ def test_nanmax_and_nanmin_skip_nans_and_return_the_old_value():
     # Found by numba-cuda's own tests (test_atomic_nanmax_returns_old_*): nanmax/nanmin
     # called the class's own max/min atomics instead of the builtins and raised.
     values = np.array([1, np.nan, 5, -2, np.nan, 3, 0, 4], np.float32)
-    args = [values, np.array([np.nan], np.float32), np.array([9], np.float32), np.zeros(8, np.float32)]
+    args = [
+        values,
+        np.array([np.nan], np.float32),
+        np.array([9], np.float32),
+        np.zeros(8, np.float32),
+    ]
     module = __import__(__name__, fromlist=["x"])
     engines, fault = _compare(module, "_nan_atomics", args, 1, 8, 0)
     assert fault is None and engines[0].engine == LOCKSTEP, engines[0].reason
     hi, lo, olds = [a.copy() for a in args[1:]]
-    Machine().launch("_nan_atomics", _nan_atomics, LaunchConfig((1, 1, 1), (8, 1, 1), 0), [values, hi, lo, olds])
+    Machine().launch(
+        "_nan_atomics", _nan_atomics, LaunchConfig((1, 1, 1), (8, 1, 1), 0), [values, hi, lo, olds]
+    )
     assert hi[0] == 5 and lo[0] == -2
     np.testing.assert_array_equal(olds, [np.nan, 1, 1, 5, 5, 5, 5, 5])

@@ -30,7 +30,6 @@ from portkit.simt.memory import (
     CONST,
     EPOCH_SHIFT,
     GLOBAL,
-    LOCAL,
     NOBODY,
     THREAD_BITS,
     THREAD_MASK,
@@ -63,7 +62,10 @@ class LaneShadow:
 
     def __init__(self, shadow: Any = None, size: int = 0) -> None:
         if shadow is not None:
-            view = lambda a: np.frombuffer(a, dtype=np.int64 if a.typecode == "q" else np.int32)
+
+            def view(a: Any) -> np.ndarray:
+                return np.frombuffer(a, dtype=np.int64 if a.typecode == "q" else np.int32)
+
             self.writes, self.write_lines = view(shadow.writes), view(shadow.write_lines)
             self.reads, self.read_lines = view(shadow.reads), view(shadow.read_lines)
             self.reads2, self.read2_lines = view(shadow.reads2), view(shadow.read2_lines)
@@ -300,7 +302,9 @@ class LaneArray:
         data = self.data
         olds = []
         columns = [
-            np.broadcast_to(np.asarray(v, dtype=v.dtype if is_lanes(v) else None), (chunk.n,))[lanes]
+            np.broadcast_to(np.asarray(v, dtype=v.dtype if is_lanes(v) else None), (chunk.n,))[
+                lanes
+            ]
             if is_lanes(v)
             else None
             for v in operands

@@ -41,9 +41,7 @@ def per_lane(function: Callable[..., Any], name: str) -> Callable[..., Any]:
         kinds = [a.dtype.type if is_lanes(a) else None for a in args]
         results = []
         for k in range(lanes.size):
-            lane_args = [
-                a if c is None else t(c[k]) for a, c, t in zip(args, columns, kinds)
-            ]
+            lane_args = [a if c is None else t(c[k]) for a, c, t in zip(args, columns, kinds)]
             results.append(function(*lane_args))
         types = {type(r) for r in results}
         if len(types) > 1 or (types and not issubclass(next(iter(types)), np.generic)):
@@ -128,7 +126,9 @@ def _pairwise(pick: Callable[[Any, Any], Any], name: str) -> Callable[..., Any]:
         types = {np.asarray(v).dtype for v in values}
         if any(t.kind not in "iufb" for t in types):
             raise Unsupported(f"{name}() of {types}")
-        common = np.result_type(*(np.int64(0) if t.kind in "iu" and t.itemsize < 8 else np.zeros(1, t) for t in types))
+        common = np.result_type(
+            *(np.int64(0) if t.kind in "iu" and t.itemsize < 8 else np.zeros(1, t) for t in types)
+        )
         result = values[0]
         for v in values[1:]:
             result = pick(v, result)
@@ -178,9 +178,7 @@ def _lane_atomic(update: Callable[[Any, Any], Any]) -> Callable[..., Any]:
         if not isinstance(array, LaneArray):
             raise Unsupported("an atomic on something other than an array")
         cast = array.dtype.type
-        return array.atomic(
-            index, lambda old, v: update(old, cast(v)), (value,), sys._getframe(1)
-        )
+        return array.atomic(index, lambda old, v: update(old, cast(v)), (value,), sys._getframe(1))
 
     return atomic
 

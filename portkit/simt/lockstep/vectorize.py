@@ -32,8 +32,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from portkit.simt.lockstep.expressions import Expressions, Unsupported
+from portkit.simt.lockstep.syntax import assign_to, ctx_call, has_node, name_node
 from portkit.simt.scalars import NumberCast, as_dtype, typed_constant
-from portkit.simt.transform import ALLOCATORS, WAITING_INTRINSICS, _ModuleProxy, is_device_function
+from portkit.simt.transform import WAITING_INTRINSICS, _ModuleProxy, is_device_function
 
 UNSUPPORTED_NODES = (
     ast.With,
@@ -61,11 +63,6 @@ UNSUPPORTED_NODES = (
     ast.Starred,
     ast.Match,
 )
-
-
-class Unsupported(Exception):
-    """The lockstep engine cannot run this (construct, value or fault); the per-thread
-    engine runs the launch instead. The message says why."""
 
 
 @dataclass
@@ -161,41 +158,6 @@ class Vectorizer:
         return value
 
 
-def _name(identifier: str, store: bool = False) -> ast.Name:
-    return ast.Name(id=identifier, ctx=ast.Store() if store else ast.Load())
-
-
-def _ctx_call(method: str, *args: ast.expr) -> ast.Call:
-    return ast.Call(
-        func=ast.Attribute(value=_name("__pk_ctx"), attr=method, ctx=ast.Load()),
-        args=list(args),
-        keywords=[],
-    )
-
-
-def _assign(target: str, value: ast.expr) -> ast.Assign:
-    return ast.Assign(targets=[_name(target, store=True)], value=value)
-
-
-def _lambda(body: ast.expr) -> ast.Lambda:
-    arguments = ast.arguments(
-        posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]
-    )
-    return ast.Lambda(args=arguments, body=body)
-
-
-def _has(node: ast.AST, kinds: tuple[type, ...], into_loops: bool = True) -> bool:
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, kinds):
-            return True
-        for child in ast.iter_child_nodes(current):
-            if into_loops or not isinstance(child, (ast.While, ast.For)):
-                stack.append(child)
-    return False
-
-
 class _Body:
     """Statements and expressions of one function, rewritten for lanes."""
 
@@ -217,11 +179,11 @@ class _Body:
             - set(parameters)
         )
         prologue: list[ast.stmt] = [
-            _assign("__pk_F", _ctx_call("enter")),
-            _assign("__pk_rv", _name("__pk_U")),
+            assign_to("__pk_F", ctx_call("enter")),
+            assign_to("__pk_rv", name_node("__pk_U")),
         ]
-        prologue += [_assign(name, _name("__pk_U")) for name in assigned]
-        leave = ast.Return(value=_ctx_call("leave", _name("__pk_F"), _name("__pk_rv")))
+        prologue += [assign_to(name, name_node("__pk_U")) for name in assigned]
+        leave = ast.Return(value=ctx_call("leave", name_node("__pk_F"), name_node("__pk_rv")))
         body = self.block(definition.body, escape=leave)
         return [ast.copy_location(s, definition) for s in prologue] + body + [leave]
 
@@ -231,14 +193,14 @@ class _Body:
         for statement in statements:
             out += [ast.copy_location(s, statement) for s in self.statement(statement)]
             exits = (ast.Return,) + ((ast.Break, ast.Continue) if self.loops else ())
-            if escape is not None and _has(statement, exits, into_loops=False):
+            if escape is not None and has_node(statement, exits, into_loops=False):
                 check = ast.If(
-                    test=ast.UnaryOp(op=ast.Not(), operand=_ctx_call("active")),
+                    test=ast.UnaryOp(op=ast.Not(), operand=ctx_call("active")),
                     body=[copy.deepcopy(escape)],
                     orelse=[],
                 )
                 out.append(ast.copy_location(check, statement))
-            if escape is not None and _has(statement, (ast.Return,)) and self.loops:
+            if escape is not None and has_node(statement, (ast.Return,)) and self.loops:
                 pass  # a return inside a loop leaves the lanes dead; the loop test sees it
         return out or [ast.Pass()]
 
@@ -265,28 +227,30 @@ class _Body:
             return self.for_range(node)
         if isinstance(node, ast.Return):
             value = self.expr(node.value) if node.value is not None else ast.Constant(None)
-            return [_assign("__pk_rv", _ctx_call("ret", _name("__pk_rv"), value))]
+            return [assign_to("__pk_rv", ctx_call("ret", name_node("__pk_rv"), value))]
         if isinstance(node, ast.Break):
-            return [ast.Expr(value=_ctx_call("brk", _name(self.loops[-1])))]
+            return [ast.Expr(value=ctx_call("brk", name_node(self.loops[-1])))]
         if isinstance(node, ast.Continue):
-            return [ast.Expr(value=_ctx_call("cont", _name(self.loops[-1])))]
+            return [ast.Expr(value=ctx_call("cont", name_node(self.loops[-1])))]
         raise Unsupported(f"line {node.lineno}: {type(node).__name__} is not vectorised")
 
     def assign(self, target: ast.expr, value: ast.expr) -> list[ast.stmt]:
         if isinstance(target, ast.Name):
-            return [_assign(target.id, _ctx_call("sel", value, _name(target.id)))]
+            return [assign_to(target.id, ctx_call("sel", value, name_node(target.id)))]
         if isinstance(target, ast.Subscript):
             return [
                 ast.Expr(
-                    value=_ctx_call("store", self.expr(target.value), self.index(target.slice), value)
+                    value=ctx_call(
+                        "store", self.expr(target.value), self.index(target.slice), value
+                    )
                 )
             ]
         if isinstance(target, ast.Tuple) and all(isinstance(e, ast.Name) for e in target.elts):
             temp = self.owner.fresh("t")
             count = ast.Constant(len(target.elts))
-            out: list[ast.stmt] = [_assign(temp, _ctx_call("unpack", value, count))]
+            out: list[ast.stmt] = [assign_to(temp, ctx_call("unpack", value, count))]
             for k, element in enumerate(target.elts):
-                item = ast.Subscript(value=_name(temp), slice=ast.Constant(k), ctx=ast.Load())
+                item = ast.Subscript(value=name_node(temp), slice=ast.Constant(k), ctx=ast.Load())
                 out += self.assign(element, item)
             return out
         raise Unsupported(f"line {target.lineno}: assignment to {type(target).__name__}")
@@ -294,17 +258,17 @@ class _Body:
     def augmented(self, node: ast.AugAssign) -> list[ast.stmt]:
         target = node.target
         if isinstance(target, ast.Name):
-            combined = ast.BinOp(left=_name(target.id), op=node.op, right=self.expr(node.value))
+            combined = ast.BinOp(left=name_node(target.id), op=node.op, right=self.expr(node.value))
             self.loaded.add(target.id)
             return self.assign(target, combined)
         if isinstance(target, ast.Subscript):
             array, index = self.owner.fresh("a"), self.owner.fresh("i")
-            old = _ctx_call("load", _name(array), _name(index))
+            old = ctx_call("load", name_node(array), name_node(index))
             combined = ast.BinOp(left=old, op=node.op, right=self.expr(node.value))
             return [
-                _assign(array, self.expr(target.value)),
-                _assign(index, self.index(target.slice)),
-                ast.Expr(value=_ctx_call("store", _name(array), _name(index), combined)),
+                assign_to(array, self.expr(target.value)),
+                assign_to(index, self.index(target.slice)),
+                ast.Expr(value=ctx_call("store", name_node(array), name_node(index), combined)),
             ]
         raise Unsupported(f"line {node.lineno}: augmented assignment to this target")
 
@@ -312,18 +276,18 @@ class _Body:
         test, saved = self.owner.fresh("c"), self.owner.fresh("s")
         body = self.block(node.body, None)
         orelse = self.block(node.orelse, None) if node.orelse else [ast.Pass()]
-        uniform = ast.If(test=_name(test), body=body, orelse=orelse)
-        active = _ctx_call("active")
+        uniform = ast.If(test=name_node(test), body=body, orelse=orelse)
+        active = ctx_call("active")
         masked = [
-            _assign(saved, _ctx_call("branch", _name(test))),
+            assign_to(saved, ctx_call("branch", name_node(test))),
             ast.If(test=active, body=copy.deepcopy(body), orelse=[]),
-            ast.Expr(value=_ctx_call("orelse", _name(saved), _name(test))),
+            ast.Expr(value=ctx_call("orelse", name_node(saved), name_node(test))),
             ast.If(test=copy.deepcopy(active), body=copy.deepcopy(orelse), orelse=[]),
-            ast.Expr(value=_ctx_call("endif", _name(saved))),
+            ast.Expr(value=ctx_call("endif", name_node(saved))),
         ]
         return [
-            _assign(test, self.expr(node.test)),
-            ast.If(test=_ctx_call("uniform", _name(test)), body=[uniform], orelse=masked),
+            assign_to(test, self.expr(node.test)),
+            ast.If(test=ctx_call("uniform", name_node(test)), body=[uniform], orelse=masked),
         ]
 
     def loop(
@@ -335,12 +299,15 @@ class _Body:
         self.loops.pop()
         condition = ast.BoolOp(
             op=ast.And(),
-            values=[_ctx_call("loop_top", _name(frame)), _ctx_call("loop_test", _name(frame), test)],
+            values=[
+                ctx_call("loop_top", name_node(frame)),
+                ctx_call("loop_test", name_node(frame), test),
+            ],
         )
         return [
-            _assign(frame, _ctx_call("loop_enter")),
+            assign_to(frame, ctx_call("loop_enter")),
             ast.While(test=condition, body=inner, orelse=[]),
-            ast.Expr(value=_ctx_call("loop_exit", _name(frame))),
+            ast.Expr(value=ctx_call("loop_exit", name_node(frame))),
         ]
 
     def for_range(self, node: ast.For) -> list[ast.stmt]:
@@ -355,90 +322,17 @@ class _Body:
         if not is_range or not isinstance(node.target, ast.Name):
             raise Unsupported(f"line {node.lineno}: for over something other than range()")
         counter = self.owner.fresh("it")
-        start = _assign(counter, _ctx_call("range_start", *[self.expr(a) for a in call.args]))
-        step = self.assign(node.target, _ctx_call("range_next", _name(counter)))
-        test = _ctx_call("range_test", _name(counter))
+        start = assign_to(counter, ctx_call("range_start", *[self.expr(a) for a in call.args]))
+        step = self.assign(node.target, ctx_call("range_next", name_node(counter)))
+        test = ctx_call("range_test", name_node(counter))
         return [start] + self.loop(test, step, node.body)
 
     # -- expressions ---------------------------------------------------------------------
     def expr(self, node: ast.expr) -> ast.expr:
-        return ast.copy_location(_Expressions(self).visit(node), node)
+        return ast.copy_location(Expressions(self).visit(node), node)
 
     def index(self, node: ast.expr) -> ast.expr:
         return self.expr(node)
-
-
-class _Expressions(ast.NodeTransformer):
-    def __init__(self, body: _Body) -> None:
-        self.body = body
-
-    def visit_Name(self, node: ast.Name) -> ast.AST:
-        if isinstance(node.ctx, ast.Load):
-            self.body.loaded.add(node.id)
-        return node
-
-    def visit_Constant(self, node: ast.Constant) -> ast.AST:
-        value = typed_constant(node.value)
-        if value is node.value:
-            return node
-        name = self.body.owner.fresh("k")
-        self.body.namespace[name] = value
-        return ast.copy_location(_name(name), node)
-
-    def visit_Slice(self, node: ast.Slice) -> ast.AST:
-        self.generic_visit(node)
-        parts = [p if p is not None else ast.Constant(None) for p in (node.lower, node.upper, node.step)]
-        return ast.copy_location(ast.Call(func=_name("__pk_slice"), args=parts, keywords=[]), node)
-
-    def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
-        self.generic_visit(node)
-        return ast.copy_location(_ctx_call("load", node.value, node.slice), node)
-
-    def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
-        self.generic_visit(node)
-        method = "and_" if isinstance(node.op, ast.And) else "or_"
-        result = node.values[-1]
-        for value in reversed(node.values[:-1]):
-            result = _ctx_call(method, value, _lambda(result))
-        return ast.copy_location(result, node)
-
-    def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
-        self.generic_visit(node)
-        if isinstance(node.op, ast.Not):
-            return ast.copy_location(_ctx_call("not_", node.operand), node)
-        return node
-
-    def visit_IfExp(self, node: ast.IfExp) -> ast.AST:
-        self.generic_visit(node)
-        call = _ctx_call("ifexp", node.test, _lambda(node.body), _lambda(node.orelse))
-        return ast.copy_location(call, node)
-
-    def visit_Call(self, node: ast.Call) -> ast.AST:
-        body = self.body
-        rewriter = body.owner._rewriter
-        value = rewriter.resolve(node.func, body.scope)
-        target = None
-        self.generic_visit(node)
-        name = rewriter.intrinsic_name(value)
-        if name in WAITING_INTRINSICS:
-            if node.keywords:
-                raise Unsupported(f"line {node.lineno}: cuda.{name} with keyword arguments")
-            return ast.copy_location(_ctx_call("wait", ast.Constant(name), *node.args), node)
-        helper = rewriter.allocator(value)
-        if helper is not None:
-            kind = {v: k[0] for k, v in ALLOCATORS.items()}[helper]
-            site = rewriter.next_site()
-            call = _ctx_call(kind, ast.Constant(site), ast.Constant(target or "array"), *node.args)
-            call.keywords = node.keywords
-            return ast.copy_location(call, node)
-        if is_device_function(value):
-            function = body.owner.rewrite(value, device=True)
-            alias = body.owner.fresh(f"device_{function.name}_")
-            body.namespace[alias] = function.function
-            return ast.copy_location(
-                ast.Call(func=_name(alias), args=node.args, keywords=node.keywords), node
-            )
-        return node
 
 
 def builtin_namespace() -> dict[str, Any]:
