@@ -71,8 +71,17 @@ class SimulatedKernel:
         return _Launch(self, launch_config((items[0], items[1], shared), self.__name__))
 
     def forall(self, ntasks: int, tpb: int = 0, stream: Any = 0, sharedmem: int = 0) -> _Launch:
+        if ntasks < 0:
+            raise ValueError(f"Can't create ForAll with negative task count: {ntasks}")
         tpb = tpb or 128
         return self[max(1, -(-int(ntasks) // tpb)), tpb, stream, sharedmem]
+
+    def specialize(self, *args: Any) -> SimulatedKernel:
+        """numba compiles for these argument types; the simulator needs no types."""
+        return self
+
+    def bind(self) -> None:
+        return None
 
     def __call__(self, *args: Any) -> Any:
         raise LaunchError(

@@ -225,10 +225,13 @@ class Machine:
             shadows.append(shadow)
         try:
             self._lockstep.launch(dispatcher, config, args, shadows)
-        except Unsupported as exc:
+        except KernelError:
+            raise  # the launch itself is wrong (an argument): the same for both engines
+        except Exception as exc:  # Unsupported, a failed check, or anything unforeseen
             for array, copy in saved:
                 array[...] = copy
-            self.engines.append(EngineChoice(name, PER_THREAD, f"re-run per thread: {exc}"))
+            why = str(exc) if isinstance(exc, Unsupported) else f"{type(exc).__name__}: {exc}"
+            self.engines.append(EngineChoice(name, PER_THREAD, f"re-run per thread: {why}"))
             return None
         record.files = list(self.files)
         self.records.append(record)

@@ -64,8 +64,8 @@ class LockstepEngine:
                 self._refused[key] = ""
             except Unsupported as exc:
                 self._refused[key] = str(exc)
-            except (OSError, TypeError, SyntaxError) as exc:
-                self._refused[key] = f"its source cannot be rewritten: {exc}"
+            except Exception as exc:  # anything the rewrite did not foresee: per thread
+                self._refused[key] = f"not vectorised: {type(exc).__name__}: {exc}"
         return self._refused[key] or None
 
     def launch(
