@@ -70,3 +70,53 @@ def test_simulated_cuda_makes_numba_cuda_simulated_and_restores_it():
         cuda.synchronize()
         np.testing.assert_array_equal(device.copy_to_host(), 2 * np.arange(8))
     assert cuda.jit is real_jit and cuda.to_device is real_to_device
+
+
+SUITE = '''
+import numpy as np
+from numba import cuda
+
+
+@cuda.jit
+def scale(a, factor):
+    i = cuda.grid(1)
+    if i < a.size:
+        a[i] *= factor
+
+
+@cuda.jit
+def overrun(a):
+    a[cuda.grid(1)] = 0
+
+
+def test_scale():
+    d = cuda.to_device(np.ones(50, np.float32))
+    scale[2, 32](d, 3)
+    assert (d.copy_to_host() == 3).all()
+
+
+def test_overrun_is_caught():
+    overrun[1, 32](np.zeros(8, np.float32))
+'''
+
+
+def test_pytest_option_runs_an_unedited_numba_suite(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    (tmp_path / "test_kernels.py").write_text(SUITE)
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--portkit-simt"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert "1 failed, 1 passed" in result.stdout, result.stdout[-2000:]
+    assert "out-of-bounds write of global array a[8]" in result.stdout
+    assert "thread (8, 0, 0)" in result.stdout
