@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from portkit.errors import KernelError
+from portkit.simt import epochs
 from portkit.simt.debug import DebugSession
 from portkit.simt.intrinsics import WARP_SIZE, Dim3
-from portkit.simt.memory import EPOCH_MASK, EPOCH_SHIFT, THREAD_BITS
+from portkit.simt.memory import EPOCH_MASK, EPOCH_SHIFT, THREAD_BITS, SimArray
 from portkit.simt.records import SimulationFault
 from portkit.simt.scalars import INT64
 from portkit.simt.transform import SimulatedFunction
@@ -46,6 +47,7 @@ class BlockRun:
         self.thread_ids = thread_ids
         self.n = len(thread_ids)
         self.debug, self.target = debug, target
+        self.args = args
         self.threads = [function.function(*args) for _ in range(self.n)]
         self.replies: list[Any] = [None] * self.n
         self.requests: list[Any] = [None] * self.n
@@ -275,4 +277,8 @@ class BlockRun:
             self.requests[t] = None
         self.epoch += 1
         self.generations = [0] * len(self.generations)
+        if epochs.due(self.epoch):
+            shadows = [a._shadow for a in self.machine._shared.values()]
+            shadows += [a._shadow for a in self.args if isinstance(a, SimArray) and a._shadow]
+            epochs.refresh(shadows, self.base >> 32, self.epoch)
         return waiting

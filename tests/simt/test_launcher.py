@@ -72,7 +72,7 @@ def test_simulated_cuda_makes_numba_cuda_simulated_and_restores_it():
     assert cuda.jit is real_jit and cuda.to_device is real_to_device
 
 
-SUITE = '''
+SUITE = """
 import numpy as np
 from numba import cuda
 
@@ -97,7 +97,7 @@ def test_scale():
 
 def test_overrun_is_caught():
     overrun[1, 32](np.zeros(8, np.float32))
-'''
+"""
 
 
 def test_pytest_option_runs_an_unedited_numba_suite(tmp_path):

@@ -44,6 +44,7 @@ MUST_VECTORISE = {
     "eq_sync_truthy",
     "typing_rules",
     "atomic_float_sums",
+    "long_barrier_loop",
 }
 
 

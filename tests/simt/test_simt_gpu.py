@@ -453,7 +453,6 @@ CASES = [
         "long_barrier_loop_8192",
         "long_barrier_loop",
         lambda g: [np.zeros(32, np.float32), 8192],
-        xfail="simulator bug: the 13-bit barrier epoch wraps: a false data race",
     ),
     Case(
         "many_shuffles_256",

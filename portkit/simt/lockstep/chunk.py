@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from portkit.simt import epochs
 from portkit.simt.lockstep.arrays import LaneArray, LaneShadow
 from portkit.simt.lockstep.lanes import Lanes, is_lanes, truth
 from portkit.simt.lockstep.vectorize import Unsupported
@@ -42,6 +43,8 @@ class Chunk(Lanes):
         self.blocks = blocks
         self.block_local, self.thread, self.warp, self.lane_in_warp = geometry
         self.block = self.block_local + first  # linear block index in the grid
+        self.first = first
+        self.global_shadows: list[LaneShadow] = []  # set by the engine: the arguments'
         warps_per_block = -(-threads // WARP)
         self.warps_per_block = warps_per_block
         self.epoch = np.zeros(blocks, np.int64)
@@ -164,6 +167,9 @@ class Chunk(Lanes):
                 counts = (counts > 0).astype(np.int64)
             result = counts[self.block_local]
         self.epoch[blocks] += 1
+        for local in np.flatnonzero(blocks & (self.epoch % epochs.REFRESH == 0)).tolist():
+            shadows = [a.shadow for a in self._shared.values()] + self.global_shadows
+            epochs.refresh(shadows, local + self.first, int(self.epoch[local]))
         warps = np.repeat(blocks, self.warps_per_block)
         self.generation[warps] = 0
         self._stamps = None

@@ -92,6 +92,9 @@ class LockstepEngine:
                 set_current(chunk)
                 self.cuda.set_chunk(chunk, config.block, config.grid)
                 values = [self._argument(a, s, chunk) for a, s in zip(args, shadows)]
+                chunk.global_shadows = [
+                    v.shadow for v in values if isinstance(v, LaneArray) and v.shadow
+                ]
                 try:
                     function(*values)
                 except Unsupported:
