@@ -287,7 +287,9 @@ class Machine:
         dtype = as_dtype(dtype)
         if dims == (0,):  # dynamic shared memory: every such array aliases one buffer
             key = ("dynamic", dtype.str)
-            dims = (self._shared_bytes // dtype.itemsize,)
+            if key not in self._shared:
+                self._shared[key] = self._dynamic_view(name, dtype)
+            return self._shared[key]
         array = self._shared.get(key)
         if array is None:
             size = math.prod(dims)
@@ -296,6 +298,22 @@ class Machine:
             )
             self._shared[key] = array
         return array
+
+    def _dynamic_view(self, name: str, dtype: np.dtype) -> SimArray:
+        """A dtype's view of the block's one dynamic shared buffer. Views of one item
+        size share their shadow too (a float32 written, read as int32, is initialised);
+        views of other sizes share the bytes only."""
+        others = [a for k, a in self._shared.items() if type(k) is tuple and k[0] == "dynamic"]
+        count = self._shared_bytes // dtype.itemsize
+        raw = (
+            others[0]._data.view(np.uint8)
+            if others
+            else np.full(self._shared_bytes, 0xFF, np.uint8)
+        )
+        data = raw[: count * dtype.itemsize].view(dtype)
+        same = [a._shadow for a in others if a.dtype.itemsize == dtype.itemsize]
+        shadow = same[0] if same else Shadow(data.size)
+        return SimArray(data, Layout.contiguous((data.size,)), name, SHARED, self, shadow)
 
     def _local_array(self, site: int, name: str, shape: Any, dtype: Any) -> SimArray:
         dims = _shape(shape)

@@ -679,17 +679,13 @@ def test_uint64_plus_literal_is_exact():
     assert out[0] == 2**60 + 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=SimulationFault,
-    reason="simulator bug: dynamic shared arrays alias per dtype only (machine.py "
-    "_shared_array key ('dynamic', dtype.str)); on a GPU all of them are one buffer, so "
-    "the int32 view reads the float32 1.0's bits instead of 'uninitialised'",
-)
-def test_dynamic_shared_arrays_of_two_dtypes_alias():
+@pytest.mark.parametrize("engine", ["lockstep", "per-thread"])
+def test_dynamic_shared_arrays_of_two_dtypes_alias(engine):
     out = np.zeros(4, np.int64)
-    run(K.dynamic_shared_two_dtypes, [out], block=4, shared=16)
+    machine = Machine(engine=engine)
+    run(K.dynamic_shared_two_dtypes, [out], block=4, shared=16, machine=machine)
     np.testing.assert_array_equal(out, 0x3F800000)
+    assert machine.engines[-1].engine == engine
 
 
 def test_long_barrier_loop_below_the_epoch_wrap():

@@ -447,7 +447,6 @@ CASES = [
         lambda g: [np.zeros(4, np.int64)],
         block=4,
         shared=16,
-        xfail="simulator bug: dynamic shared arrays of two dtypes do not alias",
     ),
     Case(
         "long_barrier_loop_8192",

@@ -113,7 +113,9 @@ class Chunk(Lanes):
         key: Any = site
         if dims == (0,):
             key = ("dynamic", dtype.str)
-            dims = (self.shared_bytes // dtype.itemsize,)
+            if key not in self._shared:
+                self._shared[key] = self._dynamic_view(dtype)
+            return self._shared[key]
         array = self._shared.get(key)
         if array is None:
             size = math.prod(dims)
@@ -125,6 +127,20 @@ class Chunk(Lanes):
             )
             self._shared[key] = array
         return array
+
+    def _dynamic_view(self, dtype: np.dtype) -> LaneArray:
+        """As ``Machine._dynamic_view``, for every block of the chunk at once."""
+        if self.shared_bytes % dtype.itemsize:
+            raise Unsupported("dynamic shared bytes not a multiple of the item size")
+        others = [a for k, a in self._shared.items() if type(k) is tuple and k[0] == "dynamic"]
+        total = self.shared_bytes * self.blocks
+        raw = others[0].data.view(np.uint8) if others else np.full(total, 0xFF, np.uint8)
+        data = raw.view(dtype)
+        size = self.shared_bytes // dtype.itemsize
+        same = [a.shadow for a in others if a.dtype.itemsize == dtype.itemsize]
+        shadow = same[0] if same else LaneShadow(size=data.size)
+        offset = self.block_local * size
+        return LaneArray(data, (size,), (1,), offset, SHARED, self, shadow)
 
     def local(self, site: int, name: str, shape: Any, dtype: Any) -> LaneArray:
         dims = _shape(shape)
