@@ -55,11 +55,71 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--portkit-under-sanitizer", choices=SANITIZE_TOOLS, default=None, help=argparse.SUPPRESS
     )
+    group.addoption(
+        "--portkit-simt",
+        action="store_true",
+        default=False,
+        help="run numba.cuda kernels of the tests in portkit's simulator (every check on): "
+        "cuda.jit, cuda.to_device, cuda.device_array... are simulated; no GPU needed",
+    )
+
+
+_SWITCH_KEY = pytest.StashKey[Any]()
+
+
+def _visible_gpus() -> list[str]:
+    """GPU ids this process may use: CUDA_VISIBLE_DEVICES, else ``nvidia-smi -L``."""
+    import os
+    import shutil
+    import subprocess
+
+    listed = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if listed is not None:
+        return [g.strip() for g in listed.split(",") if g.strip()]
+    if shutil.which("nvidia-smi") is None:
+        return []
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20, check=False
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [str(k) for k, line in enumerate(out.splitlines()) if line.startswith("GPU ")]
+
+
+def pin_worker_gpu() -> str | None:
+    """Under pytest-xdist on a machine with several GPUs, give worker ``gwN`` GPU
+    ``N mod GPUs`` alone (CUDA_VISIBLE_DEVICES), before anything initialises CUDA, so
+    workers spread over the GPUs instead of all queueing on the first."""
+    import os
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if not worker.startswith("gw") or os.environ.get("PORTKIT_PIN_GPUS", "1") == "0":
+        return None
+    gpus = _visible_gpus()
+    if len(gpus) < 2:
+        return None
+    chosen = gpus[int(worker[2:]) % len(gpus)]
+    os.environ["CUDA_VISIBLE_DEVICES"] = chosen
+    return chosen
 
 
 def pytest_configure(config: pytest.Config) -> None:
     for name, text in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
+    pin_worker_gpu()
+    if config.getoption("--portkit-simt", default=False):
+        from portkit.simt.numba_switch import simulated_cuda
+
+        switch = simulated_cuda()
+        switch.__enter__()  # before collection, so test modules' @cuda.jit are simulated
+        config.stash[_SWITCH_KEY] = switch
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    switch = config.stash.get(_SWITCH_KEY, None)
+    if switch is not None:
+        switch.__exit__(None, None, None)
 
 
 def pytest_cmdline_main(config: pytest.Config) -> int | None:

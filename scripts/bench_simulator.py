@@ -1,5 +1,5 @@
-"""Simulated threads per second: portkit's CUDA simulator against numba's, side by side
-in one process.
+"""Simulated threads per second: portkit's two engines (lockstep and per-thread) against
+numba's simulator, side by side in one process.
 
     python scripts/bench_simulator.py [--repeats 5] [--quick] [--json FILE]
 
@@ -10,7 +10,7 @@ Three kernels, defined below as ordinary ``numba.cuda.jit`` kernels:
 - ``block_sum``: a shared-memory tree reduction, 128 threads per block, a
   ``cuda.syncthreads()`` after every step, thread 0 writes the block's sum;
 - ``warp_sum``: a warp-shuffle reduction (``shfl_down_sync``), lane 0 writes the warp's
-  sum. portkit only: numba's simulator has no shuffles, so its column reads n/a.
+  sum. portkit only: numba's simulator has no shuffles, so its row reads n/a.
 
 What is measured: the wall time of one launch, from building the simulator's kernel
 object to the launch returning (portkit: a fresh ``Machine`` per launch, so its one-off
@@ -24,7 +24,7 @@ why the comparison is in threads per second and not in seconds.
 
 Why side by side: the dev machine is shared and its speed drifts by tens of percent
 over minutes. Both simulators run in the same process, on the same inputs, and their
-launches are interleaved (portkit, numba, portkit, numba, ...), so a slow patch of the
+launches are interleaved (lockstep, per-thread, numba, ...), so a slow patch of the
 machine hits both; the ratio of the medians from one run is the number to trust, not
 absolute figures compared across runs. Every launch's output is checked against NumPy
 (an assertion) before its time counts. Before the timed launches, each simulator runs
@@ -147,24 +147,39 @@ KERNELS = [
 # Elements per launch: each simulator's own size, so that one launch takes seconds.
 # Not multiples of 128, so the last block has threads past n. numba's simulator does
 # about 5k threads/s elementwise and 450/s on the block reduction on the 2-core dev
-# machine; portkit's about 100k/s and 22k/s.
+# machine; portkit's per-thread engine about 100k/s and 22k/s, its lockstep engine millions.
 SIZES = {
-    "portkit": {"sigmoid": 200_000, "block_sum": 45_000, "warp_sum": 100_000},
+    "lockstep": {"sigmoid": 4_000_000, "block_sum": 2_000_000, "warp_sum": 2_000_000},
+    "per-thread": {"sigmoid": 200_000, "block_sum": 45_000, "warp_sum": 100_000},
     "numba": {"sigmoid": 14_000, "block_sum": 1_200},
 }
 QUICK_SIZES = {
-    "portkit": {"sigmoid": 8_000, "block_sum": 2_000, "warp_sum": 4_000},
+    "lockstep": {"sigmoid": 100_000, "block_sum": 50_000, "warp_sum": 50_000},
+    "per-thread": {"sigmoid": 8_000, "block_sum": 2_000, "warp_sum": 4_000},
     "numba": {"sigmoid": 2_000, "block_sum": 250},
 }
+SIMULATORS = ("lockstep", "per-thread", "numba")
 
 
 # --- running one launch -------------------------------------------------------------
-def run_portkit(kernel: Kernel, x: np.ndarray, out: np.ndarray, blocks: int) -> None:
+def _run_portkit(engine: str, kernel: Kernel, x: np.ndarray, out: np.ndarray, blocks: int) -> None:
     from portkit.launch.kernel_set import LaunchConfig
     from portkit.simt.machine import Machine
 
     config = LaunchConfig((blocks, 1, 1), (THREADS, 1, 1), 0)
-    Machine().launch(kernel.name, kernel.dispatcher, config, [x, out, x.size])
+    machine = Machine(engine=engine)
+    machine.launch(kernel.name, kernel.dispatcher, config, [x, out, x.size])
+    ran = machine.engines[-1]
+    if ran.engine != engine:  # a lockstep launch that fell back would be timed per thread
+        raise AssertionError(f"{kernel.name} ran {ran.engine}, not {engine}: {ran.reason}")
+
+
+def run_lockstep(kernel: Kernel, x: np.ndarray, out: np.ndarray, blocks: int) -> None:
+    _run_portkit("lockstep", kernel, x, out, blocks)
+
+
+def run_per_thread(kernel: Kernel, x: np.ndarray, out: np.ndarray, blocks: int) -> None:
+    _run_portkit("per-thread", kernel, x, out, blocks)
 
 
 def run_numba(kernel: Kernel, x: np.ndarray, out: np.ndarray, blocks: int) -> None:
@@ -174,7 +189,7 @@ def run_numba(kernel: Kernel, x: np.ndarray, out: np.ndarray, blocks: int) -> No
     fake[blocks, THREADS, 0, 0](x, out, x.size)
 
 
-RUNNERS = {"portkit": run_portkit, "numba": run_numba}
+RUNNERS = {"lockstep": run_lockstep, "per-thread": run_per_thread, "numba": run_numba}
 
 
 @dataclass
@@ -208,7 +223,7 @@ def measure(sizes: dict, repeats: int, seed: int) -> list[Measurement]:
     rng = np.random.default_rng(seed)
     results = []
     for kernel in KERNELS:
-        simulators = ["portkit", "numba"] if kernel.numba else ["portkit"]
+        simulators = [s for s in SIMULATORS if s in sizes and kernel.name in sizes[s]]
         inputs = {
             s: rng.standard_normal(sizes[s][kernel.name]).astype(np.float32) for s in simulators
         }
@@ -222,7 +237,7 @@ def measure(sizes: dict, repeats: int, seed: int) -> list[Measurement]:
                 seconds = launch_checked(kernel, s, inputs[s])
                 rows[s].seconds.append(seconds)
                 print(
-                    f"  {kernel.name:<9} {s:<7} run {rep + 1}/{repeats}: {seconds:6.2f} s, "
+                    f"  {kernel.name:<9} {s:<10} run {rep + 1}/{repeats}: {seconds:6.2f} s, "
                     f"{rows[s].rate(seconds):9,.0f} threads/s",
                     file=sys.stderr,
                     flush=True,
@@ -263,12 +278,16 @@ def summary(m: Measurement) -> dict:
 
 
 def ratios(rows: list[dict]) -> dict:
-    """portkit's median threads/s over numba's, per kernel (None where numba has none)."""
+    """Lockstep's median threads/s over the per-thread engine's and over numba's, per
+    kernel (None where a simulator has no row)."""
     by = {(r["kernel"], r["simulator"]): r["threads_per_s_median"] for r in rows}
-    return {
-        k.name: (by[(k.name, "portkit")] / by[(k.name, "numba")] if k.numba else None)
-        for k in KERNELS
-    }
+
+    def over(k: str, other: str) -> float | None:
+        if (k, "lockstep") in by and (k, other) in by:
+            return by[(k, "lockstep")] / by[(k, other)]
+        return None
+
+    return {k.name: {s: over(k.name, s) for s in ("per-thread", "numba")} for k in KERNELS}
 
 
 def print_report(env: dict, rows: list[dict], ratio: dict, repeats: int) -> None:
@@ -279,7 +298,8 @@ def print_report(env: dict, rows: list[dict], ratio: dict, repeats: int) -> None
         f"numpy {env['numpy']}"
     )
     print(
-        f"- {repeats} launch{'es' if repeats > 1 else ''} per row, interleaved portkit/numba; "
+        f"- {repeats} launch{'es' if repeats > 1 else ''} per row, interleaved "
+        f"lockstep/per-thread/numba; "
         f"{THREADS} threads per block; every output checked against NumPy\n"
     )
     print(
@@ -288,7 +308,7 @@ def print_report(env: dict, rows: list[dict], ratio: dict, repeats: int) -> None
     )
     print("|---|---|---:|---:|---:|")
     for k in KERNELS:
-        for s in ("portkit", "numba"):
+        for s in SIMULATORS:
             r = next((r for r in rows if r["kernel"] == k.name and r["simulator"] == s), None)
             if r is None:
                 print(f"| {k.name} | {s} | n/a | n/a | n/a (no warp shuffles) |")
@@ -298,10 +318,11 @@ def print_report(env: dict, rows: list[dict], ratio: dict, repeats: int) -> None
                 f"({r['min_s']:.2f}-{r['max_s']:.2f}) | {r['threads_per_s_median']:,.0f} "
                 f"({r['threads_per_s_min']:,.0f}-{r['threads_per_s_max']:,.0f}) |"
             )
-    print("\n| kernel | portkit / numba, ratio of median threads/s |")
-    print("|---|---:|")
+    print("\n| kernel | lockstep / per-thread | lockstep / numba (ratios of median threads/s) |")
+    print("|---|---:|---:|")
+    show = lambda v: "n/a" if v is None else f"{v:.1f}x"  # noqa: E731
     for name, value in ratio.items():
-        print(f"| {name} | {'n/a' if value is None else f'{value:.1f}x'} |")
+        print(f"| {name} | {show(value['per-thread'])} | {show(value['numba'])} |")
 
 
 def main() -> None:

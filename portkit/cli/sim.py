@@ -45,6 +45,12 @@ from portkit.errors import PortkitError
     help="sim: portkit's simulator (checks bounds, races, barriers, warps); "
     "numba-sim: numba's, for a cross-check.",
 )
+@click.option(
+    "--verbose",
+    "-v",
+    is_flag=True,
+    help="Say which engine ran each launch (lockstep or per-thread) and why.",
+)
 @user_errors
 def sim(
     op_name: str,
@@ -58,6 +64,7 @@ def sim(
     thread: str | None,
     show: int,
     backend_name: str,
+    verbose: bool = False,
 ) -> None:
     """Run OP's prototype in the CUDA simulator on the CPU and compare it with the reference.
 
@@ -75,6 +82,7 @@ def sim(
       portkit sim softmax --shape 4x129
       portkit sim sigmoid --block 1 --thread 5       # pdb at block 1, thread 5
       portkit sim softmax --backend numba-sim        # numba's simulator instead
+      portkit sim softmax --verbose                  # which engine ran, and why
     """
     from portkit.backends import create
     from portkit.check.show_case import first_forward_kernel, run_simulation
@@ -112,4 +120,15 @@ def sim(
     with BlockProgress(console) as progress:
         backend.on_block = progress
         ok = run_simulation(op, case, backend, console, show)
+    if verbose:
+        _print_engines(console, getattr(backend, "machine", None))
     sys.exit(0 if ok else EXIT_FAILED_CHECKS)
+
+
+def _print_engines(console, machine) -> None:
+    """One line per launch: the kernel, the engine that ran it, and why."""
+    if machine is None:
+        console.print("engine: numba's simulator (one Python thread per CUDA thread)")
+        return
+    for choice in machine.engines:
+        console.print(f"engine: {choice.kernel}: {choice.engine} ({choice.reason})")

@@ -10,11 +10,13 @@ from typing import Any, Protocol
 import numpy as np
 
 from portkit.errors import KernelError
+from portkit.simt import epochs
 from portkit.simt.debug import DebugSession
 from portkit.simt.intrinsics import WARP_SIZE, Dim3, SimulatedCuda
-from portkit.simt.memory import EPOCH_MASK, EPOCH_SHIFT, THREAD_BITS
+from portkit.simt.memory import SimArray
 from portkit.simt.records import Place, SimulationFault
 from portkit.simt.scalars import INT64
+from portkit.simt.stamps import EPOCH_MASK, EPOCH_SHIFT, THREAD_BITS
 from portkit.simt.transform import SimulatedFunction
 
 FULL_MASK = 0xFFFFFFFF
@@ -59,6 +61,7 @@ class BlockRun:
         self.thread_ids = thread_ids
         self.n = len(thread_ids)
         self.debug, self.target = debug, target
+        self.args = args
         self.threads = [function.function(*args) for _ in range(self.n)]
         self.replies: list[Any] = [None] * self.n
         self.requests: list[Any] = [None] * self.n
@@ -289,4 +292,8 @@ class BlockRun:
         self.machine.settle_shared(self.name)
         self.epoch += 1
         self.generations = [0] * len(self.generations)
+        if epochs.due(self.epoch):
+            shadows = [a._shadow for a in self.machine._shared.values()]
+            shadows += [a._shadow for a in self.args if isinstance(a, SimArray) and a._shadow]
+            epochs.refresh(shadows, self.base >> 32, self.epoch)
         return waiting

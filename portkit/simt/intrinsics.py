@@ -9,6 +9,7 @@ rewrite turns their calls into yields that the machine answers (see ``machine.py
 
 from __future__ import annotations
 
+import builtins
 import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
@@ -79,8 +80,9 @@ class Atomics:
     sub = staticmethod(_atomic(lambda old, v: old - v))
     max = staticmethod(_atomic(lambda old, v: v if v > old or math.isnan(old) else old))
     min = staticmethod(_atomic(lambda old, v: v if v < old or math.isnan(old) else old))
-    nanmax = staticmethod(_atomic(_nan_aware(max)))
-    nanmin = staticmethod(_atomic(_nan_aware(min)))
+    # builtins.max/min: inside this class body, max and min are the atomics above.
+    nanmax = staticmethod(_atomic(_nan_aware(builtins.max)))
+    nanmin = staticmethod(_atomic(_nan_aware(builtins.min)))
     exch = staticmethod(_atomic(lambda old, v: v))
     and_ = staticmethod(_atomic(lambda old, v: old & v))
     or_ = staticmethod(_atomic(lambda old, v: old | v))

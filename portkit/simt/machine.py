@@ -16,9 +16,11 @@ or waits elsewhere, a lane that reads from a lane outside the mask.
 from __future__ import annotations
 
 import math
+import os
 import traceback
 import warnings
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -37,9 +39,7 @@ from portkit.simt.memory import (
     MemoryFault,
     Shadow,
     SimArray,
-    line_of,
-    stamp_block,
-    stamp_thread,
+    memory_view,
 )
 from portkit.simt.records import (
     ArrayRecord,
@@ -50,7 +50,20 @@ from portkit.simt.records import (
     unflatten,
 )
 from portkit.simt.scalars import INT64, as_dtype, widen
+from portkit.simt.stamps import line_of, stamp_block, stamp_thread
 from portkit.simt.transform import Rewriter, SimulatedFunction
+
+AUTO, LOCKSTEP, PER_THREAD = "auto", "lockstep", "per-thread"
+ENGINES = (AUTO, LOCKSTEP, PER_THREAD)
+
+
+@dataclass(frozen=True)
+class EngineChoice:
+    """Which engine ran one launch, and why (``portkit sim --verbose`` prints these)."""
+
+    kernel: str
+    engine: str
+    reason: str
 
 
 class Machine:
@@ -60,7 +73,13 @@ class Machine:
         self,
         breakpoint: Breakpoint | None = None,
         on_block: Callable[[int, int], None] | None = None,
+        engine: str | None = None,
     ) -> None:
+        self.engine = engine or os.environ.get("PORTKIT_SIMT_ENGINE", AUTO)
+        if self.engine not in ENGINES:
+            raise KernelError(f"unknown simulator engine {self.engine!r}: one of {ENGINES}")
+        self.engines: list[EngineChoice] = []  # which engine ran each launch, and why
+        self._lockstep: Any = None
         self.cuda = SimulatedCuda(self)
         self.files: dict[str, int] = {}
         self.stamp = 0
@@ -105,24 +124,19 @@ class Machine:
                 f"kernel {name} takes {len(function.parameters)} arguments "
                 f"({', '.join(function.parameters)}), launched with {len(args)}"
             )
-        record = LaunchRecord(name, config)
-        values = []
-        for parameter, arg in zip(function.parameters, args):
-            if isinstance(arg, np.ndarray):
-                shadow = Shadow(arg.size, sparse=blocks is not None)
-                flat = arg.reshape(-1)
-                values.append(
-                    SimArray(flat, Layout.contiguous(arg.shape), parameter, GLOBAL, self, shadow)
-                )
-                record.arrays.append(
-                    ArrayRecord(parameter, flat, shadow.writes, shadow.write_lines)
-                )
-            else:
-                values.append(widen(arg))
-        debug = None
         bp = self.breakpoint
-        if bp is not None and bp.kernel == name and name not in self._launched:
-            debug = DebugSession(bp)
+        debugging = bp is not None and bp.kernel == name and name not in self._launched
+        if blocks is None and not debugging:
+            record = self._try_lockstep(name, dispatcher, config, args)
+            if record is not None:
+                self._launched.add(name)
+                return record
+        else:
+            why = "a subset of blocks (diff)" if blocks is not None else "pdb is on"
+            self.engines.append(EngineChoice(name, "per-thread", why))
+        record = LaunchRecord(name, config)
+        values = self._arguments(function, args, record, sparse=blocks is not None)
+        debug = DebugSession(bp) if debugging else None
         self._launched.add(name)
 
         cuda = self.cuda
@@ -160,6 +174,70 @@ class Machine:
             record.files = list(self.files)
             self._reset_block_state()
         self.records.append(record)
+        return record
+
+    def _arguments(
+        self, function: SimulatedFunction, args: Sequence[Any], record: LaunchRecord, sparse: bool
+    ) -> list[Any]:
+        """Kernel arguments as the per-thread engine sees them; arrays get a fresh shadow,
+        recorded in ``record`` (who wrote what, for ``portkit diff``)."""
+        values: list[Any] = []
+        for parameter, arg in zip(function.parameters, args):
+            if isinstance(arg, np.ndarray):
+                shadow = Shadow(arg.size, sparse=sparse)
+                flat, layout = memory_view(arg, parameter)
+                values.append(SimArray(flat, layout, parameter, GLOBAL, self, shadow))
+                record.arrays.append(
+                    ArrayRecord(parameter, flat, shadow.writes, shadow.write_lines)
+                )
+            else:
+                values.append(widen(arg))
+        return values
+
+    def _try_lockstep(
+        self, name: str, dispatcher: Any, config: LaunchConfig, args: Sequence[Any]
+    ) -> LaunchRecord | None:
+        """Run the launch in the lockstep engine if it applies; None (inputs untouched)
+        when it does not or when a check failed, so the per-thread engine runs it."""
+        if self.engine == PER_THREAD:
+            self.engines.append(EngineChoice(name, PER_THREAD, "chosen"))
+            return None
+        from portkit.simt.lockstep import LockstepEngine, Unsupported
+
+        if self._lockstep is None:
+            self._lockstep = LockstepEngine(self.rewriter, self.files)
+        refused = self._lockstep.refused(dispatcher)
+        if refused is not None:
+            self.engines.append(EngineChoice(name, PER_THREAD, refused))
+            return None
+        saved = [(a, a.copy()) for a in args if isinstance(a, np.ndarray)]
+        record = LaunchRecord(name, config)
+        shadows = []
+        for parameter, arg in zip(self.rewriter.rewrite(dispatcher).parameters, args):
+            shadow = None
+            if isinstance(arg, np.ndarray):
+                shadow = Shadow(arg.size)
+                flat, _ = memory_view(arg, parameter)
+                record.arrays.append(
+                    ArrayRecord(parameter, flat, shadow.writes, shadow.write_lines)
+                )
+            shadows.append(shadow)
+        try:
+            self._lockstep.launch(dispatcher, config, args, shadows)
+        except KernelError:
+            raise  # the launch itself is wrong (an argument): the same for both engines
+        except Exception as exc:  # Unsupported, a failed check, or anything unforeseen
+            for array, copy in saved:
+                array[...] = copy
+            why = str(exc) if isinstance(exc, Unsupported) else f"{type(exc).__name__}: {exc}"
+            self.engines.append(EngineChoice(name, PER_THREAD, f"re-run per thread: {why}"))
+            return None
+        record.files = list(self.files)
+        self.records.append(record)
+        self.engines.append(EngineChoice(name, LOCKSTEP, "vectorised"))
+        if self.on_block is not None:
+            total = config.grid[0] * config.grid[1] * config.grid[2]
+            self.on_block(total, total)
         return record
 
     # -- one block ------------------------------------------------------------------------
@@ -222,7 +300,9 @@ class Machine:
         dtype = as_dtype(dtype)
         if dims == (0,):  # dynamic shared memory: every such array aliases one buffer
             key = ("dynamic", dtype.str)
-            dims = (self._shared_bytes // dtype.itemsize,)
+            if key not in self._shared:
+                self._shared[key] = self._dynamic_view(name, dtype)
+            return self._shared[key]
         array = self._shared.get(key)
         if array is None:
             size = math.prod(dims)
@@ -231,6 +311,22 @@ class Machine:
             )
             self._shared[key] = array
         return array
+
+    def _dynamic_view(self, name: str, dtype: np.dtype) -> SimArray:
+        """A dtype's view of the block's one dynamic shared buffer. Views of one item
+        size share their shadow too (a float32 written, read as int32, is initialised);
+        views of other sizes share the bytes only."""
+        others = [a for k, a in self._shared.items() if type(k) is tuple and k[0] == "dynamic"]
+        count = self._shared_bytes // dtype.itemsize
+        raw = (
+            others[0]._data.view(np.uint8)
+            if others
+            else np.full(self._shared_bytes, 0xFF, np.uint8)
+        )
+        data = raw[: count * dtype.itemsize].view(dtype)
+        same = [a._shadow for a in others if a.dtype.itemsize == dtype.itemsize]
+        shadow = same[0] if same else Shadow(data.size)
+        return SimArray(data, Layout.contiguous((data.size,)), name, SHARED, self, shadow)
 
     def _local_array(self, site: int, name: str, shape: Any, dtype: Any) -> SimArray:
         dims = _shape(shape)

@@ -22,13 +22,14 @@ import operator
 import sys
 from array import array
 from collections import defaultdict
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 
+from portkit.errors import KernelError
 from portkit.simt.scalars import INT64, widen
+from portkit.simt.stamps import LINE_BITS, NOBODY, ordered
 
 
 class StampSource(Protocol):
@@ -40,49 +41,6 @@ class StampSource(Protocol):
 
 
 GLOBAL, SHARED, LOCAL, CONST = "global", "shared", "local", "constant"
-
-# A stamp names who touched an element and when, in one int64:
-#   block << 32 | barrier epoch << 19 | warp sync generation << 11 | thread
-# The epoch counts the block's syncthreads; the generation counts the completed warp
-# operations (shuffles, syncwarp...) of the thread's warp, which order lanes of one warp.
-THREAD_BITS = 11
-THREAD_MASK = (1 << THREAD_BITS) - 1
-GENERATION_BITS = 8
-EPOCH_SHIFT = THREAD_BITS + GENERATION_BITS
-EPOCH_MASK = (1 << (32 - EPOCH_SHIFT)) - 1
-NOBODY = -1
-LINE_BITS = 22  # a line key is file << 22 | line
-
-
-def ordered(other: int, me: int, cross_block: bool) -> bool:
-    """Whether an access stamped ``other`` happens before one stamped ``me`` (so the two
-    cannot race): a barrier or a warp operation separates them, or one thread made both."""
-    if (other >> 32) != (me >> 32):
-        return not cross_block
-    if (other >> EPOCH_SHIFT) != (me >> EPOCH_SHIFT):
-        return True
-    other_thread, my_thread = other & THREAD_MASK, me & THREAD_MASK
-    if other_thread == my_thread:
-        return True
-    if (other >> THREAD_BITS) == (me >> THREAD_BITS):
-        return False  # same epoch and generation: nothing between them
-    # A warp operation came between: it orders the lanes of one warp.
-    return (other_thread >> 5) == (my_thread >> 5)
-
-
-def stamp_block(stamp: int) -> int:
-    """Linear index of the block a stamp names."""
-    return stamp >> 32
-
-
-def stamp_thread(stamp: int) -> int:
-    """Linear index, within its block, of the thread a stamp names."""
-    return stamp & THREAD_MASK
-
-
-def line_of(key: int, files: Sequence[str]) -> tuple[str, int]:
-    """File and line of a line key made by ``_line_key``."""
-    return files[key >> LINE_BITS], key & ((1 << LINE_BITS) - 1)
 
 
 class MemoryFault(Exception):
@@ -433,3 +391,18 @@ def _line_key(frame: Any, files: dict[str, int]) -> int:
     if number is None:
         number = files[filename] = len(files)
     return number << LINE_BITS | frame.f_lineno
+
+
+def memory_view(array: np.ndarray, name: str) -> tuple[np.ndarray, Layout]:
+    """The array's memory as a flat view (writes land in ``array``) and its layout.
+    C- and Fortran-ordered arrays are viewed in place; others are refused, since a copy
+    would silently drop the kernel's writes."""
+    if array.flags.c_contiguous:
+        return array.reshape(-1), Layout.contiguous(array.shape)
+    if array.flags.f_contiguous:
+        strides = tuple(s // array.itemsize for s in array.strides)
+        return array.ravel(order="K"), Layout(array.shape, strides, 0)
+    raise KernelError(
+        f"argument {name} is a non-contiguous view (strides {array.strides}): pass a "
+        f"contiguous array (np.ascontiguousarray) so the kernel's writes reach it"
+    )

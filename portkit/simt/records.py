@@ -11,7 +11,7 @@ import numpy as np
 
 from portkit.errors import KernelError
 from portkit.launch.kernel_set import LaunchConfig
-from portkit.simt.memory import line_of, stamp_block, stamp_thread
+from portkit.simt.stamps import line_of, stamp_block, stamp_thread
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ import math
 import numpy as np
 import pytest
 
+from portkit.errors import KernelError
 from portkit.launch.kernel_set import LaunchConfig
 from portkit.simt.machine import Machine
 from portkit.simt.records import SimulationFault
@@ -678,17 +679,13 @@ def test_uint64_plus_literal_is_exact():
     assert out[0] == 2**60 + 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=SimulationFault,
-    reason="simulator bug: dynamic shared arrays alias per dtype only (machine.py "
-    "_shared_array key ('dynamic', dtype.str)); on a GPU all of them are one buffer, so "
-    "the int32 view reads the float32 1.0's bits instead of 'uninitialised'",
-)
-def test_dynamic_shared_arrays_of_two_dtypes_alias():
+@pytest.mark.parametrize("engine", ["lockstep", "per-thread"])
+def test_dynamic_shared_arrays_of_two_dtypes_alias(engine):
     out = np.zeros(4, np.int64)
-    run(K.dynamic_shared_two_dtypes, [out], block=4, shared=16)
+    machine = Machine(engine=engine)
+    run(K.dynamic_shared_two_dtypes, [out], block=4, shared=16, machine=machine)
     np.testing.assert_array_equal(out, 0x3F800000)
+    assert machine.engines[-1].engine == engine
 
 
 def test_long_barrier_loop_below_the_epoch_wrap():
@@ -697,17 +694,15 @@ def test_long_barrier_loop_below_the_epoch_wrap():
     np.testing.assert_array_equal(out, np.float32(0.5 * 8191))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=SimulationFault,
-    reason="simulator bug: the barrier epoch in a stamp has 13 bits (memory.py EPOCH_MASK), "
-    "so 8192 syncthreads later a read of a value written before them looks like the same "
-    "epoch: a false 'data race'",
-)
-def test_long_barrier_loop_at_the_epoch_wrap():
+@pytest.mark.parametrize("engine", ["lockstep", "per-thread"])
+def test_long_barrier_loop_past_the_epoch_wrap(engine):
+    # The barrier epoch in a stamp has 13 bits; epochs.refresh keeps older stamps from
+    # coming round to the current epoch (a false race 8192 barriers on, before).
     out = np.zeros(32, np.float32)
-    run(K.long_barrier_loop, [out, 8192], block=32)
-    np.testing.assert_array_equal(out, np.float32(0.5 * 8192))
+    machine = Machine(engine=engine)
+    run(K.long_barrier_loop, [out, 8192 + 100], block=32, machine=machine)
+    np.testing.assert_array_equal(out, np.float32(0.5 * (8192 + 100)))
+    assert machine.engines[-1].engine == engine
 
 
 def test_many_shuffles_below_the_generation_wrap():
@@ -773,14 +768,15 @@ def test_negative_index_wraps_as_in_numba():
     np.testing.assert_array_equal(out, np.roll(x, 1))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="simulator bug: Machine.launch reshapes each array with arg.reshape(-1), which "
-    "copies a non-C-contiguous array, so the kernel's writes to a Fortran-ordered output "
-    "are silently lost (machine.py launch); it should write through or refuse the array",
-)
-def test_writes_reach_a_fortran_ordered_output():
+@pytest.mark.parametrize("engine", ["lockstep", "per-thread"])
+def test_writes_reach_a_fortran_ordered_output(engine):
     x = rng(24).standard_normal((10, 13)).astype(np.float32)
     out = np.asfortranarray(np.full((13, 10), np.nan, np.float32))
-    run(K.transpose_tiled, [x, out], grid=(2, 2), block=(8, 8))
+    run(K.transpose_tiled, [x, out], grid=(2, 2), block=(8, 8), machine=Machine(engine=engine))
     np.testing.assert_array_equal(out, x.T)
+
+
+def test_a_strided_view_is_refused_not_silently_copied():
+    out = np.zeros((13, 20), np.float32)[:, ::2]
+    with pytest.raises(KernelError, match="non-contiguous"):
+        run(K.transpose_tiled, [np.zeros((10, 13), np.float32), out], grid=(2, 2), block=(8, 8))

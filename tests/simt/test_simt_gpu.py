@@ -447,13 +447,11 @@ CASES = [
         lambda g: [np.zeros(4, np.int64)],
         block=4,
         shared=16,
-        xfail="simulator bug: dynamic shared arrays of two dtypes do not alias",
     ),
     Case(
         "long_barrier_loop_8192",
         "long_barrier_loop",
         lambda g: [np.zeros(32, np.float32), 8192],
-        xfail="simulator bug: the 13-bit barrier epoch wraps: a false data race",
     ),
     Case(
         "many_shuffles_256",

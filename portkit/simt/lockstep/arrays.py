@@ -1,0 +1,333 @@
+"""Arrays as lanes see them: checked gathers and scatters.
+
+A ``LaneArray`` is a flat NumPy buffer with a shape and strides and an offset that may
+differ per lane (a shared array's block, a local array's thread, a view ``x[row]``).
+Every access checks the active lanes at once, with the per-thread engine's rules and
+its stamps (``memory.py``: block, barrier epoch, warp generation, thread), kept in the
+same ``Shadow`` arrays, so the writer record ``portkit diff`` reads is the same:
+
+- bounds of every index of every active lane, negative ones included;
+- an uninitialised shared or local read: an element nobody has written;
+- a race: a write meeting another thread's unordered write or read, several lanes
+  writing one element in one statement, a read meeting another thread's unordered
+  write. Reads are recorded conservatively (an element read by two threads keeps two
+  distinct readers), so a later writer conflicts with at least one of them.
+
+A failed check raises ``Unsupported`` with what failed; the machine re-runs the launch
+in the per-thread engine, which reports it with the exact thread and line.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any, Protocol
+
+import numpy as np
+
+from portkit.simt.lockstep.lanes import is_lanes
+from portkit.simt.lockstep.vectorize import Unsupported
+from portkit.simt.memory import CONST, GLOBAL, _line_key
+from portkit.simt.stamps import EPOCH_SHIFT, NOBODY, THREAD_BITS, THREAD_MASK
+
+
+class Lanes(Protocol):
+    """What a lane array asks of the chunk of threads running it (``chunk.Chunk``): which
+    lanes are active, their stamps, the source files of line keys, and atomics' order."""
+
+    mask: np.ndarray
+    active_count: int
+    n: int
+    files: Any
+
+    @property
+    def full_lanes(self) -> bool: ...
+
+    def active_stamps(self) -> np.ndarray: ...
+
+    def count_atomic(self, array: LaneArray) -> None: ...
+
+
+def ordered(other: np.ndarray, me: np.ndarray, cross_block: bool) -> np.ndarray:
+    """``memory.ordered`` for arrays of stamps."""
+    same_block = (other >> 32) == (me >> 32)
+    other_epoch = other >> EPOCH_SHIFT
+    later_epoch = other_epoch != (me >> EPOCH_SHIFT)
+    ot, mt = other & THREAD_MASK, me & THREAD_MASK
+    same_thread = ot == mt
+    new_generation = (other >> THREAD_BITS) != (me >> THREAD_BITS)
+    same_warp = (ot >> 5) == (mt >> 5)
+    inside = later_epoch | same_thread | (new_generation & same_warp)
+    return np.where(same_block, inside, not cross_block)
+
+
+def _strictly_increasing(flat: np.ndarray) -> bool:
+    return flat.size < 2 or bool(np.all(flat[1:] > flat[:-1]))
+
+
+class LaneShadow:
+    """NumPy views of a ``memory.Shadow`` (or fresh arrays for shared memory)."""
+
+    def __init__(self, shadow: Any = None, size: int = 0) -> None:
+        if shadow is not None:
+
+            def view(a: Any) -> np.ndarray:
+                return np.frombuffer(a, dtype=np.int64 if a.typecode == "q" else np.int32)
+
+            self.writes, self.write_lines = view(shadow.writes), view(shadow.write_lines)
+            self.reads, self.read_lines = view(shadow.reads), view(shadow.read_lines)
+            self.reads2, self.read2_lines = view(shadow.reads2), view(shadow.read2_lines)
+        else:
+            self.writes = np.full(size, NOBODY, np.int64)
+            self.write_lines = np.zeros(size, np.int32)
+            self.reads = np.full(size, NOBODY, np.int64)
+            self.read_lines = np.zeros(size, np.int32)
+            self.reads2 = np.full(size, NOBODY, np.int64)
+            self.read2_lines = np.zeros(size, np.int32)
+
+
+class LaneArray:
+    """An array of global, shared, local or constant memory, seen by every lane."""
+
+    def __init__(
+        self,
+        data: np.ndarray,
+        shape: tuple[int, ...],
+        strides: tuple[int, ...],
+        offset: Any,
+        space: str,
+        chunk: Lanes,
+        shadow: LaneShadow | None = None,
+        written: np.ndarray | None = None,
+    ) -> None:
+        self.data, self._shape, self._strides, self.offset = data, shape, strides, offset
+        self.space, self.chunk, self.shadow, self.written = space, chunk, shadow, written
+        self._poisoned = space != GLOBAL and space != CONST
+        self._cross_block = space == GLOBAL
+        kind = data.dtype
+        self._widen = kind.kind in "iu" and kind.itemsize < 8
+
+    @property
+    def shape(self) -> tuple[np.int64, ...]:
+        return tuple(np.int64(n) for n in self._shape)
+
+    @property
+    def size(self) -> np.int64:
+        return np.int64(int(np.prod(self._shape)))
+
+    @property
+    def ndim(self) -> int:
+        return len(self._shape)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.data.dtype
+
+    def __len__(self) -> int:
+        return self._shape[0] if self._shape else 0
+
+    # -- indexing ------------------------------------------------------------------------
+    def _items(self, index: Any) -> tuple:
+        return index if type(index) is tuple else (index,)
+
+    def flat(self, index: Any) -> Any:
+        """Flat positions of one element per lane, or None for a view."""
+        items = self._items(index)
+        if len(items) > len(self._shape):
+            raise Unsupported("too many indices")
+        if len(items) < len(self._shape) or any(type(i) is slice for i in items):
+            return None
+        mask = self.chunk.mask
+        flat = self.offset
+        for axis, item in enumerate(items):
+            if is_lanes(item):
+                if item.dtype.kind not in "iu":
+                    raise Unsupported(f"an index of type {item.dtype}")
+                lo, hi = item < 0, item >= self._shape[axis]
+                if np.any((lo | hi) & mask):
+                    raise Unsupported(f"out-of-bounds access of {self.space} memory")
+            else:
+                try:
+                    item = operator.index(item)
+                except TypeError:
+                    raise Unsupported("a non-integer index") from None
+                if not 0 <= item < self._shape[axis] and self.chunk.active_count:
+                    raise Unsupported(f"out-of-bounds access of {self.space} memory")
+            flat = flat + item * self._strides[axis]
+        return flat
+
+    def view(self, index: Any) -> LaneArray:
+        items = self._items(index)
+        shape, strides, offset = [], [], self.offset
+        for axis, n in enumerate(self._shape):
+            item = items[axis] if axis < len(items) else slice(None)
+            if type(item) is slice:
+                if any(is_lanes(v) for v in (item.start, item.stop, item.step)):
+                    raise Unsupported("a slice whose bounds differ between threads")
+                start, stop, step = item.indices(n)
+                shape.append(len(range(start, stop, step)))
+                strides.append(self._strides[axis] * step)
+                offset = offset + start * self._strides[axis]
+            else:
+                one = self.flat_axis(item, axis)
+                offset = offset + one * self._strides[axis]
+        return LaneArray(
+            self.data,
+            tuple(shape),
+            tuple(strides),
+            offset,
+            self.space,
+            self.chunk,
+            self.shadow,
+            self.written,
+        )
+
+    def flat_axis(self, item: Any, axis: int) -> Any:
+        n = self._shape[axis]
+        bad = (item < 0) | (item >= n)
+        if np.any(bad & self.chunk.mask) if is_lanes(item) else (bad and self.chunk.active_count):
+            raise Unsupported(f"out-of-bounds view of {self.space} memory")
+        return item
+
+    # -- loads and stores ------------------------------------------------------------------
+    def load(self, index: Any, frame: Any) -> Any:
+        flat = self.flat(index)
+        if flat is None:
+            return self.view(index)
+        chunk = self.chunk
+        if not is_lanes(flat):
+            if chunk.active_count:
+                self._check_reads(np.full(chunk.active_count, flat, np.int64), frame, True)
+                value = self.data[flat]
+            else:
+                value = self.data.dtype.type(0)
+            if self._widen:
+                return np.int64(value)
+            return value
+        if chunk.full_lanes:
+            active = flat
+            values = self.data[flat] if self.data.size else np.zeros(flat.size, self.data.dtype)
+        else:
+            active = flat[chunk.mask]
+            values = np.zeros(flat.size, self.data.dtype)
+            values[chunk.mask] = self.data[active]
+        self._check_reads(active, frame, False)
+        if self._widen:
+            values = values.astype(np.int64)
+        return values
+
+    def store(self, index: Any, value: Any, frame: Any) -> None:
+        flat = self.flat(index)
+        if flat is None:
+            raise Unsupported("assigning to a slice")
+        if self.space == CONST:
+            raise Unsupported("a write to constant memory")
+        chunk = self.chunk
+        if not chunk.active_count:
+            return
+        if not is_lanes(flat):
+            if chunk.active_count > 1:
+                raise Unsupported("several threads write one element (a race)")
+            flat = np.full(chunk.n, flat, np.int64)
+        if chunk.full_lanes:
+            active = flat
+            values = value
+        else:
+            active = flat[chunk.mask]
+            values = value[chunk.mask] if is_lanes(value) else value
+        if not _strictly_increasing(active) and np.unique(active).size != active.size:
+            raise Unsupported("several threads write one element in one statement (a race)")
+        self._check_writes(active, frame)
+        self.data[active] = values
+
+    # -- checks ----------------------------------------------------------------------------
+    def _check_reads(self, active: np.ndarray, frame: Any, same: bool) -> None:
+        if self.written is not None:  # local memory: this lane's own writes
+            if not np.all(self.written[active]):
+                raise Unsupported("a read of uninitialised local memory")
+            return
+        shadow = self.shadow
+        if shadow is None:
+            return
+        me = self.chunk.active_stamps()
+        written = shadow.writes[active]
+        other = written != me
+        if other.any():
+            nobody = written == NOBODY
+            if self._poisoned and np.any(other & nobody):
+                raise Unsupported("a read of uninitialised shared memory")
+            if np.any(other & ~nobody & ~ordered(written, me, self._cross_block)):
+                raise Unsupported("a read racing with another thread's write")
+        line = _line_key(frame, self.chunk.files)
+        read = shadow.reads[active]
+        first = (read == me) | (read == NOBODY) | ordered(read, me, self._cross_block)
+        shadow.reads[active[first]] = me[first]
+        shadow.read_lines[active[first]] = line
+        second = ~first
+        shadow.reads2[active[second]] = me[second]
+        shadow.read2_lines[active[second]] = line
+        if same or not _strictly_increasing(active):
+            # Several lanes read one element: keep a second, distinct reader of each.
+            order = np.argsort(active, kind="stable")
+            sorted_flat = active[order]
+            repeat = np.flatnonzero(sorted_flat[1:] == sorted_flat[:-1]) + 1
+            if repeat.size:
+                shadow.reads2[sorted_flat[repeat]] = me[order[repeat - 1]]
+                shadow.read2_lines[sorted_flat[repeat]] = line
+
+    def _check_writes(self, active: np.ndarray, frame: Any) -> None:
+        if self.written is not None:
+            self.written[active] = True
+            return
+        shadow = self.shadow
+        if shadow is None:
+            return
+        me = self.chunk.active_stamps()
+        cross = self._cross_block
+        for slots in (shadow.writes, shadow.reads, shadow.reads2):
+            other = slots[active]
+            suspect = (other != me) & (other != NOBODY)
+            if suspect.any() and np.any(suspect & ~ordered(other, me, cross)):
+                raise Unsupported("a write racing with another thread's access")
+        shadow.writes[active] = me
+        shadow.write_lines[active] = _line_key(frame, self.chunk.files)
+
+    def atomic(self, index: Any, update: Any, operands: tuple, frame: Any) -> Any:
+        """Read-modify-write per active lane, in thread order; returns the old values.
+        ``update(old, *operands of the lane)`` is the per-thread engine's own update."""
+        flat = self.flat(index)
+        if flat is None:
+            raise Unsupported("an atomic on a view")
+        if self.space == CONST:
+            raise Unsupported("an atomic on constant memory")
+        chunk = self.chunk
+        chunk.count_atomic(self)
+        lanes = np.flatnonzero(chunk.mask)
+        flats = np.broadcast_to(flat, (chunk.n,))[lanes]
+        shadow = self.shadow
+        if shadow is not None and self._poisoned and np.any(shadow.writes[flats] == NOBODY):
+            raise Unsupported("an atomic on uninitialised shared memory")
+        data = self.data
+        olds = []
+        columns = [
+            np.broadcast_to(np.asarray(v, dtype=v.dtype if is_lanes(v) else None), (chunk.n,))[
+                lanes
+            ]
+            if is_lanes(v)
+            else None
+            for v in operands
+        ]
+        for k, position in enumerate(flats.tolist()):
+            args = [v if c is None else c[k] for v, c in zip(operands, columns)]
+            old = data[position]
+            data[position] = update(old, *args)
+            olds.append(old)
+        if shadow is not None:
+            stamps = chunk.active_stamps()
+            shadow.writes[flats] = stamps  # in lane order: the last lane wins, as per thread
+            shadow.write_lines[flats] = _line_key(frame, chunk.files)
+        result = np.zeros(chunk.n, data.dtype)
+        if olds:
+            result[lanes] = np.array(olds, dtype=data.dtype)
+        if self._widen:
+            result = result.astype(np.int64)
+        return result

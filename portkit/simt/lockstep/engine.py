@@ -1,0 +1,122 @@
+"""Run one launch in lockstep, chunk after chunk of whole blocks.
+
+``LockstepEngine.launch`` returns True when the launch ran to the end with every
+check passing; it raises ``Unsupported`` (with the reason) when the kernel uses
+something it does not vectorise or when a check failed. The machine then restores the
+inputs and runs the launch per thread (``machine.py``).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from portkit.simt.lockstep.arrays import LaneArray, LaneShadow
+from portkit.simt.lockstep.chunk import Chunk
+from portkit.simt.lockstep.lanes import UNDEF
+from portkit.simt.lockstep.shims import LANE_BUILTINS, LaneCuda, LaneMath, set_current
+from portkit.simt.lockstep.vectorize import Unsupported, Vectorizer, builtin_namespace
+from portkit.simt.memory import GLOBAL
+from portkit.simt.scalars import widen
+
+# Lanes per chunk: big enough that NumPy's per-call overhead vanishes, small enough
+# that a chunk's arrays stay in cache-friendly sizes and memory stays bounded.
+CHUNK_LANES = 1 << 16
+
+
+class _ChunkProxy:
+    """What the rewritten code calls ``__pk_ctx``: forwards to the current chunk."""
+
+    def __init__(self) -> None:
+        self.chunk: Chunk | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.chunk, name)
+
+
+class LockstepEngine:
+    """The lockstep engine of one ``Machine``: its rewritten kernels and their launches."""
+
+    def __init__(self, rewriter: Any, files: dict[str, int]) -> None:
+        self.cuda = LaneCuda()
+        self.files = files
+        self._proxy = _ChunkProxy()
+        helpers: dict[str, Any] = {
+            "__pk_ctx": self._proxy,
+            "__pk_U": UNDEF,
+            "__pk_cuda": self.cuda,
+            "__pk_math": LaneMath(),
+            **builtin_namespace(),
+            **LANE_BUILTINS,
+        }
+        self.vectorizer = Vectorizer(rewriter, self._proxy, helpers)
+        self._refused: dict[int, str] = {}
+
+    def refused(self, dispatcher: Any) -> str | None:
+        """Why this kernel cannot run in lockstep at all (known before a launch), or None."""
+        key = id(dispatcher)
+        if key not in self._refused:
+            try:
+                self.vectorizer.rewrite(dispatcher)
+                self._refused[key] = ""
+            except Unsupported as exc:
+                self._refused[key] = str(exc)
+            except Exception as exc:  # anything the rewrite did not foresee: per thread
+                self._refused[key] = f"not vectorised: {type(exc).__name__}: {exc}"
+        return self._refused[key] or None
+
+    def launch(
+        self,
+        dispatcher: Any,
+        config: Any,
+        args: Sequence[Any],
+        shadows: Sequence[Any],
+    ) -> None:
+        """Run every block; ``shadows[k]`` is the per-thread ``Shadow`` of array ``k``
+        (filled as the per-thread engine fills it), None for a scalar."""
+        function = self.vectorizer.rewrite(dispatcher).function
+        waits = self.vectorizer._rewriter.rewrite(dispatcher).waits
+        threads = config.threads_per_block
+        total = int(np.prod(config.grid))
+        per_chunk = max(1, CHUNK_LANES // threads)
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore", RuntimeWarning)
+            for first in range(0, total, per_chunk):
+                blocks = min(per_chunk, total - first)
+                chunk = Chunk(first, blocks, threads, config.shared_bytes, self.files)
+                chunk.kernel_waits = waits
+                self._proxy.chunk = chunk
+                set_current(chunk)
+                self.cuda.set_chunk(chunk, config.block, config.grid)
+                values = [self._argument(a, s, chunk) for a, s in zip(args, shadows)]
+                chunk.global_shadows = [
+                    v.shadow for v in values if isinstance(v, LaneArray) and v.shadow
+                ]
+                try:
+                    function(*values)
+                except Unsupported:
+                    raise
+                except Exception as exc:
+                    raise Unsupported(f"{type(exc).__name__}: {exc}") from None
+        self._proxy.chunk = None
+        set_current(None)
+
+    @staticmethod
+    def _argument(arg: Any, shadow: Any, chunk: Chunk) -> Any:
+        if isinstance(arg, np.ndarray):
+            from portkit.simt.memory import memory_view
+
+            flat, layout = memory_view(arg, "argument")
+            return LaneArray(
+                flat,
+                layout.shape,
+                layout.strides,
+                0,
+                GLOBAL,
+                chunk,
+                LaneShadow(shadow),
+            )
+        return widen(arg)

@@ -1,0 +1,266 @@
+"""Masks over lanes: what the rewritten kernel calls for control flow and assignment.
+
+``mask`` is the set of lanes executing the current statement. ``dead`` holds the lanes
+that returned from the current function; ``parked`` those that left the current loops
+through ``break`` or ``continue`` (they come back when the loop, or the iteration,
+ends). ``full`` says that every lane that could still read a variable of this
+function is executing, so an assignment may replace the value outright (and a uniform
+value stays a scalar) instead of merging with ``np.where``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from portkit.simt.lockstep.vectorize import Unsupported
+
+
+class Undefined:
+    """The value of a local before its first assignment."""
+
+    def __repr__(self) -> str:
+        return "<undefined>"
+
+
+UNDEF = Undefined()
+
+
+def truth(value: Any) -> Any:
+    """Per-lane truth of a value, as ``bool()`` of each lane's scalar."""
+    if isinstance(value, np.ndarray):
+        return value if value.dtype == np.bool_ else value != 0
+    return bool(value)
+
+
+def is_lanes(value: Any) -> bool:
+    return isinstance(value, np.ndarray)
+
+
+class _Loop:
+    __slots__ = ("saved", "brk", "cont")
+
+    def __init__(self, saved: np.ndarray, lanes: int) -> None:
+        self.saved = saved
+        self.brk = np.zeros(lanes, bool)
+        self.cont = np.zeros(lanes, bool)
+
+
+class Lanes:
+    """Control-flow state of one chunk of lanes."""
+
+    def __init__(self, lanes: int) -> None:
+        self.n = lanes
+        self.none = np.zeros(lanes, bool)
+        self.mask = np.ones(lanes, bool)
+        self.entry = self.mask
+        self.dead = self.none
+        self.parked = self.none
+        self.active_count = lanes
+        self.live_count = lanes
+        self.full = True
+        self.depth = 0  # 1 in the kernel, more in device functions
+        self.exited = self.none  # lanes that returned from the kernel
+
+    def _set(self, mask: np.ndarray) -> None:
+        self.mask = mask
+        self.active_count = int(np.count_nonzero(mask))
+        self.full = self.active_count == self.live_count
+
+    def _live(self) -> None:
+        self.live_count = int(np.count_nonzero(self.entry & ~self.dead))
+
+    # -- functions -----------------------------------------------------------------------
+    def enter(self) -> tuple:
+        frame = (self.mask, self.entry, self.dead, self.parked, self.live_count)
+        self.entry, self.dead, self.parked = self.mask, self.none, self.none
+        self.live_count = self.active_count
+        self.full = True
+        self.depth += 1
+        return frame
+
+    def leave(self, frame: tuple, value: Any) -> Any:
+        mask, self.entry, self.dead, self.parked, self.live_count = frame
+        self.depth -= 1
+        self._set(mask)
+        return None if value is UNDEF else value
+
+    def ret(self, current: Any, value: Any) -> Any:
+        # Lanes that returned earlier keep their value: ``full`` does not apply here.
+        if current is UNDEF or value is None or self.active_count == 0:
+            merged = current if self.active_count == 0 else value
+        elif not _numeric(value) or not _numeric(current):
+            raise Unsupported("a device function returning non-numbers from several places")
+        else:
+            merged = self.merge(self.mask, value, current)
+        self.dead = self.dead | self.mask
+        if self.depth == 1:
+            self.exited = self.exited | self.mask
+        self._live()
+        self._set(self.none)
+        return merged
+
+    def active(self) -> bool:
+        return self.active_count > 0
+
+    # -- if --------------------------------------------------------------------------------
+    @staticmethod
+    def uniform(value: Any) -> bool:
+        return not isinstance(value, np.ndarray)
+
+    def branch(self, test: np.ndarray) -> np.ndarray:
+        saved = self.mask
+        self._set(saved & truth(test))
+        return saved
+
+    def orelse(self, saved: np.ndarray, test: np.ndarray) -> None:
+        self._set(saved & ~truth(test) & ~self.dead & ~self.parked)
+
+    def endif(self, saved: np.ndarray) -> None:
+        self._set(saved & ~self.dead & ~self.parked)
+
+    # -- loops -----------------------------------------------------------------------------
+    def loop_enter(self) -> _Loop:
+        return _Loop(self.mask, self.n)
+
+    def loop_top(self, loop: _Loop) -> bool:
+        if loop.cont.any():
+            self.parked = self.parked & ~loop.cont
+            self._set(self.mask | loop.cont)
+            loop.cont = self.none.copy()
+        return True
+
+    def loop_test(self, loop: _Loop, test: Any) -> bool:
+        if isinstance(test, np.ndarray):
+            self._set(self.mask & truth(test))
+        elif not test:
+            self._set(self.none)
+        return self.active_count > 0
+
+    def brk(self, loop: _Loop) -> None:
+        loop.brk = loop.brk | self.mask
+        self.parked = self.parked | self.mask
+        self._set(self.none)
+
+    def cont(self, loop: _Loop) -> None:
+        loop.cont = loop.cont | self.mask
+        self.parked = self.parked | self.mask
+        self._set(self.none)
+
+    def loop_exit(self, loop: _Loop) -> None:
+        self.parked = self.parked & ~loop.brk & ~loop.cont
+        self._set(loop.saved & ~self.dead & ~self.parked)
+
+    def range_start(self, *bounds: Any) -> list:
+        start, stop, step = (0, bounds[0], 1) if len(bounds) == 1 else (*bounds, 1)[:3]
+        for bound in (start, stop, step):
+            kind = np.asarray(bound).dtype.kind
+            if kind not in "iub":
+                raise Unsupported(f"range() of {np.asarray(bound).dtype}")
+        if is_lanes(step):
+            raise Unsupported("range() with a step that differs between threads")
+        if int(step) == 0:
+            raise Unsupported("range() with step 0")
+        as_int = (lambda v: v.astype(np.int64)) if is_lanes(start) else np.int64
+        return [as_int(start), stop, np.int64(step)]
+
+    @staticmethod
+    def range_test(counter: list) -> Any:
+        value, stop, step = counter
+        return value < stop if step > 0 else value > stop
+
+    @staticmethod
+    def range_next(counter: list) -> Any:
+        value = counter[0]
+        counter[0] = value + counter[2]
+        return value
+
+    # -- values ----------------------------------------------------------------------------
+    def sel(self, new: Any, old: Any) -> Any:
+        """``x = new`` in the active lanes; the others keep ``old``."""
+        if self.full or old is UNDEF or new is old:
+            return new
+        if self.active_count == 0:
+            return old
+        if isinstance(new, tuple) and isinstance(old, tuple) and len(new) == len(old):
+            return tuple(self.sel(a, b) for a, b in zip(new, old))
+        if not _numeric(new) or not _numeric(old):
+            raise Unsupported("a divergent assignment of a non-number (array view, tuple)")
+        if np.asarray(new).dtype != np.asarray(old).dtype:
+            raise Unsupported(
+                f"a variable that is {np.asarray(new).dtype} in some threads and "
+                f"{np.asarray(old).dtype} in others"
+            )
+        return np.where(self.mask, new, old)
+
+    def unpack(self, value: Any, count: int) -> Any:
+        if not isinstance(value, tuple) or len(value) != count:
+            raise Unsupported("unpacking something other than a tuple")
+        return value
+
+    def merge(self, taken: Any, value_if: Any, other: Any) -> Any:
+        """Per-lane choice between two branch values (same type in every lane)."""
+        if not _numeric(value_if) or not _numeric(other):
+            raise Unsupported("a conditional choice between non-numbers")
+        if np.asarray(value_if).dtype != np.asarray(other).dtype:
+            raise Unsupported(
+                f"a conditional expression that is {np.asarray(value_if).dtype} in some "
+                f"threads and {np.asarray(other).dtype} in others"
+            )
+        return np.where(taken, value_if, other)
+
+    def and_(self, left: Any, right: Any) -> Any:
+        if not is_lanes(left):
+            return right() if left else left
+        go = truth(left)
+        saved = self.mask
+        self._set(saved & go)
+        value = right() if self.active_count else left
+        self._set(saved)
+        if value is left:
+            return left
+        return self._pick(go & saved, value, left)
+
+    def or_(self, left: Any, right: Any) -> Any:
+        if not is_lanes(left):
+            return left if left else right()
+        stop = truth(left)
+        saved = self.mask
+        self._set(saved & ~stop)
+        value = right() if self.active_count else left
+        self._set(saved)
+        if value is left:
+            return left
+        return self._pick(~stop & saved, value, left)
+
+    def _pick(self, where: np.ndarray, value: Any, other: Any) -> Any:
+        if not np.any(where):
+            return other
+        if not np.any(self.mask & ~where):
+            return value
+        return self.merge(where, value, other)
+
+    def not_(self, value: Any) -> Any:
+        return ~truth(value) if is_lanes(value) else not value
+
+    def ifexp(self, test: Any, body: Any, orelse: Any) -> Any:
+        if not is_lanes(test):
+            return body() if test else orelse()
+        go = truth(test)
+        saved = self.mask
+        taken, other = saved & go, saved & ~go
+        if not other.any():
+            return body()
+        if not taken.any():
+            return orelse()
+        self._set(taken)
+        first = body()
+        self._set(other)
+        second = orelse()
+        self._set(saved)
+        return self.merge(go, first, second)
+
+
+def _numeric(value: Any) -> bool:
+    return isinstance(value, (np.ndarray, np.generic, bool, int, float))

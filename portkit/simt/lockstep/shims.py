@@ -1,0 +1,279 @@
+"""``cuda``, ``math`` and the builtins as lanes see them.
+
+Typing follows the per-thread engine exactly (``scalars.py``): a function of uniform
+arguments is the per-thread function itself; of per-lane arguments, the same function
+applied lane by lane (``per_lane``), except where a whole-array form is known to give
+the same bits: ``math.exp`` & co of a float array run Python's ``math`` on each element
+in double and round back, as the per-thread engine does, and ``sqrt`` (correctly
+rounded in NumPy and in C) runs as one ufunc.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from portkit.simt import intrinsics
+from portkit.simt.lockstep.arrays import LaneArray
+from portkit.simt.lockstep.lanes import is_lanes
+from portkit.simt.lockstep.vectorize import Unsupported
+from portkit.simt.scalars import INT64, TYPED_BUILTINS, TYPED_MATH, NumberCast, as_dtype
+
+_CURRENT: list[Any] = [None]  # the chunk running now (set by the engine)
+
+
+def per_lane(function: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """``function`` of scalars, applied to each active lane when an argument is per-lane."""
+
+    def apply(*args: Any) -> Any:
+        if not any(is_lanes(a) for a in args):
+            if any(isinstance(a, LaneArray) for a in args):
+                raise Unsupported(f"{name}() of an array")
+            return function(*args)
+        chunk = _CURRENT[0]
+        lanes = np.flatnonzero(chunk.mask)
+        columns = [a[lanes].tolist() if is_lanes(a) else None for a in args]
+        kinds = [a.dtype.type if is_lanes(a) else None for a in args]
+        results = []
+        for k in range(lanes.size):
+            lane_args = [a if c is None else t(c[k]) for a, c, t in zip(args, columns, kinds)]
+            results.append(function(*lane_args))
+        types = {type(r) for r in results}
+        if len(types) > 1 or (types and not issubclass(next(iter(types)), np.generic)):
+            raise Unsupported(f"{name}() gives {', '.join(t.__name__ for t in types)}")
+        kind = next(iter(types)) if types else np.float64
+        out = np.zeros(chunk.n, kind)
+        if results:
+            out[lanes] = np.array(results, dtype=kind)
+        return out
+
+    apply.__name__ = name
+    return apply
+
+
+_FAST_UNARY = {
+    "exp", "log", "log2", "log10", "log1p", "expm1", "sin", "cos", "tan", "asin", "acos",
+    "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc", "fabs",
+}  # fmt: skip
+
+
+def _fast_unary(name: str) -> Callable[..., Any]:
+    exact = getattr(math, name)
+    typed = getattr(TYPED_MATH, name)
+    slow = per_lane(typed, name)
+
+    def apply(*args: Any) -> Any:
+        if len(args) != 1 or not is_lanes(args[0]):
+            return slow(*args)
+        x = args[0]
+        if x.dtype.kind != "f":
+            return slow(x)
+        chunk = _CURRENT[0]
+        full = chunk.full_lanes
+        values = x if full else x[chunk.mask]
+        try:
+            result = np.fromiter(map(exact, values.tolist()), np.float64, values.size)
+        except (OverflowError, ValueError):
+            result = np.array([float(typed(v)) for v in values], np.float64)
+        result = result.astype(x.dtype)
+        if full:
+            return result
+        out = np.zeros(x.size, x.dtype)
+        out[chunk.mask] = result
+        return out
+
+    apply.__name__ = name
+    return apply
+
+
+def _sqrt(*args: Any) -> Any:
+    x = args[0]
+    if len(args) == 1 and is_lanes(x) and x.dtype.kind == "f":
+        with np.errstate(all="ignore"):
+            return np.sqrt(x.astype(np.float64)).astype(x.dtype)
+    return per_lane(TYPED_MATH.sqrt, "sqrt")(*args)
+
+
+class LaneMath:
+    """``math`` for lanes."""
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(TYPED_MATH, name)
+        if callable(value):
+            if name == "sqrt":
+                value = _sqrt
+            elif name in _FAST_UNARY:
+                value = _fast_unary(name)
+            else:
+                value = per_lane(value, name)
+        setattr(self, name, value)
+        return value
+
+
+def _pairwise(pick: Callable[[Any, Any], Any], name: str) -> Callable[..., Any]:
+    scalar = TYPED_BUILTINS[name]
+
+    def apply(*values: Any) -> Any:
+        if not any(is_lanes(v) for v in values):
+            return scalar(*values)
+        if len(values) < 2:
+            raise Unsupported(f"{name}() of one per-thread value")
+        types = {np.asarray(v).dtype for v in values}
+        if any(t.kind not in "iufb" for t in types):
+            raise Unsupported(f"{name}() of {types}")
+        common = np.result_type(
+            *(np.int64(0) if t.kind in "iu" and t.itemsize < 8 else np.zeros(1, t) for t in types)
+        )
+        result = values[0]
+        for v in values[1:]:
+            result = pick(v, result)
+        return np.asarray(result).astype(common, copy=False)
+
+    apply.__name__ = name
+    return apply
+
+
+def _int(value: Any = 0) -> Any:
+    if not is_lanes(value):
+        return TYPED_BUILTINS["int"](value)
+    chunk = _CURRENT[0]
+    if value.dtype.kind == "f" and not np.all(np.isfinite(value[chunk.mask])):
+        raise Unsupported("int() of inf or NaN")
+    return value.astype(np.int64)
+
+
+def _float(value: Any = 0.0) -> Any:
+    return value.astype(np.float64) if is_lanes(value) else TYPED_BUILTINS["float"](value)
+
+
+def _abs(value: Any) -> Any:
+    return np.abs(value) if is_lanes(value) else builtins.abs(value)
+
+
+def _len(value: Any) -> Any:
+    return INT64(len(value))
+
+
+LANE_BUILTINS: dict[str, Any] = {
+    # Python's max keeps the first of equal values and skips NaN only in later places.
+    "max": _pairwise(lambda v, best: np.where(v > best, v, best), "max"),
+    "min": _pairwise(lambda v, best: np.where(v < best, v, best), "min"),
+    "int": _int,
+    "float": _float,
+    "abs": _abs,
+    "len": _len,
+    "round": per_lane(builtins.round, "round"),
+    "pow": per_lane(builtins.pow, "pow"),
+    "bool": per_lane(lambda v: np.bool_(v), "bool"),
+}
+
+
+def _lane_atomic(update: Callable[[Any, Any], Any]) -> Callable[..., Any]:
+    def atomic(array: Any, index: Any, value: Any) -> Any:
+        if not isinstance(array, LaneArray):
+            raise Unsupported("an atomic on something other than an array")
+        cast = array.dtype.type
+        return array.atomic(index, lambda old, v: update(old, cast(v)), (value,), sys._getframe(1))
+
+    return atomic
+
+
+class LaneAtomics:
+    """``cuda.atomic``: per lane in thread order, with the per-thread engine's updates."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("cas", "compare_and_swap"):
+            raise Unsupported(f"cuda.atomic.{name}")
+        closure = getattr(intrinsics.Atomics, name).__closure__
+        update = closure[0].cell_contents if closure else None
+        if update is None:
+            raise Unsupported(f"cuda.atomic.{name}")
+        value = _lane_atomic(update)
+        setattr(self, name, value)
+        return value
+
+
+class LaneDim3:
+    __slots__ = ("x", "y", "z")
+
+    def __init__(self, x: Any, y: Any, z: Any) -> None:
+        self.x, self.y, self.z = x, y, z
+
+    def __iter__(self):
+        return iter((self.x, self.y, self.z))
+
+
+class LaneCuda:
+    """``numba.cuda`` for lanes: coordinates are arrays, one element per lane."""
+
+    warpsize = INT64(32)
+    atomic = LaneAtomics()
+
+    def __init__(self) -> None:
+        self.threadIdx = self.blockIdx = self.blockDim = self.gridDim = None
+        self.laneid: Any = None
+
+    def set_chunk(self, chunk: Any, block_dims: tuple, grid_dims: tuple) -> None:
+        bx, by, _ = block_dims
+        gx, gy, _ = grid_dims
+        t, b = chunk.thread, chunk.block
+        self.threadIdx = LaneDim3(t % bx, (t // bx) % by, t // (bx * by))
+        self.blockIdx = LaneDim3(b % gx, (b // gx) % gy, b // (gx * gy))
+        self.blockDim = LaneDim3(*(INT64(v) for v in block_dims))
+        self.gridDim = LaneDim3(*(INT64(v) for v in grid_dims))
+        self.laneid = chunk.lane_in_warp
+
+    def grid(self, ndim: int) -> Any:
+        t, b, d = self.threadIdx, self.blockIdx, self.blockDim
+        coords = (b.x * d.x + t.x, b.y * d.y + t.y, b.z * d.z + t.z)
+        return coords[0] if ndim == 1 else coords[:ndim]
+
+    def gridsize(self, ndim: int) -> Any:
+        sizes = tuple(INT64(int(a) * int(b)) for a, b in zip(self.gridDim, self.blockDim))
+        return sizes[0] if ndim == 1 else sizes[:ndim]
+
+    def activemask(self) -> Any:
+        """The lanes of the warp that exist, as the per-thread engine answers in a kernel
+        that never waits; in one that waits its answer depends on the order threads ran."""
+        chunk = _CURRENT[0]
+        if chunk.kernel_waits:
+            raise Unsupported("cuda.activemask in a kernel with barriers or warp operations")
+        first = chunk.thread - chunk.lane_in_warp
+        lanes = np.minimum(32, chunk.threads - first)
+        return (np.int64(1) << lanes) - 1
+
+    def lanemask_lt(self) -> Any:
+        return (np.int64(1) << self.laneid) - 1
+
+    def threadfence(self) -> None:
+        return None
+
+    threadfence_block = threadfence_system = threadfence
+
+    def nanosleep(self, ns: Any) -> None:
+        return None
+
+    def __getattr__(self, name: str) -> Any:
+        from numba import cuda
+        from numba.core import types as numba_types
+
+        value = getattr(cuda, name, None)
+        if isinstance(value, numba_types.Number):
+            cast = NumberCast(as_dtype(value), name)
+            setattr(self, name, cast)
+            return cast
+        scalar = getattr(intrinsics.SimulatedCuda, name, None)
+        if name in ("fma", "cbrt", "popc", "brev", "clz", "ffs") and scalar is not None:
+            function = per_lane(scalar, name)
+            setattr(self, name, function)
+            return function
+        raise Unsupported(f"cuda.{name} is not vectorised")
+
+
+def set_current(chunk: Any) -> None:
+    _CURRENT[0] = chunk
