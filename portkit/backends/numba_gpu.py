@@ -13,6 +13,7 @@ from typing import Any
 
 from portkit.backends.base import Backend, cuda_unavailable_reason
 from portkit.launch.kernel_set import KernelSet, LaunchConfig
+from portkit.project.dtypes import prototype_view
 
 
 class NumbaKernel:
@@ -24,8 +25,10 @@ class NumbaKernel:
         from numba import cuda
 
         stream = cuda.external_stream(torch.cuda.current_stream().cuda_stream)
+        # bfloat16 reaches numba as uint16 bits (torch describes it as raw bytes, "<V2").
         device_args = [
-            cuda.as_cuda_array(a, sync=False) if isinstance(a, torch.Tensor) else a for a in args
+            cuda.as_cuda_array(prototype_view(a), sync=False) if isinstance(a, torch.Tensor) else a
+            for a in args
         ]
         with warnings.catch_warnings():
             # Small grids are deliberate in edge-size cases; numba warns about each.

@@ -8,6 +8,7 @@ from typing import Any
 
 from portkit.backends.base import Backend
 from portkit.launch.kernel_set import KernelSet, LaunchConfig
+from portkit.project.dtypes import prototype_view
 from portkit.simt.debug import Breakpoint
 
 
@@ -20,7 +21,8 @@ class SimulatedLaunch:
     def launch(self, config: LaunchConfig, args: Sequence[Any]) -> None:
         import torch
 
-        host_args = [a.numpy() if isinstance(a, torch.Tensor) else a for a in args]
+        # bfloat16 has no NumPy dtype: the kernel gets its bits as uint16, as on the GPU.
+        host_args = [prototype_view(a).numpy() if isinstance(a, torch.Tensor) else a for a in args]
         self._machine.launch(self.name, self._dispatcher, config, host_args)
 
 

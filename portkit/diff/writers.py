@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from portkit.launch.kernel_set import LaunchConfig
+from portkit.project.dtypes import prototype_view
 
 if TYPE_CHECKING:
     import torch
@@ -77,7 +78,10 @@ def host_arguments(launch: CapturedLaunch) -> list[Any]:
     """Fresh NumPy copies of a captured launch's arguments, for the simulator."""
     import torch
 
-    return [a.cpu().numpy().copy() if isinstance(a, torch.Tensor) else a for a in launch.args]
+    return [
+        prototype_view(a.cpu()).numpy().copy() if isinstance(a, torch.Tensor) else a
+        for a in launch.args
+    ]
 
 
 def _written(stamps: Any) -> np.ndarray:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from portkit.launch.autograd import as_tuple
 from portkit.launch.kernel_set import KernelSet, LaunchConfig
 from portkit.project.cases import Case, make_grad_outputs, make_inputs
+from portkit.project.dtypes import prototype_view
 
 if TYPE_CHECKING:
     from portkit.project.discovery import Op
@@ -45,7 +46,8 @@ class _Recorder:
         import torch
 
         signature = tuple(
-            numba.typeof(a.numpy() if isinstance(a, torch.Tensor) else a) for a in args
+            numba.typeof(prototype_view(a).numpy() if isinstance(a, torch.Tensor) else a)
+            for a in args
         )
         self.log.append(Launch(self.name, config, signature))
 
