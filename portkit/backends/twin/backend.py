@@ -8,30 +8,68 @@ scalar, and a wrong argument is named before anything reaches the GPU.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
 from portkit.backends.base import Backend, cuda_unavailable_reason
 from portkit.backends.twin.build import compile_twin
-from portkit.backends.twin.source import SCALAR_TYPES, TwinKernel, parse_twin
+from portkit.backends.twin.source import POINTER_ONLY_TYPES, SCALAR_TYPES, TwinKernel, parse_twin
 from portkit.errors import InputError, OpDefinitionError
 from portkit.launch.kernel_set import KernelSet, LaunchConfig
+from portkit.project.dtypes import dtype_name
 
-C_SCALAR_OF_DTYPE = {"float32": "float", "float64": "double"}
-DTYPE_OF_C_SCALAR = {"float": "float32", "double": "float64", "int": "int32"}
+# The C type a template parameter is instantiated with for tensors of each dtype
+# (cuda_fp16.h and cuda_bf16.h, which NVRTC finds by itself, declare the half types).
+C_SCALAR_OF_DTYPE = {
+    "float16": "__half",
+    "bfloat16": "__nv_bfloat16",
+    "float32": "float",
+    "float64": "double",
+    "int8": "signed char",
+    "uint8": "unsigned char",
+    "int16": "short",
+    "int32": "int",
+    "int64": "long long",
+    "bool": "bool",
+}
+# The dtype of the tensor a pointer parameter of a fixed C type takes.
+DTYPE_OF_C_SCALAR = {
+    **{c: d for c, d in SCALAR_TYPES.items() if d != "bool_"},
+    "bool": "bool",
+    **POINTER_ONLY_TYPES,
+}
 
 
 def twin_expressions(op) -> list[str]:
     """NVRTC name expressions for every kernel of ``op`` in every dtype it accepts."""
     kernels = checked_twin_kernels(op)
+    scalars = [C_SCALAR_OF_DTYPE[d] for d in op.definition.dtypes]
+    if any(k.template_params for k in kernels.values()):
+        _require_half_headers(op)
     expressions = []
     for kernel in kernels.values():
-        if kernel.template_param:
-            expressions += [kernel.expression(C_SCALAR_OF_DTYPE[d]) for d in op.definition.dtypes]
-        else:
-            expressions.append(kernel.expression(None))
+        # Several template parameters: every combination of the op's dtypes (a twin with
+        # U fixed by the op would write the type itself instead of a parameter).
+        combinations = itertools.product(scalars, repeat=len(kernel.template_params))
+        expressions += [kernel.expression(c) for c in combinations]
     return expressions
+
+
+HALF_HEADERS = {"float16": "cuda_fp16.h", "bfloat16": "cuda_bf16.h"}
+
+
+def _require_half_headers(op) -> None:
+    """A template instantiated with __half or __nv_bfloat16 needs its header; NVRTC's own
+    error ("identifier __half is undefined" in a name map) does not say so."""
+    source = op.twin_path.read_text()
+    for dtype, header in HALF_HEADERS.items():
+        if dtype in op.definition.dtypes and header not in source:
+            raise OpDefinitionError(
+                f"twin {op.twin_path}: op {op.name} accepts {dtype}, so its templates are "
+                f"instantiated with {C_SCALAR_OF_DTYPE[dtype]}; add #include <{header}>"
+            )
 
 
 def checked_twin_kernels(op) -> dict[str, TwinKernel]:
@@ -47,8 +85,10 @@ def checked_twin_kernels(op) -> dict[str, TwinKernel]:
     return {name: declared[name] for name in op.kernels}
 
 
-def bind_arguments(kernel: TwinKernel, args: Sequence[Any]) -> tuple[str | None, list[Any]]:
-    """The C scalar type of the instantiation and the arguments as C values."""
+def bind_arguments(
+    kernel: TwinKernel, args: Sequence[Any]
+) -> tuple[tuple[str, ...] | None, list[Any]]:
+    """The C types of the instantiation (None for no template) and the arguments as C values."""
     import numpy as np
     import torch
 
@@ -57,36 +97,42 @@ def bind_arguments(kernel: TwinKernel, args: Sequence[Any]) -> tuple[str | None,
             f"twin kernel {kernel.name} takes {len(kernel.params)} arguments "
             f"({', '.join(p.name for p in kernel.params)}), got {len(args)}"
         )
-    scalar = None
+    chosen: dict[str, str] = {}  # template parameter -> C type
     for param, arg in zip(kernel.params, args):
-        if param.pointer and param.ctype == kernel.template_param:
-            if not isinstance(arg, torch.Tensor):
-                continue
-            dtype = str(arg.dtype).removeprefix("torch.")
-            if dtype not in C_SCALAR_OF_DTYPE:
-                raise InputError(
-                    f"twin kernel {kernel.name}: {param.name} is a {dtype} tensor; the template "
-                    f"is instantiated for {', '.join(C_SCALAR_OF_DTYPE)}"
-                )
-            if scalar is not None and C_SCALAR_OF_DTYPE[dtype] != scalar:
-                raise InputError(
-                    f"twin kernel {kernel.name}: {param.name} is {dtype} but earlier "
-                    f"{param.ctype}* arguments were {DTYPE_OF_C_SCALAR[scalar]}; "
-                    f"one instantiation takes one dtype"
-                )
-            scalar = C_SCALAR_OF_DTYPE[dtype]
-    if kernel.template_param and scalar is None:
-        raise InputError(f"twin kernel {kernel.name}: no tensor decides its template type")
+        if not (param.pointer and param.ctype in kernel.template_params):
+            continue
+        if not isinstance(arg, torch.Tensor):
+            continue
+        dtype = dtype_name(arg.dtype)
+        if dtype not in C_SCALAR_OF_DTYPE:
+            raise InputError(
+                f"twin kernel {kernel.name}: {param.name} is a {dtype} tensor; a template "
+                f"is instantiated for {', '.join(C_SCALAR_OF_DTYPE)}"
+            )
+        earlier = chosen.get(param.ctype)
+        if earlier is not None and C_SCALAR_OF_DTYPE[dtype] != earlier:
+            raise InputError(
+                f"twin kernel {kernel.name}: {param.name} is {dtype} but earlier "
+                f"{param.ctype}* arguments were {DTYPE_OF_C_SCALAR[earlier]}; "
+                f"one instantiation takes one dtype per template parameter"
+            )
+        chosen[param.ctype] = C_SCALAR_OF_DTYPE[dtype]
+    undecided = [t for t in kernel.template_params if t not in chosen]
+    if undecided:
+        raise InputError(
+            f"twin kernel {kernel.name}: no tensor decides its template type {undecided[0]}"
+        )
+    scalar = tuple(chosen[t] for t in kernel.template_params) or None
 
     values: list[Any] = []
     for param, arg in zip(kernel.params, args):
         where = f"twin kernel {kernel.name}, parameter {param.name}"
-        ctype = scalar if param.ctype == kernel.template_param else param.ctype
+        ctype = chosen.get(param.ctype, param.ctype)
         if param.pointer:
             if not isinstance(arg, torch.Tensor):
                 raise InputError(f"{where} is a pointer; pass a tensor, not {type(arg).__name__}")
             expected = DTYPE_OF_C_SCALAR.get(ctype or "")
-            actual = str(arg.dtype).removeprefix("torch.")
+            actual = dtype_name(arg.dtype)
             if expected and actual != expected:
                 raise InputError(f"{where} is {ctype}*; got a {actual} tensor")
             values.append(arg.data_ptr())  # cuda.core passes a Python int as a pointer
