@@ -351,6 +351,17 @@ _BF16_FUNCTIONS: dict[str, Callable[..., Any]] = {
 }
 
 
+class BFloat16Bits(np.ndarray):
+    """A uint16 NumPy array holding bfloat16 bits: the simulator's bfloat16 array. Its
+    elements read as ``BFloat16`` and a store rounds to nearest even, as numba-cuda
+    types an array of ``numba.cuda.bf16.bfloat16``."""
+
+
+def bfloat16_store(value: Any) -> int:
+    """The bits a store of ``value`` into a bfloat16 array writes."""
+    return value.bits if isinstance(value, BFloat16) else _round_to_bfloat16(value)
+
+
 class SimulatedBF16(types.ModuleType):
     """``numba.cuda.bf16`` as a simulated kernel sees it."""
 
