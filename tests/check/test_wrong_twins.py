@@ -31,6 +31,7 @@ HEADER = "// WRONG TWIN "
 F32_F64 = ("float32", "float64")
 VECTOR_SMALL = ("n1", "n127", "n128", "n129", "n1000", "special")  # sizes below/around 256
 SOFTMAX_WIDE = ("3x127", "4x128", "2x129", "3x1000")  # rows of more than 32 columns
+HALF_FLOATS = ("float32", "float16", "bfloat16", "float64")
 
 
 def cases(*names: str, dtypes: tuple[str, ...] = F32_F64) -> tuple[str, ...]:
@@ -127,6 +128,20 @@ MISTAKES = (
             ("twin", "gradcheck", "float64-gradcheck"),
         ),
         passes=cases("1x1"),
+    ),
+    Mistake(
+        "histogram",
+        "inclusive_hi",
+        fails=rows(TWIN_FORWARD, cases("edges", dtypes=("float32", "bfloat16"))),
+        passes=cases("n0", "n1", "n129", "n1000", dtypes=HALF_FLOATS),
+    ),
+    Mistake(
+        "histogram",
+        "racy_increment",
+        fails=rows(
+            TWIN_FORWARD, (*cases("n129", "n1000", dtypes=HALF_FLOATS), "float32-n16777216")
+        ),
+        passes=cases("n0", "n1", dtypes=HALF_FLOATS),
     ),
 )
 
