@@ -130,6 +130,33 @@ MISTAKES = (
         passes=cases("1x1"),
     ),
     Mistake(
+        "layernorm",
+        "wb_skips_last_row",
+        fails=(
+            *rows(
+                (("twin", "backward"), ("numba", "vs twin")),
+                (
+                    *cases("1x1", "3x127", "2x129", "4x1000", dtypes=HALF_FLOATS),
+                    "float64-gradcheck",
+                ),
+            ),
+            ("twin", "gradcheck", "float64-gradcheck"),
+        ),
+    ),
+    Mistake(
+        "matmul",
+        "drops_partial_tile",
+        fails=(
+            *rows(
+                TWIN_BOTH,
+                (*cases("1x1x1", "3x5x7", "17x20x9", dtypes=HALF_FLOATS), "float64-gradcheck"),
+            ),
+            *rows(TWIN_FORWARD, ("float32-1000x1000x1000",)),
+            ("twin", "gradcheck", "float64-gradcheck"),
+        ),
+        passes=("float32-2x0x3",),
+    ),
+    Mistake(
         "histogram",
         "inclusive_hi",
         fails=rows(TWIN_FORWARD, cases("edges", dtypes=("float32", "bfloat16"))),
