@@ -157,6 +157,21 @@ MISTAKES = (
         passes=("float32-2x0x3",),
     ),
     Mistake(
+        "cumsum",
+        "inclusive_offsets",
+        fails=(
+            *rows(
+                TWIN_BOTH,
+                (
+                    *cases("1x1", "3x127", "2x129", "2x300", "1x1000", dtypes=HALF_FLOATS),
+                    "float32-4096x4096",
+                    "float64-gradcheck",
+                ),
+            ),
+            ("twin", "gradcheck", "float64-gradcheck"),
+        ),
+    ),
+    Mistake(
         "histogram",
         "inclusive_hi",
         fails=rows(TWIN_FORWARD, cases("edges", dtypes=("float32", "bfloat16"))),
