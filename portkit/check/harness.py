@@ -25,7 +25,7 @@ from portkit.check.compare import (
     identical,
     tolerance_for,
 )
-from portkit.errors import OpDefinitionError, PortkitError, describe
+from portkit.errors import DtypeError, PortkitError, describe
 from portkit.launch.autograd import as_tuple, op_function
 from portkit.project.cases import Case, make_grad_outputs, make_inputs
 from portkit.results import FAIL, PASS, SKIP, CheckResult
@@ -211,7 +211,7 @@ class CaseRunner:
         contract (no tolerance can compare them): an OpDefinitionError, not a failed row."""
         for index, (a, e) in enumerate(zip(outputs, expected)):
             if a.dtype != e.dtype:
-                raise OpDefinitionError(
+                raise DtypeError(
                     f"op {self.op.name}, case {self.case.name}: output {index} of the {name} "
                     f"implementation is {str(a.dtype)[6:]} but the reference returns "
                     f"{str(e.dtype)[6:]}; cast in the reference or the launcher so they agree"

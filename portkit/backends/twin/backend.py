@@ -16,7 +16,7 @@ from typing import Any
 from portkit.backends.base import Backend, cuda_unavailable_reason
 from portkit.backends.twin.build import compile_twin
 from portkit.backends.twin.source import POINTER_ONLY_TYPES, SCALAR_TYPES, TwinKernel, parse_twin
-from portkit.errors import InputError, OpDefinitionError
+from portkit.errors import DtypeError, InputError, OpDefinitionError
 from portkit.launch.kernel_set import KernelSet, LaunchConfig
 from portkit.project.dtypes import dtype_name
 
@@ -66,7 +66,7 @@ def _require_half_headers(op) -> None:
     source = op.twin_path.read_text()
     for dtype, header in HALF_HEADERS.items():
         if dtype in op.definition.dtypes and header not in source:
-            raise OpDefinitionError(
+            raise DtypeError(
                 f"twin {op.twin_path}: op {op.name} accepts {dtype}, so its templates are "
                 f"instantiated with {C_SCALAR_OF_DTYPE[dtype]}; add #include <{header}>"
             )

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from portkit.errors import TwinCompileError
+from portkit.errors import DtypeError, TwinCompileError
 
 CACHE_FORMAT = 1
 HEADER_SUFFIXES = (".cuh", ".h", ".hpp")
@@ -114,14 +114,15 @@ def compile_twin(
     from cuda.core._utils.cuda_utils import NVRTCError
 
     options = ProgramOptions(name=_display_name(path), **compile_options(path, arch))
+    program = Program(path.read_text(), "c++", options)
     try:
-        program = Program(path.read_text(), "c++", options)
         code = program.compile("cubin", name_expressions=tuple(expressions))
     except NVRTCError as exc:
+        program.close()  # now: a failed program left to the collector warns from __dealloc__
         log = str(exc).split("compilation log:", 1)[-1].strip()
         instantiation = _instantiation_failure(log)
         if instantiation:
-            raise TwinCompileError(f"twin {path}: {instantiation}") from None
+            raise DtypeError(f"twin {path}: {instantiation}") from None
         raise TwinCompileError(f"twin {path} does not compile for {arch}:\n{log}") from None
     symbols = {expr: _text(sym) for expr, sym in code.symbol_mapping.items()}
     missing = sorted(set(expressions) - set(symbols))
