@@ -5,6 +5,7 @@ accepts, and a reference that returns another dtype than the implementation."""
 from __future__ import annotations
 
 import pytest
+
 from tests.conftest import unary_op, unary_twin
 
 EXIT_USER_ERROR = 2
