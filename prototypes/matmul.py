@@ -7,7 +7,9 @@ be multiples of TILE), between two syncthreads. The sums are float64 for every d
 torch's own matmul to its tolerance and float16/bfloat16 round once, at the store.
 
 Backward: ``da = dc @ b^T`` and ``db = a^T @ dc``, the same kernel on transposed
-copies made by the launcher (which runs identically against every implementation)."""
+copies made by the launcher (which runs identically against every implementation).
+The tile loads index a and b in 64 bits (`allow-int64-index`), as the twin's long long
+does: a matrix may hold more than 2**31 elements."""
 
 import torch
 from numba import cuda, float64
@@ -30,11 +32,13 @@ def matmul_tiled(a, b, c, m, n, k):
     acc = 0.0
     for start in range(0, k, TILE):
         if row < m and start + tx < k:
-            ta[ty, tx] = float64(a[row, start + tx])  # portkit: allow-float64
+            # portkit: allow-float64 allow-int64-index
+            ta[ty, tx] = float64(a[row, start + tx])
         else:
             ta[ty, tx] = 0.0
         if start + ty < k and col < n:
-            tb[ty, tx] = float64(b[start + ty, col])  # portkit: allow-float64
+            # portkit: allow-float64 allow-int64-index
+            tb[ty, tx] = float64(b[start + ty, col])
         else:
             tb[ty, tx] = 0.0
         cuda.syncthreads()
