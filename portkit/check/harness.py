@@ -25,6 +25,7 @@ from portkit.check.compare import (
     identical,
     tolerance_for,
 )
+from portkit.check.reference_run import reference_run
 from portkit.errors import DtypeError, PortkitError, describe
 from portkit.launch.autograd import as_tuple, op_function
 from portkit.project.cases import Case, make_grad_outputs, make_inputs
@@ -74,44 +75,11 @@ class CaseRunner:
 
         if device not in self._references:
             inputs = self.differentiable(make_inputs(self.case, device))
-            outputs = as_tuple(self.op.definition.reference(*inputs, *self.case.extra))
-            grads: tuple = ()
-            if any(t.dtype in _half_types() for t in inputs):
-                outputs, grads = self.reference_in_float32(inputs, outputs)
-            elif self.op.definition.has_backward:
-                grads = self.gradients(outputs, inputs)
-            self._references[device] = (tuple(o.detach() for o in outputs), grads)
+            backward = self.op.definition.has_backward
+            self._references[device] = reference_run(self.op, self.case, inputs, backward)
             if device == "cuda":
                 torch.cuda.synchronize()
         return self._references[device]
-
-    def reference_in_float32(self, inputs: Sequence[torch.Tensor], native: Sequence) -> tuple:
-        """For float16/bfloat16 inputs: the reference run on float32 copies, its outputs and
-        gradients rounded once to the native dtypes. That is what a kernel that computes in
-        float32 and stores in half precision returns; torch's own half kernels round some
-        intermediates (a layernorm weight gradient summed over rows in bfloat16 is off by
-        several ULPs), so they are not the bound to hold a kernel to. The native run still
-        decides the output dtypes and the seeded upstream gradients."""
-        import torch
-
-        wide = [
-            t.detach().float().requires_grad_() if t.dtype in _half_types() else t for t in inputs
-        ]
-        outputs = as_tuple(self.op.definition.reference(*wide, *self.case.extra))
-        rounded = tuple(o.detach().to(n.dtype) for o, n in zip(outputs, native))
-        if not self.op.definition.has_backward:
-            return rounded, ()
-        grad_outputs = [
-            g.to(o.dtype) for g, o in zip(make_grad_outputs(self.case, native), outputs)
-        ]
-        wanted = [(i, t) for i, t in enumerate(wide) if t.requires_grad]
-        grads = torch.autograd.grad(
-            outputs, [t for _, t in wanted], grad_outputs, allow_unused=True
-        )
-        return rounded, tuple(
-            g.detach().to(inputs[i].dtype) if g is not None else None
-            for (i, _), g in zip(wanted, grads)
-        )
 
     @staticmethod
     def differentiable(inputs: list[torch.Tensor]) -> list[torch.Tensor]:
@@ -247,12 +215,6 @@ class CaseRunner:
                     "\n".join(problems),
                     t0,
                 )
-
-
-def _half_types() -> tuple:
-    import torch
-
-    return (torch.float16, torch.bfloat16)
 
 
 def skip_reason(op: Op, case: Case, backend: Backend) -> str | None:
