@@ -5,7 +5,8 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --tar
 #   OUT=/some/folder bash scripts/gpu-contract.sh
 #
 # Files under $OUT (7): check-all.txt, pytest-gpu.txt, diff-<op>.txt for the five new
-# ops. A summary table is printed last.
+# ops. A summary table is printed last. Each step has a timeout (exit 124 in the table)
+# so the whole stays under 6 minutes: 120 + 150 + 5 x 15 seconds.
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
@@ -14,7 +15,7 @@ PY=python3
 NEW_OPS="histogram layernorm matmul cumsum rmsnorm"
 declare -A result
 
-"$PY" -m portkit.cli check --all > "$OUT/check-all.txt" 2>&1
+timeout 120 "$PY" -m portkit.cli check --all > "$OUT/check-all.txt" 2>&1
 result[check-all]="exit $? ($(tail -n 1 "$OUT/check-all.txt"))"
 
 plugin=(-p portkit.pytest_plugin)
@@ -23,14 +24,14 @@ if "$PY" -c "import sys, importlib.metadata as m; sys.exit(not any(e.name == 'po
 fi
 # Generated tests of the new ops, the wrong twins of the new ops (one portkit check
 # subprocess each) and numba-cuda's bfloat16 arrays against the simulator.
-"$PY" -m pytest "${plugin[@]}" -q -rfsx -p no:cacheprovider -m gpu \
+timeout 150 "$PY" -m pytest "${plugin[@]}" -q -rfsx -p no:cacheprovider -m gpu \
   -k "histogram or layernorm or matmul or cumsum or rmsnorm or half_precision" \
   prototypes tests/check/test_wrong_twins.py tests/backends/test_half_precision_gpu.py \
   > "$OUT/pytest-gpu.txt" 2>&1
 result[pytest-gpu]="exit $? ($(tail -n 1 "$OUT/pytest-gpu.txt"))"
 
 for op in $NEW_OPS; do
-  "$PY" -m portkit.cli diff "$op" > "$OUT/diff-$op.txt" 2>&1
+  timeout 15 "$PY" -m portkit.cli diff "$op" > "$OUT/diff-$op.txt" 2>&1
   result[diff-$op]="exit $? ($(tail -n 1 "$OUT/diff-$op.txt"))"
 done
 
