@@ -11,6 +11,15 @@ from tests.conftest import unary_op, unary_twin
 EXIT_USER_ERROR = 2
 
 
+@pytest.fixture(autouse=True)
+def _collect_garbage_first():
+    """cuda.core objects left by earlier tests can print from ``__dealloc__`` when the
+    collector reaches them; collect before the command so that its output is its own."""
+    import gc
+
+    gc.collect()
+
+
 def one_line(result) -> str:
     lines = [line for line in result.output.strip().splitlines() if line.strip()]
     assert len(lines) == 1, result.output
