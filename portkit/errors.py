@@ -29,6 +29,12 @@ class OpDefinitionError(PortkitError):
     """A prototype file or twin that breaks the author's contract."""
 
 
+class DtypeError(OpDefinitionError):
+    """An op's dtypes and its kernels or reference disagree: a twin template that cannot
+    be instantiated for a dtype the op accepts, or a reference that returns another dtype
+    than the implementation. A contract error (exit 2), not one failed check."""
+
+
 class InputError(PortkitError):
     """A tensor handed to an op or kernel is on the wrong device, of the wrong dtype,
     non-contiguous, or of a shape the op does not accept."""

@@ -9,10 +9,43 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
+from functools import cache
 from typing import Any
 
 from portkit.backends.base import Backend, cuda_unavailable_reason
 from portkit.launch.kernel_set import KernelSet, LaunchConfig
+from portkit.project.dtypes import BITS_VIEW, dtype_name, prototype_view
+
+
+def device_array(tensor: Any) -> Any:
+    """A CUDA tensor as a numba kernel argument. torch describes a bfloat16 tensor as raw
+    bytes ("<V2"), which numba cannot type; it goes as its uint16 bits, typed as an array
+    of numba-cuda's bfloat16, so the kernel sees ``x[i]`` as a bfloat16 scalar."""
+    from numba import cuda
+
+    array = cuda.as_cuda_array(prototype_view(tensor), sync=False)
+    if dtype_name(tensor.dtype) in BITS_VIEW:
+        return _bfloat16_argument_class()(array)
+    return array
+
+
+@cache
+def _bfloat16_argument_class() -> type:
+    from numba import types
+    from numba.cuda import bf16
+    from numba.cuda.args import ArgHint
+
+    class BFloat16Argument(ArgHint):
+        """numba's hook for an argument with its own type and device memory."""
+
+        def to_device(self, retr, stream=0):
+            return self.value  # already on the device: no copy
+
+        @property
+        def _numba_type_(self):
+            return types.Array(bf16.bfloat16, self.value.ndim, "C")
+
+    return BFloat16Argument
 
 
 class NumbaKernel:
@@ -24,9 +57,7 @@ class NumbaKernel:
         from numba import cuda
 
         stream = cuda.external_stream(torch.cuda.current_stream().cuda_stream)
-        device_args = [
-            cuda.as_cuda_array(a, sync=False) if isinstance(a, torch.Tensor) else a for a in args
-        ]
+        device_args = [device_array(a) if isinstance(a, torch.Tensor) else a for a in args]
         with warnings.catch_warnings():
             # Small grids are deliberate in edge-size cases; numba warns about each.
             # (numba-cuda raises its own copy of the class, so match the message.)

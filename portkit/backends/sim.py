@@ -8,7 +8,17 @@ from typing import Any
 
 from portkit.backends.base import Backend
 from portkit.launch.kernel_set import KernelSet, LaunchConfig
+from portkit.project.dtypes import BITS_VIEW, dtype_name, prototype_view
 from portkit.simt.debug import Breakpoint
+
+
+def host_array(tensor: Any) -> Any:
+    """A CPU tensor as the simulator's NumPy array; bfloat16 (no NumPy dtype) as its bits
+    in a ``BFloat16Bits`` array, which a simulated kernel reads as bfloat16 scalars."""
+    from portkit.simt.scalars import BFloat16Bits
+
+    array = prototype_view(tensor).numpy()
+    return array.view(BFloat16Bits) if dtype_name(tensor.dtype) in BITS_VIEW else array
 
 
 class SimulatedLaunch:
@@ -20,7 +30,7 @@ class SimulatedLaunch:
     def launch(self, config: LaunchConfig, args: Sequence[Any]) -> None:
         import torch
 
-        host_args = [a.numpy() if isinstance(a, torch.Tensor) else a for a in args]
+        host_args = [host_array(a) if isinstance(a, torch.Tensor) else a for a in args]
         self._machine.launch(self.name, self._dispatcher, config, host_args)
 
 

@@ -20,17 +20,50 @@ class Tolerance:
     atol: float
 
 
-# Against the PyTorch reference: torch.testing.assert_close's defaults for these dtypes.
-REFERENCE_TOLERANCE = {
-    "float32": Tolerance(rtol=1.3e-6, atol=1e-5),
-    "float64": Tolerance(rtol=1e-7, atol=1e-7),
+EXACT = Tolerance(rtol=0.0, atol=0.0)
+
+
+@dataclass(frozen=True)
+class DtypeTolerance:
+    reference: Tolerance  # an implementation against the PyTorch reference
+    twin: Tolerance  # prototype against twin: one algorithm in two languages, so tighter
+
+
+# The one tolerance table, keyed by the dtype of the tensors compared. Reasons:
+TOLERANCES = {
+    # torch.testing.assert_close's defaults (the bound the PyTorch test suite holds its own
+    # kernels to). Twin: two float32 ULPs relative (2**-23 * 2), floors a decade lower.
+    "float32": DtypeTolerance(Tolerance(1.3e-6, 1e-5), Tolerance(2.4e-7, 1e-6)),
+    # Reference: assert_close's defaults. Twin: the same float64 operations in C and numba
+    # agree to a few ULPs (2.2e-16 each); 1e-12 leaves room for a libm difference in exp.
+    "float64": DtypeTolerance(Tolerance(1e-7, 1e-7), Tolerance(1e-12, 1e-12)),
+    # 10 mantissa bits: one ULP is 2**-10 = 9.8e-4 relative at worst. Kernels compute in
+    # float32 and round once, torch's CPU half kernels too (float "opmath"), so the two may
+    # land on neighbouring halves: assert_close's 1e-3 is that one ULP. Twin: one ULP,
+    # since one FMA contraction more or less can flip the final rounding.
+    "float16": DtypeTolerance(Tolerance(1e-3, 1e-5), Tolerance(9.8e-4, 1e-6)),
+    # 7 mantissa bits: one ULP is 2**-7 = 7.8e-3 relative; assert_close's 1.6e-2 is two,
+    # for a reference that rounds an intermediate to bfloat16 where a kernel keeps float32.
+    # Twin: one ULP (as for float16).
+    "bfloat16": DtypeTolerance(Tolerance(1.6e-2, 1e-5), Tolerance(7.9e-3, 1e-6)),
+    # Integers and bool are counts, indices and masks: any difference is a wrong answer.
+    **{
+        name: DtypeTolerance(EXACT, EXACT)
+        for name in ("int8", "uint8", "int16", "int32", "int64", "bool")
+    },
 }
-# Prototype against twin: the same algorithm in two languages, so a tighter bound:
-# two float32 ULPs relative; the absolute floors sit a decade under the reference's.
-TWIN_TOLERANCE = {
-    "float32": Tolerance(rtol=2.4e-7, atol=1e-6),
-    "float64": Tolerance(rtol=1e-12, atol=1e-12),
-}
+# The two columns of the table, for callers that pick one per comparison.
+REFERENCE_TOLERANCE = {name: t.reference for name, t in TOLERANCES.items()}
+TWIN_TOLERANCE = {name: t.twin for name, t in TOLERANCES.items()}
+
+
+def tolerance_for(table: dict[str, Tolerance], dtype: torch.dtype) -> Tolerance:
+    """The tolerance for tensors of ``dtype`` from one column of the table."""
+    name = str(dtype).removeprefix("torch.")
+    if name not in table:
+        raise ValueError(f"no tolerance for dtype {name}; the table covers {', '.join(table)}")
+    return table[name]
+
 
 SHOWN_MISMATCHES = 5
 
@@ -65,10 +98,9 @@ def ulp_distance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Units in the last place between same-dtype floats (NaN-free positions only)."""
     import torch
 
-    int_type = torch.int32 if a.dtype == torch.float32 else torch.int64
-    if a.dtype not in (torch.float32, torch.float64):
-        a, b = a.double(), b.double()
-        int_type = torch.int64
+    if not a.dtype.is_floating_point:
+        return (a.to(torch.int64) - b.to(torch.int64)).abs()  # integers: the distance itself
+    int_type = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[a.element_size()]
 
     def ordered(x: torch.Tensor) -> torch.Tensor:
         bits = x.contiguous().view(int_type).to(torch.int64)
@@ -95,11 +127,22 @@ def elementwise_errors(
 ) -> ElementErrors:
     import torch
 
+    if not actual.dtype.is_floating_point:
+        # Integers and bool compare exactly; the figures are in float64 (no overflow).
+        bad = actual != expected
+        a, e = actual.to(torch.float64), expected.to(torch.float64)
+        diff = (a - e).abs()
+        rel = diff / e.abs().clamp_min(1.0)
+        finite = torch.ones_like(bad)
+        return ElementErrors(bad, finite, diff, rel, ulp_distance(actual, expected))
     a, e = actual, expected
     close = torch.isclose(a, e, rtol=tolerance.rtol, atol=tolerance.atol, equal_nan=True)
     finite = torch.isfinite(a) & torch.isfinite(e)
-    diff = torch.where(finite, (a - e).abs(), torch.zeros_like(a))
-    rel = diff / e.abs().clamp_min(torch.finfo(e.dtype).tiny)
+    # Figures in float32 at least: a float16 difference of two large halves overflows.
+    wide = a.to(torch.promote_types(a.dtype, torch.float32))
+    wide_e = e.to(wide.dtype)
+    diff = torch.where(finite, (wide - wide_e).abs(), torch.zeros_like(wide))
+    rel = diff / wide_e.abs().clamp_min(torch.finfo(wide.dtype).tiny)
     zero = torch.zeros((), dtype=torch.int64, device=a.device)
     ulps = torch.where(finite, ulp_distance(a, e), zero)
     return ElementErrors(~close, finite, diff, rel, ulps)
@@ -145,7 +188,7 @@ def identical(a: torch.Tensor, b: torch.Tensor) -> bool:
 
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
-    if a.dtype.is_floating_point and a.element_size() in (4, 8):
-        bits = torch.int32 if a.element_size() == 4 else torch.int64
+    if a.dtype.is_floating_point:
+        bits = {2: torch.int16, 4: torch.int32, 8: torch.int64}[a.element_size()]
         return bool(torch.equal(a.contiguous().view(bits), b.contiguous().view(bits)))
     return bool(torch.equal(a, b))

@@ -19,8 +19,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from portkit.check.compare import REFERENCE_TOLERANCE, TWIN_TOLERANCE, compare, identical
-from portkit.errors import PortkitError, describe
+from portkit.check.compare import (
+    REFERENCE_TOLERANCE,
+    TWIN_TOLERANCE,
+    compare,
+    identical,
+    tolerance_for,
+)
+from portkit.check.reference_run import reference_run
+from portkit.errors import DtypeError, PortkitError, describe
 from portkit.launch.autograd import as_tuple
 from portkit.launch.guards import GuardZones
 from portkit.project.cases import Case, make_grad_outputs, make_inputs
@@ -87,11 +94,8 @@ class CaseRunner:
 
         if device not in self._references:
             inputs = self.differentiable(make_inputs(self.case, device))
-            outputs = as_tuple(self.op.definition.reference(*inputs, *self.case.extra))
-            grads: tuple = ()
-            if self.op.definition.has_backward:
-                grads = self.gradients(outputs, inputs)
-            self._references[device] = (tuple(o.detach() for o in outputs), grads)
+            backward = self.op.definition.has_backward
+            self._references[device] = reference_run(self.op, self.case, inputs, backward)
             if device == "cuda":
                 torch.cuda.synchronize()
         return self._references[device]
@@ -145,6 +149,7 @@ class CaseRunner:
         except Exception as exc:  # a kernel's or launcher's error fails this check only
             self.record(name, "forward", FAIL, f"{describe(exc)}{self.reproduce}", t0)
             return None
+        self.require_reference_dtypes(name, outputs, expected_outputs)
         problems = self.compare_all("output", outputs, expected_outputs, REFERENCE_TOLERANCE)
         problems += self.modified_inputs(inputs, originals, "forward")
         self.record(name, "forward", FAIL if problems else PASS, "\n".join(problems), t0)
@@ -196,10 +201,21 @@ class CaseRunner:
                 if (a is None) != (e is None):
                     problems.append(f"{what} {index}: one side has no gradient")
                 continue
-            mismatch = compare(f"{what} {index}", a, e, table[self.case.dtype])
+            mismatch = compare(f"{what} {index}", a, e, tolerance_for(table, e.dtype))
             if mismatch:
                 problems.append(mismatch.report(self.reproduce))
         return problems
+
+    def require_reference_dtypes(self, name: str, outputs: Sequence, expected: Sequence) -> None:
+        """A reference and an implementation that return different dtypes break the
+        contract (no tolerance can compare them): an OpDefinitionError, not a failed row."""
+        for index, (a, e) in enumerate(zip(outputs, expected)):
+            if a.dtype != e.dtype:
+                raise DtypeError(
+                    f"op {self.op.name}, case {self.case.name}: output {index} of the {name} "
+                    f"implementation is {str(a.dtype)[6:]} but the reference returns "
+                    f"{str(e.dtype)[6:]}; cast in the reference or the launcher so they agree"
+                )
 
     def modified_inputs(self, inputs, originals, stage: str) -> list[str]:
         return [
@@ -276,6 +292,20 @@ def run_case(
     return runner.results
 
 
+def gradcheck_note(op: Op) -> CheckResult | None:
+    """A SKIP row saying why an op with a backward gets no gradcheck: gradcheck's finite
+    differences need float64, and the op does not accept it."""
+    if not op.definition.has_backward or "float64" in op.definition.dtypes:
+        return None
+    accepted = ", ".join(op.definition.dtypes)
+    detail = (
+        f"gradcheck not possible: it needs float64 inputs (finite differences in lower "
+        f"precision are noise) and the op accepts only {accepted}; backward is still "
+        f"checked against the reference's autograd"
+    )
+    return CheckResult(op.name, "all", "torch", "gradcheck", SKIP, detail, 0.0)
+
+
 def lint_result(op: Op) -> CheckResult:
     """`portkit lint`'s warnings as one row; they inform, they do not fail a check."""
     from portkit.lint.findings import code_findings
@@ -330,6 +360,9 @@ def run_suite(
             results += compiled
             if not any(r.failed for r in compiled):
                 results.append(lint_result(op))
+            note = gradcheck_note(op)
+            if note is not None:
+                results.append(note)
     for op, case in plan:
         advance(f"{op.name} {case.name}")
         results += run_case(op, case, backends, settings)

@@ -14,6 +14,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from portkit.check.compare import REFERENCE_TOLERANCE, TWIN_TOLERANCE, Tolerance, elementwise_errors
+from portkit.check.reference_run import reference_run
 from portkit.diff.model import CaseDiff, ElementDiff, Plan, Side, TensorDiff
 from portkit.diff.writers import (
     CapturingTarget,
@@ -69,8 +70,10 @@ def run_side(
         if inputs is None:
             inputs = make_inputs(case, backend.device)
         inputs = _differentiable(inputs)
-        if backend.role == "reference":
-            outputs = as_tuple(op.definition.reference(*inputs, *case.extra))
+        if backend.role == "reference":  # half precision: float32, rounded (reference_run)
+            wanted = backward and op.definition.has_backward
+            side.outputs, side.grads = reference_run(op, case, inputs, wanted)
+            return side
         else:
             kernels = backend.kernels(op, poison_outputs=True)
             side.machine = getattr(backend, "machine", None)

@@ -77,7 +77,9 @@ def host_arguments(launch: CapturedLaunch) -> list[Any]:
     """Fresh NumPy copies of a captured launch's arguments, for the simulator."""
     import torch
 
-    return [a.cpu().numpy().copy() if isinstance(a, torch.Tensor) else a for a in launch.args]
+    from portkit.backends.sim import host_array
+
+    return [host_array(a.cpu().clone()) if isinstance(a, torch.Tensor) else a for a in launch.args]
 
 
 def _written(stamps: Any) -> np.ndarray:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from portkit.errors import InputError, OpDefinitionError
+from portkit.project.dtypes import dtype_name
 
 if TYPE_CHECKING:
     import torch
@@ -30,8 +31,9 @@ def check_inputs(op: Op, inputs: Sequence[Any], device: str) -> None:
     tensors = [(i, t) for i, t in enumerate(inputs) if isinstance(t, torch.Tensor)]
     if not tensors:
         raise InputError(f"op {op.name}: no tensor among the inputs")
-    accepted = op.definition.dtypes
-    first_dtype = tensors[0][1].dtype
+    problem = op.definition.refused_dtype([dtype_name(t.dtype) for _, t in tensors])
+    if problem:
+        raise InputError(f"op {op.name}: {problem}")
     for i, t in tensors:
         where = f"op {op.name}, input {i}"
         if t.device.type != device:
@@ -39,11 +41,6 @@ def check_inputs(op: Op, inputs: Sequence[Any], device: str) -> None:
                 f"{where}: tensor is on {t.device.type}, but this implementation runs on "
                 f"{device}; move it with .to({device!r})"
             )
-        dtype = str(t.dtype).removeprefix("torch.")
-        if dtype not in accepted:
-            raise InputError(f"{where}: dtype {dtype} is not accepted; the op takes {accepted}")
-        if t.dtype != first_dtype:
-            raise InputError(f"{where}: dtype {dtype} differs from input 0's {first_dtype}")
         if not t.is_contiguous():
             raise InputError(
                 f"{where}: tensor with strides {t.stride()} is not contiguous; pass .contiguous()"

@@ -18,6 +18,9 @@ def poison_bits(dtype: torch.dtype) -> tuple[torch.dtype, int] | None:
     return {
         torch.float32: (torch.int32, 0x7FC0DEAD),
         torch.float64: (torch.int64, 0x7FF8DEADDEADBEEF),
+        # Half types: quiet NaNs with a payload (canonical ones are 0x7E00 and 0x7FC0).
+        torch.float16: (torch.int16, 0x7EAD),
+        torch.bfloat16: (torch.int16, 0x7FAD),
     }.get(dtype)
 
 

@@ -16,8 +16,11 @@ from typing import TYPE_CHECKING, Any
 from portkit.launch.autograd import as_tuple
 from portkit.launch.kernel_set import KernelSet, LaunchConfig
 from portkit.project.cases import Case, make_grad_outputs, make_inputs
+from portkit.project.dtypes import BITS_VIEW, dtype_name
 
 if TYPE_CHECKING:
+    import torch
+
     from portkit.project.discovery import Op
 
 
@@ -45,9 +48,21 @@ class _Recorder:
         import torch
 
         signature = tuple(
-            numba.typeof(a.numpy() if isinstance(a, torch.Tensor) else a) for a in args
+            numba_type(a) if isinstance(a, torch.Tensor) else numba.typeof(a) for a in args
         )
         self.log.append(Launch(self.name, config, signature))
+
+
+def numba_type(tensor: torch.Tensor):
+    """The numba type a kernel gets for ``tensor``: its NumPy array's, except bfloat16,
+    which NumPy lacks: an array of numba-cuda's bfloat16 (project/dtypes.py)."""
+    import numba
+
+    if dtype_name(tensor.dtype) in BITS_VIEW:
+        from numba.cuda import bf16
+
+        return numba.types.Array(bf16.bfloat16, tensor.dim(), "C")
+    return numba.typeof(tensor.numpy())
 
 
 def record_launches(op: Op, case: Case, backward: bool = True) -> list[Launch]:

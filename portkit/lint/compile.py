@@ -15,7 +15,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 from portkit.backends.twin.build import DEFAULT_ARCH, compile_twin
-from portkit.errors import PortkitError
+from portkit.errors import DtypeError, PortkitError
 from portkit.launch.trace import launch_signatures
 from portkit.results import FAIL, PASS, CheckResult
 
@@ -94,6 +94,8 @@ def check_twin(op: Op, config: ProjectConfig, arch: str = DEFAULT_ARCH) -> Check
     try:
         expressions = twin_expressions(op)
         compiled = compile_twin(op.twin_path, expressions, config.cache_dir, arch)
+    except DtypeError:
+        raise  # the op's dtypes and its twin disagree: a contract error, exit 2
     except PortkitError as exc:
         return CheckResult(op.name, "all", "twin", f"compile {arch}", FAIL, str(exc))
     source = "cache" if compiled.from_cache else "NVRTC"

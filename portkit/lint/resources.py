@@ -26,6 +26,7 @@ program handle (``nvrtcGetPTX``) after ``Program.compile("cubin")``.
 
 from __future__ import annotations
 
+import functools
 import io
 from pathlib import Path
 from typing import Any
@@ -94,11 +95,12 @@ def prototype_usage(dispatcher, signature: tuple, cc: tuple[int, int] = (9, 0)) 
     }
     if lto:
         ltoir = bytes(code)
+        shims = _half_precision_shims(signature, arch)
         _, ptx = _nvjitlink(
-            ltoir, "ltoir", label, ptx=True, link_time_optimization=True, **link_options
+            ltoir, "ltoir", label, shims, ptx=True, link_time_optimization=True, **link_options
         )
         log, _ = _nvjitlink(
-            ltoir, "ltoir", label, verbose=True, link_time_optimization=True, **link_options
+            ltoir, "ltoir", label, shims, verbose=True, link_time_optimization=True, **link_options
         )
     else:
         ptx = code
@@ -172,8 +174,43 @@ def twin_usage(twin_path, expression: str, arch: str = "sm_90") -> ResourceUsage
 # ----------------------------------------------------------------------------- compilers
 
 
-def _nvjitlink(data: bytes, kind: str, label: str, **options: Any) -> tuple[str, str | None]:
-    """Link one PTX or LTO-IR input with nvJitLink; (info log, linked PTX if ``ptx=True``)."""
+def _half_precision_shims(signature: tuple, arch: str) -> tuple[bytes, ...]:
+    """LTO-IR of numba-cuda's float16/bfloat16 shims, for a kernel that uses those types.
+
+    numba-cuda implements ``numba.cuda.bf16`` and ``fp16`` operations (a store of a float
+    into a bfloat16 array included) as calls into CUDA C++ wrappers that it writes to a
+    source stream and links at launch; ``cuda.compile(output="ltoir")`` returns the kernel
+    alone, whose link then fails on an unresolved ``__nv_bfloat16`` function. Compiling
+    the stream with NVRTC, as numba does, and linking it along gives the launched code."""
+    text = " ".join(str(t) for t in signature)
+    if "float16" not in text and "bfloat16" not in text:
+        return ()
+    import importlib
+
+    shims = []
+    for module in ("cuda_fp16", "cuda_bf16"):
+        internal = importlib.import_module(f"numba.cuda._internal.{module}")
+        shims.append(_shim_ltoir(internal.shim_stream.getvalue(), arch))
+    return tuple(shims)
+
+
+@functools.cache
+def _shim_ltoir(source: str, arch: str) -> bytes:
+    from cuda.core import Program, ProgramOptions
+
+    from portkit.backends.twin.build import cuda_include_dirs
+
+    options = ProgramOptions(
+        arch=arch, link_time_optimization=True, include_path=list(cuda_include_dirs())
+    )
+    return bytes(Program(source, "c++", options).compile("ltoir").code)
+
+
+def _nvjitlink(
+    data: bytes, kind: str, label: str, extra_ltoir: tuple[bytes, ...] = (), **options: Any
+) -> tuple[str, str | None]:
+    """Link one PTX or LTO-IR input (and ``extra_ltoir``) with nvJitLink; (info log,
+    linked PTX if ``ptx=True``)."""
     from cuda.bindings import nvjitlink
     from cuda.core import LinkerOptions
 
@@ -183,6 +220,9 @@ def _nvjitlink(data: bytes, kind: str, label: str, **options: Any) -> tuple[str,
     try:
         try:
             nvjitlink.add_data(handle, input_type, data, len(data), f"{kind}-input")
+            for index, blob in enumerate(extra_ltoir):
+                ltoir = nvjitlink.InputType.LTOIR
+                nvjitlink.add_data(handle, ltoir, blob, len(blob), f"shim-{index}")
             nvjitlink.complete(handle)
         except nvjitlink.nvJitLinkError as exc:
             error_log = _nvjitlink_log(handle, error=True)

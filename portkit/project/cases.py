@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import torch
 
-DTYPES = ("float32", "float64")
+from portkit.project.dtypes import DEFAULT_OP_DTYPES, DTYPES, is_float, torch_dtype
+
+__all__ = ["DTYPES", "Case", "custom", "elementwise", "make_inputs", "rows", "torch_dtype"]
 
 # Sizes around a block of 128 and one that is not a multiple of any block size.
 EDGE_SIZES = (0, 1, 127, 128, 129, 1000)
@@ -35,10 +37,21 @@ class Case:
     gpu_only: bool = False  # too large for the simulator
     gradcheck: bool = False  # run torch.autograd.gradcheck on this case
     extra: tuple = field(default=())  # non-tensor arguments passed after the tensors
+    # One dtype per input where they differ (a float tensor and an int64 index); empty
+    # means every input has ``dtype``.
+    input_dtypes: tuple[str, ...] = ()
+    # Integer inputs are drawn uniformly from [low, high).
+    int_range: tuple[int, int] = (-100, 100)
 
     def __post_init__(self) -> None:
-        if self.dtype not in DTYPES:
-            raise ValueError(f"case {self.name!r}: dtype {self.dtype!r} is not one of {DTYPES}")
+        for dtype in (self.dtype, *self.input_dtypes):
+            if dtype not in DTYPES:
+                raise ValueError(f"case {self.name!r}: dtype {dtype!r} is not one of {DTYPES}")
+        if self.input_dtypes and len(self.input_dtypes) != len(self.shapes):
+            raise ValueError(
+                f"case {self.name!r}: {len(self.input_dtypes)} input dtypes for "
+                f"{len(self.shapes)} input shapes"
+            )
         if not self.shapes:
             raise ValueError(f"case {self.name!r}: needs at least one input shape")
         for shape in self.shapes:
@@ -46,6 +59,11 @@ class Case:
                 raise ValueError(f"case {self.name!r}: shape {shape} must be non-negative ints")
         if self.gradcheck and self.dtype != "float64":
             raise ValueError(f"case {self.name!r}: gradcheck needs float64, not {self.dtype}")
+
+    @property
+    def dtypes(self) -> tuple[str, ...]:
+        """The dtype of each input."""
+        return self.input_dtypes or (self.dtype,) * len(self.shapes)
 
     @property
     def numel(self) -> int:
@@ -59,12 +77,14 @@ def elementwise(
     *,
     inputs: int = 1,
     sizes: Sequence[int] = EDGE_SIZES,
-    dtypes: Sequence[str] = DTYPES,
+    dtypes: Sequence[str] = DEFAULT_OP_DTYPES,
     special: Sequence[float] = (),
     large: int | None = LARGE_SIZE,
     seed: int = 0,
+    gradcheck: bool = True,
 ) -> tuple[Case, ...]:
-    """Cases for an op over ``inputs`` 1-D tensors of one shape."""
+    """Cases for an op over ``inputs`` 1-D tensors of one shape; ``gradcheck=False`` for
+    an op that does not accept float64 or has no backward."""
 
     def shapes(n: int) -> tuple[tuple[int, ...], ...]:
         return ((n,),) * inputs
@@ -75,20 +95,23 @@ def elementwise(
     if special:
         n = 4 * len(special)
         cases += [Case(f"{dt}-special", shapes(n), dt, seed, tuple(special)) for dt in dtypes]
-    if large:
+    if large and "float32" in dtypes:
         cases.append(Case(f"float32-n{large}", shapes(large), "float32", seed, gpu_only=True))
-    cases.append(Case("float64-gradcheck", shapes(GRADCHECK_SIZE), "float64", seed, gradcheck=True))
+    if gradcheck:  # in float64, whatever ``dtypes`` says: gradcheck needs it
+        size = GRADCHECK_SIZE
+        cases.append(Case("float64-gradcheck", shapes(size), "float64", seed, gradcheck=True))
     return tuple(cases)
 
 
 def rows(
     *,
     shapes: Sequence[tuple[int, int]] = ((1, 1), (3, 127), (4, 128), (2, 129), (3, 1000)),
-    dtypes: Sequence[str] = DTYPES,
+    dtypes: Sequence[str] = DEFAULT_OP_DTYPES,
     special: Sequence[float] = (),
     large: tuple[int, int] | None = (4096, 4096),
     gradcheck_shape: tuple[int, int] = (2, 3),
     seed: int = 0,
+    gradcheck: bool = True,
 ) -> tuple[Case, ...]:
     """Cases for an op over one 2-D tensor processed row by row."""
     cases = [
@@ -99,11 +122,12 @@ def rows(
     if special:
         shape = ((2, 2 * len(special)),)
         cases += [Case(f"{dt}-special", shape, dt, seed, tuple(special)) for dt in dtypes]
-    if large:
+    if large and "float32" in dtypes:
         r, c = large
         cases.append(Case(f"float32-{r}x{c}", ((r, c),), "float32", seed, gpu_only=True))
-    r, c = gradcheck_shape
-    cases.append(Case("float64-gradcheck", ((r, c),), "float64", seed, gradcheck=True))
+    if gradcheck:  # in float64, whatever ``dtypes`` says: gradcheck needs it
+        r, c = gradcheck_shape
+        cases.append(Case("float64-gradcheck", ((r, c),), "float64", seed, gradcheck=True))
     return tuple(cases)
 
 
@@ -117,22 +141,24 @@ def custom(
     return Case(name, tuple(tuple(s) for s in shapes), dtype, **options)
 
 
-def torch_dtype(name: str) -> torch.dtype:
-    import torch
-
-    return getattr(torch, name)
-
-
 def make_inputs(case: Case, device: str) -> list[torch.Tensor]:
-    """The case's input tensors: standard normal from ``case.seed``, with the special
+    """The case's input tensors: standard normal from ``case.seed`` (integers uniform in
+    ``case.int_range``, bools fair coins), with the special
     values tiled over the start of each input (rolled by input index, so that
     e.g. inf meets -inf in a binary op)."""
     import torch
 
     generator = torch.Generator().manual_seed(case.seed)
-    dtype = torch_dtype(case.dtype)
     tensors = []
-    for index, shape in enumerate(case.shapes):
+    for index, (shape, name) in enumerate(zip(case.shapes, case.dtypes)):
+        dtype = torch_dtype(name)
+        if not is_float(name):
+            low, high = (0, 2) if name == "bool" else case.int_range
+            if name == "uint8":
+                low, high = max(low, 0), min(high, 256)
+            t = torch.randint(low, high, shape, generator=generator).to(dtype)
+            tensors.append(t.to(device))
+            continue
         t = torch.randn(shape, dtype=dtype, generator=generator)
         if case.special and t.numel():
             values = torch.tensor(case.special, dtype=dtype).roll(index)

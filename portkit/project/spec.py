@@ -22,7 +22,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from portkit.errors import OpDefinitionError
-from portkit.project.cases import DTYPES, Case
+from portkit.project.cases import Case
+from portkit.project.dtypes import DEFAULT_OP_DTYPES, DTYPES
 
 OP_ATTRIBUTE = "__portkit_op__"
 
@@ -39,6 +40,8 @@ class OpDefinition:
     dtypes: tuple[str, ...]
     same_shape: bool
     check_inputs: Callable | None
+    # Per input: None (any of ``dtypes``, the same for all such inputs) or a fixed dtype.
+    input_dtypes: tuple[str | None, ...] = ()
 
     def __post_init__(self) -> None:
         where = f"@portkit.op class {self.class_name}"
@@ -53,14 +56,14 @@ class OpDefinition:
         duplicated = sorted({n for n in names if names.count(n) > 1})
         if duplicated:
             raise OpDefinitionError(f"{where}: case names repeat: {', '.join(duplicated)}")
-        unknown = sorted(set(self.dtypes) - set(DTYPES))
+        fixed = [d for d in self.input_dtypes if d is not None]
+        unknown = sorted(set(self.dtypes) - set(DTYPES)) + sorted(set(fixed) - set(DTYPES))
         if unknown:
             raise OpDefinitionError(f"{where}: dtypes {unknown} unknown; portkit knows {DTYPES}")
         for case in self.cases:
-            if case.dtype not in self.dtypes:
-                raise OpDefinitionError(
-                    f"{where}: case {case.name!r} uses {case.dtype}, not in dtypes {self.dtypes}"
-                )
+            problem = self.refused_dtype(case.dtypes)
+            if problem:
+                raise OpDefinitionError(f"{where}: case {case.name!r}: {problem}")
         _require_params(where, "forward", self.forward, minimum=2)
         if self.backward is not None:
             _require_params(where, "backward", self.backward, minimum=3)
@@ -68,6 +71,25 @@ class OpDefinition:
     @property
     def has_backward(self) -> bool:
         return self.backward is not None
+
+    def refused_dtype(self, dtypes: Sequence[str]) -> str | None:
+        """Why inputs of these dtypes (one per tensor input) are refused, or None."""
+        free: str | None = None
+        for index, dtype in enumerate(dtypes):
+            fixed = self.input_dtypes[index] if index < len(self.input_dtypes) else None
+            if fixed is not None:
+                if dtype != fixed:
+                    return f"input {index} is {dtype}; the op takes {fixed} there"
+                continue
+            if dtype not in self.dtypes:
+                return (
+                    f"input {index} is {dtype}, a dtype the op does not accept; "
+                    f"it takes {', '.join(self.dtypes)}"
+                )
+            if free is not None and dtype != free:
+                return f"input {index} is {dtype} but an earlier input is {free}; they must match"
+            free = dtype
+        return None
 
 
 def _require_params(where: str, name: str, fn: Callable, minimum: int) -> None:
@@ -84,15 +106,20 @@ def op(
     *,
     reference: Callable,
     cases: Sequence[Case],
-    dtypes: Sequence[str] = DTYPES,
+    dtypes: Sequence[str] = DEFAULT_OP_DTYPES,
     same_shape: bool = True,
+    input_dtypes: Sequence[str | None] = (),
 ) -> Callable[[type], type]:
     """Declare the class below as an op.
 
     reference:  the PyTorch function the kernels must match (its autograd is the
                 reference backward).
     cases:      inputs to check, e.g. ``portkit.cases.elementwise(special=[...])``.
-    dtypes:     floating dtypes the op accepts; others are refused with an InputError.
+    dtypes:     dtypes the op accepts (portkit.project.dtypes.DTYPES: float16, bfloat16,
+                float32, float64, integers, bool); others are refused with an
+                InputError. Inputs not fixed by ``input_dtypes`` share one of them.
+    input_dtypes: per input, None or a fixed dtype (``(None, "int64")``: a float
+                tensor of the op's dtype and an int64 index tensor).
     same_shape: all tensor inputs must share one shape (elementwise ops). For other
                 rules, define ``check_inputs(*inputs)`` on the class and raise
                 ``portkit.InputError``.
@@ -113,6 +140,7 @@ def op(
             dtypes=tuple(dtypes),
             same_shape=same_shape,
             check_inputs=_plain(cls.__dict__.get("check_inputs")),
+            input_dtypes=tuple(input_dtypes),
         )
         setattr(cls, OP_ATTRIBUTE, definition)
         return cls

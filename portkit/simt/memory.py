@@ -28,7 +28,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from portkit.errors import KernelError
-from portkit.simt.scalars import INT64, widen
+from portkit.simt.scalars import INT64, BFloat16, BFloat16Bits, bfloat16_store, widen
 from portkit.simt.stamps import LINE_BITS, NOBODY, ordered
 
 
@@ -136,7 +136,15 @@ class SimArray:
         self._written = written  # local memory: which elements this thread wrote
         self._cross_block = space == GLOBAL
         self._poisoned = space in (SHARED, LOCAL)
-        self._widen = data.dtype.kind in "iub" and data.dtype.itemsize < 8
+        # How an element read is represented (numba's types) and how a store converts.
+        self._bfloat16 = isinstance(data, BFloat16Bits)
+        self._read_as = (
+            BFloat16.from_bits
+            if self._bfloat16
+            else widen
+            if data.dtype.kind in "iub" and data.dtype.itemsize < 8
+            else None
+        )
 
     # -- the array interface numba kernels use -------------------------------------------
     @property
@@ -152,8 +160,8 @@ class SimArray:
         return self._ndim
 
     @property
-    def dtype(self) -> np.dtype:
-        return self._data.dtype
+    def dtype(self) -> Any:
+        return "bfloat16" if self._bfloat16 else self._data.dtype
 
     def __len__(self) -> int:
         return self._n0
@@ -171,7 +179,8 @@ class SimArray:
         elif self._written is not None and not self._written[flat]:
             raise self._uninitialised(index)
         value = self._data[flat]
-        return widen(value) if self._widen else value
+        read_as = self._read_as
+        return read_as(value) if read_as is not None else value
 
     def __setitem__(self, index: Any, value: Any) -> None:
         flat = self._element(index, "write")
@@ -186,7 +195,7 @@ class SimArray:
             self._check_write(shadow, flat)
         elif self._written is not None:
             self._written[flat] = 1
-        self._data[flat] = value
+        self._data[flat] = bfloat16_store(value) if self._bfloat16 else value
 
     # -- indexing ----------------------------------------------------------------------
     def _element(self, index: Any, access: str) -> int | None:
@@ -313,9 +322,12 @@ class SimArray:
                 raise self._uninitialised(index)
             shadow.writes[flat] = self._machine.stamp
             shadow.write_lines[flat] = _line_key(sys._getframe(2), self._machine.files)
+        if self._bfloat16:
+            raise MemoryFault("unsupported", f"atomics on bfloat16 array {self.name}")
         old = self._data[flat]
         self._data[flat] = update(old)
-        return widen(old) if self._widen else old
+        read_as = self._read_as
+        return read_as(old) if read_as is not None else old
 
     def _position(self, flat: int) -> str:
         """The index of a flat position, as the kernel would write it."""

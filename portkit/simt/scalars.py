@@ -16,6 +16,7 @@ from __future__ import annotations
 import builtins
 import math
 import operator
+import sys
 import types
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -199,3 +200,205 @@ TYPED_BUILTINS: dict[str, Any] = {
     "range": typed_range,
     "len": typed_len,
 }
+
+
+# -- bfloat16 -------------------------------------------------------------------------
+# numba-cuda's ``numba.cuda.bf16`` types a bfloat16 scalar (``__nv_bfloat16``) with
+# operators, comparisons and conversions. NumPy has no bfloat16, so the simulator holds
+# one as its 16 bits and computes in float32, rounding to nearest even after each
+# operation: exact for +, -, * (a bfloat16 product or sum of two fits a float32) and what
+# sm_90 does for them. Arrays of bfloat16 reach kernels as uint16 (project/dtypes.py).
+
+
+def _round_to_bfloat16(value: Any) -> int:
+    """The bits of ``value`` rounded to the nearest bfloat16, ties to even."""
+    bits = int(np.float32(value).view(np.uint32))
+    if (bits & 0x7F800000) == 0x7F800000 and bits & 0x007FFFFF:
+        return 0x7FC0 | (bits >> 16 & 0x8000)  # NaN stays NaN, sign kept
+    return ((bits + 0x7FFF + (bits >> 16 & 1)) >> 16) & 0xFFFF
+
+
+class BFloat16:
+    """A simulated ``__nv_bfloat16`` scalar."""
+
+    __slots__ = ("bits",)
+
+    def __init__(self, value: Any = 0.0) -> None:
+        self.bits = value.bits if isinstance(value, BFloat16) else _round_to_bfloat16(value)
+
+    @classmethod
+    def from_bits(cls, bits: Any) -> BFloat16:
+        result = cls.__new__(cls)
+        result.bits = int(bits) & 0xFFFF
+        return result
+
+    def __float__(self) -> float:
+        return float(self.float32())
+
+    def float32(self) -> np.float32:
+        return np.uint32(self.bits << 16).view(np.float32)
+
+    def __repr__(self) -> str:
+        return f"bfloat16({self.float32()!r})"
+
+    def _binary(self, other: Any, operation: Callable[[Any, Any], Any], reflected: bool) -> Any:
+        if isinstance(other, BFloat16):
+            a, b = self.float32(), other.float32()
+            with np.errstate(all="ignore"):
+                return BFloat16(operation(b, a) if reflected else operation(a, b))
+        other = widen(other)
+        a = self.float32()
+        with np.errstate(all="ignore"):  # mixed with another type: numba's promotion
+            return operation(other, a) if reflected else operation(a, other)
+
+    def _compare(self, other: Any, operation: Callable[[Any, Any], Any]) -> np.bool_:
+        b = other.float32() if isinstance(other, BFloat16) else widen(other)
+        return np.bool_(operation(self.float32(), b))
+
+    def __neg__(self) -> BFloat16:
+        return BFloat16.from_bits(self.bits ^ 0x8000)
+
+    def __abs__(self) -> BFloat16:
+        return BFloat16.from_bits(self.bits & 0x7FFF)
+
+
+for _name, _operation in (
+    ("add", operator.add),
+    ("sub", operator.sub),
+    ("mul", operator.mul),
+    ("truediv", operator.truediv),
+):
+    setattr(BFloat16, f"__{_name}__", lambda s, o, f=_operation: s._binary(o, f, False))
+    setattr(BFloat16, f"__r{_name}__", lambda s, o, f=_operation: s._binary(o, f, True))
+for _name in ("lt", "le", "gt", "ge", "eq", "ne"):
+    _operation = getattr(operator, _name)
+    setattr(BFloat16, f"__{_name}__", lambda s, o, f=_operation: s._compare(o, f))
+
+
+def _bf16_math(function: Callable[[Any], Any]) -> Callable[[BFloat16], BFloat16]:
+    def simulated(value: BFloat16) -> BFloat16:
+        with np.errstate(all="ignore"):
+            return BFloat16(function(value.float32()))
+
+    return simulated
+
+
+def _bits_of(value: BFloat16) -> np.int64:
+    return INT64(value.bits)
+
+
+def _signed_bits_of(value: BFloat16) -> np.int64:
+    return INT64(value.bits - 0x10000 if value.bits & 0x8000 else value.bits)
+
+
+def _to_float32(value: BFloat16) -> np.float32:
+    return value.float32()
+
+
+def _pick(test: Callable[[Any, Any], bool]) -> Callable[[BFloat16, BFloat16], BFloat16]:
+    def pick(a: BFloat16, b: BFloat16) -> BFloat16:
+        fa, fb = a.float32(), b.float32()
+        if np.isnan(fa):
+            return b
+        if np.isnan(fb):
+            return a
+        return a if test(fa, fb) else b
+
+    return pick
+
+
+# Functions of numba.cuda.bf16 the simulator runs, under every name numba-cuda gives them.
+_BF16_FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "bfloat16": BFloat16,
+    **dict.fromkeys(
+        ("uint16_as_bfloat16", "ushort_as_bfloat16", "int16_as_bfloat16", "short_as_bfloat16"),
+        BFloat16.from_bits,
+    ),
+    **dict.fromkeys(("bfloat16_as_uint16", "bfloat16_as_ushort"), _bits_of),
+    **dict.fromkeys(("bfloat16_as_int16", "bfloat16_as_short"), _signed_bits_of),
+    **dict.fromkeys(("bfloat162float", "bfloat16_to_float32"), _to_float32),
+    **dict.fromkeys(
+        (
+            "float2bfloat16",
+            "float2bfloat16_rn",
+            "float32_to_bfloat16",
+            "float32_to_bfloat16_rn",
+            # float64 is rounded to float32 first: a double rounding in rare ties.
+            "double2bfloat16",
+            "float64_to_bfloat16",
+        ),
+        BFloat16,
+    ),
+    **dict.fromkeys(("hadd", "hadd_rn"), operator.add),
+    **dict.fromkeys(("hsub", "hsub_rn"), operator.sub),
+    **dict.fromkeys(("hmul", "hmul_rn"), operator.mul),
+    "hdiv": operator.truediv,
+    "hfma": lambda a, b, c: BFloat16(
+        np.float32(np.float64(a.float32()) * b.float32() + c.float32())
+    ),
+    "hneg": operator.neg,
+    "habs": abs,
+    "hmax": _pick(operator.gt),
+    "hmin": _pick(operator.lt),
+    "hisnan": lambda a: np.bool_(np.isnan(a.float32())),
+    "hisinf": lambda a: np.bool_(np.isinf(a.float32())),
+    "hsqrt": _bf16_math(np.sqrt),
+    "hexp": _bf16_math(np.exp),
+    "hlog": _bf16_math(np.log),
+    "htanh": _bf16_math(np.tanh),
+    "hrsqrt": _bf16_math(lambda v: np.float32(1) / np.sqrt(v)),
+    "hrcp": _bf16_math(lambda v: np.float32(1) / v),
+}
+
+
+class BFloat16Bits(np.ndarray):
+    """A uint16 NumPy array holding bfloat16 bits: the simulator's bfloat16 array. Its
+    elements read as ``BFloat16`` and a store rounds to nearest even, as numba-cuda
+    types an array of ``numba.cuda.bf16.bfloat16``."""
+
+
+def bfloat16_store(value: Any) -> int:
+    """The bits a store of ``value`` into a bfloat16 array writes."""
+    return value.bits if isinstance(value, BFloat16) else _round_to_bfloat16(value)
+
+
+class SimulatedBF16(types.ModuleType):
+    """``numba.cuda.bf16`` as a simulated kernel sees it."""
+
+    def __init__(self) -> None:
+        super().__init__("bf16")
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _BF16_FUNCTIONS:
+            return _BF16_FUNCTIONS[name]
+        raise AttributeError(
+            f"numba.cuda.bf16.{name} is not simulated; the simulator runs "
+            f"{', '.join(sorted(_BF16_FUNCTIONS))} (convert to float32 for the rest)"
+        )
+
+
+SIMULATED_BF16 = SimulatedBF16()
+
+
+def simulated_bf16(value: Any) -> Any:
+    """The simulated version of ``numba.cuda.bf16`` or of one of its functions, or None."""
+    module = sys.modules.get("numba.cuda.bf16")
+    if module is None:
+        return None
+    if value is module:
+        return SIMULATED_BF16
+    if getattr(value, "__module__", "") in ("numba.cuda._internal.cuda_bf16", module.__name__):
+        name = _BF16_NAMES.get(id(value))
+        if name is None:
+            _BF16_NAMES.update(
+                {id(getattr(module, n)): n for n in _BF16_FUNCTIONS if hasattr(module, n)}
+            )
+            name = _BF16_NAMES.get(id(value))
+        if name is not None:
+            return _BF16_FUNCTIONS[name]
+    if value is getattr(module, "bfloat16", None):
+        return BFloat16
+    return None
+
+
+_BF16_NAMES: dict[int, str] = {}

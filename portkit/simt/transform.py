@@ -31,7 +31,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from portkit.errors import KernelError
-from portkit.simt.scalars import TYPED_BUILTINS, TYPED_MATH, NumberCast, as_dtype, typed_constant
+from portkit.simt.scalars import (
+    TYPED_BUILTINS,
+    TYPED_MATH,
+    NumberCast,
+    as_dtype,
+    simulated_bf16,
+    typed_constant,
+)
 
 # Intrinsics that make a thread wait for others: they become yields.
 WAITING_INTRINSICS = (
@@ -167,6 +174,9 @@ class Rewriter:
             return TYPED_MATH
         if value is numba or value is numba_types:
             return self._proxy(value)
+        bf16 = simulated_bf16(value)  # numba.cuda.bf16 and its functions (scalars.py)
+        if bf16 is not None:
+            return bf16
         if isinstance(value, numba_types.Number):
             return NumberCast(as_dtype(value), str(value))
         if isinstance(value, (bool, int, float)):

@@ -97,7 +97,7 @@ def scale_target(tmp_path, monkeypatch):
     path.write_text(TWIN)
     monkeypatch.setattr(driver_launch, "current_stream", lambda device: 99)
     kernel = parse_twin(path)["scale"]
-    return TwinKernelTarget(kernel, {"float": 11, "double": 22}, device=-1)
+    return TwinKernelTarget(kernel, {("float",): 11, ("double",): 22}, device=-1)
 
 
 def test_twin_target_picks_the_instantiation_and_packs_arguments(scale_target, launches):

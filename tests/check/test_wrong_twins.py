@@ -36,6 +36,7 @@ HEADER = "// WRONG TWIN "
 F32_F64 = ("float32", "float64")
 VECTOR_SMALL = ("n1", "n127", "n128", "n129", "n1000", "special")  # sizes below/around 256
 SOFTMAX_WIDE = ("3x127", "4x128", "2x129", "3x1000")  # rows of more than 32 columns
+HALF_FLOATS = ("float32", "float16", "bfloat16", "float64")
 
 
 def cases(*names: str, dtypes: tuple[str, ...] = F32_F64) -> tuple[str, ...]:
@@ -220,6 +221,75 @@ MISTAKES = (
         # memory only, so values are the catcher.
         fails=(("twin", "forward", "float32-n4194304"), ("numba", "vs twin", "float32-n4194304")),
         passes=("float32-n1",),
+    ),
+    Mistake(
+        "layernorm",
+        "wb_skips_last_row",
+        fails=(
+            *rows(
+                (("twin", "backward"), ("numba", "vs twin")),
+                (
+                    *cases("1x1", "3x127", "2x129", "4x1000", dtypes=HALF_FLOATS),
+                    "float64-gradcheck",
+                ),
+            ),
+            ("twin", "gradcheck", "float64-gradcheck"),
+        ),
+    ),
+    Mistake(
+        "matmul",
+        "drops_partial_tile",
+        fails=(
+            *rows(
+                TWIN_BOTH,
+                (*cases("1x1x1", "3x5x7", "17x20x9", dtypes=HALF_FLOATS), "float64-gradcheck"),
+            ),
+            *rows(TWIN_FORWARD, ("float32-1000x1000x1000",)),
+            ("twin", "gradcheck", "float64-gradcheck"),
+        ),
+        passes=("float32-2x0x3",),
+    ),
+    Mistake(
+        "cumsum",
+        "inclusive_offsets",
+        fails=(
+            *rows(
+                TWIN_BOTH,
+                (
+                    *cases("1x1", "3x127", "2x129", "2x300", "1x1000", dtypes=HALF_FLOATS),
+                    "float32-4096x4096",
+                    "float64-gradcheck",
+                ),
+            ),
+            ("twin", "gradcheck", "float64-gradcheck"),
+        ),
+    ),
+    Mistake(
+        "rmsnorm",
+        "drops_weight",
+        fails=rows(
+            TWIN_FORWARD,
+            (
+                *cases(
+                    "1x1", "3x127", "2x129", "4x1000", dtypes=("bfloat16", "float16", "float32")
+                ),
+                "bfloat16-4096x4096",
+            ),
+        ),
+    ),
+    Mistake(
+        "histogram",
+        "inclusive_hi",
+        fails=rows(TWIN_FORWARD, cases("edges", dtypes=("float32", "bfloat16"))),
+        passes=cases("n0", "n1", "n129", "n1000", dtypes=HALF_FLOATS),
+    ),
+    Mistake(
+        "histogram",
+        "racy_increment",
+        fails=rows(
+            TWIN_FORWARD, (*cases("n129", "n1000", dtypes=HALF_FLOATS), "float32-n16777216")
+        ),
+        passes=cases("n0", "n1", dtypes=HALF_FLOATS),
     ),
 )
 

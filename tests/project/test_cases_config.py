@@ -125,8 +125,9 @@ def test_make_grad_outputs_deterministic():
 @pytest.mark.parametrize(
     "kwargs, words",
     [
-        ({"dtype": "float16"}, "dtype 'float16' is not one of"),
-        ({"dtype": "int32"}, "dtype 'int32' is not one of"),
+        ({"dtype": "float8"}, "dtype 'float8' is not one of"),
+        ({"dtype": "complex64"}, "dtype 'complex64' is not one of"),
+        ({"input_dtypes": ("float32", "int32")}, "2 input dtypes for 1 input shapes"),
         ({"gradcheck": True}, "gradcheck needs float64, not float32"),
         ({"shapes": ()}, "needs at least one input shape"),
         ({"shapes": ((-1,),)}, "must be non-negative ints"),
@@ -151,8 +152,15 @@ def test_gradcheck_float64_is_fine():
         ({"cases": []}, "cases must name at least one portkit Case"),
         ({"cases": ["x"]}, "cases holds 'x', not a portkit Case"),
         ({"cases": [custom("a", [(1,)]), custom("a", [(2,)])]}, "case names repeat: a"),
-        ({"cases": [custom("a", [(1,)], "float64")], "dtypes": ["float32"]}, "uses float64"),
-        ({"cases": [custom("a", [(1,)])], "dtypes": ["bfloat16"]}, "dtypes ['bfloat16'] unknown"),
+        (
+            {"cases": [custom("a", [(1,)], "float64")], "dtypes": ["float32"]},
+            "a dtype the op does not accept",
+        ),
+        ({"cases": [custom("a", [(1,)])], "dtypes": ["bfloat8"]}, "dtypes ['bfloat8'] unknown"),
+        (
+            {"cases": [custom("a", [(1,), (1,)])], "input_dtypes": [None, "int64"]},
+            "input 1 is float32; the op takes int64 there",
+        ),
         ({"cases": [custom("a", [(1,)])], "reference": 3}, "reference must be callable"),
     ],
 )

@@ -22,6 +22,7 @@ from typing import Any
 
 from portkit.errors import KernelError
 from portkit.launch.kernel_set import LaunchConfig
+from portkit.project.dtypes import prototype_view
 from portkit.simt.debug import Breakpoint
 from portkit.simt.transform import is_device_function as _is_device_function
 
@@ -183,7 +184,7 @@ class SimulatedKernel:
     def launch(self, config: LaunchConfig, args: Sequence[Any]) -> None:
         import torch
 
-        host_args = [a.numpy() if isinstance(a, torch.Tensor) else a for a in args]
+        host_args = [prototype_view(a).numpy() if isinstance(a, torch.Tensor) else a for a in args]
         kernel = self._kernel()
         try:
             with warnings.catch_warnings():

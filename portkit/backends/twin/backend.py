@@ -10,6 +10,7 @@ scalar, and a wrong argument is named before anything reaches the GPU.
 
 from __future__ import annotations
 
+import itertools
 import struct
 from collections.abc import Sequence
 from functools import cache
@@ -17,24 +18,61 @@ from typing import Any
 
 from portkit.backends.base import Backend, cuda_unavailable_reason
 from portkit.backends.twin.build import compile_twin
-from portkit.backends.twin.source import SCALAR_TYPES, TwinKernel, parse_twin
-from portkit.errors import InputError, OpDefinitionError
+from portkit.backends.twin.source import POINTER_ONLY_TYPES, SCALAR_TYPES, TwinKernel, parse_twin
+from portkit.errors import DtypeError, InputError, OpDefinitionError
 from portkit.launch.kernel_set import KernelSet, LaunchConfig
+from portkit.project.dtypes import dtype_name
 
-C_SCALAR_OF_DTYPE = {"float32": "float", "float64": "double"}
-DTYPE_OF_C_SCALAR = {"float": "float32", "double": "float64", "int": "int32"}
+# The C type a template parameter is instantiated with for tensors of each dtype
+# (cuda_fp16.h and cuda_bf16.h, which NVRTC finds by itself, declare the half types).
+C_SCALAR_OF_DTYPE = {
+    "float16": "__half",
+    "bfloat16": "__nv_bfloat16",
+    "float32": "float",
+    "float64": "double",
+    "int8": "signed char",
+    "uint8": "unsigned char",
+    "int16": "short",
+    "int32": "int",
+    "int64": "long long",
+    "bool": "bool",
+}
+# The dtype of the tensor a pointer parameter of a fixed C type takes.
+DTYPE_OF_C_SCALAR = {
+    **{c: d for c, d in SCALAR_TYPES.items() if d != "bool_"},
+    "bool": "bool",
+    **POINTER_ONLY_TYPES,
+}
 
 
 def twin_expressions(op) -> list[str]:
     """NVRTC name expressions for every kernel of ``op`` in every dtype it accepts."""
     kernels = checked_twin_kernels(op)
+    scalars = [C_SCALAR_OF_DTYPE[d] for d in op.definition.dtypes]
+    if any(k.template_params for k in kernels.values()):
+        _require_half_headers(op)
     expressions = []
     for kernel in kernels.values():
-        if kernel.template_param:
-            expressions += [kernel.expression(C_SCALAR_OF_DTYPE[d]) for d in op.definition.dtypes]
-        else:
-            expressions.append(kernel.expression(None))
+        # Several template parameters: every combination of the op's dtypes (a twin with
+        # U fixed by the op would write the type itself instead of a parameter).
+        combinations = itertools.product(scalars, repeat=len(kernel.template_params))
+        expressions += [kernel.expression(c) for c in combinations]
     return expressions
+
+
+HALF_HEADERS = {"float16": "cuda_fp16.h", "bfloat16": "cuda_bf16.h"}
+
+
+def _require_half_headers(op) -> None:
+    """A template instantiated with __half or __nv_bfloat16 needs its header; NVRTC's own
+    error ("identifier __half is undefined" in a name map) does not say so."""
+    source = op.twin_path.read_text()
+    for dtype, header in HALF_HEADERS.items():
+        if dtype in op.definition.dtypes and header not in source:
+            raise DtypeError(
+                f"twin {op.twin_path}: op {op.name} accepts {dtype}, so its templates are "
+                f"instantiated with {C_SCALAR_OF_DTYPE[dtype]}; add #include <{header}>"
+            )
 
 
 def checked_twin_kernels(op) -> dict[str, TwinKernel]:
@@ -50,8 +88,10 @@ def checked_twin_kernels(op) -> dict[str, TwinKernel]:
     return {name: declared[name] for name in op.kernels}
 
 
-def bind_arguments(kernel: TwinKernel, args: Sequence[Any]) -> tuple[str | None, list[Any]]:
-    """The C scalar type of the instantiation and the arguments as C values."""
+def bind_arguments(
+    kernel: TwinKernel, args: Sequence[Any]
+) -> tuple[tuple[str, ...] | None, list[Any]]:
+    """The C types of the instantiation (None for no template) and the arguments as C values."""
     import numpy as np
     import torch
 
@@ -60,36 +100,42 @@ def bind_arguments(kernel: TwinKernel, args: Sequence[Any]) -> tuple[str | None,
             f"twin kernel {kernel.name} takes {len(kernel.params)} arguments "
             f"({', '.join(p.name for p in kernel.params)}), got {len(args)}"
         )
-    scalar = None
+    chosen: dict[str, str] = {}  # template parameter -> C type
     for param, arg in zip(kernel.params, args):
-        if param.pointer and param.ctype == kernel.template_param:
-            if not isinstance(arg, torch.Tensor):
-                continue
-            dtype = str(arg.dtype).removeprefix("torch.")
-            if dtype not in C_SCALAR_OF_DTYPE:
-                raise InputError(
-                    f"twin kernel {kernel.name}: {param.name} is a {dtype} tensor; the template "
-                    f"is instantiated for {', '.join(C_SCALAR_OF_DTYPE)}"
-                )
-            if scalar is not None and C_SCALAR_OF_DTYPE[dtype] != scalar:
-                raise InputError(
-                    f"twin kernel {kernel.name}: {param.name} is {dtype} but earlier "
-                    f"{param.ctype}* arguments were {DTYPE_OF_C_SCALAR[scalar]}; "
-                    f"one instantiation takes one dtype"
-                )
-            scalar = C_SCALAR_OF_DTYPE[dtype]
-    if kernel.template_param and scalar is None:
-        raise InputError(f"twin kernel {kernel.name}: no tensor decides its template type")
+        if not (param.pointer and param.ctype in kernel.template_params):
+            continue
+        if not isinstance(arg, torch.Tensor):
+            continue
+        dtype = dtype_name(arg.dtype)
+        if dtype not in C_SCALAR_OF_DTYPE:
+            raise InputError(
+                f"twin kernel {kernel.name}: {param.name} is a {dtype} tensor; a template "
+                f"is instantiated for {', '.join(C_SCALAR_OF_DTYPE)}"
+            )
+        earlier = chosen.get(param.ctype)
+        if earlier is not None and C_SCALAR_OF_DTYPE[dtype] != earlier:
+            raise InputError(
+                f"twin kernel {kernel.name}: {param.name} is {dtype} but earlier "
+                f"{param.ctype}* arguments were {DTYPE_OF_C_SCALAR[earlier]}; "
+                f"one instantiation takes one dtype per template parameter"
+            )
+        chosen[param.ctype] = C_SCALAR_OF_DTYPE[dtype]
+    undecided = [t for t in kernel.template_params if t not in chosen]
+    if undecided:
+        raise InputError(
+            f"twin kernel {kernel.name}: no tensor decides its template type {undecided[0]}"
+        )
+    scalar = tuple(chosen[t] for t in kernel.template_params) or None
 
     values: list[Any] = []
     for param, arg in zip(kernel.params, args):
         where = f"twin kernel {kernel.name}, parameter {param.name}"
-        ctype = scalar if param.ctype == kernel.template_param else param.ctype
+        ctype = chosen.get(param.ctype, param.ctype)
         if param.pointer:
             if not isinstance(arg, torch.Tensor):
                 raise InputError(f"{where} is a pointer; pass a tensor, not {type(arg).__name__}")
             expected = DTYPE_OF_C_SCALAR.get(ctype or "")
-            actual = str(arg.dtype).removeprefix("torch.")
+            actual = dtype_name(arg.dtype)
             if expected and actual != expected:
                 raise InputError(f"{where} is {ctype}*; got a {actual} tensor")
             values.append(arg.data_ptr())  # cuda.core passes a Python int as a pointer
@@ -111,7 +157,7 @@ def bind_arguments(kernel: TwinKernel, args: Sequence[Any]) -> tuple[str | None,
 class _Plan:
     """How one instantiation's arguments become launch values, built on its first launch."""
 
-    def __init__(self, kernel: TwinKernel, scalar: str | None, handle: Any) -> None:
+    def __init__(self, kernel: TwinKernel, scalar: tuple[str, ...] | None, handle: Any) -> None:
         import numpy as np
         import torch
 
@@ -122,7 +168,9 @@ class _Plan:
         self.scalars: list[int] = []  # struct would take a one-element tensor: refuse it
         slots = []
         for position, param in enumerate(kernel.params):
-            ctype = scalar if param.ctype == kernel.template_param else param.ctype
+            ctype = param.ctype
+            if scalar is not None and ctype in kernel.template_params:
+                ctype = scalar[kernel.template_params.index(ctype)]
             if param.pointer:
                 dtype = DTYPE_OF_C_SCALAR.get(ctype or "")
                 self.pointers.append((position, getattr(torch, dtype) if dtype else None))
@@ -146,18 +194,20 @@ class TwinKernelTarget:
     values and call the driver on torch's current stream. Any argument the fast checks
     doubt goes back through ``bind_arguments``, so every error message stays the same."""
 
-    def __init__(self, kernel: TwinKernel, handles: dict[str | None, Any], device: int) -> None:
+    def __init__(
+        self, kernel: TwinKernel, handles: dict[tuple[str, ...] | None, Any], device: int
+    ) -> None:
         self._kernel = kernel
-        self._handles = handles  # C scalar of the instantiation (None: no template) -> CUkernel
+        # C types of the instantiation, one per template parameter (None: no template)
+        # -> CUkernel.
+        self._handles = handles
         self._device = device
         self._plans: dict[Any, _Plan] = {}
-        self._decider = next(
-            (
-                i
-                for i, p in enumerate(kernel.params)
-                if p.pointer and p.ctype == kernel.template_param
-            ),
-            None,
+        # The first pointer of each template parameter's type decides its instantiation.
+        self._deciders = tuple(
+            next(i for i, p in enumerate(kernel.params) if p.pointer and p.ctype == t)
+            for t in kernel.template_params
+            if any(p.pointer and p.ctype == t for p in kernel.params)
         )
 
     def launch(self, config: LaunchConfig, args: Sequence[Any]) -> None:
@@ -188,17 +238,15 @@ class TwinKernelTarget:
             raise
 
     def _plan(self, args: Sequence[Any]) -> _Plan:
-        decider = self._decider
         try:
-            key = args[decider].dtype if decider is not None else None
-            plan = self._plans[key]
+            plan = self._plans[tuple(args[i].dtype for i in self._deciders)]
             if len(args) == plan.count:
                 return plan
         except (IndexError, AttributeError, KeyError):
             pass
         scalar, _ = bind_arguments(self._kernel, args)  # raises the clear error, if any
         plan = _Plan(self._kernel, scalar, self._handles[scalar])
-        self._plans[args[decider].dtype if decider is not None else None] = plan
+        self._plans[tuple(args[i].dtype for i in self._deciders)] = plan
         return plan
 
     def _explain(self, args: Sequence[Any]) -> None:
@@ -255,15 +303,17 @@ class Twin(Backend):
         library = load_library(compiled.cubin)
         device = torch.cuda.current_device()
         targets = {}
+        scalars = [C_SCALAR_OF_DTYPE[d] for d in op.definition.dtypes]
         for name, kernel in kernels.items():
-            scalars = (
-                [C_SCALAR_OF_DTYPE[d] for d in op.definition.dtypes]
-                if kernel.template_param
+            # Every combination twin_expressions compiled: one C type per template parameter.
+            instantiations: list[tuple[str, ...] | None] = (
+                list(itertools.product(scalars, repeat=len(kernel.template_params)))
+                if kernel.template_params
                 else [None]
             )
             handles = {
-                scalar: get_kernel(library, compiled.symbols[kernel.expression(scalar)])
-                for scalar in scalars
+                combo: get_kernel(library, compiled.symbols[kernel.expression(combo)])
+                for combo in instantiations
             }
             targets[name] = TwinKernelTarget(kernel, handles, device)
         return KernelSet(op.name, self.name, self.device, targets, poison_outputs)

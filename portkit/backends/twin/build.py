@@ -14,12 +14,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
-from portkit.errors import TwinCompileError
+from portkit.errors import DtypeError, TwinCompileError
 
 CACHE_FORMAT = 1
 HEADER_SUFFIXES = (".cuh", ".h", ".hpp")
@@ -43,11 +45,24 @@ def nvrtc_version() -> str:
     return f"{major}.{minor}"
 
 
+@cache
+def cuda_include_dirs() -> tuple[str, ...]:
+    """The CUDA toolkit headers (cuda_fp16.h, cuda_bf16.h), which NVRTC does not find by
+    itself: the pip wheel's folder that cuda.pathfinder locates, or $CUDA_HOME/include."""
+    try:
+        from cuda.pathfinder import find_nvidia_header_directory
+
+        found = find_nvidia_header_directory("cudart")
+    except Exception:  # an older cuda-pathfinder, or no toolkit headers anywhere
+        found = None
+    return (found,) if found else ()
+
+
 def compile_options(path: Path, arch: str) -> dict[str, object]:
     return {
         "arch": arch,
         "std": "c++17",
-        "include_path": [str(path.parent)],
+        "include_path": [str(path.parent), *cuda_include_dirs()],
         # Line info costs nothing at run time and lets compute-sanitizer and ncu name lines.
         "lineinfo": True,
     }
@@ -99,11 +114,15 @@ def compile_twin(
     from cuda.core._utils.cuda_utils import NVRTCError
 
     options = ProgramOptions(name=_display_name(path), **compile_options(path, arch))
+    program = Program(path.read_text(), "c++", options)
     try:
-        program = Program(path.read_text(), "c++", options)
         code = program.compile("cubin", name_expressions=tuple(expressions))
     except NVRTCError as exc:
+        program.close()  # now: a failed program left to the collector warns from __dealloc__
         log = str(exc).split("compilation log:", 1)[-1].strip()
+        instantiation = _instantiation_failure(log)
+        if instantiation:
+            raise DtypeError(f"twin {path}: {instantiation}") from None
         raise TwinCompileError(f"twin {path} does not compile for {arch}:\n{log}") from None
     symbols = {expr: _text(sym) for expr, sym in code.symbol_mapping.items()}
     missing = sorted(set(expressions) - set(symbols))
@@ -114,6 +133,27 @@ def compile_twin(
     _write_atomic(cubin_file, cubin)
     _write_atomic(symbols_file, json.dumps(symbols, indent=1).encode())
     return CompiledTwin(path, arch, cubin, symbols, cubin_file, False)
+
+
+_INSTANTIATION = re.compile(
+    r'detected during instantiation of "[^"]*?(?P<kernel>\w+)\([^"]*\) '
+    r'\[with (?P<with>[^\]]*)\]"'
+)
+_FIRST_ERROR = re.compile(r"^(?P<where>\S+\(\d+\)): error: (?P<message>.*)$", re.M)
+
+
+def _instantiation_failure(log: str) -> str | None:
+    """One line for a template that compiles for some types and not for one: which
+    kernel, with which types, where, and NVRTC's first complaint."""
+    match = _INSTANTIATION.search(log)
+    if match is None:
+        return None
+    error = _FIRST_ERROR.search(log)
+    detail = f" ({error['where']}: {error['message'].strip()})" if error else ""
+    return (
+        f"kernel {match['kernel']} cannot be instantiated with {match['with']}{detail}; "
+        f"make the template work for that type or drop its dtype from the op's dtypes"
+    )
 
 
 def _display_name(path: Path) -> str:

@@ -1,0 +1,66 @@
+"""What an op's PyTorch reference says for one case: outputs and input gradients.
+
+For float16 and bfloat16 inputs the reference runs on float32 copies and its outputs and
+gradients are rounded once to the native dtypes. That is what a kernel that computes in
+float32 (or float64) and stores in half precision returns; torch's own half-precision
+kernels round some intermediates (a layernorm weight gradient summed over rows in
+bfloat16 is off by several ULPs on the CPU), so they are not the bound to hold a kernel
+to. A native run still decides the output dtypes and the seeded upstream gradients.
+``portkit check`` and ``portkit diff`` both use it, so they agree on what is right.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from portkit.launch.autograd import as_tuple
+from portkit.project.cases import make_grad_outputs
+
+if TYPE_CHECKING:
+    import torch
+
+    from portkit.project.cases import Case
+    from portkit.project.discovery import Op
+
+
+def _half_types() -> tuple:
+    import torch
+
+    return (torch.float16, torch.bfloat16)
+
+
+def reference_run(
+    op: Op, case: Case, inputs: Sequence[torch.Tensor], backward: bool
+) -> tuple[tuple[torch.Tensor, ...], tuple]:
+    """Reference outputs (detached) and, if ``backward``, the gradients of the inputs
+    that require them. ``inputs`` are the case's tensors, floats requiring grad."""
+
+    definition = op.definition
+    native = as_tuple(definition.reference(*inputs, *case.extra))
+    half = _half_types()
+    if not any(t.dtype in half for t in inputs):
+        grads: tuple = ()
+        if backward:
+            grads = _grads(case, native, native, inputs)
+        return tuple(o.detach() for o in native), grads
+    wide = [t.detach().float().requires_grad_() if t.dtype in half else t for t in inputs]
+    outputs = as_tuple(definition.reference(*wide, *case.extra))
+    rounded = tuple(o.detach().to(n.dtype) for o, n in zip(outputs, native))
+    if not backward:
+        return rounded, ()
+    grads = _grads(case, native, outputs, wide)
+    return rounded, tuple(
+        g.to(t.dtype) if g is not None else None
+        for g, t in zip(grads, [t for t in inputs if t.requires_grad])
+    )
+
+
+def _grads(case: Case, native: Sequence, outputs: Sequence, inputs: Sequence) -> tuple:
+    """Gradients of ``outputs`` for the upstream gradients seeded from the native outputs."""
+    import torch
+
+    grad_outputs = [g.to(o.dtype) for g, o in zip(make_grad_outputs(case, native), outputs)]
+    wanted = [t for t in inputs if t.requires_grad]
+    grads = torch.autograd.grad(outputs, wanted, grad_outputs, allow_unused=True)
+    return tuple(g.detach() if g is not None else None for g in grads)

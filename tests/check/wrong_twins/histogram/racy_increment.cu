@@ -1,0 +1,18 @@
+// WRONG TWIN histogram/racy_increment: counts[b] += 1 instead of atomicAdd, so threads of a warp that land in one bin overwrite each other's increment. A diff shows counts below the prototype's in most bins of every case with more than a few elements; n0 and n1 match.
+// Twin of prototypes/histogram.py: one thread per element, int atomics, bin in double.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+template <typename T>
+__global__ void histogram(const T* __restrict__ x, int* __restrict__ counts, long long n,
+                          long long bins, double lo, double hi) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        double v = (double)(float)x[i];  // half types convert through float, exactly
+        if (v >= lo && v < hi) {
+            long long b = (long long)((v - lo) / (hi - lo) * (double)bins);
+            if (b >= bins) b = bins - 1;
+            counts[b] += 1;
+        }
+    }
+}
