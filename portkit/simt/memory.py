@@ -178,6 +178,10 @@ class SimArray:
     def dtype(self) -> np.dtype:
         return self._data.dtype
 
+    @property
+    def itemsize(self) -> np.int64:
+        return INT64(self._data.dtype.itemsize)
+
     def __len__(self) -> int:
         return self._n0
 
