@@ -1,53 +1,184 @@
-// Twin of prototypes/softmax.py: one block per row, double accumulation in shared memory.
+// Twin of prototypes/softmax.py: one block of THREADS threads per row, online softmax
+// (running max and sum in one pass over the row), warp-shuffle reductions, arithmetic in
+// T (float accumulation for float, as torch.softmax). The order of every reduction is
+// the prototype's, stage by stage: per-thread packs then tail columns left to right, xor
+// butterfly 16, 8, 4, 2, 1 over (max, sum) pairs, then the warps' pairs left to right.
+//
+// Speed: 16-byte loads and stores (Pack<T>) when the row is 16-byte aligned (cols a
+// multiple of 4 float / 2 double on torch's aligned allocations), scalar accesses for the
+// same columns otherwise; the second read of the row (for the output) hits L1/L2, so the
+// row crosses device memory once in and once out.
 #define THREADS 128
+#define WARP 32
+#define WARPS (THREADS / WARP)
+#define FULL_MASK 0xffffffffu
 
-__device__ double block_reduce(double* buf, int tid, bool use_max) {
-    for (int stride = THREADS / 2; stride > 0; stride /= 2) {
-        if (tid < stride) {
-            buf[tid] = use_max ? fmax(buf[tid], buf[tid + stride]) : buf[tid] + buf[tid + stride];
-        }
-        __syncthreads();
+// 16 bytes of T, aligned so that one copy is one 128-bit load or store.
+template <typename T>
+struct alignas(16) Pack {
+    static constexpr int N = 16 / sizeof(T);
+    T v[N];
+};
+
+__device__ inline bool aligned16(const void* p) {
+    return (reinterpret_cast<unsigned long long>(p) & 15) == 0;
+}
+
+template <typename T>
+__device__ inline T negative_infinity() {
+    return -T(__int_as_float(0x7f800000));
+}
+
+// The running (max, sum of exp(x - max)) after one more column v.
+template <typename T>
+__device__ inline void online_update(T& m, T& s, T v) {
+    if (v > m) {  // a new maximum rescales the sum; exp(v - v) is 1, or NaN for v = +inf
+        s = s * exp(m - v) + exp(v - v);
+        m = v;
+    } else if (v != negative_infinity<T>()) {  // -inf adds nothing; NaN propagates
+        s = s + exp(v - m);
     }
-    return buf[0];
+}
+
+// Two (max, sum) pairs as one; the same bits whichever pair comes first.
+template <typename T>
+__device__ inline void merge(T& m, T& s, T m2, T s2) {
+    const T big = m2 > m ? m2 : m;
+    if (big == negative_infinity<T>()) {  // both empty so far
+        s = s + s2;
+    } else {
+        s = s * exp(m - big) + s2 * exp(m2 - big);
+    }
+    m = big;
+}
+
+template <typename T>
+__device__ inline void warp_merge(T& m, T& s) {
+#pragma unroll
+    for (int offset = WARP / 2; offset > 0; offset /= 2) {
+        const T m2 = __shfl_xor_sync(FULL_MASK, m, offset);
+        const T s2 = __shfl_xor_sync(FULL_MASK, s, offset);
+        merge(m, s, m2, s2);
+    }
+}
+
+template <typename T>
+__device__ inline T warp_sum(T v) {
+#pragma unroll
+    for (int offset = WARP / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(FULL_MASK, v, offset);
+    return v;
 }
 
 template <typename T>
 __global__ void softmax_fwd(const T* __restrict__ x, T* __restrict__ out, long long cols) {
-    __shared__ double buf[THREADS];
+    __shared__ T part_m[WARPS];
+    __shared__ T part_s[WARPS];
+    constexpr int W = Pack<T>::N;
     const int tid = threadIdx.x;
+    const int lane = tid % WARP;
+    const int warp = tid / WARP;
     const T* xr = x + (long long)blockIdx.x * cols;
     T* outr = out + (long long)blockIdx.x * cols;
+    const long long packs = cols / W;
+    const bool vector = aligned16(xr) && aligned16(outr);
 
-    double m = __longlong_as_double(0xfff0000000000000ULL);  // -inf, as the prototype starts
-    for (long long c = tid; c < cols; c += THREADS) m = fmax(m, (double)xr[c]);
-    buf[tid] = m;
-    __syncthreads();
-    m = block_reduce(buf, tid, true);
-    __syncthreads();
+    T m = negative_infinity<T>();
+    T s = T(0);
+    if (vector) {
+        const Pack<T>* xv = reinterpret_cast<const Pack<T>*>(xr);
+#pragma unroll 4
+        for (long long p = tid; p < packs; p += THREADS) {
+            const Pack<T> v = xv[p];
+#pragma unroll
+            for (int j = 0; j < W; ++j) online_update(m, s, v.v[j]);
+        }
+    } else {
+        for (long long p = tid; p < packs; p += THREADS)
+            for (int j = 0; j < W; ++j) online_update(m, s, xr[p * W + j]);
+    }
+    for (long long c = packs * W + tid; c < cols; c += THREADS) online_update(m, s, xr[c]);
 
-    double s = 0.0;
-    for (long long c = tid; c < cols; c += THREADS) s += exp((double)xr[c] - m);
-    buf[tid] = s;
+    warp_merge(m, s);
+    if (lane == 0) {
+        part_m[warp] = m;
+        part_s[warp] = s;
+    }
     __syncthreads();
-    s = block_reduce(buf, tid, false);
+    m = part_m[0];
+    s = part_s[0];
+#pragma unroll
+    for (int w = 1; w < WARPS; ++w) merge(m, s, part_m[w], part_s[w]);
 
-    for (long long c = tid; c < cols; c += THREADS) outr[c] = (T)(exp((double)xr[c] - m) / s);
+    if (vector) {
+        const Pack<T>* xv = reinterpret_cast<const Pack<T>*>(xr);
+        Pack<T>* ov = reinterpret_cast<Pack<T>*>(outr);
+#pragma unroll 4
+        for (long long p = tid; p < packs; p += THREADS) {
+            Pack<T> v = xv[p];
+#pragma unroll
+            for (int j = 0; j < W; ++j) v.v[j] = exp(v.v[j] - m) / s;
+            ov[p] = v;
+        }
+    } else {
+        for (long long p = tid; p < packs; p += THREADS)
+            for (int j = 0; j < W; ++j) outr[p * W + j] = exp(xr[p * W + j] - m) / s;
+    }
+    for (long long c = packs * W + tid; c < cols; c += THREADS) outr[c] = exp(xr[c] - m) / s;
 }
 
 template <typename T>
 __global__ void softmax_bwd(const T* __restrict__ y, const T* __restrict__ dy, T* __restrict__ dx,
                             long long cols) {
-    __shared__ double buf[THREADS];
+    __shared__ T part[WARPS];
+    constexpr int W = Pack<T>::N;
     const int tid = threadIdx.x;
+    const int lane = tid % WARP;
+    const int warp = tid / WARP;
     const long long base = (long long)blockIdx.x * cols;
+    const T* yr = y + base;
+    const T* dyr = dy + base;
+    T* dxr = dx + base;
+    const long long packs = cols / W;
+    const bool vector = aligned16(yr) && aligned16(dyr) && aligned16(dxr);
 
-    double dot = 0.0;
-    // The product in T, then widened: exactly what the prototype does for float32.
-    for (long long c = tid; c < cols; c += THREADS) dot += (double)(y[base + c] * dy[base + c]);
-    buf[tid] = dot;
+    T dot = T(0);
+    if (vector) {
+        const Pack<T>* yv = reinterpret_cast<const Pack<T>*>(yr);
+        const Pack<T>* gv = reinterpret_cast<const Pack<T>*>(dyr);
+#pragma unroll 4
+        for (long long p = tid; p < packs; p += THREADS) {
+            const Pack<T> a = yv[p], g = gv[p];
+#pragma unroll
+            for (int j = 0; j < W; ++j) dot += a.v[j] * g.v[j];
+        }
+    } else {
+        for (long long p = tid; p < packs; p += THREADS)
+            for (int j = 0; j < W; ++j) dot += yr[p * W + j] * dyr[p * W + j];
+    }
+    for (long long c = packs * W + tid; c < cols; c += THREADS) dot += yr[c] * dyr[c];
+
+    dot = warp_sum(dot);
+    if (lane == 0) part[warp] = dot;
     __syncthreads();
-    dot = block_reduce(buf, tid, false);
+    dot = part[0];
+#pragma unroll
+    for (int w = 1; w < WARPS; ++w) dot += part[w];
 
-    for (long long c = tid; c < cols; c += THREADS)
-        dx[base + c] = (T)(y[base + c] * (dy[base + c] - dot));
+    if (vector) {
+        const Pack<T>* yv = reinterpret_cast<const Pack<T>*>(yr);
+        const Pack<T>* gv = reinterpret_cast<const Pack<T>*>(dyr);
+        Pack<T>* dv = reinterpret_cast<Pack<T>*>(dxr);
+#pragma unroll 4
+        for (long long p = tid; p < packs; p += THREADS) {
+            const Pack<T> a = yv[p], g = gv[p];
+            Pack<T> r;
+#pragma unroll
+            for (int j = 0; j < W; ++j) r.v[j] = a.v[j] * (g.v[j] - dot);
+            dv[p] = r;
+        }
+    } else {
+        for (long long p = tid; p < packs; p += THREADS)
+            for (int j = 0; j < W; ++j) dxr[p * W + j] = yr[p * W + j] * (dyr[p * W + j] - dot);
+    }
+    for (long long c = packs * W + tid; c < cols; c += THREADS) dxr[c] = yr[c] * (dyr[c] - dot);
 }

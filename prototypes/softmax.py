@@ -1,78 +1,149 @@
-"""Row-wise softmax over a 2-D tensor: one block per row, shared-memory tree
-reductions between syncthreads. Sums and maxima are kept in float64 shared memory
-for both dtypes, so the twin must accumulate in double too.
+"""Row-wise softmax over a 2-D tensor: one block of THREADS threads per row, a single
+pass over the row for the statistics (online softmax), warp-shuffle reductions.
 
-That float64 is a choice, so its lines say `# portkit: allow-float64`. The reduction
-loop says `allow-int64-index`: numba types int32 arithmetic as int64 anyway, so no
-spelling here gives 32-bit index math (PTX of three variants checked)."""
+The forward reads each element twice, once for the statistics and once for the output,
+but from device memory once: a block's row (16 KiB at 4096 float32 columns) is still in
+L1/L2 for the second read. The kernel works in the input's dtype (float32 accumulation
+for float32, as torch.softmax does), in this order, which the twin repeats exactly:
+
+1. online statistics per thread: thread t walks the row's 16-byte packs t, t + THREADS,
+   ... (4 float32 or 2 float64 columns each, left to right), then the tail columns
+   packs * width + t, ... ; each column updates the running maximum m and the running
+   sum s of exp(x - m) (`online_update`);
+2. a butterfly in each warp over the (m, s) pairs (`cuda.shfl_xor_sync`, offsets 16, 8,
+   4, 2, 1) merged by `merge`, which gives the same bits whichever pair comes first, so
+   every lane ends with the same pair;
+3. lane 0 of each warp writes its pair to shared memory; after a barrier every thread
+   merges the warps' pairs left to right.
+
+The backward is the same walk for dot = sum(y * dy), then dx = y * (dy - dot).
+
+The twin moves each pack with one 16-byte load or store when the row is 16-byte
+aligned; numba cannot load an array slice as one vector, so the prototype reads the
+same columns with `width` scalar loads. Indices are int64 (`allow-int64-index`), as the
+twin's `long long`."""
 
 import math
 
 import torch
-from numba import cuda, float64
+from numba import cuda, float32
 
 import portkit
 
-THREADS = 128  # a power of two: the tree reduction halves it
+THREADS = 128  # 4 warps per row; a multiple of WARP
+WARP = 32
+WARPS = THREADS // WARP
+FULL_MASK = 0xFFFFFFFF  # all 32 lanes take part in every shuffle
 
 
 @cuda.jit(device=True)
-def block_reduce(buf, tid, use_max):
-    """Tree-reduce buf[0:THREADS] into buf[0]; every thread of the block must call it."""
-    stride = THREADS // 2
-    while stride > 0:
-        if tid < stride:
-            if use_max:
-                # portkit: allow-float64 allow-int64-index
-                buf[tid] = max(buf[tid], buf[tid + stride])
-            else:
-                # portkit: allow-float64 allow-int64-index
-                buf[tid] += buf[tid + stride]
-        cuda.syncthreads()
-        stride //= 2  # portkit: allow-int64-index
-    return buf[0]
+def online_update(m, s, v):
+    """The running (max, sum of exp(x - max)) after one more column v."""
+    if v > m:  # a new maximum rescales the sum; exp(v - v) is 1, or NaN for v = +inf
+        return v, s * math.exp(m - v) + math.exp(v - v)
+    if v != -float32(math.inf):  # -inf adds nothing (and -inf - -inf would be NaN); NaN propagates
+        return m, s + math.exp(v - m)
+    return m, s
+
+
+@cuda.jit(device=True)
+def merge(m, s, m2, s2):
+    """Two (max, sum) pairs as one; the same bits whichever pair comes first."""
+    big = max(m, m2)
+    if big == -float32(math.inf):  # both empty so far
+        return big, s + s2
+    return big, s * math.exp(m - big) + s2 * math.exp(m2 - big)
+
+
+@cuda.jit(device=True)
+def warp_merge(m, s):
+    offset = WARP // 2
+    while offset > 0:
+        m2 = cuda.shfl_xor_sync(FULL_MASK, m, offset)
+        s2 = cuda.shfl_xor_sync(FULL_MASK, s, offset)
+        m, s = merge(m, s, m2, s2)
+        offset //= 2
+    return m, s
+
+
+@cuda.jit(device=True)
+def warp_sum(v):
+    offset = WARP // 2
+    while offset > 0:
+        v += cuda.shfl_xor_sync(FULL_MASK, v, offset)
+        offset //= 2
+    return v
 
 
 @cuda.jit
 def softmax_fwd(x, out, cols):
     row = cuda.blockIdx.x
     tid = cuda.threadIdx.x
-    buf = cuda.shared.array(THREADS, dtype=float64)
+    lane = tid % WARP
+    warp = tid // WARP
+    part_m = cuda.shared.array(WARPS, dtype=x.dtype)
+    part_s = cuda.shared.array(WARPS, dtype=x.dtype)
+    width = 16 // x.itemsize  # columns in one of the twin's 16-byte packs
+    packs = cols // width
 
-    m = -math.inf  # portkit: allow-float64
-    for c in range(tid, cols, THREADS):
-        m = max(m, x[row, c])  # portkit: allow-float64
-    buf[tid] = m
+    m = -float32(math.inf)  # float32 here; float64 for a float64 x (numba unifies)
+    s = float32(0)
+    for p in range(tid, packs, THREADS):
+        for j in range(width):
+            m, s = online_update(m, s, x[row, p * width + j])  # portkit: allow-int64-index
+    for c in range(packs * width + tid, cols, THREADS):
+        m, s = online_update(m, s, x[row, c])
+
+    m, s = warp_merge(m, s)
+    if lane == 0:
+        part_m[warp] = m
+        part_s[warp] = s
     cuda.syncthreads()
-    m = block_reduce(buf, tid, True)
-    cuda.syncthreads()  # everyone has read buf[0] before it is overwritten
+    m = part_m[0]
+    s = part_s[0]
+    for w in range(1, WARPS):
+        m, s = merge(m, s, part_m[w], part_s[w])
 
-    s = 0.0
-    for c in range(tid, cols, THREADS):
-        s += math.exp(x[row, c] - m)  # portkit: allow-float64
-    buf[tid] = s
-    cuda.syncthreads()
-    s = block_reduce(buf, tid, False)
-
-    for c in range(tid, cols, THREADS):
-        out[row, c] = math.exp(x[row, c] - m) / s  # portkit: allow-float64
+    for p in range(tid, packs, THREADS):
+        for j in range(width):
+            c = p * width + j  # portkit: allow-int64-index
+            out[row, c] = math.exp(x[row, c] - m) / s
+    for c in range(packs * width + tid, cols, THREADS):
+        out[row, c] = math.exp(x[row, c] - m) / s
 
 
 @cuda.jit
 def softmax_bwd(y, dy, dx, cols):
     row = cuda.blockIdx.x
     tid = cuda.threadIdx.x
-    buf = cuda.shared.array(THREADS, dtype=float64)
+    lane = tid % WARP
+    warp = tid // WARP
+    part = cuda.shared.array(WARPS, dtype=y.dtype)
+    width = 16 // y.itemsize
+    packs = cols // width
 
-    dot = 0.0
-    for c in range(tid, cols, THREADS):
-        dot += y[row, c] * dy[row, c]  # portkit: allow-float64
-    buf[tid] = dot
+    dot = float32(0)
+    for p in range(tid, packs, THREADS):
+        for j in range(width):
+            c = p * width + j  # portkit: allow-int64-index
+            dot += y[row, c] * dy[row, c]
+    for c in range(packs * width + tid, cols, THREADS):
+        dot += y[row, c] * dy[row, c]
+
+    dot = warp_sum(dot)
+    if lane == 0:
+        part[warp] = dot
     cuda.syncthreads()
-    dot = block_reduce(buf, tid, False)
+    dot = part[0]
+    for w in range(1, WARPS):
+        dot += part[w]
 
-    for c in range(tid, cols, THREADS):
-        dx[row, c] = y[row, c] * (dy[row, c] - dot)  # portkit: allow-float64
+    for p in range(tid, packs, THREADS):
+        for j in range(width):
+            c = p * width + j  # portkit: allow-int64-index
+            dx[row, c] = y[row, c] * (dy[row, c] - dot)
+    for c in range(packs * width + tid, cols, THREADS):
+        dx[row, c] = y[row, c] * (dy[row, c] - dot)
 
 
 def reference(x):
