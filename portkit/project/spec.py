@@ -18,13 +18,17 @@ difference in kernels, never in launch code. The op's name is its file's name.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from portkit.errors import OpDefinitionError
 from portkit.project.cases import DTYPES, Case
 
 OP_ATTRIBUTE = "__portkit_op__"
+DIRECTIONS = ("forward", "backward")
+# An ideal-traffic or work model: f(*inputs) -> bytes or FLOPs of the forward, or
+# {"forward": f, "backward": g} (both take the forward's inputs).
+CostModel = Callable[..., int] | Mapping[str, Callable[..., int]]
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,9 @@ class OpDefinition:
     dtypes: tuple[str, ...]
     same_shape: bool
     check_inputs: Callable | None
+    bench: tuple[Case, ...] = ()  # `portkit bench` cases; empty: derived from `cases`
+    ideal_bytes: CostModel | None = None
+    ideal_flops: CostModel | None = None
 
     def __post_init__(self) -> None:
         where = f"@portkit.op class {self.class_name}"
@@ -61,6 +68,20 @@ class OpDefinition:
                 raise OpDefinitionError(
                     f"{where}: case {case.name!r} uses {case.dtype}, not in dtypes {self.dtypes}"
                 )
+        bad = [c for c in self.bench if not isinstance(c, Case)]
+        if bad:
+            raise OpDefinitionError(f"{where}: bench holds {bad[0]!r}, not a portkit Case")
+        names = [c.name for c in self.bench]
+        duplicated = sorted({n for n in names if names.count(n) > 1})
+        if duplicated:
+            raise OpDefinitionError(f"{where}: bench case names repeat: {', '.join(duplicated)}")
+        for case in self.bench:
+            if case.dtype not in self.dtypes:
+                raise OpDefinitionError(
+                    f"{where}: bench case {case.name!r} uses {case.dtype}, not in {self.dtypes}"
+                )
+        for label, model in (("bytes", self.ideal_bytes), ("flops", self.ideal_flops)):
+            _check_cost_model(where, label, model)
         _require_params(where, "forward", self.forward, minimum=2)
         if self.backward is not None:
             _require_params(where, "backward", self.backward, minimum=3)
@@ -68,6 +89,23 @@ class OpDefinition:
     @property
     def has_backward(self) -> bool:
         return self.backward is not None
+
+
+def _check_cost_model(where: str, label: str, model: object) -> None:
+    if model is None or callable(model):
+        return
+    if isinstance(model, Mapping):
+        unknown = sorted(set(model) - set(DIRECTIONS))
+        if unknown:
+            raise OpDefinitionError(
+                f"{where}: {label}= keys {unknown} unknown; use {list(DIRECTIONS)}"
+            )
+        if all(callable(f) for f in model.values()):
+            return
+    raise OpDefinitionError(
+        f"{where}: {label}= takes f(*inputs) -> int or {{'forward': f, 'backward': g}}, "
+        f"got {model!r}"
+    )
 
 
 def _require_params(where: str, name: str, fn: Callable, minimum: int) -> None:
@@ -86,6 +124,9 @@ def op(
     cases: Sequence[Case],
     dtypes: Sequence[str] = DTYPES,
     same_shape: bool = True,
+    bench: Sequence[Case] = (),
+    bytes: CostModel | None = None,  # noqa: A002 (the name the decorator reads best with)
+    flops: CostModel | None = None,
 ) -> Callable[[type], type]:
     """Declare the class below as an op.
 
@@ -96,6 +137,13 @@ def op(
     same_shape: all tensor inputs must share one shape (elementwise ops). For other
                 rules, define ``check_inputs(*inputs)`` on the class and raise
                 ``portkit.InputError``.
+    bench:      cases for ``portkit bench`` (default: the op's GPU-only cases, or its
+                largest), e.g. ``[portkit.cases.custom("float32-4096x4096", [(4096, 4096)])]``.
+    bytes:      the fewest bytes the op must move, ``f(*inputs) -> int`` for the forward
+                or ``{"forward": f, "backward": g}``; default: the inputs' and outputs'
+                sizes. ``portkit bench`` reports GB/s and % of copy bandwidth from it.
+    flops:      the same shape of function for floating-point operations: compute-bound
+                ops are reported in FLOP/s.
     """
 
     def decorate(cls: type) -> type:
@@ -113,6 +161,9 @@ def op(
             dtypes=tuple(dtypes),
             same_shape=same_shape,
             check_inputs=_plain(cls.__dict__.get("check_inputs")),
+            bench=tuple(bench),
+            ideal_bytes=bytes,
+            ideal_flops=flops,
         )
         setattr(cls, OP_ATTRIBUTE, definition)
         return cls
