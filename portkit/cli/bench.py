@@ -112,13 +112,9 @@ def bench(
 
     config, catalog = load_project()
     ops = [catalog.get(n) for n in (catalog.names if all_ops else op_names)]
-    plan = (
-        [(op, bench_cases(op, case_names)) for op in ops]
-        if not case_names or len(ops) == 1
-        else None
-    )
-    if plan is None:
+    if case_names and len(ops) != 1:
         raise PortkitError("--case names one op's cases: name exactly one OP with it")
+    plan = [(op, bench_cases(op, case_names)) for op in ops]
     baseline = Report.load(Path(compare_path)) if compare_path else None
 
     from portkit.backends import create
