@@ -11,6 +11,7 @@ import portkit
 
 THREADS = 256
 BLOCKS_PER_SM = 8  # 8 x 256 = 2048 threads: a full H100 SM when registers allow
+N_BENCH = 1 << 26  # portkit bench: 256 MiB per float32 tensor, five times an H100's L2
 
 
 def grid_for(k, n, itemsize):
@@ -55,6 +56,7 @@ def mul_bwd(a, b, dout, da, db, n):
 @portkit.op(
     reference=torch.mul,
     cases=portkit.cases.elementwise(inputs=2, special=[float("inf"), -2.5, 0.0, 1e-30, 3.0]),
+    bench=[portkit.cases.custom("float32-n67108864", [(N_BENCH,)] * 2)],
 )
 class ElementwiseMul:
     def forward(k, a, b):

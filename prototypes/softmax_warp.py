@@ -112,6 +112,10 @@ def softmax_warp_bwd(y, dy, dx, rows, cols):
         dx[row, c] = y[row, c] * (dy[row, c] - dot)
 
 
+# portkit bench: square, many short rows, few long rows (torch's hardest of the three)
+BENCH_SHAPES = ((4096, 4096), (16384, 1024), (1024, 32768))
+
+
 def reference(x):
     return torch.softmax(x, dim=-1)
 
@@ -119,6 +123,7 @@ def reference(x):
 @portkit.op(
     reference=reference,
     cases=portkit.cases.rows(special=[0.3, -100000.0, 100000.0, 0.5, -0.5, float("-inf")]),
+    bench=[portkit.cases.custom(f"float32-{r}x{c}", [(r, c)]) for r, c in BENCH_SHAPES],
 )
 class SoftmaxWarp:
     def check_inputs(x):

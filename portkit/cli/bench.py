@@ -11,7 +11,7 @@ import click
 from portkit.cli.context import EXIT_FAILED_CHECKS, load_project, make_console, user_errors
 from portkit.errors import PortkitError
 
-IMPLEMENTATIONS = ("torch", "numba", "twin")
+IMPLEMENTATIONS = ("torch", "numba", "twin")  # portkit.bench.session's, without importing it
 
 
 def _writable(path: str | None, option: str, suffix: str | None = None) -> Path | None:
@@ -118,13 +118,15 @@ def bench(
     baseline = Report.load(Path(compare_path)) if compare_path else None
 
     from portkit.backends import create
-    from portkit.backends.base import cuda_unavailable_reason
+    from portkit.bench.runner import DIRECTIONS
+    from portkit.bench.session import require_gpu, run_bench, units
+    from portkit.cli.render import progress_bar
 
-    reason = cuda_unavailable_reason()
-    if reason:
-        raise PortkitError(f"portkit bench needs an NVIDIA GPU: {reason}")
-    report = _run(plan, [create(n, config) for n in (impl_names or IMPLEMENTATIONS)],
-                  direction, reps, warmup, quiet=as_json)  # fmt: skip
+    require_gpu()
+    directions = DIRECTIONS if direction == "both" else (direction,)
+    backends = [create(n, config) for n in (impl_names or IMPLEMENTATIONS)]
+    with progress_bar(make_console(stderr=True), units(plan, directions)) as advance:
+        report = run_bench(plan, backends, directions, reps, warmup, advance)
 
     from portkit.bench.regression import compare_reports
     from portkit.bench.table import results_table, verdict_table
@@ -157,23 +159,3 @@ def bench(
         v.failed for v in verdicts
     )
     sys.exit(EXIT_FAILED_CHECKS if failed else 0)
-
-
-def _run(plan, backends, direction: str, reps: int, warmup: int, quiet: bool):
-    from portkit.bench.machine import describe_machine, measure_copy
-    from portkit.bench.model import Report
-    from portkit.bench.runner import DIRECTIONS, Bench
-    from portkit.bench.timing import CudaClock
-    from portkit.cli.render import progress_bar
-
-    clock = CudaClock()
-    directions = DIRECTIONS if direction == "both" else (direction,)
-    units = sum(len(cases) for _, cases in plan) * len(directions) + 1
-    measurements = []
-    with progress_bar(make_console(stderr=True), units) as advance:
-        advance("copy bandwidth")
-        copy = measure_copy(clock, reps)
-        runner = Bench(clock, reps=reps, warmup=warmup, directions=directions, advance=advance)
-        for op, cases in plan:
-            measurements += runner.run_op(op, cases, backends)
-    return Report(describe_machine(clock.l2_bytes), copy, reps, warmup, tuple(measurements))
