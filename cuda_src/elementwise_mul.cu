@@ -2,6 +2,9 @@
 // accesses for the same elements when a pointer is not 16-byte aligned, a scalar tail
 // (cuda_src/sigmoid.cu explains the pattern).
 
+// __launch_bounds__(256, 8): at most 32 registers, so the launcher's 8 blocks of 256
+// threads per SM are all resident.
+
 // 16 bytes of T, aligned so that one copy is one 128-bit load or store.
 template <typename T>
 struct alignas(16) Pack {
@@ -14,7 +17,7 @@ __device__ inline bool aligned16(const void* p) {
 }
 
 template <typename T>
-__global__ void mul_fwd(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out,
+__global__ void __launch_bounds__(256, 8) mul_fwd(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out,
                         long long n) {
     constexpr int W = Pack<T>::N;
     const long long start = (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -31,15 +34,17 @@ __global__ void mul_fwd(const T* __restrict__ a, const T* __restrict__ b, T* __r
             for (int j = 0; j < W; ++j) r.v[j] = x.v[j] * y.v[j];
             ov[p] = r;
         }
-    } else {
+    } else {  // the same packs, element by element
+#pragma unroll 1
         for (long long p = start; p < packs; p += stride)
             for (int j = 0; j < W; ++j) out[p * W + j] = a[p * W + j] * b[p * W + j];
     }
+#pragma unroll 1
     for (long long i = packs * W + start; i < n; i += stride) out[i] = a[i] * b[i];
 }
 
 template <typename T>
-__global__ void mul_bwd(const T* __restrict__ a, const T* __restrict__ b,
+__global__ void __launch_bounds__(256, 8) mul_bwd(const T* __restrict__ a, const T* __restrict__ b,
                         const T* __restrict__ dout, T* __restrict__ da, T* __restrict__ db,
                         long long n) {
     constexpr int W = Pack<T>::N;
@@ -63,7 +68,8 @@ __global__ void mul_bwd(const T* __restrict__ a, const T* __restrict__ b,
             dav[p] = ra;
             dbv[p] = rb;
         }
-    } else {
+    } else {  // the same packs, element by element
+#pragma unroll 1
         for (long long p = start; p < packs; p += stride)
             for (int j = 0; j < W; ++j) {
                 const long long i = p * W + j;
@@ -72,6 +78,7 @@ __global__ void mul_bwd(const T* __restrict__ a, const T* __restrict__ b,
                 db[i] = g * a[i];
             }
     }
+#pragma unroll 1
     for (long long i = packs * W + start; i < n; i += stride) {
         const T g = dout[i];
         da[i] = g * b[i];

@@ -1,13 +1,15 @@
 // Twin of prototypes/softmax.py: one block of THREADS threads per row, online softmax
-// (running max and sum in one pass over the row), warp-shuffle reductions, arithmetic in
-// T (float accumulation for float, as torch.softmax). The order of every reduction is
+// (running max and sum in one pass over the row, the sum rescaled at most once per
+// pack), warp-shuffle reductions, arithmetic in T (float accumulation for float, as
+// torch.softmax). The order of every reduction is
 // the prototype's, stage by stage: per-thread packs then tail columns left to right, xor
 // butterfly 16, 8, 4, 2, 1 over (max, sum) pairs, then the warps' pairs left to right.
 //
 // Speed: 16-byte loads and stores (Pack<T>) when the row is 16-byte aligned (cols a
 // multiple of 4 float / 2 double on torch's aligned allocations), scalar accesses for the
 // same columns otherwise; the second read of the row (for the output) hits L1/L2, so the
-// row crosses device memory once in and once out.
+// row crosses device memory once in and once out; UNROLL packs' loads in flight per
+// thread; one division per row (out = exp(x - m) * (1 / s)).
 #define THREADS 128
 #define WARP 32
 #define WARPS (THREADS / WARP)
@@ -29,15 +31,21 @@ __device__ inline T negative_infinity() {
     return -T(__int_as_float(0x7f800000));
 }
 
-// The running (max, sum of exp(x - max)) after one more column v.
-template <typename T>
-__device__ inline void online_update(T& m, T& s, T v) {
-    if (v > m) {  // a new maximum rescales the sum; exp(v - v) is 1, or NaN for v = +inf
-        s = s * exp(m - v) + exp(v - v);
-        m = v;
-    } else if (v != negative_infinity<T>()) {  // -inf adds nothing; NaN propagates
-        s = s + exp(v - m);
+// The running (max m, sum s of exp(x - m)) after N more columns v: the sum is rescaled
+// at most once per pack (to the pack's maximum, if larger), then each column adds one
+// exp. A branch per column would make a warp run both sides and cost up to three exps.
+template <typename T, int N>
+__device__ inline void online_update(T& m, T& s, const T (&v)[N]) {
+    T top = v[0];
+#pragma unroll
+    for (int j = 1; j < N; ++j) top = v[j] > top ? v[j] : top;
+    if (top > m) {  // a new maximum rescales the sum (s is 0 while m is -inf)
+        s = s * exp(m - top);
+        m = top;
     }
+#pragma unroll
+    for (int j = 0; j < N; ++j)
+        if (v[j] != negative_infinity<T>()) s = s + exp(v[j] - m);  // -inf adds nothing
 }
 
 // Two (max, sum) pairs as one; the same bits whichever pair comes first.
@@ -69,6 +77,11 @@ __device__ inline T warp_sum(T v) {
     return v;
 }
 
+// Loads are issued UNROLL packs at a time (all of them before any is used), then the
+// packs are processed in column order: the same order as a plain loop, so the arithmetic
+// matches the prototype's, with UNROLL loads in flight per thread.
+#define UNROLL 4
+
 template <typename T>
 __global__ void softmax_fwd(const T* __restrict__ x, T* __restrict__ out, long long cols) {
     __shared__ T part_m[WARPS];
@@ -86,17 +99,26 @@ __global__ void softmax_fwd(const T* __restrict__ x, T* __restrict__ out, long l
     T s = T(0);
     if (vector) {
         const Pack<T>* xv = reinterpret_cast<const Pack<T>*>(xr);
-#pragma unroll 4
-        for (long long p = tid; p < packs; p += THREADS) {
-            const Pack<T> v = xv[p];
+        for (long long p0 = tid; p0 < packs; p0 += (long long)THREADS * UNROLL) {
+            Pack<T> v[UNROLL];
 #pragma unroll
-            for (int j = 0; j < W; ++j) online_update(m, s, v.v[j]);
+            for (int u = 0; u < UNROLL; ++u)
+                if (p0 + u * THREADS < packs) v[u] = xv[p0 + u * THREADS];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u)
+                if (p0 + u * THREADS < packs) online_update(m, s, v[u].v);
         }
-    } else {
-        for (long long p = tid; p < packs; p += THREADS)
-            for (int j = 0; j < W; ++j) online_update(m, s, xr[p * W + j]);
+    } else {  // the same packs, element by element
+        for (long long p = tid; p < packs; p += THREADS) {
+            T v[W];
+            for (int j = 0; j < W; ++j) v[j] = xr[p * W + j];
+            online_update(m, s, v);
+        }
     }
-    for (long long c = packs * W + tid; c < cols; c += THREADS) online_update(m, s, xr[c]);
+    for (long long c = packs * W + tid; c < cols; c += THREADS) {
+        const T v[1] = {xr[c]};
+        online_update(m, s, v);
+    }
 
     warp_merge(m, s);
     if (lane == 0) {
@@ -109,28 +131,35 @@ __global__ void softmax_fwd(const T* __restrict__ x, T* __restrict__ out, long l
 #pragma unroll
     for (int w = 1; w < WARPS; ++w) merge(m, s, part_m[w], part_s[w]);
 
+    const T inv = T(1) / s;  // one division per row; each column is exp(x - m) * inv
     if (vector) {
         const Pack<T>* xv = reinterpret_cast<const Pack<T>*>(xr);
         Pack<T>* ov = reinterpret_cast<Pack<T>*>(outr);
-#pragma unroll 4
-        for (long long p = tid; p < packs; p += THREADS) {
-            Pack<T> v = xv[p];
+        for (long long p0 = tid; p0 < packs; p0 += (long long)THREADS * UNROLL) {
+            Pack<T> v[UNROLL];
 #pragma unroll
-            for (int j = 0; j < W; ++j) v.v[j] = exp(v.v[j] - m) / s;
-            ov[p] = v;
+            for (int u = 0; u < UNROLL; ++u)
+                if (p0 + u * THREADS < packs) v[u] = xv[p0 + u * THREADS];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+                if (p0 + u * THREADS < packs) {
+#pragma unroll
+                    for (int j = 0; j < W; ++j) v[u].v[j] = exp(v[u].v[j] - m) * inv;
+                    ov[p0 + u * THREADS] = v[u];
+                }
+            }
         }
     } else {
         for (long long p = tid; p < packs; p += THREADS)
-            for (int j = 0; j < W; ++j) outr[p * W + j] = exp(xr[p * W + j] - m) / s;
+            for (int j = 0; j < W; ++j) outr[p * W + j] = exp(xr[p * W + j] - m) * inv;
     }
-    for (long long c = packs * W + tid; c < cols; c += THREADS) outr[c] = exp(xr[c] - m) / s;
+    for (long long c = packs * W + tid; c < cols; c += THREADS) outr[c] = exp(xr[c] - m) * inv;
 }
 
 template <typename T>
 __global__ void softmax_bwd(const T* __restrict__ y, const T* __restrict__ dy, T* __restrict__ dx,
                             long long cols) {
     __shared__ T part[WARPS];
-    constexpr int W = Pack<T>::N;
     const int tid = threadIdx.x;
     const int lane = tid % WARP;
     const int warp = tid / WARP;
@@ -138,18 +167,28 @@ __global__ void softmax_bwd(const T* __restrict__ y, const T* __restrict__ dy, T
     const T* yr = y + base;
     const T* dyr = dy + base;
     T* dxr = dx + base;
-    const long long packs = cols / W;
+    constexpr int W = Pack<T>::N;
     const bool vector = aligned16(yr) && aligned16(dyr) && aligned16(dxr);
+    const long long packs = cols / W;
 
     T dot = T(0);
     if (vector) {
         const Pack<T>* yv = reinterpret_cast<const Pack<T>*>(yr);
         const Pack<T>* gv = reinterpret_cast<const Pack<T>*>(dyr);
-#pragma unroll 4
-        for (long long p = tid; p < packs; p += THREADS) {
-            const Pack<T> a = yv[p], g = gv[p];
+        for (long long p0 = tid; p0 < packs; p0 += (long long)THREADS * UNROLL) {
+            Pack<T> a[UNROLL], g[UNROLL];
 #pragma unroll
-            for (int j = 0; j < W; ++j) dot += a.v[j] * g.v[j];
+            for (int u = 0; u < UNROLL; ++u) {
+                if (p0 + u * THREADS < packs) {
+                    a[u] = yv[p0 + u * THREADS];
+                    g[u] = gv[p0 + u * THREADS];
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u)
+                if (p0 + u * THREADS < packs)
+#pragma unroll
+                    for (int j = 0; j < W; ++j) dot += a[u].v[j] * g[u].v[j];
         }
     } else {
         for (long long p = tid; p < packs; p += THREADS)
@@ -168,13 +207,23 @@ __global__ void softmax_bwd(const T* __restrict__ y, const T* __restrict__ dy, T
         const Pack<T>* yv = reinterpret_cast<const Pack<T>*>(yr);
         const Pack<T>* gv = reinterpret_cast<const Pack<T>*>(dyr);
         Pack<T>* dv = reinterpret_cast<Pack<T>*>(dxr);
-#pragma unroll 4
-        for (long long p = tid; p < packs; p += THREADS) {
-            const Pack<T> a = yv[p], g = gv[p];
-            Pack<T> r;
+        for (long long p0 = tid; p0 < packs; p0 += (long long)THREADS * UNROLL) {
+            Pack<T> a[UNROLL], g[UNROLL];
 #pragma unroll
-            for (int j = 0; j < W; ++j) r.v[j] = a.v[j] * (g.v[j] - dot);
-            dv[p] = r;
+            for (int u = 0; u < UNROLL; ++u) {
+                if (p0 + u * THREADS < packs) {
+                    a[u] = yv[p0 + u * THREADS];
+                    g[u] = gv[p0 + u * THREADS];
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+                if (p0 + u * THREADS < packs) {
+#pragma unroll
+                    for (int j = 0; j < W; ++j) a[u].v[j] = a[u].v[j] * (g[u].v[j] - dot);
+                    dv[p0 + u * THREADS] = a[u];
+                }
+            }
         }
     } else {
         for (long long p = tid; p < packs; p += THREADS)

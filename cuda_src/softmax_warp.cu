@@ -1,12 +1,13 @@
 // Twin of prototypes/softmax_warp.py: one warp per row (ROWS_PER_BLOCK rows per block), no
-// shared memory, no barrier. Online softmax (running max and sum in one pass over the row)
-// in T (float accumulation for float, as torch.softmax), in the prototype's order: lane l
+// shared memory, no barrier. Online softmax (running max and sum in one pass over the row,
+// the sum rescaled at most once per pack) in T (float accumulation for float, as torch.softmax), in the prototype's order: lane l
 // takes packs l, l + 32, ... then tail columns left to right, then an xor butterfly 16, 8,
 // 4, 2, 1 over (max, sum) pairs.
 //
 // Speed: 16-byte loads and stores (Pack<T>) when the row is 16-byte aligned, scalar
-// accesses for the same columns otherwise; the loops are unrolled 4 deep so each lane has
-// several loads in flight; the second read of the row hits L1/L2.
+// accesses for the same columns otherwise; each lane issues UNROLL packs' loads before
+// using any (a warp per row has few threads per row, so each needs many bytes in flight);
+// the second read of the row hits L1/L2; one division per row.
 #define WARP 32
 #define ROWS_PER_BLOCK 4
 #define FULL_MASK 0xffffffffu
@@ -27,15 +28,21 @@ __device__ inline T negative_infinity() {
     return -T(__int_as_float(0x7f800000));
 }
 
-// The running (max, sum of exp(x - max)) after one more column v.
-template <typename T>
-__device__ inline void online_update(T& m, T& s, T v) {
-    if (v > m) {  // a new maximum rescales the sum; exp(v - v) is 1, or NaN for v = +inf
-        s = s * exp(m - v) + exp(v - v);
-        m = v;
-    } else if (v != negative_infinity<T>()) {  // -inf adds nothing; NaN propagates
-        s = s + exp(v - m);
+// The running (max m, sum s of exp(x - m)) after N more columns v: the sum is rescaled
+// at most once per pack (to the pack's maximum, if larger), then each column adds one
+// exp. A branch per column would make a warp run both sides and cost up to three exps.
+template <typename T, int N>
+__device__ inline void online_update(T& m, T& s, const T (&v)[N]) {
+    T top = v[0];
+#pragma unroll
+    for (int j = 1; j < N; ++j) top = v[j] > top ? v[j] : top;
+    if (top > m) {  // a new maximum rescales the sum (s is 0 while m is -inf)
+        s = s * exp(m - top);
+        m = top;
     }
+#pragma unroll
+    for (int j = 0; j < N; ++j)
+        if (v[j] != negative_infinity<T>()) s = s + exp(v[j] - m);  // -inf adds nothing
 }
 
 // Two (max, sum) pairs as one; the same bits whichever pair comes first.
@@ -49,6 +56,11 @@ __device__ inline void merge(T& m, T& s, T m2, T s2) {
     }
     m = big;
 }
+
+// Loads are issued UNROLL packs at a time (all of them before any is used), then the
+// packs are processed in column order: the same order as a plain loop, so the arithmetic
+// matches the prototype's, with UNROLL loads in flight per thread.
+#define UNROLL 8
 
 template <typename T>
 __global__ void softmax_warp_fwd(const T* __restrict__ x, T* __restrict__ out, long long rows,
@@ -66,17 +78,26 @@ __global__ void softmax_warp_fwd(const T* __restrict__ x, T* __restrict__ out, l
     T s = T(0);
     if (vector) {
         const Pack<T>* xv = reinterpret_cast<const Pack<T>*>(xr);
-#pragma unroll 4
-        for (long long p = lane; p < packs; p += WARP) {
-            const Pack<T> v = xv[p];
+        for (long long p0 = lane; p0 < packs; p0 += (long long)WARP * UNROLL) {
+            Pack<T> v[UNROLL];
 #pragma unroll
-            for (int j = 0; j < W; ++j) online_update(m, s, v.v[j]);
+            for (int u = 0; u < UNROLL; ++u)
+                if (p0 + u * WARP < packs) v[u] = xv[p0 + u * WARP];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u)
+                if (p0 + u * WARP < packs) online_update(m, s, v[u].v);
         }
-    } else {
-        for (long long p = lane; p < packs; p += WARP)
-            for (int j = 0; j < W; ++j) online_update(m, s, xr[p * W + j]);
+    } else {  // the same packs, element by element
+        for (long long p = lane; p < packs; p += WARP) {
+            T v[W];
+            for (int j = 0; j < W; ++j) v[j] = xr[p * W + j];
+            online_update(m, s, v);
+        }
     }
-    for (long long c = packs * W + lane; c < cols; c += WARP) online_update(m, s, xr[c]);
+    for (long long c = packs * W + lane; c < cols; c += WARP) {
+        const T v[1] = {xr[c]};
+        online_update(m, s, v);
+    }
 
 #pragma unroll
     for (int offset = WARP / 2; offset > 0; offset /= 2) {
@@ -85,45 +106,62 @@ __global__ void softmax_warp_fwd(const T* __restrict__ x, T* __restrict__ out, l
         merge(m, s, m2, s2);
     }
 
+    const T inv = T(1) / s;  // one division per row; each column is exp(x - m) * inv
     if (vector) {
         const Pack<T>* xv = reinterpret_cast<const Pack<T>*>(xr);
         Pack<T>* ov = reinterpret_cast<Pack<T>*>(outr);
-#pragma unroll 4
-        for (long long p = lane; p < packs; p += WARP) {
-            Pack<T> v = xv[p];
+        for (long long p0 = lane; p0 < packs; p0 += (long long)WARP * UNROLL) {
+            Pack<T> v[UNROLL];
 #pragma unroll
-            for (int j = 0; j < W; ++j) v.v[j] = exp(v.v[j] - m) / s;
-            ov[p] = v;
+            for (int u = 0; u < UNROLL; ++u)
+                if (p0 + u * WARP < packs) v[u] = xv[p0 + u * WARP];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+                if (p0 + u * WARP < packs) {
+#pragma unroll
+                    for (int j = 0; j < W; ++j) v[u].v[j] = exp(v[u].v[j] - m) * inv;
+                    ov[p0 + u * WARP] = v[u];
+                }
+            }
         }
     } else {
         for (long long p = lane; p < packs; p += WARP)
-            for (int j = 0; j < W; ++j) outr[p * W + j] = exp(xr[p * W + j] - m) / s;
+            for (int j = 0; j < W; ++j) outr[p * W + j] = exp(xr[p * W + j] - m) * inv;
     }
-    for (long long c = packs * W + lane; c < cols; c += WARP) outr[c] = exp(xr[c] - m) / s;
+    for (long long c = packs * W + lane; c < cols; c += WARP) outr[c] = exp(xr[c] - m) * inv;
 }
 
 template <typename T>
 __global__ void softmax_warp_bwd(const T* __restrict__ y, const T* __restrict__ dy,
                                  T* __restrict__ dx, long long rows, long long cols) {
-    constexpr int W = Pack<T>::N;
     const int lane = threadIdx.x % WARP;
     const long long row = (long long)blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / WARP;
     if (row >= rows) return;
     const T* yr = y + row * cols;
     const T* dyr = dy + row * cols;
     T* dxr = dx + row * cols;
-    const long long packs = cols / W;
+    constexpr int W = Pack<T>::N;
     const bool vector = aligned16(yr) && aligned16(dyr) && aligned16(dxr);
+    const long long packs = cols / W;
 
     T dot = T(0);
     if (vector) {
         const Pack<T>* yv = reinterpret_cast<const Pack<T>*>(yr);
         const Pack<T>* gv = reinterpret_cast<const Pack<T>*>(dyr);
-#pragma unroll 4
-        for (long long p = lane; p < packs; p += WARP) {
-            const Pack<T> a = yv[p], g = gv[p];
+        for (long long p0 = lane; p0 < packs; p0 += (long long)WARP * UNROLL) {
+            Pack<T> a[UNROLL], g[UNROLL];
 #pragma unroll
-            for (int j = 0; j < W; ++j) dot += a.v[j] * g.v[j];
+            for (int u = 0; u < UNROLL; ++u) {
+                if (p0 + u * WARP < packs) {
+                    a[u] = yv[p0 + u * WARP];
+                    g[u] = gv[p0 + u * WARP];
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u)
+                if (p0 + u * WARP < packs)
+#pragma unroll
+                    for (int j = 0; j < W; ++j) dot += a[u].v[j] * g[u].v[j];
         }
     } else {
         for (long long p = lane; p < packs; p += WARP)
@@ -138,13 +176,23 @@ __global__ void softmax_warp_bwd(const T* __restrict__ y, const T* __restrict__ 
         const Pack<T>* yv = reinterpret_cast<const Pack<T>*>(yr);
         const Pack<T>* gv = reinterpret_cast<const Pack<T>*>(dyr);
         Pack<T>* dv = reinterpret_cast<Pack<T>*>(dxr);
-#pragma unroll 4
-        for (long long p = lane; p < packs; p += WARP) {
-            const Pack<T> a = yv[p], g = gv[p];
-            Pack<T> r;
+        for (long long p0 = lane; p0 < packs; p0 += (long long)WARP * UNROLL) {
+            Pack<T> a[UNROLL], g[UNROLL];
 #pragma unroll
-            for (int j = 0; j < W; ++j) r.v[j] = a.v[j] * (g.v[j] - dot);
-            dv[p] = r;
+            for (int u = 0; u < UNROLL; ++u) {
+                if (p0 + u * WARP < packs) {
+                    a[u] = yv[p0 + u * WARP];
+                    g[u] = gv[p0 + u * WARP];
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+                if (p0 + u * WARP < packs) {
+#pragma unroll
+                    for (int j = 0; j < W; ++j) a[u].v[j] = a[u].v[j] * (g[u].v[j] - dot);
+                    dv[p0 + u * WARP] = a[u];
+                }
+            }
         }
     } else {
         for (long long p = lane; p < packs; p += WARP)

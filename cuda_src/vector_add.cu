@@ -3,6 +3,9 @@
 // launcher to the SM count, scalar accesses for the same elements when a pointer is not
 // 16-byte aligned, then a scalar tail of n % (16 / sizeof(T)) elements.
 
+// __launch_bounds__(256, 8): at most 32 registers, so the launcher's 8 blocks of 256
+// threads per SM are all resident.
+
 // 16 bytes of T, aligned so that one copy is one 128-bit load or store.
 template <typename T>
 struct alignas(16) Pack {
@@ -15,7 +18,7 @@ __device__ inline bool aligned16(const void* p) {
 }
 
 template <typename T>
-__global__ void vector_add(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out,
+__global__ void __launch_bounds__(256, 8) vector_add(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out,
                            long long n) {
     constexpr int W = Pack<T>::N;
     const long long start = (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -32,9 +35,11 @@ __global__ void vector_add(const T* __restrict__ a, const T* __restrict__ b, T* 
             for (int j = 0; j < W; ++j) r.v[j] = x.v[j] + y.v[j];
             ov[p] = r;
         }
-    } else {
+    } else {  // the same packs, element by element
+#pragma unroll 1
         for (long long p = start; p < packs; p += stride)
             for (int j = 0; j < W; ++j) out[p * W + j] = a[p * W + j] + b[p * W + j];
     }
+#pragma unroll 1
     for (long long i = packs * W + start; i < n; i += stride) out[i] = a[i] + b[i];
 }

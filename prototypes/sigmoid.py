@@ -34,12 +34,11 @@ def grid_for(k, n, itemsize):
 
 @cuda.jit(device=True)
 def stable_sigmoid(v):
+    """1 / (1 + z) for v >= 0, z / (1 + z) below, z = exp(-|v|): one exp, one division,
+    no branch around them (a warp of mixed signs would run both sides)."""
     one = float32(1)
-    if v >= 0:
-        z = math.exp(-v)
-        return one / (one + z)
-    z = math.exp(v)
-    return z / (one + z)
+    z = math.exp(-abs(v))
+    return (one if v >= 0 else z) / (one + z)
 
 
 @cuda.jit

@@ -8,19 +8,25 @@ for float32, as torch.softmax does), in this order, which the twin repeats exact
 
 1. online statistics per thread: thread t walks the row's 16-byte packs t, t + THREADS,
    ... (4 float32 or 2 float64 columns each, left to right), then the tail columns
-   packs * width + t, ... ; each column updates the running maximum m and the running
-   sum s of exp(x - m) (`online_update`);
+   packs * width + t, ... ; per pack, the running maximum m moves to the pack's maximum
+   if that is larger, rescaling the running sum s of exp(x - m) once (`rescale`), then
+   each column adds exp(x - m) (`add_exp`): one exp per column and no branch around it;
+   a tail column is a pack of one;
 2. a butterfly in each warp over the (m, s) pairs (`cuda.shfl_xor_sync`, offsets 16, 8,
    4, 2, 1) merged by `merge`, which gives the same bits whichever pair comes first, so
    every lane ends with the same pair;
 3. lane 0 of each warp writes its pair to shared memory; after a barrier every thread
    merges the warps' pairs left to right.
 
+4. out = exp(x - m) * inv with inv = 1 / s, one division per row.
+
 The backward is the same walk for dot = sum(y * dy), then dx = y * (dy - dot).
 
 The twin moves each pack with one 16-byte load or store when the row is 16-byte
 aligned; numba cannot load an array slice as one vector, so the prototype reads the
-same columns with `width` scalar loads. Indices are int64 (`allow-int64-index`), as the
+same columns with `width` scalar loads. The twin also issues 4 packs' loads before it
+uses any (more bytes in flight per thread) and processes them in the order above.
+Indices are int64 (`allow-int64-index`), as the
 twin's `long long`."""
 
 import math
@@ -37,13 +43,21 @@ FULL_MASK = 0xFFFFFFFF  # all 32 lanes take part in every shuffle
 
 
 @cuda.jit(device=True)
-def online_update(m, s, v):
-    """The running (max, sum of exp(x - max)) after one more column v."""
-    if v > m:  # a new maximum rescales the sum; exp(v - v) is 1, or NaN for v = +inf
-        return v, s * math.exp(m - v) + math.exp(v - v)
-    if v != -float32(math.inf):  # -inf adds nothing (and -inf - -inf would be NaN); NaN propagates
-        return m, s + math.exp(v - m)
+def rescale(m, s, top):
+    """The running (max m, sum s of exp(x - m)) moved to a new maximum, if top is larger
+    (s is 0 while m is -inf). Called once per pack, with the pack's maximum."""
+    if top > m:
+        return top, s * math.exp(m - top)
     return m, s
+
+
+@cuda.jit(device=True)
+def add_exp(m, s, v):
+    """s plus exp(v - m): one exp per column, no branch around it (-inf adds nothing;
+    NaN propagates)."""
+    if v != -float32(math.inf):
+        return s + math.exp(v - m)
+    return s
 
 
 @cuda.jit(device=True)
@@ -89,10 +103,17 @@ def softmax_fwd(x, out, cols):
     m = -float32(math.inf)  # float32 here; float64 for a float64 x (numba unifies)
     s = float32(0)
     for p in range(tid, packs, THREADS):
+        base = p * width  # portkit: allow-int64-index
+        top = x[row, base]
+        for j in range(1, width):
+            if x[row, base + j] > top:  # portkit: allow-int64-index
+                top = x[row, base + j]  # portkit: allow-int64-index
+        m, s = rescale(m, s, top)
         for j in range(width):
-            m, s = online_update(m, s, x[row, p * width + j])  # portkit: allow-int64-index
+            s = add_exp(m, s, x[row, base + j])  # portkit: allow-int64-index
     for c in range(packs * width + tid, cols, THREADS):
-        m, s = online_update(m, s, x[row, c])
+        m, s = rescale(m, s, x[row, c])
+        s = add_exp(m, s, x[row, c])
 
     m, s = warp_merge(m, s)
     if lane == 0:
@@ -104,12 +125,13 @@ def softmax_fwd(x, out, cols):
     for w in range(1, WARPS):
         m, s = merge(m, s, part_m[w], part_s[w])
 
+    inv = float32(1) / s  # one division per row; each column is exp(x - m) * inv
     for p in range(tid, packs, THREADS):
         for j in range(width):
             c = p * width + j  # portkit: allow-int64-index
-            out[row, c] = math.exp(x[row, c] - m) / s
+            out[row, c] = math.exp(x[row, c] - m) * inv
     for c in range(packs * width + tid, cols, THREADS):
-        out[row, c] = math.exp(x[row, c] - m) / s
+        out[row, c] = math.exp(x[row, c] - m) * inv
 
 
 @cuda.jit

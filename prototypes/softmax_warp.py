@@ -4,18 +4,24 @@ softmax.py gives a row a block of 128 threads, which suits long rows; here a row
 warp (ROWS_PER_BLOCK rows per block), which suits short and medium rows: 1024 float32
 columns are 8 packs of 16 bytes per lane, and a warp's reduction is five shuffles with
 no `syncthreads`. The statistics take one pass over the row (online softmax, as in
-softmax.py, whose `online_update` and `merge` are repeated here so each op stays two
-files), in the input's dtype, in this order, which the twin repeats exactly:
+softmax.py, whose `rescale`, `add_exp` and `merge` are repeated here so each op stays
+two files), in the input's dtype, in this order, which the twin repeats exactly:
 
 1. lane l walks the row's 16-byte packs l, l + 32, ... (4 float32 or 2 float64 columns
-   each, left to right), then the tail columns packs * width + l, ... ;
+   each, left to right), then the tail columns packs * width + l, ... (a pack of one);
+   per pack the running max moves to the pack's max if larger (one rescale of the sum),
+   then each column adds exp(x - max);
 2. a butterfly over the warp's (max, sum) pairs, `cuda.shfl_xor_sync` with offsets 16, 8,
    4, 2, 1; `merge` gives the same bits whichever pair comes first, so every lane ends
-   with the same pair, and no lane waits for another warp.
+   with the same pair, and no lane waits for another warp;
+3. out = exp(x - max) * (1 / sum), one division per row.
 
 The backward walks the row the same way for dot = sum(y * dy), then dx = y * (dy - dot).
 The twin moves each pack with one 16-byte access when the row is 16-byte aligned; the
 prototype reads the same columns with `width` scalar loads (numba has no vector load).
+The twin also issues 8 packs' loads per lane before using any: a warp per row has few
+threads per row, so each lane must keep many bytes in flight (1024 rows of 32768
+columns are only 1024 warps on 132 SMs).
 Indices are int64 (`allow-int64-index`), as the twin's `long long`."""
 
 import math
@@ -32,13 +38,21 @@ FULL_MASK = 0xFFFFFFFF  # all 32 lanes take part in every shuffle
 
 
 @cuda.jit(device=True)
-def online_update(m, s, v):
-    """The running (max, sum of exp(x - max)) after one more column v."""
-    if v > m:  # a new maximum rescales the sum; exp(v - v) is 1, or NaN for v = +inf
-        return v, s * math.exp(m - v) + math.exp(v - v)
-    if v != -float32(math.inf):  # -inf adds nothing (-inf - -inf would be NaN)
-        return m, s + math.exp(v - m)
+def rescale(m, s, top):
+    """The running (max m, sum s of exp(x - m)) moved to a new maximum, if top is larger
+    (s is 0 while m is -inf). Called once per pack, with the pack's maximum."""
+    if top > m:
+        return top, s * math.exp(m - top)
     return m, s
+
+
+@cuda.jit(device=True)
+def add_exp(m, s, v):
+    """s plus exp(v - m): one exp per column, no branch around it (-inf adds nothing;
+    NaN propagates)."""
+    if v != -float32(math.inf):
+        return s + math.exp(v - m)
+    return s
 
 
 @cuda.jit(device=True)
@@ -62,10 +76,17 @@ def softmax_warp_fwd(x, out, rows, cols):
     m = -float32(math.inf)  # float32 here; float64 for a float64 x (numba unifies)
     s = float32(0)
     for p in range(lane, packs, WARP):
+        base = p * width  # portkit: allow-int64-index
+        top = x[row, base]
+        for j in range(1, width):
+            if x[row, base + j] > top:  # portkit: allow-int64-index
+                top = x[row, base + j]  # portkit: allow-int64-index
+        m, s = rescale(m, s, top)
         for j in range(width):
-            m, s = online_update(m, s, x[row, p * width + j])  # portkit: allow-int64-index
+            s = add_exp(m, s, x[row, base + j])  # portkit: allow-int64-index
     for c in range(packs * width + lane, cols, WARP):
-        m, s = online_update(m, s, x[row, c])
+        m, s = rescale(m, s, x[row, c])
+        s = add_exp(m, s, x[row, c])
 
     offset = WARP // 2
     while offset > 0:
@@ -74,12 +95,13 @@ def softmax_warp_fwd(x, out, rows, cols):
         m, s = merge(m, s, m2, s2)
         offset //= 2
 
+    inv = float32(1) / s  # one division per row; each column is exp(x - m) * inv
     for p in range(lane, packs, WARP):
         for j in range(width):
             c = p * width + j  # portkit: allow-int64-index
-            out[row, c] = math.exp(x[row, c] - m) / s
+            out[row, c] = math.exp(x[row, c] - m) * inv
     for c in range(packs * width + lane, cols, WARP):
-        out[row, c] = math.exp(x[row, c] - m) / s
+        out[row, c] = math.exp(x[row, c] - m) * inv
 
 
 @cuda.jit

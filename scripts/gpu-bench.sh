@@ -22,12 +22,12 @@ tail -n 1 "$OUT/check.txt"
 python3 -m portkit.cli bench --all --reps 30 --save "$OUT/bench.json" --plot "$OUT/bench.png" \
   > "$OUT/bench.txt" 2>&1 || status=1
 
-python3 -m pytest -q -rfs -p no:cacheprovider tests/bench > "$OUT/pytest.txt" 2>&1 || status=1
 # Load the plugin by name only where portkit is not pip-installed (there its entry point does).
 plugin=(-p portkit.pytest_plugin)
 if python3 -c "import sys, importlib.metadata as m; sys.exit(not any(e.name == 'portkit' for e in m.entry_points(group='pytest11')))"; then
   plugin=()
 fi
+python3 -m pytest "${plugin[@]}" -q -rfs -p no:cacheprovider tests/bench > "$OUT/pytest.txt" 2>&1 || status=1
 python3 -m pytest "${plugin[@]}" -q -rfs -p no:cacheprovider prototypes -m bench \
   --portkit-bench-baseline "$OUT/bench.json" --portkit-bench-threshold 0.25 >> "$OUT/pytest.txt" 2>&1 || status=1
 tail -n 3 "$OUT/pytest.txt"

@@ -26,7 +26,8 @@ def write_plot(report: Report, path: Path) -> None:
     groups: dict[tuple[str, str, str], list] = {}
     for m in report.measurements:
         groups.setdefault((m.op, m.case, m.direction), []).append(m)
-    labels = [f"{op}  {case}  {direction[:3]}" for op, case, direction in groups]
+    short = {"forward": "fwd", "backward": "bwd"}
+    labels = [f"{op}  {case}  {short[direction]}" for op, case, direction in groups]
     roles = ["reference", "prototype", "twin"]
     height = 0.8 / len(roles)
 

@@ -13,6 +13,9 @@ if TYPE_CHECKING:
     from rich.table import Table
 
 
+SHORT = {"forward": "fwd", "backward": "bwd"}
+
+
 def _num(value: float | None, fmt: str) -> str:
     return "-" if value is None else format(value, fmt)
 
@@ -51,7 +54,7 @@ def results_table(report: Report) -> Table:
         table.add_row(
             m.op,
             m.case,
-            m.direction[:3],
+            SHORT[m.direction],
             m.implementation,
             _num(m.time.median if m.time else None, ".1f"),
             _num(m.time.iqr if m.time else None, ".1f"),
@@ -84,5 +87,5 @@ def verdict_table(verdicts: Sequence[Verdict], threshold: float) -> Table:
     for v in verdicts:
         op, case, direction, impl = v.key
         status = f"[{colour[v.status]}]{v.status}[/]" if v.status in colour else v.status
-        table.add_row(op, case, direction[:3], impl, _num(v.ratio, ".3f"), status, v.detail)
+        table.add_row(op, case, SHORT[direction], impl, _num(v.ratio, ".3f"), status, v.detail)
     return table

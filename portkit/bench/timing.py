@@ -40,6 +40,9 @@ class Clock(Protocol):
     def elapsed_us(self, start: Any, end: Any) -> float:
         """Microseconds between two marks (waits for the second)."""
 
+    def covers(self, host_us: float) -> bool:
+        """Whether the GPU stayed busy while the host spent ``host_us`` issuing a call."""
+
 
 class CudaClock:
     def __init__(self, cover_us: float = 1000.0) -> None:
@@ -82,6 +85,9 @@ class CudaClock:
     def elapsed_us(self, start: Any, end: Any) -> float:
         end.synchronize()
         return float(start.elapsed_time(end)) * 1000.0
+
+    def covers(self, host_us: float) -> bool:
+        return host_us < self.cover_us
 
 
 def cover_for(host_us: Sequence[float]) -> float:
