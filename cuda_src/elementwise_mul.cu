@@ -2,8 +2,9 @@
 // accesses for the same elements when a pointer is not 16-byte aligned, a scalar tail
 // (cuda_src/sigmoid.cu explains the pattern).
 
-// __launch_bounds__(256, 8): at most 32 registers, so the launcher's 8 blocks of 256
-// threads per SM are all resident.
+// __launch_bounds__(256, 8) on mul_fwd: at most 32 registers, so the launcher's 8 blocks
+// of 256 threads per SM are all resident. Not on mul_bwd (five streams): capped at 32
+// registers it fell from 95% to 84% of copy bandwidth on an H100 (docs/bench.md).
 
 // 16 bytes of T, aligned so that one copy is one 128-bit load or store.
 template <typename T>
@@ -44,7 +45,7 @@ __global__ void __launch_bounds__(256, 8) mul_fwd(const T* __restrict__ a, const
 }
 
 template <typename T>
-__global__ void __launch_bounds__(256, 8) mul_bwd(const T* __restrict__ a, const T* __restrict__ b,
+__global__ void mul_bwd(const T* __restrict__ a, const T* __restrict__ b,
                         const T* __restrict__ dout, T* __restrict__ da, T* __restrict__ db,
                         long long n) {
     constexpr int W = Pack<T>::N;

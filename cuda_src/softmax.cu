@@ -3,7 +3,8 @@
 // pack), warp-shuffle reductions, arithmetic in T (float accumulation for float, as
 // torch.softmax). The order of every reduction is
 // the prototype's, stage by stage: per-thread packs then tail columns left to right, xor
-// butterfly 16, 8, 4, 2, 1 over (max, sum) pairs, then the warps' pairs left to right.
+// butterflies 16, 8, 4, 2, 1 for the warp's max, then for its sum (each thread's moved to
+// that max), then the warps' maxima and moved sums left to right.
 //
 // Speed: 16-byte loads and stores (Pack<T>) when the row is 16-byte aligned (cols a
 // multiple of 4 float / 2 double on torch's aligned allocations), scalar accesses for the
@@ -48,26 +49,21 @@ __device__ inline void online_update(T& m, T& s, const T (&v)[N]) {
         if (v[j] != negative_infinity<T>()) s = s + exp(v[j] - m);  // -inf adds nothing
 }
 
-// Two (max, sum) pairs as one; the same bits whichever pair comes first.
+// s, a sum of exp(x - m), as a sum of exp(x - big), big >= m: one exp. An empty sum stays 0
+// (its m may be -inf, and -inf - -inf would be NaN).
 template <typename T>
-__device__ inline void merge(T& m, T& s, T m2, T s2) {
-    const T big = m2 > m ? m2 : m;
-    if (big == negative_infinity<T>()) {  // both empty so far
-        s = s + s2;
-    } else {
-        s = s * exp(m - big) + s2 * exp(m2 - big);
-    }
-    m = big;
+__device__ inline T moved(T s, T m, T big) {
+    return s != T(0) ? s * exp(m - big) : s;
 }
 
 template <typename T>
-__device__ inline void warp_merge(T& m, T& s) {
+__device__ inline T warp_max(T v) {
 #pragma unroll
     for (int offset = WARP / 2; offset > 0; offset /= 2) {
-        const T m2 = __shfl_xor_sync(FULL_MASK, m, offset);
-        const T s2 = __shfl_xor_sync(FULL_MASK, s, offset);
-        merge(m, s, m2, s2);
+        const T other = __shfl_xor_sync(FULL_MASK, v, offset);
+        v = other > v ? other : v;
     }
+    return v;
 }
 
 template <typename T>
@@ -120,16 +116,19 @@ __global__ void softmax_fwd(const T* __restrict__ x, T* __restrict__ out, long l
         online_update(m, s, v);
     }
 
-    warp_merge(m, s);
+    const T big = warp_max(m);  // the warp's maximum, then its sum moved to it
+    s = warp_sum(moved(s, m, big));
     if (lane == 0) {
-        part_m[warp] = m;
+        part_m[warp] = big;
         part_s[warp] = s;
     }
     __syncthreads();
     m = part_m[0];
-    s = part_s[0];
 #pragma unroll
-    for (int w = 1; w < WARPS; ++w) merge(m, s, part_m[w], part_s[w]);
+    for (int w = 1; w < WARPS; ++w) m = part_m[w] > m ? part_m[w] : m;
+    s = moved(part_s[0], part_m[0], m);
+#pragma unroll
+    for (int w = 1; w < WARPS; ++w) s += moved(part_s[w], part_m[w], m);
 
     const T inv = T(1) / s;  // one division per row; each column is exp(x - m) * inv
     if (vector) {

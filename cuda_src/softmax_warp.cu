@@ -1,8 +1,8 @@
 // Twin of prototypes/softmax_warp.py: one warp per row (ROWS_PER_BLOCK rows per block), no
 // shared memory, no barrier. Online softmax (running max and sum in one pass over the row,
 // the sum rescaled at most once per pack) in T (float accumulation for float, as torch.softmax), in the prototype's order: lane l
-// takes packs l, l + 32, ... then tail columns left to right, then an xor butterfly 16, 8,
-// 4, 2, 1 over (max, sum) pairs.
+// takes packs l, l + 32, ... then tail columns left to right, then xor butterflies 16, 8,
+// 4, 2, 1 for the row's max and then for the sum (each lane's moved to that max).
 //
 // Speed: 16-byte loads and stores (Pack<T>) when the row is 16-byte aligned, scalar
 // accesses for the same columns otherwise; each lane issues UNROLL packs' loads before
@@ -45,16 +45,21 @@ __device__ inline void online_update(T& m, T& s, const T (&v)[N]) {
         if (v[j] != negative_infinity<T>()) s = s + exp(v[j] - m);  // -inf adds nothing
 }
 
-// Two (max, sum) pairs as one; the same bits whichever pair comes first.
+// s, a sum of exp(x - m), as a sum of exp(x - big), big >= m: one exp. An empty sum stays 0
+// (its m may be -inf, and -inf - -inf would be NaN).
 template <typename T>
-__device__ inline void merge(T& m, T& s, T m2, T s2) {
-    const T big = m2 > m ? m2 : m;
-    if (big == negative_infinity<T>()) {  // both empty so far
-        s = s + s2;
-    } else {
-        s = s * exp(m - big) + s2 * exp(m2 - big);
+__device__ inline T moved(T s, T m, T big) {
+    return s != T(0) ? s * exp(m - big) : s;
+}
+
+template <typename T>
+__device__ inline T warp_max(T v) {
+#pragma unroll
+    for (int offset = WARP / 2; offset > 0; offset /= 2) {
+        const T other = __shfl_xor_sync(FULL_MASK, v, offset);
+        v = other > v ? other : v;
     }
-    m = big;
+    return v;
 }
 
 // Loads are issued UNROLL packs at a time (all of them before any is used), then the
@@ -99,12 +104,11 @@ __global__ void softmax_warp_fwd(const T* __restrict__ x, T* __restrict__ out, l
         online_update(m, s, v);
     }
 
+    const T big = warp_max(m);  // the row's maximum, then the sum, each lane's moved to it
+    s = moved(s, m, big);
+    m = big;
 #pragma unroll
-    for (int offset = WARP / 2; offset > 0; offset /= 2) {
-        const T m2 = __shfl_xor_sync(FULL_MASK, m, offset);
-        const T s2 = __shfl_xor_sync(FULL_MASK, s, offset);
-        merge(m, s, m2, s2);
-    }
+    for (int offset = WARP / 2; offset > 0; offset /= 2) s += __shfl_xor_sync(FULL_MASK, s, offset);
 
     const T inv = T(1) / s;  // one division per row; each column is exp(x - m) * inv
     if (vector) {

@@ -12,11 +12,13 @@ for float32, as torch.softmax does), in this order, which the twin repeats exact
    if that is larger, rescaling the running sum s of exp(x - m) once (`rescale`), then
    each column adds exp(x - m) (`add_exp`): one exp per column and no branch around it;
    a tail column is a pack of one;
-2. a butterfly in each warp over the (m, s) pairs (`cuda.shfl_xor_sync`, offsets 16, 8,
-   4, 2, 1) merged by `merge`, which gives the same bits whichever pair comes first, so
-   every lane ends with the same pair;
+2. in each warp, a butterfly (`cuda.shfl_xor_sync`, offsets 16, 8, 4, 2, 1) for the
+   warp's maximum, each thread's sum moved to it (`moved`: one exp), and a butterfly
+   for the sum; a + b == b + a bit for bit, so every lane ends with the same pair;
 3. lane 0 of each warp writes its pair to shared memory; after a barrier every thread
-   merges the warps' pairs left to right.
+   takes the maximum of the warps' maxima, then adds their sums moved to it, left to
+   right. (Merging (max, sum) pairs at every butterfly step would cost two exps per
+   step: as many exps as the columns themselves at 1024 columns.)
 
 4. out = exp(x - m) * inv with inv = 1 / s, one division per row.
 
@@ -61,23 +63,23 @@ def add_exp(m, s, v):
 
 
 @cuda.jit(device=True)
-def merge(m, s, m2, s2):
-    """Two (max, sum) pairs as one; the same bits whichever pair comes first."""
-    big = max(m, m2)
-    if big == -float32(math.inf):  # both empty so far
-        return big, s + s2
-    return big, s * math.exp(m - big) + s2 * math.exp(m2 - big)
+def moved(s, m, big):
+    """s, a sum of exp(x - m), as a sum of exp(x - big), big >= m: one exp. An empty sum
+    stays 0 (its m may be -inf, and -inf - -inf would be NaN)."""
+    if s != 0:
+        return s * math.exp(m - big)
+    return s
 
 
 @cuda.jit(device=True)
-def warp_merge(m, s):
+def warp_max(v):
     offset = WARP // 2
     while offset > 0:
-        m2 = cuda.shfl_xor_sync(FULL_MASK, m, offset)
-        s2 = cuda.shfl_xor_sync(FULL_MASK, s, offset)
-        m, s = merge(m, s, m2, s2)
+        other = cuda.shfl_xor_sync(FULL_MASK, v, offset)
+        if other > v:
+            v = other
         offset //= 2
-    return m, s
+    return v
 
 
 @cuda.jit(device=True)
@@ -115,15 +117,19 @@ def softmax_fwd(x, out, cols):
         m, s = rescale(m, s, x[row, c])
         s = add_exp(m, s, x[row, c])
 
-    m, s = warp_merge(m, s)
+    big = warp_max(m)  # the warp's maximum; then its sum, each thread's moved to it
+    s = warp_sum(moved(s, m, big))
     if lane == 0:
-        part_m[warp] = m
+        part_m[warp] = big
         part_s[warp] = s
     cuda.syncthreads()
     m = part_m[0]
-    s = part_s[0]
     for w in range(1, WARPS):
-        m, s = merge(m, s, part_m[w], part_s[w])
+        if part_m[w] > m:
+            m = part_m[w]
+    s = moved(part_s[0], part_m[0], m)
+    for w in range(1, WARPS):
+        s += moved(part_s[w], part_m[w], m)
 
     inv = float32(1) / s  # one division per row; each column is exp(x - m) * inv
     for p in range(tid, packs, THREADS):

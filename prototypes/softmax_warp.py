@@ -4,16 +4,16 @@ softmax.py gives a row a block of 128 threads, which suits long rows; here a row
 warp (ROWS_PER_BLOCK rows per block), which suits short and medium rows: 1024 float32
 columns are 8 packs of 16 bytes per lane, and a warp's reduction is five shuffles with
 no `syncthreads`. The statistics take one pass over the row (online softmax, as in
-softmax.py, whose `rescale`, `add_exp` and `merge` are repeated here so each op stays
+softmax.py, whose `rescale`, `add_exp` and `moved` are repeated here so each op stays
 two files), in the input's dtype, in this order, which the twin repeats exactly:
 
 1. lane l walks the row's 16-byte packs l, l + 32, ... (4 float32 or 2 float64 columns
    each, left to right), then the tail columns packs * width + l, ... (a pack of one);
    per pack the running max moves to the pack's max if larger (one rescale of the sum),
    then each column adds exp(x - max);
-2. a butterfly over the warp's (max, sum) pairs, `cuda.shfl_xor_sync` with offsets 16, 8,
-   4, 2, 1; `merge` gives the same bits whichever pair comes first, so every lane ends
-   with the same pair, and no lane waits for another warp;
+2. a butterfly (`cuda.shfl_xor_sync`, offsets 16, 8, 4, 2, 1) for the row's maximum,
+   each lane's sum moved to it (one exp), a butterfly for the sum: every lane ends with
+   the same pair (a + b == b + a bit for bit), and no lane waits for another warp;
 3. out = exp(x - max) * (1 / sum), one division per row.
 
 The backward walks the row the same way for dot = sum(y * dy), then dx = y * (dy - dot).
@@ -56,12 +56,12 @@ def add_exp(m, s, v):
 
 
 @cuda.jit(device=True)
-def merge(m, s, m2, s2):
-    """Two (max, sum) pairs as one; the same bits whichever pair comes first."""
-    big = max(m, m2)
-    if big == -float32(math.inf):  # both empty so far
-        return big, s + s2
-    return big, s * math.exp(m - big) + s2 * math.exp(m2 - big)
+def moved(s, m, big):
+    """s, a sum of exp(x - m), as a sum of exp(x - big), big >= m: one exp. An empty sum
+    stays 0 (its m may be -inf, and -inf - -inf would be NaN)."""
+    if s != 0:
+        return s * math.exp(m - big)
+    return s
 
 
 @cuda.jit
@@ -88,11 +88,18 @@ def softmax_warp_fwd(x, out, rows, cols):
         m, s = rescale(m, s, x[row, c])
         s = add_exp(m, s, x[row, c])
 
+    big = m  # the row's maximum, by a butterfly; then the sum, each lane's moved to it
     offset = WARP // 2
     while offset > 0:
-        m2 = cuda.shfl_xor_sync(FULL_MASK, m, offset)
-        s2 = cuda.shfl_xor_sync(FULL_MASK, s, offset)
-        m, s = merge(m, s, m2, s2)
+        other = cuda.shfl_xor_sync(FULL_MASK, big, offset)
+        if other > big:
+            big = other
+        offset //= 2
+    s = moved(s, m, big)
+    m = big
+    offset = WARP // 2
+    while offset > 0:
+        s += cuda.shfl_xor_sync(FULL_MASK, s, offset)
         offset //= 2
 
     inv = float32(1) / s  # one division per row; each column is exp(x - m) * inv

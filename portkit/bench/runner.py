@@ -89,7 +89,8 @@ class Bench:
 
         definition = op.definition
         kernel_backends = [b for b in backends if b.role != "reference"]
-        device = "cuda" if any(b.device == "cuda" for b in kernel_backends) else "cpu"
+        runnable = [b for b in kernel_backends if not b.unavailable_reason]
+        device = "cuda" if any(b.device == "cuda" for b in runnable) else "cpu"
         inputs = make_inputs(case, device)
         with torch.no_grad():
             expected_out = tuple(t.detach() for t in as_tuple(definition.reference(*inputs)))
