@@ -21,7 +21,7 @@ from portkit.bench.stats import Summary
 from portkit.bench.timing import MAX_COVER_US, Clock, LaunchSpan, cover_for
 from portkit.bench.traffic import declared, default_bytes
 from portkit.check.compare import REFERENCE_TOLERANCE, compare
-from portkit.errors import describe
+from portkit.errors import PortkitError, describe
 from portkit.launch.autograd import as_tuple
 from portkit.project.cases import Case, make_grad_outputs, make_inputs
 
@@ -90,7 +90,11 @@ class Bench:
         definition = op.definition
         kernel_backends = [b for b in backends if b.role != "reference"]
         runnable = [b for b in kernel_backends if not b.unavailable_reason]
-        device = "cuda" if any(b.device == "cuda" for b in runnable) else "cpu"
+        devices = sorted({b.device for b in runnable})
+        if len(devices) > 1:
+            named = ", ".join(f"{b.name} ({b.device})" for b in runnable)
+            raise PortkitError(f"portkit bench times implementations of one device, got {named}")
+        device = devices[0] if devices else "cpu"
         inputs = make_inputs(case, device)
         with torch.no_grad():
             expected_out = tuple(t.detach() for t in as_tuple(definition.reference(*inputs)))

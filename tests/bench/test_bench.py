@@ -271,7 +271,10 @@ def run_sim_bench(make_project, load_op, sources, name, body, reps=4):
     root = make_project({name: (prototype, None)})
     config, op = load_op(root, name)
     clock = FakeClock()
-    backends = [create("torch", config), create("sim", config), create("twin", config)]
+    backends = [create("torch", config), create("sim", config)]
+    twin = create("twin", config)
+    if twin.unavailable_reason:  # on a GPU machine the twin would run on another device
+        backends.append(twin)
     result = Bench(clock, reps=reps, warmup=1).run_op(op, [Case("n40", ((40,),))], backends)
     return result, clock
 
@@ -279,14 +282,16 @@ def run_sim_bench(make_project, load_op, sources, name, body, reps=4):
 def test_runner_times_every_implementation_and_direction(make_project, load_op, sources):
     result, clock = run_sim_bench(make_project, load_op, sources, "bench_ok", "out[i] = x[i] * 2.0")
     rows = {(m.direction, m.implementation): m for m in result}
-    assert set(rows) == {(d, i) for d in ("forward", "backward") for i in ("torch", "sim", "twin")}
+    impls = {"torch", "sim", "twin"} if "twin" in {m.implementation for m in result} else None
+    assert set(rows) == {(d, i) for d in ("forward", "backward") for i in impls or ("torch", "sim")}
     for direction in ("forward", "backward"):
         for impl in ("torch", "sim"):
             m = rows[(direction, impl)]
             assert m.check == "ok" and m.time is not None and m.time.n == 4, m
             # forward: x in, out; backward: saved x, upstream dy, dx (40 float32 each)
             assert m.bytes == (320 if direction == "forward" else 480), m
-        assert rows[(direction, "twin")].check.startswith("skip: ")
+        if impls:  # no GPU here: the twin is reported as skipped, with the reason
+            assert rows[(direction, "twin")].check.startswith("skip: no CUDA GPU")
     # every timed call was prepared (L2 flush and spin): 4 reps x 2 impls x 2 directions
     assert clock.prepared == 16
 
@@ -366,3 +371,15 @@ def test_help_teaches_with_examples(cli):
     result = cli(REPO, "bench", "--help")
     assert result.exit_code == 0
     assert "portkit bench --all --compare baseline.json" in result.output
+
+
+def test_runner_refuses_implementations_on_two_devices(load_op, monkeypatch):
+    from portkit.backends import create
+    from portkit.bench.runner import Bench
+    from portkit.project.cases import Case
+
+    config, op = load_op(REPO, "sigmoid")
+    twin = create("twin", config)
+    monkeypatch.setattr(type(twin), "unavailable_reason", None)
+    with pytest.raises(PortkitError, match=r"one device, got sim \(cpu\), twin \(cuda\)"):
+        Bench(FakeClock(), reps=5).run_case(op, Case("n8", ((8,),)), [create("sim", config), twin])
