@@ -225,8 +225,9 @@ def test_prototype_max_registers_is_honoured_and_spills(lto):
     result = prototype_usage(tight, signature)
     assert result.registers <= 24
     assert result.spill_store_bytes > 0 and result.spill_load_bytes > 0
-    # Spilled registers live in the stack frame.
-    assert result.local_bytes >= result.spill_store_bytes // 4
+    # Spilled registers live in the stack frame (ptxas counts the bytes of every spill
+    # store instruction, which can exceed the frame: one slot is stored many times).
+    assert result.local_bytes > 0
 
 
 def test_prototype_compile_error_is_a_portkit_error():
