@@ -5,6 +5,7 @@ Importing portkit is cheap: torch, numba and cuda.core load only when an op runs
 """
 
 from portkit.errors import InputError, KernelError, LaunchError, PortkitError, TwinCompileError
+from portkit.launch.device import sm_count
 from portkit.project import cases
 from portkit.project.spec import cdiv, op
 
@@ -19,6 +20,7 @@ __all__ = [
     "cases",
     "cdiv",
     "op",
+    "sm_count",
     "load",
 ]
 

@@ -9,6 +9,7 @@ Point pytest at the prototypes folder (``pytest prototypes``, or list it in
     prototypes/sigmoid.py::sim[float32-n129]       prototype in the simulator     (sim)
     prototypes/sigmoid.py::twin[float32-n129]      twin on the GPU                (gpu)
     prototypes/sigmoid.py::numba~twin[float32-n129] prototype against twin         (gpu)
+    prototypes/sigmoid.py::bench                   timed against a saved baseline (bench)
 
 Select tiers with markers (``-m sim``, ``-m "not gpu"``). GPU tests skip with the
 reason the backend gives when the machine has no GPU.
@@ -17,6 +18,10 @@ reason the backend gives when the machine has no GPU.
 session's ``gpu`` items in a child pytest under ``compute-sanitizer --tool TOOL`` with
 the settings of ``portkit check --sanitize`` (docs/sanitizer.md), prints the findings in
 the project's kernels and fails the session if there are any.
+
+``bench`` items time the op (``portkit bench``) and compare with a saved report; they
+skip unless a GPU CI job passes ``--portkit-bench-baseline FILE``, so the normal suite
+never asserts a time.
 """
 
 from __future__ import annotations
@@ -33,7 +38,9 @@ MARKERS = {
     "gpu": "needs an NVIDIA GPU (prototype compiled by numba, or the C CUDA twin)",
     "compile": "compiles prototypes and twins for sm_90; needs no GPU",
     "reference": "gradchecks an op's PyTorch reference",
+    "bench": "times an op against a saved `portkit bench` report (--portkit-bench-baseline)",
 }
+BASELINE_OPTION = "--portkit-bench-baseline"
 
 _PROJECT_KEY = pytest.StashKey[Any]()
 SANITIZE_TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
@@ -45,6 +52,20 @@ class CheckFailed(Exception):
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("portkit")
+    group.addoption(
+        BASELINE_OPTION,
+        metavar="FILE",
+        default=None,
+        help="run the `bench` items: time each op and fail on a regression against FILE "
+        "(saved with `portkit bench --all --save FILE` on the same GPU)",
+    )
+    group.addoption(
+        "--portkit-bench-threshold",
+        type=float,
+        default=0.10,
+        metavar="FRACTION",
+        help="slowdown that counts as a regression when outside the spread (default 0.10)",
+    )
     group.addoption(
         "--portkit-sanitize",
         choices=SANITIZE_TOOLS,
@@ -217,6 +238,7 @@ class OpFile(pytest.File):
         if op.has_twin:
             yield CompileItem.from_parent(self, name="compile[twin]", op=op, side="twin")
         yield LintItem.from_parent(self, name="lint", op=op)
+        yield BenchItem.from_parent(self, name="bench", op=op)
         backends = {b.name: b for b in create_all(project)}
         for case in op.definition.cases:
             for backend in backends.values():
@@ -343,3 +365,49 @@ class BrokenOpItem(PortkitItem):
 
     def runtest(self) -> None:
         raise CheckFailed(self.message)
+
+
+class BenchItem(PortkitItem):
+    """``portkit bench OP --compare BASELINE`` as a test, for a GPU CI job; skipped unless
+    ``--portkit-bench-baseline`` names the baseline."""
+
+    def __init__(self, *, op, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.op = op
+        self.add_marker("bench")
+        if not self.config.getoption(BASELINE_OPTION):
+            self.add_marker(
+                pytest.mark.skip(reason=f"timing runs only with {BASELINE_OPTION} FILE")
+            )
+
+    def runtest(self) -> None:
+        from portkit.backends import create
+        from portkit.backends.base import cuda_unavailable_reason
+        from portkit.bench.cases import bench_cases
+        from portkit.bench.model import Report
+        from portkit.bench.regression import compare_reports
+        from portkit.bench.runner import DIRECTIONS
+        from portkit.bench.session import IMPLEMENTATIONS, run_bench
+
+        reason = cuda_unavailable_reason()
+        if reason:
+            pytest.skip(f"portkit bench needs an NVIDIA GPU: {reason}")
+        baseline = Report.load(self.config.getoption(BASELINE_OPTION))
+        ours = tuple(m for m in baseline.measurements if m.op == self.op.name)
+        baseline = Report(baseline.machine, baseline.copy, baseline.reps, baseline.warmup, ours)
+        project = _project(self.config)
+        backends = [create(name, project) for name in IMPLEMENTATIONS]
+        report = run_bench([(self.op, bench_cases(self.op))], backends, DIRECTIONS, 30, 3)
+        threshold = self.config.getoption("--portkit-bench-threshold")
+        problems = [
+            f"{m.implementation} {m.direction} {m.case}: {m.check}"
+            for m in report.wrong
+            if not m.check.startswith("skip")
+        ]
+        problems += [
+            f"{' '.join(v.key[1:])}: {v.status} ({v.detail})"
+            for v in compare_reports(baseline, report, threshold)
+            if v.failed
+        ]
+        if problems:
+            raise CheckFailed("\n".join(problems))

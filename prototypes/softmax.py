@@ -1,78 +1,181 @@
-"""Row-wise softmax over a 2-D tensor: one block per row, shared-memory tree
-reductions between syncthreads. Sums and maxima are kept in float64 shared memory
-for both dtypes, so the twin must accumulate in double too.
+"""Row-wise softmax over a 2-D tensor: one block of THREADS threads per row, a single
+pass over the row for the statistics (online softmax), warp-shuffle reductions.
 
-That float64 is a choice, so its lines say `# portkit: allow-float64`. The reduction
-loop says `allow-int64-index`: numba types int32 arithmetic as int64 anyway, so no
-spelling here gives 32-bit index math (PTX of three variants checked)."""
+The forward reads each element twice, once for the statistics and once for the output,
+but from device memory once: a block's row (16 KiB at 4096 float32 columns) is still in
+L1/L2 for the second read. The kernel works in the input's dtype (float32 accumulation
+for float32, as torch.softmax does), in this order, which the twin repeats exactly:
+
+1. online statistics per thread: thread t walks the row's 16-byte packs t, t + THREADS,
+   ... (4 float32 or 2 float64 columns each, left to right), then the tail columns
+   packs * width + t, ... ; per pack, the running maximum m moves to the pack's maximum
+   if that is larger, rescaling the running sum s of exp(x - m) once (`rescale`), then
+   each column adds exp(x - m) (`add_exp`): one exp per column and no branch around it;
+   a tail column is a pack of one;
+2. in each warp, a butterfly (`cuda.shfl_xor_sync`, offsets 16, 8, 4, 2, 1) for the
+   warp's maximum, each thread's sum moved to it (`moved`: one exp), and a butterfly
+   for the sum; a + b == b + a bit for bit, so every lane ends with the same pair;
+3. lane 0 of each warp writes its pair to shared memory; after a barrier every thread
+   takes the maximum of the warps' maxima, then adds their sums moved to it, left to
+   right. (Merging (max, sum) pairs at every butterfly step would cost two exps per
+   step: as many exps as the columns themselves at 1024 columns.)
+
+4. out = exp(x - m) * inv with inv = 1 / s, one division per row.
+
+The backward is the same walk for dot = sum(y * dy), then dx = y * (dy - dot).
+
+The twin moves each pack with one 16-byte load or store when the row is 16-byte
+aligned; numba cannot load an array slice as one vector, so the prototype reads the
+same columns with `width` scalar loads. The twin also issues 4 packs' loads before it
+uses any (more bytes in flight per thread) and processes them in the order above.
+Indices are int64 (`allow-int64-index`), as the
+twin's `long long`."""
 
 import math
 
 import torch
-from numba import cuda, float64
+from numba import cuda, float32
 
 import portkit
 
-THREADS = 128  # a power of two: the tree reduction halves it
+THREADS = 128  # 4 warps per row; a multiple of WARP
+WARP = 32
+WARPS = THREADS // WARP
+FULL_MASK = 0xFFFFFFFF  # all 32 lanes take part in every shuffle
 
 
 @cuda.jit(device=True)
-def block_reduce(buf, tid, use_max):
-    """Tree-reduce buf[0:THREADS] into buf[0]; every thread of the block must call it."""
-    stride = THREADS // 2
-    while stride > 0:
-        if tid < stride:
-            if use_max:
-                # portkit: allow-float64 allow-int64-index
-                buf[tid] = max(buf[tid], buf[tid + stride])
-            else:
-                # portkit: allow-float64 allow-int64-index
-                buf[tid] += buf[tid + stride]
-        cuda.syncthreads()
-        stride //= 2  # portkit: allow-int64-index
-    return buf[0]
+def rescale(m, s, top):
+    """The running (max m, sum s of exp(x - m)) moved to a new maximum, if top is larger
+    (s is 0 while m is -inf). Called once per pack, with the pack's maximum."""
+    if top > m:
+        return top, s * math.exp(m - top)
+    return m, s
+
+
+@cuda.jit(device=True)
+def add_exp(m, s, v):
+    """s plus exp(v - m): one exp per column, no branch around it (-inf adds nothing;
+    NaN propagates)."""
+    if v != -float32(math.inf):
+        return s + math.exp(v - m)
+    return s
+
+
+@cuda.jit(device=True)
+def moved(s, m, big):
+    """s, a sum of exp(x - m), as a sum of exp(x - big), big >= m: one exp. An empty sum
+    stays 0 (its m may be -inf, and -inf - -inf would be NaN)."""
+    if s != 0:
+        return s * math.exp(m - big)
+    return s
+
+
+@cuda.jit(device=True)
+def warp_max(v):
+    offset = WARP // 2
+    while offset > 0:
+        other = cuda.shfl_xor_sync(FULL_MASK, v, offset)
+        if other > v:
+            v = other
+        offset //= 2
+    return v
+
+
+@cuda.jit(device=True)
+def warp_sum(v):
+    offset = WARP // 2
+    while offset > 0:
+        v += cuda.shfl_xor_sync(FULL_MASK, v, offset)
+        offset //= 2
+    return v
 
 
 @cuda.jit
 def softmax_fwd(x, out, cols):
     row = cuda.blockIdx.x
     tid = cuda.threadIdx.x
-    buf = cuda.shared.array(THREADS, dtype=float64)
+    lane = tid % WARP
+    warp = tid // WARP
+    part_m = cuda.shared.array(WARPS, dtype=x.dtype)
+    part_s = cuda.shared.array(WARPS, dtype=x.dtype)
+    width = 16 // x.itemsize  # columns in one of the twin's 16-byte packs
+    packs = cols // width
 
-    m = -math.inf  # portkit: allow-float64
-    for c in range(tid, cols, THREADS):
-        m = max(m, x[row, c])  # portkit: allow-float64
-    buf[tid] = m
+    m = -float32(math.inf)  # float32 here; float64 for a float64 x (numba unifies)
+    s = float32(0)
+    for p in range(tid, packs, THREADS):
+        base = p * width  # portkit: allow-int64-index
+        top = x[row, base]
+        for j in range(1, width):
+            if x[row, base + j] > top:  # portkit: allow-int64-index
+                top = x[row, base + j]  # portkit: allow-int64-index
+        m, s = rescale(m, s, top)
+        for j in range(width):
+            s = add_exp(m, s, x[row, base + j])  # portkit: allow-int64-index
+    for c in range(packs * width + tid, cols, THREADS):
+        m, s = rescale(m, s, x[row, c])
+        s = add_exp(m, s, x[row, c])
+
+    big = warp_max(m)  # the warp's maximum; then its sum, each thread's moved to it
+    s = warp_sum(moved(s, m, big))
+    if lane == 0:
+        part_m[warp] = big
+        part_s[warp] = s
     cuda.syncthreads()
-    m = block_reduce(buf, tid, True)
-    cuda.syncthreads()  # everyone has read buf[0] before it is overwritten
+    m = part_m[0]
+    for w in range(1, WARPS):
+        if part_m[w] > m:
+            m = part_m[w]
+    s = moved(part_s[0], part_m[0], m)
+    for w in range(1, WARPS):
+        s += moved(part_s[w], part_m[w], m)
 
-    s = 0.0
-    for c in range(tid, cols, THREADS):
-        s += math.exp(x[row, c] - m)  # portkit: allow-float64
-    buf[tid] = s
-    cuda.syncthreads()
-    s = block_reduce(buf, tid, False)
-
-    for c in range(tid, cols, THREADS):
-        out[row, c] = math.exp(x[row, c] - m) / s  # portkit: allow-float64
+    inv = float32(1) / s  # one division per row; each column is exp(x - m) * inv
+    for p in range(tid, packs, THREADS):
+        for j in range(width):
+            c = p * width + j  # portkit: allow-int64-index
+            out[row, c] = math.exp(x[row, c] - m) * inv
+    for c in range(packs * width + tid, cols, THREADS):
+        out[row, c] = math.exp(x[row, c] - m) * inv
 
 
 @cuda.jit
 def softmax_bwd(y, dy, dx, cols):
     row = cuda.blockIdx.x
     tid = cuda.threadIdx.x
-    buf = cuda.shared.array(THREADS, dtype=float64)
+    lane = tid % WARP
+    warp = tid // WARP
+    part = cuda.shared.array(WARPS, dtype=y.dtype)
+    width = 16 // y.itemsize
+    packs = cols // width
 
-    dot = 0.0
-    for c in range(tid, cols, THREADS):
-        dot += y[row, c] * dy[row, c]  # portkit: allow-float64
-    buf[tid] = dot
+    dot = float32(0)
+    for p in range(tid, packs, THREADS):
+        for j in range(width):
+            c = p * width + j  # portkit: allow-int64-index
+            dot += y[row, c] * dy[row, c]
+    for c in range(packs * width + tid, cols, THREADS):
+        dot += y[row, c] * dy[row, c]
+
+    dot = warp_sum(dot)
+    if lane == 0:
+        part[warp] = dot
     cuda.syncthreads()
-    dot = block_reduce(buf, tid, False)
+    dot = part[0]
+    for w in range(1, WARPS):
+        dot += part[w]
 
-    for c in range(tid, cols, THREADS):
-        dx[row, c] = y[row, c] * (dy[row, c] - dot)  # portkit: allow-float64
+    for p in range(tid, packs, THREADS):
+        for j in range(width):
+            c = p * width + j  # portkit: allow-int64-index
+            dx[row, c] = y[row, c] * (dy[row, c] - dot)
+    for c in range(packs * width + tid, cols, THREADS):
+        dx[row, c] = y[row, c] * (dy[row, c] - dot)
+
+
+# portkit bench: square, many short rows, few long rows (torch's hardest of the three)
+BENCH_SHAPES = ((4096, 4096), (16384, 1024), (1024, 32768))
 
 
 def reference(x):
@@ -82,6 +185,7 @@ def reference(x):
 @portkit.op(
     reference=reference,
     cases=portkit.cases.rows(special=[0.3, -100000.0, 100000.0, 0.5, -0.5, float("-inf")]),
+    bench=[portkit.cases.custom(f"float32-{r}x{c}", [(r, c)]) for r, c in BENCH_SHAPES],
 )
 class Softmax:
     def check_inputs(x):

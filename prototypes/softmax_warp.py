@@ -1,104 +1,148 @@
-"""Row-wise softmax over a 2-D tensor, like softmax.py, with warp-shuffle block reductions.
+"""Row-wise softmax over a 2-D tensor, one warp per row: no shared memory, no barrier.
 
-One block of THREADS = 128 threads (WARPS = 4 warps of 32) per row. Every reduction
-(max and sum in the forward, the dot product in the backward) runs in three stages,
-in a fixed order the twin repeats exactly:
+softmax.py gives a row a block of 128 threads, which suits long rows; here a row gets a
+warp (ROWS_PER_BLOCK rows per block), which suits short and medium rows: 1024 float32
+columns are 8 packs of 16 bytes per lane, and a warp's reduction is five shuffles with
+no `syncthreads`. The statistics take one pass over the row (online softmax, as in
+softmax.py, whose `rescale`, `add_exp` and `moved` are repeated here so each op stays
+two files), in the input's dtype, in this order, which the twin repeats exactly:
 
-1. each thread accumulates its columns tid, tid + THREADS, ... in float64, in order;
-2. a butterfly in each warp: ``cuda.shfl_xor_sync`` with offsets 16, 8, 4, 2, 1, so
-   lane 0 ends with ((v0 + v16) + (v8 + v24)) + ... (every lane ends with the same
-   value, since a + b == b + a bit for bit);
-3. lane 0 of each warp writes its partial to a float64 shared array of WARPS entries;
-   after a barrier every thread folds partials[0], partials[1], ... left to right, and a
-   second barrier keeps the next reduction from overwriting partials still being read.
+1. lane l walks the row's 16-byte packs l, l + 32, ... (4 float32 or 2 float64 columns
+   each, left to right), then the tail columns packs * width + l, ... (a pack of one);
+   per pack the running max moves to the pack's max if larger (one rescale of the sum),
+   then each column adds exp(x - max);
+2. a butterfly (`cuda.shfl_xor_sync`, offsets 16, 8, 4, 2, 1) for the row's maximum,
+   each lane's sum moved to it (one exp), a butterfly for the sum: every lane ends with
+   the same pair (a + b == b + a bit for bit), and no lane waits for another warp;
+3. out = exp(x - max) * (1 / sum), one division per row.
 
-The float64 accumulation is a choice, as in softmax.py, so its lines say
-`# portkit: allow-float64`; the column loop's index says `allow-int64-index` (numba
-types int32 arithmetic as int64 anyway)."""
+The backward walks the row the same way for dot = sum(y * dy), then dx = y * (dy - dot).
+The twin moves each pack with one 16-byte access when the row is 16-byte aligned; the
+prototype reads the same columns with `width` scalar loads (numba has no vector load).
+The twin also issues 8 packs' loads per lane before using any: a warp per row has few
+threads per row, so each lane must keep many bytes in flight (1024 rows of 32768
+columns are only 1024 warps on 132 SMs).
+Indices are int64 (`allow-int64-index`), as the twin's `long long`."""
 
 import math
 
 import torch
-from numba import cuda, float64
+from numba import cuda, float32
 
 import portkit
 
-THREADS = 128  # a multiple of WARP: 4 whole warps
 WARP = 32
-WARPS = THREADS // WARP
+ROWS_PER_BLOCK = 4  # 4 warps, 128 threads per block
+THREADS = WARP * ROWS_PER_BLOCK
 FULL_MASK = 0xFFFFFFFF  # all 32 lanes take part in every shuffle
 
 
 @cuda.jit(device=True)
-def warp_reduce(v, use_max):
-    """Butterfly over the 32 lanes of the calling warp (offsets 16, 8, 4, 2, 1).
-
-    Every lane of the warp must call it (FULL_MASK); every lane gets the result."""
-    offset = WARP // 2
-    while offset > 0:
-        other = cuda.shfl_xor_sync(FULL_MASK, v, offset)
-        if use_max:
-            v = max(v, other)  # portkit: allow-float64
-        else:
-            v += other  # portkit: allow-float64
-        offset //= 2
-    return v
+def rescale(m, s, top):
+    """The running (max m, sum s of exp(x - m)) moved to a new maximum, if top is larger
+    (s is 0 while m is -inf). Called once per pack, with the pack's maximum."""
+    if top > m:
+        return top, s * math.exp(m - top)
+    return m, s
 
 
 @cuda.jit(device=True)
-def block_reduce(v, partials, tid, use_max):
-    """Reduce one float64 per thread over the block; every thread gets the result.
+def add_exp(m, s, v):
+    """s plus exp(v - m): one exp per column, no branch around it (-inf adds nothing;
+    NaN propagates)."""
+    if v != -float32(math.inf):
+        return s + math.exp(v - m)
+    return s
 
-    Every thread of the block must call it: it holds two barriers."""
-    lane = tid % WARP
-    warp = tid // WARP
-    v = warp_reduce(v, use_max)
-    if lane == 0:
-        partials[warp] = v
-    cuda.syncthreads()
-    total = partials[0]
-    for w in range(1, WARPS):
-        if use_max:
-            total = max(total, partials[w])  # portkit: allow-float64
-        else:
-            total += partials[w]  # portkit: allow-float64
-    cuda.syncthreads()  # everyone has read partials before the next call overwrites them
-    return total
+
+@cuda.jit(device=True)
+def moved(s, m, big):
+    """s, a sum of exp(x - m), as a sum of exp(x - big), big >= m: one exp. An empty sum
+    stays 0 (its m may be -inf, and -inf - -inf would be NaN)."""
+    if s != 0:
+        return s * math.exp(m - big)
+    return s
 
 
 @cuda.jit
-def softmax_warp_fwd(x, out, cols):
-    row = cuda.blockIdx.x
-    tid = cuda.threadIdx.x
-    partials = cuda.shared.array(WARPS, dtype=float64)
+def softmax_warp_fwd(x, out, rows, cols):
+    lane = cuda.threadIdx.x % WARP
+    row = cuda.blockIdx.x * ROWS_PER_BLOCK + cuda.threadIdx.x // WARP
+    if row >= rows:  # a whole warp leaves together: the shuffles below keep all 32 lanes
+        return
+    width = 16 // x.itemsize  # columns in one of the twin's 16-byte packs
+    packs = cols // width
 
-    m = -math.inf  # portkit: allow-float64
-    for c in range(tid, cols, THREADS):
-        m = max(m, x[row, c])  # portkit: allow-float64
-    m = block_reduce(m, partials, tid, True)
+    m = -float32(math.inf)  # float32 here; float64 for a float64 x (numba unifies)
+    s = float32(0)
+    for p in range(lane, packs, WARP):
+        base = p * width  # portkit: allow-int64-index
+        top = x[row, base]
+        for j in range(1, width):
+            if x[row, base + j] > top:  # portkit: allow-int64-index
+                top = x[row, base + j]  # portkit: allow-int64-index
+        m, s = rescale(m, s, top)
+        for j in range(width):
+            s = add_exp(m, s, x[row, base + j])  # portkit: allow-int64-index
+    for c in range(packs * width + lane, cols, WARP):
+        m, s = rescale(m, s, x[row, c])
+        s = add_exp(m, s, x[row, c])
 
-    s = 0.0
-    for c in range(tid, cols, THREADS):
-        s += math.exp(x[row, c] - m)  # portkit: allow-float64
-    s = block_reduce(s, partials, tid, False)
+    big = m  # the row's maximum, by a butterfly; then the sum, each lane's moved to it
+    offset = WARP // 2
+    while offset > 0:
+        other = cuda.shfl_xor_sync(FULL_MASK, big, offset)
+        if other > big:
+            big = other
+        offset //= 2
+    s = moved(s, m, big)
+    m = big
+    offset = WARP // 2
+    while offset > 0:
+        s += cuda.shfl_xor_sync(FULL_MASK, s, offset)
+        offset //= 2
 
-    for c in range(tid, cols, THREADS):
-        out[row, c] = math.exp(x[row, c] - m) / s  # portkit: allow-float64
+    inv = float32(1) / s  # one division per row; each column is exp(x - m) * inv
+    for p in range(lane, packs, WARP):
+        for j in range(width):
+            c = p * width + j  # portkit: allow-int64-index
+            out[row, c] = math.exp(x[row, c] - m) * inv
+    for c in range(packs * width + lane, cols, WARP):
+        out[row, c] = math.exp(x[row, c] - m) * inv
 
 
 @cuda.jit
-def softmax_warp_bwd(y, dy, dx, cols):
-    row = cuda.blockIdx.x
-    tid = cuda.threadIdx.x
-    partials = cuda.shared.array(WARPS, dtype=float64)
+def softmax_warp_bwd(y, dy, dx, rows, cols):
+    lane = cuda.threadIdx.x % WARP
+    row = cuda.blockIdx.x * ROWS_PER_BLOCK + cuda.threadIdx.x // WARP
+    if row >= rows:
+        return
+    width = 16 // y.itemsize
+    packs = cols // width
 
-    dot = 0.0
-    for c in range(tid, cols, THREADS):
-        dot += y[row, c] * dy[row, c]  # portkit: allow-float64
-    dot = block_reduce(dot, partials, tid, False)
+    dot = float32(0)
+    for p in range(lane, packs, WARP):
+        for j in range(width):
+            c = p * width + j  # portkit: allow-int64-index
+            dot += y[row, c] * dy[row, c]
+    for c in range(packs * width + lane, cols, WARP):
+        dot += y[row, c] * dy[row, c]
 
-    for c in range(tid, cols, THREADS):
-        dx[row, c] = y[row, c] * (dy[row, c] - dot)  # portkit: allow-float64
+    offset = WARP // 2
+    while offset > 0:
+        dot += cuda.shfl_xor_sync(FULL_MASK, dot, offset)
+        offset //= 2
+
+    for p in range(lane, packs, WARP):
+        for j in range(width):
+            c = p * width + j  # portkit: allow-int64-index
+            dx[row, c] = y[row, c] * (dy[row, c] - dot)
+    for c in range(packs * width + lane, cols, WARP):
+        dx[row, c] = y[row, c] * (dy[row, c] - dot)
+
+
+# portkit bench: square, many short rows, few long rows (torch's hardest of the three)
+BENCH_SHAPES = ((4096, 4096), (16384, 1024), (1024, 32768))
 
 
 def reference(x):
@@ -108,6 +152,7 @@ def reference(x):
 @portkit.op(
     reference=reference,
     cases=portkit.cases.rows(special=[0.3, -100000.0, 100000.0, 0.5, -0.5, float("-inf")]),
+    bench=[portkit.cases.custom(f"float32-{r}x{c}", [(r, c)]) for r, c in BENCH_SHAPES],
 )
 class SoftmaxWarp:
     def check_inputs(x):
@@ -118,7 +163,7 @@ class SoftmaxWarp:
         out = k.empty_like(x)
         rows, cols = x.shape
         if rows and cols:
-            k.softmax_warp_fwd[rows, THREADS](x, out, cols)
+            k.softmax_warp_fwd[portkit.cdiv(rows, ROWS_PER_BLOCK), THREADS](x, out, rows, cols)
         return out, (out,)
 
     def backward(k, saved, dy):
@@ -126,5 +171,6 @@ class SoftmaxWarp:
         dx = k.empty_like(y)
         rows, cols = y.shape
         if rows and cols:
-            k.softmax_warp_bwd[rows, THREADS](y, dy, dx, cols)
+            grid = portkit.cdiv(rows, ROWS_PER_BLOCK)
+            k.softmax_warp_bwd[grid, THREADS](y, dy, dx, rows, cols)
         return (dx,)

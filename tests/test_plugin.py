@@ -69,7 +69,7 @@ def test_generated_items(pytester, project):
     got = outcomes(result)
 
     good = {k.split("::", 1)[1]: v for k, v in got.items() if k.startswith(f"{GOOD}.py::")}
-    expected_ids = {"compile[numba]", "compile[twin]", "lint", "torch[float64-gradcheck]"}
+    expected_ids = {"compile[numba]", "compile[twin]", "lint", "torch[float64-gradcheck]", "bench"}
     for case in GOOD_CASES:
         expected_ids |= {f"sim[{case}]", f"numba[{case}]", f"twin[{case}]", f"numba~twin[{case}]"}
     assert set(good) == expected_ids
@@ -90,6 +90,10 @@ def test_generated_items(pytester, project):
     if reasons["twin"]:
         assert "no CUDA GPU visible" in reasons["twin"]
         assert re.search(rf"SKIPPED \[\d+\] prototypes/{GOOD}\.py: no CUDA GPU visible", text)
+
+    # timing never runs in the normal suite: only with --portkit-bench-baseline
+    assert good["bench"] == "SKIPPED"
+    assert "timing runs only with --portkit-bench-baseline FILE" in text
 
     # the lint tier: `x[i] * 2.0` on float32 is float64 work, reported with its line
     assert good["lint"] == "FAILED"
@@ -134,5 +138,15 @@ def test_marker_selects_compile_only(pytester, project):
 def test_markers_are_registered(pytester, project):
     result = pytester.runpytest_subprocess(*plugin_args(), "--markers")
     text = result.stdout.str()
-    for marker in ("sim", "gpu", "compile", "reference"):
+    for marker in ("sim", "gpu", "compile", "reference", "bench"):
         assert f"@pytest.mark.{marker}:" in text
+
+
+def test_bench_items_need_a_gpu_even_with_a_baseline(pytester, project):
+    baseline = pytester.path / "baseline.json"
+    baseline.write_text("{}")
+    result = run(pytester, "-v", "-rs", "-m", "bench", "--portkit-bench-baseline", str(baseline))
+    got = outcomes(result)
+    assert got[f"{GOOD}.py::bench"] in ("SKIPPED" if gpu_reasons(project)["twin"] else "FAILED",)
+    if gpu_reasons(project)["twin"]:
+        assert "portkit bench needs an NVIDIA GPU" in result.stdout.str()

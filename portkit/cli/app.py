@@ -7,6 +7,7 @@ from __future__ import annotations
 import click
 
 from portkit import __version__
+from portkit.cli.bench import bench
 from portkit.cli.check import check
 from portkit.cli.compile import compile_command
 from portkit.cli.diff import diff_command
@@ -34,12 +35,13 @@ def main() -> None:
       portkit check --all       equivalence + gradcheck on every backend this machine has
       portkit compile           do prototypes and twins compile for sm_90? (no GPU needed)
       portkit lint              ... and float64 in float32 kernels, resources side by side
+      portkit bench --all       torch, prototype and twin timed side by side (GPU)
       pytest prototypes         the same suite as generated pytest tests
       portkit export sigmoid --out build/k   the twins as a package without portkit
     """
 
 
-for _command in (list_ops, sim, check, compile_command, lint, diff_command, export_command):
+for _command in (list_ops, sim, check, compile_command, lint, diff_command, bench, export_command):
     main.add_command(_command)
 
 

@@ -18,7 +18,7 @@ difference in kernels, never in launch code. The op's name is its file's name.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from portkit.errors import OpDefinitionError
@@ -26,6 +26,10 @@ from portkit.project.cases import Case
 from portkit.project.dtypes import DEFAULT_OP_DTYPES, DTYPES
 
 OP_ATTRIBUTE = "__portkit_op__"
+DIRECTIONS = ("forward", "backward")
+# An ideal-traffic or work model: f(*inputs) -> bytes or FLOPs of the forward, or
+# {"forward": f, "backward": g} (both take the forward's inputs).
+CostModel = Callable[..., int] | Mapping[str, Callable[..., int]]
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,9 @@ class OpDefinition:
     check_inputs: Callable | None
     # Per input: None (any of ``dtypes``, the same for all such inputs) or a fixed dtype.
     input_dtypes: tuple[str | None, ...] = ()
+    bench: tuple[Case, ...] = ()  # `portkit bench` cases; empty: derived from `cases`
+    ideal_bytes: CostModel | None = None
+    ideal_flops: CostModel | None = None
 
     def __post_init__(self) -> None:
         where = f"@portkit.op class {self.class_name}"
@@ -64,6 +71,19 @@ class OpDefinition:
             problem = self.refused_dtype(case.dtypes)
             if problem:
                 raise OpDefinitionError(f"{where}: case {case.name!r}: {problem}")
+        bad = [c for c in self.bench if not isinstance(c, Case)]
+        if bad:
+            raise OpDefinitionError(f"{where}: bench holds {bad[0]!r}, not a portkit Case")
+        names = [c.name for c in self.bench]
+        duplicated = sorted({n for n in names if names.count(n) > 1})
+        if duplicated:
+            raise OpDefinitionError(f"{where}: bench case names repeat: {', '.join(duplicated)}")
+        for case in self.bench:
+            problem = self.refused_dtype(case.dtypes)
+            if problem:
+                raise OpDefinitionError(f"{where}: bench case {case.name!r}: {problem}")
+        for label, model in (("bytes", self.ideal_bytes), ("flops", self.ideal_flops)):
+            _check_cost_model(where, label, model)
         _require_params(where, "forward", self.forward, minimum=2)
         if self.backward is not None:
             _require_params(where, "backward", self.backward, minimum=3)
@@ -92,6 +112,23 @@ class OpDefinition:
         return None
 
 
+def _check_cost_model(where: str, label: str, model: object) -> None:
+    if model is None or callable(model):
+        return
+    if isinstance(model, Mapping):
+        unknown = sorted(set(model) - set(DIRECTIONS))
+        if unknown:
+            raise OpDefinitionError(
+                f"{where}: {label}= keys {unknown} unknown; use {list(DIRECTIONS)}"
+            )
+        if all(callable(f) for f in model.values()):
+            return
+    raise OpDefinitionError(
+        f"{where}: {label}= takes f(*inputs) -> int or {{'forward': f, 'backward': g}}, "
+        f"got {model!r}"
+    )
+
+
 def _require_params(where: str, name: str, fn: Callable, minimum: int) -> None:
     if not callable(fn):
         raise OpDefinitionError(f"{where}: {name} must be a function")
@@ -109,6 +146,9 @@ def op(
     dtypes: Sequence[str] = DEFAULT_OP_DTYPES,
     same_shape: bool = True,
     input_dtypes: Sequence[str | None] = (),
+    bench: Sequence[Case] = (),
+    bytes: CostModel | None = None,  # noqa: A002 (the name the decorator reads best with)
+    flops: CostModel | None = None,
 ) -> Callable[[type], type]:
     """Declare the class below as an op.
 
@@ -123,6 +163,13 @@ def op(
     same_shape: all tensor inputs must share one shape (elementwise ops). For other
                 rules, define ``check_inputs(*inputs)`` on the class and raise
                 ``portkit.InputError``.
+    bench:      cases for ``portkit bench`` (default: the op's GPU-only cases, or its
+                largest), e.g. ``[portkit.cases.custom("float32-4096x4096", [(4096, 4096)])]``.
+    bytes:      the fewest bytes the op must move, ``f(*inputs) -> int`` for the forward
+                or ``{"forward": f, "backward": g}``; default: the inputs' and outputs'
+                sizes. ``portkit bench`` reports GB/s and % of copy bandwidth from it.
+    flops:      the same shape of function for floating-point operations: compute-bound
+                ops are reported in FLOP/s.
     """
 
     def decorate(cls: type) -> type:
@@ -141,6 +188,9 @@ def op(
             same_shape=same_shape,
             check_inputs=_plain(cls.__dict__.get("check_inputs")),
             input_dtypes=tuple(input_dtypes),
+            bench=tuple(bench),
+            ideal_bytes=bytes,
+            ideal_flops=flops,
         )
         setattr(cls, OP_ATTRIBUTE, definition)
         return cls

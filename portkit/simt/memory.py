@@ -163,6 +163,10 @@ class SimArray:
     def dtype(self) -> Any:
         return "bfloat16" if self._bfloat16 else self._data.dtype
 
+    @property
+    def itemsize(self) -> np.int64:
+        return INT64(self._data.dtype.itemsize)
+
     def __len__(self) -> int:
         return self._n0
 

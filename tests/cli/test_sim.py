@@ -76,11 +76,12 @@ def test_sim_named_case(cli):
 
 
 def test_sim_breakpoint_in_pdb(portkit_process):
-    # pdb stops on the kernel's first line; `n` runs `i = cuda.grid(1)`, `p i` shows it.
+    # pdb stops on the kernel's first line; `n` runs `start = cuda.grid(1)`, `p start`
+    # shows it.
     proc = portkit_process(
         REPO,
         *"sim sigmoid --size 8 --block 0 --thread 3".split(),
-        input="p cuda.threadIdx.x\nn\np i\nc\n",
+        input="p cuda.threadIdx.x\nn\np start\nc\n",
     )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
@@ -88,7 +89,7 @@ def test_sim_breakpoint_in_pdb(portkit_process):
     assert banner in out
     after = out[out.index(banner) + len(banner) :]
     assert "sigmoid.py" in after and "sigmoid_fwd()" in after
-    # cuda.threadIdx.x, then i = cuda.grid(1): NumPy int64 scalars, as numba types them
+    # cuda.threadIdx.x, then start = cuda.grid(1): NumPy int64 scalars, as numba types them
     assert after.count("(Pdb) np.int64(3)\n") == 2
     assert "NameError" not in after
     assert out.count("portkit: kernel") == 1  # one stop, on the first launch only
@@ -98,8 +99,9 @@ def test_sim_breakpoint_in_pdb(portkit_process):
 def test_sim_breakpoint_second_block(portkit_process):
     proc = portkit_process(
         REPO,
-        *"sim sigmoid --size 300 --block 1 --thread 2 --kernel sigmoid_bwd".split(),
-        input="n\nn\np i\nc\n",
+        # 1100 elements are 275 packs of 4: two blocks of 256 threads
+        *"sim sigmoid --size 1100 --block 1 --thread 2 --kernel sigmoid_bwd".split(),
+        input="n\np start\nc\n",
     )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out

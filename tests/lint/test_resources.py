@@ -90,27 +90,34 @@ def test_int_literals_promote_a_float32_sigmoid_to_float64(usage):
     assert twin.f64_instructions == 0
     assert not any(key.endswith(".f64") for key in prototype.special_functions)
     assert not any(key.endswith(".f64") for key in twin.special_functions)
-    assert prototype.registers < before.registers
 
 
-def test_sigmoid_reads_and_writes_one_float_per_thread(usage):
+def test_sigmoid_twin_moves_16_byte_packs_and_the_prototype_cannot(usage):
+    # The twin reads and writes 16-byte packs (a float4 per access); numba has no vector
+    # load of an array slice, so the prototype moves the same elements 4 bytes at a time.
     for side in ("prototype", "twin"):
         fwd = usage[side]["sigmoid_fwd"]
-        assert fwd.global_loads == {4: 1}, side
-        assert fwd.global_stores == {4: 1}, side
-        assert fwd.shared_bytes == 0 and fwd.local_bytes == 0, side
-        assert fwd.spill_store_bytes == 0 and fwd.spill_load_bytes == 0, side
+        assert fwd.shared_bytes == 0, side
         # exp of a float32 on both sides: the SFU's ex2.
         assert fwd.special_functions.get("ex2.approx.f32", 0) > 0, side
+    prototype = usage["prototype"]["sigmoid_fwd"]
+    assert prototype.local_bytes == 0 and prototype.spill_store_bytes == 0
+    # __launch_bounds__(256, 8) caps the twin at 32 registers (8 blocks of 256 per SM);
+    # the division's slow path then saves a few registers to the stack (docs/bench.md).
+    assert usage["twin"]["sigmoid_fwd"].registers <= 32
+    assert usage["twin"]["sigmoid_fwd"].global_loads.get(16, 0) > 0
+    assert usage["twin"]["sigmoid_fwd"].global_stores.get(16, 0) > 0
+    assert set(usage["prototype"]["sigmoid_fwd"].global_loads) == {4}
+    assert set(usage["prototype"]["sigmoid_fwd"].global_stores) == {4}
 
 
-@pytest.mark.parametrize("kernel", ["softmax_fwd", "softmax_bwd"])
-def test_softmax_shared_memory_is_128_doubles_on_both_sides(usage, kernel):
-    assert usage["prototype"][kernel].shared_bytes == 128 * 8
-    assert usage["twin"][kernel].shared_bytes == 128 * 8
-    # Both accumulate in float64 by design.
-    assert usage["prototype"][kernel].f64_instructions > 0
-    assert usage["twin"][kernel].f64_instructions > 0
+@pytest.mark.parametrize(("kernel", "floats"), [("softmax_fwd", 8), ("softmax_bwd", 4)])
+def test_softmax_shares_one_float_per_warp_and_statistic_on_both_sides(usage, kernel, floats):
+    # 4 warps: (max, sum) per warp forward, the dot product per warp backward; float32
+    # accumulation for float32 inputs on both sides, as torch.softmax.
+    for side in ("prototype", "twin"):
+        assert usage[side][kernel].shared_bytes == floats * 4, side
+        assert usage[side][kernel].f64_instructions == 0, side
 
 
 PLANTED_CU = """\
@@ -216,8 +223,9 @@ def test_prototype_max_registers_is_honoured_and_spills(lto):
     result = prototype_usage(tight, signature)
     assert result.registers <= 24
     assert result.spill_store_bytes > 0 and result.spill_load_bytes > 0
-    # Spilled registers live in the stack frame.
-    assert result.local_bytes >= result.spill_store_bytes // 4
+    # Spilled registers live in the stack frame (ptxas counts the bytes of every spill
+    # store instruction, which can exceed the frame: one slot is stored many times).
+    assert result.local_bytes > 0
 
 
 def test_prototype_compile_error_is_a_portkit_error():

@@ -1,0 +1,213 @@
+"""What a benchmark run found, the figures derived from it, and its JSON form.
+
+One ``Measurement`` per op x case x direction x implementation; a ``Report`` holds them
+with the machine and the copy bandwidth measured in the same run, and derives the
+figures people compare: GB/s, % of copy bandwidth, FLOP/s, speed against torch, twin
+against prototype. The JSON written by ``--json`` and ``--save`` is ``Report.to_dict``,
+and ``--compare`` reads it back with ``Report.from_dict``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from portkit.bench.stats import Summary
+from portkit.errors import PortkitError
+
+SCHEMA = "portkit-bench/1"
+OK = "ok"
+
+
+@dataclass(frozen=True)
+class Measurement:
+    op: str
+    case: str
+    shapes: tuple[tuple[int, ...], ...]
+    dtype: str
+    direction: str  # "forward" or "backward"
+    implementation: str  # backend name: torch, numba, twin
+    role: str  # reference, prototype or twin
+    time: Summary | None  # microseconds of GPU time per call; None when it did not run
+    host_us: float | None  # host time to issue one call (median)
+    bytes: int
+    flops: int | None = None
+    check: str = OK  # "ok", or why the timed output was wrong or the call failed
+
+    @property
+    def ok(self) -> bool:
+        return self.check == OK and self.time is not None
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        return (self.op, self.case, self.direction, self.implementation)
+
+    def to_dict(self) -> dict:
+        return {
+            "op": self.op,
+            "case": self.case,
+            "shapes": [list(s) for s in self.shapes],
+            "dtype": self.dtype,
+            "direction": self.direction,
+            "implementation": self.implementation,
+            "role": self.role,
+            "time_us": self.time.to_dict() if self.time else None,
+            "host_us": self.host_us,
+            "bytes": self.bytes,
+            "flops": self.flops,
+            "check": self.check,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Measurement:
+        return cls(
+            op=data["op"],
+            case=data["case"],
+            shapes=tuple(tuple(s) for s in data["shapes"]),
+            dtype=data["dtype"],
+            direction=data["direction"],
+            implementation=data["implementation"],
+            role=data["role"],
+            time=Summary.from_dict(data["time_us"]) if data["time_us"] else None,
+            host_us=data["host_us"],
+            bytes=data["bytes"],
+            flops=data.get("flops"),
+            check=data["check"],
+        )
+
+
+@dataclass(frozen=True)
+class Machine:
+    gpu: str
+    sms: int
+    l2_bytes: int
+    date: str  # UTC, ISO 8601
+    versions: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CopyBandwidth:
+    """A torch clone of a large buffer: read + write bytes over its median time."""
+
+    bytes: int
+    time: Summary
+
+    @property
+    def gbps(self) -> float:
+        return gbps(self.bytes, self.time.median)
+
+
+def gbps(count: int, microseconds: float) -> float:
+    return count / (microseconds * 1e-6) / 1e9 if microseconds > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class Report:
+    machine: Machine
+    copy: CopyBandwidth
+    reps: int
+    warmup: int
+    measurements: tuple[Measurement, ...]
+
+    # -- derived figures ------------------------------------------------------------------
+    def find(self, op: str, case: str, direction: str, implementation: str) -> Measurement | None:
+        for m in self.measurements:
+            if m.key == (op, case, direction, implementation):
+                return m
+        return None
+
+    def _peer(self, m: Measurement, role: str) -> Measurement | None:
+        for other in self.measurements:
+            if (other.op, other.case, other.direction, other.role) == (
+                m.op,
+                m.case,
+                m.direction,
+                role,
+            ) and other.ok:
+                return other
+        return None
+
+    def figures(self, m: Measurement) -> dict[str, float | None]:
+        """GB/s, fraction of copy bandwidth, TFLOP/s, speed vs torch (torch time over
+        this time: 0.5 is half as fast), and for a twin its speed over the prototype's."""
+        if not m.ok:
+            return {"gbps": None, "copy": None, "tflops": None, "x_torch": None, "x_proto": None}
+        assert m.time is not None
+        rate = gbps(m.bytes, m.time.median)
+        torch_m = self._peer(m, "reference")
+        proto = self._peer(m, "prototype") if m.role == "twin" else None
+        return {
+            "gbps": rate,
+            "copy": rate / self.copy.gbps if self.copy.gbps else None,
+            "tflops": (m.flops / (m.time.median * 1e-6) / 1e12) if m.flops else None,
+            "x_torch": torch_m.time.median / m.time.median if torch_m and torch_m.time else None,
+            "x_proto": proto.time.median / m.time.median if proto and proto.time else None,
+        }
+
+    @property
+    def wrong(self) -> list[Measurement]:
+        return [m for m in self.measurements if m.check != OK]
+
+    # -- JSON -----------------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        return {
+            "schema": SCHEMA,
+            "machine": vars(self.machine),
+            "copy": {
+                "bytes": self.copy.bytes,
+                "time_us": self.copy.time.to_dict(),
+                "gbps": self.copy.gbps,
+            },
+            "reps": self.reps,
+            "warmup": self.warmup,
+            "results": [{**m.to_dict(), **self.figures(m)} for m in self.measurements],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str = "report") -> Report:
+        if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+            raise PortkitError(f"{source} is not a portkit bench report (schema {SCHEMA})")
+        try:
+            return cls(
+                machine=Machine(**data["machine"]),
+                copy=CopyBandwidth(
+                    data["copy"]["bytes"], Summary.from_dict(data["copy"]["time_us"])
+                ),
+                reps=data["reps"],
+                warmup=data["warmup"],
+                measurements=tuple(Measurement.from_dict(r) for r in data["results"]),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise PortkitError(f"{source} is a damaged portkit bench report: {exc!r}") from None
+
+    def save(self, path: Path) -> None:
+        """Write the JSON next to ``path`` and rename it there: never half a file."""
+        write_atomically(path, json.dumps(self.to_dict(), indent=1) + "\n")
+
+    @classmethod
+    def load(cls, path: Path) -> Report:
+        try:
+            text = Path(path).read_text()
+        except OSError as exc:
+            raise PortkitError(f"cannot read bench report {path}: {exc.strerror}") from None
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise PortkitError(f"{path} is not JSON: {exc}") from None
+        return cls.from_dict(data, source=str(path))
+
+
+def write_atomically(path: Path, text: str | bytes) -> None:
+    path = Path(path)
+    handle, temporary = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.")
+    try:
+        with os.fdopen(handle, "wb") as f:
+            f.write(text.encode() if isinstance(text, str) else text)
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise

@@ -1,0 +1,69 @@
+"""``--plot FILE.png``: one bar per implementation, grouped by op, case and direction,
+on the scale that answers "did the port pay off": % of this GPU's copy bandwidth.
+
+A dashed line marks the copy (100%), each bar says its speed against torch, and
+implementations keep one colour throughout, so a glance finds the twin that falls
+short. Drawn with matplotlib's Agg backend (no display needed); written to a temporary
+file and renamed, so a failed plot never leaves half a PNG."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from portkit.bench.model import Report, write_atomically
+
+COLOURS = {"reference": "#7f7f7f", "prototype": "#4c9be8", "twin": "#e8833a"}
+
+
+def write_plot(report: Report, path: Path) -> None:
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    groups: dict[tuple[str, str, str], list] = {}
+    for m in report.measurements:
+        groups.setdefault((m.op, m.case, m.direction), []).append(m)
+    short = {"forward": "fwd", "backward": "bwd"}
+    labels = [f"{op}  {case}  {short[direction]}" for op, case, direction in groups]
+    roles = ["reference", "prototype", "twin"]
+    height = 0.8 / len(roles)
+
+    fig, ax = plt.subplots(figsize=(10, 0.55 * len(groups) * len(roles) / 2 + 1.8))
+    seen: set[str] = set()
+    for g, members in enumerate(groups.values()):
+        for r, role in enumerate(roles):
+            m = next((x for x in members if x.role == role), None)
+            if m is None:
+                continue
+            f = report.figures(m)
+            y = g + (r - 1) * height
+            if f["copy"] is None:
+                ax.text(1, y, f"{m.implementation}: {m.check[:60]}", va="center", fontsize=7)
+                continue
+            label = m.implementation if role not in seen else None
+            seen.add(role)
+            ax.barh(y, f["copy"] * 100, height * 0.9, color=COLOURS[role], label=label)
+            note = f"{f['copy'] * 100:.0f}%"
+            if role != "reference" and f["x_torch"] is not None:
+                note += f"  {f['x_torch']:.2f}x torch"
+            ax.text(f["copy"] * 100 + 1, y, note, va="center", fontsize=7)
+    ax.axvline(100, color="black", linestyle="--", linewidth=1)
+    ax.text(100, -0.9, f"copy {report.copy.gbps:.0f} GB/s", ha="center", fontsize=7)
+    ax.set_yticks(range(len(groups)), labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 130)
+    ax.set_xlabel("% of copy bandwidth (bytes of inputs and outputs per call / GPU time)")
+    ax.set_title(
+        f"portkit bench — {report.machine.gpu}, {report.machine.date[:10]}, "
+        f"median of {report.reps}",
+        fontsize=10,
+    )
+    ax.legend(loc="lower right", fontsize=8)
+    ax.grid(axis="x", alpha=0.3)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    write_atomically(Path(path), buffer.getvalue())

@@ -1,0 +1,161 @@
+"""``portkit bench``: time torch, the prototype and the twin side by side on the GPU."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from portkit.cli.context import EXIT_FAILED_CHECKS, load_project, make_console, user_errors
+from portkit.errors import PortkitError
+
+IMPLEMENTATIONS = ("torch", "numba", "twin")  # portkit.bench.session's, without importing it
+
+
+def _writable(path: str | None, option: str, suffix: str | None = None) -> Path | None:
+    if path is None:
+        return None
+    target = Path(path)
+    if suffix and target.suffix.lower() != suffix:
+        raise click.BadParameter(f"{path!r} must end in {suffix}", param_hint=option)
+    if not target.parent.resolve().is_dir():
+        raise click.BadParameter(f"folder {str(target.parent)!r} does not exist", param_hint=option)
+    return target
+
+
+@click.command("bench")
+@click.argument("op_names", metavar="[OP]...", nargs=-1)
+@click.option("--all", "all_ops", is_flag=True, help="Every op of the project.")
+@click.option("--case", "case_names", multiple=True, help="Only this case (repeatable).")
+@click.option(
+    "--impl",
+    "impl_names",
+    multiple=True,
+    help=f"Only these implementations (repeatable): {', '.join(IMPLEMENTATIONS)}. Default: all.",
+)
+@click.option(
+    "--direction",
+    type=click.Choice(["both", "forward", "backward"]),
+    default="both",
+    show_default=True,
+    help="Time the forward, the backward, or both (each apart).",
+)
+@click.option(
+    "--reps", type=click.IntRange(min=5), default=30, show_default=True, help="Timed calls each."
+)
+@click.option(
+    "--warmup", type=click.IntRange(min=1), default=3, show_default=True, help="Untimed calls."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--plot", "plot_path", metavar="FILE.png", help="Draw % of copy bandwidth.")
+@click.option("--save", "save_path", metavar="FILE", help="Save the report (JSON) as a baseline.")
+@click.option(
+    "--compare",
+    "compare_path",
+    metavar="FILE",
+    help="Compare with a saved report; exit 1 on a regression.",
+)
+@click.option(
+    "--threshold",
+    type=click.FloatRange(min=0, min_open=True, max=10),
+    default=0.10,
+    show_default=True,
+    help="With --compare: the slowdown (0.10 = 10%) that counts, if outside the spread.",
+)
+@user_errors
+def bench(
+    op_names: tuple[str, ...],
+    all_ops: bool,
+    case_names: tuple[str, ...],
+    impl_names: tuple[str, ...],
+    direction: str,
+    reps: int,
+    warmup: int,
+    as_json: bool,
+    plot_path: str | None,
+    save_path: str | None,
+    compare_path: str | None,
+    threshold: float,
+) -> None:
+    """Time OPs on the GPU: torch, the numba prototype and the twin, side by side.
+
+    For each op, benchmark case, direction and implementation: CUDA events on torch's
+    stream, L2 flushed before each call, implementations interleaved, median and
+    interquartile range of --reps calls; GB/s and % of the copy bandwidth measured in
+    the same run; speed against torch and twin against prototype; the host time to
+    issue a call. The output of every timed call is checked against the reference.
+    Exits 1 if an output is wrong or (with --compare) a regression is found.
+
+    \b
+    Examples:
+      portkit bench sigmoid
+      portkit bench --all --plot bench.png --save baseline.json
+      portkit bench softmax --case float32-4096x4096 --impl torch --impl twin
+      portkit bench --all --compare baseline.json --threshold 0.15
+    """
+    if all_ops == bool(op_names):
+        raise click.UsageError("name one or more OPs, or pass --all")
+    unknown = [n for n in impl_names if n not in IMPLEMENTATIONS]
+    if unknown:
+        raise click.BadParameter(
+            f"{unknown[0]!r} is not timed; choose from {', '.join(IMPLEMENTATIONS)} "
+            f"(the simulators run on the CPU)",
+            param_hint="--impl",
+        )
+    plot_file = _writable(plot_path, "--plot", ".png")
+    save_file = _writable(save_path, "--save")
+
+    from portkit.bench.cases import bench_cases
+    from portkit.bench.model import Report
+
+    config, catalog = load_project()
+    ops = [catalog.get(n) for n in (catalog.names if all_ops else op_names)]
+    if case_names and len(ops) != 1:
+        raise PortkitError("--case names one op's cases: name exactly one OP with it")
+    plan = [(op, bench_cases(op, case_names)) for op in ops]
+    baseline = Report.load(Path(compare_path)) if compare_path else None
+
+    from portkit.backends import create
+    from portkit.bench.runner import DIRECTIONS
+    from portkit.bench.session import require_gpu, run_bench, units
+    from portkit.cli.render import progress_bar
+
+    require_gpu()
+    directions = DIRECTIONS if direction == "both" else (direction,)
+    backends = [create(n, config) for n in (impl_names or IMPLEMENTATIONS)]
+    with progress_bar(make_console(stderr=True), units(plan, directions)) as advance:
+        report = run_bench(plan, backends, directions, reps, warmup, advance)
+
+    from portkit.bench.regression import compare_reports
+    from portkit.bench.table import results_table, verdict_table
+
+    verdicts = compare_reports(baseline, report, threshold) if baseline else []
+    if save_file:
+        report.save(save_file)
+    if plot_file:
+        from portkit.bench.plot import write_plot
+
+        write_plot(report, plot_file)
+    if as_json:
+        data = report.to_dict()
+        if baseline:
+            data["comparison"] = [
+                {"key": list(v.key), "status": v.status, "ratio": v.ratio, "detail": v.detail}
+                for v in verdicts
+            ]
+        click.echo(json.dumps(data, indent=1))
+    else:
+        console = make_console()
+        console.print(results_table(report))
+        if baseline:
+            console.print(verdict_table(verdicts, threshold))
+        for m in report.wrong:
+            if not m.check.startswith("skip"):
+                console.print(f"[red]FAIL[/] {m.op} / {m.implementation} / {m.direction} / "
+                              f"{m.case}: {m.check}")  # fmt: skip
+    failed = any(not m.check.startswith("skip") for m in report.wrong) or any(
+        v.failed for v in verdicts
+    )
+    sys.exit(EXIT_FAILED_CHECKS if failed else 0)

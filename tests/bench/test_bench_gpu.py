@@ -1,0 +1,89 @@
+"""``portkit bench`` and the fast twins on a real GPU (skipped without one). No timing is
+asserted: these check that the benchmark runs, checks what it times, and catches a
+kernel that is fast because it is wrong; and that the twins' scalar path (a tensor
+that is not 16-byte aligned) computes what the vector path does."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+REPO = Path(__file__).resolve().parents[2]
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU visible to PyTorch"),
+]
+
+
+@pytest.mark.parametrize("name", ["sigmoid", "vector_add", "elementwise_mul"])
+def test_twin_elementwise_on_views_not_16_byte_aligned(name, load_op):
+    from portkit.backends import create
+    from portkit.launch.autograd import as_tuple, op_function
+
+    config, op = load_op(REPO, name)
+    f = op_function(op, create("twin", config).kernels(op, poison_outputs=True))
+    inputs = op.definition.cases[0].shapes
+    n = 1003
+    tensors = [torch.randn(n + 1, device="cuda")[1:] for _ in inputs]  # offset 4 bytes
+    assert all(t.data_ptr() % 16 for t in tensors)
+    got = as_tuple(f(*tensors))
+    want = as_tuple(op.definition.reference(*tensors))
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w)
+
+
+@pytest.mark.parametrize("name", ["softmax", "softmax_warp"])
+def test_twin_softmax_rows_not_16_byte_aligned(name, load_op):
+    from portkit.backends import create
+    from portkit.launch.autograd import op_function
+
+    config, op = load_op(REPO, name)
+    f = op_function(op, create("twin", config).kernels(op, poison_outputs=True))
+    x = torch.randn(5 * 1029 + 1, device="cuda")[1:].view(5, 1029).requires_grad_()
+    y = f(x)
+    torch.testing.assert_close(y, torch.softmax(x, -1))
+    dy = torch.randn_like(y)
+    (dx,) = torch.autograd.grad(y, x, dy)
+    (want,) = torch.autograd.grad(torch.softmax(x, -1), x, dy)
+    torch.testing.assert_close(dx, want)
+
+
+def test_bench_cli_json_save_compare_plot(cli, tmp_path):
+    saved, plot = tmp_path / "base.json", tmp_path / "bench.png"
+    args = ("bench", "sigmoid", "--reps", "5", "--warmup", "1")
+    first = cli(REPO, *args, "--save", str(saved), "--plot", str(plot))
+    assert first.exit_code == 0, first.output
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    report = json.loads(saved.read_text())
+    rows = report["results"]
+    assert {r["implementation"] for r in rows} == {"torch", "numba", "twin"}
+    assert all(r["check"] == "ok" and r["time_us"]["median"] > 0 for r in rows)
+    assert report["copy"]["gbps"] > 100
+    again = cli(REPO, *args, "--compare", str(saved), "--json", "--threshold", "5")
+    assert again.exit_code == 0, again.output
+    statuses = {v["status"] for v in json.loads(again.output)["comparison"]}
+    assert statuses <= {"same", "within noise", "faster"}
+
+
+WRITES_HALF = """\
+template <typename T>
+__global__ void {name}_fwd(const T* __restrict__ x, T* __restrict__ out, long long n) {{
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n / 2) out[i] = x[i] * T(2);
+}}
+"""
+
+
+def test_bench_fails_a_fast_twin_that_writes_half_the_output(make_project, cli, sources):
+    name = "bench_half"
+    prototype = sources.unary_op(
+        name, cases="[portkit.cases.custom('float32-n1048576', [(1 << 20,)])]"
+    )
+    root = make_project({name: (prototype, WRITES_HALF.format(name=name))})
+    result = cli(root, "bench", name, "--reps", "5", "--impl", "torch", "--impl", "twin")
+    assert result.exit_code == 1, result.output
+    assert "FAIL bench_half / twin / forward" in " ".join(result.output.split())
