@@ -19,7 +19,14 @@ from typing import Any
 
 from portkit.errors import PortkitError
 
-RUNTIME_NAMES = {"cdiv", "InputError", "LaunchError", "PortkitError", "OpDefinitionError"}
+RUNTIME_NAMES = {
+    "cdiv",
+    "sm_count",
+    "InputError",
+    "LaunchError",
+    "PortkitError",
+    "OpDefinitionError",
+}
 FORBIDDEN_ROOTS = ("numba", "portkit")
 LITERAL_TYPES = (bool, int, float, str, bytes, type(None))
 

@@ -45,6 +45,17 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+_SM_COUNTS: dict[int, int] = {}
+
+
+def sm_count(k: Any) -> int:
+    """Streaming multiprocessors of the current GPU (``portkit.sm_count`` in a launcher)."""
+    device = torch.cuda.current_device()
+    if device not in _SM_COUNTS:
+        _SM_COUNTS[device] = torch.cuda.get_device_properties(device).multi_processor_count
+    return _SM_COUNTS[device]
+
+
 def _dims(value: Any, what: str, kernel: str) -> tuple[int, int, int]:
     items = tuple(value) if isinstance(value, (tuple, list)) else (value,)
     if not 1 <= len(items) <= 3 or not all(

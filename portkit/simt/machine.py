@@ -30,17 +30,8 @@ from portkit.launch.kernel_set import LaunchConfig
 from portkit.simt.block_run import BlockRun
 from portkit.simt.debug import Breakpoint, DebugSession
 from portkit.simt.intrinsics import WARP_SIZE, Dim3, SimulatedCuda
-from portkit.simt.memory import (
-    CONST,
-    GLOBAL,
-    LOCAL,
-    SHARED,
-    Layout,
-    MemoryFault,
-    Shadow,
-    SimArray,
-    memory_view,
-)
+from portkit.simt.layout import Layout, memory_view
+from portkit.simt.memory import CONST, GLOBAL, LOCAL, SHARED, MemoryFault, Shadow, SimArray
 from portkit.simt.records import (
     ArrayRecord,
     LaunchRecord,
@@ -49,7 +40,7 @@ from portkit.simt.records import (
     linear_index,
     unflatten,
 )
-from portkit.simt.scalars import INT64, as_dtype, widen
+from portkit.simt.scalars import INT64, BFloat16Bits, as_dtype, widen
 from portkit.simt.stamps import line_of, stamp_block, stamp_thread
 from portkit.simt.transform import Rewriter, SimulatedFunction
 
@@ -207,6 +198,8 @@ class Machine:
         if self._lockstep is None:
             self._lockstep = LockstepEngine(self.rewriter, self.files)
         refused = self._lockstep.refused(dispatcher)
+        if refused is None and any(isinstance(a, BFloat16Bits) for a in args):
+            refused = "bfloat16 arrays (the lockstep engine has no bfloat16 arithmetic)"
         if refused is not None:
             self.engines.append(EngineChoice(name, PER_THREAD, refused))
             return None

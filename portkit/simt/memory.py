@@ -22,12 +22,11 @@ import operator
 import sys
 from array import array
 from collections import defaultdict
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 
-from portkit.errors import KernelError
+from portkit.simt.layout import Layout
 from portkit.simt.scalars import INT64, BFloat16, BFloat16Bits, bfloat16_store, widen
 from portkit.simt.stamps import LINE_BITS, NOBODY, ordered
 
@@ -91,21 +90,6 @@ class Shadow:
 
 def _nobody() -> int:
     return NOBODY
-
-
-@dataclass(frozen=True)
-class Layout:
-    shape: tuple[int, ...]
-    strides: tuple[int, ...]  # in elements
-    offset: int
-
-    @staticmethod
-    def contiguous(shape: tuple[int, ...]) -> Layout:
-        strides, step = [], 1
-        for n in reversed(shape):
-            strides.append(step)
-            step *= n
-        return Layout(tuple(shape), tuple(reversed(strides)), 0)
 
 
 class SimArray:
@@ -407,18 +391,3 @@ def _line_key(frame: Any, files: dict[str, int]) -> int:
     if number is None:
         number = files[filename] = len(files)
     return number << LINE_BITS | frame.f_lineno
-
-
-def memory_view(array: np.ndarray, name: str) -> tuple[np.ndarray, Layout]:
-    """The array's memory as a flat view (writes land in ``array``) and its layout.
-    C- and Fortran-ordered arrays are viewed in place; others are refused, since a copy
-    would silently drop the kernel's writes."""
-    if array.flags.c_contiguous:
-        return array.reshape(-1), Layout.contiguous(array.shape)
-    if array.flags.f_contiguous:
-        strides = tuple(s // array.itemsize for s in array.strides)
-        return array.ravel(order="K"), Layout(array.shape, strides, 0)
-    raise KernelError(
-        f"argument {name} is a non-contiguous view (strides {array.strides}): pass a "
-        f"contiguous array (np.ascontiguousarray) so the kernel's writes reach it"
-    )

@@ -97,7 +97,10 @@ def test_op_decorator_validates_bench_bytes_and_flops():
     assert spec.bench == (one,) and spec.ideal_bytes(None) == 1
     with pytest.raises(OpDefinitionError, match="bench holds"):
         decorate(bench=["float32-n8"])
-    with pytest.raises(OpDefinitionError, match="bench case 'x' uses float64"):
+    with pytest.raises(
+        OpDefinitionError,
+        match="bench case 'x': input 0 is float64, a dtype the op does not accept",
+    ):
         decorate(bench=[portkit.cases.custom("x", [(8,)], "float64")])
     with pytest.raises(OpDefinitionError, match="bench case names repeat"):
         decorate(bench=[one, one])

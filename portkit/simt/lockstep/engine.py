@@ -107,7 +107,7 @@ class LockstepEngine:
     @staticmethod
     def _argument(arg: Any, shadow: Any, chunk: Chunk) -> Any:
         if isinstance(arg, np.ndarray):
-            from portkit.simt.memory import memory_view
+            from portkit.simt.layout import memory_view
 
             flat, layout = memory_view(arg, "argument")
             return LaneArray(
