@@ -8,6 +8,7 @@ from portkit.backends.numba_sim.backend import NumbaSimulator
 from portkit.backends.reference import TorchReference
 from portkit.backends.sim import PortkitSimulator
 from portkit.backends.twin.backend import Twin
+from portkit.backends.twin_cpu.backend import TwinCPU
 from portkit.errors import PortkitError
 from portkit.project.config import ProjectConfig
 
@@ -26,7 +27,7 @@ def register(backend: type[Backend]) -> type[Backend]:
     return backend
 
 
-for _builtin in (TorchReference, PortkitSimulator, NumbaGPU, Twin, NumbaSimulator):
+for _builtin in (TorchReference, PortkitSimulator, NumbaGPU, Twin, TwinCPU, NumbaSimulator):
     register(_builtin)
 
 
