@@ -92,25 +92,29 @@ def sanitizer_message(kernel: str, log: str, names: list[str]) -> str:
     picked: list[str] = []
     for i, line in enumerate(lines):
         if "ERROR: AddressSanitizer" in line or "runtime error:" in line:
-            picked.append(re.sub(r"^==\d+==", "", line).strip())
+            # "ERROR: AddressSanitizer: heap-buffer-overflow on address 0x.. at pc .." or
+            # "file:line:col: runtime error: what"
+            kind = re.sub(r"^==\d+==|\s+on address.*$", "", line).strip()
+            picked.append(kind.removeprefix("ERROR: "))
             tail = lines[i + 1 : i + 40]
             access = next((t.strip() for t in tail if re.search(r"(READ|WRITE) of size", t)), None)
             if access:
                 picked.append(re.sub(r" at 0x[0-9a-f]+ thread T\d+", "", access))
             frame = next((t.strip() for t in tail if re.match(r"\s*#\d+ ", t)), None)
-            if frame:
-                picked.append("at " + re.sub(r"^#\d+ 0x[0-9a-f]+ in ", "", frame))
+            place = frame and re.search(r" in (.+) (\S+:\d+)(?::\d+)?$", frame)
+            if place and "runtime error:" not in line:
+                picked.append(f"at {place.group(2)} in {place.group(1)}")
             address = _ADDRESS.search(line)
             if address:
                 picked.append(_which_buffer(int(address.group(1), 16), log, names))
             break
     thread = next((t for t in lines if t.startswith("portkit-cpu: the error above")), None)
     if thread:
-        picked.append(thread.removeprefix("portkit-cpu: the error above happened in").strip())
+        picked.append(thread.removeprefix("portkit-cpu: the error above happened").strip())
     if not picked:
         tail = "\n".join(t for t in lines[-15:] if not t.startswith("portkit-cpu: buffer"))
         return f"twin-cpu kernel {kernel} ended its process: {tail or 'no report'}"
-    return f"twin-cpu kernel {kernel}: " + "; ".join(p for p in picked if p)
+    return f"twin-cpu kernel {kernel}: " + ", ".join(p for p in picked if p)
 
 
 def _which_buffer(address: int, log: str, names: list[str]) -> str:

@@ -150,6 +150,14 @@ namespace portkit_cpu {
 
 inline unsigned char* dynamic_shared() { return g_dynamic_shared; }
 
+// The linker defines these around the "portkit_shared" section; the anchor makes sure the
+// section exists (and the symbols with it) when a twin has no static shared memory.
+__attribute__((section("portkit_shared"), used)) static char shared_anchor[16];
+}  // namespace portkit_cpu
+extern "C" char __start_portkit_shared[] __attribute__((visibility("hidden")));
+extern "C" char __stop_portkit_shared[] __attribute__((visibility("hidden")));
+namespace portkit_cpu {
+
 __attribute__((format(printf, 1, 2))) inline void record_error(const char* format, ...) {
     Launch* L = g_launch;
     if (L->failed) return;
@@ -418,10 +426,7 @@ inline void describe_deadlock(Launch* L) {
 
 inline void run_block(Launch* L, uint3 block) {
     blockIdx = block;
-    extern char __start_portkit_shared[] __attribute__((weak, visibility("hidden")));
-    extern char __stop_portkit_shared[] __attribute__((weak, visibility("hidden")));
-    if (__start_portkit_shared != __stop_portkit_shared)
-        memset(__start_portkit_shared, 0xFF, __stop_portkit_shared - __start_portkit_shared);
+    memset(__start_portkit_shared, 0xFF, __stop_portkit_shared - __start_portkit_shared);
     L->live = L->threads;
     L->at_barrier = 0;
     for (int w = 0; w < L->warps; ++w) L->arrived[w] = L->exited[w] = 0;
@@ -450,8 +455,8 @@ inline void run_block(Launch* L, uint3 block) {
 inline void death_report() {
     Launch* L = g_launch;
     if (!L || !L->current) return;
-    fprintf(stderr, "portkit-cpu: the error above happened in %s, block (%u,%u,%u), thread (%u,%u,%u)\n",
-            L->kernel, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z);
+    fprintf(stderr, "portkit-cpu: the error above happened in block (%u,%u,%u), thread (%u,%u,%u)\n",
+            blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z);
 }
 
 // Runs the whole grid; returns 0, or 1 with a message in `error`.
