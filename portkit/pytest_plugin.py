@@ -9,6 +9,8 @@ Point pytest at the prototypes folder (``pytest prototypes``, or list it in
     prototypes/sigmoid.py::sim[float32-n129]       prototype in the simulator     (sim)
     prototypes/sigmoid.py::twin[float32-n129]      twin on the GPU                (gpu)
     prototypes/sigmoid.py::numba~twin[float32-n129] prototype against twin         (gpu)
+    prototypes/sigmoid.py::twin-cpu[float32-n129]  twin compiled for the CPU      (twin_cpu)
+    prototypes/sigmoid.py::sim~twin-cpu[float32-n129] simulated prototype against CPU twin (twin_cpu)
 
 Select tiers with markers (``-m sim``, ``-m "not gpu"``). GPU tests skip with the
 reason the backend gives when the machine has no GPU.
@@ -27,6 +29,7 @@ MARKERS = {
     "gpu": "needs an NVIDIA GPU (prototype compiled by numba, or the C CUDA twin)",
     "compile": "compiles prototypes and twins for sm_90; needs no GPU",
     "reference": "gradchecks an op's PyTorch reference",
+    "twin_cpu": "runs an op's C CUDA twin compiled for the CPU (needs a C++ compiler, no GPU)",
 }
 
 _PROJECT_KEY = pytest.StashKey[Any]()
@@ -61,7 +64,21 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 def _marker(backend) -> str:
     if backend.role == "reference":
         return "reference"
-    return "gpu" if backend.device == "cuda" else "sim"
+    if backend.device == "cuda":
+        return "gpu"
+    return "twin_cpu" if backend.role == "twin" else "sim"
+
+
+def _pairs(backends) -> list[tuple[Any, Any]]:
+    """(prototype, twin) on the same device, the default prototype of each device first:
+    numba with the GPU twin, the simulator with the CPU twin."""
+    backends = [b for b in backends if b.default]
+    prototypes = [b for b in backends if b.role == "prototype"]
+    return [
+        (next(p for p in prototypes if p.device == twin.device), twin)
+        for twin in backends
+        if twin.role == "twin" and any(p.device == twin.device for p in prototypes)
+    ]
 
 
 class OpFile(pytest.File):
@@ -101,17 +118,17 @@ class OpFile(pytest.File):
                 if reason:
                     item.add_marker(pytest.mark.skip(reason=reason))
                 yield item
-            pair = [backends.get("numba"), backends.get("twin")]
-            if all(pair):
+            for pair in _pairs(backends.values()):
+                prototype, twin = pair
                 item = CaseItem.from_parent(
                     self,
-                    name=f"numba~twin[{case.name}]",
+                    name=f"{prototype.name}~{twin.name}[{case.name}]",
                     op=op,
                     case=case,
-                    backends=pair,
-                    only_check="vs twin",
+                    backends=list(pair),
+                    only_check=f"vs {twin.name}",
                 )
-                item.add_marker("gpu")
+                item.add_marker(_marker(twin))
                 reasons = [skip_reason(op, case, b) for b in pair]
                 if any(reasons):
                     item.add_marker(pytest.mark.skip(reason=next(r for r in reasons if r)))

@@ -71,7 +71,7 @@ class PlainLaunch:
                 ctypes.c_size_t(ERROR_BYTES),
             )
         if rc:
-            raise KernelError(f"twin-cpu: {error.value.decode(errors='replace')}")
+            raise KernelError(error.value.decode(errors="replace"))
 
 
 class CheckedLaunch:
@@ -110,7 +110,7 @@ class CheckedLaunch:
         }
         reply = self._worker.run(request, names)
         if "error" in reply:
-            raise KernelError(f"twin-cpu: {reply['error']}")
+            raise KernelError(reply["error"])
         for tensor, before, after in zip(tensors, request["buffers"], reply["buffers"]):
             if after != before:  # writing an unchanged input would bump autograd's version
                 _fill(tensor, after)
@@ -119,7 +119,7 @@ class CheckedLaunch:
             tensor = tensors[buffer]
             index = _unravel(first, tuple(tensor.shape))
             raise KernelError(
-                f"twin-cpu: {expression} is order-dependent: {names[buffer]} differs at "
+                f"{expression} is order-dependent: {names[buffer]} differs at "
                 f"{index} ({count} of {tensor.numel()} elements) between threads run in "
                 f"forward and in reverse order between barriers; likely a missing "
                 f"__syncthreads or __syncwarp, or a race on shared or global memory"

@@ -113,8 +113,8 @@ def sanitizer_message(kernel: str, log: str, names: list[str]) -> str:
         picked.append(thread.removeprefix("portkit-cpu: the error above happened").strip())
     if not picked:
         tail = "\n".join(t for t in lines[-15:] if not t.startswith("portkit-cpu: buffer"))
-        return f"twin-cpu kernel {kernel} ended its process: {tail or 'no report'}"
-    return f"twin-cpu kernel {kernel}: " + ", ".join(p for p in picked if p)
+        return f"{kernel} ended the check worker: {tail or 'no report'}"
+    return f"{kernel}: " + ", ".join(p for p in picked if p)
 
 
 def _which_buffer(address: int, log: str, names: list[str]) -> str:
