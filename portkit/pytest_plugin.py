@@ -10,7 +10,7 @@ Point pytest at the prototypes folder (``pytest prototypes``, or list it in
     prototypes/sigmoid.py::twin[float32-n129]      twin on the GPU                (gpu)
     prototypes/sigmoid.py::numba~twin[float32-n129] prototype against twin         (gpu)
     prototypes/sigmoid.py::twin-cpu[float32-n129]  twin compiled for the CPU      (twin_cpu)
-    prototypes/sigmoid.py::sim~twin-cpu[float32-n129] simulated prototype against CPU twin (twin_cpu)
+    prototypes/sigmoid.py::sim~twin-cpu[float32-n129] simulated prototype against it (twin_cpu)
 
 Select tiers with markers (``-m sim``, ``-m "not gpu"``). GPU tests skip with the
 reason the backend gives when the machine has no GPU.

@@ -32,7 +32,9 @@ __global__ void scale(const T* __restrict__ x, T* __restrict__ out, long long n)
 def twin(tmp_path) -> Path:
     src = tmp_path / "src"
     src.mkdir()
-    (src / "scale_helpers.cuh").write_text("template <typename T> __device__ T twice(T v) { return v + v; }\n")
+    (src / "scale_helpers.cuh").write_text(
+        "template <typename T> __device__ T twice(T v) { return v + v; }\n"
+    )
     path = src / "scale.cu"
     path.write_text(SCALE)
     return path
@@ -86,13 +88,16 @@ def test_key_covers_portkit_header_and_compiler(twin, monkeypatch):
     monkeypatch.setattr(
         build,
         "_headers",
-        lambda folder: original(folder) + ([("extra.h", b"x")] if folder == build.INCLUDE_DIR else []),
+        lambda folder: (
+            original(folder) + ([("extra.h", b"x")] if folder == build.INCLUDE_DIR else [])
+        ),
     )
     assert build.cache_key(unit, twin, "plain", compiler) != key
 
 
 def test_dynamic_shared_rewrite_keeps_lines():
-    source = "a\nextern __shared__ __align__(16)\n  unsigned char raw[];\nb\nextern __shared__ float s[];\n"
+    source = "a\nextern __shared__ __align__(16)\n  unsigned char raw[];\nb\n"
+    source += "extern __shared__ float s[];\n"
     rewritten = build.rewrite_dynamic_shared(source)
     assert rewritten.count("\n") == source.count("\n")
     lines = rewritten.splitlines()
@@ -103,7 +108,9 @@ def test_dynamic_shared_rewrite_keeps_lines():
 @needs_compiler
 def test_compile_error_names_the_twin_line(tmp_path):
     path = tmp_path / "broken.cu"
-    path.write_text("template <typename T>\n__global__ void k(T* out) {\n    out[0] = undefined_name;\n}\n")
+    path.write_text(
+        "template <typename T>\n__global__ void k(T* out) {\n    out[0] = undefined_name;\n}\n"
+    )
     with pytest.raises(TwinCompileError, match=r"broken\.cu:3"):
         compile_twin_cpu(path, ["k<float>"], tmp_path / "cache", "plain")
 
@@ -162,7 +169,9 @@ def test_kernel_errors_are_kernel_errors_in_both_modes(make_project, load_op, so
     for checked in (False, True):
         k = backend.kernels(op, poison_outputs=checked)
         x = torch.ones(32)
-        with pytest.raises(KernelError, match=r"deadlock in hang_fwd<float> block \(0,0,0\).*hang\.cu:5"):
+        with pytest.raises(
+            KernelError, match=r"deadlock in hang_fwd<float> block \(0,0,0\).*hang\.cu:5"
+        ):
             k.hang_fwd[1, 32](x, k.empty_like(x), 32)
 
 
@@ -171,12 +180,18 @@ def test_check_worker_survives_a_sanitizer_report(make_project, load_op, sources
     """A report ends the worker process, not the caller; the next launch starts a new one."""
     from portkit.backends import create
 
-    overflow = textwrap.dedent(sources.unary_twin("spill", "out[i] = x[i];")).replace("i < n", "i <= n")
-    root = make_project({"spill": (sources.unary_op("spill", "out[i] = x[i]", cases=sources.ONE_CASE), overflow)})
+    overflow = textwrap.dedent(sources.unary_twin("spill", "out[i] = x[i];")).replace(
+        "i < n", "i <= n"
+    )
+    root = make_project(
+        {"spill": (sources.unary_op("spill", "out[i] = x[i]", cases=sources.ONE_CASE), overflow)}
+    )
     config, op = load_op(root, "spill")
     k = create("twin-cpu", config).kernels(op, poison_outputs=True)
     x = torch.arange(40.0)
-    with pytest.raises(KernelError, match=r"heap-buffer-overflow.*past the end of x .*thread \(8,0,0\)"):
+    with pytest.raises(
+        KernelError, match=r"heap-buffer-overflow.*past the end of x .*thread \(8,0,0\)"
+    ):
         k.spill_fwd[2, 32](x, k.empty_like(x), 40)
     inside = x[:32].clone()
     out = k.empty_like(inside)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ctypes
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -212,7 +211,9 @@ def test_votes_over_a_partial_warp(library):
     assert (got[:32, 4] == 0xFFFFFFFF).all() and (got[32:, 4] == 0xFF).all()
 
 
-@pytest.mark.parametrize("dtype, expression", [(np.float32, "block_sum<float>"), (np.float64, "block_sum<double>")])
+@pytest.mark.parametrize(
+    "dtype, expression", [(np.float32, "block_sum<float>"), (np.float64, "block_sum<double>")]
+)
 @pytest.mark.parametrize("flags", [STRICT, STRICT | REVERSE])
 def test_barriers_make_a_tree_reduction_exact_in_either_order(library, dtype, expression, flags):
     x = np.arange(3 * 64, dtype=dtype)

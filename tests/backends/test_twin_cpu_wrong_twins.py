@@ -36,7 +36,9 @@ def _bound_line(mistake: str) -> int:
     """The line of the `i <= n` test in a wrong twin (the store is on it or just after)."""
     lines = (BANK / f"{mistake}.cu").read_text().splitlines()
     return next(
-        n for n, text in enumerate(lines, 1) if "i <= n" in text and not text.lstrip().startswith("//")
+        n
+        for n, text in enumerate(lines, 1)
+        if "i <= n" in text and not text.lstrip().startswith("//")
     )
 
 
@@ -118,4 +120,7 @@ def test_the_real_twins_pass_the_same_cases(load_op):
         (case,) = [c for c in op.definition.cases if c.name == case_name]
         results = run_case(op, case, [create("sim", config), create("twin-cpu", config)])
         assert not [r for r in results if r.failed], results
-        assert {(r.backend, r.check) for r in results} >= {("twin-cpu", "forward"), ("sim", "vs twin-cpu")}
+        assert {(r.backend, r.check) for r in results} >= {
+            ("twin-cpu", "forward"),
+            ("sim", "vs twin-cpu"),
+        }

@@ -85,7 +85,9 @@ class CheckedLaunch:
         scalar, values = bind_arguments(self._kernel, args)
         expression = self._kernel.expression(scalar)
         tensors, names, slots = [], [], []
-        where: dict[tuple[int, int], int] = {}  # data pointer -> buffer: one buffer for an argument passed twice
+        where: dict[
+            tuple[int, int], int
+        ] = {}  # data pointer -> buffer: one buffer for an argument passed twice
         for position, (param, arg, value) in enumerate(zip(self._kernel.params, args, values)):
             if not param.pointer:
                 slots.append(("value", value.tobytes()))
@@ -127,7 +129,9 @@ class CheckedLaunch:
 
 
 def _shape(tensor: Any) -> str:
-    return f"{'x'.join(map(str, tensor.shape)) or 'scalar'} {str(tensor.dtype).removeprefix('torch.')}"
+    return (
+        f"{'x'.join(map(str, tensor.shape)) or 'scalar'} {str(tensor.dtype).removeprefix('torch.')}"
+    )
 
 
 def _bytes(tensor: Any) -> bytes:
@@ -140,7 +144,9 @@ def _fill(tensor: Any, data: bytes) -> None:
     import torch
 
     if data:
-        tensor.reshape(-1).view(torch.uint8).copy_(torch.frombuffer(bytearray(data), dtype=torch.uint8))
+        tensor.reshape(-1).view(torch.uint8).copy_(
+            torch.frombuffer(bytearray(data), dtype=torch.uint8)
+        )
 
 
 def _unravel(position: int, shape: tuple[int, ...]) -> list[int]:

@@ -37,7 +37,15 @@ INCLUDE_DIR = Path(__file__).resolve().parent / "include"
 HEADER_SUFFIXES = (".cuh", ".h", ".hpp")
 # -ffp-contract=off: no fused multiply-add, as the simulated prototype computes (a GPU
 # build contracts a*b+c; that difference is within the twin tolerance, see docs/twin-cpu.md).
-COMMON_FLAGS = ("-std=c++17", "-fPIC", "-shared", "-g", "-fvisibility=hidden", "-ffp-contract=off", "-w")
+COMMON_FLAGS = (
+    "-std=c++17",
+    "-fPIC",
+    "-shared",
+    "-g",
+    "-fvisibility=hidden",
+    "-ffp-contract=off",
+    "-w",
+)
 MODE_FLAGS = {
     "plain": ("-O2",),
     # check: AddressSanitizer and UndefinedBehaviorSanitizer, stopping at the first report.
@@ -68,9 +76,13 @@ class CpuLibrary:
 
 
 def compiler_unavailable_reason() -> str | None:
-    return None if find_compiler() else (
-        "no C++ compiler found (set $CXX, or install g++: `apt-get install g++`, "
-        "`dnf install gcc-c++`, macOS: `xcode-select --install`)"
+    return (
+        None
+        if find_compiler()
+        else (
+            "no C++ compiler found (set $CXX, or install g++: `apt-get install g++`, "
+            "`dnf install gcc-c++`, macOS: `xcode-select --install`)"
+        )
     )
 
 
@@ -88,7 +100,10 @@ def find_compiler() -> Compiler | None:
                 [path, "--version"], capture_output=True, text=True, timeout=30, check=True
             ).stdout.splitlines()[0]
             full = subprocess.run(
-                [path, "-dumpfullversion", "-dumpversion"], capture_output=True, text=True, timeout=30
+                [path, "-dumpfullversion", "-dumpversion"],
+                capture_output=True,
+                text=True,
+                timeout=30,
             ).stdout.strip()
         except (OSError, subprocess.SubprocessError, IndexError):
             continue
@@ -105,7 +120,10 @@ def asan_runtime() -> str | None:
     for name in ("libasan.so", "libclang_rt.asan-x86_64.so", "libclang_rt.asan.so"):
         try:
             found = subprocess.run(
-                [compiler.path, f"-print-file-name={name}"], capture_output=True, text=True, timeout=30
+                [compiler.path, f"-print-file-name={name}"],
+                capture_output=True,
+                text=True,
+                timeout=30,
             ).stdout.strip()
         except (OSError, subprocess.SubprocessError):
             continue
@@ -119,7 +137,9 @@ def rewrite_dynamic_shared(source: str) -> str:
 
     def replace(match: re.Match[str]) -> str:
         ctype, name = " ".join(match["type"].split()), match["name"]
-        text = f"{ctype}* const {name} = reinterpret_cast<{ctype}*>(::portkit_cpu::dynamic_shared());"
+        text = (
+            f"{ctype}* const {name} = reinterpret_cast<{ctype}*>(::portkit_cpu::dynamic_shared());"
+        )
         return text + "\n" * match.group(0).count("\n")
 
     return _EXTERN_SHARED.sub(replace, source)
@@ -134,11 +154,12 @@ def translation_unit(path: Path, expressions: Sequence[str]) -> str:
         '#line 1 "portkit-cpu-launchers"',
     ]
     for i, expression in enumerate(expressions):
+        thunk = f"portkit_thunk_{i}"
         parts.append(
-            f"static void portkit_thunk_{i}(void** a) {{ ::portkit_cpu::call(&{expression}, a); }}\n"
+            f"static void {thunk}(void** a) {{ ::portkit_cpu::call(&{expression}, a); }}\n"
             f'extern "C" __attribute__((visibility("default"))) int portkit_launch_{i}('
             f"const unsigned* g, const unsigned* b, size_t s, void** a, int f, char* e, size_t n) "
-            f'{{ return ::portkit_cpu::launch(portkit_thunk_{i}, "{expression}", a, g, b, s, f, e, n); }}'
+            f'{{ return ::portkit_cpu::launch({thunk}, "{expression}", a, g, b, s, f, e, n); }}'
         )
     return "\n".join(parts) + "\n"
 
@@ -163,7 +184,9 @@ def cache_key(unit: str, path: Path, mode: str, compiler: Compiler) -> str:
     return digest.hexdigest()
 
 
-def compile_twin_cpu(path: Path, expressions: Sequence[str], cache_dir: Path, mode: str) -> CpuLibrary:
+def compile_twin_cpu(
+    path: Path, expressions: Sequence[str], cache_dir: Path, mode: str
+) -> CpuLibrary:
     """The host library of the twin at ``path`` in ``mode`` ("plain" or "check")."""
     compiler = find_compiler()
     if compiler is None:

@@ -37,7 +37,9 @@ class CheckWorker:
         runtime = asan_runtime()
         if runtime:
             env["LD_PRELOAD"] = " ".join(filter(None, [runtime, env.get("LD_PRELOAD", "")]))
-        env["ASAN_OPTIONS"] = "detect_leaks=0:halt_on_error=1:abort_on_error=0:verify_asan_link_order=0"
+        env["ASAN_OPTIONS"] = (
+            "detect_leaks=0:halt_on_error=1:abort_on_error=0:verify_asan_link_order=0"
+        )
         env["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
         to_child, from_parent = os.pipe()
         to_parent, from_child = os.pipe()

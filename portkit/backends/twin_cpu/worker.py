@@ -82,27 +82,45 @@ def run_once(request: dict, flags: int) -> tuple[int, str, list[bytes]]:
         os.write(2, f"portkit-cpu: buffer {index} at {pointer:#x} size {len(data)}\n".encode())
     holders, slots = [], []
     for kind, value in request["args"]:
-        holder = ctypes.c_void_p(pointers[value]) if kind == "buffer" else ctypes.create_string_buffer(value, len(value))
+        holder = (
+            ctypes.c_void_p(pointers[value])
+            if kind == "buffer"
+            else ctypes.create_string_buffer(value, len(value))
+        )
         holders.append(holder)
         slots.append(ctypes.addressof(holder))
     argv = (ctypes.c_void_p * max(len(slots), 1))(*slots)
     grid = (ctypes.c_uint * 3)(*request["grid"])
     block = (ctypes.c_uint * 3)(*request["block"])
     error = ctypes.create_string_buffer(ERROR_BYTES)
-    rc = launch(grid, block, ctypes.c_size_t(request["shared"]), argv, flags, error, ctypes.c_size_t(ERROR_BYTES))
+    rc = launch(
+        grid,
+        block,
+        ctypes.c_size_t(request["shared"]),
+        argv,
+        flags,
+        error,
+        ctypes.c_size_t(ERROR_BYTES),
+    )
     results = [ctypes.string_at(p, len(d)) for p, d in zip(pointers, buffers)]
     for pointer in pointers:
         _libc().free(pointer)
     return rc, error.value.decode(errors="replace"), results
 
 
-def order_differences(first: list[bytes], second: list[bytes], itemsizes: list[int]) -> list[tuple[int, int, int]]:
+def order_differences(
+    first: list[bytes], second: list[bytes], itemsizes: list[int]
+) -> list[tuple[int, int, int]]:
     """(buffer, first differing element, number of differing elements) per buffer."""
     found = []
     for index, (a, b, size) in enumerate(zip(first, second, itemsizes)):
         if a == b:
             continue
-        differing = [i for i in range(len(a) // size) if a[i * size : (i + 1) * size] != b[i * size : (i + 1) * size]]
+        differing = [
+            i
+            for i in range(len(a) // size)
+            if a[i * size : (i + 1) * size] != b[i * size : (i + 1) * size]
+        ]
         found.append((index, differing[0], len(differing)))
     return found
 
