@@ -1,6 +1,11 @@
 // portkit_cuda_cpu.h: what a CUDA C twin needs to compile and run on a CPU.
 //
-// The threads of one block run as user-level fibers (ucontext), one block at a time.
+// The threads of one block run as user-level fibers, one block at a time. A fiber is a
+// stack and a saved context: on x86-64 a 20-instruction switch (callee-saved registers,
+// MXCSR and the x87 control word), elsewhere ucontext's swapcontext. glibc's swapcontext
+// makes a sigprocmask system call on every switch and AddressSanitizer's interceptor of it
+// clears the shadow of the whole target stack each time; the plain switch does neither
+// (docs/twin-cpu.md has the numbers).
 // A fiber runs until it waits: at a barrier (__syncthreads and its forms) or at a warp
 // function (__syncwarp, __shfl_*_sync, __ballot_sync, ...). The last thread to arrive
 // completes the wait, and the scheduler resumes the waiting threads in thread order
@@ -42,6 +47,64 @@ extern "C" void __sanitizer_finish_switch_fiber(void* fake_stack_save, const voi
                                                 size_t* size_old);
 #endif
 extern "C" void __sanitizer_set_death_callback(void (*callback)(void)) __attribute__((weak));
+
+namespace portkit_cpu {
+#if defined(__x86_64__) && !defined(PORTKIT_UCONTEXT)
+// portkit_cpu_switch(&from->sp, to->sp): push the callee-saved state, save the stack
+// pointer, load the other one, pop its state and return into it.
+extern "C" void portkit_cpu_switch(void** save_sp, void* load_sp);
+asm(R"(
+    .text
+    .globl portkit_cpu_switch
+    .hidden portkit_cpu_switch
+    .type portkit_cpu_switch, @function
+portkit_cpu_switch:
+    pushq %rbp
+    pushq %rbx
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    subq $8, %rsp
+    stmxcsr (%rsp)
+    fnstcw 4(%rsp)
+    movq %rsp, (%rdi)
+    movq %rsi, %rsp
+    ldmxcsr (%rsp)
+    fldcw 4(%rsp)
+    addq $8, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rbx
+    popq %rbp
+    ret
+    .size portkit_cpu_switch, .-portkit_cpu_switch
+)");
+struct Context { void* sp; };
+inline void context_switch(Context* from, Context* to) { portkit_cpu_switch(&from->sp, to->sp); }
+// A stack that `ret`s into `entry` with the alignment of a fresh call.
+inline void context_make(Context* c, char* stack, size_t size, void (*entry)()) {
+    uint64_t* sp = reinterpret_cast<uint64_t*>(((uintptr_t)(stack + size)) & ~(uintptr_t)15);
+    *--sp = 0;                                  // entry never returns
+    *--sp = reinterpret_cast<uint64_t>(entry);  // popped by ret: 16-byte aligned slot
+    for (int r = 0; r < 6; ++r) *--sp = 0;      // rbp rbx r12 r13 r14 r15
+    *--sp = 0x1F80ull | (0x037Full << 32);      // default MXCSR and x87 control word
+    c->sp = sp;
+}
+#else
+struct Context { ucontext_t uc; };
+inline void context_switch(Context* from, Context* to) { swapcontext(&from->uc, &to->uc); }
+inline void context_make(Context* c, char* stack, size_t size, void (*entry)()) {
+    getcontext(&c->uc);
+    c->uc.uc_stack.ss_sp = stack;
+    c->uc.uc_stack.ss_size = size;
+    c->uc.uc_link = nullptr;
+    makecontext(&c->uc, entry, 0);
+}
+#endif
+}  // namespace portkit_cpu
 
 // ---- keywords ---------------------------------------------------------------------------
 #define __global__
@@ -98,7 +161,8 @@ enum BarrierOp { B_SYNC, B_COUNT, B_AND, B_OR };
 enum Flags { REVERSE = 1, STRICT = 2 };
 
 struct Fiber {
-    ucontext_t ctx;
+    Context ctx;
+    void* fake_stack;  // AddressSanitizer's bookkeeping of a stack being left
     uint3 index;
     int lane, warp;
     State state;
@@ -123,7 +187,9 @@ struct Launch {
     int threads, live, at_barrier, warps;
     unsigned* arrived;  // per warp: lanes waiting in a warp function
     unsigned* exited;   // per warp: lanes that returned
-    ucontext_t scheduler;
+    Context scheduler;
+    const void* main_bottom;  // the scheduler's stack, as AddressSanitizer reports it
+    size_t main_size;
     Fiber* current;
     bool failed;
     char* error;
@@ -172,12 +238,11 @@ inline void to_scheduler() {
     Launch* L = g_launch;
     Fiber* f = L->current;
 #ifdef PORTKIT_ASAN
-    void* fake = nullptr;
-    __sanitizer_start_switch_fiber(f->state == DONE ? nullptr : &fake, nullptr, 0);
+    __sanitizer_start_switch_fiber(&f->fake_stack, L->main_bottom, L->main_size);
 #endif
-    swapcontext(&f->ctx, &L->scheduler);
+    context_switch(&f->ctx, &L->scheduler);
 #ifdef PORTKIT_ASAN
-    __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
+    __sanitizer_finish_switch_fiber(f->fake_stack, &L->main_bottom, &L->main_size);
 #endif
 }
 
@@ -375,25 +440,28 @@ inline T from_bits(uint64_t b) {
 }
 
 // ---- the scheduler ----
-inline void fiber_main() {
-    Launch* L = g_launch;
+// A fiber runs its thread of every block of the launch: after the kernel returns it
+// waits in to_scheduler, and resuming it starts the same thread of the next block.
+[[noreturn]] inline void fiber_main() {
 #ifdef PORTKIT_ASAN
-    __sanitizer_finish_switch_fiber(nullptr, nullptr, nullptr);
+    __sanitizer_finish_switch_fiber(nullptr, &g_launch->main_bottom, &g_launch->main_size);
 #endif
-    L->thunk(L->args);
-    Fiber* f = L->current;
-    f->state = DONE;
-    --L->live;
-    L->exited[f->warp] |= 1u << f->lane;
-    // A barrier or warp function no longer waits for this thread.
-    if (L->live > 0 && L->at_barrier == L->live) release_barrier(L);
-    if (L->arrived[f->warp]) {
-        Fiber* lanes = L->fibers + f->warp * 32;
-        for (int l = 0; l < 32; ++l)
-            if (L->arrived[f->warp] >> l & 1) try_complete(L, f->warp, lanes[l].mask);
+    for (;;) {
+        Launch* L = g_launch;
+        L->thunk(L->args);
+        Fiber* f = L->current;
+        f->state = DONE;
+        --L->live;
+        L->exited[f->warp] |= 1u << f->lane;
+        // A barrier or warp function no longer waits for this thread.
+        if (L->live > 0 && L->at_barrier == L->live) release_barrier(L);
+        if (L->arrived[f->warp]) {
+            Fiber* lanes = L->fibers + f->warp * 32;
+            for (int l = 0; l < 32; ++l)
+                if (L->arrived[f->warp] >> l & 1) try_complete(L, f->warp, lanes[l].mask);
+        }
+        to_scheduler();
     }
-    to_scheduler();
-    __builtin_unreachable();
 }
 
 inline void resume(Launch* L, Fiber* f) {
@@ -402,7 +470,7 @@ inline void resume(Launch* L, Fiber* f) {
 #ifdef PORTKIT_ASAN
     __sanitizer_start_switch_fiber(&L->fake_stack, f->stack, L->stack_size);
 #endif
-    swapcontext(&L->scheduler, &f->ctx);
+    context_switch(&L->scheduler, &f->ctx);
 #ifdef PORTKIT_ASAN
     __sanitizer_finish_switch_fiber(L->fake_stack, nullptr, nullptr);
 #endif
@@ -430,15 +498,7 @@ inline void run_block(Launch* L, uint3 block) {
     L->live = L->threads;
     L->at_barrier = 0;
     for (int w = 0; w < L->warps; ++w) L->arrived[w] = L->exited[w] = 0;
-    for (int t = 0; t < L->threads; ++t) {
-        Fiber& f = L->fibers[t];
-        f.state = RUNNABLE;
-        getcontext(&f.ctx);
-        f.ctx.uc_stack.ss_sp = f.stack;
-        f.ctx.uc_stack.ss_size = L->stack_size;
-        f.ctx.uc_link = nullptr;
-        makecontext(&f.ctx, fiber_main, 0);
-    }
+    for (int t = 0; t < L->threads; ++t) L->fibers[t].state = RUNNABLE;
     const bool reverse = L->flags & REVERSE;
     while (L->live > 0 && !L->failed) {
         bool ran = false;
@@ -476,9 +536,9 @@ inline int launch(void (*thunk)(void**), const char* kernel, void** args, const 
     L.threads = (int)(block[0] * block[1] * block[2]);
     L.warps = (L.threads + 31) / 32;
 #ifdef PORTKIT_ASAN
-    L.stack_size = 512 * 1024;  // ASan's redzones make frames larger
+    L.stack_size = 256 * 1024;  // ASan's redzones make frames larger
 #else
-    L.stack_size = 256 * 1024;
+    L.stack_size = 128 * 1024;
 #endif
     // One mapping for every stack; touched pages only are ever backed by memory.
     size_t total = L.stack_size * (size_t)L.threads;
@@ -500,6 +560,8 @@ inline int launch(void (*thunk)(void**), const char* kernel, void** args, const 
                 f.lane = (int)(t % 32);
                 f.warp = (int)(t / 32);
                 f.stack = L.stacks + L.stack_size * t;
+                f.fake_stack = nullptr;
+                context_make(&f.ctx, f.stack, L.stack_size, fiber_main);
             }
     // Dynamic shared memory: an exact heap block, so AddressSanitizer bounds it.
     void* dynamic = nullptr;
@@ -624,159 +686,5 @@ PORTKIT_REDUCE(__reduce_or_sync, W_RED_OR, unsigned, 0)
 PORTKIT_REDUCE(__reduce_xor_sync, W_RED_XOR, unsigned, 0)
 #undef PORTKIT_REDUCE
 
-// ---- atomics: one fiber runs at a time and none is preempted, so a read-modify-write
-// is atomic as written. Only the overloads CUDA has are declared.
-#define PORTKIT_ATOMIC(NAME, T, EXPR)                                                             \
-    inline T NAME(T* address, T val) {                                                           \
-        T old = *address;                                                                        \
-        *address = (EXPR);                                                                       \
-        return old;                                                                              \
-    }                                                                                            \
-    inline T NAME##_block(T* a, T v) { return NAME(a, v); }                                      \
-    inline T NAME##_system(T* a, T v) { return NAME(a, v); }
-#define PORTKIT_ATOMIC_INTS(NAME, EXPR)                                                           \
-    PORTKIT_ATOMIC(NAME, int, EXPR)                                                               \
-    PORTKIT_ATOMIC(NAME, unsigned, EXPR)                                                          \
-    PORTKIT_ATOMIC(NAME, unsigned long long, EXPR)
-PORTKIT_ATOMIC_INTS(atomicAdd, old + val)
-PORTKIT_ATOMIC(atomicAdd, float, old + val)
-PORTKIT_ATOMIC(atomicAdd, double, old + val)
-PORTKIT_ATOMIC(atomicSub, int, old - val)
-PORTKIT_ATOMIC(atomicSub, unsigned, old - val)
-PORTKIT_ATOMIC_INTS(atomicExch, val)
-PORTKIT_ATOMIC(atomicExch, float, val)
-PORTKIT_ATOMIC_INTS(atomicMax, old > val ? old : val)
-PORTKIT_ATOMIC(atomicMax, long long, old > val ? old : val)
-PORTKIT_ATOMIC_INTS(atomicMin, old < val ? old : val)
-PORTKIT_ATOMIC(atomicMin, long long, old < val ? old : val)
-PORTKIT_ATOMIC_INTS(atomicAnd, old & val)
-PORTKIT_ATOMIC_INTS(atomicOr, old | val)
-PORTKIT_ATOMIC_INTS(atomicXor, old ^ val)
-PORTKIT_ATOMIC(atomicInc, unsigned, old >= val ? 0u : old + 1)
-PORTKIT_ATOMIC(atomicDec, unsigned, (old == 0 || old > val) ? val : old - 1)
-#undef PORTKIT_ATOMIC_INTS
-#undef PORTKIT_ATOMIC
-#define PORTKIT_CAS(T)                                                                            \
-    inline T atomicCAS(T* address, T compare, T val) {                                           \
-        T old = *address;                                                                        \
-        if (old == compare) *address = val;                                                      \
-        return old;                                                                              \
-    }                                                                                            \
-    inline T atomicCAS_block(T* a, T c, T v) { return atomicCAS(a, c, v); }                      \
-    inline T atomicCAS_system(T* a, T c, T v) { return atomicCAS(a, c, v); }
-PORTKIT_CAS(int)
-PORTKIT_CAS(unsigned)
-PORTKIT_CAS(unsigned long long)
-PORTKIT_CAS(unsigned short)
-#undef PORTKIT_CAS
-
-// ---- loads and stores with cache hints: plain accesses on a CPU ----
-template <typename T> inline T __ldg(const T* p) { return *p; }
-template <typename T> inline T __ldca(const T* p) { return *p; }
-template <typename T> inline T __ldcg(const T* p) { return *p; }
-template <typename T> inline T __ldcs(const T* p) { return *p; }
-template <typename T> inline T __ldlu(const T* p) { return *p; }
-template <typename T> inline T __ldcv(const T* p) { return *p; }
-template <typename T> inline void __stwb(T* p, T v) { *p = v; }
-template <typename T> inline void __stcg(T* p, T v) { *p = v; }
-template <typename T> inline void __stcs(T* p, T v) { *p = v; }
-template <typename T> inline void __stwt(T* p, T v) { *p = v; }
-
-// ---- math: libm for the named functions; the fast intrinsics take the accurate path,
-// which is within their documented error of what a GPU gives ----
-inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
-inline double rsqrt(double x) { return 1.0 / sqrt(x); }
-inline float rcbrtf(float x) { return 1.0f / cbrtf(x); }
-inline float __expf(float x) { return expf(x); }
-inline float __exp10f(float x) { return exp10f(x); }
-inline float __logf(float x) { return logf(x); }
-inline float __log2f(float x) { return log2f(x); }
-inline float __log10f(float x) { return log10f(x); }
-inline float __powf(float x, float y) { return powf(x, y); }
-inline float __sinf(float x) { return sinf(x); }
-inline float __cosf(float x) { return cosf(x); }
-inline float __tanf(float x) { return tanf(x); }
-inline void __sincosf(float x, float* s, float* c) { *s = sinf(x); *c = cosf(x); }
-inline float __fdividef(float x, float y) { return x / y; }
-inline float __frcp_rn(float x) { return 1.0f / x; }
-inline float __fsqrt_rn(float x) { return sqrtf(x); }
-inline float __frsqrt_rn(float x) { return 1.0f / sqrtf(x); }
-inline float __fadd_rn(float a, float b) { return a + b; }
-inline float __fsub_rn(float a, float b) { return a - b; }
-inline float __fmul_rn(float a, float b) { return a * b; }
-inline float __fdiv_rn(float a, float b) { return a / b; }
-inline float __fmaf_rn(float a, float b, float c) { return fmaf(a, b, c); }
-inline double __dadd_rn(double a, double b) { return a + b; }
-inline double __dmul_rn(double a, double b) { return a * b; }
-inline double __fma_rn(double a, double b, double c) { return fma(a, b, c); }
-inline double __drcp_rn(double x) { return 1.0 / x; }
-inline float __saturatef(float x) { return x < 0.0f ? 0.0f : (x > 1.0f ? 1.0f : (x == x ? x : 0.0f)); }
-inline float normcdff(float x) { return 0.5f * erfcf(-x * 0.70710678118654752f); }
-inline double normcdf(double x) { return 0.5 * erfc(-x * 0.70710678118654752); }
-
-inline int __float_as_int(float x) { int i; memcpy(&i, &x, 4); return i; }
-inline unsigned __float_as_uint(float x) { unsigned i; memcpy(&i, &x, 4); return i; }
-inline float __int_as_float(int i) { float x; memcpy(&x, &i, 4); return x; }
-inline float __uint_as_float(unsigned i) { float x; memcpy(&x, &i, 4); return x; }
-inline long long __double_as_longlong(double x) { long long i; memcpy(&i, &x, 8); return i; }
-inline double __longlong_as_double(long long i) { double x; memcpy(&x, &i, 8); return x; }
-inline int __float2int_rn(float x) { return (int)nearbyintf(x); }
-inline int __float2int_rz(float x) { return (int)x; }
-inline int __float2int_rd(float x) { return (int)floorf(x); }
-inline int __float2int_ru(float x) { return (int)ceilf(x); }
-inline float __int2float_rn(int i) { return (float)i; }
-inline int __double2int_rn(double x) { return (int)nearbyint(x); }
-inline float __double2float_rn(double x) { return (float)x; }
-
-inline int __popc(unsigned x) { return __builtin_popcount(x); }
-inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
-inline int __clz(int x) { return x ? __builtin_clz((unsigned)x) : 32; }
-inline int __clzll(long long x) { return x ? __builtin_clzll((unsigned long long)x) : 64; }
-inline int __ffs(int x) { return __builtin_ffs(x); }
-inline int __ffsll(long long x) { return __builtin_ffsll(x); }
-inline unsigned __brev(unsigned x) {
-    x = ((x >> 1) & 0x55555555u) | ((x & 0x55555555u) << 1);
-    x = ((x >> 2) & 0x33333333u) | ((x & 0x33333333u) << 2);
-    x = ((x >> 4) & 0x0F0F0F0Fu) | ((x & 0x0F0F0F0Fu) << 4);
-    x = ((x >> 8) & 0x00FF00FFu) | ((x & 0x00FF00FFu) << 8);
-    return (x >> 16) | (x << 16);
-}
-inline int __mul24(int a, int b) { return a * b; }
-inline unsigned __umul24(unsigned a, unsigned b) { return a * b; }
-inline int __mulhi(int a, int b) { return (int)(((long long)a * b) >> 32); }
-inline unsigned __umulhi(unsigned a, unsigned b) { return (unsigned)(((unsigned long long)a * b) >> 32); }
-inline unsigned __sad(int a, int b, unsigned c) { return (unsigned)(a > b ? a - b : b - a) + c; }
-
-// CUDA's global min/max overloads for device code.
-#define PORTKIT_MINMAX(T)                                                                         \
-    inline T min(T a, T b) { return a < b ? a : b; }                                             \
-    inline T max(T a, T b) { return a > b ? a : b; }
-PORTKIT_MINMAX(int)
-PORTKIT_MINMAX(unsigned)
-PORTKIT_MINMAX(long)
-PORTKIT_MINMAX(unsigned long)
-PORTKIT_MINMAX(long long)
-PORTKIT_MINMAX(unsigned long long)
-#undef PORTKIT_MINMAX
-inline float min(float a, float b) { return fminf(a, b); }
-inline float max(float a, float b) { return fmaxf(a, b); }
-inline double min(double a, double b) { return fmin(a, b); }
-inline double max(double a, double b) { return fmax(a, b); }
-inline unsigned min(int a, unsigned b) { return min((unsigned)a, b); }
-inline unsigned min(unsigned a, int b) { return min(a, (unsigned)b); }
-inline unsigned max(int a, unsigned b) { return max((unsigned)a, b); }
-inline unsigned max(unsigned a, int b) { return max(a, (unsigned)b); }
-inline long long min(long long a, int b) { return min(a, (long long)b); }
-inline long long min(int a, long long b) { return min((long long)a, b); }
-inline long long max(long long a, int b) { return max(a, (long long)b); }
-inline long long max(int a, long long b) { return max((long long)a, b); }
-
-// CUDA device code calls the float overloads of the C functions by name (isnan(x) for
-// a float, exp(x) for a float picks expf). <cmath> puts them in std; bring them in.
-using std::abs;
-using std::isfinite;
-using std::isinf;
-using std::isnan;
-using std::signbit;
-
+#include "portkit_cuda_math.h"
 #include "portkit_half.h"
