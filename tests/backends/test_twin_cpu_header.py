@@ -116,6 +116,12 @@ extern "C" __global__ void warp_deadlock(int* out) {
     else __syncthreads();
 }
 
+template <typename T>
+__global__ void affine16(const T* x, T* out, int n) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = x[i] * T(2.0f) + T(1.0f);
+}
+
 extern "C" __global__ void builtins(float* out, const float4* v) {
     const float4 a = __ldg(v);
     const float4 b = make_float4(1.0f, 2.0f, 3.0f, 4.0f);
@@ -143,6 +149,8 @@ EXPRESSIONS = [
     "divergent_barrier",
     "warp_deadlock",
     "builtins",
+    "affine16<__half>",
+    "affine16<__nv_bfloat16>",
 ]
 
 
@@ -287,3 +295,16 @@ def test_builtins_vectors_math_and_16_bit_types(library):
     bf16 = np.array([rounded], np.uint32).view(np.float32)[0]
     assert out[5] == bf16 and math.isclose(out[5], 1 / 3, rel_tol=1e-2)
     assert out[6] == 2.5 + 4
+
+
+@pytest.mark.parametrize("expression", ["affine16<__half>", "affine16<__nv_bfloat16>"])
+def test_16_bit_templates_round_each_operation(library, expression):
+    import torch
+
+    dtype = torch.float16 if "half" in expression else torch.bfloat16
+    x = torch.linspace(-3, 3, 50).to(dtype)
+    out = torch.zeros_like(x)
+    as_array = lambda t: t.view(torch.int16).numpy()  # noqa: E731 (shares the memory)
+    assert launch(library, expression, (2,), (32,), as_array(x), as_array(out), np.int32(50)) == ""
+    # Each operation is rounded to the 16-bit type, as torch does it elementwise.
+    assert torch.equal(out, x * torch.tensor(2.0, dtype=dtype) + torch.tensor(1.0, dtype=dtype))
