@@ -32,7 +32,7 @@ from pathlib import Path
 
 from portkit.errors import TwinCompileError
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 INCLUDE_DIR = Path(__file__).resolve().parent / "include"
 HEADER_SUFFIXES = (".cuh", ".h", ".hpp")
 # -ffp-contract=off: no fused multiply-add, as the simulated prototype computes (a GPU
@@ -133,7 +133,8 @@ def asan_runtime() -> str | None:
 
 
 def rewrite_dynamic_shared(source: str) -> str:
-    """``extern __shared__ T s[];`` -> ``T* const s = (T*)dynamic_shared();``, keeping lines."""
+    """``extern __shared__ T s[];`` -> ``T* const s = (T*)dynamic_shared();`` and
+    ``static __shared__`` -> ``__shared__``, keeping lines."""
 
     def replace(match: re.Match[str]) -> str:
         ctype, name = " ".join(match["type"].split()), match["name"]
@@ -142,7 +143,10 @@ def rewrite_dynamic_shared(source: str) -> str:
         )
         return text + "\n" * match.group(0).count("\n")
 
-    return _EXTERN_SHARED.sub(replace, source)
+    # `static __shared__` would read `static static` once __shared__ expands.
+    return _EXTERN_SHARED.sub(
+        replace, re.sub(r"\bstatic(\s+)__shared__\b", r"\1__shared__", source)
+    )
 
 
 def translation_unit(path: Path, expressions: Sequence[str]) -> str:
@@ -153,6 +157,11 @@ def translation_unit(path: Path, expressions: Sequence[str]) -> str:
         rewrite_dynamic_shared(path.read_text()),
         '#line 1 "portkit-cpu-launchers"',
     ]
+    parts.append(
+        'extern "C" __attribute__((visibility("default"))) void portkit_float_atomic_span('
+        "unsigned long long* low, unsigned long long* high) "
+        "{ *low = ::portkit_cpu::g_float_atomic_low; *high = ::portkit_cpu::g_float_atomic_high; }"
+    )
     for i, expression in enumerate(expressions):
         thunk = f"portkit_thunk_{i}"
         parts.append(

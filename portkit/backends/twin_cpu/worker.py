@@ -64,7 +64,7 @@ def _libc() -> ctypes.CDLL:
     return _libraries["libc"]
 
 
-def run_once(request: dict, flags: int) -> tuple[int, str, list[bytes]]:
+def run_once(request: dict, flags: int) -> tuple[int, str, list[bytes], set[int]]:
     """One launch on fresh copies of the request's buffers."""
     library = _libraries.get(request["library"])
     if library is None:
@@ -93,6 +93,7 @@ def run_once(request: dict, flags: int) -> tuple[int, str, list[bytes]]:
     grid = (ctypes.c_uint * 3)(*request["grid"])
     block = (ctypes.c_uint * 3)(*request["block"])
     error = ctypes.create_string_buffer(ERROR_BYTES)
+    span = (ctypes.c_ulonglong * 2)()
     rc = launch(
         grid,
         block,
@@ -103,9 +104,15 @@ def run_once(request: dict, flags: int) -> tuple[int, str, list[bytes]]:
         ctypes.c_size_t(ERROR_BYTES),
     )
     results = [ctypes.string_at(p, len(d)) for p, d in zip(pointers, buffers)]
+    library.portkit_float_atomic_span(ctypes.byref(span, 0), ctypes.byref(span, 8))
+    low, high = span[0], span[1]
+    # Buffers that float atomicAdds wrote into: their bytes may depend on the order.
+    atomic_targets = {
+        i for i, (p, d) in enumerate(zip(pointers, buffers)) if p < high and low < p + len(d)
+    }
     for pointer in pointers:
         _libc().free(pointer)
-    return rc, error.value.decode(errors="replace"), results
+    return rc, error.value.decode(errors="replace"), results, atomic_targets
 
 
 def order_differences(
@@ -126,15 +133,16 @@ def order_differences(
 
 
 def handle(request: dict) -> dict:
-    rc, error, outputs = run_once(request, STRICT)
+    rc, error, outputs, atomic_targets = run_once(request, STRICT)
     if rc:
         return {"error": error}
-    reply = {"buffers": outputs, "order": []}
+    reply = {"buffers": outputs, "order": [], "float_atomics": sorted(atomic_targets)}
     if request["schedule"]:
-        rc, error, reversed_outputs = run_once(request, STRICT | REVERSE)
+        rc, error, reversed_outputs, _ = run_once(request, STRICT | REVERSE)
         if rc:
             return {"error": f"{error} (with threads in reverse order)"}
-        reply["order"] = order_differences(outputs, reversed_outputs, request["itemsizes"])
+        differences = order_differences(outputs, reversed_outputs, request["itemsizes"])
+        reply["order"] = [d for d in differences if d[0] not in atomic_targets]
     return reply
 
 

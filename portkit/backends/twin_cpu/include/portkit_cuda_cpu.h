@@ -203,6 +203,14 @@ struct Launch {
 inline Launch* g_launch = nullptr;
 inline unsigned char* g_dynamic_shared = nullptr;
 inline uint64_t g_clock = 0;
+// The span of addresses that float atomicAdds touched in the current launch: summing in
+// another order rounds differently, so the schedule check does not blame those bytes.
+inline uintptr_t g_float_atomic_low = UINTPTR_MAX, g_float_atomic_high = 0;
+inline void note_float_atomic(const void* address, size_t size) {
+    const uintptr_t a = (uintptr_t)address;
+    if (a < g_float_atomic_low) g_float_atomic_low = a;
+    if (a + size > g_float_atomic_high) g_float_atomic_high = a + size;
+}
 
 }  // namespace portkit_cpu
 
@@ -569,6 +577,8 @@ inline int launch(void (*thunk)(void**), const char* kernel, void** args, const 
     g_dynamic_shared = (unsigned char*)dynamic;
     Launch* outer = g_launch;
     g_launch = &L;
+    g_float_atomic_low = UINTPTR_MAX;
+    g_float_atomic_high = 0;
     if (__sanitizer_set_death_callback) __sanitizer_set_death_callback(death_report);
     blockDim = L.block;
     gridDim = L.grid;

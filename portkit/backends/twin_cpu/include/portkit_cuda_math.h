@@ -17,8 +17,8 @@
     PORTKIT_ATOMIC(NAME, unsigned, EXPR)                                                          \
     PORTKIT_ATOMIC(NAME, unsigned long long, EXPR)
 PORTKIT_ATOMIC_INTS(atomicAdd, old + val)
-PORTKIT_ATOMIC(atomicAdd, float, old + val)
-PORTKIT_ATOMIC(atomicAdd, double, old + val)
+PORTKIT_ATOMIC(atomicAdd, float, (portkit_cpu::note_float_atomic(address, 4), old + val))
+PORTKIT_ATOMIC(atomicAdd, double, (portkit_cpu::note_float_atomic(address, 8), old + val))
 PORTKIT_ATOMIC(atomicSub, int, old - val)
 PORTKIT_ATOMIC(atomicSub, unsigned, old - val)
 PORTKIT_ATOMIC_INTS(atomicExch, val)
