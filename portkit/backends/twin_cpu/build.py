@@ -24,6 +24,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -56,6 +57,13 @@ MODE_FLAGS = {
         "-fno-sanitize-recover=undefined",
     ),
 }
+# Without an ASan runtime to preload (a compiler shipped without it), checks keep UBSan.
+CHECK_WITHOUT_ASAN = (
+    "-O1",
+    "-fno-omit-frame-pointer",
+    "-fsanitize=undefined",
+    "-fno-sanitize-recover=undefined",
+)
 _EXTERN_SHARED = re.compile(
     r"extern\s+__shared__\s+(?P<attrs>(?:(?:__align__|alignas)\s*\(\s*\w+\s*\)\s*)*)"
     r"(?P<type>[\w:<>\s]+?)\s+(?P<name>\w+)\s*\[\s*\]\s*;"
@@ -76,12 +84,14 @@ class CpuLibrary:
 
 
 def compiler_unavailable_reason() -> str | None:
+    if sys.platform != "linux":
+        return f"twin-cpu needs Linux (ELF sections, LD_PRELOAD); this is {sys.platform}"
     return (
         None
         if find_compiler()
         else (
             "no C++ compiler found (set $CXX, or install g++: `apt-get install g++`, "
-            "`dnf install gcc-c++`, macOS: `xcode-select --install`)"
+            "`dnf install gcc-c++`, `apk add g++`)"
         )
     )
 
@@ -129,6 +139,16 @@ def asan_runtime() -> str | None:
             continue
         if found and os.path.isabs(found) and os.path.exists(found):
             return os.path.realpath(found)
+    # clang keeps its runtimes in its own folder, which -print-file-name does not search.
+    try:
+        folder = subprocess.run(
+            [compiler.path, "-print-runtime-dir"], capture_output=True, text=True, timeout=30
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    for name in ("libclang_rt.asan.so", "libclang_rt.asan-x86_64.so"):
+        if folder and os.path.exists(os.path.join(folder, name)):
+            return os.path.join(folder, name)
     return None
 
 
@@ -179,7 +199,8 @@ def _headers(folder: Path) -> list[tuple[str, bytes]]:
 
 
 def flags(mode: str, path: Path) -> list[str]:
-    return [*COMMON_FLAGS, *MODE_FLAGS[mode], f"-I{INCLUDE_DIR}", f"-I{path.parent}"]
+    chosen = MODE_FLAGS[mode] if mode != "check" or asan_runtime() else CHECK_WITHOUT_ASAN
+    return [*COMMON_FLAGS, *chosen, f"-I{INCLUDE_DIR}", f"-I{path.parent}"]
 
 
 def cache_key(unit: str, path: Path, mode: str, compiler: Compiler) -> str:

@@ -76,6 +76,9 @@ class CheckWorker:
             return reply
 
     def close(self) -> None:
+        if getattr(self, "_log", None) is not None:
+            self._log.close()
+            self._log = None
         if self._process is not None:
             for fd in (self._send, self._receive):
                 try:
