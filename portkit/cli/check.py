@@ -16,7 +16,7 @@ from portkit.cli.context import EXIT_FAILED_CHECKS, load_project, make_console, 
     "--backend",
     "backend_names",
     multiple=True,
-    help="Only these backends (repeatable): torch, sim, numba, twin, twin-cpu, numba-sim. "
+    help="Only these backends (repeatable): torch, sim, numba, twin, numba-sim. "
     "Default: all but numba-sim (numba's simulator, a cross-check).",
 )
 @click.option("--case", "case_names", multiple=True, help="Only cases with this name (repeatable).")
@@ -34,16 +34,13 @@ def check(
     """Run the equivalence and gradcheck suite for OPs on every backend this machine has.
 
     On a CPU-only machine: the reference's gradcheck, the prototype in the simulator,
-    the twin compiled for the CPU (twin-cpu: needs g++ or clang++; sanitizers and a
-    reversed thread order) against both, and compile checks for sm_90. On a GPU machine
-    also: the prototype compiled by numba, the twin, and prototype against twin. Exits 1
-    if any check fails.
+    and compile checks for sm_90. On a GPU machine also: the prototype compiled by
+    numba, the twin, and prototype against twin. Exits 1 if any check fails.
 
     \b
     Examples:
       portkit check sigmoid
       portkit check --all --backend sim
-      portkit check softmax --backend twin-cpu --backend sim
       portkit check softmax --case float64-gradcheck -v
     """
     from portkit.backends import create_all
