@@ -14,7 +14,7 @@ compare=$?
 # 2. The CPU twin's own tests, and check --all on the CPU backends, on this machine too.
 timeout 150 python3 -m pytest -q -p no:cacheprovider tests/backends/test_twin_cpu_header.py tests/backends/test_twin_cpu_backend.py > "$OUT/pytest-twin-cpu.txt" 2>&1
 tests=$?
-timeout 120 python3 -m portkit.cli check --all --no-compile --backend twin-cpu --backend sim --backend torch > "$OUT/check-twin-cpu.txt" 2>&1
+timeout 150 python3 -m portkit.cli check --all --no-compile --backend twin-cpu --backend torch > "$OUT/check-twin-cpu.txt" 2>&1
 check=$?
 # 3. Simulated threads per second on this host's CPU.
 timeout 60 python3 scripts/bench_twin_cpu.py > "$OUT/bench-twin-cpu.txt" 2>&1
