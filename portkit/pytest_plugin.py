@@ -9,8 +9,7 @@ Point pytest at the prototypes folder (``pytest prototypes``, or list it in
     prototypes/sigmoid.py::sim[float32-n129]       prototype in the simulator     (sim)
     prototypes/sigmoid.py::twin[float32-n129]      twin on the GPU                (gpu)
     prototypes/sigmoid.py::numba~twin[float32-n129] prototype against twin         (gpu)
-    prototypes/sigmoid.py::twin-cpu[float32-n129]  twin compiled for the CPU      (twin_cpu)
-    prototypes/sigmoid.py::sim~twin-cpu[float32-n129] simulated prototype against it (twin_cpu)
+    prototypes/sigmoid.py::sim~twin-cpu[float32-n129] and twin-cpu[...]: the CPU twin (twin_cpu)
 
 Select tiers with markers (``-m sim``, ``-m "not gpu"``). GPU tests skip with the
 reason the backend gives when the machine has no GPU.
@@ -69,21 +68,9 @@ def _marker(backend) -> str:
     return "twin_cpu" if backend.role == "twin" else "sim"
 
 
-def _pairs(backends) -> list[tuple[Any, Any]]:
-    """(prototype, twin) on the same device, the default prototype of each device first:
-    numba with the GPU twin, the simulator with the CPU twin."""
-    backends = [b for b in backends if b.default]
-    prototypes = [b for b in backends if b.role == "prototype"]
-    return [
-        (next(p for p in prototypes if p.device == twin.device), twin)
-        for twin in backends
-        if twin.role == "twin" and any(p.device == twin.device for p in prototypes)
-    ]
-
-
 class OpFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
-        from portkit.backends import create_all
+        from portkit.backends import create_all, twin_pairs
         from portkit.check.harness import skip_reason
         from portkit.project.discovery import discover
 
@@ -118,7 +105,7 @@ class OpFile(pytest.File):
                 if reason:
                     item.add_marker(pytest.mark.skip(reason=reason))
                 yield item
-            for pair in _pairs(backends.values()):
+            for pair in twin_pairs(backends.values()):
                 prototype, twin = pair
                 item = CaseItem.from_parent(
                     self,
