@@ -46,7 +46,9 @@ def main() -> None:
         if backend.unavailable_reason:
             raise SystemExit(f"{backend.name} cannot run here: {backend.unavailable_reason}")
     rows = []
-    print(f"{'op':<14} {'case':<20} {'tensor':<8} {'differ':>8} {'of':>9} {'max ULP':>8} {'>tol':>5}")
+    print(
+        f"{'op':<14} {'case':<20} {'tensor':<8} {'differ':>8} {'of':>9} {'max ULP':>8} {'>tol':>5}"
+    )
     for op in discover(config).ops.values():
         if not op.has_twin:
             continue
@@ -77,7 +79,7 @@ def main() -> None:
             json.dump(rows, handle, indent=1)
     worst = max((r["max_ulp"] for r in rows), default=0)
     outside = sum(r["outside_twin_tolerance"] for r in rows)
-    print(f"summary: {len(rows)} tensors, max ULP {worst}, {outside} elements outside the twin tolerance")
+    print(f"summary: {len(rows)} tensors, max ULP {worst}, {outside} outside the twin tolerance")
 
 
 if __name__ == "__main__":
