@@ -10,6 +10,7 @@ Point pytest at the prototypes folder (``pytest prototypes``, or list it in
     prototypes/sigmoid.py::twin[float32-n129]      twin on the GPU                (gpu)
     prototypes/sigmoid.py::numba~twin[float32-n129] prototype against twin         (gpu)
     prototypes/sigmoid.py::bench                   timed against a saved baseline (bench)
+    prototypes/sigmoid.py::sim~twin-cpu[float32-n129] and twin-cpu[...]: the CPU twin (twin_cpu)
 
 Select tiers with markers (``-m sim``, ``-m "not gpu"``). GPU tests skip with the
 reason the backend gives when the machine has no GPU.
@@ -39,6 +40,7 @@ MARKERS = {
     "compile": "compiles prototypes and twins for sm_90; needs no GPU",
     "reference": "gradchecks an op's PyTorch reference",
     "bench": "times an op against a saved `portkit bench` report (--portkit-bench-baseline)",
+    "twin_cpu": "runs an op's C CUDA twin compiled for the CPU (needs a C++ compiler, no GPU)",
 }
 BASELINE_OPTION = "--portkit-bench-baseline"
 
@@ -218,12 +220,14 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 def _marker(backend) -> str:
     if backend.role == "reference":
         return "reference"
-    return "gpu" if backend.device == "cuda" else "sim"
+    if backend.device == "cuda":
+        return "gpu"
+    return "twin_cpu" if backend.role == "twin" else "sim"
 
 
 class OpFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
-        from portkit.backends import create_all
+        from portkit.backends import create_all, twin_pairs
         from portkit.check.harness import skip_reason
         from portkit.project.discovery import discover
 
@@ -259,17 +263,17 @@ class OpFile(pytest.File):
                 if reason:
                     item.add_marker(pytest.mark.skip(reason=reason))
                 yield item
-            pair = [backends.get("numba"), backends.get("twin")]
-            if all(pair):
+            for pair in twin_pairs(backends.values()):
+                prototype, twin = pair
                 item = CaseItem.from_parent(
                     self,
-                    name=f"numba~twin[{case.name}]",
+                    name=f"{prototype.name}~{twin.name}[{case.name}]",
                     op=op,
                     case=case,
-                    backends=pair,
-                    only_check="vs twin",
+                    backends=list(pair),
+                    only_check=f"vs {twin.name}",
                 )
-                item.add_marker("gpu")
+                item.add_marker(_marker(twin))
                 reasons = [skip_reason(op, case, b) for b in pair]
                 if any(reasons):
                     item.add_marker(pytest.mark.skip(reason=next(r for r in reasons if r)))

@@ -9,6 +9,7 @@ from importlib.metadata import entry_points
 import pytest
 
 from portkit.backends import create
+from portkit.backends.twin_cpu.build import compiler_unavailable_reason
 from portkit.project.config import load_config
 
 GOOD = "plug_good"
@@ -72,6 +73,7 @@ def test_generated_items(pytester, project):
     expected_ids = {"compile[numba]", "compile[twin]", "lint", "torch[float64-gradcheck]", "bench"}
     for case in GOOD_CASES:
         expected_ids |= {f"sim[{case}]", f"numba[{case}]", f"twin[{case}]", f"numba~twin[{case}]"}
+        expected_ids |= {f"twin-cpu[{case}]", f"sim~twin-cpu[{case}]"}
     assert set(good) == expected_ids
 
     # what runs on a CPU passes
@@ -87,6 +89,11 @@ def test_generated_items(pytester, project):
             backends = name.split("~")
             missing = [reasons[b] for b in backends if reasons[b]]
             assert good[f"{name}[{case}]"] == ("SKIPPED" if missing else "PASSED"), name
+    # the CPU twin runs wherever there is a C++ compiler
+    cpu_reason = compiler_unavailable_reason()
+    for case in GOOD_CASES:
+        for name in ("twin-cpu", "sim~twin-cpu"):
+            assert good[f"{name}[{case}]"] == ("SKIPPED" if cpu_reason else "PASSED"), name
     if reasons["twin"]:
         assert "no CUDA GPU visible" in reasons["twin"]
         assert re.search(rf"SKIPPED \[\d+\] prototypes/{GOOD}\.py: no CUDA GPU visible", text)
@@ -127,6 +134,20 @@ def test_marker_selects_sim_only(pytester, project):
     assert "skipped" not in parsed
 
 
+def test_marker_selects_the_cpu_twin(pytester, project):
+    if compiler_unavailable_reason():
+        pytest.skip("no C++ compiler for the CPU twin")
+    result = run(pytester, "-v", "-m", "twin_cpu")
+    got = outcomes(result)
+    expected = [f"{GOOD}.py::{b}[{c}]" for c in GOOD_CASES for b in ("twin-cpu", "sim~twin-cpu")]
+    expected += [f"{BAD}.py::twin-cpu[float32-n129]", f"{BAD}.py::sim~twin-cpu[float32-n129]"]
+    assert sorted(got) == sorted(expected)
+    # The bad twin is wrong against the reference but agrees with its (equally bad) prototype.
+    assert got[f"{BAD}.py::twin-cpu[float32-n129]"] == "FAILED"
+    assert got[f"{BAD}.py::sim~twin-cpu[float32-n129]"] == "PASSED"
+    assert "twin-cpu forward: output 0: 129 of 129 elements differ" in result.stdout.str()
+
+
 def test_marker_selects_compile_only(pytester, project):
     result = run(pytester, "-q", "-m", "compile")
     # compile[numba] and compile[twin] of both ops pass; both ops' lint items fail on
@@ -138,7 +159,7 @@ def test_marker_selects_compile_only(pytester, project):
 def test_markers_are_registered(pytester, project):
     result = pytester.runpytest_subprocess(*plugin_args(), "--markers")
     text = result.stdout.str()
-    for marker in ("sim", "gpu", "compile", "reference", "bench"):
+    for marker in ("sim", "gpu", "compile", "reference", "bench", "twin_cpu"):
         assert f"@pytest.mark.{marker}:" in text
 
 

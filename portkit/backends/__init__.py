@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from portkit.backends.base import ROLES, Backend
 from portkit.backends.numba_gpu import NumbaGPU
 from portkit.backends.numba_sim.backend import NumbaSimulator
 from portkit.backends.reference import TorchReference
 from portkit.backends.sim import PortkitSimulator
 from portkit.backends.twin.backend import Twin
+from portkit.backends.twin_cpu.backend import TwinCPU
 from portkit.errors import PortkitError
 from portkit.project.config import ProjectConfig
 
@@ -26,7 +29,7 @@ def register(backend: type[Backend]) -> type[Backend]:
     return backend
 
 
-for _builtin in (TorchReference, PortkitSimulator, NumbaGPU, Twin, NumbaSimulator):
+for _builtin in (TorchReference, PortkitSimulator, NumbaGPU, Twin, TwinCPU, NumbaSimulator):
     register(_builtin)
 
 
@@ -49,4 +52,16 @@ def create_all(config: ProjectConfig, selected: list[str] | None = None) -> list
     return [create(n, config) for n in (selected or default_names())]
 
 
-__all__ = ["Backend", "create", "create_all", "default_names", "names", "register"]
+def twin_pairs(backends: Iterable[Backend]) -> list[tuple[Backend, Backend]]:
+    """(prototype, twin) on the same device, among default backends: numba with the GPU
+    twin, the simulator with the CPU twin (the pytest plugin's ``proto~twin`` items)."""
+    chosen = [b for b in backends if b.default]
+    prototypes = [b for b in chosen if b.role == "prototype"]
+    return [
+        (next(p for p in prototypes if p.device == twin.device), twin)
+        for twin in chosen
+        if twin.role == "twin" and any(p.device == twin.device for p in prototypes)
+    ]
+
+
+__all__ = ["Backend", "create", "create_all", "default_names", "names", "register", "twin_pairs"]

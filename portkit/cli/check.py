@@ -25,7 +25,7 @@ EXIT_SANITIZER_SKIPPED = 3
     "--backend",
     "backend_names",
     multiple=True,
-    help="Only these backends (repeatable): torch, sim, numba, twin, numba-sim. "
+    help="Only these backends (repeatable): torch, sim, numba, twin, twin-cpu, numba-sim. "
     "Default: all but numba-sim (numba's simulator, a cross-check).",
 )
 @click.option("--case", "case_names", multiple=True, help="Only cases with this name (repeatable).")
@@ -64,6 +64,8 @@ def check(
     """Run the equivalence and gradcheck suite for OPs on every backend this machine has.
 
     On a CPU-only machine: the reference's gradcheck, the prototype in the simulator,
+    the twin compiled for the CPU (twin-cpu: needs g++ or clang++; built with
+    AddressSanitizer, each launch run with threads forward and reversed) against both,
     and compile checks for sm_90. On a GPU machine also: the prototype compiled by
     numba, the twin, and prototype against twin. Every tensor a kernel sees sits between
     guard zones; a store past its end fails the check. Exits 1 if any check fails.

@@ -72,8 +72,9 @@ def diff_command(
     simulator), and the pattern of the disagreement (tail lost, every 32nd element,
     only where the input is large, whole rows, swapped rows and columns...).
 
-    Without a GPU the twin cannot run: the prototype runs in portkit's simulator and
-    is compared with the PyTorch reference instead, and the output says so.
+    Without a GPU the prototype runs in portkit's simulator and is compared with the
+    twin compiled for the CPU (twin-cpu, needs g++ or clang++), or with the PyTorch
+    reference when there is no compiler; the output says which.
     Exits 1 when anything differs, 0 when everything agrees.
 
     \b

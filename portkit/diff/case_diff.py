@@ -3,9 +3,10 @@ host launcher, and say where, how much and why they disagree.
 
 On a GPU the prototype is compiled by numba and the twin by NVRTC; the writer of each
 reported element comes from re-running only the blocks concerned in the simulator
-(``writers.ReplayedWriters``). Without a GPU the twin cannot run: the prototype runs
-in the simulator and is compared with the PyTorch reference, and every element's
-writer is read from the simulator's record (``writers.RecordedWriters``).
+(``writers.ReplayedWriters``). Without a GPU the prototype runs in the simulator, and
+every element's writer is read from the simulator's record (``writers.RecordedWriters``);
+it is compared with the twin compiled for the CPU (``twin-cpu``) when a C++ compiler
+is there, else with the PyTorch reference.
 """
 
 from __future__ import annotations
@@ -37,8 +38,9 @@ MAPPED_MISMATCHES = 64  # mismatches whose writer is looked up for the pattern s
 
 
 def plan_diff(op: Op, config: ProjectConfig, simulate: bool = False) -> Plan:
-    """numba's GPU build against the twin where both can run; otherwise (or when asked
-    with ``simulate``) the prototype in the simulator against the reference."""
+    """numba's GPU build against the twin where both can run; without a GPU, the
+    prototype in the simulator against the CPU twin; with ``simulate`` (or with neither
+    twin) the prototype in the simulator against the reference."""
     from portkit.backends import create
 
     numba_gpu, twin = create("numba", config), create("twin", config)
@@ -48,6 +50,15 @@ def plan_diff(op: Op, config: ProjectConfig, simulate: bool = False) -> Plan:
     sim, reference = create("sim", config), create("torch", config)
     if sim.unavailable_reason:
         raise PortkitError(f"nothing to diff on this machine: {sim.unavailable_reason}")
+    cpu_twin = create("twin-cpu", config)
+    cpu_missing = cpu_twin.unavailable_reason or cpu_twin.unsupported_reason(op)
+    if missing is not None and cpu_missing is None and not simulate:
+        note = (
+            f"no GPU twin here ({missing}): this is the CPU twin (twin-cpu: the .cu compiled "
+            f"for this machine's CPU, threads run as fibers, sanitizers on), compared with "
+            f"the prototype in portkit's simulator; a GPU can still differ (docs/twin-cpu.md)"
+        )
+        return Plan(sim, cpu_twin, TWIN_TOLERANCE, note)
     if missing is None:
         note = "--sim: the prototype ran in portkit's simulator, compared with the reference"
     else:

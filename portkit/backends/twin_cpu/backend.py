@@ -1,0 +1,203 @@
+"""``twin-cpu``: the C CUDA twin of ``cuda_src/<op>.cu`` compiled for the CPU and run with
+each block's threads as fibers (``include/portkit_cuda_cpu.h``).
+
+Two ways to run, chosen by what asks:
+
+- ``kernels(op)`` (``portkit.load``, benchmarks): the plain build, launched in this
+  process through ``ctypes`` on the tensors' own memory.
+- ``kernels(op, poison_outputs=True)`` (``portkit check``, ``portkit diff``, pytest): the
+  check build, with AddressSanitizer and UndefinedBehaviorSanitizer, in a child process
+  (``check_worker``); each launch runs twice, threads in forward and in reverse order,
+  and a result that depends on the order fails the launch, naming the tensor and index.
+
+Signatures, template instantiations and argument checks are the GPU twin's
+(``portkit.backends.twin``), so the same launch means the same instantiation on both.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from portkit.backends.base import Backend
+from portkit.backends.twin.backend import bind_arguments, checked_twin_kernels, twin_expressions
+from portkit.backends.twin.source import TwinKernel
+from portkit.backends.twin_cpu.build import (
+    CpuLibrary,
+    compile_twin_cpu,
+    compiler_unavailable_reason,
+)
+from portkit.backends.twin_cpu.check_worker import CheckWorker
+from portkit.errors import KernelError
+from portkit.launch.kernel_set import KernelSet, LaunchConfig
+
+ERROR_BYTES = 8192
+STRICT = 2
+# One launch at a time per process: the fiber runtime keeps its state in globals.
+_LAUNCH_LOCK = threading.Lock()
+
+
+class PlainLaunch:
+    """A kernel of the plain build, run in this process on the tensors' memory."""
+
+    def __init__(self, kernel: TwinKernel, library: CpuLibrary) -> None:
+        self._kernel = kernel
+        self._symbols = library.symbols
+        self._library = ctypes.CDLL(str(library.path))
+
+    def launch(self, config: LaunchConfig, args: Sequence[Any]) -> None:
+        scalar, values = bind_arguments(self._kernel, args)
+        expression = self._kernel.expression(scalar)
+        function = getattr(self._library, self._symbols[expression])
+        holders: list[Any] = []
+        for param, value in zip(self._kernel.params, values):
+            if param.pointer:
+                holders.append(ctypes.c_void_p(value))
+            else:
+                data = value.tobytes()
+                holders.append(ctypes.create_string_buffer(data, len(data)))
+        argv = (ctypes.c_void_p * max(len(holders), 1))(*(ctypes.addressof(h) for h in holders))
+        error = ctypes.create_string_buffer(ERROR_BYTES)
+        with _LAUNCH_LOCK:
+            rc = function(
+                (ctypes.c_uint * 3)(*config.grid),
+                (ctypes.c_uint * 3)(*config.block),
+                ctypes.c_size_t(config.shared_bytes),
+                argv,
+                0,
+                error,
+                ctypes.c_size_t(ERROR_BYTES),
+            )
+        if rc:
+            raise KernelError(error.value.decode(errors="replace"))
+
+
+class CheckedLaunch:
+    """A kernel of the sanitized build, run twice (thread order forward, then reversed)
+    in the check worker on exact-size copies of the tensors, which are copied back."""
+
+    def __init__(self, kernel: TwinKernel, library: CpuLibrary, worker: CheckWorker) -> None:
+        self._kernel, self._library, self._worker = kernel, library, worker
+
+    def launch(self, config: LaunchConfig, args: Sequence[Any]) -> None:
+        scalar, values = bind_arguments(self._kernel, args)
+        expression = self._kernel.expression(scalar)
+        tensors, names, slots = [], [], []
+        where: dict[
+            tuple[int, int], int
+        ] = {}  # data pointer -> buffer: one buffer for an argument passed twice
+        for position, (param, arg, value) in enumerate(zip(self._kernel.params, args, values)):
+            if not param.pointer:
+                slots.append(("value", value.tobytes()))
+                continue
+            key = (arg.data_ptr(), arg.numel() * arg.element_size())
+            if key not in where:
+                where[key] = len(tensors)
+                tensors.append(arg)
+                names.append(f"{param.name} (argument {position}, {_shape(arg)})")
+            slots.append(("buffer", where[key]))
+        request = {
+            "library": str(self._library.path),
+            "symbol": self._library.symbols[expression],
+            "kernel": expression,
+            "grid": config.grid,
+            "block": config.block,
+            "shared": config.shared_bytes,
+            "args": slots,
+            "buffers": [_bytes(t) for t in tensors],
+            "itemsizes": [t.element_size() for t in tensors],
+            "schedule": True,
+        }
+        reply = self._worker.run(request, names)
+        if "error" in reply:
+            raise KernelError(reply["error"])
+        for tensor, before, after in zip(tensors, request["buffers"], reply["buffers"]):
+            if after != before:  # writing an unchanged input would bump autograd's version
+                _fill(tensor, after)
+        if reply["order"]:
+            buffer, first, count = reply["order"][0]
+            tensor = tensors[buffer]
+            index = _unravel(first, tuple(tensor.shape))
+            raise KernelError(
+                f"{expression} is order-dependent: {names[buffer]} differs at "
+                f"{index} ({count} of {tensor.numel()} elements) between threads run in "
+                f"forward and in reverse order between barriers; likely a missing "
+                f"__syncthreads or __syncwarp, or a race on shared or global memory"
+            )
+
+
+def _shape(tensor: Any) -> str:
+    return (
+        f"{'x'.join(map(str, tensor.shape)) or 'scalar'} {str(tensor.dtype).removeprefix('torch.')}"
+    )
+
+
+def _bytes(tensor: Any) -> bytes:
+    import torch
+
+    return tensor.reshape(-1).view(torch.uint8).numpy().tobytes()
+
+
+def _fill(tensor: Any, data: bytes) -> None:
+    import torch
+
+    if data:
+        tensor.reshape(-1).view(torch.uint8).copy_(
+            torch.frombuffer(bytearray(data), dtype=torch.uint8)
+        )
+
+
+def _unravel(position: int, shape: tuple[int, ...]) -> list[int]:
+    index = []
+    for n in reversed(shape):
+        index.append(position % n if n else 0)
+        position //= n if n else 1
+    return list(reversed(index))
+
+
+class TwinCPU(Backend):
+    name = "twin-cpu"
+    role = "twin"
+    device = "cpu"
+    # Runs many threads per second, but far fewer than a GPU: skip the GPU-sized cases,
+    # and gradcheck in fast mode, as for the simulator.
+    simulated = True
+    description = (
+        "C CUDA twin compiled for the CPU (threads as fibers); checks run it with "
+        "AddressSanitizer, UBSan and a reversed thread order"
+    )
+
+    def __init__(self, config) -> None:
+        super().__init__(config)
+        self._worker: CheckWorker | None = None
+
+    def _probe(self) -> str | None:
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            return "torch is not installed"
+        return compiler_unavailable_reason()
+
+    def unsupported_reason(self, op) -> str | None:
+        if not op.has_twin:
+            return f"no twin: {self.config.cuda_src_dir / (op.name + '.cu')} does not exist"
+        return None
+
+    def kernels(self, op, *, poison_outputs: bool = False) -> KernelSet:
+        kernels = checked_twin_kernels(op)
+        mode = "check" if poison_outputs else "plain"
+        library = compile_twin_cpu(op.twin_path, twin_expressions(op), self.config.cache_dir, mode)
+        targets: dict[str, Any]
+        if poison_outputs:
+            if self._worker is None:
+                self._worker = CheckWorker()
+            targets = {n: CheckedLaunch(k, library, self._worker) for n, k in kernels.items()}
+        else:
+            targets = {n: PlainLaunch(k, library) for n, k in kernels.items()}
+        return KernelSet(op.name, self.name, self.device, targets, poison_outputs)
+
+    def __del__(self) -> None:
+        if getattr(self, "_worker", None) is not None:
+            self._worker.close()

@@ -1,0 +1,265 @@
+"""Compile a twin for the host CPU with the system C++ compiler, and cache the library.
+
+The twin's ``.cu`` is compiled unmodified except for one rewrite: ``extern __shared__ T
+name[];`` (dynamic shared memory, which no macro can express on a CPU) becomes a pointer
+to the launch's dynamic shared buffer, on the same line. A ``#line`` directive keeps the
+twin's own file and line numbers in compiler errors and sanitizer reports. After the
+source come generated ``extern "C"`` launchers, one per template instantiation, named
+``portkit_launch_<i>`` in the order of the name expressions (the same expressions the
+GPU twin hands NVRTC, so the same instantiations exist on both).
+
+The cache key is the one idea of the GPU cubin cache (``twin/build.py``): a SHA-256 of
+everything that changes the binary, here the generated translation unit (source, display
+path, expressions), every header beside the twin and in portkit's include folder, the
+compiler's identity and the flags. Libraries are written to a temporary name and renamed;
+the manifest, written last, is the commit marker.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from portkit.errors import TwinCompileError
+
+CACHE_FORMAT = 2
+INCLUDE_DIR = Path(__file__).resolve().parent / "include"
+HEADER_SUFFIXES = (".cuh", ".h", ".hpp")
+# -ffp-contract=off: no fused multiply-add, as the simulated prototype computes (a GPU
+# build contracts a*b+c; that difference is within the twin tolerance, see docs/twin-cpu.md).
+COMMON_FLAGS = (
+    "-std=c++17",
+    "-fPIC",
+    "-shared",
+    "-g",
+    "-fvisibility=hidden",
+    "-ffp-contract=off",
+    "-w",
+)
+MODE_FLAGS = {
+    "plain": ("-O2",),
+    # check: AddressSanitizer and UndefinedBehaviorSanitizer, stopping at the first report.
+    "check": (
+        "-O1",
+        "-fno-omit-frame-pointer",
+        "-fsanitize=address,undefined",
+        "-fno-sanitize-recover=undefined",
+    ),
+}
+# Without an ASan runtime to preload (a compiler shipped without it), checks keep UBSan.
+CHECK_WITHOUT_ASAN = (
+    "-O1",
+    "-fno-omit-frame-pointer",
+    "-fsanitize=undefined",
+    "-fno-sanitize-recover=undefined",
+)
+_EXTERN_SHARED = re.compile(
+    r"extern\s+__shared__\s+(?P<attrs>(?:(?:__align__|alignas)\s*\(\s*\w+\s*\)\s*)*)"
+    r"(?P<type>[\w:<>\s]+?)\s+(?P<name>\w+)\s*\[\s*\]\s*;"
+)
+
+
+@dataclass(frozen=True)
+class Compiler:
+    path: str
+    identity: str  # first line of --version plus the full version: part of the cache key
+
+
+@dataclass(frozen=True)
+class CpuLibrary:
+    path: Path
+    symbols: dict[str, str]  # name expression -> exported launcher
+    from_cache: bool
+
+
+def compiler_unavailable_reason() -> str | None:
+    if sys.platform != "linux":
+        return f"twin-cpu needs Linux (ELF sections, LD_PRELOAD); this is {sys.platform}"
+    return (
+        None
+        if find_compiler()
+        else (
+            "no C++ compiler found (set $CXX, or install g++: `apt-get install g++`, "
+            "`dnf install gcc-c++`, `apk add g++`)"
+        )
+    )
+
+
+@cache
+def find_compiler() -> Compiler | None:
+    """``$CXX`` if set, else g++, clang++ or c++ on the PATH (read when first needed)."""
+    wanted = os.environ.get("CXX")
+    candidates = [shlex.split(wanted)[0]] if wanted else ["g++", "clang++", "c++"]
+    for name in candidates:
+        path = shutil.which(name)
+        if not path:
+            continue
+        try:
+            version = subprocess.run(
+                [path, "--version"], capture_output=True, text=True, timeout=30, check=True
+            ).stdout.splitlines()[0]
+            full = subprocess.run(
+                [path, "-dumpfullversion", "-dumpversion"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+            ).stdout.strip()
+        except (OSError, subprocess.SubprocessError, IndexError):
+            continue
+        return Compiler(path, f"{version} {full}")
+    return None
+
+
+@cache
+def asan_runtime() -> str | None:
+    """The AddressSanitizer runtime to preload into the check worker, or None."""
+    compiler = find_compiler()
+    if compiler is None:
+        return None
+    for name in ("libasan.so", "libclang_rt.asan-x86_64.so", "libclang_rt.asan.so"):
+        try:
+            found = subprocess.run(
+                [compiler.path, f"-print-file-name={name}"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+            ).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            continue
+        if found and os.path.isabs(found) and os.path.exists(found):
+            return os.path.realpath(found)
+    # clang keeps its runtimes in its own folder, which -print-file-name does not search.
+    try:
+        folder = subprocess.run(
+            [compiler.path, "-print-runtime-dir"], capture_output=True, text=True, timeout=30
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    for name in ("libclang_rt.asan.so", "libclang_rt.asan-x86_64.so"):
+        if folder and os.path.exists(os.path.join(folder, name)):
+            return os.path.join(folder, name)
+    return None
+
+
+def rewrite_dynamic_shared(source: str) -> str:
+    """``extern __shared__ T s[];`` -> ``T* const s = (T*)dynamic_shared();`` and
+    ``static __shared__`` -> ``__shared__``, keeping lines."""
+
+    def replace(match: re.Match[str]) -> str:
+        ctype, name = " ".join(match["type"].split()), match["name"]
+        text = (
+            f"{ctype}* const {name} = reinterpret_cast<{ctype}*>(::portkit_cpu::dynamic_shared());"
+        )
+        return text + "\n" * match.group(0).count("\n")
+
+    # `static __shared__` would read `static static` once __shared__ expands.
+    return _EXTERN_SHARED.sub(
+        replace, re.sub(r"\bstatic(\s+)__shared__\b", r"\1__shared__", source)
+    )
+
+
+def translation_unit(path: Path, expressions: Sequence[str]) -> str:
+    display = _display_name(path).replace("\\", "\\\\").replace('"', '\\"')
+    parts = [
+        '#include "portkit_cuda_cpu.h"',
+        f'#line 1 "{display}"',
+        rewrite_dynamic_shared(path.read_text()),
+        '#line 1 "portkit-cpu-launchers"',
+    ]
+    parts.append(
+        'extern "C" __attribute__((visibility("default"))) void portkit_float_atomic_span('
+        "unsigned long long* low, unsigned long long* high) "
+        "{ *low = ::portkit_cpu::g_float_atomic_low; *high = ::portkit_cpu::g_float_atomic_high; }"
+    )
+    for i, expression in enumerate(expressions):
+        thunk = f"portkit_thunk_{i}"
+        parts.append(
+            f"static void {thunk}(void** a) {{ ::portkit_cpu::call(&{expression}, a); }}\n"
+            f'extern "C" __attribute__((visibility("default"))) int portkit_launch_{i}('
+            f"const unsigned* g, const unsigned* b, size_t s, void** a, int f, char* e, size_t n) "
+            f'{{ return ::portkit_cpu::launch({thunk}, "{expression}", a, g, b, s, f, e, n); }}'
+        )
+    return "\n".join(parts) + "\n"
+
+
+def _headers(folder: Path) -> list[tuple[str, bytes]]:
+    found = sorted(p for p in folder.rglob("*") if p.suffix in HEADER_SUFFIXES)
+    return [(p.relative_to(folder).as_posix(), p.read_bytes()) for p in found]
+
+
+def flags(mode: str, path: Path) -> list[str]:
+    chosen = MODE_FLAGS[mode] if mode != "check" or asan_runtime() else CHECK_WITHOUT_ASAN
+    return [*COMMON_FLAGS, *chosen, f"-I{INCLUDE_DIR}", f"-I{path.parent}"]
+
+
+def cache_key(unit: str, path: Path, mode: str, compiler: Compiler) -> str:
+    digest = hashlib.sha256(f"portkit-twin-cpu-{CACHE_FORMAT}\n".encode())
+    digest.update(unit.encode())
+    for folder in (path.parent, INCLUDE_DIR):
+        for name, data in _headers(folder):
+            digest.update(name.encode() + b"\0" + data)
+    digest.update(compiler.identity.encode())
+    digest.update("\0".join(flags(mode, path)).encode())
+    return digest.hexdigest()
+
+
+def compile_twin_cpu(
+    path: Path, expressions: Sequence[str], cache_dir: Path, mode: str
+) -> CpuLibrary:
+    """The host library of the twin at ``path`` in ``mode`` ("plain" or "check")."""
+    compiler = find_compiler()
+    if compiler is None:
+        raise TwinCompileError(compiler_unavailable_reason() or "no C++ compiler")
+    unit = translation_unit(path, expressions)
+    key = cache_key(unit, path, mode, compiler)
+    library = cache_dir / "twins-cpu" / f"{path.stem}-{mode}-{key[:24]}.so"
+    manifest = library.with_suffix(".json")
+    symbols = {expr: f"portkit_launch_{i}" for i, expr in enumerate(expressions)}
+    if library.is_file() and manifest.is_file():
+        try:
+            if json.loads(manifest.read_text()) == symbols:
+                return CpuLibrary(library, symbols, True)
+        except (OSError, json.JSONDecodeError):
+            pass  # a damaged entry is rebuilt below
+    library.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=library.parent, prefix=".build-") as tmp:
+        source = Path(tmp) / f"{path.stem}.cpp"
+        source.write_text(unit)
+        output = Path(tmp) / library.name
+        command = [compiler.path, *flags(mode, path), str(source), "-o", str(output)]
+        proc = subprocess.run(command, capture_output=True, text=True)
+        if proc.returncode != 0:
+            log = "\n".join(proc.stderr.strip().splitlines()[:40])
+            raise TwinCompileError(f"twin {path} does not compile for the CPU ({mode}):\n{log}")
+        os.replace(output, library)
+    _write_atomic(manifest, json.dumps(symbols, indent=1).encode())
+    return CpuLibrary(library, symbols, False)
+
+
+def _write_atomic(target: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _display_name(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)

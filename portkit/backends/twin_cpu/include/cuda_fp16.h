@@ -1,0 +1,3 @@
+// portkit CPU twin: the CUDA header cuda_fp16.h maps to portkit_cuda_cpu.h.
+#pragma once
+#include "portkit_cuda_cpu.h"
