@@ -103,6 +103,10 @@ def reference(x):
         special=[float("inf"), 0.5, float("-inf"), 0.25, float("nan")],
     ),
     dtypes=DTYPES,
+    # The scan runs in a float64 scratch buffer: torch's float32 cumsum over 4096 columns
+    # carries more error than the kernels (seen on an H100), so the reference runs in
+    # float64, rounded once.
+    reference_in="float64",
 )
 class Cumsum:
     def check_inputs(x):

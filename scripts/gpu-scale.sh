@@ -16,6 +16,11 @@ gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || echo 0)
 summary="$OUT/summary.txt"
 : > "$summary"
 row() { printf '%-52s %s\n' "$1" "$2" | tee -a "$summary"; }
+# The plugin generates the op suite; load it by name where no entry point does (not installed).
+plugin=(-p portkit.pytest_plugin)
+if "$PY" -c "import sys, importlib.metadata as m; sys.exit(not any(e.name == 'portkit' for e in m.entry_points(group='pytest11')))"; then
+  plugin=()
+fi
 
 # 1. Cold start-up: a fresh process, twin cache empty, then warm (cache filled).
 for run in cold warm; do
@@ -29,7 +34,7 @@ row "floor: import torch + numba.cuda + CUDA context" "$(cat "$OUT/import.time")
 
 # 2. Both simulator engines against the GPU on the kernel bank.
 for engine in lockstep per-thread; do
-  PORTKIT_SIMT_ENGINE=$engine timeout 150 "$PY" -m pytest -q -p no:cacheprovider \
+  PORTKIT_SIMT_ENGINE=$engine timeout 150 "$PY" -m pytest "${plugin[@]}" -q -p no:cacheprovider \
     tests/simt/test_simt_gpu.py > "$OUT/simt-gpu-$engine.txt" 2>&1
   row "simulator ($engine) vs GPU, kernel bank" "$(tail -n 1 "$OUT/simt-gpu-$engine.txt")"
 done
@@ -37,13 +42,13 @@ done
 # 3. The GPU tier of the generated suite (two ops, bounded): one GPU, then one worker per GPU.
 selection=(prototypes/sigmoid.py prototypes/softmax.py -m gpu)
 start=$(date +%s.%N)
-CUDA_VISIBLE_DEVICES=0 timeout 150 "$PY" -m pytest -q -p no:cacheprovider "${selection[@]}" \
+CUDA_VISIBLE_DEVICES=0 timeout 150 "$PY" -m pytest "${plugin[@]}" -q -p no:cacheprovider "${selection[@]}" \
   > "$OUT/suite-1gpu.txt" 2>&1
 end=$(date +%s.%N)
 row "pytest GPU tier, 1 GPU" "$(printf '%.1f' "$(echo "$end - $start" | bc)") s: $(tail -n 1 "$OUT/suite-1gpu.txt")"
 if [ "$gpus" -ge 2 ]; then
   start=$(date +%s.%N)
-  timeout 150 "$PY" -m pytest -q -p no:cacheprovider -n "$gpus" "${selection[@]}" \
+  timeout 150 "$PY" -m pytest "${plugin[@]}" -q -p no:cacheprovider -n "$gpus" "${selection[@]}" \
     > "$OUT/suite-ngpu.txt" 2>&1
   end=$(date +%s.%N)
   row "pytest GPU tier, -n $gpus (one worker per GPU)" "$(printf '%.1f' "$(echo "$end - $start" | bc)") s: $(tail -n 1 "$OUT/suite-ngpu.txt")"

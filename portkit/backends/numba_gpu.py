@@ -39,7 +39,13 @@ def _bfloat16_argument_class() -> type:
         """numba's hook for an argument with its own type and device memory."""
 
         def to_device(self, retr, stream=0):
-            return self.value  # already on the device: no copy
+            # Already on the device: no copy. numba's launch reads the pointer, layout
+            # and strides from a strided memory view (a DeviceNDArray has no .ptr).
+            from numba.cuda.cudadrv.devicearray import _to_strided_memory_view
+
+            view, _ = _to_strided_memory_view(self.value, stream=stream)
+            retr.append(lambda: view)  # keep it alive until the launch is done
+            return view
 
         @property
         def _numba_type_(self):

@@ -21,6 +21,7 @@ from portkit.bench.stats import Summary
 from portkit.bench.timing import MAX_COVER_US, Clock, LaunchSpan, cover_for
 from portkit.bench.traffic import declared, default_bytes
 from portkit.check.compare import REFERENCE_TOLERANCE, compare
+from portkit.check.reference_run import reference_run
 from portkit.errors import PortkitError, describe
 from portkit.launch.autograd import as_tuple
 from portkit.project.cases import Case, make_grad_outputs, make_inputs
@@ -85,7 +86,6 @@ class Bench:
         return results
 
     def run_case(self, op: Op, case: Case, backends: Sequence[Backend]) -> list[Measurement]:
-        import torch
 
         definition = op.definition
         kernel_backends = [b for b in backends if b.role != "reference"]
@@ -96,18 +96,19 @@ class Bench:
             raise PortkitError(f"portkit bench times implementations of one device, got {named}")
         device = devices[0] if devices else "cpu"
         inputs = make_inputs(case, device)
-        with torch.no_grad():
-            expected_out = tuple(t.detach() for t in as_tuple(definition.reference(*inputs)))
         directions = [d for d in self.directions if d == "forward" or definition.has_backward]
         needs_grad = "backward" in directions
+        # What is right is what `portkit check` says is right (widened references included).
+        expected_out, expected_grads = reference_run(
+            op,
+            case,
+            [t.detach().clone().requires_grad_(needs_grad) for t in inputs],
+            needs_grad,
+        )
+        # torch's own forward and backward, timed as the reference implementation.
         leaves = [t.detach().clone().requires_grad_(needs_grad) for t in inputs]
         graph_out = as_tuple(definition.reference(*leaves)) if needs_grad else ()
         grad_outputs = make_grad_outputs(case, expected_out) if needs_grad else []
-        expected_grads: tuple = ()
-        if needs_grad:
-            expected_grads = tuple(
-                torch.autograd.grad(graph_out, leaves, grad_outputs, retain_graph=True)
-            )
 
         measurements = []
         for direction in directions:

@@ -1,7 +1,8 @@
 """What an op's PyTorch reference says for one case: outputs and input gradients.
 
-For float16 and bfloat16 inputs the reference runs on float32 copies and its outputs and
-gradients are rounded once to the native dtypes. That is what a kernel that computes in
+For float16 and bfloat16 inputs the reference runs on float32 copies (on float64 ones for
+an op declaring ``reference_in="float64"``) and its outputs and gradients are rounded once
+to the native dtypes. That is what a kernel that computes in
 float32 (or float64) and stores in half precision returns; torch's own half-precision
 kernels round some intermediates (a layernorm weight gradient summed over rows in
 bfloat16 is off by several ULPs on the CPU), so they are not the bound to hold a kernel
@@ -24,10 +25,16 @@ if TYPE_CHECKING:
     from portkit.project.discovery import Op
 
 
-def _half_types() -> tuple:
+def _widened(dtype: torch.dtype, reference_in: str | None) -> torch.dtype:
+    """The dtype the reference computes an input of ``dtype`` in."""
     import torch
 
-    return (torch.float16, torch.bfloat16)
+    if not dtype.is_floating_point:
+        return dtype
+    if reference_in is not None:
+        wide = getattr(torch, reference_in)
+        return wide if dtype.itemsize < wide.itemsize else dtype
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
 
 
 def reference_run(
@@ -38,13 +45,16 @@ def reference_run(
 
     definition = op.definition
     native = as_tuple(definition.reference(*inputs, *case.extra))
-    half = _half_types()
-    if not any(t.dtype in half for t in inputs):
+    widen = [_widened(t.dtype, definition.reference_in) for t in inputs]
+    if all(w == t.dtype for w, t in zip(widen, inputs)):
         grads: tuple = ()
         if backward:
             grads = _grads(case, native, native, inputs)
         return tuple(o.detach() for o in native), grads
-    wide = [t.detach().float().requires_grad_() if t.dtype in half else t for t in inputs]
+    wide = [
+        t.detach().to(w).requires_grad_(t.requires_grad) if w != t.dtype else t
+        for t, w in zip(inputs, widen)
+    ]
     outputs = as_tuple(definition.reference(*wide, *case.extra))
     rounded = tuple(o.detach().to(n.dtype) for o, n in zip(outputs, native))
     if not backward:

@@ -49,6 +49,10 @@ class OpDefinition:
     bench: tuple[Case, ...] = ()  # `portkit bench` cases; empty: derived from `cases`
     ideal_bytes: CostModel | None = None
     ideal_flops: CostModel | None = None
+    # The reference runs in this float dtype (narrower float inputs are widened, results
+    # rounded once): for kernels that accumulate wider than they store. None: float16 and
+    # bfloat16 run in float32, others as they are.
+    reference_in: str | None = None
 
     def __post_init__(self) -> None:
         where = f"@portkit.op class {self.class_name}"
@@ -82,6 +86,10 @@ class OpDefinition:
             problem = self.refused_dtype(case.dtypes)
             if problem:
                 raise OpDefinitionError(f"{where}: bench case {case.name!r}: {problem}")
+        if self.reference_in not in (None, "float32", "float64"):
+            raise OpDefinitionError(
+                f"{where}: reference_in is float32 or float64, got {self.reference_in!r}"
+            )
         for label, model in (("bytes", self.ideal_bytes), ("flops", self.ideal_flops)):
             _check_cost_model(where, label, model)
         _require_params(where, "forward", self.forward, minimum=2)
@@ -149,6 +157,7 @@ def op(
     bench: Sequence[Case] = (),
     bytes: CostModel | None = None,  # noqa: A002 (the name the decorator reads best with)
     flops: CostModel | None = None,
+    reference_in: str | None = None,
 ) -> Callable[[type], type]:
     """Declare the class below as an op.
 
@@ -170,6 +179,10 @@ def op(
                 sizes. ``portkit bench`` reports GB/s and % of copy bandwidth from it.
     flops:      the same shape of function for floating-point operations: compute-bound
                 ops are reported in FLOP/s.
+    reference_in: "float64" (or "float32") runs the reference in that dtype and rounds
+                its results once, for kernels that accumulate wider than they store (a
+                float64 running sum): torch's float32 reference then carries more error
+                than the kernel. Default: half precision runs in float32.
     """
 
     def decorate(cls: type) -> type:
@@ -191,6 +204,7 @@ def op(
             bench=tuple(bench),
             ideal_bytes=bytes,
             ideal_flops=flops,
+            reference_in=reference_in,
         )
         setattr(cls, OP_ATTRIBUTE, definition)
         return cls
