@@ -1,7 +1,8 @@
 // WRONG TWIN vector_add/writes_nothing: the kernel body is empty (same signature), so no element of out is written. A diff shows every element of every non-empty case as NaN (the poison): n of n differ, first at [0], in every block and thread.
 // n = 0 launches nothing and passes. Elements whose right answer is NaN (9 of the 24
 // special values: nan + x, inf + -inf) are NaN on both sides, so the special cases show
-// 15 of 24 (seen on an H200). Only the body differs from the real twin.
+// 15 of 24 (seen on an H200 with the old one-thread-per-element version). Only the body
+// differs from the real twin.
 // Twin of prototypes/vector_add.py. The pattern of every elementwise twin here
 // (cuda_src/sigmoid.cu says why): 16-byte packs in a grid-stride loop sized by the
 // launcher to the SM count, scalar accesses for the same elements when a pointer is not
