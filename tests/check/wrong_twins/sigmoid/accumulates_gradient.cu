@@ -1,30 +1,90 @@
-// WRONG TWIN sigmoid/accumulates_gradient: sigmoid_bwd accumulates `dx[i] += ...` into a gradient buffer nobody zeroed (k.empty_like), so it reads memory no one wrote. A diff of the backward shows every element wrong: NaN under portkit's output poison, garbage otherwise; the forward is right.
+// WRONG TWIN sigmoid/accumulates_gradient: sigmoid_bwd accumulates into the gradient (`dx[i] += ...`, and in the pack path `Pack<T> d = dxv[p]` then `d.v[j] += ...`) in a buffer nobody zeroed (k.empty_like), so it reads memory no one wrote. A diff of the backward shows every element wrong: NaN under portkit's output poison, garbage otherwise; the forward is right.
 // Catchers: portkit check (the poisoned output NaN propagates into every gradient) and
 // compute-sanitizer initcheck (under initcheck outputs are left unpoisoned, so the read
-// is of uninitialised global memory: file, line and thread).
+// is of uninitialised global memory: file, line and thread). Only the three stores of
+// sigmoid_bwd (pack, element-by-element, tail) and the pack's initial value differ.
 // Twin of prototypes/sigmoid.py: exp only of non-positive numbers, so +-100000 is safe.
+//
+// What makes it fast (a memory-bound op: one read and one write per element):
+// - 16-byte loads and stores (float4 / double2 through Pack<T>) when both pointers are
+//   16-byte aligned, which torch's allocations are; otherwise the same elements through
+//   scalar accesses, so the element-to-thread mapping never depends on alignment;
+// - a grid-stride loop over a grid the launcher sizes to the SM count (a few full waves
+//   of resident blocks instead of one thread per element and a tail of half-empty blocks);
+// - float math in float (exp of a float is expf): no double on the float path;
+// - __launch_bounds__(256, 8): at most 32 registers, so the 8 blocks of 256 threads per SM
+//   that the launcher's grid assumes are all resident (one wave, no straggling blocks).
+// 16 bytes of T, aligned so that one copy is one 128-bit load or store.
+template <typename T>
+struct alignas(16) Pack {
+    static constexpr int N = 16 / sizeof(T);
+    T v[N];
+};
+
+__device__ inline bool aligned16(const void* p) {
+    return (reinterpret_cast<unsigned long long>(p) & 15) == 0;
+}
+
+// One exp and one division, no branch: 1 / (1 + z) for v >= 0, z / (1 + z) below, with
+// z = exp(-|v|) <= 1. (A branch with an exp on each side made a warp of mixed signs
+// run both sides: 92% of copy bandwidth instead of the 97% of this form on an H100.)
 template <typename T>
 __device__ T stable_sigmoid(T v) {
-    if (v >= T(0)) {
-        T z = exp(-v);
-        return T(1) / (T(1) + z);
+    const T z = exp(-fabs(v));
+    return (v >= T(0) ? T(1) : z) / (T(1) + z);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(256, 8) sigmoid_fwd(const T* __restrict__ x, T* __restrict__ out, long long n) {
+    constexpr int W = Pack<T>::N;
+    const long long start = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    const long long packs = n / W;
+    if (aligned16(x) && aligned16(out)) {
+        const Pack<T>* xv = reinterpret_cast<const Pack<T>*>(x);
+        Pack<T>* ov = reinterpret_cast<Pack<T>*>(out);
+#pragma unroll 2
+        for (long long p = start; p < packs; p += stride) {
+            Pack<T> v = xv[p];
+#pragma unroll
+            for (int j = 0; j < W; ++j) v.v[j] = stable_sigmoid(v.v[j]);
+            ov[p] = v;
+        }
+    } else {  // the same packs, element by element
+#pragma unroll 1
+        for (long long p = start; p < packs; p += stride)
+            for (int j = 0; j < W; ++j) out[p * W + j] = stable_sigmoid(x[p * W + j]);
     }
-    T z = exp(v);
-    return z / (T(1) + z);
+#pragma unroll 1
+    for (long long i = packs * W + start; i < n; i += stride) out[i] = stable_sigmoid(x[i]);
 }
 
 template <typename T>
-__global__ void sigmoid_fwd(const T* __restrict__ x, T* __restrict__ out, long long n) {
-    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) out[i] = stable_sigmoid(x[i]);
-}
-
-template <typename T>
-__global__ void sigmoid_bwd(const T* __restrict__ y, const T* __restrict__ dy, T* __restrict__ dx,
+__global__ void __launch_bounds__(256, 8) sigmoid_bwd(const T* __restrict__ y, const T* __restrict__ dy, T* __restrict__ dx,
                             long long n) {
-    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) {
-        T s = y[i];
-        dx[i] += dy[i] * s * (T(1) - s);  // BUG: reads dx[i], which nobody wrote
+    constexpr int W = Pack<T>::N;
+    const long long start = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    const long long packs = n / W;
+    if (aligned16(y) && aligned16(dy) && aligned16(dx)) {
+        const Pack<T>* yv = reinterpret_cast<const Pack<T>*>(y);
+        const Pack<T>* dyv = reinterpret_cast<const Pack<T>*>(dy);
+        Pack<T>* dxv = reinterpret_cast<Pack<T>*>(dx);
+        for (long long p = start; p < packs; p += stride) {
+            const Pack<T> s = yv[p], g = dyv[p];
+            Pack<T> d = dxv[p];  // BUG: reads dx, which nobody wrote (+= below)
+#pragma unroll
+            for (int j = 0; j < W; ++j) d.v[j] += g.v[j] * s.v[j] * (T(1) - s.v[j]);
+            dxv[p] = d;
+        }
+    } else {  // the same packs, element by element
+#pragma unroll 1
+        for (long long p = start; p < packs; p += stride)
+            for (int j = 0; j < W; ++j) {
+                const long long i = p * W + j;
+                dx[i] += dy[i] * y[i] * (T(1) - y[i]);
+            }
     }
+#pragma unroll 1
+    for (long long i = packs * W + start; i < n; i += stride) dx[i] += dy[i] * y[i] * (T(1) - y[i]);
 }

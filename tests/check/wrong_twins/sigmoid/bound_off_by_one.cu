@@ -1,40 +1,93 @@
-// WRONG TWIN sigmoid/bound_off_by_one: `if (i <= n)` instead of `i < n` in sigmoid_fwd, so thread n reads x[n] and writes out[n], one element past both tensors. A diff of the n elements shows NOTHING (all equal), forward and backward alike: the stray store lands outside the tensor.
-// On a GPU the visible symptom is at most indirect: the write usually lands in the caching
-// allocator's rounding padding (invisible), may overwrite a neighbouring tensor (a later
-// comparison fails somewhere unrelated), or, where the output ends at an unmapped page,
-// raises "an illegal memory access" that poisons the CUDA context for the rest of the
-// process. That was before guard zones (issue 10): portkit check now puts every tensor
-// between guards and fails the launch that writes one (GuardViolation), and
-// compute-sanitizer memcheck names the thread. Before them, plain check
-// missed it. Seen on an H200: for n = 128 (a whole number of the allocator's 512-byte
-// blocks, so no padding) out[128] landed on the numba run's saved
-// input gradient, so `numba vs twin` failed on element [0] of the *prototype's* gradient
-// (got 0.618, the sigmoid of whatever lay after x) in float32-n128 and float64-n128, and
-// every other case passed: the symptom blames the wrong side.
-// Only `<` -> `<=` in sigmoid_fwd differs; sigmoid_bwd is the real one.
+// WRONG TWIN sigmoid/bound_off_by_one: the scalar tail loop of sigmoid_fwd runs while `i <= n` instead of `i < n`, so the thread whose tail index reaches n (thread n % W of block 0, W = 4 float32 / 2 float64 elements per 16-byte pack) reads x[n] and writes out[n], one element past both tensors, in every non-empty case. A diff of the n elements shows NOTHING (all equal), forward and backward alike: the stray store lands outside the tensor.
+// Catchers: portkit check's guard zones (the forward launch fails with a GuardViolation
+// naming `out`) and compute-sanitizer memcheck; on a CPU, twin-cpu's AddressSanitizer
+// (the read of x[n] first). Without guards the store lands in the allocator's padding or
+// on a neighbouring tensor: seen on an H200 with the old one-thread-per-element version,
+// out[128] of an n = 128 case landed on the numba run's saved input gradient, and the
+// symptom blamed the prototype.
+// Only `<` -> `<=` in sigmoid_fwd's tail loop differs; sigmoid_bwd is the real one.
 // Twin of prototypes/sigmoid.py: exp only of non-positive numbers, so +-100000 is safe.
+//
+// What makes it fast (a memory-bound op: one read and one write per element):
+// - 16-byte loads and stores (float4 / double2 through Pack<T>) when both pointers are
+//   16-byte aligned, which torch's allocations are; otherwise the same elements through
+//   scalar accesses, so the element-to-thread mapping never depends on alignment;
+// - a grid-stride loop over a grid the launcher sizes to the SM count (a few full waves
+//   of resident blocks instead of one thread per element and a tail of half-empty blocks);
+// - float math in float (exp of a float is expf): no double on the float path;
+// - __launch_bounds__(256, 8): at most 32 registers, so the 8 blocks of 256 threads per SM
+//   that the launcher's grid assumes are all resident (one wave, no straggling blocks).
+// 16 bytes of T, aligned so that one copy is one 128-bit load or store.
+template <typename T>
+struct alignas(16) Pack {
+    static constexpr int N = 16 / sizeof(T);
+    T v[N];
+};
+
+__device__ inline bool aligned16(const void* p) {
+    return (reinterpret_cast<unsigned long long>(p) & 15) == 0;
+}
+
+// One exp and one division, no branch: 1 / (1 + z) for v >= 0, z / (1 + z) below, with
+// z = exp(-|v|) <= 1. (A branch with an exp on each side made a warp of mixed signs
+// run both sides: 92% of copy bandwidth instead of the 97% of this form on an H100.)
 template <typename T>
 __device__ T stable_sigmoid(T v) {
-    if (v >= T(0)) {
-        T z = exp(-v);
-        return T(1) / (T(1) + z);
+    const T z = exp(-fabs(v));
+    return (v >= T(0) ? T(1) : z) / (T(1) + z);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(256, 8) sigmoid_fwd(const T* __restrict__ x, T* __restrict__ out, long long n) {
+    constexpr int W = Pack<T>::N;
+    const long long start = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    const long long packs = n / W;
+    if (aligned16(x) && aligned16(out)) {
+        const Pack<T>* xv = reinterpret_cast<const Pack<T>*>(x);
+        Pack<T>* ov = reinterpret_cast<Pack<T>*>(out);
+#pragma unroll 2
+        for (long long p = start; p < packs; p += stride) {
+            Pack<T> v = xv[p];
+#pragma unroll
+            for (int j = 0; j < W; ++j) v.v[j] = stable_sigmoid(v.v[j]);
+            ov[p] = v;
+        }
+    } else {  // the same packs, element by element
+#pragma unroll 1
+        for (long long p = start; p < packs; p += stride)
+            for (int j = 0; j < W; ++j) out[p * W + j] = stable_sigmoid(x[p * W + j]);
     }
-    T z = exp(v);
-    return z / (T(1) + z);
+#pragma unroll 1
+    for (long long i = packs * W + start; i <= n; i += stride) out[i] = stable_sigmoid(x[i]);  // BUG
 }
 
 template <typename T>
-__global__ void sigmoid_fwd(const T* __restrict__ x, T* __restrict__ out, long long n) {
-    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i <= n) out[i] = stable_sigmoid(x[i]);  // BUG
-}
-
-template <typename T>
-__global__ void sigmoid_bwd(const T* __restrict__ y, const T* __restrict__ dy, T* __restrict__ dx,
+__global__ void __launch_bounds__(256, 8) sigmoid_bwd(const T* __restrict__ y, const T* __restrict__ dy, T* __restrict__ dx,
                             long long n) {
-    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) {
-        T s = y[i];
-        dx[i] = dy[i] * s * (T(1) - s);
+    constexpr int W = Pack<T>::N;
+    const long long start = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    const long long packs = n / W;
+    if (aligned16(y) && aligned16(dy) && aligned16(dx)) {
+        const Pack<T>* yv = reinterpret_cast<const Pack<T>*>(y);
+        const Pack<T>* dyv = reinterpret_cast<const Pack<T>*>(dy);
+        Pack<T>* dxv = reinterpret_cast<Pack<T>*>(dx);
+        for (long long p = start; p < packs; p += stride) {
+            const Pack<T> s = yv[p], g = dyv[p];
+            Pack<T> d;
+#pragma unroll
+            for (int j = 0; j < W; ++j) d.v[j] = g.v[j] * s.v[j] * (T(1) - s.v[j]);
+            dxv[p] = d;
+        }
+    } else {  // the same packs, element by element
+#pragma unroll 1
+        for (long long p = start; p < packs; p += stride)
+            for (int j = 0; j < W; ++j) {
+                const long long i = p * W + j;
+                dx[i] = dy[i] * y[i] * (T(1) - y[i]);
+            }
     }
+#pragma unroll 1
+    for (long long i = packs * W + start; i < n; i += stride) dx[i] = dy[i] * y[i] * (T(1) - y[i]);
 }

@@ -1,58 +1,239 @@
-// WRONG TWIN softmax/barrier_skipped_past_width: softmax_fwd waits at its first barrier only `if (tid < cols)`, so in rows narrower than the block (1x1, 3x127) the threads past the width skip it while the others wait: a __syncthreads() inside a divergent branch (undefined behaviour). A diff is not expected to show it reliably (the hardware barrier counts arrivals, so the values often come out right).
-// Catcher: compute-sanitizer synccheck. Seen on an H100 (2026-11-23, compute-sanitizer
-// 2025.3.1): "Barrier error detected. Divergent thread(s) in warp." at this line, for
-// threads 96-126 of each block in float32-3x127 (warp 3, where thread 127 diverges).
-// Twin of prototypes/softmax.py: one block per row, double accumulation in shared memory.
+// WRONG TWIN softmax/barrier_skipped_past_width: softmax_fwd waits at an extra barrier only `if (tid < cols)`, just before its real one, so in rows narrower than the block (1x1, 3x127, the 2x12 special rows, the 2x3 gradcheck rows) the threads past the width go straight to the real barrier while the others wait at the extra one: a __syncthreads() inside a divergent branch (undefined behaviour). A diff is not expected to show it reliably (the hardware barrier counts arrivals, so the values often come out right).
+// Catcher: compute-sanitizer synccheck ("Barrier error detected. Divergent thread(s) in
+// warp", at this line, for float32-3x127 in warp 3 where thread 127 diverges: seen on an
+// H100 with the old one-thread-per-element version, 2026-11-23); on a CPU twin-cpu's
+// check build, which stops a launch whose threads wait at different barriers.
+// Only the one added line differs from the real twin.
+// Twin of prototypes/softmax.py: one block of THREADS threads per row, online softmax
+// (running max and sum in one pass over the row, the sum rescaled at most once per
+// pack), warp-shuffle reductions, arithmetic in T (float accumulation for float, as
+// torch.softmax). The order of every reduction is
+// the prototype's, stage by stage: per-thread packs then tail columns left to right, xor
+// butterflies 16, 8, 4, 2, 1 for the warp's max, then for its sum (each thread's moved to
+// that max), then the warps' maxima and moved sums left to right.
+//
+// Speed: 16-byte loads and stores (Pack<T>) when the row is 16-byte aligned (cols a
+// multiple of 4 float / 2 double on torch's aligned allocations), scalar accesses for the
+// same columns otherwise; the second read of the row (for the output) hits L1/L2, so the
+// row crosses device memory once in and once out; UNROLL packs' loads in flight per
+// thread; one division per row (out = exp(x - m) * (1 / s)).
 #define THREADS 128
+#define WARP 32
+#define WARPS (THREADS / WARP)
+#define FULL_MASK 0xffffffffu
 
-__device__ double block_reduce(double* buf, int tid, bool use_max) {
-    for (int stride = THREADS / 2; stride > 0; stride /= 2) {
-        if (tid < stride) {
-            buf[tid] = use_max ? fmax(buf[tid], buf[tid + stride]) : buf[tid] + buf[tid + stride];
-        }
-        __syncthreads();
-    }
-    return buf[0];
+// 16 bytes of T, aligned so that one copy is one 128-bit load or store.
+template <typename T>
+struct alignas(16) Pack {
+    static constexpr int N = 16 / sizeof(T);
+    T v[N];
+};
+
+__device__ inline bool aligned16(const void* p) {
+    return (reinterpret_cast<unsigned long long>(p) & 15) == 0;
 }
 
 template <typename T>
+__device__ inline T negative_infinity() {
+    return -T(__int_as_float(0x7f800000));
+}
+
+// The running (max m, sum s of exp(x - m)) after N more columns v: the sum is rescaled
+// at most once per pack (to the pack's maximum, if larger), then each column adds one
+// exp. A branch per column would make a warp run both sides and cost up to three exps.
+template <typename T, int N>
+__device__ inline void online_update(T& m, T& s, const T (&v)[N]) {
+    T top = v[0];
+#pragma unroll
+    for (int j = 1; j < N; ++j) top = v[j] > top ? v[j] : top;
+    if (top > m) {  // a new maximum rescales the sum (s is 0 while m is -inf)
+        s = s * exp(m - top);
+        m = top;
+    }
+#pragma unroll
+    for (int j = 0; j < N; ++j)
+        if (v[j] != negative_infinity<T>()) s = s + exp(v[j] - m);  // -inf adds nothing
+}
+
+// s, a sum of exp(x - m), as a sum of exp(x - big), big >= m: one exp. An empty sum stays 0
+// (its m may be -inf, and -inf - -inf would be NaN).
+template <typename T>
+__device__ inline T moved(T s, T m, T big) {
+    return s != T(0) ? s * exp(m - big) : s;
+}
+
+template <typename T>
+__device__ inline T warp_max(T v) {
+#pragma unroll
+    for (int offset = WARP / 2; offset > 0; offset /= 2) {
+        const T other = __shfl_xor_sync(FULL_MASK, v, offset);
+        v = other > v ? other : v;
+    }
+    return v;
+}
+
+template <typename T>
+__device__ inline T warp_sum(T v) {
+#pragma unroll
+    for (int offset = WARP / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(FULL_MASK, v, offset);
+    return v;
+}
+
+// Loads are issued UNROLL packs at a time (all of them before any is used), then the
+// packs are processed in column order: the same order as a plain loop, so the arithmetic
+// matches the prototype's, with UNROLL loads in flight per thread.
+#define UNROLL 4
+
+template <typename T>
 __global__ void softmax_fwd(const T* __restrict__ x, T* __restrict__ out, long long cols) {
-    __shared__ double buf[THREADS];
+    __shared__ T part_m[WARPS];
+    __shared__ T part_s[WARPS];
+    constexpr int W = Pack<T>::N;
     const int tid = threadIdx.x;
+    const int lane = tid % WARP;
+    const int warp = tid / WARP;
     const T* xr = x + (long long)blockIdx.x * cols;
     T* outr = out + (long long)blockIdx.x * cols;
+    const long long packs = cols / W;
+    const bool vector = aligned16(xr) && aligned16(outr);
 
-    double m = __longlong_as_double(0xfff0000000000000ULL);  // -inf, as the prototype starts
-    for (long long c = tid; c < cols; c += THREADS) m = fmax(m, (double)xr[c]);
-    buf[tid] = m;
-    __syncthreads();
+    T m = negative_infinity<T>();
+    T s = T(0);
+    if (vector) {
+        const Pack<T>* xv = reinterpret_cast<const Pack<T>*>(xr);
+        for (long long p0 = tid; p0 < packs; p0 += (long long)THREADS * UNROLL) {
+            Pack<T> v[UNROLL];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u)
+                if (p0 + u * THREADS < packs) v[u] = xv[p0 + u * THREADS];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u)
+                if (p0 + u * THREADS < packs) online_update(m, s, v[u].v);
+        }
+    } else {  // the same packs, element by element
+        for (long long p = tid; p < packs; p += THREADS) {
+            T v[W];
+            for (int j = 0; j < W; ++j) v[j] = xr[p * W + j];
+            online_update(m, s, v);
+        }
+    }
+    for (long long c = packs * W + tid; c < cols; c += THREADS) {
+        const T v[1] = {xr[c]};
+        online_update(m, s, v);
+    }
+
+    const T big = warp_max(m);  // the warp's maximum, then its sum moved to it
+    s = warp_sum(moved(s, m, big));
+    if (lane == 0) {
+        part_m[warp] = big;
+        part_s[warp] = s;
+    }
     if (tid < cols) __syncthreads();  // BUG: threads past the row's width skip this barrier
-    m = block_reduce(buf, tid, true);
     __syncthreads();
+    m = part_m[0];
+#pragma unroll
+    for (int w = 1; w < WARPS; ++w) m = part_m[w] > m ? part_m[w] : m;
+    s = moved(part_s[0], part_m[0], m);
+#pragma unroll
+    for (int w = 1; w < WARPS; ++w) s += moved(part_s[w], part_m[w], m);
 
-    double s = 0.0;
-    for (long long c = tid; c < cols; c += THREADS) s += exp((double)xr[c] - m);
-    buf[tid] = s;
-    __syncthreads();
-    s = block_reduce(buf, tid, false);
-
-    for (long long c = tid; c < cols; c += THREADS) outr[c] = (T)(exp((double)xr[c] - m) / s);
+    const T inv = T(1) / s;  // one division per row; each column is exp(x - m) * inv
+    if (vector) {
+        const Pack<T>* xv = reinterpret_cast<const Pack<T>*>(xr);
+        Pack<T>* ov = reinterpret_cast<Pack<T>*>(outr);
+        for (long long p0 = tid; p0 < packs; p0 += (long long)THREADS * UNROLL) {
+            Pack<T> v[UNROLL];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u)
+                if (p0 + u * THREADS < packs) v[u] = xv[p0 + u * THREADS];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+                if (p0 + u * THREADS < packs) {
+#pragma unroll
+                    for (int j = 0; j < W; ++j) v[u].v[j] = exp(v[u].v[j] - m) * inv;
+                    ov[p0 + u * THREADS] = v[u];
+                }
+            }
+        }
+    } else {
+        for (long long p = tid; p < packs; p += THREADS)
+            for (int j = 0; j < W; ++j) outr[p * W + j] = exp(xr[p * W + j] - m) * inv;
+    }
+    for (long long c = packs * W + tid; c < cols; c += THREADS) outr[c] = exp(xr[c] - m) * inv;
 }
 
 template <typename T>
 __global__ void softmax_bwd(const T* __restrict__ y, const T* __restrict__ dy, T* __restrict__ dx,
                             long long cols) {
-    __shared__ double buf[THREADS];
+    __shared__ T part[WARPS];
     const int tid = threadIdx.x;
+    const int lane = tid % WARP;
+    const int warp = tid / WARP;
     const long long base = (long long)blockIdx.x * cols;
+    const T* yr = y + base;
+    const T* dyr = dy + base;
+    T* dxr = dx + base;
+    constexpr int W = Pack<T>::N;
+    const bool vector = aligned16(yr) && aligned16(dyr) && aligned16(dxr);
+    const long long packs = cols / W;
 
-    double dot = 0.0;
-    // The product in T, then widened: exactly what the prototype does for float32.
-    for (long long c = tid; c < cols; c += THREADS) dot += (double)(y[base + c] * dy[base + c]);
-    buf[tid] = dot;
+    T dot = T(0);
+    if (vector) {
+        const Pack<T>* yv = reinterpret_cast<const Pack<T>*>(yr);
+        const Pack<T>* gv = reinterpret_cast<const Pack<T>*>(dyr);
+        for (long long p0 = tid; p0 < packs; p0 += (long long)THREADS * UNROLL) {
+            Pack<T> a[UNROLL], g[UNROLL];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+                if (p0 + u * THREADS < packs) {
+                    a[u] = yv[p0 + u * THREADS];
+                    g[u] = gv[p0 + u * THREADS];
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u)
+                if (p0 + u * THREADS < packs)
+#pragma unroll
+                    for (int j = 0; j < W; ++j) dot += a[u].v[j] * g[u].v[j];
+        }
+    } else {
+        for (long long p = tid; p < packs; p += THREADS)
+            for (int j = 0; j < W; ++j) dot += yr[p * W + j] * dyr[p * W + j];
+    }
+    for (long long c = packs * W + tid; c < cols; c += THREADS) dot += yr[c] * dyr[c];
+
+    dot = warp_sum(dot);
+    if (lane == 0) part[warp] = dot;
     __syncthreads();
-    dot = block_reduce(buf, tid, false);
+    dot = part[0];
+#pragma unroll
+    for (int w = 1; w < WARPS; ++w) dot += part[w];
 
-    for (long long c = tid; c < cols; c += THREADS)
-        dx[base + c] = (T)(y[base + c] * (dy[base + c] - dot));
+    if (vector) {
+        const Pack<T>* yv = reinterpret_cast<const Pack<T>*>(yr);
+        const Pack<T>* gv = reinterpret_cast<const Pack<T>*>(dyr);
+        Pack<T>* dv = reinterpret_cast<Pack<T>*>(dxr);
+        for (long long p0 = tid; p0 < packs; p0 += (long long)THREADS * UNROLL) {
+            Pack<T> a[UNROLL], g[UNROLL];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+                if (p0 + u * THREADS < packs) {
+                    a[u] = yv[p0 + u * THREADS];
+                    g[u] = gv[p0 + u * THREADS];
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+                if (p0 + u * THREADS < packs) {
+#pragma unroll
+                    for (int j = 0; j < W; ++j) a[u].v[j] = a[u].v[j] * (g[u].v[j] - dot);
+                    dv[p0 + u * THREADS] = a[u];
+                }
+            }
+        }
+    } else {
+        for (long long p = tid; p < packs; p += THREADS)
+            for (int j = 0; j < W; ++j) dxr[p * W + j] = yr[p * W + j] * (dyr[p * W + j] - dot);
+    }
+    for (long long c = packs * W + tid; c < cols; c += THREADS) dxr[c] = yr[c] * (dyr[c] - dot);
 }

@@ -1,62 +1,241 @@
-// WRONG TWIN softmax/float_accumulation: the shared buffer, block_reduce and the accumulators m, s and dot are float where the prototype keeps float64, so the max and every partial sum are rounded to float (relative error ~1e-7). A diff against the numba prototype shows small relative errors (~1e-8 to 1e-7, a few float ULPs of s or dot) over nearly every element of every float64 case, 1x1 included (m rounded to float makes exp(x - m) != 1: 1.0000000336); float32 cases match within the twin tolerance.
-// Against the PyTorch reference the float64 forward and backward mostly stay inside
+// WRONG TWIN softmax/float_accumulation: the running max m and sum s of softmax_fwd, the backward's dot, and the shared partials of both are float where the real twin keeps T, so for float64 every partial max and sum is rounded to float (relative error ~1e-7). A diff against the numba prototype shows small relative errors (~1e-8 to 1e-7, a few float ULPs of s or dot) over nearly every element of every float64 case, 1x1 included (m rounded to float makes exp(x - m) != 1), and in the float64 special case in its gradient only (its forward sums are exact in float); float32 cases are bit-identical to the real twin.
+// Against the PyTorch reference the float64 forward and backward stay inside
 // rtol=atol=1e-7 (softmax values are < 1, so the error is below the absolute floor), so
-// `--backend twin` alone may pass them: the numba~twin comparison (rtol=atol=1e-12) is
-// the check that sees it, and gradcheck of the twin (float64-gradcheck, 2x3), whose
-// finite differences (eps 1e-6) magnify the float rounding of s to ~1e-2, fails too.
-// Seen on an H200: exactly that, numba vs twin on the 7 float64 cases (the special case
-// in its gradient only, 3 of 24) and twin gradcheck; every twin-vs-reference check passed.
-// Only the types of buf, block_reduce, m, s, dot (and fmax -> fmaxf) differ.
-// Twin of prototypes/softmax.py: one block per row, double accumulation in shared memory.
+// `--backend twin` alone passes them: the numba~twin comparison (rtol=atol=1e-12) is the
+// check that sees it, and gradcheck of the twin (float64-gradcheck, 2x3), whose finite
+// differences (eps 1e-6) magnify the float rounding of s to ~1e-2, fails too.
+// Only the types of the accumulators, the warp's maximum and the shared partials differ
+// (and online_update takes the accumulators' type as a template parameter, so that it
+// compiles).
+// Twin of prototypes/softmax.py: one block of THREADS threads per row, online softmax
+// (running max and sum in one pass over the row, the sum rescaled at most once per
+// pack), warp-shuffle reductions, arithmetic in T (float accumulation for float, as
+// torch.softmax). The order of every reduction is
+// the prototype's, stage by stage: per-thread packs then tail columns left to right, xor
+// butterflies 16, 8, 4, 2, 1 for the warp's max, then for its sum (each thread's moved to
+// that max), then the warps' maxima and moved sums left to right.
+//
+// Speed: 16-byte loads and stores (Pack<T>) when the row is 16-byte aligned (cols a
+// multiple of 4 float / 2 double on torch's aligned allocations), scalar accesses for the
+// same columns otherwise; the second read of the row (for the output) hits L1/L2, so the
+// row crosses device memory once in and once out; UNROLL packs' loads in flight per
+// thread; one division per row (out = exp(x - m) * (1 / s)).
 #define THREADS 128
+#define WARP 32
+#define WARPS (THREADS / WARP)
+#define FULL_MASK 0xffffffffu
 
-__device__ float block_reduce(float* buf, int tid, bool use_max) {
-    for (int stride = THREADS / 2; stride > 0; stride /= 2) {
-        if (tid < stride) {
-            buf[tid] = use_max ? fmaxf(buf[tid], buf[tid + stride]) : buf[tid] + buf[tid + stride];
-        }
-        __syncthreads();
-    }
-    return buf[0];
+// 16 bytes of T, aligned so that one copy is one 128-bit load or store.
+template <typename T>
+struct alignas(16) Pack {
+    static constexpr int N = 16 / sizeof(T);
+    T v[N];
+};
+
+__device__ inline bool aligned16(const void* p) {
+    return (reinterpret_cast<unsigned long long>(p) & 15) == 0;
 }
 
 template <typename T>
+__device__ inline T negative_infinity() {
+    return -T(__int_as_float(0x7f800000));
+}
+
+// The running (max m, sum s of exp(x - m)) after N more columns v: the sum is rescaled
+// at most once per pack (to the pack's maximum, if larger), then each column adds one
+// exp. A branch per column would make a warp run both sides and cost up to three exps.
+template <typename A, typename T, int N>  // A, the accumulators' type (the real one: T)
+__device__ inline void online_update(A& m, A& s, const T (&v)[N]) {
+    T top = v[0];
+#pragma unroll
+    for (int j = 1; j < N; ++j) top = v[j] > top ? v[j] : top;
+    if (top > m) {  // a new maximum rescales the sum (s is 0 while m is -inf)
+        s = s * exp(m - top);
+        m = top;
+    }
+#pragma unroll
+    for (int j = 0; j < N; ++j)
+        if (v[j] != negative_infinity<T>()) s = s + exp(v[j] - m);  // -inf adds nothing
+}
+
+// s, a sum of exp(x - m), as a sum of exp(x - big), big >= m: one exp. An empty sum stays 0
+// (its m may be -inf, and -inf - -inf would be NaN).
+template <typename T>
+__device__ inline T moved(T s, T m, T big) {
+    return s != T(0) ? s * exp(m - big) : s;
+}
+
+template <typename T>
+__device__ inline T warp_max(T v) {
+#pragma unroll
+    for (int offset = WARP / 2; offset > 0; offset /= 2) {
+        const T other = __shfl_xor_sync(FULL_MASK, v, offset);
+        v = other > v ? other : v;
+    }
+    return v;
+}
+
+template <typename T>
+__device__ inline T warp_sum(T v) {
+#pragma unroll
+    for (int offset = WARP / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(FULL_MASK, v, offset);
+    return v;
+}
+
+// Loads are issued UNROLL packs at a time (all of them before any is used), then the
+// packs are processed in column order: the same order as a plain loop, so the arithmetic
+// matches the prototype's, with UNROLL loads in flight per thread.
+#define UNROLL 4
+
+template <typename T>
 __global__ void softmax_fwd(const T* __restrict__ x, T* __restrict__ out, long long cols) {
-    __shared__ float buf[THREADS];
+    __shared__ float part_m[WARPS];  // BUG: float accumulation, for double too
+    __shared__ float part_s[WARPS];
+    constexpr int W = Pack<T>::N;
     const int tid = threadIdx.x;
+    const int lane = tid % WARP;
+    const int warp = tid / WARP;
     const T* xr = x + (long long)blockIdx.x * cols;
     T* outr = out + (long long)blockIdx.x * cols;
+    const long long packs = cols / W;
+    const bool vector = aligned16(xr) && aligned16(outr);
 
-    float m = __int_as_float(0xff800000);  // -inf, as the prototype starts
-    for (long long c = tid; c < cols; c += THREADS) m = fmaxf(m, (float)xr[c]);
-    buf[tid] = m;
-    __syncthreads();
-    m = block_reduce(buf, tid, true);
-    __syncthreads();
-
+    float m = negative_infinity<float>();  // BUG: float accumulation, for double too
     float s = 0.0f;
-    for (long long c = tid; c < cols; c += THREADS) s += exp((double)xr[c] - m);
-    buf[tid] = s;
-    __syncthreads();
-    s = block_reduce(buf, tid, false);
+    if (vector) {
+        const Pack<T>* xv = reinterpret_cast<const Pack<T>*>(xr);
+        for (long long p0 = tid; p0 < packs; p0 += (long long)THREADS * UNROLL) {
+            Pack<T> v[UNROLL];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u)
+                if (p0 + u * THREADS < packs) v[u] = xv[p0 + u * THREADS];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u)
+                if (p0 + u * THREADS < packs) online_update(m, s, v[u].v);
+        }
+    } else {  // the same packs, element by element
+        for (long long p = tid; p < packs; p += THREADS) {
+            T v[W];
+            for (int j = 0; j < W; ++j) v[j] = xr[p * W + j];
+            online_update(m, s, v);
+        }
+    }
+    for (long long c = packs * W + tid; c < cols; c += THREADS) {
+        const T v[1] = {xr[c]};
+        online_update(m, s, v);
+    }
 
-    for (long long c = tid; c < cols; c += THREADS) outr[c] = (T)(exp((double)xr[c] - m) / s);
+    const float big = warp_max(m);  // the warp's maximum, then its sum moved to it
+    s = warp_sum(moved(s, m, big));
+    if (lane == 0) {
+        part_m[warp] = big;
+        part_s[warp] = s;
+    }
+    __syncthreads();
+    m = part_m[0];
+#pragma unroll
+    for (int w = 1; w < WARPS; ++w) m = part_m[w] > m ? part_m[w] : m;
+    s = moved(part_s[0], part_m[0], m);
+#pragma unroll
+    for (int w = 1; w < WARPS; ++w) s += moved(part_s[w], part_m[w], m);
+
+    const T inv = T(1) / s;  // one division per row; each column is exp(x - m) * inv
+    if (vector) {
+        const Pack<T>* xv = reinterpret_cast<const Pack<T>*>(xr);
+        Pack<T>* ov = reinterpret_cast<Pack<T>*>(outr);
+        for (long long p0 = tid; p0 < packs; p0 += (long long)THREADS * UNROLL) {
+            Pack<T> v[UNROLL];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u)
+                if (p0 + u * THREADS < packs) v[u] = xv[p0 + u * THREADS];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+                if (p0 + u * THREADS < packs) {
+#pragma unroll
+                    for (int j = 0; j < W; ++j) v[u].v[j] = exp(v[u].v[j] - m) * inv;
+                    ov[p0 + u * THREADS] = v[u];
+                }
+            }
+        }
+    } else {
+        for (long long p = tid; p < packs; p += THREADS)
+            for (int j = 0; j < W; ++j) outr[p * W + j] = exp(xr[p * W + j] - m) * inv;
+    }
+    for (long long c = packs * W + tid; c < cols; c += THREADS) outr[c] = exp(xr[c] - m) * inv;
 }
 
 template <typename T>
 __global__ void softmax_bwd(const T* __restrict__ y, const T* __restrict__ dy, T* __restrict__ dx,
                             long long cols) {
-    __shared__ float buf[THREADS];
+    __shared__ float part[WARPS];  // BUG: float accumulation, for double too
     const int tid = threadIdx.x;
+    const int lane = tid % WARP;
+    const int warp = tid / WARP;
     const long long base = (long long)blockIdx.x * cols;
+    const T* yr = y + base;
+    const T* dyr = dy + base;
+    T* dxr = dx + base;
+    constexpr int W = Pack<T>::N;
+    const bool vector = aligned16(yr) && aligned16(dyr) && aligned16(dxr);
+    const long long packs = cols / W;
 
-    float dot = 0.0f;
-    // The product in T, then widened: exactly what the prototype does for float32.
-    for (long long c = tid; c < cols; c += THREADS) dot += (double)(y[base + c] * dy[base + c]);
-    buf[tid] = dot;
+    float dot = 0.0f;  // BUG: float accumulation, for double too
+    if (vector) {
+        const Pack<T>* yv = reinterpret_cast<const Pack<T>*>(yr);
+        const Pack<T>* gv = reinterpret_cast<const Pack<T>*>(dyr);
+        for (long long p0 = tid; p0 < packs; p0 += (long long)THREADS * UNROLL) {
+            Pack<T> a[UNROLL], g[UNROLL];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+                if (p0 + u * THREADS < packs) {
+                    a[u] = yv[p0 + u * THREADS];
+                    g[u] = gv[p0 + u * THREADS];
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u)
+                if (p0 + u * THREADS < packs)
+#pragma unroll
+                    for (int j = 0; j < W; ++j) dot += a[u].v[j] * g[u].v[j];
+        }
+    } else {
+        for (long long p = tid; p < packs; p += THREADS)
+            for (int j = 0; j < W; ++j) dot += yr[p * W + j] * dyr[p * W + j];
+    }
+    for (long long c = packs * W + tid; c < cols; c += THREADS) dot += yr[c] * dyr[c];
+
+    dot = warp_sum(dot);
+    if (lane == 0) part[warp] = dot;
     __syncthreads();
-    dot = block_reduce(buf, tid, false);
+    dot = part[0];
+#pragma unroll
+    for (int w = 1; w < WARPS; ++w) dot += part[w];
 
-    for (long long c = tid; c < cols; c += THREADS)
-        dx[base + c] = (T)(y[base + c] * (dy[base + c] - dot));
+    if (vector) {
+        const Pack<T>* yv = reinterpret_cast<const Pack<T>*>(yr);
+        const Pack<T>* gv = reinterpret_cast<const Pack<T>*>(dyr);
+        Pack<T>* dv = reinterpret_cast<Pack<T>*>(dxr);
+        for (long long p0 = tid; p0 < packs; p0 += (long long)THREADS * UNROLL) {
+            Pack<T> a[UNROLL], g[UNROLL];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+                if (p0 + u * THREADS < packs) {
+                    a[u] = yv[p0 + u * THREADS];
+                    g[u] = gv[p0 + u * THREADS];
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+                if (p0 + u * THREADS < packs) {
+#pragma unroll
+                    for (int j = 0; j < W; ++j) a[u].v[j] = a[u].v[j] * (g[u].v[j] - dot);
+                    dv[p0 + u * THREADS] = a[u];
+                }
+            }
+        }
+    } else {
+        for (long long p = tid; p < packs; p += THREADS)
+            for (int j = 0; j < W; ++j) dxr[p * W + j] = yr[p * W + j] * (dyr[p * W + j] - dot);
+    }
+    for (long long c = packs * W + tid; c < cols; c += THREADS) dxr[c] = yr[c] * (dyr[c] - dot);
 }

@@ -1,69 +1,242 @@
-// WRONG TWIN softmax/missing_syncthreads: the __syncthreads() inside block_reduce's loop is gone, so no thread waits for the tree reduction: warps 1-3 (threads 32-127) leave the loop after a few empty iterations and read buf[0] while warp 0 is still reducing, so they get a partial max and a partial sum (forward) or dot (backward). A diff shows essentially every element wrong in every row of more than 32 columns (values too large, up to ~50x: partial sums), in all columns, since the sum also mixes partial sums taken against different maxima; rows of at most 32 columns (1x1, 2x3, the 2x12 special case) are handled by warp 0 alone and pass.
-// Why this barrier and not another: each of the other three was removed in turn from the
-// real twin and `portkit check --backend twin` run three times on an H200. Without the one
-// after `buf[tid] = m`: only float32-4096x4096 failed. Without the one after the max
-// reduction (everyone reads buf[0] before thread 0 overwrites it a whole exp() loop later):
-// nothing failed. Without the one after `buf[tid] = s`: 3x127, 3x1000 and 4096x4096 failed
-// but 4x128 and 2x129 passed (why the shape matters was not investigated; perhaps the
-// compiler moves the load of buf[tid + 64] above the exp() loop). Without this one every
-// case with more than 32 columns failed in every run, as it must: the warps with no part
-// in the last stages (warp 1 leaves after one stage, warps 2-3 take part in none) race
-// ahead by construction, so it is wrong on every launch, not occasionally. It also removes
-// the barrier before `return buf[0]`, and block_reduce serves softmax_bwd, so the
-// backward's dot is wrong too. Seen on an H200, three runs: every element of the 3x127,
-// 4x128, 2x129 and 3x1000 cases (both dtypes) wrong in the forward, all but at most 20 in
-// the backward, the same counts each run; 4096x4096 99.9% wrong, the count varying by a
-// few thousand between runs (a race); the narrow cases passed. Only that one line is
-// removed.
-// Twin of prototypes/softmax.py: one block per row, double accumulation in shared memory.
+// WRONG TWIN softmax/missing_syncthreads: softmax_fwd has no __syncthreads() between lane 0 of each warp writing its (max, sum) pair to part_m/part_s and every thread reading all four pairs, so a warp may read another warp's slot before that warp wrote it: a stale pair (the previous block's row on that SM, or uninitialised shared memory). A diff shows, where the race is lost, whole rows (or the columns of the warps that lost it) wrong by the ratio of the row's sum to a mixed-up sum; which rows differs from run to run.
+// On a GPU it is timing: a row whose columns are all owned by warp 0 (float32 3x127, 4x128,
+// 2x129: at most 32 packs of 4) cannot show it, since only warp 0 writes output and the
+// idle warps wrote their (-inf, 0) long before warp 0 reads them; rows where every warp
+// loads (3x1000, 4096x4096) race for real, and over 4096 rows some row loses. Catchers:
+// compute-sanitizer racecheck (every launch: a shared-memory hazard between warps with no
+// barrier between), portkit check on float32-4096x4096, and on a CPU twin-cpu, which runs
+// threads one at a time: thread 0 reads the other warps' slots before they exist (NaN
+// poison), and the schedule check finds the order dependence, in every case.
+// Only that one barrier is removed; softmax_bwd is the real one.
+// Twin of prototypes/softmax.py: one block of THREADS threads per row, online softmax
+// (running max and sum in one pass over the row, the sum rescaled at most once per
+// pack), warp-shuffle reductions, arithmetic in T (float accumulation for float, as
+// torch.softmax). The order of every reduction is
+// the prototype's, stage by stage: per-thread packs then tail columns left to right, xor
+// butterflies 16, 8, 4, 2, 1 for the warp's max, then for its sum (each thread's moved to
+// that max), then the warps' maxima and moved sums left to right.
+//
+// Speed: 16-byte loads and stores (Pack<T>) when the row is 16-byte aligned (cols a
+// multiple of 4 float / 2 double on torch's aligned allocations), scalar accesses for the
+// same columns otherwise; the second read of the row (for the output) hits L1/L2, so the
+// row crosses device memory once in and once out; UNROLL packs' loads in flight per
+// thread; one division per row (out = exp(x - m) * (1 / s)).
 #define THREADS 128
+#define WARP 32
+#define WARPS (THREADS / WARP)
+#define FULL_MASK 0xffffffffu
 
-__device__ double block_reduce(double* buf, int tid, bool use_max) {
-    for (int stride = THREADS / 2; stride > 0; stride /= 2) {
-        if (tid < stride) {
-            buf[tid] = use_max ? fmax(buf[tid], buf[tid + stride]) : buf[tid] + buf[tid + stride];
-        }  // BUG: the __syncthreads() that belongs after this if is gone
-    }
-    return buf[0];
+// 16 bytes of T, aligned so that one copy is one 128-bit load or store.
+template <typename T>
+struct alignas(16) Pack {
+    static constexpr int N = 16 / sizeof(T);
+    T v[N];
+};
+
+__device__ inline bool aligned16(const void* p) {
+    return (reinterpret_cast<unsigned long long>(p) & 15) == 0;
 }
 
 template <typename T>
+__device__ inline T negative_infinity() {
+    return -T(__int_as_float(0x7f800000));
+}
+
+// The running (max m, sum s of exp(x - m)) after N more columns v: the sum is rescaled
+// at most once per pack (to the pack's maximum, if larger), then each column adds one
+// exp. A branch per column would make a warp run both sides and cost up to three exps.
+template <typename T, int N>
+__device__ inline void online_update(T& m, T& s, const T (&v)[N]) {
+    T top = v[0];
+#pragma unroll
+    for (int j = 1; j < N; ++j) top = v[j] > top ? v[j] : top;
+    if (top > m) {  // a new maximum rescales the sum (s is 0 while m is -inf)
+        s = s * exp(m - top);
+        m = top;
+    }
+#pragma unroll
+    for (int j = 0; j < N; ++j)
+        if (v[j] != negative_infinity<T>()) s = s + exp(v[j] - m);  // -inf adds nothing
+}
+
+// s, a sum of exp(x - m), as a sum of exp(x - big), big >= m: one exp. An empty sum stays 0
+// (its m may be -inf, and -inf - -inf would be NaN).
+template <typename T>
+__device__ inline T moved(T s, T m, T big) {
+    return s != T(0) ? s * exp(m - big) : s;
+}
+
+template <typename T>
+__device__ inline T warp_max(T v) {
+#pragma unroll
+    for (int offset = WARP / 2; offset > 0; offset /= 2) {
+        const T other = __shfl_xor_sync(FULL_MASK, v, offset);
+        v = other > v ? other : v;
+    }
+    return v;
+}
+
+template <typename T>
+__device__ inline T warp_sum(T v) {
+#pragma unroll
+    for (int offset = WARP / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(FULL_MASK, v, offset);
+    return v;
+}
+
+// Loads are issued UNROLL packs at a time (all of them before any is used), then the
+// packs are processed in column order: the same order as a plain loop, so the arithmetic
+// matches the prototype's, with UNROLL loads in flight per thread.
+#define UNROLL 4
+
+template <typename T>
 __global__ void softmax_fwd(const T* __restrict__ x, T* __restrict__ out, long long cols) {
-    __shared__ double buf[THREADS];
+    __shared__ T part_m[WARPS];
+    __shared__ T part_s[WARPS];
+    constexpr int W = Pack<T>::N;
     const int tid = threadIdx.x;
+    const int lane = tid % WARP;
+    const int warp = tid / WARP;
     const T* xr = x + (long long)blockIdx.x * cols;
     T* outr = out + (long long)blockIdx.x * cols;
+    const long long packs = cols / W;
+    const bool vector = aligned16(xr) && aligned16(outr);
 
-    double m = __longlong_as_double(0xfff0000000000000ULL);  // -inf, as the prototype starts
-    for (long long c = tid; c < cols; c += THREADS) m = fmax(m, (double)xr[c]);
-    buf[tid] = m;
-    __syncthreads();
-    m = block_reduce(buf, tid, true);
-    __syncthreads();
+    T m = negative_infinity<T>();
+    T s = T(0);
+    if (vector) {
+        const Pack<T>* xv = reinterpret_cast<const Pack<T>*>(xr);
+        for (long long p0 = tid; p0 < packs; p0 += (long long)THREADS * UNROLL) {
+            Pack<T> v[UNROLL];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u)
+                if (p0 + u * THREADS < packs) v[u] = xv[p0 + u * THREADS];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u)
+                if (p0 + u * THREADS < packs) online_update(m, s, v[u].v);
+        }
+    } else {  // the same packs, element by element
+        for (long long p = tid; p < packs; p += THREADS) {
+            T v[W];
+            for (int j = 0; j < W; ++j) v[j] = xr[p * W + j];
+            online_update(m, s, v);
+        }
+    }
+    for (long long c = packs * W + tid; c < cols; c += THREADS) {
+        const T v[1] = {xr[c]};
+        online_update(m, s, v);
+    }
 
-    double s = 0.0;
-    for (long long c = tid; c < cols; c += THREADS) s += exp((double)xr[c] - m);
-    buf[tid] = s;
-    __syncthreads();
-    s = block_reduce(buf, tid, false);
+    const T big = warp_max(m);  // the warp's maximum, then its sum moved to it
+    s = warp_sum(moved(s, m, big));
+    if (lane == 0) {
+        part_m[warp] = big;
+        part_s[warp] = s;
+    }
+    // BUG: the __syncthreads() between these writes and the reads below is gone
+    m = part_m[0];
+#pragma unroll
+    for (int w = 1; w < WARPS; ++w) m = part_m[w] > m ? part_m[w] : m;
+    s = moved(part_s[0], part_m[0], m);
+#pragma unroll
+    for (int w = 1; w < WARPS; ++w) s += moved(part_s[w], part_m[w], m);
 
-    for (long long c = tid; c < cols; c += THREADS) outr[c] = (T)(exp((double)xr[c] - m) / s);
+    const T inv = T(1) / s;  // one division per row; each column is exp(x - m) * inv
+    if (vector) {
+        const Pack<T>* xv = reinterpret_cast<const Pack<T>*>(xr);
+        Pack<T>* ov = reinterpret_cast<Pack<T>*>(outr);
+        for (long long p0 = tid; p0 < packs; p0 += (long long)THREADS * UNROLL) {
+            Pack<T> v[UNROLL];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u)
+                if (p0 + u * THREADS < packs) v[u] = xv[p0 + u * THREADS];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+                if (p0 + u * THREADS < packs) {
+#pragma unroll
+                    for (int j = 0; j < W; ++j) v[u].v[j] = exp(v[u].v[j] - m) * inv;
+                    ov[p0 + u * THREADS] = v[u];
+                }
+            }
+        }
+    } else {
+        for (long long p = tid; p < packs; p += THREADS)
+            for (int j = 0; j < W; ++j) outr[p * W + j] = exp(xr[p * W + j] - m) * inv;
+    }
+    for (long long c = packs * W + tid; c < cols; c += THREADS) outr[c] = exp(xr[c] - m) * inv;
 }
 
 template <typename T>
 __global__ void softmax_bwd(const T* __restrict__ y, const T* __restrict__ dy, T* __restrict__ dx,
                             long long cols) {
-    __shared__ double buf[THREADS];
+    __shared__ T part[WARPS];
     const int tid = threadIdx.x;
+    const int lane = tid % WARP;
+    const int warp = tid / WARP;
     const long long base = (long long)blockIdx.x * cols;
+    const T* yr = y + base;
+    const T* dyr = dy + base;
+    T* dxr = dx + base;
+    constexpr int W = Pack<T>::N;
+    const bool vector = aligned16(yr) && aligned16(dyr) && aligned16(dxr);
+    const long long packs = cols / W;
 
-    double dot = 0.0;
-    // The product in T, then widened: exactly what the prototype does for float32.
-    for (long long c = tid; c < cols; c += THREADS) dot += (double)(y[base + c] * dy[base + c]);
-    buf[tid] = dot;
+    T dot = T(0);
+    if (vector) {
+        const Pack<T>* yv = reinterpret_cast<const Pack<T>*>(yr);
+        const Pack<T>* gv = reinterpret_cast<const Pack<T>*>(dyr);
+        for (long long p0 = tid; p0 < packs; p0 += (long long)THREADS * UNROLL) {
+            Pack<T> a[UNROLL], g[UNROLL];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+                if (p0 + u * THREADS < packs) {
+                    a[u] = yv[p0 + u * THREADS];
+                    g[u] = gv[p0 + u * THREADS];
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u)
+                if (p0 + u * THREADS < packs)
+#pragma unroll
+                    for (int j = 0; j < W; ++j) dot += a[u].v[j] * g[u].v[j];
+        }
+    } else {
+        for (long long p = tid; p < packs; p += THREADS)
+            for (int j = 0; j < W; ++j) dot += yr[p * W + j] * dyr[p * W + j];
+    }
+    for (long long c = packs * W + tid; c < cols; c += THREADS) dot += yr[c] * dyr[c];
+
+    dot = warp_sum(dot);
+    if (lane == 0) part[warp] = dot;
     __syncthreads();
-    dot = block_reduce(buf, tid, false);
+    dot = part[0];
+#pragma unroll
+    for (int w = 1; w < WARPS; ++w) dot += part[w];
 
-    for (long long c = tid; c < cols; c += THREADS)
-        dx[base + c] = (T)(y[base + c] * (dy[base + c] - dot));
+    if (vector) {
+        const Pack<T>* yv = reinterpret_cast<const Pack<T>*>(yr);
+        const Pack<T>* gv = reinterpret_cast<const Pack<T>*>(dyr);
+        Pack<T>* dv = reinterpret_cast<Pack<T>*>(dxr);
+        for (long long p0 = tid; p0 < packs; p0 += (long long)THREADS * UNROLL) {
+            Pack<T> a[UNROLL], g[UNROLL];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+                if (p0 + u * THREADS < packs) {
+                    a[u] = yv[p0 + u * THREADS];
+                    g[u] = gv[p0 + u * THREADS];
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+                if (p0 + u * THREADS < packs) {
+#pragma unroll
+                    for (int j = 0; j < W; ++j) a[u].v[j] = a[u].v[j] * (g[u].v[j] - dot);
+                    dv[p0 + u * THREADS] = a[u];
+                }
+            }
+        }
+    } else {
+        for (long long p = tid; p < packs; p += THREADS)
+            for (int j = 0; j < W; ++j) dxr[p * W + j] = yr[p * W + j] * (dyr[p * W + j] - dot);
+    }
+    for (long long c = packs * W + tid; c < cols; c += THREADS) dxr[c] = yr[c] * (dyr[c] - dot);
 }
