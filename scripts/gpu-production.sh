@@ -42,11 +42,14 @@ export_install_run() {
   python3 -m portkit.cli export sigmoid elementwise_mul vector_add softmax softmax_warp \
     --out /tmp/pk-export --arch sm_80,sm_90,sm_100 --name pk_exported || return 1
   local wheel=(/tmp/pk-export/dist/*.whl) run=()
-  if python3 -m venv --system-site-packages /tmp/pk-venv; then
+  # A venv sees the base interpreter's packages; where python3 is itself a venv (torch
+  # lives in it), the fresh one has no torch: install beside instead.
+  if python3 -m venv --system-site-packages /tmp/pk-venv \
+    && /tmp/pk-venv/bin/python -c "import torch" 2>/dev/null; then
     /tmp/pk-venv/bin/python -m pip install -q --no-index --no-deps "${wheel[@]}" || return 1
     run=(env -u PYTHONPATH /tmp/pk-venv/bin/python)
   else  # no ensurepip on this image: install beside, still outside the repository
-    echo "venv unavailable here: pip install --target /tmp/pk-target instead"
+    echo "no venv with torch here: pip install --target /tmp/pk-target instead"
     python3 -m pip install -q --no-index --no-deps --target /tmp/pk-target "${wheel[@]}" || return 1
     run=(env PYTHONPATH=/tmp/pk-target python3)
   fi
