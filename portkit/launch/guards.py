@@ -2,7 +2,7 @@
 
 While checking, ``k.empty`` outputs and (through the harness) copies of the inputs live
 in the middle of a buffer with a guard region before and after them, filled with a
-signature value: the output poison NaN for floats, the byte 0xA5 for integers. After
+signature value: the output poison NaN for floats (another NaN around inputs), the byte 0xA5 for integers. After
 each launch the guards of every tensor passed to the kernel are compared with that
 value; a changed guard is a store outside the tensor, the porting bug (``i <= n``) that
 otherwise lands in the caching allocator's padding where no comparison looks. Input
@@ -31,14 +31,15 @@ INTEGER_GUARD_BYTE = 0xA5
 SANITIZER_HINT = "portkit check {op} --sanitize memcheck"
 
 
-def guard_element(dtype: torch.dtype) -> torch.Tensor:
-    """One element of guard value, as bytes: the poison NaN for float32/float64, a NaN
-    for other floats, 0xA5 bytes for integers and bool."""
+def guard_element(dtype: torch.dtype, around_input: bool = False) -> torch.Tensor:
+    """One element of guard value, as bytes: the poison NaN around outputs, another NaN
+    around inputs (``poison.input_guard_bits``), a NaN for other floats, 0xA5 bytes for
+    integers and bool."""
     import torch
 
-    from portkit.launch.poison import poison_bits
+    from portkit.launch.poison import input_guard_bits, poison_bits
 
-    poison = poison_bits(dtype)
+    poison = input_guard_bits(dtype) if around_input else poison_bits(dtype)
     if poison is not None:
         return torch.tensor([poison[1]], dtype=poison[0]).view(torch.uint8)
     if dtype.is_floating_point:
@@ -83,23 +84,25 @@ class GuardZones:
     def __init__(self, parameter_names: dict[str, list[str]] | None = None) -> None:
         self.parameter_names = parameter_names or {}
         self._buffers: dict[int, GuardedBuffer] = {}
-        self._expected: dict[tuple[Any, str], torch.Tensor] = {}
+        self._expected: dict[tuple[Any, str, bool], torch.Tensor] = {}
 
-    def _guard_bytes(self, dtype: torch.dtype, device: str) -> torch.Tensor:
+    def _guard_bytes(self, dtype: torch.dtype, device: str, around_input: bool) -> torch.Tensor:
         """One guard region's bytes for ``dtype`` on ``device``, made once."""
-        key = (dtype, device)
+        key = (dtype, device, around_input)
         if key not in self._expected:
-            element = guard_element(dtype)
+            element = guard_element(dtype, around_input)
             count = max(1, GUARD_BYTES // element.numel())
             self._expected[key] = element.repeat(count).to(device)
         return self._expected[key]
 
-    def allocate(self, shape: Sequence[int], dtype: torch.dtype, device: str) -> torch.Tensor:
+    def allocate(
+        self, shape: Sequence[int], dtype: torch.dtype, device: str, around_input: bool = False
+    ) -> torch.Tensor:
         """A tensor of ``shape`` (contents undefined) in the middle of a guarded buffer."""
         import torch
 
         numel = math.prod(shape)
-        expected = self._guard_bytes(dtype, device)
+        expected = self._guard_bytes(dtype, device, around_input)
         guard = expected.numel() // dtype.itemsize
         buffer = torch.empty(guard + numel + guard, dtype=dtype, device=device)
         raw = buffer.view(torch.uint8)
@@ -112,7 +115,7 @@ class GuardZones:
 
     def copy_in(self, tensor: torch.Tensor) -> torch.Tensor:
         """A guarded copy of ``tensor`` (an input), with its requires_grad."""
-        copy = self.allocate(tensor.shape, tensor.dtype, tensor.device.type)
+        copy = self.allocate(tensor.shape, tensor.dtype, tensor.device.type, around_input=True)
         copy.copy_(tensor.detach())
         return copy.requires_grad_(tensor.requires_grad)
 

@@ -32,3 +32,17 @@ def is_poison(tensor: torch.Tensor) -> torch.Tensor:
     if poison is not None:
         return tensor.contiguous().view(poison[0]) == poison[1]
     return torch.isnan(tensor) if tensor.dtype.is_floating_point else tensor == -1
+
+
+def input_guard_bits(dtype: torch.dtype) -> tuple[torch.dtype, int] | None:
+    """What the guards around *inputs* hold: a NaN with another payload than the output
+    poison. A GPU may carry a NaN's payload through arithmetic (float64 on an H100 does),
+    so ``out[n] = a[n] + b[n]`` past the end must not store the output guard's own bits."""
+    import torch
+
+    return {
+        torch.float32: (torch.int32, 0x7FC0BAD0),
+        torch.float64: (torch.int64, 0x7FF8BADBADBADBAD),
+        torch.float16: (torch.int16, 0x7EBA),
+        torch.bfloat16: (torch.int16, 0x7FFA),
+    }.get(dtype)

@@ -262,7 +262,8 @@ MISTAKES = (
                 (*cases("1x1x1", "3x5x7", "17x20x9", dtypes=HALF_FLOATS), "float64-gradcheck"),
             ),
             *rows(TWIN_FORWARD, ("float32-1000x1000x1000",)),
-            ("twin", "gradcheck", "float64-gradcheck"),
+            # not ("twin", "gradcheck"): forward and backward share the mistaken kernel, so the
+            # twin is consistent with itself (H100 run); the reference rows catch it.
         ),
         passes=("float32-2x0x3",),
     ),
@@ -278,7 +279,8 @@ MISTAKES = (
                     "float64-gradcheck",
                 ),
             ),
-            ("twin", "gradcheck", "float64-gradcheck"),
+            # not ("twin", "gradcheck"): forward and backward share the mistaken kernel, so the
+            # twin is consistent with itself (H100 run); the reference rows catch it.
         ),
     ),
     Mistake(
@@ -297,8 +299,14 @@ MISTAKES = (
     Mistake(
         "histogram",
         "inclusive_hi",
-        fails=rows(TWIN_FORWARD, cases("edges", dtypes=("float32", "bfloat16"))),
-        passes=cases("n0", "n1", "n129", "n1000", dtypes=HALF_FLOATS),
+        # bfloat16 is coarse: with seed 3 one of n1000's values rounds to hi (H100 run).
+        fails=rows(
+            TWIN_FORWARD, (*cases("edges", dtypes=("float32", "bfloat16")), "bfloat16-n1000")
+        ),
+        passes=(
+            *cases("n0", "n1", "n129", "n1000", dtypes=("float32", "float16", "float64")),
+            *cases("n0", "n1", "n129", dtypes=("bfloat16",)),
+        ),
     ),
     Mistake(
         "histogram",

@@ -109,8 +109,14 @@ def test_pytest_option_runs_an_unedited_numba_suite(tmp_path):
     (tmp_path / "test_kernels.py").write_text(SUITE)
     root = Path(__file__).resolve().parents[2]
     env = dict(os.environ, PYTHONPATH=f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    from importlib.metadata import entry_points
+
+    # The plugin comes in through its entry point where portkit is installed; by name
+    # elsewhere (a checkout on PYTHONPATH, as on the GPU machine).
+    installed = any(e.name == "portkit" for e in entry_points(group="pytest11"))
+    plugin = [] if installed else ["-p", "portkit.pytest_plugin"]
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--portkit-simt"],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin, "--portkit-simt"],
         cwd=tmp_path,
         env=env,
         capture_output=True,
