@@ -45,13 +45,13 @@ start=$(date +%s.%N)
 CUDA_VISIBLE_DEVICES=0 timeout 150 "$PY" -m pytest "${plugin[@]}" -q -p no:cacheprovider "${selection[@]}" \
   > "$OUT/suite-1gpu.txt" 2>&1
 end=$(date +%s.%N)
-row "pytest GPU tier, 1 GPU" "$(printf '%.1f' "$(echo "$end - $start" | bc)") s: $(tail -n 1 "$OUT/suite-1gpu.txt")"
+row "pytest GPU tier, 1 GPU" "$("$PY" -c "print(f'{$end - $start:.1f}')") s: $(tail -n 1 "$OUT/suite-1gpu.txt")"
 if [ "$gpus" -ge 2 ]; then
   start=$(date +%s.%N)
   timeout 150 "$PY" -m pytest "${plugin[@]}" -q -p no:cacheprovider -n "$gpus" "${selection[@]}" \
     > "$OUT/suite-ngpu.txt" 2>&1
   end=$(date +%s.%N)
-  row "pytest GPU tier, -n $gpus (one worker per GPU)" "$(printf '%.1f' "$(echo "$end - $start" | bc)") s: $(tail -n 1 "$OUT/suite-ngpu.txt")"
+  row "pytest GPU tier, -n $gpus (one worker per GPU)" "$("$PY" -c "print(f'{$end - $start:.1f}')") s: $(tail -n 1 "$OUT/suite-ngpu.txt")"
 else
   row "pytest GPU tier, -n GPUs" "skipped: $gpus GPU visible (needs 2)"
 fi
