@@ -33,6 +33,8 @@ def main() -> None:
       portkit sim sigmoid       run the prototype in the CUDA simulator, on a CPU
       portkit sim sigmoid --block 1 --thread 5    ... and stop there in pdb
       portkit check --all       equivalence + gradcheck on every backend this machine has
+      portkit check vector_add --sanitize memcheck   ... under compute-sanitizer (GPU)
+      portkit diff softmax      where prototype and twin part ways, down to the thread
       portkit compile           do prototypes and twins compile for sm_90? (no GPU needed)
       portkit lint              ... and float64 in float32 kernels, resources side by side
       portkit bench --all       torch, prototype and twin timed side by side (GPU)
