@@ -15,6 +15,7 @@ from portkit.cli.context import (
     user_errors,
 )
 from portkit.errors import PortkitError
+from portkit.project.dtypes import DTYPES
 
 
 @click.command("diff")
@@ -24,7 +25,7 @@ from portkit.errors import PortkitError
 @click.option("--shape", help="One case: inputs of this shape, e.g. 4x129.")
 @click.option(
     "--dtype",
-    type=click.Choice(["float32", "float64"]),
+    type=click.Choice(DTYPES),
     help="One case of this dtype (default with --size/--shape: float32).",
 )
 @click.option("--seed", type=int, help="Seed for the random inputs (default: the case's).")

@@ -15,6 +15,7 @@ from portkit.cli.context import (
     user_errors,
 )
 from portkit.errors import PortkitError
+from portkit.project.dtypes import DTYPES
 
 
 @click.command()
@@ -24,7 +25,7 @@ from portkit.errors import PortkitError
 @click.option("--shape", help="Input shape, e.g. 4x129 (every tensor input gets it).")
 @click.option(
     "--dtype",
-    type=click.Choice(["float32", "float64"]),
+    type=click.Choice(DTYPES),
     default="float32",
     show_default=True,
     help="Scalar type of the inputs.",

@@ -2,10 +2,11 @@
 
 While checking, ``k.empty`` outputs and (through the harness) copies of the inputs live
 in the middle of a buffer with a guard region before and after them, filled with a
-signature value: the output poison NaN for floats (another NaN around inputs), the byte 0xA5 for integers. After
-each launch the guards of every tensor passed to the kernel are compared with that
-value; a changed guard is a store outside the tensor, the porting bug (``i <= n``) that
-otherwise lands in the caching allocator's padding where no comparison looks. Input
+signature value: the output poison NaN for floats (another NaN around inputs), the byte
+0xA5 for integers. After each launch the guards of every tensor passed to the kernel are
+compared with that value; a changed guard is a store outside the tensor, the porting bug
+(``i <= n``) that otherwise lands in the caching allocator's padding where no comparison
+looks. Input
 guards hold NaN, so an out-of-bounds *read* that feeds an output shows as a value
 mismatch too.
 

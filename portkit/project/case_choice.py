@@ -26,6 +26,10 @@ def choose_case(
 ) -> Case:
     """The named case, or the op's largest ordinary case of ``dtype`` that the simulator
     runs quickly, reshaped and reseeded as asked."""
+    if not case_name and dtype not in op.definition.dtypes:
+        raise PortkitError(
+            f"op {op.name} does not accept {dtype}; it takes {', '.join(op.definition.dtypes)}"
+        )
     if case_name:
         case = op.case(case_name)
     else:
@@ -42,6 +46,11 @@ def choose_case(
         case = replace(case, dtype=dtype)
     if shape is not None:
         rank = {len(s) for s in case.shapes}
+        if len(rank) > 1:
+            raise PortkitError(
+                f"op {op.name}'s inputs have different shapes ({'/'.join(map(str, sorted(rank)))}"
+                f"-D); --shape and --size give every input the same one: pick a case with --case"
+            )
         if rank != {len(shape)}:
             raise PortkitError(
                 f"op {op.name} takes {'/'.join(map(str, sorted(rank)))}-D inputs; "

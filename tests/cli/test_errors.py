@@ -483,7 +483,7 @@ def test_config_not_toml(tmp_path, cli):
         (["--shape", "2xa"], "shape is like 129 or 4x129"),
         (["--size", "3", "--shape", "3"], "give --size or --shape, not both"),
         (["--kernel", "err_usage_fwd"], "--kernel chooses where --block/--thread stop"),
-        (["--dtype", "float16"], "float16"),
+        (["--dtype", "float8"], "float8"),
         (["--size", "-1"], "--size"),
     ],
 )
@@ -494,6 +494,15 @@ def test_sim_usage_errors(make_project, sources, cli, args, words):
     out = assert_clean(cli(root, "sim", "err_usage", *args), 2)
     assert "Usage: portkit sim" in out
     assert words in out
+
+
+def test_sim_dtype_the_op_does_not_accept(make_project, sources, cli):
+    """A dtype portkit knows but the op does not take: one line naming what it takes."""
+    root = make_project(
+        {"err_dtype": (sources.unary_op("err_dtype", cases=sources.ONE_CASE), None)}
+    )
+    out = assert_clean(cli(root, "sim", "err_dtype", "--dtype", "float16"), 2)
+    assert "op err_dtype does not accept float16; it takes float32, float64" in out
 
 
 def test_sim_unknown_kernel_for_breakpoint(make_project, sources, cli):
