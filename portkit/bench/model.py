@@ -10,12 +10,11 @@ and ``--compare`` reads it back with ``Report.from_dict``.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from portkit.atomic_write import write_atomic
 from portkit.bench.stats import Summary
 from portkit.errors import PortkitError
 
@@ -186,7 +185,7 @@ class Report:
 
     def save(self, path: Path) -> None:
         """Write the JSON next to ``path`` and rename it there: never half a file."""
-        write_atomically(path, json.dumps(self.to_dict(), indent=1) + "\n")
+        write_atomic(path, json.dumps(self.to_dict(), indent=1) + "\n")
 
     @classmethod
     def load(cls, path: Path) -> Report:
@@ -199,15 +198,3 @@ class Report:
         except json.JSONDecodeError as exc:
             raise PortkitError(f"{path} is not JSON: {exc}") from None
         return cls.from_dict(data, source=str(path))
-
-
-def write_atomically(path: Path, text: str | bytes) -> None:
-    path = Path(path)
-    handle, temporary = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.")
-    try:
-        with os.fdopen(handle, "wb") as f:
-            f.write(text.encode() if isinstance(text, str) else text)
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise

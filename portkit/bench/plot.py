@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from portkit.bench.model import Report, write_atomically
+from portkit.atomic_write import write_atomic
+from portkit.bench.model import Report
 
 COLOURS = {"reference": "#7f7f7f", "prototype": "#4c9be8", "twin": "#e8833a"}
 
@@ -66,4 +67,4 @@ def write_plot(report: Report, path: Path) -> None:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=120, bbox_inches="tight")
     plt.close(fig)
-    write_atomically(Path(path), buffer.getvalue())
+    write_atomic(Path(path), buffer.getvalue())

@@ -179,8 +179,10 @@ def compare_tensors(
     sample = _spread(flat_bad, MAPPED_MISMATCHES)
     p_cpu, o_cpu, bad_cpu = p.cpu(), o.cpu(), bad.cpu()
 
+    import numpy as np
+
     def element(position: int) -> ElementDiff:
-        index = tuple(int(i) for i in _unravel(position, tuple(p.shape)))
+        index = tuple(int(i) for i in np.unravel_index(position, tuple(p.shape)))
         return ElementDiff(
             index,
             position,
@@ -220,14 +222,6 @@ def _spread(positions: torch.Tensor, count: int) -> list[int]:
         return positions.tolist()
     picks = torch.linspace(0, n - 1, count).round().long().unique()
     return positions[picks.to(positions.device)].tolist()
-
-
-def _unravel(position: int, shape: tuple[int, ...]) -> list[int]:
-    index = []
-    for n in reversed(shape):
-        index.append(position % n if n else 0)
-        position //= n if n else 1
-    return list(reversed(index))
 
 
 def debug_mismatch(op: Op, diff: CaseDiff, stdin: Any = None, stdout: Any = None) -> str:

@@ -16,7 +16,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from portkit.backends.twin.build import _display_name, compile_options, nvrtc_version
+from portkit.backends.twin.build import (
+    _display_name,
+    compile_options,
+    nvrtc_version,
+    program_ptx,
+)
 from portkit.errors import PortkitError, TwinCompileError
 
 _ENTRY = re.compile(r"Compiling entry function '(\w+)'")
@@ -74,7 +79,7 @@ def compile_arch(path: Path, expressions: Sequence[str], arch: str, ptx: bool) -
             e: (s.decode() if isinstance(s, bytes) else str(s))
             for e, s in code.symbol_mapping.items()
         }
-        text = _program_ptx(program.handle) if ptx else b""
+        text = program_ptx(program.handle) if ptx else b""
     finally:
         program.close()
     missing = sorted(set(expressions) - set(symbols))
@@ -100,16 +105,3 @@ def _resources(log: str) -> dict[str, dict[str, int]]:
             }
             entry = None
     return found
-
-
-def _program_ptx(handle) -> bytes:
-    from cuda.bindings import nvrtc
-
-    result, size = nvrtc.nvrtcGetPTXSize(handle)
-    if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-        raise TwinCompileError(f"NVRTC kept no PTX: {result}")
-    buffer = b" " * size
-    (result,) = nvrtc.nvrtcGetPTX(handle, buffer)
-    if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-        raise TwinCompileError(f"NVRTC kept no PTX: {result}")
-    return buffer  # NUL-terminated, as the driver wants a PTX image

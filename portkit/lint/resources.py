@@ -134,7 +134,7 @@ def twin_usage(twin_path, expression: str, arch: str = "sm_90") -> ResourceUsage
     from cuda.core import Program, ProgramOptions
     from cuda.core._utils.cuda_utils import NVRTCError
 
-    from portkit.backends.twin.build import _display_name, compile_options
+    from portkit.backends.twin.build import _display_name, compile_options, program_ptx
 
     path = Path(twin_path)
     try:
@@ -157,7 +157,7 @@ def twin_usage(twin_path, expression: str, arch: str = "sm_90") -> ResourceUsage
         symbol = code.symbol_mapping.get(expression)
         if symbol is None:
             raise TwinCompileError(f"twin {path}: NVRTC found no kernel for {expression}")
-        ptx = _nvrtc_ptx(program.handle)
+        ptx = program_ptx(program.handle).rstrip(b"\0").decode()
     finally:
         program.close()
     entry = symbol.decode() if isinstance(symbol, bytes) else str(symbol)
@@ -254,19 +254,6 @@ def _nvjitlink_log(handle: int, *, error: bool) -> str:
     buffer = bytearray(size)
     read(handle, buffer)
     return bytes(buffer).rstrip(b"\0").decode(errors="replace")
-
-
-def _nvrtc_ptx(handle) -> str:
-    from cuda.bindings import nvrtc
-
-    result, size = nvrtc.nvrtcGetPTXSize(handle)
-    if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-        raise TwinCompileError(f"NVRTC kept no PTX: {result}")
-    buffer = b" " * size
-    (result,) = nvrtc.nvrtcGetPTX(handle, buffer)
-    if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-        raise TwinCompileError(f"NVRTC kept no PTX: {result}")
-    return buffer.rstrip(b"\0").decode()
 
 
 def _signature_text(signature: Any) -> str:

@@ -93,6 +93,14 @@ def _intrinsic_names() -> dict[int, str]:
     return table
 
 
+def visible_names(fn) -> dict[str, Any]:
+    """What a kernel's source can name: its module's globals and its closure's cells."""
+    scope = dict(fn.__globals__)
+    if fn.__closure__:
+        scope.update(zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__)))
+    return scope
+
+
 class Rewriter:
     """Rewrites the functions one simulator uses; each is rewritten once."""
 
@@ -138,9 +146,7 @@ class Rewriter:
             raise KernelError(f"{fn.__name__}: the simulator can only run plain def functions")
         definition.decorator_list = []
 
-        scope = dict(fn.__globals__)
-        if fn.__closure__:
-            scope.update(zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__)))
+        scope = visible_names(fn)
         namespace = dict(fn.__globals__)
         namespace.update(self._helpers)
         visitor = _Visitor(self, scope, namespace)

@@ -75,6 +75,13 @@ def _require_half_headers(op) -> None:
             )
 
 
+def missing_twin_reason(op, config) -> str | None:
+    """Why a twin backend (GPU or CPU) cannot run ``op``: it has no ``cuda_src/OP.cu``."""
+    if not op.has_twin:
+        return f"no twin: {config.cuda_src_dir / (op.name + '.cu')} does not exist"
+    return None
+
+
 def checked_twin_kernels(op) -> dict[str, TwinKernel]:
     """The twin's kernels, after checking it declares every kernel the prototype has."""
     assert op.twin_path is not None
@@ -288,9 +295,7 @@ class Twin(Backend):
         return None
 
     def unsupported_reason(self, op) -> str | None:
-        if not op.has_twin:
-            return f"no twin: {self.config.cuda_src_dir / (op.name + '.cu')} does not exist"
-        return None
+        return missing_twin_reason(op, self.config)
 
     def kernels(self, op, *, poison_outputs: bool = False) -> KernelSet:
         import torch

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from portkit.atomic_write import write_atomic
 from portkit.errors import DtypeError, TwinCompileError
 
 CACHE_FORMAT = 1
@@ -85,18 +84,6 @@ def cache_key(path: Path, arch: str, expressions: Sequence[str]) -> str:
     return digest.hexdigest()
 
 
-def _write_atomic(target: Path, data: bytes) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def compile_twin(
     path: Path, expressions: Sequence[str], cache_dir: Path, arch: str = DEFAULT_ARCH
 ) -> CompiledTwin:
@@ -130,8 +117,9 @@ def compile_twin(
         raise TwinCompileError(f"twin {path}: NVRTC found no kernel for {', '.join(missing)}")
     cubin = bytes(code.code)
     # The symbols file is the commit marker: written last, so a cubin without it is ignored.
-    _write_atomic(cubin_file, cubin)
-    _write_atomic(symbols_file, json.dumps(symbols, indent=1).encode())
+    cubin_file.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(cubin_file, cubin)
+    write_atomic(symbols_file, json.dumps(symbols, indent=1).encode())
     return CompiledTwin(path, arch, cubin, symbols, cubin_file, False)
 
 
@@ -166,3 +154,19 @@ def _display_name(path: Path) -> str:
 
 def _text(symbol: str | bytes) -> str:
     return symbol.decode() if isinstance(symbol, bytes) else symbol
+
+
+def program_ptx(handle) -> bytes:
+    """The PTX an NVRTC program (``Program.handle``) kept after compiling to a cubin,
+    NUL-terminated as the driver wants a PTX image. Read through cuda.bindings: cuda.core's
+    ``compile("ptx")`` would ask for a driver, and this runs on machines without one."""
+    from cuda.bindings import nvrtc
+
+    result, size = nvrtc.nvrtcGetPTXSize(handle)
+    if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        raise TwinCompileError(f"NVRTC kept no PTX: {result}")
+    buffer = b" " * size
+    (result,) = nvrtc.nvrtcGetPTX(handle, buffer)
+    if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        raise TwinCompileError(f"NVRTC kept no PTX: {result}")
+    return buffer

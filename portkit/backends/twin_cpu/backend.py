@@ -22,7 +22,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from portkit.backends.base import Backend
-from portkit.backends.twin.backend import bind_arguments, checked_twin_kernels, twin_expressions
+from portkit.backends.twin.backend import (
+    bind_arguments,
+    checked_twin_kernels,
+    missing_twin_reason,
+    twin_expressions,
+)
 from portkit.backends.twin.source import TwinKernel
 from portkit.backends.twin_cpu.build import (
     CpuLibrary,
@@ -117,9 +122,11 @@ class CheckedLaunch:
             if after != before:  # writing an unchanged input would bump autograd's version
                 _fill(tensor, after)
         if reply["order"]:
+            import numpy as np
+
             buffer, first, count = reply["order"][0]
             tensor = tensors[buffer]
-            index = _unravel(first, tuple(tensor.shape))
+            index = [int(i) for i in np.unravel_index(first, tuple(tensor.shape))]
             raise KernelError(
                 f"{expression} is order-dependent: {names[buffer]} differs at "
                 f"{index} ({count} of {tensor.numel()} elements) between threads run in "
@@ -149,14 +156,6 @@ def _fill(tensor: Any, data: bytes) -> None:
         )
 
 
-def _unravel(position: int, shape: tuple[int, ...]) -> list[int]:
-    index = []
-    for n in reversed(shape):
-        index.append(position % n if n else 0)
-        position //= n if n else 1
-    return list(reversed(index))
-
-
 class TwinCPU(Backend):
     name = "twin-cpu"
     role = "twin"
@@ -181,9 +180,7 @@ class TwinCPU(Backend):
         return compiler_unavailable_reason()
 
     def unsupported_reason(self, op) -> str | None:
-        if not op.has_twin:
-            return f"no twin: {self.config.cuda_src_dir / (op.name + '.cu')} does not exist"
-        return None
+        return missing_twin_reason(op, self.config)
 
     def kernels(self, op, *, poison_outputs: bool = False) -> KernelSet:
         kernels = checked_twin_kernels(op)

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from portkit.atomic_write import write_atomic
 from portkit.errors import TwinCompileError
 
 CACHE_FORMAT = 2
@@ -243,19 +244,8 @@ def compile_twin_cpu(
             log = "\n".join(proc.stderr.strip().splitlines()[:40])
             raise TwinCompileError(f"twin {path} does not compile for the CPU ({mode}):\n{log}")
         os.replace(output, library)
-    _write_atomic(manifest, json.dumps(symbols, indent=1).encode())
+    write_atomic(manifest, json.dumps(symbols, indent=1).encode())
     return CpuLibrary(library, symbols, False)
-
-
-def _write_atomic(target: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _display_name(path: Path) -> str:

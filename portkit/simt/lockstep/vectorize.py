@@ -35,7 +35,12 @@ from typing import Any
 from portkit.simt.lockstep.expressions import Expressions, Unsupported
 from portkit.simt.lockstep.syntax import assign_to, ctx_call, has_node, name_node
 from portkit.simt.scalars import NumberCast, as_dtype, typed_constant
-from portkit.simt.transform import WAITING_INTRINSICS, _ModuleProxy, is_device_function
+from portkit.simt.transform import (
+    WAITING_INTRINSICS,
+    _ModuleProxy,
+    is_device_function,
+    visible_names,
+)
 
 UNSUPPORTED_NODES = (
     ast.With,
@@ -110,9 +115,7 @@ class Vectorizer:
             if isinstance(node, ast.Name) and node.id == "print":
                 raise Unsupported(f"line {node.lineno}: print (its order is per thread)")
         definition.decorator_list = []
-        scope = dict(fn.__globals__)
-        if fn.__closure__:
-            scope.update(zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__)))
+        scope = visible_names(fn)
         namespace = dict(fn.__globals__)
         namespace.update(self._helpers)
         parameters = tuple(a.arg for a in definition.args.args)
