@@ -9,7 +9,12 @@ queue never fills and the figure is the host's work per call); the median of the
 is reported. The output of the last timed call is checked against torch (benchmarks
 that time one call and check another have fooled people before). Also timed: the
 registered op called directly (``torch.ops.portkit.sigmoid_twin``), which goes through
-the dispatcher and custom_op's Python wrappers, and a bare ``torch.empty_like``.
+the dispatcher and custom_op's Python wrappers, and three floors that say what is left
+to win: a bare ``torch.empty_like``, the twin's forward kernel launched through the
+driver with its arguments packed once (``cuLaunchKernel`` and nothing else), and an
+``autograd.Function`` whose forward and backward are torch's own sigmoid kernels (what
+any op written in Python pays for autograd). ``--profile FILE`` writes a cProfile of
+the twin's forward and forward + backward.
 """
 
 from __future__ import annotations
@@ -38,12 +43,74 @@ def per_call_us(fn: Callable[[], object], calls: int, repeats: int) -> float:
     return statistics.median(samples)
 
 
+def python_autograd_floor() -> Callable:
+    """sigmoid as an autograd.Function over torch's kernels: the cost of autograd for an
+    op whose forward and backward are Python."""
+    import torch
+
+    class Sigmoid(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = torch.sigmoid(x)
+            ctx.save_for_backward(y)
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            (y,) = ctx.saved_tensors
+            return torch.ops.aten.sigmoid_backward(g, y)
+
+    return Sigmoid.apply
+
+
+def driver_floor(twin: Callable, x, args) -> float:
+    """The twin's forward kernel on ``x`` through cuLaunchKernel alone, arguments packed
+    once: what portkit's Python adds is the twin's forward minus this and empty_like."""
+    import torch
+
+    from portkit.backends.twin import driver_launch
+
+    out = torch.empty_like(x)
+    target = twin.binding.kernels.targets["sigmoid_fwd"]
+    plan = target._plans[(torch.float32,)]
+    plan.driver.pack([x.data_ptr(), out.data_ptr(), x.numel()])
+    stream = driver_launch.current_stream(x.get_device())
+    sms = torch.cuda.get_device_properties(x.device).multi_processor_count
+    grid = (min(-(-x.numel() // 4 // 256), 8 * sms), 1, 1)
+    return per_call_us(
+        lambda: plan.driver.launch_packed(grid, (256, 1, 1), 0, stream), args.calls, args.repeats
+    )
+
+
+def write_profile(twin: Callable, x, xg, g, path: str) -> None:
+    import cProfile
+    import io
+    import pstats
+
+    import torch
+
+    def step():
+        xg.grad = None
+        twin(xg).backward(g)
+
+    text = io.StringIO()
+    for name, fn, calls in (("forward", lambda: twin(x), 5000), ("forward + backward", step, 2000)):
+        profile = cProfile.Profile()
+        profile.runcall(lambda fn=fn, calls=calls: [fn() for _ in range(calls)])
+        torch.cuda.synchronize()
+        text.write(f"== twin {name}, {calls} calls\n")
+        pstats.Stats(profile, stream=text).sort_stats("tottime").print_stats(20)
+    with open(path, "w") as handle:
+        handle.write(text.getvalue())
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=1024)
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--json", default=None)
+    parser.add_argument("--profile", default=None, help="write a cProfile of the twin here")
     args = parser.parse_args()
 
     import torch
@@ -63,6 +130,7 @@ def main() -> int:
             print(f"{name}: unavailable: {exc}", file=sys.stderr)
     if "twin" in impls:
         impls["twin (torch.ops, dispatcher)"] = torch.ops.portkit.sigmoid_twin
+    impls["autograd.Function over torch"] = python_autograd_floor()
 
     rows = []
     for name, f in impls.items():
@@ -77,6 +145,9 @@ def main() -> int:
         torch.testing.assert_close(xg.grad, expected_grad)
         rows.append({"impl": name, "forward_us": forward, "forward_backward_us": both})
     empty = per_call_us(lambda: torch.empty_like(x), args.calls, args.repeats)
+    driver = driver_floor(impls["twin"], x, args) if "twin" in impls else None
+    if args.profile and "twin" in impls:
+        write_profile(impls["twin"], x, xg, g, args.profile)
 
     base = next(r for r in rows if r["impl"] == "torch")
     print(f"sigmoid, {args.n} float32, {torch.cuda.get_device_name()}, torch {torch.__version__}")
@@ -88,6 +159,8 @@ def main() -> int:
             f"{r['impl']:32} {r['forward_us']:8.1f} {r['forward_backward_us']:11.1f} {ratio:8.2f}"
         )
     print(f"{'torch.empty_like':32} {empty:8.1f}")
+    if driver is not None:
+        print(f"{'cuLaunchKernel, packed once':32} {driver:8.1f}")
     if args.json:
         with open(args.json, "w") as handle:
             json.dump(
@@ -97,6 +170,7 @@ def main() -> int:
                     "torch": torch.__version__,
                     "rows": rows,
                     "empty_like_us": empty,
+                    "driver_launch_us": driver,
                 },
                 handle,
                 indent=1,

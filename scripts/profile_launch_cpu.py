@@ -5,7 +5,10 @@
 Times (minimum of 7 runs of 3,000 calls) the repository's sigmoid through
 ``registered_callable`` with kernels whose launch is a no-op: what is left is portkit's
 own per-call work (input checks, the launcher, launch configuration and argument checks)
-plus torch's allocation and autograd. ``--profile`` adds a cProfile of the forward.
+plus torch's allocation and autograd. The "twin path" rows use the twin backend's own
+launch target (plans, argument packing) on CPU tensors with ``cuLaunchKernel`` and the
+stream query replaced by stubs: everything a GPU call does in Python except the driver
+call itself. ``--profile`` adds a cProfile of the twin path's forward.
 On a GPU, ``scripts/bench_launch.py`` measures the real thing.
 """
 
@@ -33,6 +36,29 @@ def best_us(fn, calls: int = 3000, runs: int = 7) -> float:
     return best
 
 
+LAUNCHES: list = []
+
+
+def twin_targets_with_stubbed_driver(op) -> dict:
+    """The twin's launch targets for ``op`` on CPU tensors (device -1), launching nothing."""
+    from cuda.bindings import driver
+
+    from portkit.backends.twin import driver_launch
+    from portkit.backends.twin.backend import TwinKernelTarget, checked_twin_kernels
+
+    def launch(*args):
+        LAUNCHES.append(args[0])
+        return (driver.CUresult.CUDA_SUCCESS,)
+
+    driver.cuLaunchKernel = launch
+    driver_launch.current_stream = lambda device: 0
+    handles = {("float",): 1, ("double",): 2}
+    return {
+        name: TwinKernelTarget(kernel, handles, device=-1)
+        for name, kernel in checked_twin_kernels(op).items()
+    }
+
+
 def main() -> int:
     import torch
 
@@ -45,6 +71,8 @@ def main() -> int:
     op = discover(config).get("sigmoid")
     k = KernelSet("sigmoid", "nolaunch", "cpu", {n: NoLaunch() for n in op.kernels})
     f = registered_callable(op, k, config.namespace)
+    twin_k = KernelSet("sigmoid", "twinpath", "cpu", twin_targets_with_stubbed_driver(op))
+    twin = registered_callable(op, twin_k, config.namespace)
     x = torch.randn(1024)
     xg = x.clone().requires_grad_()
     g = torch.randn(1024)
@@ -63,12 +91,17 @@ def main() -> int:
         ("registered op (torch.ops), forward", best_us(lambda: f.op(x))),
         ("torch forward + backward", best_us(step(torch.sigmoid), calls=1000)),
         ("portkit fast path, forward + backward", best_us(step(f), calls=1000)),
+        ("twin path (driver stubbed), forward", best_us(lambda: twin(x))),
+        ("twin path (driver stubbed), fwd + bwd", best_us(step(twin), calls=1000)),
     ]
+    before = len(LAUNCHES)
+    twin(x)
+    assert len(LAUNCHES) == before + 1, "the twin path's forward did not reach the driver"
     for name, us in rows:
         print(f"{name:40} {us:7.2f} µs")
     if "--profile" in sys.argv:
         profile = cProfile.Profile()
-        profile.runcall(lambda: [f(x) for _ in range(20000)])
+        profile.runcall(lambda: [twin(x) for _ in range(20000)])
         pstats.Stats(profile).sort_stats("tottime").print_stats(12)
     return 0
 

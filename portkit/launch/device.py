@@ -7,6 +7,7 @@ grid-stride loops actually loop, so the simulator exercises them."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -30,6 +31,15 @@ def sm_count(k: Any) -> int:
         return TRACED_SM_COUNT
     if getattr(k, "device", "cpu") != "cuda":
         return SIMULATED_SM_COUNT
-    import torch
+    global _get_device
+    if _get_device is None:
+        # torch.cuda.current_device() checks lazy initialisation on every call; a launcher
+        # asks on every launch, after torch initialised CUDA, so read the device directly.
+        import torch
 
-    return _cuda_sm_count(torch.cuda.current_device())
+        torch.cuda.init()
+        _get_device = torch._C._cuda_getDevice
+    return _cuda_sm_count(_get_device())
+
+
+_get_device: Callable[[], int] | None = None

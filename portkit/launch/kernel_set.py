@@ -90,7 +90,13 @@ def launch_config(config: Any, kernel: str) -> LaunchConfig:
 
 
 class LaunchTarget(Protocol):
-    """One backend's way of running one kernel."""
+    """One backend's way of running one kernel.
+
+    A target may also offer ``launch_if_plain(config, args) -> bool``: launch straight
+    away when every argument passes its own cheap checks (device, layout, dtype) and
+    return True, or return False, having launched nothing, when any argument is in
+    doubt; the launch then takes the checked path below, whose errors name the problem.
+    """
 
     def launch(self, config: LaunchConfig, args: Sequence[Any]) -> None: ...
 
@@ -146,10 +152,19 @@ def _explain_tensor(kernel: str, position: int, arg: torch.Tensor, device: str) 
 class BoundLaunch:
     def __init__(self, kernel: Kernel, config: LaunchConfig):
         self._kernel, self._config = kernel, config
+        self._launch_if_plain = getattr(kernel.target, "launch_if_plain", None)
 
     def __call__(self, *args: Any) -> None:
         kernel = self._kernel
         owner = kernel.owner
+        # The production path (no guards) lets a target that checks its own arguments
+        # launch without the generic pass below; anything it doubts comes back here.
+        if (
+            self._launch_if_plain is not None
+            and owner._guards is None
+            and self._launch_if_plain(self._config, args)
+        ):
+            return
         checked = check_kernel_args(kernel.name, args, owner.device)
         kernel.target.launch(self._config, checked)
         if owner.guards is not None:
@@ -182,6 +197,13 @@ class Kernel:
         self._bound: dict[tuple, BoundLaunch] = {}
 
     def __getitem__(self, config: Any) -> BoundLaunch:
+        # The common k.kernel[blocks, threads] first, checked without a loop.
+        if type(config) is tuple and len(config) == 2:
+            grid, block = config
+            if type(grid) is int and type(block) is int:
+                bound = self._bound.get(config)
+                if bound is not None:
+                    return bound
         plain = _plain_config(config)
         if plain:
             bound = self._bound.get(config)
@@ -210,16 +232,41 @@ class KernelSet:
         self.op = op
         self.implementation = implementation
         self.device = device
-        self.poison_outputs = poison_outputs
+        self._poison_outputs = poison_outputs
         # Set by the harness while checking: outputs and inputs in guarded buffers,
         # verified after every launch. None on the production path (portkit.load).
-        self.guards = guards
+        self._guards = guards
+        self._device_flag = _DEVICE_FLAG.get(device, "")
+        self._update_allocation()
         self.targets = dict(targets)
         self._kernels = {name: Kernel(name, t, self) for name, t in targets.items()}
         # Kernels as instance attributes: k.name finds them without __getattr__.
         for name, kernel in self._kernels.items():
             if not hasattr(type(self), name) and name not in self.__dict__:
                 self.__dict__[name] = kernel
+
+    @property
+    def guards(self) -> GuardZones | None:
+        return self._guards
+
+    @guards.setter
+    def guards(self, guards: GuardZones | None) -> None:
+        self._guards = guards
+        self._update_allocation()
+
+    @property
+    def poison_outputs(self) -> bool:
+        return self._poison_outputs
+
+    @poison_outputs.setter
+    def poison_outputs(self, poison: bool) -> None:
+        self._poison_outputs = poison
+        self._update_allocation()
+
+    def _update_allocation(self) -> None:
+        """Whether ``empty_like`` may be torch's plain allocation (decided here, not on
+        every call, because a launcher allocates on every call)."""
+        self._plain_allocation = not self._poison_outputs and self._guards is None
 
     def wrapped(self, wrap: Callable[[str, LaunchTarget], LaunchTarget]) -> KernelSet:
         """The same kernels with every launch target passed through ``wrap`` (to record
@@ -257,12 +304,9 @@ class KernelSet:
         return out
 
     def empty_like(self, tensor: torch.Tensor) -> torch.Tensor:
-        if (
-            not self.poison_outputs
-            and self.guards is None
-            and getattr(tensor, _DEVICE_FLAG.get(self.device, ""), False)
-            and tensor.is_contiguous()  # empty_like keeps strides; kernels want C order
-        ):
-            torch, _ = _torch_numpy()  # the cheapest allocation torch offers from Python
-            return torch.empty_like(tensor)
+        if self._plain_allocation and getattr(tensor, self._device_flag, False):
+            # The cheapest allocation torch offers from Python; C order whatever the
+            # strides of ``tensor``, because kernels index outputs in C order.
+            torch, _ = _torch_numpy()
+            return torch.empty_like(tensor, memory_format=torch.contiguous_format)
         return self.empty(tensor.shape, tensor.dtype)

@@ -286,23 +286,25 @@ def register(
 _dispatch_modes = torch._C._len_torch_dispatch_stack
 _function_modes = torch._C._is_torch_function_mode_enabled
 _functorch_level = torch._C._functorch.peek_interpreter_stack
+_is_compiling = torch.compiler.is_compiling
+_grad_enabled = torch.is_grad_enabled
 _Tensor = torch.Tensor
 _PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)  # Parameter adds no dispatch behaviour
 
 
-def _plain_eager(inputs: Sequence[Any]) -> bool:
-    """No mode, transform or tensor subclass that needs to see the registered op."""
-    if _dispatch_modes() or _function_modes() or _functorch_level() is not None:
-        return False
-    for i in inputs:
-        if isinstance(i, _Tensor) and type(i) not in _PLAIN_TENSORS:
-            return False  # a subclass (FakeTensor, DTensor, ...) dispatches through the op
-    return True
+def _watched() -> bool:
+    """torch.compile, a dispatch or function mode, or a functorch transform is active:
+    the call must go through the registered op so that PyTorch sees it."""
+    return bool(
+        _is_compiling() or _dispatch_modes() or _function_modes() or _functorch_level() is not None
+    )
 
 
 class OpCallable:
     """``f(*inputs)``: the op, through the registered op when PyTorch traces or watches,
-    straight through its launchers in plain eager (see the module docstring)."""
+    straight through its launchers in plain eager (see the module docstring). The eager
+    path runs on every call of a model, so its checks are ordered cheapest first and
+    every unusual case drops to a slower path that explains."""
 
     def __init__(self, registered: RegisteredOp, binding: Binding) -> None:
         self.registered, self.binding = registered, binding
@@ -310,29 +312,40 @@ class OpCallable:
         self.outputs = registered.layout.outputs
         self.__name__ = registered.name
         self._function = _eager_function(registered, binding)
+        self._differentiable = binding.backward is not None
 
     def __call__(self, *inputs: Any) -> Any:
-        if torch.compiler.is_compiling() or not _plain_eager(inputs):
-            result = as_tuple(self.op(*inputs))[: self.outputs]
-            return result if len(result) > 1 else result[0]
+        if _watched():
+            return self._through_registered_op(inputs)
+        needs_grad = False
+        for i in inputs:
+            if isinstance(i, _Tensor):
+                if type(i) not in _PLAIN_TENSORS:
+                    # a subclass (FakeTensor, DTensor, ...) dispatches through the op
+                    return self._through_registered_op(inputs)
+                if i.requires_grad:
+                    needs_grad = True
         b = self.binding
-        if (
-            b.backward is not None
-            and torch.is_grad_enabled()
-            and any(isinstance(i, torch.Tensor) and i.requires_grad for i in inputs)
-        ):
+        if needs_grad and self._differentiable and _grad_enabled():
             return self._function.apply(*inputs)
         b.check(inputs)
         result = b.forward(b.kernels, *inputs)
         if type(result) is not tuple or len(result) != 2:
             raise b.error(f"op {self.__name__}: forward must return (outputs, saved_for_backward)")
-        outputs = as_tuple(result[0])
+        outputs = result[0]
+        if self.outputs == 1 and isinstance(outputs, _Tensor):
+            return outputs
+        outputs = as_tuple(outputs)
         if len(outputs) != self.outputs:
             raise b.error(
                 f"op {self.__name__}: forward returned {len(outputs)} outputs; "
                 f"at registration it returned {self.outputs}"
             )
         return outputs if len(outputs) > 1 else outputs[0]
+
+    def _through_registered_op(self, inputs: tuple) -> Any:
+        result = as_tuple(self.op(*inputs))[: self.outputs]
+        return result if len(result) > 1 else result[0]
 
 
 def _eager_function(registered: RegisteredOp, binding: Binding) -> type:
@@ -345,16 +358,14 @@ def _eager_function(registered: RegisteredOp, binding: Binding) -> type:
             result = binding.forward(binding.kernels, *inputs)
             outputs, _ = split_forward(name, layout, inputs, result, binding.error)
             ctx.save_for_backward(*as_tuple(result[1]))  # tensors only (see op_layout)
-            ctx.output_meta = [(o.shape, o.dtype, o.device) for o in outputs]
             return outputs if len(outputs) > 1 else outputs[0]
 
         @staticmethod
         @torch.autograd.function.once_differentiable
         def backward(ctx: Any, *grads: Any) -> Any:
-            grads = tuple(
-                torch.zeros(shape, dtype=dtype, device=device) if g is None else g.contiguous()
-                for g, (shape, dtype, device) in zip(grads, ctx.output_meta)
-            )
+            # Autograd materialises a missing gradient as zeros (set_materialize_grads is
+            # on by default), so every g is a tensor; kernels want C order.
+            grads = tuple(g.contiguous() for g in grads)
             assert binding.backward is not None
             result = as_tuple(binding.backward(binding.kernels, ctx.saved_tensors, *grads))
             if len(result) != len(layout.grads):

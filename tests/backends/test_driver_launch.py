@@ -143,3 +143,32 @@ def test_twin_target_errors_are_the_clear_ones(scale_target, launches, make_args
         scale_target.launch(config, make_args(t))
     assert words in str(info.value)
     assert len(launches) == 1
+
+
+def test_twin_fast_path_launches_only_what_its_plan_expects(scale_target, launches) -> None:
+    """``launch_if_plain``: True and one launch for plain arguments once a plan exists;
+    False and no launch for anything else, so the checked path can explain it."""
+    import numpy as np
+    import torch
+
+    from portkit.launch.kernel_set import LaunchConfig
+
+    config = LaunchConfig((1, 1, 1), (32, 1, 1), 0)
+    t = torch.ones(4)
+    assert scale_target.launch_if_plain(config, [t, t, 0.5, 4]) is False  # no plan yet
+    scale_target.launch(config, [t, t, 0.5, 4])
+    assert scale_target.launch_if_plain(config, [t, t, 0.5, 4]) is True
+    assert len(launches) == 2
+    assert struct.unpack("=Q", launches[-1]["slots"][1])[0] == t.data_ptr()
+    doubted = [
+        [t, t.double(), 0.5, 4],  # a second dtype
+        [t, torch.ones(4, 2)[:, 0], 0.5, 4],  # not contiguous
+        [t, t, t, 4],  # a tensor for a scalar
+        [t, t, 0.5, np.int64(4)],  # a NumPy scalar: fine, but checked on the slow path
+        [t, t, 0.5, 2**80],  # does not fit
+        [t, t, 0.5],  # too few
+        [t, 7, 0.5, 4],  # an int for a pointer
+    ]
+    for args in doubted:
+        assert scale_target.launch_if_plain(config, args) is False, args
+    assert len(launches) == 2

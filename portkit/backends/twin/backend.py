@@ -17,6 +17,7 @@ from functools import cache
 from typing import Any
 
 from portkit.backends.base import Backend, cuda_unavailable_reason
+from portkit.backends.twin import driver_launch
 from portkit.backends.twin.build import compile_twin
 from portkit.backends.twin.source import POINTER_ONLY_TYPES, SCALAR_TYPES, TwinKernel, parse_twin
 from portkit.errors import DtypeError, InputError, OpDefinitionError
@@ -193,6 +194,7 @@ class _Plan:
 
 
 _Tensor: Any = None  # torch.Tensor, once torch is imported
+_PLAIN_SCALARS = (int, float)  # what the production path packs without a second look
 
 
 class TwinKernelTarget:
@@ -218,8 +220,6 @@ class TwinKernelTarget:
         )
 
     def launch(self, config: LaunchConfig, args: Sequence[Any]) -> None:
-        from portkit.backends.twin.driver_launch import current_stream
-
         global _Tensor
         if _Tensor is None:
             import torch
@@ -238,11 +238,49 @@ class TwinKernelTarget:
                     raise TypeError
             for position, numpy_type in plan.raw:
                 values[position] = numpy_type(values[position]).tobytes()
-            stream = current_stream(self._device)
+            stream = driver_launch.current_stream(self._device)
             plan.driver.launch(config.grid, config.block, config.shared_bytes, stream, values)
         except (TypeError, AttributeError, OverflowError, ValueError, struct.error):
             self._explain(args)
             raise
+
+    def launch_if_plain(self, config: LaunchConfig, args: Sequence[Any]) -> bool:
+        """The production path (``LaunchTarget``): launch when every argument is what this
+        dtype's plan expects (tensors of its dtype on this GPU in C order, Python ints and
+        floats for scalars) and return True; return False, having launched nothing, on any
+        doubt, and the checked path explains."""
+        try:
+            deciders = self._deciders
+            if len(deciders) == 1:
+                plan = self._plans[(args[deciders[0]].dtype,)]
+            else:
+                plan = self._plans[tuple(args[i].dtype for i in deciders)]
+            if len(args) != plan.count:
+                return False
+            values = list(args)
+            device = self._device
+            for position, dtype in plan.pointers:
+                arg = values[position]
+                if (
+                    (dtype is not None and arg.dtype != dtype)
+                    or arg.get_device() != device
+                    or not arg.is_contiguous()
+                ):
+                    return False
+                values[position] = arg.data_ptr()
+            for position in plan.scalars:
+                if type(values[position]) not in _PLAIN_SCALARS:
+                    return False
+            if plan.raw:
+                return False
+            stream = driver_launch.current_stream(device)
+            plan.driver.pack(values)
+        except (TypeError, AttributeError, OverflowError, ValueError, IndexError, KeyError):
+            return False
+        except struct.error:  # a value that does not fit its slot: nothing was launched
+            return False
+        plan.driver.launch_packed(config.grid, config.block, config.shared_bytes, stream)
+        return True
 
     def _plan(self, args: Sequence[Any]) -> _Plan:
         try:

@@ -84,9 +84,23 @@ class DriverKernel:
         values: Sequence[Any],
     ) -> None:
         """``values``: data pointers (ints) for pointers, Python or NumPy numbers else."""
-        buffers = self._buffers
-        self._struct.pack_into(buffers.data, 0, *values)
-        function, address = self._function, buffers.address
+        self.pack(values)
+        self.launch_packed(grid, block, shared_bytes, stream)
+
+    def pack(self, values: Sequence[Any]) -> None:
+        """Write ``values`` into this thread's parameter block (raises before anything
+        is launched if one does not fit its slot)."""
+        self._struct.pack_into(self._buffers.data, 0, *values)
+
+    def launch_packed(
+        self,
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        shared_bytes: int,
+        stream: int,
+    ) -> None:
+        """Launch with the values ``pack`` wrote on this thread."""
+        function, address = self._function, self._buffers.address
         (err,) = self._launch(function, *grid, *block, shared_bytes, stream, address, 0)
         if err != self._success:
             if err.name != "CUDA_ERROR_INVALID_CONTEXT":
