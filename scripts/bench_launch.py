@@ -82,6 +82,31 @@ def driver_floor(twin: Callable, x, args) -> float:
     )
 
 
+def static_launcher_floor(twin: Callable, x, args) -> float | None:
+    """The same kernel through torch's C++ launcher for inductor's cubins
+    (``torch._C._StaticCudaLauncher``: packs a tuple of ints and floats in C++), checked
+    against torch.sigmoid: is it cheaper than cuda.bindings' cuLaunchKernel?"""
+    import torch
+
+    from portkit.backends.twin import driver_launch
+
+    launcher = getattr(torch._C, "_StaticCudaLauncher", None)
+    if launcher is None:
+        return None
+    out = torch.empty_like(x)
+    target = twin.binding.kernels.targets["sigmoid_fwd"]
+    handle = int(target._plans[(torch.float32,)].driver.handle)
+    stream = driver_launch.current_stream(x.get_device())
+    grid = -(-x.numel() // 4 // 256)
+    values = (x.data_ptr(), out.data_ptr(), x.numel())
+    launch = launcher._launch_kernel
+    us = per_call_us(
+        lambda: launch(handle, grid, 1, 1, 8, 0, "OOl", values, stream), args.calls, args.repeats
+    )
+    torch.testing.assert_close(out, torch.sigmoid(x))
+    return us
+
+
 def write_profile(twin: Callable, x, xg, g, path: str) -> None:
     import cProfile
     import io
@@ -146,6 +171,7 @@ def main() -> int:
         rows.append({"impl": name, "forward_us": forward, "forward_backward_us": both})
     empty = per_call_us(lambda: torch.empty_like(x), args.calls, args.repeats)
     driver = driver_floor(impls["twin"], x, args) if "twin" in impls else None
+    static = static_launcher_floor(impls["twin"], x, args) if "twin" in impls else None
     if args.profile and "twin" in impls:
         write_profile(impls["twin"], x, xg, g, args.profile)
 
@@ -161,6 +187,8 @@ def main() -> int:
     print(f"{'torch.empty_like':32} {empty:8.1f}")
     if driver is not None:
         print(f"{'cuLaunchKernel, packed once':32} {driver:8.1f}")
+    if static is not None:
+        print(f"{'torch StaticCudaLauncher':32} {static:8.1f}")
     if args.json:
         with open(args.json, "w") as handle:
             json.dump(

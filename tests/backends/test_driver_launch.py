@@ -172,3 +172,29 @@ def test_twin_fast_path_launches_only_what_its_plan_expects(scale_target, launch
     for args in doubted:
         assert scale_target.launch_if_plain(config, args) is False, args
     assert len(launches) == 2
+
+
+def test_torchs_launcher_takes_one_dimensional_whole_warp_blocks(monkeypatch, launches) -> None:
+    """Where torch has its C++ launcher, plain values go to it with the right codes and
+    32 x warps threads; other blocks, and calls without plain values, use cuLaunchKernel."""
+    static = []
+    monkeypatch.setattr(driver_launch, "static_launcher", lambda: lambda *a: static.append(a))
+    kernel = driver_launch.DriverKernel(0x99, ["pointer", "float", "int", "long long"])
+    values = (0xBEEF, 0.5, -3, 2**40)
+    kernel.pack(values)
+    kernel.launch_packed((5, 1, 1), (256, 1, 1), 128, 7, values)
+    assert static == [(0x99, 5, 1, 1, 8, 128, "Ofil", values, 7)] and launches == []
+    kernel.launch_packed((5, 1, 1), (16, 16, 1), 0, 7, values)  # 2-D block
+    kernel.launch_packed((5, 1, 1), (48, 1, 1), 0, 7, values)  # not whole warps
+    kernel.launch_packed((5, 1, 1), (256, 1, 1), 0, 7)  # no plain values
+    kernel.launch_packed((2**31 - 1, 2, 1), (256, 1, 1), 0, 7, values)  # grid past a C int
+    assert len(static) == 1 and len(launches) == 4
+
+
+def test_a_slot_torchs_launcher_cannot_take_keeps_the_driver(monkeypatch, launches) -> None:
+    static = []
+    monkeypatch.setattr(driver_launch, "static_launcher", lambda: lambda *a: static.append(a))
+    kernel = driver_launch.DriverKernel(1, ["pointer", "raw"])
+    kernel.pack((1, b"\x00" * 8))
+    kernel.launch_packed((1, 1, 1), (32, 1, 1), 0, 0, (1, b"\x00" * 8))
+    assert static == [] and len(launches) == 1

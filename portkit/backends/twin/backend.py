@@ -279,7 +279,9 @@ class TwinKernelTarget:
             return False
         except struct.error:  # a value that does not fit its slot: nothing was launched
             return False
-        plan.driver.launch_packed(config.grid, config.block, config.shared_bytes, stream)
+        plan.driver.launch_packed(
+            config.grid, config.block, config.shared_bytes, stream, tuple(values)
+        )
         return True
 
     def _plan(self, args: Sequence[Any]) -> _Plan:
