@@ -34,6 +34,9 @@ def launches(monkeypatch):
         return (driver.CUresult.CUDA_SUCCESS,)
 
     monkeypatch.setattr(driver, "cuLaunchKernel", fake_launch)
+    # torch's own launcher (GPU builds of torch) would launch for real: tests that want it
+    # put a recorder in its place.
+    monkeypatch.setattr(driver_launch, "static_launcher", lambda: None)
     return seen
 
 
