@@ -3,11 +3,13 @@
     python scripts/bench_launch.py [--n 1024] [--calls 2000] [--repeats 15] [--json out.json]
 
 For each implementation of sigmoid on ``--n`` float32 elements: the forward alone, and
-forward + backward through autograd. Each repeat times ``--calls`` back-to-back calls
-with ``time.perf_counter`` and one synchronize at the end (the kernels are tiny, so the
-queue never fills and the figure is the host's work per call); the median of the repeats
-is reported. The output of the last timed call is checked against torch (benchmarks
-that time one call and check another have fooled people before). Also timed: the
+forward + backward through autograd. A sample times ``--calls`` back-to-back calls with
+``time.perf_counter`` and one synchronize at the end (the kernels are tiny, so the queue
+never fills and the figure is the host's work per call). ``--repeats`` rounds each take
+one sample of every implementation in turn, so a slow spell of the shared machine hits
+them alike; medians are reported, and "x torch" is the median of each round's ratio to
+torch. Outputs and gradients are checked against torch before and after the timing
+(benchmarks that time one call and check another have fooled people before). Also timed: the
 registered op called directly (``torch.ops.portkit.sigmoid_twin``), which goes through
 the dispatcher and custom_op's Python wrappers, and three floors that say what is left
 to win: a bare ``torch.empty_like``, the twin's forward kernel launched through the
@@ -28,19 +30,31 @@ from collections.abc import Callable
 
 
 def per_call_us(fn: Callable[[], object], calls: int, repeats: int) -> float:
+    """Median over ``repeats`` of the host time per call of ``calls`` back-to-back calls."""
+    return statistics.median(samples_us({"one": (fn, calls)}, repeats)["one"])
+
+
+def samples_us(
+    timed: dict[str, tuple[Callable[[], object], int]], rounds: int
+) -> dict[str, list[float]]:
+    """Samples of µs per call for each entry, taken in rounds that visit every entry once:
+    a slow spell of a shared machine hits all of them alike, and the ratios of one round
+    are comparisons side by side."""
     import torch
 
-    for _ in range(max(calls // 10, 20)):
-        fn()
-    torch.cuda.synchronize()
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(calls):
+    for fn, calls in timed.values():
+        for _ in range(max(calls // 10, 20)):
             fn()
-        torch.cuda.synchronize()
-        samples.append((time.perf_counter() - start) / calls * 1e6)
-    return statistics.median(samples)
+    torch.cuda.synchronize()
+    samples: dict[str, list[float]] = {name: [] for name in timed}
+    for _ in range(rounds):
+        for name, (fn, calls) in timed.items():
+            start = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            torch.cuda.synchronize()
+            samples[name].append((time.perf_counter() - start) / calls * 1e6)
+    return samples
 
 
 def python_autograd_floor() -> Callable:
@@ -157,30 +171,43 @@ def main() -> int:
         impls["twin (torch.ops, dispatcher)"] = torch.ops.portkit.sigmoid_twin
     impls["autograd.Function over torch"] = python_autograd_floor()
 
-    rows = []
+    timed: dict[str, tuple[Callable[[], object], int]] = {}
     for name, f in impls.items():
-        forward = per_call_us(lambda f=f: f(x), args.calls, args.repeats)
         torch.testing.assert_close(f(x), expected)
 
         def step(f=f):
             xg.grad = None
             f(xg).backward(g)
 
-        both = per_call_us(step, max(args.calls // 4, 100), args.repeats)
+        step()
         torch.testing.assert_close(xg.grad, expected_grad)
-        rows.append({"impl": name, "forward_us": forward, "forward_backward_us": both})
+        timed[f"{name}/forward"] = (lambda f=f: f(x), args.calls)
+        timed[f"{name}/both"] = (step, max(args.calls // 4, 100))
+    samples = samples_us(timed, args.repeats)
+    torch_both = samples["torch/both"]
+    rows = []
+    for name, f in impls.items():
+        both = samples[f"{name}/both"]
+        rows.append(
+            {
+                "impl": name,
+                "forward_us": statistics.median(samples[f"{name}/forward"]),
+                "forward_backward_us": statistics.median(both),
+                # the median of each round's ratio: paired, side by side
+                "fwd_bwd_vs_torch": statistics.median(b / t for b, t in zip(both, torch_both)),
+            }
+        )
+        torch.testing.assert_close(f(x), expected)  # the timed calls' output, checked after
     empty = per_call_us(lambda: torch.empty_like(x), args.calls, args.repeats)
     driver = driver_floor(impls["twin"], x, args) if "twin" in impls else None
     static = static_launcher_floor(impls["twin"], x, args) if "twin" in impls else None
     if args.profile and "twin" in impls:
         write_profile(impls["twin"], x, xg, g, args.profile)
 
-    base = next(r for r in rows if r["impl"] == "torch")
     print(f"sigmoid, {args.n} float32, {torch.cuda.get_device_name()}, torch {torch.__version__}")
     print(f"{'implementation':32} {'fwd µs':>8} {'fwd+bwd µs':>11} {'x torch':>8}")
     for r in rows:
-        ratio = r["forward_backward_us"] / base["forward_backward_us"]
-        r["fwd_bwd_vs_torch"] = ratio
+        ratio = r["fwd_bwd_vs_torch"]
         print(
             f"{r['impl']:32} {r['forward_us']:8.1f} {r['forward_backward_us']:11.1f} {ratio:8.2f}"
         )
