@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
-from portkit.backends import prototype_cache
+import portkit.backends.prototype_cache as prototype_cache
 from portkit.backends.base import Backend, cuda_unavailable_reason
 from portkit.launch.kernel_set import KernelSet, LaunchConfig
 from portkit.project.dtypes import BITS_VIEW, dtype_name, prototype_view

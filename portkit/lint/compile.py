@@ -19,8 +19,8 @@ from contextlib import contextmanager
 from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
+import portkit.backends.prototype_cache as prototype_cache
 from portkit.atomic_write import write_atomic
-from portkit.backends import prototype_cache
 from portkit.backends.twin.build import DEFAULT_ARCH, compile_twin
 from portkit.errors import DtypeError, PortkitError
 from portkit.launch.trace import launch_signatures
