@@ -142,6 +142,7 @@ def _cache_classes(directory: Path) -> type:
     compiled and saved again."""
     from numba.cuda.core.caching import _CacheLocator
     from numba.cuda.dispatcher import CUDACache, CUDACacheImpl
+    from numba.cuda.memory_management.nrt import NRT_LIBRARY
 
     class Locator(_CacheLocator):
         def __init__(self, py_func: Any, py_file: str) -> None:
@@ -183,10 +184,22 @@ def _cache_classes(directory: Path) -> type:
                 return None
 
         def save_overload(self, sig: Any, data: Any) -> None:
+            # numba refuses to pickle a kernel that links extra files (float16 and
+            # bfloat16 math link numba-cuda's .cu shims): a rebuilt kernel could not link
+            # them again for another GPU. The cubin for this GPU is built by then, and an
+            # entry is only loaded for the same compute capability and CUDA runtime
+            # (numba's index key), so it never links again: save it without them.
+            library = getattr(data, "_codelibrary", None)
+            linked = getattr(library, "_linking_files", None)
+            if linked and getattr(library, "_cubin_cache", None):
+                library._linking_files = {f for f in linked if f == NRT_LIBRARY}
             try:
                 super().save_overload(sig, data)
             except Exception as exc:  # a full disk or read-only cache never fails a check
                 log.info("prototype cache: could not save to %s (%s)", directory, exc)
+            finally:
+                if linked:
+                    library._linking_files = linked
 
     return PortkitCache
 

@@ -215,3 +215,27 @@ def test_on_a_gpu_the_cached_kernel_runs_and_matches(tmp_path):
         origins.append(prototype_cache.origin(op.kernels["pc_gpu_fwd"]))
     assert origins == ["1 compiled", "1 from cache"]
     assert torch.equal(outputs[0], x.cpu() * 2) and torch.equal(outputs[1], outputs[0])
+
+
+def test_a_kernel_that_links_files_is_saved_with_its_cubin(tmp_path, fake_device):
+    """float16/bfloat16 kernels link numba-cuda's .cu shims, which numba will not pickle;
+    with the cubin for this GPU built, the entry is saved without them (and the kernel
+    in memory keeps them)."""
+    path, cache = write_op(tmp_path, "pc_linked"), tmp_path / "cache"
+    compiled = fresh_kernel(path, "pc_linked", cache)
+    compiled.compile(F32)
+    library = compiled.overloads[F32]._codelibrary
+    library._linking_files.add("/numba-cuda/shim.cu")
+    library._cubin_cache[(9, 0, "a")] = b"built cubin"
+    other = prototype_cache._cache_classes(tmp_path / "other")(compiled.py_func)
+    (tmp_path / "other").mkdir()
+    other.save_overload(F32, compiled.overloads[F32])
+    assert library._linking_files == {"/numba-cuda/shim.cu"}
+    from numba.cuda.descriptor import cuda_target
+
+    loaded = prototype_cache._cache_classes(tmp_path / "other")(compiled.py_func).load_overload(
+        F32, cuda_target.target_context
+    )
+    assert loaded is not None
+    assert loaded._codelibrary._cubin_cache[(9, 0, "a")] == b"built cubin"
+    assert not loaded._codelibrary._linking_files
