@@ -36,11 +36,19 @@ COMMANDS = {
         "sim",
     ],
     "portkit check sigmoid": ["-m", "portkit.cli", "check", "sigmoid"],
+    "portkit check sigmoid, PORTKIT_PROTOTYPE_CACHE=0": [
+        "-m",
+        "portkit.cli",
+        "check",
+        "sigmoid",
+    ],
 }
+# Extra environment per command (a tree without the prototype cache ignores it).
+ENV = {"portkit check sigmoid, PORTKIT_PROTOTYPE_CACHE=0": {"PORTKIT_PROTOTYPE_CACHE": "0"}}
 
 
-def run_once(tree: Path, argv: list[str]) -> tuple[float, float, int]:
-    env = {**os.environ, "PYTHONPATH": str(tree)}
+def run_once(tree: Path, argv: list[str], extra: dict | None = None) -> tuple[float, float, int]:
+    env = {**os.environ, "PYTHONPATH": str(tree), **(extra or {})}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     done = subprocess.run([sys.executable, *argv], cwd=tree, env=env, capture_output=True)
@@ -64,23 +72,26 @@ def main() -> None:
         if not args.only or name.startswith("floor") or any(o in name for o in args.only)
     }
     jobs = [
-        (str(tree), name, argv)
+        (str(tree), name, argv, ENV.get(name))
         for name, argv in commands.items()
-        for tree in (trees[:1] if name.startswith("floor") else trees)
+        # the floor once; a command with its own environment only in the last tree
+        for tree in (
+            trees[:1] if name.startswith("floor") else trees[-1:] if name in ENV else trees
+        )
     ]
-    for tree, _, argv in jobs:  # warm disk caches; not timed
-        run_once(Path(tree), argv)
+    for tree, _, argv, extra in jobs:  # warm disk caches; not timed
+        run_once(Path(tree), argv, extra)
     times: dict[tuple[str, str], list[tuple[float, float, int]]] = {}
     for _ in range(args.runs):
-        for tree, name, argv in jobs:
-            times.setdefault((tree, name), []).append(run_once(Path(tree), argv))
+        for tree, name, argv, extra in jobs:
+            times.setdefault((tree, name), []).append(run_once(Path(tree), argv, extra))
     rows = []
     for (tree, name), samples in times.items():
         wall = statistics.median(s[0] for s in samples)
         cpu = statistics.median(s[1] for s in samples)
         codes = sorted({s[2] for s in samples})
         rows.append({"tree": tree, "command": name, "wall_s": wall, "cpu_s": cpu, "exit": codes})
-        print(f"{name:42} {wall:6.2f} s wall  {cpu:6.2f} s cpu  exit {codes}  {tree}")
+        print(f"{name:50} {wall:6.2f} s wall  {cpu:6.2f} s cpu  exit {codes}  {tree}")
     print(f"load average after: {os.getloadavg()}")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
