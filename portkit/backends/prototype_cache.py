@@ -208,18 +208,24 @@ def entry_directory(cache_dir: Path, op_name: str, key: str) -> Path:
     return cache_dir / "numba" / f"{op_name}-{key[:24]}"
 
 
-def attach(dispatcher: Any, op_name: str, root: Path, cache_dir: Path) -> Path:
+def attach(dispatcher: Any, op_name: str, root: Path, cache_dir: Path) -> Path | None:
     """Point ``dispatcher``'s disk cache at portkit's folder for its content and compile
     options. The key is taken once per options, the first time: the source must be hashed
     as it was imported, not as it is after an edit made while this process runs (numba's
-    index also holds the kernel's bytecode hash, a second guard against that)."""
+    index also holds the kernel's bytecode hash, a second guard against that). None when
+    the folder cannot be made."""
     options = repr(sorted((k, repr(v)) for k, v in dispatcher.targetoptions.items()))
     keys = dispatcher.__dict__.setdefault("_portkit_cache_keys", {})
     if options not in keys:
         keys[options] = cache_key([dispatcher], root, dispatcher.targetoptions)
     directory = entry_directory(cache_dir, op_name, keys[options])
     if getattr(dispatcher, "_portkit_cache_dir", None) != directory:
-        directory.mkdir(parents=True, exist_ok=True)
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # a read-only cache folder: compile in memory, as before
+            log.info("prototype cache: cannot use %s (%s)", directory, exc)
+            detach(dispatcher)
+            return None
         # numba's public switch is enable_caching(), which picks the folder itself
         # (beside the source or NUMBA_CACHE_DIR); this is the same object, our folder.
         dispatcher._cache = _cache_classes(directory)(dispatcher.py_func)
@@ -233,7 +239,7 @@ def detach(dispatcher: Any) -> None:
 
     if getattr(dispatcher, "_portkit_cache_dir", None) is not None:
         dispatcher._cache = NullCache()
-        dispatcher._portkit_cache_dir = None
+    dispatcher._portkit_cache_dir = None
 
 
 def origin(dispatcher: Any) -> str:

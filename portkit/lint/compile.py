@@ -99,8 +99,7 @@ def check_prototype(op: Op, config: ProjectConfig | None = None) -> CheckResult:
                     ptx, _ = cuda.compile_ptx(op.kernels[name].py_func, sig, cc=COMPUTE_CAPABILITY)
                 compiled += 1
                 if entry is not None:
-                    entry.parent.mkdir(parents=True, exist_ok=True)
-                    write_atomic(entry, ptx)
+                    _remember(entry, ptx)
             except Exception as exc:
                 first = str(exc).strip().splitlines()
                 problems.append(
@@ -112,6 +111,16 @@ def check_prototype(op: Op, config: ProjectConfig | None = None) -> CheckResult:
     detail = "\n".join(problems) or f"{compiled} kernel signature(s) compiled to PTX{from_cache}"
     seconds = time.perf_counter() - t0
     return CheckResult(op.name, "all", "numba", f"compile {arch}", status, detail, seconds)
+
+
+def _remember(entry: Path, ptx: str) -> None:
+    """Keep the PTX of a signature that compiled; a cache that cannot be written is no
+    reason to fail a compile check."""
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(entry, ptx)
+    except OSError:
+        pass
 
 
 def check_twin(op: Op, config: ProjectConfig, arch: str = DEFAULT_ARCH) -> CheckResult | None:

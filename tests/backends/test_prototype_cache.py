@@ -239,3 +239,12 @@ def test_a_kernel_that_links_files_is_saved_with_its_cubin(tmp_path, fake_device
     assert loaded is not None
     assert loaded._codelibrary._cubin_cache[(9, 0, "a")] == b"built cubin"
     assert not loaded._codelibrary._linking_files
+
+
+def test_a_cache_folder_that_cannot_be_made_compiles_in_memory(tmp_path, fake_device):
+    path = write_op(tmp_path, "pc_unwritable")
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    dispatcher = load_op("pc_unwritable", path, None).kernels["pc_unwritable_fwd"]
+    assert prototype_cache.attach(dispatcher, "pc_unwritable", tmp_path, blocked) is None
+    assert compiled_from(dispatcher, F32) == "1 compiled"

@@ -74,3 +74,14 @@ def test_check_no_cache_compiles_afresh_and_leaves_the_switch_as_it_was(
     result = cli(root, "check", "cc_cli", "--backend", "torch")
     assert result.exit_code == 0, result.output
     assert len(ptx_files(root)) >= 1
+
+
+def test_a_cache_that_cannot_be_written_does_not_fail_the_check(make_project, sources):
+    root = make_project(
+        {"cc_blocked": (sources.unary_op("cc_blocked"), None)},
+        portkit_table='cache-dir = "blocked"\n',
+    )
+    (root / "blocked").write_text("a file where the cache folder would be")
+    config, op = fresh_op(root, "cc_blocked")
+    result = check_prototype(op, config)
+    assert result.status == PASS, result.detail
