@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
+import portkit.backends.prototype_cache as prototype_cache
 from portkit.backends.base import Backend, cuda_unavailable_reason
 from portkit.launch.kernel_set import KernelSet, LaunchConfig
 from portkit.project.dtypes import BITS_VIEW, dtype_name, prototype_view
@@ -90,10 +91,30 @@ class NumbaGPU(Backend):
     # Set by `portkit check --under-sanitizer`: compile with line info, so
     # compute-sanitizer names the prototype's .py lines (no cost at run time).
     lineinfo: bool = False
+    # Compiled kernels on disk (backends/prototype_cache.py); `portkit check --no-cache`
+    # or PORTKIT_PROTOTYPE_CACHE=0 turns it off.
+    use_cache: bool = True
 
     def kernels(self, op, *, poison_outputs: bool = False) -> KernelSet:
-        if self.lineinfo:
-            for dispatcher in op.kernels.values():
+        use_cache = self.use_cache and prototype_cache.enabled_by_environment()
+        for dispatcher in op.kernels.values():
+            if self.lineinfo:
                 dispatcher.targetoptions["lineinfo"] = True  # before the first compile
+            if use_cache:
+                prototype_cache.attach(dispatcher, op.name, self.config.root, self.config.cache_dir)
+            else:
+                prototype_cache.detach(dispatcher)
         targets = {name: NumbaKernel(d) for name, d in op.kernels.items()}
         return KernelSet(op.name, self.name, self.device, targets, poison_outputs)
+
+    def cache_report(self, ops) -> list[str]:
+        """One line per kernel: loaded from the disk cache, compiled, or not run."""
+        lines = []
+        for op in ops:
+            for name, dispatcher in sorted(op.kernels.items()):
+                folder = getattr(dispatcher, "_portkit_cache_dir", None)
+                where = f"cache folder {folder}" if folder else "no disk cache"
+                lines.append(
+                    f"numba {op.name}.{name}: {prototype_cache.origin(dispatcher)} ({where})"
+                )
+        return lines

@@ -4,6 +4,7 @@ and with ``--sanitize`` the same GPU checks under NVIDIA compute-sanitizer."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -30,7 +31,19 @@ EXIT_SANITIZER_SKIPPED = 3
 )
 @click.option("--case", "case_names", multiple=True, help="Only cases with this name (repeatable).")
 @click.option("--no-compile", is_flag=True, help="Skip the sm_90 compile checks.")
-@click.option("-v", "--verbose", is_flag=True, help="One row per case instead of per check.")
+@click.option(
+    "--no-cache",
+    is_flag=True,
+    help="Compile the numba prototypes afresh: neither read nor write the on-disk "
+    "prototype cache (twins keep theirs; PORTKIT_PROTOTYPE_CACHE=0 does the same).",
+)
+@click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    help="One row per case instead of per check, and where each numba kernel came from "
+    "(the prototype cache or a compile).",
+)
 @click.option(
     "--sanitize",
     "sanitize",
@@ -55,6 +68,7 @@ def check(
     backend_names: tuple[str, ...],
     case_names: tuple[str, ...],
     no_compile: bool,
+    no_cache: bool,
     verbose: bool,
     sanitize: tuple[str, ...],
     sanitize_log_dir: Path | None,
@@ -79,9 +93,14 @@ def check(
       portkit check --all --sanitize all --json
     """
     from portkit.backends import create_all
+    from portkit.backends.prototype_cache import ENV_SWITCH
     from portkit.check.harness import CheckSettings, plan_suite, run_suite
     from portkit.cli.render import print_results, progress_bar
 
+    if no_cache:  # the environment, so sanitizer children and the compile checks see it
+        previous = os.environ.get(ENV_SWITCH)
+        os.environ[ENV_SWITCH] = "0"
+        click.get_current_context().call_on_close(lambda: _restore(ENV_SWITCH, previous))
     config, catalog = load_project()
     if all_ops == bool(op_names):
         raise click.UsageError("name one or more OPs, or pass --all")
@@ -110,11 +129,23 @@ def check(
             settings=settings,
         )
     failed = print_results(results, console, verbose)
+    if verbose:
+        for backend in backends:
+            if hasattr(backend, "cache_report") and not backend.unavailable_reason:
+                for line in backend.cache_report(ops):
+                    console.print(line, soft_wrap=True)
     if as_json:
         from dataclasses import asdict
 
         click.echo(json.dumps({"results": [asdict(r) for r in results]}, indent=1))
     sys.exit(EXIT_FAILED_CHECKS if failed else 0)
+
+
+def _restore(name: str, value: str | None) -> None:
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
 
 
 def _sanitize(config, ops, case_names, tools, log_dir, as_json, console) -> None:

@@ -4,22 +4,31 @@ The simulator runs any Python, so a prototype can pass there and still fail to
 compile for a GPU. This module runs each op's launchers on CPU tensors with kernels
 that only record their argument types, then compiles every kernel with those types
 for sm_90 through numba's ``compile_ptx``, and every twin through NVRTC.
+
+A signature that compiled is remembered on disk (its PTX, under the prototype cache's
+content key, backends/prototype_cache.py), so an unchanged op is not compiled again in
+the next process; a failure is never remembered.
 """
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
+import portkit.backends.prototype_cache as prototype_cache
+from portkit.atomic_write import write_atomic
 from portkit.backends.twin.build import DEFAULT_ARCH, compile_twin
 from portkit.errors import DtypeError, PortkitError
 from portkit.launch.trace import launch_signatures
 from portkit.results import FAIL, PASS, CheckResult
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from portkit.project.config import ProjectConfig
     from portkit.project.discovery import Op
 
@@ -54,7 +63,17 @@ def device_compute_capability(cc: tuple[int, int]) -> Iterator[None]:
         dispatcher.get_current_device = original
 
 
-def check_prototype(op: Op) -> CheckResult:
+def ptx_cache_folder(op: Op, config: ProjectConfig | None, arch: str) -> Path | None:
+    """Where the PTX of this op's checked signatures is kept, or None (cache off)."""
+    if config is None or not prototype_cache.enabled_by_environment():
+        return None
+    options = {"check": "compile_ptx", "cc": COMPUTE_CAPABILITY}
+    key = prototype_cache.cache_key(op.kernels.values(), config.root, options)
+    return prototype_cache.entry_directory(config.cache_dir, op.name, key) / f"ptx-{arch}"
+
+
+def check_prototype(op: Op, config: ProjectConfig | None = None) -> CheckResult:
+    """Compile every launched signature to PTX; with ``config``, through the disk cache."""
     from numba import cuda
 
     t0 = time.perf_counter()
@@ -64,15 +83,23 @@ def check_prototype(op: Op) -> CheckResult:
     except Exception as exc:
         detail = f"tracing the launchers failed: {type(exc).__name__}: {exc}"
         return CheckResult(op.name, "all", "numba", f"compile {arch}", FAIL, detail)
-    compiled, problems = 0, []
+    folder = ptx_cache_folder(op, config, arch)
+    compiled, cached, problems = 0, 0, []
     for name, sigs in signatures.items():
         if not sigs:
             problems.append(f"kernel {name} is never launched by the op's cases")
         for sig in sorted(sigs, key=str):
+            signature = hashlib.sha256(f"{name}{tuple(map(str, sig))}".encode()).hexdigest()
+            entry = folder / f"{name}-{signature[:20]}.ptx" if folder else None
+            if entry is not None and entry.is_file():
+                compiled, cached = compiled + 1, cached + 1
+                continue
             try:
                 with device_compute_capability(COMPUTE_CAPABILITY):
-                    cuda.compile_ptx(op.kernels[name].py_func, sig, cc=COMPUTE_CAPABILITY)
+                    ptx, _ = cuda.compile_ptx(op.kernels[name].py_func, sig, cc=COMPUTE_CAPABILITY)
                 compiled += 1
+                if entry is not None:
+                    _remember(entry, ptx)
             except Exception as exc:
                 first = str(exc).strip().splitlines()
                 problems.append(
@@ -80,9 +107,20 @@ def check_prototype(op: Op) -> CheckResult:
                     + "\n".join(first[:12])
                 )
     status = FAIL if problems else PASS
-    detail = "\n".join(problems) or f"{compiled} kernel signature(s) compiled to PTX"
+    from_cache = f" ({cached} from the prototype cache)" if cached else ""
+    detail = "\n".join(problems) or f"{compiled} kernel signature(s) compiled to PTX{from_cache}"
     seconds = time.perf_counter() - t0
     return CheckResult(op.name, "all", "numba", f"compile {arch}", status, detail, seconds)
+
+
+def _remember(entry: Path, ptx: str) -> None:
+    """Keep the PTX of a signature that compiled; a cache that cannot be written is no
+    reason to fail a compile check."""
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(entry, ptx)
+    except OSError:
+        pass
 
 
 def check_twin(op: Op, config: ProjectConfig, arch: str = DEFAULT_ARCH) -> CheckResult | None:
@@ -105,7 +143,7 @@ def check_twin(op: Op, config: ProjectConfig, arch: str = DEFAULT_ARCH) -> Check
 
 
 def compile_checks(op: Op, config: ProjectConfig) -> list[CheckResult]:
-    results = [check_prototype(op)]
+    results = [check_prototype(op, config)]
     twin = check_twin(op, config)
     if twin is not None:
         results.append(twin)

@@ -103,7 +103,7 @@ def launch_fill_findings(op: Op, sms: int = H100_SMS) -> list[Finding]:
 def compile_findings(op: Op, config: ProjectConfig) -> list[Finding]:
     """Errors for a prototype kernel or twin that does not compile for sm_90."""
     findings = []
-    for result in (check_prototype(op), check_twin(op, config)):
+    for result in (check_prototype(op, config), check_twin(op, config)):
         if result is not None and result.status == FAIL:
             findings.append(Finding(ERROR, "compile", op.name, result.backend, "", result.detail))
     return findings

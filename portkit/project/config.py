@@ -5,7 +5,7 @@ A project is the nearest folder, from the working directory up, that holds a
 
     prototypes = "prototypes"   # folder of numba prototypes, one op per <op>.py
     cuda-src   = "cuda_src"     # folder of C CUDA twins, one op per <op>.cu
-    cache-dir  = "..."          # compiled twins; default: $XDG_CACHE_HOME/portkit
+    cache-dir  = "..."          # compiled twins and prototypes; default: $XDG_CACHE_HOME/portkit
     namespace  = "portkit"      # torch.library namespace of the registered ops
 
 Nothing is read at import time: commands and the pytest plugin call ``load_config``.

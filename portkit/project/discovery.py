@@ -3,6 +3,10 @@
 Adding an op means adding those two files; nothing central lists ops. A file that
 fails to import does not hide the others: it is kept, with its error, in
 ``Catalog.broken`` and reported when someone asks for that op.
+
+Prototypes are imported when first asked for: ``catalog.get("sigmoid")`` imports
+prototypes/sigmoid.py only (``portkit sim sigmoid`` does not pay for every other op);
+``catalog.ops`` and ``catalog.broken`` import them all.
 """
 
 from __future__ import annotations
@@ -47,18 +51,50 @@ class Op:
 @dataclass
 class Catalog:
     config: ProjectConfig
-    ops: dict[str, Op] = field(default_factory=dict)
-    broken: dict[str, str] = field(default_factory=dict)
+    prototypes: dict[str, Path] = field(default_factory=dict)  # op name -> prototype file
+    twins: dict[str, Path] = field(default_factory=dict)  # op name -> twin file
+    _ops: dict[str, Op] = field(default_factory=dict)
+    _broken: dict[str, str] = field(default_factory=dict)
 
     @property
     def names(self) -> list[str]:
-        return sorted({*self.ops, *self.broken})
+        return sorted({*self.prototypes, *self.twins})
+
+    @property
+    def ops(self) -> dict[str, Op]:
+        """Every op that loads (imports every prototype not imported yet)."""
+        self._load_all()
+        return self._ops
+
+    @property
+    def broken(self) -> dict[str, str]:
+        """Op name -> why it cannot be loaded (imports every prototype not imported yet)."""
+        self._load_all()
+        return self._broken
+
+    def _load_all(self) -> None:
+        for name in self.names:
+            self._load(name)
+
+    def _load(self, name: str) -> None:
+        if name in self._ops or name in self._broken:
+            return
+        if name not in self.prototypes:
+            if name in self.twins:
+                expected = self.config.prototypes_dir / (name + ".py")
+                self._broken[name] = f"{self.twins[name]} has no prototype; expected {expected}"
+            return
+        try:
+            self._ops[name] = load_op(name, self.prototypes[name], self.twins.get(name))
+        except OpDefinitionError as exc:
+            self._broken[name] = str(exc)
 
     def get(self, name: str) -> Op:
-        if name in self.ops:
-            return self.ops[name]
-        if name in self.broken:
-            raise OpDefinitionError(f"op {name} cannot be loaded: {self.broken[name]}")
+        self._load(name)
+        if name in self._ops:
+            return self._ops[name]
+        if name in self._broken:
+            raise OpDefinitionError(f"op {name} cannot be loaded: {self._broken[name]}")
         raise OpNotFound(name, self.names)
 
 
@@ -113,10 +149,10 @@ _catalogs: dict[Path, Catalog] = {}
 
 
 def discover(config: ProjectConfig) -> Catalog:
-    """All ops of the project, imported once per process."""
+    """The project's ops by file name, once per process; each prototype is imported when
+    first asked for."""
     if config.root in _catalogs:
         return _catalogs[config.root]
-    catalog = Catalog(config)
     prototypes = (
         {p.stem: p for p in config.prototypes_dir.glob("*.py") if not p.name.startswith("_")}
         if config.prototypes_dir.is_dir()
@@ -127,14 +163,6 @@ def discover(config: ProjectConfig) -> Catalog:
         if config.cuda_src_dir.is_dir()
         else {}
     )
-    for name in sorted(prototypes):
-        try:
-            catalog.ops[name] = load_op(name, prototypes[name], twins.get(name))
-        except OpDefinitionError as exc:
-            catalog.broken[name] = str(exc)
-    for name in sorted(set(twins) - set(prototypes)):
-        catalog.broken[name] = (
-            f"{twins[name]} has no prototype; expected {config.prototypes_dir / (name + '.py')}"
-        )
+    catalog = Catalog(config, prototypes, twins)
     _catalogs[config.root] = catalog
     return catalog

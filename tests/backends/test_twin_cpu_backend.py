@@ -41,9 +41,9 @@ def twin(tmp_path) -> Path:
 
 
 def test_registered_as_a_cpu_twin():
-    from portkit.backends import _REGISTRY, default_names
+    from portkit.backends import backend_class, default_names
 
-    backend = _REGISTRY["twin-cpu"]
+    backend = backend_class("twin-cpu")
     assert (backend.role, backend.device, backend.simulated) == ("twin", "cpu", True)
     assert "twin-cpu" in default_names()
 
