@@ -92,10 +92,11 @@ def launch_config(config: Any, kernel: str) -> LaunchConfig:
 class LaunchTarget(Protocol):
     """One backend's way of running one kernel.
 
-    A target may also offer ``launch_if_plain(config, args) -> bool``: launch straight
-    away when every argument passes its own cheap checks (device, layout, dtype) and
-    return True, or return False, having launched nothing, when any argument is in
-    doubt; the launch then takes the checked path below, whose errors name the problem.
+    A target may also offer ``plain_launch(config)``, a function of the arguments that
+    launches straight away when every argument passes the target's own cheap checks
+    (device, layout, dtype) and returns True, or returns False, having launched nothing,
+    when any argument is in doubt; the launch then takes the checked path below, whose
+    errors name the problem.
     """
 
     def launch(self, config: LaunchConfig, args: Sequence[Any]) -> None: ...
@@ -152,18 +153,15 @@ def _explain_tensor(kernel: str, position: int, arg: torch.Tensor, device: str) 
 class BoundLaunch:
     def __init__(self, kernel: Kernel, config: LaunchConfig):
         self._kernel, self._config = kernel, config
-        self._launch_if_plain = getattr(kernel.target, "launch_if_plain", None)
+        plain_launch = getattr(kernel.target, "plain_launch", None)
+        self._plain_launch = plain_launch(config) if plain_launch is not None else None
 
     def __call__(self, *args: Any) -> None:
         kernel = self._kernel
         owner = kernel.owner
         # The production path (no guards) lets a target that checks its own arguments
         # launch without the generic pass below; anything it doubts comes back here.
-        if (
-            self._launch_if_plain is not None
-            and owner._guards is None
-            and self._launch_if_plain(self._config, args)
-        ):
+        if self._plain_launch is not None and owner._guards is None and self._plain_launch(args):
             return
         checked = check_kernel_args(kernel.name, args, owner.device)
         kernel.target.launch(self._config, checked)

@@ -149,7 +149,7 @@ def test_twin_target_errors_are_the_clear_ones(scale_target, launches, make_args
 
 
 def test_twin_fast_path_launches_only_what_its_plan_expects(scale_target, launches) -> None:
-    """``launch_if_plain``: True and one launch for plain arguments once a plan exists;
+    """``plain_launch``: True and one launch for plain arguments once a plan exists;
     False and no launch for anything else, so the checked path can explain it."""
     import numpy as np
     import torch
@@ -157,10 +157,11 @@ def test_twin_fast_path_launches_only_what_its_plan_expects(scale_target, launch
     from portkit.launch.kernel_set import LaunchConfig
 
     config = LaunchConfig((1, 1, 1), (32, 1, 1), 0)
+    launch = scale_target.plain_launch(config)
     t = torch.ones(4)
-    assert scale_target.launch_if_plain(config, [t, t, 0.5, 4]) is False  # no plan yet
+    assert launch([t, t, 0.5, 4]) is False  # no plan yet
     scale_target.launch(config, [t, t, 0.5, 4])
-    assert scale_target.launch_if_plain(config, [t, t, 0.5, 4]) is True
+    assert launch([t, t, 0.5, 4]) is True
     assert len(launches) == 2
     assert struct.unpack("=Q", launches[-1]["slots"][1])[0] == t.data_ptr()
     doubted = [
@@ -173,31 +174,37 @@ def test_twin_fast_path_launches_only_what_its_plan_expects(scale_target, launch
         [t, 7, 0.5, 4],  # an int for a pointer
     ]
     for args in doubted:
-        assert scale_target.launch_if_plain(config, args) is False, args
+        assert launch(args) is False, args
     assert len(launches) == 2
 
 
 def test_torchs_launcher_takes_one_dimensional_whole_warp_blocks(monkeypatch, launches) -> None:
     """Where torch has its C++ launcher, plain values go to it with the right codes and
-    32 x warps threads; other blocks, and calls without plain values, use cuLaunchKernel."""
+    32 x warps threads; other blocks use cuLaunchKernel."""
     static = []
     monkeypatch.setattr(driver_launch, "static_launcher", lambda: lambda *a: static.append(a))
     kernel = driver_launch.DriverKernel(0x99, ["pointer", "float", "int", "long long"])
-    values = (0xBEEF, 0.5, -3, 2**40)
-    kernel.pack(values)
-    kernel.launch_packed((5, 1, 1), (256, 1, 1), 128, 7, values)
-    assert static == [(0x99, 5, 1, 1, 8, 128, "Ofil", values, 7)] and launches == []
-    kernel.launch_packed((5, 1, 1), (16, 16, 1), 0, 7, values)  # 2-D block
-    kernel.launch_packed((5, 1, 1), (48, 1, 1), 0, 7, values)  # not whole warps
-    kernel.launch_packed((5, 1, 1), (256, 1, 1), 0, 7)  # no plain values
-    kernel.launch_packed((2**31 - 1, 2, 1), (256, 1, 1), 0, 7, values)  # grid past a C int
-    assert len(static) == 1 and len(launches) == 4
+    values = [0xBEEF, 0.5, -3, 2**40]
+
+    def launch(grid, block, shared=0):
+        warps = driver_launch.static_warps(grid, block)
+        kernel.launch_values(grid, block, shared, 7, values, warps)
+
+    launch((5, 1, 1), (256, 1, 1), 128)
+    assert static == [(0x99, 5, 1, 1, 8, 128, "Ofil", tuple(values), 7)] and launches == []
+    launch((5, 1, 1), (16, 16, 1))  # 2-D block
+    launch((5, 1, 1), (48, 1, 1))  # not whole warps
+    launch((2**31 - 1, 2, 1), (256, 1, 1))  # grid past a C int
+    assert len(static) == 1 and len(launches) == 3
+    with pytest.raises(struct.error):  # checked before either launcher sees it
+        kernel.launch_values((1, 1, 1), (32, 1, 1), 0, 7, [1, 0.5, 2**40, 1], 1)
+    assert len(static) == 1 and len(launches) == 3
 
 
 def test_a_slot_torchs_launcher_cannot_take_keeps_the_driver(monkeypatch, launches) -> None:
     static = []
     monkeypatch.setattr(driver_launch, "static_launcher", lambda: lambda *a: static.append(a))
-    kernel = driver_launch.DriverKernel(1, ["pointer", "raw"])
-    kernel.pack((1, b"\x00" * 8))
-    kernel.launch_packed((1, 1, 1), (32, 1, 1), 0, 0, (1, b"\x00" * 8))
+    # four slots: the fake driver reads four
+    kernel = driver_launch.DriverKernel(1, ["pointer", "raw", "int", "int"])
+    kernel.launch_values((1, 1, 1), (32, 1, 1), 0, 0, [1, b"\x00" * 8, 2, 3], 1)
     assert static == [] and len(launches) == 1

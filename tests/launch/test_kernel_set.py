@@ -1,5 +1,5 @@
 """``k.kernel[grid, block](...)``: the cached launch configurations and the production fast
-path (a target's ``launch_if_plain``) must never let a mistake through that the checked
+path (a target's ``plain_launch``) must never let a mistake through that the checked
 path would have named."""
 
 from __future__ import annotations
@@ -28,14 +28,17 @@ class PlainFirst(Recorder):
         super().__init__()
         self.fast: list[tuple] = []
 
-    def launch_if_plain(self, config, args) -> bool:
-        if all(
-            (isinstance(a, torch.Tensor) and a.dtype == torch.float32) or type(a) is int
-            for a in args
-        ):
-            self.fast.append((config, tuple(args)))
-            return True
-        return False
+    def plain_launch(self, config):
+        def launch(args) -> bool:
+            if all(
+                (isinstance(a, torch.Tensor) and a.dtype == torch.float32) or type(a) is int
+                for a in args
+            ):
+                self.fast.append((config, tuple(args)))
+                return True
+            return False
+
+        return launch
 
 
 def test_a_cached_configuration_does_not_hide_a_float_or_bool_dimension() -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cache
 from typing import Any
 
@@ -244,45 +244,55 @@ class TwinKernelTarget:
             self._explain(args)
             raise
 
-    def launch_if_plain(self, config: LaunchConfig, args: Sequence[Any]) -> bool:
-        """The production path (``LaunchTarget``): launch when every argument is what this
-        dtype's plan expects (tensors of its dtype on this GPU in C order, Python ints and
-        floats for scalars) and return True; return False, having launched nothing, on any
-        doubt, and the checked path explains."""
-        try:
-            deciders = self._deciders
-            if len(deciders) == 1:
-                plan = self._plans[(args[deciders[0]].dtype,)]
-            else:
-                plan = self._plans[tuple(args[i].dtype for i in deciders)]
-            if len(args) != plan.count:
-                return False
-            values = list(args)
-            device = self._device
-            for position, dtype in plan.pointers:
-                arg = values[position]
-                if (
-                    (dtype is not None and arg.dtype != dtype)
-                    or arg.get_device() != device
-                    or not arg.is_contiguous()
-                ):
+    def plain_launch(self, config: LaunchConfig) -> Callable[[Sequence[Any]], bool]:
+        """The production path for one launch configuration (``LaunchTarget``): a function
+        that launches when every argument is what its dtype's plan expects (tensors of
+        that dtype on this GPU in C order, Python ints and floats for scalars, values
+        that fit) and returns True, or returns False having launched nothing, and the
+        checked path explains. One Python frame per launch: it runs on every call."""
+        grid, block, shared = config.grid, config.block, config.shared_bytes
+        warps = driver_launch.static_warps(grid, block)
+        plans, deciders, device = self._plans, self._deciders, self._device
+        decider = deciders[0] if len(deciders) == 1 else None
+        stream_of = driver_launch.current_stream
+
+        def launch(args: Sequence[Any]) -> bool:
+            try:
+                if decider is not None:
+                    plan = plans[(args[decider].dtype,)]
+                else:
+                    plan = plans[tuple(args[i].dtype for i in deciders)]
+                if len(args) != plan.count or plan.raw:
                     return False
-                values[position] = arg.data_ptr()
-            for position in plan.scalars:
-                if type(values[position]) not in _PLAIN_SCALARS:
-                    return False
-            if plan.raw:
+                values = list(args)
+                for position, dtype in plan.pointers:
+                    arg = values[position]
+                    if (
+                        (dtype is not None and arg.dtype != dtype)
+                        or arg.get_device() != device
+                        or not arg.is_contiguous()
+                    ):
+                        return False
+                    values[position] = arg.data_ptr()
+                for position in plan.scalars:
+                    if type(values[position]) not in _PLAIN_SCALARS:
+                        return False
+                # Packing checks each value's range before anything is launched, and a
+                # launch error is a RuntimeError: nothing caught here follows a launch.
+                plan.driver.launch_values(grid, block, shared, stream_of(device), values, warps)
+            except (
+                TypeError,
+                AttributeError,
+                OverflowError,
+                ValueError,
+                IndexError,
+                KeyError,
+                struct.error,
+            ):
                 return False
-            stream = driver_launch.current_stream(device)
-            plan.driver.pack(values)
-        except (TypeError, AttributeError, OverflowError, ValueError, IndexError, KeyError):
-            return False
-        except struct.error:  # a value that does not fit its slot: nothing was launched
-            return False
-        plan.driver.launch_packed(
-            config.grid, config.block, config.shared_bytes, stream, tuple(values)
-        )
-        return True
+            return True
+
+        return launch
 
     def _plan(self, args: Sequence[Any]) -> _Plan:
         try:

@@ -114,6 +114,34 @@ class DriverKernel:
         self.pack(values)
         self.launch_packed(grid, block, shared_bytes, stream)
 
+    def launch_values(
+        self,
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        shared_bytes: int,
+        stream: int,
+        values: Sequence[Any],
+        warps: int,
+    ) -> None:
+        """``values`` as Python ints (pointers too) and floats only: checked by packing
+        them, then given to torch's launcher where ``warps`` (``static_warps``) says the
+        block suits it, else to ``cuLaunchKernel``."""
+        self._struct.pack_into(self._buffers.data, 0, *values)
+        if warps and self._static is not None:
+            self._static(
+                self._handle,
+                grid[0],
+                grid[1],
+                grid[2],
+                warps,
+                shared_bytes,
+                self._static_codes,
+                tuple(values),
+                stream,
+            )
+        else:
+            self.launch_packed(grid, block, shared_bytes, stream)
+
     def pack(self, values: Sequence[Any]) -> None:
         """Write ``values`` into this thread's parameter block (raises before anything
         is launched if one does not fit its slot)."""
@@ -125,31 +153,8 @@ class DriverKernel:
         block: tuple[int, int, int],
         shared_bytes: int,
         stream: int,
-        plain_values: tuple | None = None,
     ) -> None:
-        """Launch with the values ``pack`` wrote on this thread. ``plain_values``, the same
-        values as Python ints and floats only (pointers as ints), lets torch's launcher
-        take the launch where it can."""
-        if (
-            plain_values is not None
-            and self._static is not None
-            and block[1] == 1
-            and block[2] == 1
-            and not block[0] & 31
-            and grid[0] * grid[1] * grid[2] < MAX_STATIC_GRID
-        ):
-            self._static(
-                self._handle,
-                grid[0],
-                grid[1],
-                grid[2],
-                block[0] >> 5,  # it launches 32 x this many threads along x
-                shared_bytes,
-                self._static_codes,
-                plain_values,
-                stream,
-            )
-            return
+        """``cuLaunchKernel`` with the values ``pack`` wrote on this thread."""
         function, address = self._function, self._buffers.address
         (err,) = self._launch(function, *grid, *block, shared_bytes, stream, address, 0)
         if err != self._success:
@@ -158,6 +163,16 @@ class DriverKernel:
             _make_primary_context_current()  # a thread where torch set no context yet
             (err,) = self._launch(function, *grid, *block, shared_bytes, stream, address, 0)
             _check(err, "cuLaunchKernel")
+
+
+def static_warps(grid: tuple[int, int, int], block: tuple[int, int, int]) -> int:
+    """Warps per block if torch's launcher can take this configuration (it launches
+    32 x warps threads along x only, and multiplies the grid's dimensions in a C int),
+    else 0."""
+    if block[1] == 1 and block[2] == 1 and not block[0] & 31:
+        if grid[0] * grid[1] * grid[2] < MAX_STATIC_GRID:
+            return block[0] >> 5
+    return 0
 
 
 def static_launcher() -> Any:
