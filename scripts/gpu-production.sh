@@ -20,7 +20,7 @@ PY=python3
 cat "$OUT/versions.txt"
 
 # 1. Host cost per call.
-timeout 80 $PY scripts/bench_launch.py --json "$OUT/bench_launch.json" > "$OUT/bench_launch.txt" 2>&1
+timeout 240 $PY scripts/bench_launch.py --json "$OUT/bench_launch.json" > "$OUT/bench_launch.txt" 2>&1
 bench=$?
 cat "$OUT/bench_launch.txt"
 

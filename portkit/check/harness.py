@@ -137,7 +137,7 @@ class CaseRunner:
             guards = None
             if self.settings.guards:
                 guards = kernels.guards = GuardZones(parameter_names(self.op))
-            fn = registered_callable(self.op, kernels, backend.config.namespace)
+            fn = registered_callable(self.op, kernels, backend.config.namespace, define_now=False)
             expected_outputs, expected_grads = self.reference(device)
             inputs = self.differentiable(make_inputs(self.case, device))
             if guards is not None:

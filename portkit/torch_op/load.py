@@ -23,12 +23,16 @@ def qualified_name(namespace: str, op: str, implementation: str) -> str:
     return f"{namespace}::" + re.sub(r"\W", "_", f"{op}_{implementation}")
 
 
-def registered_callable(op: Op, kernels: KernelSet, namespace: str) -> OpCallable:
+def registered_callable(
+    op: Op, kernels: KernelSet, namespace: str, define_now: bool = True
+) -> OpCallable:
+    """``define_now=False`` leaves the torch.library definition to the first call that
+    needs it (the checker runs eagerly and registers a dozen implementations)."""
     definition = op.definition
     check = input_check(op, kernels.device)
     binding = Binding(definition.forward, definition.backward, kernels, check, OpDefinitionError)
     qualname = qualified_name(namespace, op.name, kernels.implementation)
-    registered = register(qualname, op_layout(op), list(op.kernels), binding)
+    registered = register(qualname, op_layout(op), list(op.kernels), binding, define_now)
     return OpCallable(registered, binding)
 
 

@@ -153,29 +153,54 @@ def _unalias(results: Sequence[torch.Tensor], inputs: Sequence[Any]) -> tuple:
 
 
 class RegisteredOp:
+    """An op's two custom ops, defined on first use: a ``custom_op`` costs tens of
+    milliseconds and the first one imports much of torch, which ``portkit check`` (one
+    op per implementation, never traced) need not pay; ``define()`` makes them now."""
+
     def __init__(self, qualname: str, layout: OpLayout, kernel_names: Sequence[str]) -> None:
         self.qualname, self.layout = qualname, layout
         self.name = qualname.split("::", 1)[1]
         self.kernel_names = tuple(kernel_names)
         self.binding: Binding | None = None
-        self.forward_op = torch.library.custom_op(
+        self._forward_op: Any = None
+        self._backward_op: Any = None
+
+    @property
+    def forward_op(self) -> Any:
+        self.define()
+        return self._forward_op
+
+    @property
+    def backward_op(self) -> Any:
+        self.define()
+        return self._backward_op
+
+    @property
+    def defined(self) -> bool:
+        return self._forward_op is not None
+
+    def define(self) -> None:
+        if self._forward_op is not None:
+            return
+        layout, qualname = self.layout, self.qualname
+        forward_op = torch.library.custom_op(
             qualname, self._forward_impl, mutates_args=(), schema=layout.forward_schema()
         )
-        self.forward_op.register_fake(self._forward_fake)
-        self.backward_op = None
+        forward_op.register_fake(self._forward_fake)
         if layout.has_backward:
-            self.backward_op = torch.library.custom_op(
+            self._backward_op = torch.library.custom_op(
                 qualname + "_backward",
                 self._backward_impl,
                 mutates_args=(),
                 schema=layout.backward_schema(),
             )
-            self.backward_op.register_fake(self._backward_fake)
-            self.forward_op.register_autograd(self._autograd, setup_context=self._setup_context)
+            self._backward_op.register_fake(self._backward_fake)
+            forward_op.register_autograd(self._autograd, setup_context=self._setup_context)
         else:  # as in eager: the outputs do not require grad
-            self.forward_op.register_autograd(
+            forward_op.register_autograd(
                 self._no_gradient, setup_context=self._mark_non_differentiable
             )
+        self._forward_op = forward_op
 
     # -- forward --------------------------------------------------------------
     def _run_forward(self, kernels: Any, args: Sequence[Any]) -> Any:
@@ -268,9 +293,14 @@ _REGISTERED: dict[str, RegisteredOp] = {}
 
 
 def register(
-    qualname: str, layout: OpLayout, kernel_names: Sequence[str], binding: Binding
+    qualname: str,
+    layout: OpLayout,
+    kernel_names: Sequence[str],
+    binding: Binding,
+    define_now: bool = True,
 ) -> RegisteredOp:
-    """Define ``qualname`` once per process; later calls with the same layout rebind it."""
+    """Define ``qualname`` once per process (``define_now=False``: when first traced or
+    watched); later calls with the same layout rebind it."""
     op = _REGISTERED.get(qualname)
     if op is None:
         op = _REGISTERED[qualname] = RegisteredOp(qualname, layout, kernel_names)
@@ -280,6 +310,8 @@ def register(
             f"{op.layout.forward_schema()}; cannot register it again as {layout.forward_schema()}"
         )
     op.binding = binding
+    if define_now:
+        op.define()
     return op
 
 
@@ -308,7 +340,6 @@ class OpCallable:
 
     def __init__(self, registered: RegisteredOp, binding: Binding) -> None:
         self.registered, self.binding = registered, binding
-        self.op = registered.forward_op._opoverload
         self.outputs = registered.layout.outputs
         self.__name__ = registered.name
         self._function = _eager_function(registered, binding)
@@ -342,6 +373,11 @@ class OpCallable:
                 f"at registration it returned {self.outputs}"
             )
         return outputs if len(outputs) > 1 else outputs[0]
+
+    @property
+    def op(self) -> Any:
+        """The registered op, ``torch.ops.<namespace>.<op>_<implementation>.default``."""
+        return self.registered.forward_op._opoverload
 
     def _through_registered_op(self, inputs: tuple) -> Any:
         result = as_tuple(self.op(*inputs))[: self.outputs]
