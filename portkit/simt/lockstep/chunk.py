@@ -124,7 +124,7 @@ class Chunk(Lanes):
             shape, strides = _contiguous(dims)
             offset = self.block_local * size
             array = LaneArray(
-                data, shape, strides, offset, SHARED, self, LaneShadow(size=size * self.blocks)
+                data, shape, strides, offset, SHARED, self, LaneShadow(size * self.blocks)
             )
             self._shared[key] = array
         return array
@@ -139,7 +139,7 @@ class Chunk(Lanes):
         data = raw.view(dtype)
         size = self.shared_bytes // dtype.itemsize
         same = [a.shadow for a in others if a.dtype.itemsize == dtype.itemsize]
-        shadow = same[0] if same else LaneShadow(size=data.size)
+        shadow = same[0] if same else LaneShadow(data.size)
         offset = self.block_local * size
         return LaneArray(data, (size,), (1,), offset, SHARED, self, shadow)
 
