@@ -41,6 +41,8 @@ MARKERS = {
     "reference": "gradchecks an op's PyTorch reference",
     "bench": "times an op against a saved `portkit bench` report (--portkit-bench-baseline)",
     "twin_cpu": "runs an op's C CUDA twin compiled for the CPU (needs a C++ compiler, no GPU)",
+    "large": "a GPU-sized case (2^24 elements); on a CPU only the simulator runs it, in "
+    "seconds (deselect with -m 'not large')",
 }
 BASELINE_OPTION = "--portkit-bench-baseline"
 
@@ -259,6 +261,8 @@ class OpFile(pytest.File):
                     only_check=None,
                 )
                 item.add_marker(_marker(backend))
+                if case.large:
+                    item.add_marker("large")
                 reason = skip_reason(op, case, backend)
                 if reason:
                     item.add_marker(pytest.mark.skip(reason=reason))
@@ -274,6 +278,8 @@ class OpFile(pytest.File):
                     only_check=f"vs {twin.name}",
                 )
                 item.add_marker(_marker(twin))
+                if case.large:
+                    item.add_marker("large")
                 reasons = [skip_reason(op, case, b) for b in pair]
                 if any(reasons):
                     item.add_marker(pytest.mark.skip(reason=next(r for r in reasons if r)))
