@@ -711,17 +711,17 @@ def test_many_shuffles_below_the_generation_wrap():
     np.testing.assert_array_equal(out, 7 + (np.arange(32) ^ 1))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=SimulationFault,
-    reason="simulator bug: the warp generation in a stamp has 8 bits (memory.py "
-    "GENERATION_BITS, block_run.py '& 0xFF'): after 256 warp operations a read of a value "
-    "lane 0 wrote before them is a false 'data race' (255 operations pass)",
-)
-def test_many_shuffles_at_the_generation_wrap():
+@pytest.mark.parametrize("engine", ["per-thread", "lockstep"])
+@pytest.mark.parametrize("rounds", [256, 257, 512])
+def test_many_shuffles_at_the_generation_wrap(engine, rounds):
+    # The warp generation has 8 bits; every 128 operations the warp's older stamps move
+    # to the generation before the current one (epochs.refresh_generations), so lane 0's
+    # write stays ordered before the reads however many shuffles come between.
     out = np.zeros(32, np.float32)
-    run(K.many_shuffles, [out, 256], block=32)
-    np.testing.assert_array_equal(out, 7 + np.arange(32))
+    machine = Machine(engine=engine)
+    run(K.many_shuffles, [out, rounds], block=32, machine=machine)
+    assert machine.engines[0].engine == engine
+    np.testing.assert_array_equal(out, 7 + (np.arange(32) ^ (rounds % 2)))
 
 
 @pytest.mark.xfail(

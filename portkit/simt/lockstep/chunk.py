@@ -215,7 +215,13 @@ class Chunk(Lanes):
         if np.any(taking & ((bits != member) | ((member & ~exists) != 0))):
             raise Unsupported(f"cuda.{kind}: the active lanes of a warp are not its mask")
         result = self._answer(kind, member, active, *args)
-        self.generation[taking] = (self.generation[taking] + 1) & 0xFF
+        self.generation[taking] = (self.generation[taking] + 1) & epochs.GENERATION_MASK
+        due = taking & (self.generation % epochs.GENERATION_REFRESH == 0)
+        if due.any():
+            shadows = [a.shadow for a in self._shared.values()] + self.global_shadows
+            epochs.refresh_generations(
+                shadows, self.first, self.warps_per_block, self.epoch, self.generation, due
+            )
         self._stamps = None
         self._active_stamps = None
         return result
