@@ -41,8 +41,7 @@ MARKERS = {
     "reference": "gradchecks an op's PyTorch reference",
     "bench": "times an op against a saved `portkit bench` report (--portkit-bench-baseline)",
     "twin_cpu": "runs an op's C CUDA twin compiled for the CPU (needs a C++ compiler, no GPU)",
-    "large": "a GPU-sized case (2^24 elements); on a CPU only the simulator runs it, in "
-    "seconds (deselect with -m 'not large')",
+    "large": "a GPU-sized case; on a CPU only the simulator runs it (-m 'not large' skips)",
 }
 BASELINE_OPTION = "--portkit-bench-baseline"
 
@@ -261,8 +260,6 @@ class OpFile(pytest.File):
                     only_check=None,
                 )
                 item.add_marker(_marker(backend))
-                if case.large:
-                    item.add_marker("large")
                 reason = skip_reason(op, case, backend)
                 if reason:
                     item.add_marker(pytest.mark.skip(reason=reason))
@@ -278,8 +275,6 @@ class OpFile(pytest.File):
                     only_check=f"vs {twin.name}",
                 )
                 item.add_marker(_marker(twin))
-                if case.large:
-                    item.add_marker("large")
                 reasons = [skip_reason(op, case, b) for b in pair]
                 if any(reasons):
                     item.add_marker(pytest.mark.skip(reason=next(r for r in reasons if r)))
@@ -302,6 +297,8 @@ class CaseItem(PortkitItem):
     def __init__(self, *, op, case, backends, only_check: str | None, **kwargs) -> None:
         super().__init__(**kwargs)
         self.op, self.case, self.backends, self.only_check = op, case, backends, only_check
+        if case.large:
+            self.add_marker("large")
 
     def runtest(self) -> None:
         from portkit.check.harness import CheckSettings, run_case

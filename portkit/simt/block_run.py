@@ -68,11 +68,14 @@ class BlockRun:
         self.finished = [False] * self.n
         self.epoch = 0
         self.generations = [0] * ((self.n + WARP_SIZE - 1) // WARP_SIZE)
-        machine.finished_threads = self.finished
 
     def run(self) -> None:
         runnable = list(range(self.n))
         while True:
+            # cuda.activemask() in this round: lanes that had not exited when it began.
+            # Lanes resumed together run converged on a GPU; here they run one after
+            # another, and one that ends first must not leave its later peers' mask.
+            self.machine.finished_threads = list(self.finished)
             for thread in runnable:
                 self._resume(thread)
             runnable = self._answer_warp_operations()

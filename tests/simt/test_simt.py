@@ -530,13 +530,10 @@ def test_eq_sync_votes_on_truth_values():
     np.testing.assert_array_equal(out, 1)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="simulator bug: activemask is 'lanes not finished yet' (machine.py live_lanes), "
-    "and after a warp vote the machine resumes lanes one by one to their end, so lane k "
-    "sees lanes 0..k-1 as exited: lane k gets ~((1 << k) - 1) instead of 0xffffffff",
-)
 def test_activemask_after_a_vote_is_the_full_warp():
+    # After a vote the lanes are resumed one by one to their end; a lane that ended
+    # before its peers reached activemask used to leave their mask (lane k got
+    # ~((1 << k) - 1)). activemask counts lanes that had not exited when the round began.
     x = np.ones(32, np.float32)
     out = np.zeros((32, 2), np.int64)
     run(K.activemask_after_vote, [x, out], block=32)
