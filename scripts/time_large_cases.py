@@ -7,9 +7,9 @@
 
 Each (op, large case) runs in a fresh child process (so peak resident memory is the
 case's own) through the harness (``run_case``); with ``--gpu-only`` the large cases kept
-off the simulator are timed as well (their ``gpu_only`` cleared). Prints one Markdown row per case: wall seconds of
-the child, each check's seconds and status, the engine of each launch (lockstep, or
-per-thread and why), peak RSS.
+off the simulator are timed as well (their ``gpu_only`` cleared). Prints one Markdown
+row per case: wall seconds of the child, each check's seconds and status, the engine of
+each launch (lockstep, or per-thread and why), peak RSS.
 """
 
 from __future__ import annotations
