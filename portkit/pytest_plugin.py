@@ -41,6 +41,7 @@ MARKERS = {
     "reference": "gradchecks an op's PyTorch reference",
     "bench": "times an op against a saved `portkit bench` report (--portkit-bench-baseline)",
     "twin_cpu": "runs an op's C CUDA twin compiled for the CPU (needs a C++ compiler, no GPU)",
+    "large": "a GPU-sized case; on a CPU only the simulator runs it (-m 'not large' skips)",
 }
 BASELINE_OPTION = "--portkit-bench-baseline"
 
@@ -296,6 +297,8 @@ class CaseItem(PortkitItem):
     def __init__(self, *, op, case, backends, only_check: str | None, **kwargs) -> None:
         super().__init__(**kwargs)
         self.op, self.case, self.backends, self.only_check = op, case, backends, only_check
+        if case.large:
+            self.add_marker("large")
 
     def runtest(self) -> None:
         from portkit.check.harness import CheckSettings, run_case

@@ -46,7 +46,7 @@ def _cases():
         portkit.cases.custom(f"{dt}-edges", [(40,)], dt, special=tuple(edges))
         for dt in ("float32", "bfloat16")
     ]
-    cases.append(portkit.cases.custom("float32-n16777216", [(1 << 24,)], gpu_only=True))
+    cases.append(portkit.cases.custom("float32-n16777216", [(1 << 24,)], large=True))
     return cases
 
 

@@ -116,7 +116,7 @@ def _cases():
         for i, (r, c) in enumerate(shapes)
     ]
     cases.append(
-        portkit.cases.custom("float32-4096x4096", [(4096, 4096), (4096,), (4096,)], gpu_only=True)
+        portkit.cases.custom("float32-4096x4096", [(4096, 4096), (4096,), (4096,)], large=True)
     )
     cases.append(
         portkit.cases.custom("float64-gradcheck", [(2, 5), (5,), (5,)], "float64", gradcheck=True)

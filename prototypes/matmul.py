@@ -71,8 +71,13 @@ def _cases():
         for i, (m, kk, n) in enumerate(shapes)
     ]
     cases.append(portkit.cases.custom("float32-2x0x3", [(2, 0), (0, 3)]))
+    # A billion multiply-adds forward and two billion backward: about 10 minutes in the
+    # simulator's lockstep engine on a 2-core CI machine (docs/scale.md), so GPU-only.
+    gpu_only = "a billion multiply-adds: about 10 minutes in the simulator"
     cases.append(
-        portkit.cases.custom("float32-1000x1000x1000", [(1000, 1000), (1000, 1000)], gpu_only=True)
+        portkit.cases.custom(
+            "float32-1000x1000x1000", [(1000, 1000), (1000, 1000)], large=True, gpu_only=gpu_only
+        )
     )
     cases.append(
         portkit.cases.custom("float64-gradcheck", [(3, 4), (4, 5)], "float64", gradcheck=True)

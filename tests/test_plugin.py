@@ -159,8 +159,29 @@ def test_marker_selects_compile_only(pytester, project):
 def test_markers_are_registered(pytester, project):
     result = pytester.runpytest_subprocess(*plugin_args(), "--markers")
     text = result.stdout.str()
-    for marker in ("sim", "gpu", "compile", "reference", "bench", "twin_cpu"):
+    for marker in ("sim", "gpu", "compile", "reference", "bench", "twin_cpu", "large"):
         assert f"@pytest.mark.{marker}:" in text
+
+
+def test_large_cases_run_in_sim_only_and_are_marked(pytester, make_project, sources):
+    cases = (
+        '[portkit.cases.custom("float32-n1", [(1,)]),'
+        ' portkit.cases.custom("big", [(300,)], large=True)]'
+    )
+    name = "plug_large"
+    twin = sources.unary_twin(name, backward="dx[i] = dy[i] * T(2);")
+    op = sources.unary_op(name, backward="dx[i] = dy[i] * 2.0", cases=cases)
+    make_project({name: (op, twin)}, at=pytester.path)
+    result = run(pytester, "-v", "-rs", "-m", "large and not compile")
+    got = {k.split("::", 1)[1]: v for k, v in outcomes(result).items()}
+    assert set(got) == {
+        f"{b}[big]" for b in ("sim", "numba", "twin", "numba~twin", "twin-cpu", "sim~twin-cpu")
+    }
+    assert got["sim[big]"] == "PASSED"
+    text = result.stdout.str()
+    if not compiler_unavailable_reason():
+        assert got["twin-cpu[big]"] == got["sim~twin-cpu[big]"] == "SKIPPED"
+        assert "large case: on a CPU only portkit's simulator (`sim`) runs it" in text
 
 
 def test_bench_items_need_a_gpu_even_with_a_baseline(pytester, project):

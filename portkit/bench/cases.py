@@ -2,7 +2,7 @@
 
 A benchmark wants shapes that fill the GPU; the check cases are mostly edge sizes. An
 op names its benchmark shapes beside its check cases (``bench=`` in ``@portkit.op``);
-without them, the GPU-only cases (made large for that reason), or failing those the
+without them, the large and GPU-only cases (made large for that reason), or failing those the
 case with the most elements."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ def bench_cases(op, names: Sequence[str] = ()) -> list[Case]:
     definition = op.definition
     cases = list(definition.bench)
     if not cases:
-        cases = [c for c in definition.cases if c.gpu_only]
+        cases = [c for c in definition.cases if c.large or c.gpu_only]
     if not cases:
         cases = [max(definition.cases, key=lambda c: (c.numel, c.dtype == "float32"))]
     if names:

@@ -262,12 +262,23 @@ def parameter_names(op: Op) -> dict[str, list[str]]:
     return names
 
 
+# The CPU backend that runs `large` (GPU-sized) cases: portkit's simulator, whose lockstep
+# engine runs 2^24 threads in seconds. The CPU twin (sanitizers, one fiber per thread)
+# and numba's simulator would take minutes to hours per case (docs/scale.md).
+LARGE_ON_CPU = ("sim",)
+
+
 def skip_reason(op: Op, case: Case, backend: Backend) -> str | None:
     reason = backend.unavailable_reason or backend.unsupported_reason(op)
     if reason:
         return reason
     if case.gpu_only and backend.simulated:
-        return "case is too large for the simulator"
+        return case.gpu_only_reason
+    if case.large and backend.simulated and backend.name not in LARGE_ON_CPU:
+        return (
+            f"large case: on a CPU only portkit's simulator (`sim`) runs it; "
+            f"{backend.name} would take minutes"
+        )
     return None
 
 

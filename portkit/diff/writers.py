@@ -86,17 +86,17 @@ def _written(stamps: Any) -> np.ndarray:
     """Flat positions a record's stamps mark as written."""
     if isinstance(stamps, dict):
         return np.fromiter((k for k, v in stamps.items() if v != -1), dtype=np.int64)
-    return np.flatnonzero(np.frombuffer(stamps, dtype=np.int64) != -1)
+    return np.flatnonzero(np.asarray(stamps, dtype=np.int64) != -1)
 
 
 def _writer_from(
     record: LaunchRecord, array: ArrayRecord, position: int, launch: int, value: float | None = None
 ) -> Writer | None:
-    stamp = array.writes[position]
+    stamp = int(array.writes[position])  # array('q') or, from the lockstep engine, NumPy
     if stamp == -1:
         return None
     block, thread = record.coordinates(stamp)
-    file, line = record.line(array.write_lines[position])
+    file, line = record.line(int(array.write_lines[position]))
     return Writer(launch, record.kernel, block, thread, file, line, record.config.grid, value)
 
 

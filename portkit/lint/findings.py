@@ -77,10 +77,10 @@ def _allowed(path: str, line: int, kind: str) -> bool:
 
 
 def launch_fill_findings(op: Op, sms: int = H100_SMS) -> list[Finding]:
-    """Launches of the op's large (GPU-only) cases with fewer blocks than the GPU has SMs."""
+    """Launches of the op's large and GPU-only cases with fewer blocks than the GPU has SMs."""
     findings = []
     for case in op.definition.cases:
-        if not case.gpu_only:
+        if not (case.large or case.gpu_only):
             continue
         for launch in record_launches(op, case):
             blocks = launch.blocks

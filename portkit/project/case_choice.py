@@ -36,7 +36,7 @@ def choose_case(
         ordinary = [
             c
             for c in op.definition.cases
-            if c.dtype == dtype and not (c.gpu_only or c.special or c.gradcheck)
+            if c.dtype == dtype and not (c.gpu_only or c.large or c.special or c.gradcheck)
         ]
         small = [c for c in ordinary if c.numel <= DEFAULT_MAX_ELEMENTS]
         if not small:
@@ -59,4 +59,4 @@ def choose_case(
         case = replace(case, shapes=(shape,) * len(case.shapes))
     if seed is not None:
         case = replace(case, seed=seed)
-    return replace(case, gpu_only=False)
+    return replace(case, gpu_only=False, large=False)

@@ -20,8 +20,11 @@ __all__ = ["DTYPES", "Case", "custom", "elementwise", "make_inputs", "rows", "to
 
 # Sizes around a block of 128 and one that is not a multiple of any block size.
 EDGE_SIZES = (0, 1, 127, 128, 129, 1000)
-# 2**24 float32 elements is 64 MiB: big enough to fill an H100, too slow for a simulator.
+# 2**24 float32 elements is 64 MiB: big enough to fill an H100. The simulator's lockstep
+# engine runs such a case in seconds, so it is a `large` case (run everywhere, marked so
+# that `pytest -m "not large"` leaves it out), not a GPU-only one (docs/scale.md).
 LARGE_SIZE = 1 << 24
+TOO_LARGE = "case is too large for the simulator"
 GRADCHECK_SIZE = 7
 
 
@@ -34,7 +37,10 @@ class Case:
     dtype: str = "float32"
     seed: int = 0
     special: tuple[float, ...] = ()
-    gpu_only: bool = False  # too large for the simulator
+    # Never run in a simulator: True, or the reason as a sentence (shown as the skip).
+    gpu_only: bool | str = False
+    # GPU-sized (LARGE_SIZE elements): the `large` pytest marker; the simulator runs it.
+    large: bool = False
     gradcheck: bool = False  # run torch.autograd.gradcheck on this case
     extra: tuple = field(default=())  # non-tensor arguments passed after the tensors
     # One dtype per input where they differ (a float tensor and an int64 index); empty
@@ -59,6 +65,13 @@ class Case:
                 raise ValueError(f"case {self.name!r}: shape {shape} must be non-negative ints")
         if self.gradcheck and self.dtype != "float64":
             raise ValueError(f"case {self.name!r}: gradcheck needs float64, not {self.dtype}")
+
+    @property
+    def gpu_only_reason(self) -> str:
+        """Why the simulator skips this case ("" when it runs it)."""
+        if not self.gpu_only:
+            return ""
+        return self.gpu_only if isinstance(self.gpu_only, str) else TOO_LARGE
 
     @property
     def dtypes(self) -> tuple[str, ...]:
@@ -96,7 +109,7 @@ def elementwise(
         n = 4 * len(special)
         cases += [Case(f"{dt}-special", shapes(n), dt, seed, tuple(special)) for dt in dtypes]
     if large and "float32" in dtypes:
-        cases.append(Case(f"float32-n{large}", shapes(large), "float32", seed, gpu_only=True))
+        cases.append(Case(f"float32-n{large}", shapes(large), "float32", seed, large=True))
     if gradcheck:  # in float64, whatever ``dtypes`` says: gradcheck needs it
         size = GRADCHECK_SIZE
         cases.append(Case("float64-gradcheck", shapes(size), "float64", seed, gradcheck=True))
@@ -124,7 +137,7 @@ def rows(
         cases += [Case(f"{dt}-special", shape, dt, seed, tuple(special)) for dt in dtypes]
     if large and "float32" in dtypes:
         r, c = large
-        cases.append(Case(f"float32-{r}x{c}", ((r, c),), "float32", seed, gpu_only=True))
+        cases.append(Case(f"float32-{r}x{c}", ((r, c),), "float32", seed, large=True))
     if gradcheck:  # in float64, whatever ``dtypes`` says: gradcheck needs it
         r, c = gradcheck_shape
         cases.append(Case("float64-gradcheck", ((r, c),), "float64", seed, gradcheck=True))

@@ -68,11 +68,14 @@ class BlockRun:
         self.finished = [False] * self.n
         self.epoch = 0
         self.generations = [0] * ((self.n + WARP_SIZE - 1) // WARP_SIZE)
-        machine.finished_threads = self.finished
 
     def run(self) -> None:
         runnable = list(range(self.n))
         while True:
+            # cuda.activemask() in this round: lanes that had not exited when it began.
+            # Lanes resumed together run converged on a GPU; here they run one after
+            # another, and one that ends first must not leave its later peers' mask.
+            self.machine.finished_threads = list(self.finished)
             for thread in runnable:
                 self._resume(thread)
             runnable = self._answer_warp_operations()
@@ -250,7 +253,14 @@ class BlockRun:
         for t in group:
             self.requests[t] = None
         warp = warp_start // WARP_SIZE
-        self.generations[warp] = (self.generations[warp] + 1) & 0xFF
+        self.generations[warp] = (self.generations[warp] + 1) & epochs.GENERATION_MASK
+        if epochs.generation_due(self.generations[warp]):
+            due = np.zeros(len(self.generations), bool)
+            due[warp] = True
+            epoch, generations = np.array([self.epoch]), np.array(self.generations)
+            epochs.refresh_generations(
+                self._shadows(), self.base >> 32, len(due), epoch, generations, due
+            )
 
     # -- the block barrier ----------------------------------------------------------------
     def _answer_barrier(self, waiting: list[int]) -> list[int]:
@@ -293,7 +303,10 @@ class BlockRun:
         self.epoch += 1
         self.generations = [0] * len(self.generations)
         if epochs.due(self.epoch):
-            shadows = [a._shadow for a in self.machine._shared.values()]
-            shadows += [a._shadow for a in self.args if isinstance(a, SimArray) and a._shadow]
-            epochs.refresh(shadows, self.base >> 32, self.epoch)
+            epochs.refresh(self._shadows(), self.base >> 32, self.epoch)
         return waiting
+
+    def _shadows(self) -> list[Any]:
+        """The block's shared arrays' shadows and the launch's global ones."""
+        shadows = [a._shadow for a in self.machine._shared.values()]
+        return shadows + [a._shadow for a in self.args if isinstance(a, SimArray) and a._shadow]

@@ -193,7 +193,7 @@ class Machine:
         if self.engine == PER_THREAD:
             self.engines.append(EngineChoice(name, PER_THREAD, "chosen"))
             return None
-        from portkit.simt.lockstep import LockstepEngine, Unsupported
+        from portkit.simt.lockstep import LaneShadow, LockstepEngine, Unsupported
 
         if self._lockstep is None:
             self._lockstep = LockstepEngine(self.rewriter, self.files)
@@ -204,17 +204,10 @@ class Machine:
             self.engines.append(EngineChoice(name, PER_THREAD, refused))
             return None
         saved = [(a, a.copy()) for a in args if isinstance(a, np.ndarray)]
-        record = LaunchRecord(name, config)
-        shadows = []
-        for parameter, arg in zip(self.rewriter.rewrite(dispatcher).parameters, args):
-            shadow = None
-            if isinstance(arg, np.ndarray):
-                shadow = Shadow(arg.size)
-                flat, _ = memory_view(arg, parameter)
-                record.arrays.append(
-                    ArrayRecord(parameter, flat, shadow.writes, shadow.write_lines)
-                )
-            shadows.append(shadow)
+        parameters = self.rewriter.rewrite(dispatcher).parameters
+        # NumPy shadows, not the per-thread engine's array('q'), each slot allocated at its
+        # first use: a 2^24-element launch allocates what it touches, at memset speed.
+        shadows = [LaneShadow(a.size) if isinstance(a, np.ndarray) else None for a in args]
         try:
             self._lockstep.launch(dispatcher, config, args, shadows)
         except KernelError:
@@ -225,6 +218,11 @@ class Machine:
             why = str(exc) if isinstance(exc, Unsupported) else f"{type(exc).__name__}: {exc}"
             self.engines.append(EngineChoice(name, PER_THREAD, f"re-run per thread: {why}"))
             return None
+        record = LaunchRecord(name, config)
+        for parameter, arg, shadow in zip(parameters, args, shadows):
+            if shadow is not None:
+                flat, _ = memory_view(arg, parameter)
+                record.arrays.append(ArrayRecord(parameter, flat, *shadow.record()))
         record.files = list(self.files)
         self.records.append(record)
         self.engines.append(EngineChoice(name, LOCKSTEP, "vectorised"))

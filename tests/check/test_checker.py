@@ -177,6 +177,44 @@ def test_gpu_only_case_is_skipped_in_sim(make_project, sources, load_op):
     assert result.detail == "case is too large for the simulator"
 
 
+def test_large_case_runs_in_sim_and_a_gpu_only_reason_is_the_skip(make_project, sources, load_op):
+    cases = (
+        '[portkit.cases.custom("big", [(300,)], large=True),'
+        ' portkit.cases.custom("huge", [(300,)], large=True, gpu_only="needs an hour")]'
+    )
+    root = make_project({"chk_large": (sources.unary_op("chk_large", cases=cases), None)})
+    config, op = load_op(root, "chk_large")
+    big, huge = op.definition.cases
+    sim = create("sim", config)
+    results = run_case(op, big, [sim])
+    assert [(r.check, r.status) for r in results] == [("forward", "pass")]
+    (skipped,) = run_case(op, huge, [sim])
+    assert (skipped.status, skipped.detail) == ("skip", "needs an hour")
+
+
+class _CpuBackend:
+    """Stands in for a simulated CPU backend other than portkit's simulator."""
+
+    role, device, simulated, unavailable_reason = "twin", "cpu", True, None
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def unsupported_reason(self, op) -> None:
+        return None
+
+
+@pytest.mark.parametrize("name", ["twin-cpu", "numba-sim"])
+def test_large_case_is_skipped_on_other_cpu_backends(name):
+    from portkit.check.harness import skip_reason
+    from portkit.project.cases import Case
+
+    large = Case("big", ((1 << 24,),), large=True)
+    reason = skip_reason(None, large, _CpuBackend(name))
+    assert reason and reason.startswith("large case: on a CPU only portkit's simulator")
+    assert skip_reason(None, Case("small", ((4,),)), _CpuBackend(name)) is None
+
+
 # -- compare -------------------------------------------------------------------------------
 
 F32 = REFERENCE_TOLERANCE["float32"]

@@ -13,6 +13,7 @@ from portkit.errors import OpDefinitionError, OpNotFound
 from portkit.project.cases import (
     EDGE_SIZES,
     LARGE_SIZE,
+    TOO_LARGE,
     Case,
     custom,
     elementwise,
@@ -36,10 +37,11 @@ def test_elementwise_defaults():
             case = by_name[f"{dtype}-n{n}"]
             assert case.shapes == ((n,),)
             assert case.dtype == dtype
-            assert not case.gpu_only and not case.gradcheck
-    large = [c for c in cases if c.gpu_only]
+            assert not case.large and not case.gpu_only and not case.gradcheck
+    large = [c for c in cases if c.large]
     assert [c.name for c in large] == [f"float32-n{LARGE_SIZE}"]
     assert large[0].shapes == ((LARGE_SIZE,),) and large[0].dtype == "float32"
+    assert not any(c.gpu_only for c in cases)  # the simulator runs the large case too
     gradcheck = [c for c in cases if c.gradcheck]
     assert [(c.name, c.dtype, c.gpu_only) for c in gradcheck] == [
         ("float64-gradcheck", "float64", False)
@@ -61,9 +63,16 @@ def test_rows_defaults():
     cases = rows()
     names = [c.name for c in cases]
     assert "float32-3x127" in names and "float64-2x129" in names
-    assert [c.name for c in cases if c.gpu_only] == ["float32-4096x4096"]
+    assert [c.name for c in cases if c.large] == ["float32-4096x4096"]
+    assert not any(c.gpu_only for c in cases)
     (gc,) = [c for c in cases if c.gradcheck]
     assert gc.shapes == ((2, 3),) and gc.dtype == "float64"
+
+
+def test_gpu_only_says_why():
+    assert Case("a", ((4,),), gpu_only=True).gpu_only_reason == TOO_LARGE
+    assert Case("b", ((4,),), gpu_only="needs tensor cores").gpu_only_reason == "needs tensor cores"
+    assert Case("c", ((4,),), large=True).gpu_only_reason == ""
 
 
 def test_custom_case():

@@ -200,3 +200,67 @@ def test_nanmax_and_nanmin_skip_nans_and_return_the_old_value():
     )
     assert hi[0] == 5 and lo[0] == -2
     np.testing.assert_array_equal(olds, [np.nan, 1, 1, 5, 5, 5, 5, 5])
+
+
+@cuda.jit
+def _integer_atomics(keys, amounts, counts, ucounts, olds, uolds):
+    i = cuda.grid(1)
+    if i < keys.size:
+        olds[i] = cuda.atomic.add(counts, keys[i], amounts[i])
+        uolds[i] = cuda.atomic.sub(ucounts, keys[i], 3)
+
+
+@pytest.mark.parametrize("blocks", [1, 3])
+def test_integer_atomic_sums_wrap_and_return_old_values_as_per_thread(blocks):
+    # The lockstep engine sums integer atomics for all lanes at once; the old value each
+    # thread gets, the wrap-around and the final counts must be the per-thread loop's.
+    rng = np.random.default_rng(5)
+    n = 100 * blocks
+    keys = rng.integers(0, 7, n).astype(np.int64)
+    amounts = rng.integers(-(2**31), 2**31, n).astype(np.int32)
+    counts = np.array([2**31 - 1, -(2**31), 0, 5, 6, 7, 8], np.int32)
+    ucounts = np.array([0, 1, 2, 3, 2**32 - 1, 5, 6], np.uint32)
+    olds, uolds = np.zeros(n, np.int32), np.zeros(n, np.uint32)
+    args = [keys, amounts, counts, ucounts, olds, uolds]
+    module = __import__(__name__, fromlist=["x"])
+    engines, fault = _compare(module, "_integer_atomics", args, blocks, 128, 0)
+    assert fault is None and engines[0].engine == LOCKSTEP, engines[0].reason
+    final = [a.copy() for a in args]
+    Machine().launch(
+        "_integer_atomics", _integer_atomics, LaunchConfig((blocks, 1, 1), (128, 1, 1), 0), final
+    )
+    expected = counts.astype(np.int64)
+    np.add.at(expected, keys, amounts.astype(np.int64))
+    np.testing.assert_array_equal(final[2], expected.astype(np.int32))  # wrapped
+    assert final[3][0] == np.uint32((0 - 3 * np.count_nonzero(keys == 0)) % 2**32)
+    first = int(np.flatnonzero(keys == 2)[0])  # the first thread on key 2 saw the start
+    assert final[4][first] == 0 and final[5][first] == 2
+
+
+@cuda.jit(device=True)
+def _move_to(m, s, top):
+    if top > m:
+        return top, s * float32(0.5)
+    return m, s
+
+
+@cuda.jit
+def _tuple_returns(x, out_m, out_s):
+    i = cuda.grid(1)
+    if i < x.size:
+        m, s = _move_to(float32(0), float32(1), x[i])
+        out_m[i] = m
+        out_s[i] = s
+
+
+def test_a_device_function_returning_tuples_from_two_places_runs_in_lockstep():
+    x = np.random.default_rng(4).standard_normal(100).astype(np.float32)
+    args = [x, np.zeros(100, np.float32), np.zeros(100, np.float32)]
+    module = __import__(__name__, fromlist=["x"])
+    engines, fault = _compare(module, "_tuple_returns", args, 4, 32, 0)
+    assert fault is None and engines[0].engine == LOCKSTEP, engines[0].reason
+    out_m, out_s = np.zeros(100, np.float32), np.zeros(100, np.float32)
+    config = LaunchConfig((4, 1, 1), (32, 1, 1), 0)
+    Machine().launch("_tuple_returns", _tuple_returns, config, [x, out_m, out_s])
+    np.testing.assert_array_equal(out_m, np.maximum(x, 0))
+    np.testing.assert_array_equal(out_s, np.where(x > 0, 0.5, 1).astype(np.float32))

@@ -530,13 +530,10 @@ def test_eq_sync_votes_on_truth_values():
     np.testing.assert_array_equal(out, 1)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="simulator bug: activemask is 'lanes not finished yet' (machine.py live_lanes), "
-    "and after a warp vote the machine resumes lanes one by one to their end, so lane k "
-    "sees lanes 0..k-1 as exited: lane k gets ~((1 << k) - 1) instead of 0xffffffff",
-)
 def test_activemask_after_a_vote_is_the_full_warp():
+    # After a vote the lanes are resumed one by one to their end; a lane that ended
+    # before its peers reached activemask used to leave their mask (lane k got
+    # ~((1 << k) - 1)). activemask counts lanes that had not exited when the round began.
     x = np.ones(32, np.float32)
     out = np.zeros((32, 2), np.int64)
     run(K.activemask_after_vote, [x, out], block=32)
@@ -711,17 +708,17 @@ def test_many_shuffles_below_the_generation_wrap():
     np.testing.assert_array_equal(out, 7 + (np.arange(32) ^ 1))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=SimulationFault,
-    reason="simulator bug: the warp generation in a stamp has 8 bits (memory.py "
-    "GENERATION_BITS, block_run.py '& 0xFF'): after 256 warp operations a read of a value "
-    "lane 0 wrote before them is a false 'data race' (255 operations pass)",
-)
-def test_many_shuffles_at_the_generation_wrap():
+@pytest.mark.parametrize("engine", ["per-thread", "lockstep"])
+@pytest.mark.parametrize("rounds", [256, 257, 512])
+def test_many_shuffles_at_the_generation_wrap(engine, rounds):
+    # The warp generation has 8 bits; every 128 operations the warp's older stamps move
+    # to the generation before the current one (epochs.refresh_generations), so lane 0's
+    # write stays ordered before the reads however many shuffles come between.
     out = np.zeros(32, np.float32)
-    run(K.many_shuffles, [out, 256], block=32)
-    np.testing.assert_array_equal(out, 7 + np.arange(32))
+    machine = Machine(engine=engine)
+    run(K.many_shuffles, [out, rounds], block=32, machine=machine)
+    assert machine.engines[0].engine == engine
+    np.testing.assert_array_equal(out, 7 + (np.arange(32) ^ (rounds % 2)))
 
 
 @pytest.mark.xfail(

@@ -366,7 +366,6 @@ CASES = [
         "activemask_after_vote",
         "activemask_after_vote",
         lambda g: [np.ones(32, np.float32), np.zeros((32, 2), np.int64)],
-        xfail="simulator bug: activemask counts lanes the machine already ran to the end",
     ),
     Case(
         "atomic_add_float64_value",
@@ -457,7 +456,6 @@ CASES = [
         "many_shuffles_256",
         "many_shuffles",
         lambda g: [np.zeros(32, np.float32), 256],
-        xfail="simulator bug: the 8-bit warp generation wraps: a false data race",
     ),
     Case(
         "ballot_after_exit",

@@ -48,41 +48,74 @@ class Lanes(Protocol):
 
 
 def ordered(other: np.ndarray, me: np.ndarray, cross_block: bool) -> np.ndarray:
-    """``memory.ordered`` for arrays of stamps."""
-    same_block = (other >> 32) == (me >> 32)
-    other_epoch = other >> EPOCH_SHIFT
-    later_epoch = other_epoch != (me >> EPOCH_SHIFT)
-    ot, mt = other & THREAD_MASK, me & THREAD_MASK
-    same_thread = ot == mt
-    new_generation = (other >> THREAD_BITS) != (me >> THREAD_BITS)
-    same_warp = (ot >> 5) == (mt >> 5)
-    inside = later_epoch | same_thread | (new_generation & same_warp)
-    return np.where(same_block, inside, not cross_block)
+    """``memory.ordered`` for arrays of stamps. Most pairs are told apart by the bits
+    above the generation (another block, or a barrier between): the full rule runs only
+    on pairs of one block and one barrier epoch."""
+    result = (other >> EPOCH_SHIFT) != (me >> EPOCH_SHIFT)
+    rest = np.flatnonzero(~result)
+    if cross_block:  # another block: unordered in global memory
+        result &= (other >> 32) == (me >> 32)
+    if rest.size:
+        o, m = other[rest], me[rest]
+        ot, mt = o & THREAD_MASK, m & THREAD_MASK
+        new_generation = (o >> THREAD_BITS) != (m >> THREAD_BITS)
+        result[rest] = (ot == mt) | (new_generation & ((ot >> 5) == (mt >> 5)))
+    return result
+
+
+def _all_ordered(other: np.ndarray, me: np.ndarray, suspect: np.ndarray, cross: bool) -> bool:
+    """Whether every ``suspect`` lane's access ``other`` happens before its own ``me``;
+    the stamp rule runs on the suspects only (often none: an input nobody writes)."""
+    lanes = np.flatnonzero(suspect)
+    return lanes.size == 0 or bool(np.all(ordered(other[lanes], me[lanes], cross)))
+
+
+def _integer(value: Any) -> bool:
+    """An atomic operand that casts to an integer array's type as the lane loop does."""
+    if is_lanes(value):
+        return value.dtype.kind in "iu"
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
 def _strictly_increasing(flat: np.ndarray) -> bool:
     return flat.size < 2 or bool(np.all(flat[1:] > flat[:-1]))
 
 
+_STAMP_SLOTS = ("writes", "reads", "reads2")
+_LINE_SLOTS = ("write_lines", "read_lines", "read2_lines")
+
+
 class LaneShadow:
-    """NumPy views of a ``memory.Shadow`` (or fresh arrays for shared memory)."""
+    """Who last wrote and read each element of one allocation (``memory.Shadow``'s six
+    slots and stamps, as NumPy arrays): global arrays of a launch and shared memory.
+    A slot is allocated at its first use: an input nobody writes never gets write
+    stamps, an output nobody reads no read stamps, most arrays no second reader (a
+    2^24-element launch would otherwise fault in 36 bytes a element, 9x its data)."""
 
-    def __init__(self, shadow: Any = None, size: int = 0) -> None:
-        if shadow is not None:
+    def __init__(self, size: int) -> None:
+        self.size = size
 
-            def view(a: Any) -> np.ndarray:
-                return np.frombuffer(a, dtype=np.int64 if a.typecode == "q" else np.int32)
-
-            self.writes, self.write_lines = view(shadow.writes), view(shadow.write_lines)
-            self.reads, self.read_lines = view(shadow.reads), view(shadow.read_lines)
-            self.reads2, self.read2_lines = view(shadow.reads2), view(shadow.read2_lines)
+    def __getattr__(self, name: str) -> np.ndarray:  # only for a slot not yet allocated
+        if name in _STAMP_SLOTS:
+            slot = np.full(self.size, NOBODY, np.int64)
+        elif name in _LINE_SLOTS:
+            slot = np.zeros(self.size, np.int32)
         else:
-            self.writes = np.full(size, NOBODY, np.int64)
-            self.write_lines = np.zeros(size, np.int32)
-            self.reads = np.full(size, NOBODY, np.int64)
-            self.read_lines = np.zeros(size, np.int32)
-            self.reads2 = np.full(size, NOBODY, np.int64)
-            self.read2_lines = np.zeros(size, np.int32)
+            raise AttributeError(name)
+        setattr(self, name, slot)
+        return slot
+
+    def has(self, slot: str) -> bool:
+        """Whether ``slot`` was allocated (an unallocated one holds NOBODY or 0 only)."""
+        return slot in self.__dict__
+
+    def record(self) -> tuple[np.ndarray, np.ndarray]:
+        """Write stamps and lines for the launch's record, without allocating them for an
+        array nobody wrote."""
+        if self.has("writes"):
+            return self.writes, self.write_lines
+        nobody = np.broadcast_to(np.int64(NOBODY), (self.size,))
+        return nobody, np.broadcast_to(np.int32(0), (self.size,))
 
 
 class LaneArray:
@@ -121,6 +154,10 @@ class LaneArray:
     @property
     def dtype(self) -> np.dtype:
         return self.data.dtype
+
+    @property
+    def itemsize(self) -> np.int64:
+        return np.int64(self.data.dtype.itemsize)
 
     def __len__(self) -> int:
         return self._shape[0] if self._shape else 0
@@ -249,22 +286,34 @@ class LaneArray:
         if shadow is None:
             return
         me = self.chunk.active_stamps()
-        written = shadow.writes[active]
-        other = written != me
-        if other.any():
-            nobody = written == NOBODY
-            if self._poisoned and np.any(other & nobody):
+        cross = self._cross_block
+        if not shadow.has("writes"):  # nobody wrote any element: an input, say
+            if self._poisoned and active.size:
                 raise Unsupported("a read of uninitialised shared memory")
-            if np.any(other & ~nobody & ~ordered(written, me, self._cross_block)):
-                raise Unsupported("a read racing with another thread's write")
+        else:
+            written = shadow.writes[active]
+            other = written != me
+            if other.any():
+                nobody = written == NOBODY
+                if self._poisoned and np.any(other & nobody):
+                    raise Unsupported("a read of uninitialised shared memory")
+                if not _all_ordered(written, me, other & ~nobody, cross):
+                    raise Unsupported("a read racing with another thread's write")
         line = _line_key(frame, self.chunk.files)
         read = shadow.reads[active]
-        first = (read == me) | (read == NOBODY) | ordered(read, me, self._cross_block)
-        shadow.reads[active[first]] = me[first]
-        shadow.read_lines[active[first]] = line
-        second = ~first
-        shadow.reads2[active[second]] = me[second]
-        shadow.read2_lines[active[second]] = line
+        first = (read == me) | (read == NOBODY)
+        later = np.flatnonzero(~first)
+        if later.size:  # the stamp rule only where the cheap tests did not decide
+            first[later] = ordered(read[later], me[later], cross)
+        if later.size == 0 or first.all():
+            shadow.reads[active] = me
+            shadow.read_lines[active] = line
+        else:
+            shadow.reads[active[first]] = me[first]
+            shadow.read_lines[active[first]] = line
+            second = ~first
+            shadow.reads2[active[second]] = me[second]
+            shadow.read2_lines[active[second]] = line
         if same or not _strictly_increasing(active):
             # Several lanes read one element: keep a second, distinct reader of each.
             order = np.argsort(active, kind="stable")
@@ -283,17 +332,21 @@ class LaneArray:
             return
         me = self.chunk.active_stamps()
         cross = self._cross_block
-        for slots in (shadow.writes, shadow.reads, shadow.reads2):
-            other = slots[active]
-            suspect = (other != me) & (other != NOBODY)
-            if suspect.any() and np.any(suspect & ~ordered(other, me, cross)):
+        for slot in _STAMP_SLOTS:
+            if not shadow.has(slot):
+                continue
+            other = getattr(shadow, slot)[active]
+            if not _all_ordered(other, me, (other != me) & (other != NOBODY), cross):
                 raise Unsupported("a write racing with another thread's access")
         shadow.writes[active] = me
         shadow.write_lines[active] = _line_key(frame, self.chunk.files)
 
-    def atomic(self, index: Any, update: Any, operands: tuple, frame: Any) -> Any:
+    def atomic(
+        self, index: Any, update: Any, operands: tuple, frame: Any, add_sign: int = 0
+    ) -> Any:
         """Read-modify-write per active lane, in thread order; returns the old values.
-        ``update(old, *operands of the lane)`` is the per-thread engine's own update."""
+        ``update(old, *operands of the lane)`` is the per-thread engine's own update.
+        ``add_sign`` (1: atomic.add, -1: atomic.sub) sums integers over all lanes at once."""
         flat = self.flat(index)
         if flat is None:
             raise Unsupported("an atomic on a view")
@@ -307,27 +360,50 @@ class LaneArray:
         if shadow is not None and self._poisoned and np.any(shadow.writes[flats] == NOBODY):
             raise Unsupported("an atomic on uninitialised shared memory")
         data = self.data
-        olds = []
-        columns = [
-            np.broadcast_to(np.asarray(v, dtype=v.dtype if is_lanes(v) else None), (chunk.n,))[
-                lanes
+        operand = operands[0] if add_sign else None
+        if add_sign and data.dtype.kind in "iu" and _integer(operand) and lanes.size:
+            olds = self._integer_sums(flats, lanes, operand, add_sign)
+        else:
+            columns = [
+                np.broadcast_to(v, (chunk.n,))[lanes] if is_lanes(v) else None for v in operands
             ]
-            if is_lanes(v)
-            else None
-            for v in operands
-        ]
-        for k, position in enumerate(flats.tolist()):
-            args = [v if c is None else c[k] for v, c in zip(operands, columns)]
-            old = data[position]
-            data[position] = update(old, *args)
-            olds.append(old)
+            olds = np.zeros(lanes.size, data.dtype)
+            for k, position in enumerate(flats.tolist()):
+                args = [v if c is None else c[k] for v, c in zip(operands, columns)]
+                old = data[position]
+                data[position] = update(old, *args)
+                olds[k] = old
         if shadow is not None:
             stamps = chunk.active_stamps()
             shadow.writes[flats] = stamps  # in lane order: the last lane wins, as per thread
             shadow.write_lines[flats] = _line_key(frame, chunk.files)
         result = np.zeros(chunk.n, data.dtype)
-        if olds:
-            result[lanes] = np.array(olds, dtype=data.dtype)
+        result[lanes] = olds
         if self._widen:
             result = result.astype(np.int64)
         return result
+
+    def _integer_sums(
+        self, flats: np.ndarray, lanes: np.ndarray, operand: Any, sign: int
+    ) -> np.ndarray:
+        """``atomic.add`` (or ``sub``) of integers for every lane, thread order kept:
+        integer addition wraps and is associative, so a lane's old value is the element's
+        value plus the operands of the earlier lanes on that element, and the element ends
+        with its value plus all of them: the bits the lane-by-lane loop leaves."""
+        data = self.data
+        kind = data.dtype
+        if is_lanes(operand):
+            values = np.broadcast_to(operand, (self.chunk.n,))[lanes].astype(kind)
+        else:
+            values = np.full(lanes.size, kind.type(operand), kind)  # raises as per lane
+        if sign < 0:
+            values = np.negative(values)  # wraps, as old - v does
+        order = np.argsort(flats, kind="stable")
+        positions, values = flats[order], values[order]
+        starts = np.flatnonzero(np.r_[True, positions[1:] != positions[:-1]])
+        before = np.cumsum(values, dtype=kind) - values  # earlier lanes' sum, all elements
+        group = np.repeat(np.arange(starts.size), np.diff(np.r_[starts, positions.size]))
+        olds = np.empty(lanes.size, kind)
+        olds[order] = data[positions] + (before - before[starts][group])
+        data[positions[starts]] += np.add.reduceat(values, starts, dtype=kind)
+        return olds

@@ -124,7 +124,7 @@ class Chunk(Lanes):
             shape, strides = _contiguous(dims)
             offset = self.block_local * size
             array = LaneArray(
-                data, shape, strides, offset, SHARED, self, LaneShadow(size=size * self.blocks)
+                data, shape, strides, offset, SHARED, self, LaneShadow(size * self.blocks)
             )
             self._shared[key] = array
         return array
@@ -139,7 +139,7 @@ class Chunk(Lanes):
         data = raw.view(dtype)
         size = self.shared_bytes // dtype.itemsize
         same = [a.shadow for a in others if a.dtype.itemsize == dtype.itemsize]
-        shadow = same[0] if same else LaneShadow(size=data.size)
+        shadow = same[0] if same else LaneShadow(data.size)
         offset = self.block_local * size
         return LaneArray(data, (size,), (1,), offset, SHARED, self, shadow)
 
@@ -215,7 +215,13 @@ class Chunk(Lanes):
         if np.any(taking & ((bits != member) | ((member & ~exists) != 0))):
             raise Unsupported(f"cuda.{kind}: the active lanes of a warp are not its mask")
         result = self._answer(kind, member, active, *args)
-        self.generation[taking] = (self.generation[taking] + 1) & 0xFF
+        self.generation[taking] = (self.generation[taking] + 1) & epochs.GENERATION_MASK
+        due = taking & (self.generation % epochs.GENERATION_REFRESH == 0)
+        if due.any():
+            shadows = [a.shadow for a in self._shared.values()] + self.global_shadows
+            epochs.refresh_generations(
+                shadows, self.first, self.warps_per_block, self.epoch, self.generation, due
+            )
         self._stamps = None
         self._active_stamps = None
         return result

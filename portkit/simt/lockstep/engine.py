@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from portkit.simt.lockstep.arrays import LaneArray, LaneShadow
+from portkit.simt.lockstep.arrays import LaneArray
 from portkit.simt.lockstep.chunk import Chunk
 from portkit.simt.lockstep.lanes import UNDEF
 from portkit.simt.lockstep.shims import LANE_BUILTINS, LaneCuda, LaneMath, set_current
@@ -75,8 +75,8 @@ class LockstepEngine:
         args: Sequence[Any],
         shadows: Sequence[Any],
     ) -> None:
-        """Run every block; ``shadows[k]`` is the per-thread ``Shadow`` of array ``k``
-        (filled as the per-thread engine fills it), None for a scalar."""
+        """Run every block; ``shadows[k]`` is the ``LaneShadow`` of array ``k`` (filled
+        with the per-thread engine's stamps), None for a scalar."""
         function = self.vectorizer.rewrite(dispatcher).function
         waits = self.vectorizer._rewriter.rewrite(dispatcher).waits
         threads = config.threads_per_block
@@ -117,6 +117,6 @@ class LockstepEngine:
                 0,
                 GLOBAL,
                 chunk,
-                LaneShadow(shadow),
+                shadow,
             )
         return widen(arg)

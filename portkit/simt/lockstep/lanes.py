@@ -90,6 +90,10 @@ class Lanes:
         # Lanes that returned earlier keep their value: ``full`` does not apply here.
         if current is UNDEF or value is None or self.active_count == 0:
             merged = current if self.active_count == 0 else value
+        elif _same_tuples(value, current):
+            # `return top, s * exp(m - top)` in some lanes, `return m, s` in others: the
+            # elements merge one by one (each must be a number of one type, as below).
+            merged = tuple(self.merge(self.mask, v, c) for v, c in zip(value, current))
         elif not _numeric(value) or not _numeric(current):
             raise Unsupported("a device function returning non-numbers from several places")
         else:
@@ -260,6 +264,10 @@ class Lanes:
         second = orelse()
         self._set(saved)
         return self.merge(go, first, second)
+
+
+def _same_tuples(value: Any, current: Any) -> bool:
+    return type(value) is tuple and type(current) is tuple and len(value) == len(current)
 
 
 def _numeric(value: Any) -> bool:

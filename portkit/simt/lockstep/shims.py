@@ -173,12 +173,14 @@ LANE_BUILTINS: dict[str, Any] = {
 }
 
 
-def _lane_atomic(update: Callable[[Any, Any], Any]) -> Callable[..., Any]:
+def _lane_atomic(update: Callable[[Any, Any], Any], add_sign: int = 0) -> Callable[..., Any]:
     def atomic(array: Any, index: Any, value: Any) -> Any:
         if not isinstance(array, LaneArray):
             raise Unsupported("an atomic on something other than an array")
         cast = array.dtype.type
-        return array.atomic(index, lambda old, v: update(old, cast(v)), (value,), sys._getframe(1))
+        return array.atomic(
+            index, lambda old, v: update(old, cast(v)), (value,), sys._getframe(1), add_sign
+        )
 
     return atomic
 
@@ -193,7 +195,7 @@ class LaneAtomics:
         update = closure[0].cell_contents if closure else None
         if update is None:
             raise Unsupported(f"cuda.atomic.{name}")
-        value = _lane_atomic(update)
+        value = _lane_atomic(update, {"add": 1, "sub": -1}.get(name, 0))
         setattr(self, name, value)
         return value
 

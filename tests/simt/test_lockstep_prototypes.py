@@ -1,0 +1,76 @@
+"""The repository's own prototypes in the lockstep engine: every kernel of every op runs
+there (not in the per-thread fall-back, which is 50-100x slower and would make the
+large cases too slow for CI), and its outputs and gradients are bit-identical to the
+per-thread engine's on the same case."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from portkit.simt.machine import LOCKSTEP, PER_THREAD
+
+ROOT = Path(__file__).resolve().parents[2]
+# Kernels that stay per thread, with the reason the engine gives.
+PER_THREAD_KERNELS = {
+    "rmsnorm": "bfloat16 arrays",  # the lockstep engine has no bfloat16 arithmetic
+}
+
+
+def _catalog():
+    from portkit.project.config import load_config
+    from portkit.project.discovery import discover
+
+    return discover(load_config(ROOT))
+
+
+def _middle_case(op, dtype: str):
+    """The op's largest ordinary case of ``dtype`` (a few thousand elements at most)."""
+    ordinary = [
+        c
+        for c in op.definition.cases
+        if c.dtype == dtype and not (c.gpu_only or c.large or c.special) and c.numel <= 4096
+    ]
+    return max(ordinary, key=lambda c: c.numel)
+
+
+def _run(op, case, engine: str, monkeypatch):
+    from portkit.backends import create
+    from portkit.check.harness import CaseRunner
+
+    monkeypatch.setenv("PORTKIT_SIMT_ENGINE", engine)
+    backend = create("sim", _catalog().config)
+    runner = CaseRunner(op, case)
+    run = runner.run_implementation(backend)
+    failed = [r for r in runner.results if r.failed]
+    assert run is not None and not failed, failed
+    return run, backend.machine.engines
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in (ROOT / "prototypes").glob("[!_]*.py")))
+def test_prototype_runs_in_lockstep_bit_identical_to_per_thread(name, monkeypatch):
+    op = _catalog().get(name)
+    dtype = op.definition.dtypes[0]
+    case = _middle_case(op, dtype)
+    slow, _ = _run(op, case, PER_THREAD, monkeypatch)
+    fast, engines = _run(op, case, "auto", monkeypatch)
+    assert engines, "no kernel was launched"
+    for choice in engines:
+        if name in PER_THREAD_KERNELS:
+            assert choice.engine == PER_THREAD and PER_THREAD_KERNELS[name] in choice.reason
+        else:
+            assert choice.engine == LOCKSTEP, f"{choice.kernel}: {choice.reason}"
+    pairs = list(zip(slow.outputs, fast.outputs)) + list(zip(slow.grads, fast.grads))
+    assert len(pairs) == len(slow.outputs) + len(slow.grads) > 0
+    for a, b in pairs:
+        if a is None:
+            assert b is None
+            continue
+        assert a.dtype == b.dtype and a.shape == b.shape
+        assert torch.equal(_bits(a), _bits(b)), f"{name} {case.name}: the engines differ"
+
+
+def _bits(t: torch.Tensor) -> torch.Tensor:
+    return t.detach().contiguous().view(-1).view(torch.uint8)
