@@ -334,13 +334,16 @@ def lint_result(op: Op) -> CheckResult:
     return CheckResult(op.name, "all", "numba", "lint", PASS, detail, time.perf_counter() - t0)
 
 
-def plan_suite(ops: Sequence[Op], case_names: set[str]) -> list[tuple[Op, Case]]:
-    """Every (op, case) pair to run; ``case_names`` (if any) must each match some op."""
+def plan_suite(
+    ops: Sequence[Op], case_names: set[str], skip_large: bool = False
+) -> list[tuple[Op, Case]]:
+    """Every (op, case) pair to run; ``case_names`` (if any) must each match some op.
+    ``skip_large`` leaves out the GPU-sized cases unless they are named."""
     plan = [
         (op, case)
         for op in ops
         for case in op.definition.cases
-        if not case_names or case.name in case_names
+        if (case.name in case_names if case_names else not (skip_large and case.large))
     ]
     unmatched = case_names - {case.name for _, case in plan}
     if unmatched:

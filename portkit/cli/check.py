@@ -32,6 +32,12 @@ EXIT_SANITIZER_SKIPPED = 3
 @click.option("--case", "case_names", multiple=True, help="Only cases with this name (repeatable).")
 @click.option("--no-compile", is_flag=True, help="Skip the sm_90 compile checks.")
 @click.option(
+    "--quick",
+    is_flag=True,
+    help="Skip the GPU-sized cases (2^24 elements, 4096x4096), which on a CPU run in the "
+    "simulator for 5-80 s each; a --case names one anyway.",
+)
+@click.option(
     "--no-cache",
     is_flag=True,
     help="Compile the numba prototypes afresh: neither read nor write the on-disk "
@@ -68,6 +74,7 @@ def check(
     backend_names: tuple[str, ...],
     case_names: tuple[str, ...],
     no_compile: bool,
+    quick: bool,
     no_cache: bool,
     verbose: bool,
     sanitize: tuple[str, ...],
@@ -87,6 +94,7 @@ def check(
     \b
     Examples:
       portkit check sigmoid
+      portkit check --all --quick          # without the GPU-sized cases
       portkit check --all --backend sim
       portkit check softmax --case float64-gradcheck -v
       portkit check vector_add --sanitize memcheck
@@ -105,7 +113,7 @@ def check(
     if all_ops == bool(op_names):
         raise click.UsageError("name one or more OPs, or pass --all")
     ops = [catalog.get(n) for n in (catalog.names if all_ops else op_names)]
-    plan = plan_suite(ops, set(case_names))
+    plan = plan_suite(ops, set(case_names), skip_large=quick)
     console = make_console(stderr=as_json)
     if sanitize:
         if backend_names or under_sanitizer:

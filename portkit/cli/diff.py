@@ -105,7 +105,11 @@ def diff_command(
     if case_name or dims is not None or dtype or seed is not None:
         cases = [choose_case(op, case_name, dtype or "float32", dims, seed)]
     else:
-        cases = [c for c in op.definition.cases if not (c.gpu_only and plan.prototype.simulated)]
+        cases = [
+            c
+            for c in op.definition.cases
+            if not ((c.gpu_only or c.large) and plan.prototype.simulated)
+        ]
     console = make_console()
     results = []
     with progress_bar(console if not as_json else make_console(stderr=True), len(cases)) as advance:
