@@ -260,7 +260,7 @@ class OpFile(pytest.File):
                     only_check=None,
                 )
                 item.add_marker(_marker(backend))
-                reason = skip_reason(op, case, backend)
+                reason = skip_reason(op, case, backend, backends.values())
                 if reason:
                     item.add_marker(pytest.mark.skip(reason=reason))
                 yield item
@@ -275,7 +275,7 @@ class OpFile(pytest.File):
                     only_check=f"vs {twin.name}",
                 )
                 item.add_marker(_marker(twin))
-                reasons = [skip_reason(op, case, b) for b in pair]
+                reasons = [skip_reason(op, case, b, backends.values()) for b in pair]
                 if any(reasons):
                     item.add_marker(pytest.mark.skip(reason=next(r for r in reasons if r)))
                 yield item

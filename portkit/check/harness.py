@@ -15,7 +15,7 @@ For one op and one case it runs every selected backend and returns one
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -277,18 +277,37 @@ def parameter_names(op: Op) -> dict[str, list[str]]:
 LARGE_ON_CPU = ("sim",)
 
 
-def skip_reason(op: Op, case: Case, backend: Backend) -> str | None:
+def skip_reason(op: Op, case: Case, backend: Backend, others: Iterable[Backend] = ()) -> str | None:
+    """Why ``backend`` does not run ``case`` (None: it does). ``others``: the backends run
+    beside it; a GPU implementation among them makes simulating a large case redundant."""
     reason = backend.unavailable_reason or backend.unsupported_reason(op)
     if reason:
         return reason
     if case.gpu_only and backend.simulated:
         return case.gpu_only_reason
-    if case.large and backend.simulated and backend.name not in LARGE_ON_CPU:
-        return (
-            f"large case: on a CPU only portkit's simulator (`sim`) runs it; "
-            f"{backend.name} would take minutes"
-        )
+    if case.large and backend.simulated:
+        on_gpu = gpu_implementations(op, others)
+        if on_gpu:
+            return (
+                f"large case: checked on this machine's GPU ({', '.join(on_gpu)}); the "
+                f"simulator runs large cases where there is no GPU"
+            )
+        if backend.name not in LARGE_ON_CPU:
+            return (
+                f"large case: on a CPU only portkit's simulator (`sim`) runs it; "
+                f"{backend.name} would take minutes"
+            )
     return None
+
+
+def gpu_implementations(op: Op, backends: Iterable[Backend]) -> list[str]:
+    return [
+        b.name
+        for b in backends
+        if b.device == "cuda"
+        and b.role != "reference"
+        and not (b.unavailable_reason or b.unsupported_reason(op))
+    ]
 
 
 def run_case(
@@ -298,7 +317,7 @@ def run_case(
     runner = CaseRunner(op, case, settings=settings or CheckSettings())
     runs = []
     for backend in backends:
-        reason = skip_reason(op, case, backend)
+        reason = skip_reason(op, case, backend, backends)
         if reason:
             runner.record(backend.name, "run", SKIP, reason)
             continue

@@ -347,3 +347,18 @@ def test_identical_is_bitwise():
     assert not identical(t32(0.0), t32(-0.0))
     assert not identical(t32(1.0), torch.tensor([1.0], dtype=torch.float64))
     assert not identical(t32(1.0, 2.0), t32(1.0))
+
+
+def test_large_case_is_left_to_the_gpu_where_there_is_one():
+    from portkit.check.harness import skip_reason
+    from portkit.project.cases import Case
+
+    class _Gpu(_CpuBackend):
+        device, simulated, role = "cuda", False, "twin"
+
+    large = Case("big", ((1 << 24,),), large=True)
+    sim = _CpuBackend("sim")
+    assert skip_reason(None, large, sim, [sim]) is None  # no GPU: the simulator runs it
+    reason = skip_reason(None, large, sim, [sim, _Gpu("twin")])
+    assert reason and "checked on this machine's GPU (twin)" in reason
+    assert skip_reason(None, large, _Gpu("twin"), [sim, _Gpu("twin")]) is None
