@@ -151,8 +151,11 @@ class Kernel:
                 )
             values[position] = arg.data_ptr()
         stream = driver_launch.current_stream(torch.cuda.current_device())
+        # torch's C++ launcher takes Python ints and floats only (as portkit's twin does)
+        plain = all(type(values[p]) in (int, float) for p in plan[2])
+        warps = driver_launch.static_warps(grid, block) if plain else 0
         try:
-            plan[0].launch(grid, block, shared, stream, values)
+            plan[0].launch(grid, block, shared, stream, values, warps)
         except (struct.error, TypeError, OverflowError) as exc:
             raise InputError(f"kernel {self.name}: an argument does not fit: {exc}") from None
 

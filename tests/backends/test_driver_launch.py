@@ -188,7 +188,7 @@ def test_torchs_launcher_takes_one_dimensional_whole_warp_blocks(monkeypatch, la
 
     def launch(grid, block, shared=0):
         warps = driver_launch.static_warps(grid, block)
-        kernel.launch_values(grid, block, shared, 7, values, warps)
+        kernel.launch(grid, block, shared, 7, values, warps)
 
     launch((5, 1, 1), (256, 1, 1), 128)
     assert static == [(0x99, 5, 1, 1, 8, 128, "Ofil", tuple(values), 7)] and launches == []
@@ -197,7 +197,7 @@ def test_torchs_launcher_takes_one_dimensional_whole_warp_blocks(monkeypatch, la
     launch((2**31 - 1, 2, 1), (256, 1, 1))  # grid past a C int
     assert len(static) == 1 and len(launches) == 3
     with pytest.raises(struct.error):  # checked before either launcher sees it
-        kernel.launch_values((1, 1, 1), (32, 1, 1), 0, 7, [1, 0.5, 2**40, 1], 1)
+        kernel.launch((1, 1, 1), (32, 1, 1), 0, 7, [1, 0.5, 2**40, 1], 1)
     assert len(static) == 1 and len(launches) == 3
 
 
@@ -206,5 +206,5 @@ def test_a_slot_torchs_launcher_cannot_take_keeps_the_driver(monkeypatch, launch
     monkeypatch.setattr(driver_launch, "static_launcher", lambda: lambda *a: static.append(a))
     # four slots: the fake driver reads four
     kernel = driver_launch.DriverKernel(1, ["pointer", "raw", "int", "int"])
-    kernel.launch_values((1, 1, 1), (32, 1, 1), 0, 0, [1, b"\x00" * 8, 2, 3], 1)
+    kernel.launch((1, 1, 1), (32, 1, 1), 0, 0, [1, b"\x00" * 8, 2, 3], 1)
     assert static == [] and len(launches) == 1

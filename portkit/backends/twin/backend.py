@@ -279,7 +279,7 @@ class TwinKernelTarget:
                         return False
                 # Packing checks each value's range before anything is launched, and a
                 # launch error is a RuntimeError: nothing caught here follows a launch.
-                plan.driver.launch_values(grid, block, shared, stream_of(device), values, warps)
+                plan.driver.launch(grid, block, shared, stream_of(device), values, warps)
             except (
                 TypeError,
                 AttributeError,

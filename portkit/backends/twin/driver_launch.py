@@ -109,23 +109,12 @@ class DriverKernel:
         shared_bytes: int,
         stream: int,
         values: Sequence[Any],
+        warps: int = 0,
     ) -> None:
-        """``values``: data pointers (ints) for pointers, Python or NumPy numbers else."""
-        self.pack(values)
-        self.launch_packed(grid, block, shared_bytes, stream)
-
-    def launch_values(
-        self,
-        grid: tuple[int, int, int],
-        block: tuple[int, int, int],
-        shared_bytes: int,
-        stream: int,
-        values: Sequence[Any],
-        warps: int,
-    ) -> None:
-        """``values`` as Python ints (pointers too) and floats only: checked by packing
-        them, then given to torch's launcher where ``warps`` (``static_warps``) says the
-        block suits it, else to ``cuLaunchKernel``."""
+        """``values``: data pointers (ints) for pointers, numbers (or a raw slot's bytes)
+        else, checked by packing them. With ``warps`` (``static_warps``: the block suits
+        torch's launcher) and values that are Python ints and floats only, torch's
+        launcher takes them; otherwise ``cuLaunchKernel`` takes the packed buffer."""
         self._struct.pack_into(self._buffers.data, 0, *values)
         if warps and self._static is not None:
             self._static(
