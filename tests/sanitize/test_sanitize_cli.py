@@ -120,7 +120,10 @@ def test_whole_path_with_a_stand_in_sanitizer(make_project, sources, cli, monkey
     )
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[2]))
+    # The repository first, then whatever the caller had (the GPU machine carries its
+    # NumPy on PYTHONPATH: replacing it made the child's numba compiles fail there).
+    path = [str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH", "")]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in path if p))
     monkeypatch.setattr(tools, "skip_reason", lambda has_gpu=None: None)
     name = "wt_vector_add_bound_off_by_one"
     root = make_project({name: (sources.unary_op(name), None)})
