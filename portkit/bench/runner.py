@@ -109,6 +109,7 @@ class Bench:
         leaves = [t.detach().clone().requires_grad_(needs_grad) for t in inputs]
         graph_out = as_tuple(definition.reference(*leaves)) if needs_grad else ()
         grad_outputs = make_grad_outputs(case, expected_out) if needs_grad else []
+        native = self._native(op, inputs, leaves, graph_out, grad_outputs, needs_grad)
 
         measurements = []
         for direction in directions:
@@ -127,7 +128,8 @@ class Bench:
             count = declared(definition.ideal_bytes, direction, tuple(inputs), op.name) or count
             flops = declared(definition.ideal_flops, direction, tuple(inputs), op.name)
             self.advance(f"{op.name} {case.name} {direction}")
-            timings = self._time(tasks, expected, case.dtype, direction)
+            mine = native[direction] if native else None
+            timings = self._time(tasks, expected, case.dtype, direction, mine)
             for task in tasks:
                 samples, host = timings[task.implementation]
                 measurements.append(
@@ -221,8 +223,28 @@ class Bench:
             tasks.append(Task(backend.name, backend.role, call, span))
         return tasks, saved_for_bytes, skipped
 
-    def _time(self, tasks: list[Task], expected, dtype: str, what: str):
-        """{implementation: (GPU microseconds per timed call, host microseconds)}."""
+    @staticmethod
+    def _native(op, inputs, leaves, graph_out, grad_outputs, needs_grad) -> dict | None:
+        """torch's own outputs and gradients in the case's dtype, for ops that declare a
+        wider reference (``reference_in``): torch's float32 row is then an implementation
+        with rounding of its own (cuBLAS's order of sums, a scan's), so its timed calls are
+        checked against torch, not against float64 (None for every other op)."""
+        import torch
+
+        definition = op.definition
+        if definition.reference_in is None:
+            return None
+        if not needs_grad:
+            return {"forward": tuple(o.detach() for o in as_tuple(definition.reference(*inputs)))}
+        wanted = [t for t in leaves if t.requires_grad]
+        grads = torch.autograd.grad(
+            graph_out, wanted, grad_outputs, retain_graph=True, allow_unused=True
+        )
+        return {"forward": tuple(o.detach() for o in graph_out), "backward": tuple(grads)}
+
+    def _time(self, tasks: list[Task], expected, dtype: str, what: str, native=None):
+        """{implementation: (GPU microseconds per timed call, host microseconds)}.
+        ``native``: what torch's own row must give, where it differs from ``expected``."""
         timings: dict[str, tuple[list[float], list[float]]] = {
             t.implementation: ([], []) for t in tasks
         }
@@ -230,7 +252,8 @@ class Bench:
         for task in tasks:
             for call in range(self.warmup):
                 if task.failure is None:
-                    host = self._warm(task, expected, dtype, what)
+                    want = native if native is not None and task.role == "reference" else expected
+                    host = self._warm(task, want, dtype, what)
                     if call or self.warmup == 1:  # a first call compiles: not a launch
                         warm_host.append(host)
         self.clock.cover_us = cover_for(warm_host)
@@ -241,7 +264,8 @@ class Bench:
                 for _attempt in range(MAX_ATTEMPTS):
                     if task.failure is not None:
                         break
-                    sample = self._timed(task, expected, dtype, what, rep)
+                    want = native if native is not None and task.role == "reference" else expected
+                    sample = self._timed(task, want, dtype, what, rep)
                     if sample is None:
                         break
                     elapsed, host = sample

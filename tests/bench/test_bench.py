@@ -265,12 +265,13 @@ class FakeClock:
         return True
 
 
-def run_sim_bench(make_project, load_op, sources, name, body, reps=4):
+def run_sim_bench(make_project, load_op, sources, name, body, reps=4, **options):
     from portkit.backends import create
     from portkit.bench.runner import Bench
     from portkit.project.cases import Case
 
-    prototype = sources.unary_op(name, body, backward="dx[i] = dy[i] * 2.0")
+    options.setdefault("backward", "dx[i] = dy[i] * 2.0")
+    prototype = sources.unary_op(name, body, **options)
     root = make_project({name: (prototype, None)})
     config, op = load_op(root, name)
     clock = FakeClock()
@@ -315,6 +316,39 @@ def test_runner_fails_a_kernel_that_writes_half_its_output(make_project, load_op
     assert sim.check.startswith("wrong: ") and "20 of 40 elements differ" in sim.check
     assert sim.time is None
     assert all(m.check == "ok" for m in result if m.implementation != "twin")
+
+
+def test_torch_is_checked_against_itself_where_the_reference_is_wider(
+    make_project, load_op, sources
+):
+    """reference_in="float64": the kernel is judged against float64, torch's own float32
+    row (which rounds on its own: x + 1e8 - 1e8 loses x in float32) against torch."""
+    result, _ = run_sim_bench(
+        make_project,
+        load_op,
+        sources,
+        "bench_wide",
+        "out[i] = x[i]",
+        reference="lambda x: x + 1e8 - 1e8",
+        backward="dx[i] = dy[i]",
+        op_options='reference_in="float64"',
+    )
+    rows = {(m.direction, m.implementation): m.check for m in result}
+    for direction in ("forward", "backward"):
+        assert rows[(direction, "torch")] == "ok", rows
+        assert rows[(direction, "sim")] == "ok", rows
+    # the same kernel judged against float32 torch is wrong: the check is not idle
+    narrow, _ = run_sim_bench(
+        make_project,
+        load_op,
+        sources,
+        "bench_narrow",
+        "out[i] = x[i]",
+        reference="lambda x: x + 1e8 - 1e8",
+        backward="dx[i] = dy[i]",
+    )
+    sim = next(m for m in narrow if m.implementation == "sim" and m.direction == "forward")
+    assert sim.check.startswith("wrong: "), sim.check
 
 
 # -- bench cases ---------------------------------------------------------------------------
