@@ -335,11 +335,8 @@ class CompileItem(PortkitItem):
     def runtest(self) -> None:
         from portkit.lint.compile import check_prototype, check_twin
 
-        result = (
-            check_prototype(self.op)
-            if self.side == "numba"
-            else check_twin(self.op, _project(self.config))
-        )
+        check = check_prototype if self.side == "numba" else check_twin
+        result = check(self.op, _project(self.config))  # the PTX cache is in its cache dir
         if result is None or result.failed:
             raise CheckFailed(result.detail if result else "no twin to compile")
 

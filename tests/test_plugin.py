@@ -8,6 +8,11 @@ from importlib.metadata import entry_points
 
 import pytest
 
+# torch before any pytester run: an in-process run forgets the modules it imported, and
+# importing torch a second time in one process fails ("bad call flags"), which made this
+# file fail when run alone
+import torch  # noqa: F401
+
 from portkit.backends import create
 from portkit.backends.twin_cpu.build import compiler_unavailable_reason
 from portkit.project.config import load_config
