@@ -164,3 +164,31 @@ def test_forward_saving_a_non_tensor_is_refused_at_registration(make_project, mo
     monkeypatch.chdir(root)
     with pytest.raises(OpDefinitionError, match="forward saves a int .*saves tensors only"):
         portkit.load("keep_save", "sim")
+
+
+def test_the_checker_defines_its_custom_ops_only_when_one_is_needed(
+    make_project, sources, monkeypatch
+) -> None:
+    """``define_now=False`` (the checker): eager calls run without torch.library; the op
+    is defined the first time it is asked for. ``portkit.load`` defines at once."""
+    from portkit.backends import create
+    from portkit.project.config import load_config
+    from portkit.project.discovery import discover
+    from portkit.torch_op.load import registered_callable
+
+    py = sources.unary_op("lazy_double", backward="dx[i] = dy[i] * 2.0")
+    root = make_project(
+        {"lazy_double": (py, None)},
+        portkit_table='cache-dir = ".cache"\nnamespace = "lazyns"\n',
+    )
+    monkeypatch.chdir(root)
+    config = load_config(root)
+    op = discover(config).get("lazy_double")
+    kernels = create("sim", config).kernels(op)
+    f = registered_callable(op, kernels, "lazyns", define_now=False)
+    x = small((33,))
+    torch.testing.assert_close(f(x), x.detach() * 2)
+    assert not f.registered.defined and not hasattr(torch.ops.lazyns, "lazy_double_sim")
+    assert f.op._schema.name == "lazyns::lazy_double_sim"  # asking defines it
+    assert f.registered.defined
+    torch.testing.assert_close(torch.ops.lazyns.lazy_double_sim(x), x.detach() * 2)
