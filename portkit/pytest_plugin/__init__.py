@@ -1,0 +1,204 @@
+"""pytest plugin (entry point ``pytest11``): the harness as generated tests.
+
+Point pytest at the prototypes folder (``pytest prototypes``, or list it in
+``testpaths``) and every ``prototypes/<op>.py`` becomes a collector of tests:
+
+    prototypes/sigmoid.py::compile[numba]          prototype compiles for sm_90   (compile)
+    prototypes/sigmoid.py::compile[twin]           twin compiles for sm_90        (compile)
+    prototypes/sigmoid.py::lint                    portkit lint finds nothing     (compile)
+    prototypes/sigmoid.py::sim[float32-n129]       prototype in the simulator     (sim)
+    prototypes/sigmoid.py::twin[float32-n129]      twin on the GPU                (gpu)
+    prototypes/sigmoid.py::numba~twin[float32-n129] prototype against twin         (gpu)
+    prototypes/sigmoid.py::bench                   timed against a saved baseline (bench)
+    prototypes/sigmoid.py::sim~twin-cpu[float32-n129] and twin-cpu[...]: the CPU twin (twin_cpu)
+
+Select tiers with markers (``-m sim``, ``-m "not gpu"``). GPU tests skip with the
+reason the backend gives when the machine has no GPU.
+
+``--portkit-sanitize=TOOL`` (memcheck, racecheck, initcheck, synccheck) reruns the
+session's ``gpu`` items in a child pytest under ``compute-sanitizer --tool TOOL`` with
+the settings of ``portkit check --sanitize`` (docs/sanitizer.md), prints the findings in
+the project's kernels and fails the session if there are any.
+
+``bench`` items time the op (``portkit bench``) and compare with a saved report; they
+skip unless a GPU CI job passes ``--portkit-bench-baseline FILE``, so the normal suite
+never asserts a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from portkit.pytest_plugin.items import BASELINE_OPTION, OpFile, project_config
+
+MARKERS = {
+    "sim": "runs an op's prototype in the CUDA simulator on the CPU",
+    "gpu": "needs an NVIDIA GPU (prototype compiled by numba, or the C CUDA twin)",
+    "compile": "compiles prototypes and twins for sm_90; needs no GPU",
+    "reference": "gradchecks an op's PyTorch reference",
+    "bench": "times an op against a saved `portkit bench` report (--portkit-bench-baseline)",
+    "twin_cpu": "runs an op's C CUDA twin compiled for the CPU (needs a C++ compiler, no GPU)",
+    "large": "a GPU-sized case; on a CPU only the simulator runs it (-m 'not large' skips)",
+}
+SANITIZE_TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("portkit")
+    group.addoption(
+        BASELINE_OPTION,
+        metavar="FILE",
+        default=None,
+        help="run the `bench` items: time each op and fail on a regression against FILE "
+        "(saved with `portkit bench --all --save FILE` on the same GPU)",
+    )
+    group.addoption(
+        "--portkit-bench-threshold",
+        type=float,
+        default=0.10,
+        metavar="FRACTION",
+        help="slowdown that counts as a regression when outside the spread (default 0.10)",
+    )
+    group.addoption(
+        "--portkit-sanitize",
+        choices=SANITIZE_TOOLS,
+        default=None,
+        help="rerun the gpu items under compute-sanitizer with this tool",
+    )
+    # Set by --portkit-sanitize on the child session: exact allocations, line info.
+    group.addoption(
+        "--portkit-under-sanitizer", choices=SANITIZE_TOOLS, default=None, help=argparse.SUPPRESS
+    )
+    group.addoption(
+        "--portkit-simt",
+        action="store_true",
+        default=False,
+        help="run numba.cuda kernels of the tests in portkit's simulator (every check on): "
+        "cuda.jit, cuda.to_device, cuda.device_array... are simulated; no GPU needed",
+    )
+
+
+_SWITCH_KEY = pytest.StashKey[Any]()
+
+
+def _visible_gpus() -> list[str]:
+    """GPU ids this process may use: CUDA_VISIBLE_DEVICES, else ``nvidia-smi -L``."""
+    import os
+    import shutil
+    import subprocess
+
+    listed = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if listed is not None:
+        return [g.strip() for g in listed.split(",") if g.strip()]
+    if shutil.which("nvidia-smi") is None:
+        return []
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20, check=False
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [str(k) for k, line in enumerate(out.splitlines()) if line.startswith("GPU ")]
+
+
+def pin_worker_gpu() -> str | None:
+    """Under pytest-xdist on a machine with several GPUs, give worker ``gwN`` GPU
+    ``N mod GPUs`` alone (CUDA_VISIBLE_DEVICES), before anything initialises CUDA, so
+    workers spread over the GPUs instead of all queueing on the first."""
+    import os
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if not worker.startswith("gw") or os.environ.get("PORTKIT_PIN_GPUS", "1") == "0":
+        return None
+    gpus = _visible_gpus()
+    if len(gpus) < 2:
+        return None
+    chosen = gpus[int(worker[2:]) % len(gpus)]
+    os.environ["CUDA_VISIBLE_DEVICES"] = chosen
+    return chosen
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for name, text in MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {text}")
+    pin_worker_gpu()
+    if config.getoption("--portkit-simt", default=False):
+        from portkit.simt.numba_switch import simulated_cuda
+
+        switch = simulated_cuda()
+        switch.__enter__()  # before collection, so test modules' @cuda.jit are simulated
+        config.stash[_SWITCH_KEY] = switch
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    switch = config.stash.get(_SWITCH_KEY, None)
+    if switch is not None:
+        switch.__exit__(None, None, None)
+
+
+def pytest_cmdline_main(config: pytest.Config) -> int | None:
+    tool = config.getoption("portkit_sanitize", None)
+    if not tool or config.getoption("portkit_under_sanitizer", None):
+        return None
+    return _rerun_under_sanitizer(config, tool)
+
+
+def _rerun_under_sanitizer(config: pytest.Config, tool: str) -> int:
+    """``pytest ... --portkit-sanitize=TOOL``: the same session, gpu items only, in a child
+    under compute-sanitizer; returns the exit code (1 if it found anything in our kernels)."""
+    import sys
+    import time
+
+    from portkit.sanitize.runner import run_under
+    from portkit.sanitize.tools import ERROR_EXITCODE, skip_reason
+
+    reason = skip_reason()
+    if reason:
+        print(f"SKIP sanitizer ({tool}): {reason}")
+        return pytest.ExitCode.NO_TESTS_COLLECTED
+    args = [a for a in config.invocation_params.args if not a.startswith("--portkit-sanitize")]
+    child = [
+        sys.executable,
+        "-m",
+        "pytest",
+        *args,
+        "-m",
+        "gpu",
+        "-p",
+        "no:cacheprovider",
+        f"--portkit-under-sanitizer={tool}",
+    ]
+    project = project_config(config)
+    from portkit.project.discovery import discover
+
+    catalog = discover(project)
+    kernels_of = {name: sorted(op.kernels) for name, op in catalog.ops.items()}
+    log_dir = project.cache_dir / "sanitize" / f"pytest-{time.strftime('%Y%m%d-%H%M%S')}"
+    run = run_under(tool, child, kernels_of, log_dir, config.invocation_params.dir, stream=True)
+    own = run.own_findings
+    for finding in own:
+        print(
+            f"SANITIZER {tool} / {finding.op} / {finding.implementation} / {finding.kernel} / "
+            f"{finding.where} / block {finding.block} thread {finding.thread} / {finding.kind}"
+        )
+    print(
+        f"compute-sanitizer {tool}: {len(own)} finding(s) in the project's kernels; "
+        f"raw log {run.log_path}"
+    )
+    if own:
+        return 1
+    # The tool's error exit code with no finding of ours: torch's kernels, not the project's.
+    return 0 if run.returncode == ERROR_EXITCODE else run.returncode
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    if file_path.suffix != ".py" or file_path.name.startswith("_"):
+        return None
+    project = project_config(parent.config)
+    if file_path.parent.resolve() != project.prototypes_dir.resolve():
+        return None
+    return OpFile.from_parent(parent, path=file_path)
