@@ -92,7 +92,6 @@ class DriverKernel:
         # CUfunction once so the binding does not convert it on every call.
         self._function = driver.CUfunction(int(handle))
         self.slots = tuple(slots)
-        self.pointer_positions = tuple(i for i, s in enumerate(self.slots) if s == "pointer")
         self._struct = struct.Struct("=" + "".join(SLOT_CODES[s] for s in self.slots))
         self._buffers = ArgumentBuffers(len(self.slots))
         self._launch = driver.cuLaunchKernel
