@@ -42,4 +42,4 @@ def load(name: str, implementation: str = "twin"):
     reason = backend.unavailable_reason or backend.unsupported_reason(op_)
     if reason:
         raise BackendUnavailable(f"{implementation} cannot run op {name}: {reason}")
-    return registered_callable(op_, backend.kernels(op_), config.namespace)
+    return registered_callable(op_, backend.kernels(op_), config.namespace, replay=True)

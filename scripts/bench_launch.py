@@ -2,7 +2,9 @@
 
     python scripts/bench_launch.py [--n 1024] [--calls 2000] [--repeats 15] [--json out.json]
 
-For each implementation of sigmoid on ``--n`` float32 elements: the forward alone, and
+For each implementation of sigmoid on ``--n`` float32 elements (the twin three ways:
+replaying recorded launcher calls with the compiled replayer, with the Python one, and
+running the launcher every call): the forward alone, and
 forward + backward through autograd. A sample times ``--calls`` back-to-back calls with
 ``time.perf_counter`` and one synchronize at the end (the kernels are tiny, so the queue
 never fills and the figure is the host's work per call). ``--repeats`` rounds each take
@@ -23,10 +25,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
 from collections.abc import Callable
+
+REPLAY_SWITCH = "PORTKIT_REPLAY"  # launch/replay/launcher.py SWITCH
 
 
 def per_call_us(fn: Callable[[], object], calls: int, repeats: int) -> float:
@@ -162,11 +167,25 @@ def main() -> int:
     expected = torch.sigmoid(x)
     expected_grad = g * expected * (1 - expected)
     impls: dict[str, Callable] = {"torch": torch.sigmoid}
-    for name in ("twin", "numba"):
+    # The twin three ways: replaying recorded calls with the compiled replayer (the
+    # default), with the Python one, and without replay (every call runs the launcher).
+    for name, implementation, replay in (
+        ("twin", "twin", ""),
+        ("twin, Python replayer", "twin", "python"),
+        ("twin, no replay", "twin", "0"),
+        ("numba", "numba", ""),
+    ):
+        os.environ[REPLAY_SWITCH] = replay
         try:
-            impls[name] = portkit.load("sigmoid", name)
+            impls[name] = portkit.load("sigmoid", implementation)
         except Exception as exc:  # report and go on: numba may not compile here
             print(f"{name}: unavailable: {exc}", file=sys.stderr)
+    os.environ.pop(REPLAY_SWITCH)
+    replayers = {
+        name: type(getattr(f.binding.forward, "replayer", None)).__name__
+        for name, f in impls.items()
+        if name.startswith("twin")
+    }
     if "twin" in impls:
         impls["twin (torch.ops, dispatcher)"] = torch.ops.portkit.sigmoid_twin
     impls["autograd.Function over torch"] = python_autograd_floor()
@@ -198,6 +217,21 @@ def main() -> int:
             }
         )
         torch.testing.assert_close(f(x), expected)  # the timed calls' output, checked after
+    replay_state = {
+        name: {
+            which: (len(launcher.replayer or ()), list(launcher.unreplayable.values()))
+            for which in ("forward", "backward")
+            if hasattr(launcher := getattr(f.binding, which), "unreplayable")
+        }
+        for name, f in impls.items()
+        if name.startswith("twin") and hasattr(f, "binding")
+    }
+    replay_alone = None
+    if "twin" in impls and hasattr(impls["twin"].binding.forward, "replayer"):
+        run = impls["twin"].binding.forward.replayer.run
+        leaves = (x,)
+        torch.testing.assert_close(run(leaves)[0], expected)
+        replay_alone = per_call_us(lambda: run(leaves), args.calls, args.repeats)
     empty = per_call_us(lambda: torch.empty_like(x), args.calls, args.repeats)
     driver = driver_floor(impls["twin"], x, args) if "twin" in impls else None
     static = static_launcher_floor(impls["twin"], x, args) if "twin" in impls else None
@@ -205,13 +239,17 @@ def main() -> int:
         write_profile(impls["twin"], x, xg, g, args.profile)
 
     print(f"sigmoid, {args.n} float32, {torch.cuda.get_device_name()}, torch {torch.__version__}")
+    print(f"replayers: {replayers}")
     print(f"{'implementation':32} {'fwd µs':>8} {'fwd+bwd µs':>11} {'x torch':>8}")
     for r in rows:
         ratio = r["fwd_bwd_vs_torch"]
         print(
             f"{r['impl']:32} {r['forward_us']:8.1f} {r['forward_backward_us']:11.1f} {ratio:8.2f}"
         )
+    print(f"replay state (signatures recorded, reasons not): {replay_state}")
     print(f"{'torch.empty_like':32} {empty:8.1f}")
+    if replay_alone is not None:
+        print(f"{'twin forward replayer.run alone':32} {replay_alone:8.1f}")
     if driver is not None:
         print(f"{'cuLaunchKernel, packed once':32} {driver:8.1f}")
     if static is not None:
@@ -226,6 +264,10 @@ def main() -> int:
                     "rows": rows,
                     "empty_like_us": empty,
                     "driver_launch_us": driver,
+                    "static_launcher_us": static,
+                    "replayers": replayers,
+                    "replay_state": replay_state,
+                    "replayer_run_us": replay_alone,
                 },
                 handle,
                 indent=1,

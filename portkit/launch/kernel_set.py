@@ -96,7 +96,10 @@ class LaunchTarget(Protocol):
     launches straight away when every argument passes the target's own cheap checks
     (device, layout, dtype) and returns True, or returns False, having launched nothing,
     when any argument is in doubt; the launch then takes the checked path below, whose
-    errors name the problem.
+    errors name the problem. A target with ``plain_launch`` may also offer
+    ``replay_step(config, args)``: right after a plain launch with ``args``, a
+    ``launch.replay.steps.ReplayLaunch`` that repeats it with other data pointers, or
+    None; ``portkit.load`` then replays recorded calls (``launch/replay``).
     """
 
     def launch(self, config: LaunchConfig, args: Sequence[Any]) -> None: ...

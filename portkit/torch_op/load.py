@@ -24,13 +24,21 @@ def qualified_name(namespace: str, op: str, implementation: str) -> str:
 
 
 def registered_callable(
-    op: Op, kernels: KernelSet, namespace: str, define_now: bool = True
+    op: Op, kernels: KernelSet, namespace: str, define_now: bool = True, replay: bool = False
 ) -> OpCallable:
     """``define_now=False`` leaves the torch.library definition to the first call that
-    needs it (the checker runs eagerly and registers a dozen implementations)."""
+    needs it (the checker runs eagerly and registers a dozen implementations).
+    ``replay=True`` (``portkit.load``) replays recorded launcher calls where the kernels
+    can (``launch/replay``); the checker, whose kernels are guarded, has no use for it."""
     definition = op.definition
+    forward, backward = definition.forward, definition.backward
+    if replay:
+        from portkit.launch.replay.launcher import replaying
+
+        forward = replaying(forward, kernels, flat=True)
+        backward = replaying(backward, kernels, flat=False)
     check = input_check(op, kernels.device)
-    binding = Binding(definition.forward, definition.backward, kernels, check, OpDefinitionError)
+    binding = Binding(forward, backward, kernels, check, OpDefinitionError)
     qualname = qualified_name(namespace, op.name, kernels.implementation)
     registered = register(qualname, op_layout(op), list(op.kernels), binding, define_now)
     return OpCallable(registered, binding)

@@ -10,6 +10,7 @@ scalar, and a wrong argument is named before anything reaches the GPU.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import struct
 from collections.abc import Callable, Sequence
@@ -22,6 +23,7 @@ from portkit.backends.twin.build import compile_twin
 from portkit.backends.twin.source import POINTER_ONLY_TYPES, SCALAR_TYPES, TwinKernel, parse_twin
 from portkit.errors import DtypeError, InputError, OpDefinitionError
 from portkit.launch.kernel_set import KernelSet, LaunchConfig
+from portkit.launch.replay.steps import ReplayLaunch
 from portkit.project.dtypes import dtype_name
 
 # The C type a template parameter is instantiated with for tensors of each dtype
@@ -293,6 +295,28 @@ class TwinKernelTarget:
             return True
 
         return launch
+
+    def replay_step(self, config: LaunchConfig, args: Sequence[Any]) -> ReplayLaunch | None:
+        """How to repeat the launch ``plain_launch`` just made with ``args``
+        (``LaunchTarget``; launch/replay): one 8-byte slot per parameter, so a pointer's
+        slot is its position."""
+        plan = self._plans.get(tuple(args[i].dtype for i in self._deciders))
+        if plan is None or plan.raw or len(args) != plan.count:
+            return None
+        values: list[Any] = list(args)
+        for position, _ in plan.pointers:
+            values[position] = None
+        grid, block = config.grid, config.block
+        return ReplayLaunch(
+            driver=plan.driver,
+            grid=grid,
+            block=block,
+            shared_bytes=config.shared_bytes,
+            warps=driver_launch.static_warps(grid, block),
+            values=tuple(values),
+            pointers=tuple((position, position) for position, _ in plan.pointers),
+            stream=functools.partial(driver_launch.current_stream, self._device),
+        )
 
     def _plan(self, args: Sequence[Any]) -> _Plan:
         try:

@@ -130,6 +130,10 @@ class DriverKernel:
         else:
             self.launch_packed(grid, block, shared_bytes, stream)
 
+    def packed(self, values: Sequence[Any]) -> bytes:
+        """The parameter block for ``values`` as bytes (launch/replay keeps one per launch)."""
+        return self._struct.pack(*values)
+
     def pack(self, values: Sequence[Any]) -> None:
         """Write ``values`` into this thread's parameter block (raises before anything
         is launched if one does not fit its slot)."""

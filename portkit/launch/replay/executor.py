@@ -1,0 +1,90 @@
+"""``PythonReplayer``: keys calls by their leaves and replays recordings, in Python.
+
+The compiled replayer (``native.cpp``) does the same per call in C++; this one is the
+fallback where that cannot be built, and the executable statement of what replaying means
+(the CPU tests exercise it). Both offer ``key``, ``run``, ``add``, ``__len__``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+from portkit.launch.replay.steps import Recording, build_result
+
+MAX_SIGNATURES = 256  # per launcher; a model calls an op with a few dozen signatures
+
+
+def leaf_key(leaves: Sequence[Any]) -> tuple | None:
+    """What a launcher may depend on: per tensor its dtype, device, sizes and strides; per
+    scalar its exact type and bits. None where a leaf is anything else (or tensors span
+    devices): such calls always run the launcher."""
+    import torch
+
+    plain = (torch.Tensor, torch.nn.Parameter)
+    parts: list[Hashable] = []
+    device = None
+    for leaf in leaves:
+        kind = type(leaf)
+        if kind in plain:
+            index = leaf.get_device()
+            if device is None:
+                device = index
+            elif index != device:
+                return None
+            parts.append((leaf.dtype, index, tuple(leaf.shape), leaf.stride()))
+        elif kind is float:
+            parts.append((float, leaf.hex()))  # bits: -0.0 and NaN key like themselves
+        elif kind in (int, bool, str) or leaf is None:
+            parts.append((kind, leaf))
+        else:
+            return None
+    return tuple(parts)
+
+
+class PythonReplayer:
+    def __init__(self, capacity: int = MAX_SIGNATURES) -> None:
+        self._recordings: dict[tuple, Recording] = {}
+        self._capacity = capacity
+
+    def key(self, leaves: Sequence[Any]) -> tuple | None:
+        return leaf_key(leaves)
+
+    def run(self, leaves: Sequence[Any]) -> Any:
+        """The result of replaying this signature's recording, or None (not recorded)."""
+        key = leaf_key(leaves)
+        recording = self._recordings.get(key) if key is not None else None
+        if recording is None:
+            return None
+        return replay(recording, leaves)
+
+    def add(self, leaves: Sequence[Any], recording: Recording) -> bool:
+        key = leaf_key(leaves)
+        if key is None:
+            return False
+        if len(self._recordings) >= self._capacity:
+            self._recordings.clear()
+        self._recordings[key] = recording
+        return True
+
+    def __len__(self) -> int:
+        return len(self._recordings)
+
+
+def replay(recording: Recording, leaves: Sequence[Any]) -> Any:
+    import torch
+
+    device = recording.device
+    buffers = [
+        torch.empty_strided(meta.shape, meta.stride(), dtype=meta.dtype, device=device)
+        for meta in recording.allocations
+    ]
+    for launch in recording.launches:
+        step = launch.step
+        values = list(step.values)
+        for slot, ref in launch.refs:
+            values[slot] = (leaves[ref] if ref >= 0 else buffers[-1 - ref]).data_ptr()
+        step.driver.launch(
+            step.grid, step.block, step.shared_bytes, step.stream(), values, step.warps
+        )
+    return build_result(recording.result, leaves, buffers)

@@ -1,0 +1,121 @@
+"""``replaying(launcher, kernels)``: a launcher that replays its recorded calls.
+
+On the production ``k`` (no guard zones, no poisoned outputs) a call whose signature was
+recorded is replayed (``executor.py``/``native.py``); a new signature runs the launcher
+once under the recorder and keeps the recording if it can be replayed; anything else
+(another ``k``, such as ``FakeKernels`` or a checker's guarded one; a signature that cannot
+be recorded) runs the launcher as always.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from portkit.launch.kernel_set import KernelSet
+from portkit.launch.replay.executor import MAX_SIGNATURES, PythonReplayer
+from portkit.launch.replay.recording import RecordingKernels, record
+
+# Signatures that could not be recorded before replay is given up for a launcher that
+# never recorded one: its calls then pay no key at all.
+MAX_FAILURES = 8
+SWITCH = "PORTKIT_REPLAY"  # "0": off; "python": the Python replayer; else compiled if possible
+
+
+def make_replayer() -> Any:
+    """The replayer ``PORTKIT_REPLAY`` asks for: None (off), the Python one, or the
+    compiled one where it builds (the Python one where it does not)."""
+    mode = os.environ.get(SWITCH, "")
+    if mode in ("0", "off"):
+        return None
+    if mode != "python":
+        from portkit.launch.replay.native import native_replayer
+
+        native = native_replayer()
+        if native is not None:
+            return native
+    return PythonReplayer()
+
+
+def replays_launches(kernels: KernelSet) -> bool:
+    """Whether every target of ``kernels`` can repeat its launches (the twin's can)."""
+    return all(
+        hasattr(t, "plain_launch") and hasattr(t, "replay_step") for t in kernels.targets.values()
+    )
+
+
+class ReplayingLauncher:
+    def __init__(
+        self, launcher: Callable[..., Any], kernels: KernelSet, replayer: Any, flat: bool
+    ) -> None:
+        functools.update_wrapper(self, launcher)
+        self._launcher, self._kernels, self.replayer = launcher, kernels, replayer
+        self._flat = flat  # a forward's arguments are leaves; a backward's start with a tuple
+        self._recording_kernels = RecordingKernels(kernels)
+        self.unreplayable: dict[Any, str] = {}  # key -> why, for signatures seen
+        self.recorded = 0  # calls run under the recorder: one per signature when all goes well
+        self._retried: set[Any] = set()
+
+    def __call__(self, k: Any, *args: Any) -> Any:
+        replayer = self.replayer
+        # _plain_allocation: no guard zones and no poisoned outputs, i.e. production.
+        if replayer is not None and k is self._kernels and k._plain_allocation:
+            leaves = args if self._flat else flatten(args)
+            result = replayer.run(leaves)
+            if result is not None:
+                return result
+            return self._record(k, args, leaves)
+        return self._launcher(k, *args)
+
+    def _record(self, k: Any, args: Sequence[Any], leaves: Sequence[Any]) -> Any:
+        key = self.replayer.key(leaves)
+        if key is None or key in self.unreplayable or _repeats_a_tensor(leaves):
+            return self._launcher(k, *args)
+        self.recorded += 1
+        result, recording, reason, retry = record(
+            self._recording_kernels, self._launcher, args, leaves
+        )
+        if recording is not None and self.replayer.add(leaves, recording):
+            return result
+        if retry and key not in self._retried:
+            self._retried.add(key)  # a first launch's checked path: record the next call
+            return result
+        if len(self.unreplayable) >= MAX_SIGNATURES:
+            self.unreplayable.clear()
+        self.unreplayable[key] = reason or "its leaves cannot be keyed"
+        if len(self.unreplayable) >= MAX_FAILURES and not len(self.replayer):
+            self.replayer = None
+        return result
+
+
+def flatten(args: Sequence[Any]) -> tuple[Any, ...]:
+    """A backward's ``(saved, *grads)`` as leaves, led by a string of its structure so that
+    two structures never share a key."""
+    structure, leaves = [], []
+    for arg in args:
+        if type(arg) in (tuple, list):
+            structure.append(f"{type(arg).__name__}{len(arg)}")
+            leaves.extend(arg)
+        else:
+            structure.append("-")
+            leaves.append(arg)
+    return (",".join(structure), *leaves)
+
+
+def _repeats_a_tensor(leaves: Sequence[Any]) -> bool:
+    """``f(x, x)``: a recording names tensors by position, and could not tell which."""
+    tensors = [id(leaf) for leaf in leaves if hasattr(leaf, "data_ptr")]
+    return len(tensors) != len(set(tensors))
+
+
+def replaying(launcher: Callable[..., Any] | None, kernels: KernelSet, flat: bool) -> Any:
+    """``launcher`` wrapped to replay on ``kernels`` with a replayer of its own where it
+    can; ``launcher`` itself otherwise."""
+    if launcher is None or not replays_launches(kernels):
+        return launcher
+    replayer = make_replayer()
+    if replayer is None:
+        return launcher
+    return ReplayingLauncher(launcher, kernels, replayer, flat)

@@ -1,0 +1,126 @@
+"""The compiled replayer: ``native.cpp`` built with torch's C++ extension builder.
+
+Built once per source and torch version into torch's extension folder
+(``TORCH_EXTENSIONS_DIR``, by default ``~/.cache/torch_extensions``) and loaded from
+there afterwards. It needs a CUDA build of torch, a C++ compiler, ninja and the CUDA
+headers; where any is missing ``native_replayer()`` returns None, ``unavailable_reason()``
+says why, and the Python replayer takes over. With a CPU build of torch the same file
+builds without streams and replays CPU tensors through a launch function the caller
+gives: the CPU tests run it so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from portkit.launch.replay.executor import MAX_SIGNATURES
+from portkit.launch.replay.steps import Recording
+
+SOURCE = Path(__file__).with_name("native.cpp")
+_built: dict[str, Any] = {}
+
+
+class NativeReplayer:
+    """``PythonReplayer``'s interface over the compiled one: ``run`` and ``key`` are the
+    C++ methods themselves, so a replayed call adds no Python frame of ours."""
+
+    def __init__(self, module: Any, launch: int, error_name: int, capacity: int) -> None:
+        self._native = module.Replayer(launch, error_name, capacity)
+        self.run = self._native.run
+        self.key = self._native.key
+        self._capacity = capacity
+        # The recordings the C++ side launches from hold the kernels' libraries alive.
+        self._alive: dict[bytes, Recording] = {}
+
+    def add(self, leaves: Sequence[Any], recording: Recording) -> bool:
+        launches = [
+            (
+                launch.step.function,
+                launch.step.grid,
+                launch.step.block,
+                launch.step.shared_bytes,
+                launch.step.packed(),
+                launch.refs,
+            )
+            for launch in recording.launches
+        ]
+        import torch
+
+        device = torch.empty(0, device=recording.device)  # the C++ side reads its device
+        leaves = tuple(leaves)
+        if not self._native.add(
+            leaves, device, list(recording.allocations), launches, recording.result
+        ):
+            return False
+        if len(self._alive) >= self._capacity:
+            self._alive.clear()  # the C++ side clears at the same count
+        self._alive[self._native.key(leaves)] = recording
+        return True
+
+    def __len__(self) -> int:
+        return self._native.size()
+
+
+def native_replayer(capacity: int = MAX_SIGNATURES) -> NativeReplayer | None:
+    """The compiled replayer launching through the CUDA driver, or None (see
+    ``unavailable_reason``)."""
+    import torch
+
+    if torch.version.cuda is None:
+        _built.setdefault("reason", "this torch is a CPU build: the twin does not run here")
+        return None
+    module = compiled_module()
+    if module is None:
+        return None
+    launch, error_name = _driver_entry_points()
+    return NativeReplayer(module, launch, error_name, capacity)
+
+
+def unavailable_reason() -> str | None:
+    native_replayer()
+    return _built.get("reason")
+
+
+def compiled_module() -> Any:
+    """``native.cpp`` built for this torch (with CUDA streams where torch has CUDA), or
+    None where it does not build."""
+    if "module" not in _built and "build error" not in _built:
+        try:
+            _built["module"] = _build()
+        except Exception as exc:  # a missing compiler, ninja, headers: fall back, say why
+            last = (str(exc).strip().splitlines() or [""])[-1]
+            _built["build error"] = _built["reason"] = f"{type(exc).__name__}: {last}"
+    return _built.get("module")
+
+
+def _build() -> Any:
+    import torch
+    from torch.utils import cpp_extension
+
+    cuda = torch.version.cuda is not None
+    digest = hashlib.sha256(SOURCE.read_bytes() + torch.__version__.encode()).hexdigest()
+    name = f"portkit_replay_{digest[:16]}"
+    folder = Path(cpp_extension._get_build_directory(name, verbose=False))
+    if not any(folder.glob(f"{name}*.so")):
+        print(
+            f"portkit: compiling the launch replayer once for this torch (about a minute), "
+            f"into {folder}",
+            file=sys.stderr,
+        )
+    flags = ["-O2", "-DPORTKIT_WITH_CUDA"] if cuda else ["-O2"]
+    return cpp_extension.load(name, [str(SOURCE)], extra_cflags=flags, with_cuda=cuda)
+
+
+def _driver_entry_points() -> tuple[int, int]:
+    import ctypes
+
+    driver = ctypes.CDLL("libcuda.so.1")
+    address = ctypes.c_void_p
+    return (
+        ctypes.cast(driver.cuLaunchKernel, address).value or 0,
+        ctypes.cast(driver.cuGetErrorName, address).value or 0,
+    )

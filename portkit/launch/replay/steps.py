@@ -1,0 +1,69 @@
+"""What a recording holds: the buffers a call allocated, the launches it made, and how
+its result is built, with every tensor named by a reference (``Ref``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+# A reference to a tensor of the call: ``i >= 0`` is the call's leaf i (its inputs,
+# flattened), ``-1 - j`` is the j-th buffer the call allocated.
+Ref = int
+
+
+@dataclass(frozen=True)
+class ReplayLaunch:
+    """One launch as a launch target can repeat it (``LaunchTarget.replay_step``).
+
+    ``values`` are the launch's values with ``None`` where a data pointer goes;
+    ``pointers`` maps each of those slots to the position of its tensor among the
+    launch's arguments. ``driver`` launches them (``DriverKernel.launch``); the compiled
+    replayer takes ``function`` (the CUfunction as an int) and ``packed`` instead.
+    """
+
+    driver: Any
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shared_bytes: int
+    warps: int
+    values: tuple[Any, ...]
+    pointers: tuple[tuple[int, int], ...]  # (slot, argument position)
+    stream: Callable[[], int]  # torch's current stream on the kernel's device, as an int
+
+    @property
+    def function(self) -> int:
+        return int(self.driver.handle)
+
+    def packed(self) -> bytes:
+        """The parameter block with zeros where the data pointers go."""
+        values = list(self.values)
+        for slot, _ in self.pointers:
+            values[slot] = 0
+        return self.driver.packed(values)
+
+
+@dataclass(frozen=True)
+class RecordedLaunch:
+    step: ReplayLaunch
+    refs: tuple[tuple[int, Ref], ...]  # (slot, tensor reference)
+
+
+@dataclass(frozen=True)
+class Recording:
+    """Everything needed to repeat one call of a launcher for one input signature."""
+
+    device: Any  # torch.device of the call's tensors
+    allocations: tuple[Any, ...]  # the buffers allocated, as meta tensors (shape, strides, dtype)
+    launches: tuple[RecordedLaunch, ...]
+    result: Any  # the result's structure: tuples, lists and None, with Refs for tensors
+
+
+def build_result(template: Any, leaves: Sequence[Any], buffers: Sequence[Any]) -> Any:
+    """The call's result from its template: what the compiled replayer does in C++."""
+    if type(template) is int:
+        return leaves[template] if template >= 0 else buffers[-1 - template]
+    if template is None:
+        return None
+    items = [build_result(t, leaves, buffers) for t in template]
+    return tuple(items) if type(template) is tuple else items

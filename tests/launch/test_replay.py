@@ -1,0 +1,318 @@
+"""launch/replay on the CPU: a launcher's recorded calls replay without running it, give
+the same results in fresh buffers, and every call that could not be repeated faithfully
+(views, other PyTorch operations, the checked path, repeated tensors, another ``k``)
+runs the launcher as before. The "kernel" scales floats through raw CPU pointers, so a
+replay that passed the wrong pointer or scalar would give wrong numbers."""
+
+from __future__ import annotations
+
+import ctypes
+import shutil
+import struct
+
+import numpy as np
+import pytest
+import torch
+
+from portkit.launch.kernel_set import KernelSet
+from portkit.launch.replay.executor import MAX_SIGNATURES, PythonReplayer, leaf_key
+from portkit.launch.replay.launcher import MAX_FAILURES, SWITCH, ReplayingLauncher, replaying
+from portkit.launch.replay.steps import ReplayLaunch
+
+
+def floats(pointer: int, n: int) -> np.ndarray:
+    return np.ctypeslib.as_array(ctypes.cast(pointer, ctypes.POINTER(ctypes.c_float)), (n,))
+
+
+DRIVERS: dict[int, ScaleDriver] = {}
+
+
+class ScaleDriver:
+    """``scale(x, out, n, factor)``: out = x * factor, on raw CPU pointers. The compiled
+    replayer reaches it through ``c_launch`` with ``handle`` as the function."""
+
+    def __init__(self) -> None:
+        self.launches: list[tuple] = []
+        self.handle = len(DRIVERS) + 1
+        DRIVERS[self.handle] = self
+
+    def launch(self, grid, block, shared, stream, values, warps=0) -> None:
+        x, out, n, factor = values
+        floats(out, n)[:] = floats(x, n) * np.float32(factor)
+        self.launches.append((grid, block, tuple(values)))
+
+    def packed(self, values) -> bytes:
+        return struct.pack("=QQqd", *values)
+
+
+@ctypes.CFUNCTYPE(
+    ctypes.c_int,
+    ctypes.c_void_p,
+    *[ctypes.c_uint] * 7,
+    ctypes.c_void_p,
+    ctypes.POINTER(ctypes.c_void_p),
+    ctypes.c_void_p,
+)
+def c_launch(function, gx, gy, gz, bx, by, bz, shared, stream, params, extra) -> int:
+    """cuLaunchKernel's signature, for the compiled replayer built against CPU torch."""
+    slot = [ctypes.cast(params[i], ctypes.POINTER(ctypes.c_uint64))[0] for i in range(4)]
+    n = ctypes.cast(params[2], ctypes.POINTER(ctypes.c_int64))[0]
+    factor = ctypes.cast(params[3], ctypes.POINTER(ctypes.c_double))[0]
+    DRIVERS[function].launch((gx, gy, gz), (bx, by, bz), shared, 0, [*slot[:2], n, factor])
+    return 0
+
+
+def compiled_replayer(capacity: int = MAX_SIGNATURES):
+    if not (shutil.which("ninja") and shutil.which("c++")):
+        pytest.skip("no ninja or C++ compiler here to build the compiled replayer")
+    from portkit.launch.replay.native import NativeReplayer, _built, compiled_module
+
+    module = compiled_module()
+    assert module is not None, _built.get("reason")
+    return NativeReplayer(module, ctypes.cast(c_launch, ctypes.c_void_p).value, 0, capacity)
+
+
+@pytest.fixture(params=["python", "compiled"])
+def new_replayer(request: pytest.FixtureRequest):
+    """Each replayer in turn: the compiled one is built against this CPU torch."""
+    if request.param == "python":
+        return PythonReplayer
+    compiled_replayer()  # build (or skip) before the test starts
+    return compiled_replayer
+
+
+class ScaleTarget:
+    """With ``checked_first``, like the twin: its first launch takes the checked path
+    (where the twin builds its plan)."""
+
+    def __init__(self, checked_first: bool = False) -> None:
+        self.driver = ScaleDriver()
+        self.checked = 0
+        self.planned = not checked_first
+
+    def launch(self, config, args) -> None:
+        self.checked += 1
+        self.planned = True
+        values = [a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args]
+        self.driver.launch(config.grid, config.block, config.shared_bytes, 0, values)
+
+    def plain_launch(self, config):
+        def launch(args) -> bool:
+            if not self.planned or not all(
+                isinstance(a, torch.Tensor) or type(a) in (int, float) for a in args
+            ):
+                return False
+            self.launch(config, args)
+            self.checked -= 1
+            return True
+
+        return launch
+
+    def replay_step(self, config, args) -> ReplayLaunch:
+        tensors = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+        values = tuple(None if i in tensors else a for i, a in enumerate(args))
+        return ReplayLaunch(
+            self.driver,
+            config.grid,
+            config.block,
+            0,
+            0,
+            values,
+            tuple((i, i) for i in tensors),
+            lambda: 0,
+        )
+
+
+@pytest.fixture(autouse=True)
+def python_replayer(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(SWITCH, "python")
+
+
+def kernels(checked_first: bool = False) -> KernelSet:
+    return KernelSet("scale", "fake", "cpu", {"scale": ScaleTarget(checked_first)})
+
+
+class Counted:
+    """A forward launcher ``(outputs, saved)`` that counts how often its Python ran."""
+
+    def __init__(self, body=None) -> None:
+        self.calls = 0
+        self.body = body
+
+    def __call__(self, k, x, factor=2.0):
+        self.calls += 1
+        if self.body is not None:
+            x = self.body(x)
+        out = k.empty_like(x)
+        k.scale[1, 32](x, out, x.numel(), factor)
+        return out, (x, out)
+
+
+def test_a_recorded_signature_replays_into_fresh_buffers_without_the_launcher(new_replayer) -> None:
+    k = kernels(checked_first=True)
+    launcher = Counted()
+    f = ReplayingLauncher(launcher, k, new_replayer(), flat=True)
+    x = torch.arange(5, dtype=torch.float32)
+    f(k, x, 3.0)  # the target's first launch takes the checked path: not recorded
+    assert launcher.calls == 1 and not f.unreplayable and not len(f.replayer)
+    first, (saved_x, saved_out) = f(k, x, 3.0)
+    second, (again_x, again_out) = f(k, x + 1, 3.0)
+    third, _ = f(k, x + 2, 3.0)
+    assert launcher.calls == 2 and f.recorded == 2
+    assert torch.equal(first, x * 3) and torch.equal(second, (x + 1) * 3)
+    assert torch.equal(third, (x + 2) * 3)
+    assert second.data_ptr() != first.data_ptr() and third.data_ptr() != second.data_ptr()
+    assert saved_x is x and saved_out is first and again_out is second
+    assert len(k.scale.target.driver.launches) == 4
+
+
+def test_a_new_shape_or_scalar_records_again(new_replayer) -> None:
+    k = kernels()
+    launcher = Counted()
+    f = ReplayingLauncher(launcher, k, new_replayer(), flat=True)
+    x = torch.ones(4)
+    f(k, x, 2.0)
+    f(k, torch.ones(6), 2.0)
+    out, _ = f(k, x, 5.0)
+    assert launcher.calls == 3
+    assert torch.equal(out, x * 5)
+    out, _ = f(k, torch.ones(4), 5.0)
+    assert launcher.calls == 3 and torch.equal(out, x * 5)
+
+
+@pytest.mark.parametrize(
+    "body, reason",
+    [
+        (lambda x: x.view(-1), "aten.view"),
+        (lambda x: x + 0, "aten.add"),
+    ],
+)
+def test_a_launcher_doing_other_torch_work_is_never_replayed(body, reason, new_replayer) -> None:
+    k = kernels()
+    launcher = Counted(body)
+    f = ReplayingLauncher(launcher, k, new_replayer(), flat=True)
+    x = torch.ones(4)
+    for _ in range(3):
+        out, _ = f(k, x, 2.0)
+        assert torch.equal(out, x * 2)
+    assert launcher.calls == 3
+    (why,) = f.unreplayable.values()
+    assert reason in why
+
+
+def test_a_launch_on_the_checked_path_is_not_recorded(new_replayer) -> None:
+    k = kernels()
+    launcher = Counted()
+    f = ReplayingLauncher(launcher, k, new_replayer(), flat=True)
+    x = torch.ones(4)
+    f(k, x, np.float64(2.0))  # a NumPy scalar: leaves cannot be keyed at all
+    assert not f.unreplayable and launcher.calls == 1
+
+    def numpy_factor(k, x):
+        launcher.calls += 1
+        out = k.empty_like(x)
+        k.scale[1, 32](x, out, x.numel(), np.float32(2.0))
+        return out, ()
+
+    g = ReplayingLauncher(numpy_factor, k, new_replayer(), flat=True)
+    g(k, x)
+    out, _ = g(k, x)
+    assert launcher.calls == 3 and torch.equal(out, x * 2)
+    assert "checked path" in next(iter(g.unreplayable.values()))
+
+
+def test_the_same_tensor_twice_is_not_recorded(new_replayer) -> None:
+    k = kernels()
+
+    def add_like(k, a, b):
+        out = k.empty_like(b)
+        k.scale[1, 32](b, out, b.numel(), 1.0)
+        return out, ()
+
+    f = ReplayingLauncher(add_like, k, new_replayer(), flat=True)
+    x, y = torch.ones(3), torch.full((3,), 4.0)
+    f(k, x, x)
+    out, _ = f(k, x, y)  # same key as (x, x): must use b, not a
+    assert torch.equal(out, y)
+    out, _ = f(k, y, x)
+    assert torch.equal(out, x)
+
+
+def test_only_the_production_kernels_replay(new_replayer) -> None:
+    k = kernels()
+    launcher = Counted()
+    f = ReplayingLauncher(launcher, k, new_replayer(), flat=True)
+    x = torch.ones(4)
+    f(k, x, 2.0)
+    other = kernels()
+    f(other, x, 2.0)  # FakeKernels, a checker's k: not the kernels it records on
+    k.poison_outputs = True  # the checker's poisoned outputs
+    out, _ = f(k, x, 2.0)
+    assert launcher.calls == 3 and torch.equal(out, x * 2)
+    k.poison_outputs = False
+    f(k, x, 2.0)
+    assert launcher.calls == 3
+
+
+def test_a_backward_with_a_saved_tuple_replays(new_replayer) -> None:
+    k = kernels()
+    calls = []
+
+    def backward(k, saved, grad):
+        calls.append(1)
+        (x,) = saved
+        out = k.empty_like(grad)
+        k.scale[1, 32](grad, out, grad.numel(), 0.5)
+        return (out,)
+
+    f = ReplayingLauncher(backward, k, new_replayer(), flat=False)
+    x, g = torch.ones(4), torch.full((4,), 2.0)
+    assert torch.equal(f(k, (x,), g)[0], g * 0.5)
+    (second,) = f(k, (x,), g * 4)
+    assert len(calls) == 1 and torch.equal(second, g * 2)
+    f(k, [x], g)  # a list, not a tuple: another structure, recorded anew
+    assert len(calls) == 2
+
+
+def test_replay_is_given_up_for_a_launcher_that_never_records(new_replayer) -> None:
+    k = kernels()
+    launcher = Counted(lambda x: x.view(-1))
+    f = ReplayingLauncher(launcher, k, new_replayer(), flat=True)
+    for n in range(1, MAX_FAILURES + 1):
+        f(k, torch.ones(n), 2.0)
+    assert f.replayer is None
+    f(k, torch.ones(1), 2.0)
+    assert launcher.calls == MAX_FAILURES + 1
+
+
+def test_the_switch_turns_replay_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(SWITCH, "0")
+    launcher = Counted()
+    assert replaying(launcher, kernels(), flat=True) is launcher
+
+
+def test_targets_that_cannot_repeat_launches_are_not_wrapped() -> None:
+    class Plain:
+        def launch(self, config, args) -> None: ...
+
+    launcher = Counted()
+    k = KernelSet("op", "impl", "cpu", {"scale": Plain()})
+    assert replaying(launcher, k, flat=True) is launcher
+
+
+def test_keys_tell_scalars_apart_by_type_and_bits() -> None:
+    keys = {leaf_key((v,)) for v in (0.0, -0.0, 1, True, 1.0, float("nan"), None, "1")}
+    assert len(keys) == 8
+    assert leaf_key((float("nan"),)) == leaf_key((float("nan"),))
+    assert leaf_key((np.float32(1.0),)) is None
+    x = torch.ones(4, 2)
+    assert leaf_key((x,)) != leaf_key((x.t(),)) != leaf_key((x.double(),))
+
+
+def test_the_python_replayer_forgets_everything_when_full() -> None:
+    replayer = PythonReplayer(capacity=2)
+    k = kernels()
+    f = ReplayingLauncher(Counted(), k, replayer, flat=True)
+    for n in (1, 2, 3):
+        f(k, torch.ones(n), 2.0)
+    assert len(replayer) == 1
