@@ -316,3 +316,23 @@ def test_the_python_replayer_forgets_everything_when_full() -> None:
     for n in (1, 2, 3):
         f(k, torch.ones(n), 2.0)
     assert len(replayer) == 1
+
+
+def test_a_moved_input_check_runs_on_every_call_not_replayed(new_replayer) -> None:
+    k = kernels()
+    checked = []
+
+    def check(inputs) -> None:
+        checked.append(len(inputs))
+        if inputs[0].dtype != torch.float32:
+            raise TypeError("scale takes float32")
+
+    f = ReplayingLauncher(Counted(), k, new_replayer(), flat=True, check=check)
+    x = torch.ones(4)
+    f(k, x, 2.0)
+    f(k, x, 2.0)  # replayed: this signature passed the check when it was recorded
+    assert checked == [2]
+    with pytest.raises(TypeError, match="float32"):
+        f(k, x.double(), 2.0)
+    f(kernels(), x, 2.0)  # another k: checked, then its launcher
+    assert checked == [2, 2, 2]

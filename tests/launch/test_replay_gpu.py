@@ -120,3 +120,30 @@ def test_a_replayed_op_trains_like_the_launcher(monkeypatch: pytest.MonkeyPatch)
         results[mode] = (y.detach(), x.grad)
     for mode in ("", "python"):
         same(results[mode], results["0"])
+
+
+def test_wrong_inputs_after_replayed_calls_get_the_same_errors(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(REPO)
+    import portkit
+
+    x = torch.randn(1000, device="cuda")
+    wrong = {
+        "int32": (x.int(),),
+        "not contiguous": (torch.randn(1000, 2, device="cuda")[:, 0],),
+        "on the CPU": (x.cpu(),),
+        "two inputs": (x, x),
+    }
+    messages = {}
+    for mode in ("0", "", "python"):
+        monkeypatch.setenv(SWITCH, mode)
+        sigmoid = portkit.load("sigmoid", "twin")
+        for _ in range(3):
+            sigmoid(x)
+        for name, args in wrong.items():
+            with pytest.raises(Exception) as caught:
+                sigmoid(*args)
+            messages[mode, name] = (type(caught.value), str(caught.value))
+    for name in wrong:
+        assert messages["", name] == messages["0", name] == messages["python", name]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -48,15 +49,24 @@ def replays_launches(kernels: KernelSet) -> bool:
 
 class ReplayingLauncher:
     def __init__(
-        self, launcher: Callable[..., Any], kernels: KernelSet, replayer: Any, flat: bool
+        self,
+        launcher: Callable[..., Any],
+        kernels: KernelSet,
+        replayer: Any,
+        flat: bool,
+        check: Callable[[Sequence[Any]], None] | None = None,
     ) -> None:
         functools.update_wrapper(self, launcher)
         self._launcher, self._kernels, self.replayer = launcher, kernels, replayer
+        # An input check that depends on the inputs' metadata only, run here before the
+        # launcher rather than by the caller: a replayed signature passed it when recorded.
+        self._check = check
         self._flat = flat  # a forward's arguments are leaves; a backward's start with a tuple
         self._recording_kernels = RecordingKernels(kernels)
         self.unreplayable: dict[Any, str] = {}  # key -> why, for signatures seen
         self.recorded = 0  # calls run under the recorder: one per signature when all goes well
         self._retried: set[Any] = set()
+        self._recording = threading.Lock()
 
     def __call__(self, k: Any, *args: Any) -> Any:
         replayer = self.replayer
@@ -66,13 +76,27 @@ class ReplayingLauncher:
             result = replayer.run(leaves)
             if result is not None:
                 return result
+            if self._check is not None:
+                self._check(args)
             return self._record(k, args, leaves)
+        if self._check is not None:
+            self._check(args)
         return self._launcher(k, *args)
 
     def _record(self, k: Any, args: Sequence[Any], leaves: Sequence[Any]) -> Any:
         key = self.replayer.key(leaves)
         if key is None or key in self.unreplayable or _repeats_a_tensor(leaves):
             return self._launcher(k, *args)
+        # One recording at a time (the recording k is shared): another thread's call
+        # meanwhile runs the launcher.
+        if not self._recording.acquire(blocking=False):
+            return self._launcher(k, *args)
+        try:
+            return self._record_call(args, leaves, key)
+        finally:
+            self._recording.release()
+
+    def _record_call(self, args: Sequence[Any], leaves: Sequence[Any], key: Any) -> Any:
         self.recorded += 1
         result, recording, reason, retry = record(
             self._recording_kernels, self._launcher, args, leaves
@@ -110,12 +134,17 @@ def _repeats_a_tensor(leaves: Sequence[Any]) -> bool:
     return len(tensors) != len(set(tensors))
 
 
-def replaying(launcher: Callable[..., Any] | None, kernels: KernelSet, flat: bool) -> Any:
-    """``launcher`` wrapped to replay on ``kernels`` with a replayer of its own where it
-    can; ``launcher`` itself otherwise."""
+def replaying(
+    launcher: Callable[..., Any] | None,
+    kernels: KernelSet,
+    flat: bool,
+    check: Callable[[Sequence[Any]], None] | None = None,
+) -> Any:
+    """``launcher`` wrapped to replay on ``kernels`` with a replayer of its own (and to run
+    ``check`` on every call it does not replay) where it can; ``launcher`` itself otherwise."""
     if launcher is None or not replays_launches(kernels):
         return launcher
     replayer = make_replayer()
     if replayer is None:
         return launcher
-    return ReplayingLauncher(launcher, kernels, replayer, flat)
+    return ReplayingLauncher(launcher, kernels, replayer, flat, check)
