@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Issue 13, launch replay on a GPU machine: build the compiled replayer (timed, full log),
-# run tests/launch (CPU and gpu-marked) and the launch benchmark. Logs under $OUT.
+# Issue 13, launch replay on a GPU machine (about 3 minutes): build the compiled replayer
+# (timed, full log), run tests/launch (CPU and gpu-marked), the launch benchmark (with a
+# cProfile of the twin), tests/torch_op and the generated suite's GPU tier. Logs under $OUT.
 #
-#   source-free: OUT=/some/folder bash scripts/gpu-replay.sh
+#   OUT=/some/folder bash scripts/gpu-replay.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/gpu-env.sh
@@ -24,3 +25,11 @@ tail -n 25 "$OUT/pytest-launch.txt"
 timeout 200 "$PY" scripts/bench_launch.py --json "$OUT/bench_launch.json" --profile "$OUT/profile.txt" ${BENCH_ARGS:-} \
   > "$OUT/bench_launch.txt" 2>&1
 cat "$OUT/bench_launch.txt"
+# The registered op's tests (opcheck, compile, CUDA graphs: replayed calls inside) and the
+# generated suite's GPU tier, which must be untouched by replay (the checker does not use it).
+timeout 150 "$PY" -m pytest -p portkit.pytest_plugin -n 4 -q -rfE -p no:cacheprovider tests/torch_op \
+  > "$OUT/pytest-torch-op.txt" 2>&1
+tail -n 3 "$OUT/pytest-torch-op.txt"
+timeout 200 "$PY" -m pytest -p portkit.pytest_plugin -n 4 -q -rfE -p no:cacheprovider prototypes -m gpu \
+  > "$OUT/pytest-prototypes-gpu.txt" 2>&1
+tail -n 3 "$OUT/pytest-prototypes-gpu.txt"
