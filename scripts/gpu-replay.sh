@@ -25,6 +25,8 @@ tail -n 25 "$OUT/pytest-launch.txt"
 timeout 200 "$PY" scripts/bench_launch.py --json "$OUT/bench_launch.json" --profile "$OUT/profile.txt" ${BENCH_ARGS:-} \
   > "$OUT/bench_launch.txt" 2>&1
 cat "$OUT/bench_launch.txt"
+timeout 120 "$PY" scripts/replay_parts.py > "$OUT/replay_parts.txt" 2>&1
+cat "$OUT/replay_parts.txt"
 # The registered op's tests (opcheck, compile, CUDA graphs: replayed calls inside) and the
 # generated suite's GPU tier, which must be untouched by replay (the checker does not use it).
 timeout 150 "$PY" -m pytest -p portkit.pytest_plugin -n 4 -q -rfE -p no:cacheprovider tests/torch_op \

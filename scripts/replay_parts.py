@@ -1,0 +1,83 @@
+"""Where a replayed call's time goes, on a GPU: the compiled replayer's ``run`` with
+recordings that do less and less (nothing; one allocation; one launch; both), beside
+torch's own ``empty_like`` and torch's C++ launcher, in interleaved rounds.
+
+    python scripts/replay_parts.py [--n 1024] [--calls 5000] [--rounds 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+
+import torch
+
+import portkit
+from portkit.launch.replay.native import native_replayer
+from portkit.launch.replay.steps import RecordedLaunch, Recording
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=int, default=1024)
+    parser.add_argument("--calls", type=int, default=5000)
+    parser.add_argument("--rounds", type=int, default=15)
+    args = parser.parse_args()
+
+    sigmoid = portkit.load("sigmoid", "twin")
+    x = torch.randn(args.n, device="cuda")
+    out = torch.empty_like(x)
+    sigmoid(x)
+    sigmoid(x)  # recorded: its recording holds the launch
+    forward = sigmoid.binding.forward
+    (recording,) = forward.replayer._alive.values()
+    (launch,) = recording.launches
+    meta = recording.allocations
+    device = recording.device
+
+    def replayer(allocations, launches, result, leaves):
+        r = native_replayer()
+        assert r is not None
+        assert r.add(leaves, Recording(device, allocations, launches, result))
+        return lambda: r.run(leaves)
+
+    # The launch writes into a second leaf instead of a buffer: refs 0 and 1.
+    into_out = RecordedLaunch(launch.step, ((launch.refs[0][0], 0), (launch.refs[1][0], 1)))
+    static = torch._C._StaticCudaLauncher._launch_kernel
+    step = launch.step
+    values = (x.data_ptr(), out.data_ptr(), *[v for v in step.values if v is not None])
+    timed = {
+        "run: key and result only": replayer((), (), (0,), (x,)),
+        "run: one allocation": replayer(meta, (), (-1,), (x,)),
+        "run: one launch": replayer((), (into_out,), (1,), (x, out)),
+        "run: allocation + launch (the replay)": replayer(meta, (launch,), (-1,), (x,)),
+        "portkit.load forward (replayed)": lambda: sigmoid(x),
+        "torch.empty_like": lambda: torch.empty_like(x),
+        "torch StaticCudaLauncher": lambda: static(
+            step.function, *step.grid, step.warps, 0, step.driver._static_codes, values, 0
+        ),
+        "torch.sigmoid": lambda: torch.sigmoid(x),
+    }
+    for fn in timed.values():
+        for _ in range(200):
+            fn()
+    torch.cuda.synchronize()
+    samples: dict[str, list[float]] = {name: [] for name in timed}
+    for _ in range(args.rounds):
+        for name, fn in timed.items():
+            start = time.perf_counter()
+            for _ in range(args.calls):
+                fn()
+            torch.cuda.synchronize()
+            samples[name].append((time.perf_counter() - start) / args.calls * 1e6)
+    torch.testing.assert_close(sigmoid(x), torch.sigmoid(x))
+    print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, n={args.n}")
+    for name, values_us in samples.items():
+        print(f"{name:40} {statistics.median(values_us):6.2f} µs")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
