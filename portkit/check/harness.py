@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     import torch
 
     from portkit.backends import Backend
+    from portkit.project.config import ProjectConfig
     from portkit.project.discovery import Op
 
 
@@ -345,18 +346,23 @@ def gradcheck_note(op: Op) -> CheckResult | None:
     return CheckResult(op.name, "all", "torch", "gradcheck", SKIP, detail, 0.0)
 
 
-def lint_result(op: Op) -> CheckResult:
-    """`portkit lint`'s warnings as one row; they inform, they do not fail a check."""
-    from portkit.lint.findings import code_findings
+def lint_result(op: Op, config: ProjectConfig | None = None) -> CheckResult:
+    """`portkit lint`'s warnings as one row; they inform, they do not fail a check. With
+    ``config``, through the findings cache (lint/cache.py); the row says when."""
+    from portkit.lint.findings import code_findings, remembered_code_findings
 
     t0 = time.perf_counter()
-    findings = code_findings(op)
+    if config is None:
+        findings, cached = code_findings(op), False
+    else:
+        findings, cached = remembered_code_findings(op, config)
+    origin = " (from the lint cache)" if cached else ""
     if not findings:
-        detail = "no warnings"
+        detail = f"no warnings{origin}"
     else:
         first = findings[0]
         detail = (
-            f"{len(findings)} warning(s), see `portkit lint {op.name}`; first: "
+            f"{len(findings)} warning(s){origin}, see `portkit lint {op.name}`; first: "
             f"{first.kernel} {first.where} {first.message}"
         )
     return CheckResult(op.name, "all", "numba", "lint", PASS, detail, time.perf_counter() - t0)
@@ -401,7 +407,7 @@ def run_suite(
             compiled = compile_checks(op, config)
             results += compiled
             if not any(r.failed for r in compiled):
-                results.append(lint_result(op))
+                results.append(lint_result(op, config))
             note = gradcheck_note(op)
             if note is not None:
                 results.append(note)
