@@ -3,8 +3,8 @@
 # empty cache, with the prototype cache off (PORTKIT_PROTOTYPE_CACHE=0: every numba kernel
 # compiled, the state before the cache; twins cached), and with a warm prototype cache,
 # against the floor (import torch + numba.cuda + a CUDA context). Then the GPU tiers alone
-# (torch, numba, twin) warm, -v lines saying where each kernel came from, and the
-# prototype-cache tests with the GPU test included. Summary: $OUT/startup.txt.
+# (torch, numba, twin) warm, -v lines saying where each kernel and the lint row came from,
+# and the prototype-cache and lint-cache tests with the GPU test included. Summary: $OUT/startup.txt.
 #
 #   OUT=/some/folder scripts/gpu-startup.sh      # about 4 minutes
 #   BEFORE=/path/to/older/portkit OUT=... scripts/gpu-startup.sh   # + that tree, same rounds
@@ -66,7 +66,7 @@ cp "$OUT/check-nocache.last.txt" "$OUT/check-sigmoid-nocache.txt"
 
 # 3. Where each kernel came from (-v), and where the time of a warm run goes.
 "$PY" "${check[@]}" -v > "$OUT/check-sigmoid-warm-v.txt" 2>&1
-grep -E "^numba |compile sm_90" "$OUT/check-sigmoid-warm-v.txt" | tee -a "$summary"
+grep -E "^numba |compile sm_90| lint " "$OUT/check-sigmoid-warm-v.txt" | tee -a "$summary"
 "$PY" -X importtime "${check[@]}" 2> "$OUT/importtime-check.txt" > /dev/null
 "$PY" -m cProfile -s cumulative "${check[@]}" > "$OUT/profile-check-warm.txt" 2>&1
 
@@ -77,7 +77,7 @@ if "$PY" -c "import sys, importlib.metadata as m; sys.exit(not any(e.name == 'po
   plugin=()
 fi
 timeout 300 "$PY" -m pytest "${plugin[@]}" -q -p no:cacheprovider tests/backends/test_prototype_cache.py \
-  tests/lint/test_compile_cache.py > "$OUT/pytest-prototype-cache.txt" 2>&1
+  tests/lint/test_compile_cache.py tests/lint/test_cache.py > "$OUT/pytest-prototype-cache.txt" 2>&1
 row "pytest prototype cache (GPU test included)" "$(tail -n 1 "$OUT/pytest-prototype-cache.txt")"
 echo
 cat "$summary"

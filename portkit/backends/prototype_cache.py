@@ -69,7 +69,7 @@ def _is_device_function(value: Any) -> bool:
     return hasattr(value, "py_func") and isinstance(options, dict) and bool(options.get("device"))
 
 
-def _is_project_file(path: str | None, root: Path) -> bool:
+def is_project_file(path: str | None, root: Path) -> bool:
     if not path:
         return False
     try:
@@ -79,7 +79,7 @@ def _is_project_file(path: str | None, root: Path) -> bool:
     return True
 
 
-def _code_digest(func: Any) -> str:
+def code_digest(func: Any) -> str:
     """The function's code as this process has it (bytecode and literal constants), so a
     file edited after the import still gets the key of the code that is compiled."""
     digest = hashlib.sha256()
@@ -103,7 +103,7 @@ def dependencies(kernels: Iterable[Any], root: Path) -> tuple[set[Path], list[st
         if id(func) in seen:
             continue
         seen.add(id(func))
-        constants.append(_code_digest(func))
+        constants.append(code_digest(func))
         source = getattr(func.__code__, "co_filename", None)
         if source and os.path.isfile(source):
             files.add(Path(source).resolve())
@@ -112,7 +112,7 @@ def dependencies(kernels: Iterable[Any], root: Path) -> tuple[set[Path], list[st
                 todo.append(value.py_func)
             elif isinstance(value, types.ModuleType):
                 module_file = getattr(value, "__file__", None)
-                if _is_project_file(module_file, root):
+                if is_project_file(module_file, root):
                     files.add(Path(module_file).resolve())
             elif isinstance(value, _CONSTANTS) or type(value).__module__ == "numpy":
                 constants.append(f"{func.__qualname__}:{name}={value!r}")

@@ -40,15 +40,16 @@ EXIT_SANITIZER_SKIPPED = 3
 @click.option(
     "--no-cache",
     is_flag=True,
-    help="Compile the numba prototypes afresh: neither read nor write the on-disk "
-    "prototype cache (twins keep theirs; PORTKIT_PROTOTYPE_CACHE=0 does the same).",
+    help="Compile and lint the numba prototypes afresh: neither read nor write the "
+    "on-disk prototype cache and lint findings (twins keep theirs; "
+    "PORTKIT_PROTOTYPE_CACHE=0 does the same).",
 )
 @click.option(
     "-v",
     "--verbose",
     is_flag=True,
-    help="One row per case instead of per check, and where each numba kernel came from "
-    "(the prototype cache or a compile).",
+    help="One row per case instead of per check, and where each numba kernel and the "
+    "lint findings came from (the prototype cache or a compile).",
 )
 @click.option(
     "--sanitize",

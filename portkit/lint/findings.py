@@ -12,6 +12,7 @@ or that follows a comment line carrying it, is an intended choice and is not rep
 
 from __future__ import annotations
 
+import dataclasses
 import linecache
 import re
 from collections.abc import Sequence
@@ -41,6 +42,9 @@ class Finding:
     where: str  # "path:line" or ""
     message: str
     fix: str = ""
+
+
+FINDING_FIELDS = tuple(f.name for f in dataclasses.fields(Finding))
 
 
 @dataclass(frozen=True)
@@ -131,14 +135,33 @@ def code_findings(op: Op, signatures: dict[str, dict[str, tuple]] | None = None)
     return findings + launch_fill_findings(op)
 
 
+def remembered_code_findings(
+    op: Op, config: ProjectConfig, signatures: dict[str, dict[str, tuple]] | None = None
+) -> tuple[list[Finding], bool]:
+    """``code_findings`` through the disk cache (lint/cache.py); True when they came
+    from it."""
+    from portkit.lint import cache
+
+    def compute() -> list[dict]:
+        return [dataclasses.asdict(f) for f in code_findings(op, signatures)]
+
+    def parse(rows: list[dict]) -> list[Finding]:
+        findings = [Finding(**{k: row[k] for k in FINDING_FIELDS}) for row in rows]
+        if not all(isinstance(v, str) for f in findings for v in dataclasses.astuple(f)):
+            raise ValueError("a finding field is not text")
+        return findings
+
+    return cache.remembered(op, config, compute, parse)
+
+
 def lint_op(op: Op, config: ProjectConfig, report: LintReport, resources: bool = True) -> None:
     errors = compile_findings(op, config)
     report.findings += errors
     if errors:
         return  # nothing further is meaningful for code that does not compile
-    signatures = signatures_by_dtype(op)
-    report.findings += code_findings(op, signatures)
-    if resources:
+    signatures = signatures_by_dtype(op) if resources else None
+    report.findings += remembered_code_findings(op, config, signatures)[0]
+    if signatures is not None:
         for dtype, kernels in signatures.items():
             for kernel, signature in kernels.items():
                 report.resources += resource_rows(op, kernel, dtype, signature)

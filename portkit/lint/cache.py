@@ -1,0 +1,148 @@
+"""The typed-IR findings of an op kept on disk, keyed by content, so the next process
+that lints an unchanged op (the ``lint`` row of every ``portkit check``, ``portkit lint``)
+reads them instead of typing every kernel with numba again (2-3 s for sigmoid).
+
+The findings depend on more than the kernels: the launchers and cases decide which
+signatures are typed and which launches are counted, and helper modules can hold any of
+them. The key is therefore the prototype cache's key of the kernels (their files, the
+files of every device function they call, their bytecode and constants, the numba,
+numba-cuda and Python versions: backends/prototype_cache.py) with, as its options:
+
+- the bytes of every module the process has imported from the project (every file of
+  ``sys.modules`` under the project root, outside site-packages and portkit itself,
+  other ops' prototypes left out): the prototype and whatever it imported;
+- the bytecode of the launchers as imported, and the cases and dtypes as built;
+- portkit's own source (the finders, the launch tracer, the case builders);
+- the torch and NumPy versions (argument types come from tensors) and every ``NUMBA_*``
+  setting of the environment.
+
+It lives beside the compiled prototypes (``<cache-dir>/numba/<op>-<key>/``) and follows
+the same switch (``--no-cache``, PORTKIT_PROTOTYPE_CACHE=0). Entries are written whole
+(atomic_write); a damaged or unreadable entry is computed again and rewritten, and a
+cache that cannot be written only costs the time. Findings are stored only if the files
+hashed for the key are unchanged once they are computed.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import portkit.backends.prototype_cache as prototype_cache
+from portkit.atomic_write import write_atomic
+
+if TYPE_CHECKING:
+    from portkit.project.config import ProjectConfig
+    from portkit.project.discovery import Op
+
+FORMAT = 1
+FILE_NAME = "lint-findings.json"
+_INSTALLED = ("site-packages", "dist-packages")
+
+log = logging.getLogger("portkit.lint.cache")
+
+
+def project_files(op: Op, root: Path) -> list[Path]:
+    """The prototype and every module file this process imported from the project."""
+    from portkit.project.discovery import MODULE_PREFIX
+
+    own_package = Path(__file__).resolve().parents[1]
+    root = root.resolve()
+    prefixes = tuple({str(root) + os.sep, os.path.realpath(root) + os.sep})
+    files = {op.prototype_path.resolve()}
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if not path or not os.path.abspath(path).startswith(prefixes):
+            continue  # cheap string test first: thousands of modules are loaded
+        if name.startswith(f"{MODULE_PREFIX}.") and name != f"{MODULE_PREFIX}.{op.name}":
+            continue  # another op's prototype; importing one by name is not supported
+        resolved = Path(path).resolve()
+        if any(part in _INSTALLED for part in resolved.parts):
+            continue  # a virtual environment inside the project
+        if resolved.is_relative_to(own_package) or not resolved.is_file():
+            continue  # portkit is hashed whole, below
+        files.add(resolved)
+    return sorted(files)
+
+
+@functools.cache
+def portkit_digest() -> str:
+    """portkit's own source, every module (the finders and what decides the signatures);
+    a few milliseconds, once per process."""
+    package = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def _files_digest(paths: list[Path]) -> str:
+    digest = hashlib.sha256()
+    for path in paths:
+        try:
+            digest.update(str(path).encode() + b"\0" + path.read_bytes() + b"\0")
+        except OSError:
+            digest.update(str(path).encode() + b"\0missing\0")
+    return digest.hexdigest()
+
+
+def lint_key(op: Op, root: Path) -> str:
+    import numpy
+    import torch
+
+    definition = op.definition
+    launchers = [f for f in (definition.forward, definition.backward) if f is not None]
+    options = {
+        "cache": f"lint-findings-{FORMAT}",
+        "project files": _files_digest(project_files(op, root)),
+        "launchers": [prototype_cache.code_digest(f) for f in launchers],
+        "cases": repr((definition.cases, definition.dtypes, definition.input_dtypes)),
+        "portkit": portkit_digest(),
+        "versions": (torch.__version__, numpy.__version__),
+        "environment": sorted((k, v) for k, v in os.environ.items() if k.startswith("NUMBA_")),
+    }
+    return prototype_cache.cache_key(op.kernels.values(), root, options)
+
+
+def entry_path(op: Op, config: ProjectConfig) -> Path | None:
+    """Where the op's findings are kept, or None with the cache off."""
+    if not prototype_cache.enabled_by_environment():
+        return None
+    key = lint_key(op, config.root)
+    return prototype_cache.entry_directory(config.cache_dir, op.name, key) / FILE_NAME
+
+
+def remembered(
+    op: Op,
+    config: ProjectConfig,
+    compute: Callable[[], list[dict[str, Any]]],
+    parse: Callable[[list[dict[str, Any]]], Any],
+) -> tuple[Any, bool]:
+    """``parse(rows)`` of the op's findings rows, from the cache when an entry for this
+    content exists (True) or from ``compute()`` (False), then saved. ``parse`` raising
+    ``TypeError``/``ValueError``/``KeyError`` marks an entry as damaged."""
+    entry = entry_path(op, config)
+    if entry is not None and entry.is_file():
+        try:
+            data = json.loads(entry.read_text())
+            if data.get("format") != FORMAT or not isinstance(data.get("findings"), list):
+                raise ValueError("not a findings entry of this format")
+            return parse(data["findings"]), True
+        except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+            log.info("lint cache: unreadable entry %s (%s); linting again", entry, exc)
+    rows = compute()
+    result = parse(rows)
+    if entry is not None and entry_path(op, config) == entry:  # nothing edited meanwhile
+        try:
+            entry.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(entry, json.dumps({"format": FORMAT, "findings": rows}, indent=1))
+        except OSError as exc:  # a full disk or read-only cache never fails a lint
+            log.info("lint cache: could not save %s (%s)", entry, exc)
+    return result, False
