@@ -35,3 +35,5 @@ tail -n 3 "$OUT/pytest-torch-op.txt"
 timeout 200 "$PY" -m pytest -p portkit.pytest_plugin -n 4 -q -rfE -p no:cacheprovider prototypes -m gpu \
   > "$OUT/pytest-prototypes-gpu.txt" 2>&1
 tail -n 3 "$OUT/pytest-prototypes-gpu.txt"
+# Only a few files come back from $OUT: keep the logs in one archive.
+(cd "$OUT" && tar -czf replay-logs.tgz --remove-files ./*.txt ./*.json 2>/dev/null; true)
