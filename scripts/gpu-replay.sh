@@ -19,7 +19,7 @@ PY
   echo "build+load seconds: $((SECONDS - start))"
 } > "$OUT/replay-build.txt" 2>&1
 tail -n 25 "$OUT/replay-build.txt"
-timeout 240 "$PY" -m pytest -p portkit.pytest_plugin -n 4 -q -rfE -p no:cacheprovider tests/launch tests/cli/test_check_backends.py \
+timeout 240 "$PY" -m pytest -p portkit.pytest_plugin -n 4 -q -rfE -p no:cacheprovider tests/launch \
   > "$OUT/pytest-launch.txt" 2>&1
 tail -n 25 "$OUT/pytest-launch.txt"
 timeout 200 "$PY" scripts/bench_launch.py --json "$OUT/bench_launch.json" --profile "$OUT/profile.txt" ${BENCH_ARGS:-} \

@@ -68,18 +68,6 @@ def create_all(config: ProjectConfig, selected: list[str] | None = None) -> list
     return [create(n, config) for n in (selected or default_names())]
 
 
-def for_this_machine(backends: list[Backend]) -> tuple[list[Backend], list[Backend]]:
-    """(to run, left out) of the default ``backends`` for a command that names none. Where
-    a GPU implementation is available the check runs where the op will run: the reference
-    and the GPU implementations. The CPU stand-ins (the simulator, the CPU twin) exist for
-    machines without a GPU and would more than double a check there (docs/scale.md);
-    naming them, or ``--backend all``, runs them too."""
-    if not any(b.device == "cuda" and b.unavailable_reason is None for b in backends):
-        return backends, []
-    kept = [b for b in backends if b.device == "cuda" or b.role == "reference"]
-    return kept, [b for b in backends if b not in kept]
-
-
 def twin_pairs(backends: Iterable[Backend]) -> list[tuple[Backend, Backend]]:
     """(prototype, twin) on the same device, among default backends: numba with the GPU
     twin, the simulator with the CPU twin (the pytest plugin's ``proto~twin`` items)."""
@@ -98,7 +86,6 @@ __all__ = [
     "create",
     "create_all",
     "default_names",
-    "for_this_machine",
     "names",
     "register",
     "twin_pairs",

@@ -26,10 +26,8 @@ EXIT_SANITIZER_SKIPPED = 3
     "--backend",
     "backend_names",
     multiple=True,
-    help="Only these backends (repeatable): torch, sim, numba, twin, twin-cpu, numba-sim; "
-    "all = every backend but numba-sim (numba's simulator, a cross-check). Default: all "
-    "on a CPU-only machine; on a machine with a GPU torch, numba and twin (the CPU "
-    "stand-ins sim and twin-cpu would double the time).",
+    help="Only these backends (repeatable): torch, sim, numba, twin, twin-cpu, numba-sim. "
+    "Default: all but numba-sim (numba's simulator, a cross-check).",
 )
 @click.option("--case", "case_names", multiple=True, help="Only cases with this name (repeatable).")
 @click.option("--no-compile", is_flag=True, help="Skip the sm_90 compile checks.")
@@ -90,21 +88,20 @@ def check(
     On a CPU-only machine: the reference's gradcheck, the prototype in the simulator,
     the twin compiled for the CPU (twin-cpu: needs g++ or clang++; built with
     AddressSanitizer, each launch run with threads forward and reversed) against both,
-    and compile checks for sm_90. On a GPU machine instead: the prototype compiled by
-    numba, the twin, and prototype against twin, on the GPU (--backend all adds the CPU
-    stand-ins). Every tensor a kernel sees sits between guard zones; a store past its
-    end fails the check. Exits 1 if any check fails.
+    and compile checks for sm_90. On a GPU machine also: the prototype compiled by
+    numba, the twin, and prototype against twin. Every tensor a kernel sees sits between
+    guard zones; a store past its end fails the check. Exits 1 if any check fails.
 
     \b
     Examples:
       portkit check sigmoid
       portkit check --all --quick          # without the GPU-sized cases
       portkit check --all --backend sim
-      portkit check sigmoid --backend all   # on a GPU machine: the CPU tiers too
       portkit check softmax --case float64-gradcheck -v
       portkit check vector_add --sanitize memcheck
       portkit check --all --sanitize all --json
     """
+    from portkit.backends import create_all
     from portkit.backends.prototype_cache import ENV_SWITCH
     from portkit.check.harness import CheckSettings, plan_suite, run_suite
     from portkit.cli.render import print_results, progress_bar
@@ -124,7 +121,7 @@ def check(
             raise click.UsageError("--sanitize runs the twin and numba backends; drop --backend")
         _sanitize(config, ops, case_names, sanitize, sanitize_log_dir, as_json, console)
         return
-    backends, left_out = _backends(config, backend_names)
+    backends = create_all(config, list(backend_names) or None)
     settings = CheckSettings()
     if under_sanitizer:
         settings = CheckSettings.under_sanitizer(under_sanitizer)
@@ -141,12 +138,6 @@ def check(
             settings=settings,
         )
     failed = print_results(results, console, verbose)
-    if left_out:
-        names = ", ".join(b.name for b in left_out)
-        console.print(
-            f"not run on this GPU machine: {names} (the CPU stand-ins); --backend all runs them",
-            soft_wrap=True,
-        )
     if verbose:
         for backend in backends:
             if hasattr(backend, "cache_report") and not backend.unavailable_reason:
@@ -157,17 +148,6 @@ def check(
 
         click.echo(json.dumps({"results": [asdict(r) for r in results]}, indent=1))
     sys.exit(EXIT_FAILED_CHECKS if failed else 0)
-
-
-def _backends(config, names: tuple[str, ...]) -> tuple[list, list]:
-    """(to run, left out by default): the named backends, ``all`` = every default one."""
-    from portkit.backends import create_all, default_names, for_this_machine
-
-    if "all" in names:
-        names = tuple(dict.fromkeys(n for n in (*default_names(), *names) if n != "all"))
-    if names:
-        return create_all(config, list(names)), []
-    return for_this_machine(create_all(config))
 
 
 def _restore(name: str, value: str | None) -> None:

@@ -56,31 +56,3 @@ def test_creating_the_simulator_imports_no_other_backend():
     assert "portkit.backends.sim" in loaded
     for other in ("twin.backend", "twin_cpu", "numba_sim", "numba_gpu"):
         assert f"portkit.backends.{other}" not in loaded, loaded
-
-
-class _Stub:
-    def __init__(self, name: str, role: str, device: str, reason: str | None) -> None:
-        self.name, self.role, self.device, self.unavailable_reason = name, role, device, reason
-
-
-def _machine(gpu: bool) -> list:
-    no_gpu = None if gpu else "no CUDA GPU"
-    return [
-        _Stub("torch", "reference", "cpu", None),
-        _Stub("sim", "prototype", "cpu", None),
-        _Stub("numba", "prototype", "cuda", no_gpu),
-        _Stub("twin", "twin", "cuda", no_gpu),
-        _Stub("twin-cpu", "twin", "cpu", None),
-    ]
-
-
-def test_a_gpu_machine_checks_on_the_gpu_and_leaves_the_cpu_stand_ins_out():
-    kept, left_out = backends.for_this_machine(_machine(gpu=True))
-    assert [b.name for b in kept] == ["torch", "numba", "twin"]
-    assert [b.name for b in left_out] == ["sim", "twin-cpu"]
-
-
-def test_a_cpu_machine_runs_every_default_backend():
-    everything = _machine(gpu=False)
-    kept, left_out = backends.for_this_machine(everything)
-    assert kept == everything and left_out == []
