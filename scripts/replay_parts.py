@@ -8,9 +8,11 @@ torch's own ``empty_like`` and torch's C++ launcher, in interleaved rounds.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import sys
 import time
+from types import SimpleNamespace
 
 import torch
 
@@ -45,6 +47,15 @@ def main() -> int:
 
     # The launch writes into a second leaf instead of a buffer: refs 0 and 1.
     into_out = RecordedLaunch(launch.step, ((launch.refs[0][0], 0), (launch.refs[1][0], 1)))
+    # The same launch with the CUfunction of the current context in place of the library's
+    # CUkernel (which the driver resolves per context on each launch): is that cheaper?
+    from cuda.bindings import driver
+
+    err, function = driver.cuKernelGetFunction(driver.CUkernel(launch.step.function))
+    assert err == driver.CUresult.CUDA_SUCCESS, err
+    by_function = SimpleNamespace(handle=int(function), packed=launch.step.driver.packed)
+    step_f = dataclasses.replace(launch.step, driver=by_function)
+    into_out_f = RecordedLaunch(step_f, into_out.refs)
     static = torch._C._StaticCudaLauncher._launch_kernel
     step = launch.step
     values = (x.data_ptr(), out.data_ptr(), *[v for v in step.values if v is not None])
@@ -52,11 +63,15 @@ def main() -> int:
         "run: key and result only": replayer((), (), (0,), (x,)),
         "run: one allocation": replayer(meta, (), (-1,), (x,)),
         "run: one launch": replayer((), (into_out,), (1,), (x, out)),
+        "run: one launch, CUfunction": replayer((), (into_out_f,), (1,), (x, out)),
         "run: allocation + launch (the replay)": replayer(meta, (launch,), (-1,), (x,)),
         "portkit.load forward (replayed)": lambda: sigmoid(x),
         "torch.empty_like": lambda: torch.empty_like(x),
         "torch StaticCudaLauncher": lambda: static(
             step.function, *step.grid, step.warps, 0, step.driver._static_codes, values, 0
+        ),
+        "torch StaticCudaLauncher, CUfunction": lambda: static(
+            int(function), *step.grid, step.warps, 0, step.driver._static_codes, values, 0
         ),
         "torch.sigmoid": lambda: torch.sigmoid(x),
     }

@@ -33,19 +33,25 @@ def registered_callable(
     definition = op.definition
     forward, backward = definition.forward, definition.backward
     check = input_check(op, kernels.device)
+    layout = op_layout(op)
     if replay:
         from portkit.launch.replay.launcher import ReplayingLauncher, replaying
 
         # Without the author's check_inputs the input check reads metadata only, which a
         # replay's key holds: the replaying forward runs it on the calls it does not replay.
         moved = check if definition.check_inputs is None else None
-        forward = replaying(forward, kernels, flat=True, check=moved)
+        forward = replaying(forward, kernels, flat=True, check=moved, outputs=layout.outputs)
         backward = replaying(backward, kernels, flat=False)
         if moved is not None and isinstance(forward, ReplayingLauncher):
             check = _checked_by_the_forward
     binding = Binding(forward, backward, kernels, check, OpDefinitionError)
     qualname = qualified_name(namespace, op.name, kernels.implementation)
-    registered = register(qualname, op_layout(op), list(op.kernels), binding, define_now)
+    registered = register(qualname, layout, list(op.kernels), binding, define_now)
+    run_eager = getattr(forward, "run_eager", None)
+    if run_eager is not None and check is _checked_by_the_forward:
+        from portkit.torch_op.eager_replay import ReplayedOpCallable
+
+        return ReplayedOpCallable(registered, binding, run_eager)
     return OpCallable(registered, binding)
 
 

@@ -336,3 +336,68 @@ def test_a_moved_input_check_runs_on_every_call_not_replayed(new_replayer) -> No
         f(k, x.double(), 2.0)
     f(kernels(), x, 2.0)  # another k: checked, then its launcher
     assert checked == [2, 2, 2]
+
+
+def test_the_compiled_eager_call_replays_only_when_nothing_watches() -> None:
+    """``run_eager``: portkit.load's whole plain-eager call in C++ (ReplayedOpCallable)."""
+    from torch.overrides import TorchFunctionMode
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    k = kernels()
+    f = ReplayingLauncher(Counted(), k, compiled_replayer(), flat=True, outputs=1)
+    x = torch.arange(4, dtype=torch.float32)
+    assert f.run_eager((x, 2.0)) is None  # not recorded yet
+    f(k, x, 2.0)
+    out = f.run_eager((x + 1, 2.0))
+    assert isinstance(out, torch.Tensor) and torch.equal(out, (x + 1) * 2)
+
+    class Watching(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    class Functions(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    with Watching():
+        assert f.run_eager((x, 2.0)) is None
+    with Functions():
+        assert f.run_eager((x, 2.0)) is None
+    grad = x.clone().requires_grad_()
+    assert f.run_eager((grad, 2.0)) is None  # autograd must record the op
+    with torch.no_grad():
+        assert torch.equal(f.run_eager((grad, 2.0)), x * 2)
+
+    class Sub(torch.Tensor):
+        pass
+
+    assert f.run_eager((x.as_subclass(Sub), 2.0)) is None
+    inside_vmap = []
+    torch.func.vmap(lambda row: inside_vmap.append(f.run_eager((row, 2.0))) or row)(
+        torch.ones(2, 4)
+    )
+    assert inside_vmap == [None]
+    assert torch.equal(f.run_eager((torch.nn.Parameter(x, requires_grad=False), 2.0)), x * 2)
+
+
+def test_a_backward_or_python_replayer_offers_no_eager_call() -> None:
+    k = kernels()
+    assert ReplayingLauncher(Counted(), k, compiled_replayer(), flat=False).run_eager is None
+    assert ReplayingLauncher(Counted(), k, PythonReplayer(), flat=True, outputs=1).run_eager is None
+
+
+@pytest.mark.parametrize(
+    "result, outputs, expected",
+    [
+        ((-1, (0, -1)), 1, -1),  # one tensor
+        (((-1, -2), ()), 2, (-1, -2)),  # a tuple of two
+        (([-1], ()), 1, -1),  # a list of one: its tensor
+        ((-1, ()), 2, None),  # one tensor where two are declared: the Python path raises
+        (((-1, None), ()), 2, None),
+        ((-1,), 1, None),
+    ],
+)
+def test_the_eager_result_is_what_opcallable_returns(result, outputs, expected) -> None:
+    from portkit.launch.replay.steps import eager_template
+
+    assert eager_template(result, outputs) == expected

@@ -147,3 +147,29 @@ def test_wrong_inputs_after_replayed_calls_get_the_same_errors(
             messages[mode, name] = (type(caught.value), str(caught.value))
     for name in wrong:
         assert messages["", name] == messages["0", name] == messages["python", name]
+
+
+def test_portkit_load_replays_plain_eager_calls_in_one_compiled_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(REPO)
+    import portkit
+    from torch.utils.flop_counter import FlopCounterMode
+
+    kinds = {}
+    for mode in ("", "python", "0"):
+        monkeypatch.setenv(SWITCH, mode)
+        kinds[mode] = type(portkit.load("sigmoid", "twin")).__name__
+    assert kinds == {"": "ReplayedOpCallable", "python": "OpCallable", "0": "OpCallable"}
+    monkeypatch.setenv(SWITCH, "")
+    sigmoid = portkit.load("sigmoid", "twin")
+    x = torch.randn(1000, device="cuda")
+    expected = torch.sigmoid(x)
+    for _ in range(3):
+        torch.testing.assert_close(sigmoid(x), expected)
+    assert sigmoid.binding.forward.recorded == 1
+    with FlopCounterMode(display=False):  # a dispatch mode: through the registered op
+        torch.testing.assert_close(sigmoid(x), expected)
+    with torch.no_grad():
+        torch.testing.assert_close(sigmoid(x.clone().requires_grad_()), expected)
+    assert sigmoid.binding.forward.recorded == 1

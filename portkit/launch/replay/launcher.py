@@ -9,6 +9,7 @@ be recorded) runs the launcher as always.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import threading
@@ -18,6 +19,7 @@ from typing import Any
 from portkit.launch.kernel_set import KernelSet
 from portkit.launch.replay.executor import MAX_SIGNATURES, PythonReplayer
 from portkit.launch.replay.recording import RecordingKernels, record
+from portkit.launch.replay.steps import eager_template
 
 # Signatures that could not be recorded before replay is given up for a launcher that
 # never recorded one: its calls then pay no key at all.
@@ -55,8 +57,10 @@ class ReplayingLauncher:
         replayer: Any,
         flat: bool,
         check: Callable[[Sequence[Any]], None] | None = None,
+        outputs: int | None = None,
     ) -> None:
         functools.update_wrapper(self, launcher)
+        self._outputs = outputs  # a forward's number of outputs: recordings get an eager result
         self._launcher, self._kernels, self.replayer = launcher, kernels, replayer
         # An input check that depends on the inputs' metadata only, run here before the
         # launcher rather than by the caller: a replayed signature passed it when recorded.
@@ -83,6 +87,12 @@ class ReplayingLauncher:
             self._check(args)
         return self._launcher(k, *args)
 
+    @property
+    def run_eager(self) -> Callable[[tuple], Any] | None:
+        """The compiled replayer's whole plain-eager call of the op (``run_eager`` in
+        native.cpp), where this forward replays with it; None otherwise."""
+        return getattr(self.replayer, "run_eager", None) if self._outputs is not None else None
+
     def _record(self, k: Any, args: Sequence[Any], leaves: Sequence[Any]) -> Any:
         key = self.replayer.key(leaves)
         if key is None or key in self.unreplayable or _repeats_a_tensor(leaves):
@@ -101,6 +111,9 @@ class ReplayingLauncher:
         result, recording, reason, retry = record(
             self._recording_kernels, self._launcher, args, leaves
         )
+        if recording is not None and self._outputs is not None:
+            eager = eager_template(recording.result, self._outputs)
+            recording = dataclasses.replace(recording, eager=eager)
         if recording is not None and self.replayer.add(leaves, recording):
             return result
         if retry and key not in self._retried:
@@ -139,6 +152,7 @@ def replaying(
     kernels: KernelSet,
     flat: bool,
     check: Callable[[Sequence[Any]], None] | None = None,
+    outputs: int | None = None,
 ) -> Any:
     """``launcher`` wrapped to replay on ``kernels`` with a replayer of its own (and to run
     ``check`` on every call it does not replay) where it can; ``launcher`` itself otherwise."""
@@ -147,4 +161,4 @@ def replaying(
     replayer = make_replayer()
     if replayer is None:
         return launcher
-    return ReplayingLauncher(launcher, kernels, replayer, flat, check)
+    return ReplayingLauncher(launcher, kernels, replayer, flat, check, outputs)

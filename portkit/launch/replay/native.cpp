@@ -12,8 +12,11 @@
 #include <Python.h>
 #include <pybind11/pybind11.h>
 
+#include <ATen/PythonTorchFunctionTLS.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty_strided.h>
+#include <c10/core/GradMode.h>
+#include <c10/core/impl/TorchDispatchModeTLS.h>
 #include <torch/csrc/autograd/python_variable.h>
 #ifdef PORTKIT_WITH_CUDA
 #include <c10/cuda/CUDAGuard.h>
@@ -53,6 +56,7 @@ struct Plan {
   std::vector<at::Tensor> buffers;  // meta tensors: sizes, strides and dtype to allocate
   std::vector<Launch> launches;
   py::object result;  // template: tuples, lists, None, and ints as references
+  py::object eager;   // what the op returns in plain eager (run_eager), or None
 };
 
 template <typename T>
@@ -126,10 +130,14 @@ bool make_key(const py::tuple& leaves, std::string& key, int& device) {
 
 class Replayer {
  public:
-  Replayer(uintptr_t launch_kernel, uintptr_t error_name, size_t capacity)
+  // ``functorch_level``: torch._C._functorch.peek_interpreter_stack, what OpCallable asks
+  // (functorch's C++ header needs a JSON library torch does not ship).
+  Replayer(uintptr_t launch_kernel, uintptr_t error_name, size_t capacity,
+           py::object functorch_level)
       : launch_kernel_(reinterpret_cast<LaunchKernel>(launch_kernel)),
         error_name_(reinterpret_cast<ErrorName>(error_name)),
-        capacity_(capacity) {}
+        capacity_(capacity),
+        functorch_level_(std::move(functorch_level)) {}
 
   // The key of these leaves as bytes, or None where they cannot be keyed.
   py::object key(const py::tuple& leaves) const {
@@ -140,43 +148,38 @@ class Replayer {
   }
 
   py::object run(const py::tuple& leaves) {
-    std::string key;
-    int device = -2;
-    if (!make_key(leaves, key, device)) return py::none();
-    auto found = plans_.find(key);
-    if (found == plans_.end()) return py::none();
-    const Plan& plan = found->second;
-
-    std::vector<at::Tensor> buffers;
-    buffers.reserve(plan.buffers.size());
-    for (const at::Tensor& meta : plan.buffers) {
-      buffers.push_back(at::empty_strided(
-          meta.sizes(), meta.strides(),
-          at::TensorOptions().dtype(meta.scalar_type()).device(plan.device)));
-    }
-    void* stream = nullptr;
-#ifdef PORTKIT_WITH_CUDA
-    if (plan.device.is_cuda()) stream = c10::cuda::getCurrentCUDAStream(plan.device.index()).stream();
-#endif
-    for (const Launch& launch : plan.launches) {
-      std::vector<uint64_t> params = launch.params;
-      for (const auto& [slot, ref] : launch.pointers) {
-        const at::Tensor& tensor =
-            ref >= 0 ? THPVariable_Unpack(PyTuple_GET_ITEM(leaves.ptr(), ref))
-                     : buffers[static_cast<size_t>(-1 - ref)];
-        params[slot] = reinterpret_cast<uint64_t>(tensor.data_ptr());
-      }
-      std::vector<void*> arguments(params.size());
-      for (size_t i = 0; i < params.size(); ++i) arguments[i] = &params[i];
-      this->launch(launch, plan.device, stream, arguments.data());
-    }
-    return build(plan.result, leaves, buffers);
+    const Plan* plan = find(leaves);
+    if (plan == nullptr) return py::none();
+    return build(plan->result, leaves, execute(*plan, leaves));
   }
+
+  // portkit.load's op called in plain eager (OpCallable's fast path, in one call): None
+  // unless PyTorch is not watching (no dispatch or function mode, no functorch
+  // transform; the caller has asked torch.compiler.is_compiling() first), every tensor
+  // is a plain Tensor or Parameter, no gradient is wanted, and the signature was
+  // recorded with an eager result. OpCallable checks the same in Python.
+  py::object run_eager(const py::tuple& leaves) {
+    if (c10::impl::TorchDispatchModeTLS::stack_len() > 0 || at::impl::torch_function_mode_enabled() ||
+        !functorch_level_().is_none()) {
+      return py::none();
+    }
+    bool grad = c10::GradMode::is_enabled();
+    for (const auto& leaf : leaves) {
+      PyObject* raw = leaf.ptr();
+      if (!THPVariable_Check(raw)) continue;
+      if (!THPVariable_CheckExact(raw)) return py::none();  // a subclass: its own dispatch
+      if (grad && THPVariable_Unpack(raw).requires_grad()) return py::none();  // autograd
+    }
+    const Plan* plan = find(leaves);
+    if (plan == nullptr || plan->eager.is_none()) return py::none();
+    return build(plan->eager, leaves, execute(*plan, leaves));
+  }
+
 
   // Remembers a recording under the key of its leaves; false where they cannot be keyed.
   // ``device``: a tensor on the device the buffers go to (its first leaf tensor, say).
   bool add(const py::tuple& leaves, const py::object& device, const py::list& buffers,
-           const py::list& launches, const py::object& result) {
+           const py::list& launches, const py::object& result, const py::object& eager) {
     std::string key;
     int leaf_device = -2;
     if (!make_key(leaves, key, leaf_device)) return false;
@@ -212,6 +215,7 @@ class Replayer {
       plan.launches.push_back(std::move(launch));
     }
     plan.result = result;
+    plan.eager = eager;
     if (plans_.size() >= capacity_) plans_.clear();
     plans_[key] = std::move(plan);
     return true;
@@ -221,6 +225,42 @@ class Replayer {
   void clear() { plans_.clear(); }
 
  private:
+  const Plan* find(const py::tuple& leaves) const {
+    std::string key;
+    int device = -2;
+    if (!make_key(leaves, key, device)) return nullptr;
+    auto found = plans_.find(key);
+    return found == plans_.end() ? nullptr : &found->second;
+  }
+
+  // Allocates the plan's buffers and launches its kernels with this call's pointers.
+  std::vector<at::Tensor> execute(const Plan& plan, const py::tuple& leaves) {
+    std::vector<at::Tensor> buffers;
+    buffers.reserve(plan.buffers.size());
+    for (const at::Tensor& meta : plan.buffers) {
+      buffers.push_back(at::empty_strided(
+          meta.sizes(), meta.strides(),
+          at::TensorOptions().dtype(meta.scalar_type()).device(plan.device)));
+    }
+    void* stream = nullptr;
+#ifdef PORTKIT_WITH_CUDA
+    if (plan.device.is_cuda()) stream = c10::cuda::getCurrentCUDAStream(plan.device.index()).stream();
+#endif
+    for (const Launch& launch : plan.launches) {
+      std::vector<uint64_t> params = launch.params;
+      for (const auto& [slot, ref] : launch.pointers) {
+        const at::Tensor& tensor =
+            ref >= 0 ? THPVariable_Unpack(PyTuple_GET_ITEM(leaves.ptr(), ref))
+                     : buffers[static_cast<size_t>(-1 - ref)];
+        params[slot] = reinterpret_cast<uint64_t>(tensor.data_ptr());
+      }
+      std::vector<void*> arguments(params.size());
+      for (size_t i = 0; i < params.size(); ++i) arguments[i] = &params[i];
+      this->launch(launch, plan.device, stream, arguments.data());
+    }
+    return buffers;
+  }
+
   void launch(const Launch& launch, c10::Device device, void* stream, void** arguments) {
     auto call = [&]() {
       return launch_kernel_(launch.function, launch.grid[0], launch.grid[1], launch.grid[2],
@@ -270,6 +310,7 @@ class Replayer {
   LaunchKernel launch_kernel_;
   ErrorName error_name_;
   size_t capacity_;
+  py::object functorch_level_;
   std::unordered_map<std::string, Plan> plans_;
 };
 
@@ -277,9 +318,10 @@ class Replayer {
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   py::class_<Replayer>(m, "Replayer")
-      .def(py::init<uintptr_t, uintptr_t, size_t>())
+      .def(py::init<uintptr_t, uintptr_t, size_t, py::object>())
       .def("key", &Replayer::key)
       .def("run", &Replayer::run)
+      .def("run_eager", &Replayer::run_eager)
       .def("add", &Replayer::add)
       .def("size", &Replayer::size)
       .def("clear", &Replayer::clear);

@@ -29,8 +29,12 @@ class NativeReplayer:
     C++ methods themselves, so a replayed call adds no Python frame of ours."""
 
     def __init__(self, module: Any, launch: int, error_name: int, capacity: int) -> None:
-        self._native = module.Replayer(launch, error_name, capacity)
+        import torch
+
+        functorch_level = torch._C._functorch.peek_interpreter_stack
+        self._native = module.Replayer(launch, error_name, capacity, functorch_level)
         self.run = self._native.run
+        self.run_eager = self._native.run_eager
         self.key = self._native.key
         self._capacity = capacity
         # The recordings the C++ side launches from hold the kernels' libraries alive.
@@ -52,8 +56,9 @@ class NativeReplayer:
 
         device = torch.empty(0, device=recording.device)  # the C++ side reads its device
         leaves = tuple(leaves)
+        allocations = list(recording.allocations)
         if not self._native.add(
-            leaves, device, list(recording.allocations), launches, recording.result
+            leaves, device, allocations, launches, recording.result, recording.eager
         ):
             return False
         if len(self._alive) >= self._capacity:

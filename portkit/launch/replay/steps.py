@@ -57,6 +57,9 @@ class Recording:
     allocations: tuple[Any, ...]  # the buffers allocated, as meta tensors (shape, strides, dtype)
     launches: tuple[RecordedLaunch, ...]
     result: Any  # the result's structure: tuples, lists and None, with Refs for tensors
+    # What portkit.load's op returns for this call in plain eager (``eager_template``),
+    # or None where only the launcher's result is replayed (backwards, odd results).
+    eager: Any = None
 
 
 def build_result(template: Any, leaves: Sequence[Any], buffers: Sequence[Any]) -> Any:
@@ -67,3 +70,17 @@ def build_result(template: Any, leaves: Sequence[Any], buffers: Sequence[Any]) -
         return None
     items = [build_result(t, leaves, buffers) for t in template]
     return tuple(items) if type(template) is tuple else items
+
+
+def eager_template(result: Any, outputs: int) -> Any:
+    """A forward's ``(outputs, saved)`` template as ``OpCallable`` returns it in plain
+    eager: the one output, or the tuple of them (None where that call would raise, so
+    that it does)."""
+    if type(result) not in (tuple, list) or len(result) != 2:
+        return None
+    out = result[0]
+    if type(out) is int:
+        return out if outputs == 1 else None
+    if type(out) in (tuple, list) and len(out) == outputs and all(type(o) is int for o in out):
+        return tuple(out) if len(out) > 1 else out[0]
+    return None

@@ -1,0 +1,34 @@
+"""``ReplayedOpCallable``: ``OpCallable`` whose plain-eager calls of a recorded signature
+are one call into the compiled replayer.
+
+``OpCallable``'s eager path asks in Python whether PyTorch is watching (modes, functorch,
+subclasses, gradients), checks the inputs and calls the replaying forward: about 2.5-3 µs
+of Python on the H100 machines, more than a third of a replayed call. The compiled
+replayer's ``run_eager`` asks the same questions in C++ and replays, so a hit costs one
+Python frame, ``torch.compiler.is_compiling()`` (which Dynamo folds to True, so a
+compiled graph still holds the registered op) and that call; anything else (a miss, a
+mode, a gradient) takes ``OpCallable``'s path unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from portkit.torch_op.registration import Binding, OpCallable, RegisteredOp, _is_compiling
+
+
+class ReplayedOpCallable(OpCallable):
+    def __init__(
+        self, registered: RegisteredOp, binding: Binding, run_eager: Callable[[tuple], Any]
+    ) -> None:
+        super().__init__(registered, binding)
+        self._run_eager, self._kernels = run_eager, binding.kernels
+
+    def __call__(self, *inputs: Any) -> Any:
+        # _plain_allocation: the production k (no guard zones, no poisoned outputs).
+        if not _is_compiling() and self._kernels._plain_allocation:
+            outputs = self._run_eager(inputs)
+            if outputs is not None:
+                return outputs
+        return OpCallable.__call__(self, *inputs)
