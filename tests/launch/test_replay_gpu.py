@@ -153,8 +153,9 @@ def test_portkit_load_replays_plain_eager_calls_in_one_compiled_call(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.chdir(REPO)
-    import portkit
     from torch.utils.flop_counter import FlopCounterMode
+
+    import portkit
 
     kinds = {}
     for mode in ("", "python", "0"):
