@@ -50,6 +50,10 @@ def replays_launches(kernels: KernelSet) -> bool:
 
 
 class ReplayingLauncher:
+    """A forward or backward launcher, called as ``f(k, *args)`` like the launcher itself,
+    that replays recorded signatures on ``kernels`` (see the module docstring).
+    ``unreplayable`` says why each signature that could not be recorded was not."""
+
     def __init__(
         self,
         launcher: Callable[..., Any],
@@ -68,7 +72,9 @@ class ReplayingLauncher:
         self._flat = flat  # a forward's arguments are leaves; a backward's start with a tuple
         self._recording_kernels = RecordingKernels(kernels)
         self.unreplayable: dict[Any, str] = {}  # key -> why, for signatures seen
-        self.recorded = 0  # calls run under the recorder: one per signature when all goes well
+        # Calls run under the recorder: one per signature (two for a twin's first, whose
+        # first launch builds its plan on the checked path).
+        self.recorded = 0
         self._retried: set[Any] = set()
         self._recording = threading.Lock()
 
