@@ -26,8 +26,8 @@ EXIT_SANITIZER_SKIPPED = 3
     "--backend",
     "backend_names",
     multiple=True,
-    help="Only these backends (repeatable): torch, sim, numba, twin, twin-cpu, numba-sim. "
-    "Default: all but numba-sim (numba's simulator, a cross-check).",
+    help="Only these backends (repeatable or comma-separated): torch, sim, numba, twin, "
+    "twin-cpu, numba-sim. Default: all but numba-sim (numba's simulator, a cross-check).",
 )
 @click.option("--case", "case_names", multiple=True, help="Only cases with this name (repeatable).")
 @click.option("--no-compile", is_flag=True, help="Skip the sm_90 compile checks.")
@@ -121,7 +121,8 @@ def check(
             raise click.UsageError("--sanitize runs the twin and numba backends; drop --backend")
         _sanitize(config, ops, case_names, sanitize, sanitize_log_dir, as_json, console)
         return
-    backends = create_all(config, list(backend_names) or None)
+    names = [name.strip() for item in backend_names for name in item.split(",") if name.strip()]
+    backends = create_all(config, names or None)
     settings = CheckSettings()
     if under_sanitizer:
         settings = CheckSettings.under_sanitizer(under_sanitizer)

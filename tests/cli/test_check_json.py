@@ -18,3 +18,17 @@ def test_check_json_lists_every_result(make_project, sources, cli):
         "pass",
     )
     assert row["seconds"] >= 0
+
+
+def test_backends_may_be_listed_with_commas(make_project, sources, cli):
+    root = make_project({"double": (sources.unary_op("double", cases=sources.ONE_CASE), None)})
+    rows = []
+    for flags in (["--backend", "sim,twin-cpu"], ["--backend", "sim", "--backend", "twin-cpu"]):
+        result = cli(root, "check", "double", *flags, "--no-compile", "--json")
+        assert result.exit_code == 0, result.output
+        report = json.loads(result.output[result.output.index('{\n "results"') :])
+        rows.append({(r["backend"], r["check"], r["case"], r["status"]) for r in report["results"]})
+    assert rows[0] == rows[1]
+    assert {backend for backend, *_ in rows[0]} == {"sim", "twin-cpu"}
+    wrong = cli(root, "check", "double", "--backend", "sim,nope", "--no-compile")
+    assert wrong.exit_code == 2 and "unknown backend 'nope'" in wrong.output
