@@ -401,3 +401,17 @@ def test_the_eager_result_is_what_opcallable_returns(result, outputs, expected) 
     from portkit.launch.replay.steps import eager_template
 
     assert eager_template(result, outputs) == expected
+
+
+def test_a_replayer_that_cannot_be_compiled_says_why_once(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    from portkit.launch.replay import launcher, native
+
+    monkeypatch.setenv(SWITCH, "")
+    monkeypatch.setattr(native, "native_replayer", lambda: None)
+    monkeypatch.setattr(native, "unavailable_reason", lambda: "no C++ compiler here")
+    monkeypatch.setattr(launcher, "_said", set())
+    first, second = launcher.make_replayer(), launcher.make_replayer()
+    assert isinstance(first, PythonReplayer) and isinstance(second, PythonReplayer)
+    assert capsys.readouterr().err.count("replay in Python: no C++ compiler here") == 1

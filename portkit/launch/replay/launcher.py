@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -34,12 +35,23 @@ def make_replayer() -> Any:
     if mode in ("0", "off"):
         return None
     if mode != "python":
-        from portkit.launch.replay.native import native_replayer
+        from portkit.launch.replay.native import native_replayer, unavailable_reason
 
         native = native_replayer()
         if native is not None:
             return native
+        _say_once(f"portkit: launches replay in Python: {unavailable_reason()}")
     return PythonReplayer()
+
+
+_said: set[str] = set()
+
+
+def _say_once(line: str) -> None:
+    """One line on stderr per process: why the compiled replayer is not used."""
+    if line not in _said:
+        _said.add(line)
+        print(line, file=sys.stderr)
 
 
 def replays_launches(kernels: KernelSet) -> bool:
