@@ -18,6 +18,7 @@ import torch
 
 import portkit
 from portkit.launch.replay.native import native_replayer
+from portkit.launch.replay.recording import RecordingKernels, record
 from portkit.launch.replay.steps import RecordedLaunch, Recording
 
 
@@ -31,10 +32,11 @@ def main() -> int:
     sigmoid = portkit.load("sigmoid", "twin")
     x = torch.randn(args.n, device="cuda")
     out = torch.empty_like(x)
-    sigmoid(x)
-    sigmoid(x)  # recorded: its recording holds the launch
-    forward = sigmoid.binding.forward
-    (recording,) = forward.replayer._alive.values()
+    sigmoid(x)  # the twin's plan for float32, so the call below records
+    kernels = sigmoid.binding.kernels
+    launcher = sigmoid.binding.forward.__wrapped__  # the op's own forward launcher
+    _, recording, reason, _ = record(RecordingKernels(kernels), launcher, (x,), (x,))
+    assert recording is not None, reason
     (launch,) = recording.launches
     meta = recording.allocations
     device = recording.device

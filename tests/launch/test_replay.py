@@ -415,3 +415,15 @@ def test_a_replayer_that_cannot_be_compiled_says_why_once(
     first, second = launcher.make_replayer(), launcher.make_replayer()
     assert isinstance(first, PythonReplayer) and isinstance(second, PythonReplayer)
     assert capsys.readouterr().err.count("replay in Python: no C++ compiler here") == 1
+
+
+def test_both_replayers_key_only_plain_tensors_and_tell_devices_apart() -> None:
+    class Sub(torch.Tensor):
+        pass
+
+    x = torch.ones(4)
+    for replayer in (PythonReplayer(), compiled_replayer()):
+        assert replayer.key((x,)) is not None
+        assert replayer.key((torch.nn.Parameter(x),)) == replayer.key((x,))
+        assert replayer.key((x.as_subclass(Sub),)) is None  # its outputs may be its own type
+        assert replayer.key((torch.ones(4, device="meta"),)) != replayer.key((x,))

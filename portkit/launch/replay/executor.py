@@ -10,7 +10,11 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from typing import Any
 
+import torch
+
 from portkit.launch.replay.steps import Recording, build_result
+
+_PLAIN = (torch.Tensor, torch.nn.Parameter)  # subclasses: the launcher decides
 
 MAX_SIGNATURES = 256  # per launcher; a model calls an op with a few dozen signatures
 
@@ -18,21 +22,18 @@ MAX_SIGNATURES = 256  # per launcher; a model calls an op with a few dozen signa
 def leaf_key(leaves: Sequence[Any]) -> tuple | None:
     """What a launcher may depend on: per tensor its dtype, device, sizes and strides; per
     scalar its exact type and bits. None where a leaf is anything else (or tensors span
-    devices): such calls always run the launcher."""
-    import torch
-
-    plain = (torch.Tensor, torch.nn.Parameter)
+    devices): such calls always run the launcher. The compiled replayer keys the same."""
     parts: list[Hashable] = []
     device = None
     for leaf in leaves:
         kind = type(leaf)
-        if kind in plain:
-            index = leaf.get_device()
+        if kind in _PLAIN:
+            where = leaf.device  # type and index: a CPU and a meta tensor differ
             if device is None:
-                device = index
-            elif index != device:
+                device = where
+            elif where != device:
                 return None
-            parts.append((leaf.dtype, index, tuple(leaf.shape), leaf.stride()))
+            parts.append((leaf.dtype, where, tuple(leaf.shape), leaf.stride()))
         elif kind is float:
             parts.append((float, leaf.hex()))  # bits: -0.0 and NaN key like themselves
         elif kind in (int, bool, str) or leaf is None:
@@ -72,8 +73,6 @@ class PythonReplayer:
 
 
 def replay(recording: Recording, leaves: Sequence[Any]) -> Any:
-    import torch
-
     device = recording.device
     buffers = [
         torch.empty_strided(meta.shape, meta.stride(), dtype=meta.dtype, device=device)

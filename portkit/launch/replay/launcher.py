@@ -93,16 +93,16 @@ class ReplayingLauncher:
     def __call__(self, k: Any, *args: Any) -> Any:
         replayer = self.replayer
         # _plain_allocation: no guard zones and no poisoned outputs, i.e. production.
-        if replayer is not None and k is self._kernels and k._plain_allocation:
+        production = replayer is not None and k is self._kernels and k._plain_allocation
+        if production:
             leaves = args if self._flat else flatten(args)
             result = replayer.run(leaves)
             if result is not None:
                 return result
-            if self._check is not None:
-                self._check(args)
-            return self._record(k, args, leaves)
         if self._check is not None:
             self._check(args)
+        if production:
+            return self._record(k, args, leaves)
         return self._launcher(k, *args)
 
     @property

@@ -100,10 +100,11 @@ bool append_leaf(PyObject* leaf, std::string& key, int& device) {
     key.append(text, size);
     return true;
   }
-  if (!THPVariable_Check(leaf)) return false;
+  // A plain Tensor or Parameter only, as in executor.py: a subclass may make its outputs
+  // its own type, and fake, functorch and other wrapper tensors dispatch through Python
+  // or have no storage; the launcher decides for those.
+  if (!THPVariable_CheckExact(leaf)) return false;
   const at::Tensor& tensor = THPVariable_Unpack(leaf);
-  // Fake, functorch and other wrapper tensors dispatch through Python or have no
-  // storage: the launcher decides for those.
   if (!tensor.has_storage() || tensor.key_set().has(c10::DispatchKey::Python)) return false;
   int where = static_cast<int>(tensor.device().type()) * 256 + tensor.get_device() + 1;
   if (device == -2) {
@@ -155,9 +156,9 @@ class Replayer {
 
   // portkit.load's op called in plain eager (OpCallable's fast path, in one call): None
   // unless PyTorch is not watching (no dispatch or function mode, no functorch
-  // transform; the caller has asked torch.compiler.is_compiling() first), every tensor
-  // is a plain Tensor or Parameter, no gradient is wanted, and the signature was
-  // recorded with an eager result. OpCallable checks the same in Python.
+  // transform; the caller has asked torch.compiler.is_compiling() first), no gradient is
+  // wanted, and the signature was recorded with an eager result (its key admits plain
+  // Tensors and Parameters only). OpCallable checks the same in Python.
   py::object run_eager(const py::tuple& leaves) {
     if (c10::impl::TorchDispatchModeTLS::stack_len() > 0 || at::impl::torch_function_mode_enabled() ||
         !functorch_level_().is_none()) {
@@ -166,9 +167,9 @@ class Replayer {
     bool grad = c10::GradMode::is_enabled();
     for (const auto& leaf : leaves) {
       PyObject* raw = leaf.ptr();
-      if (!THPVariable_Check(raw)) continue;
-      if (!THPVariable_CheckExact(raw)) return py::none();  // a subclass: its own dispatch
-      if (grad && THPVariable_Unpack(raw).requires_grad()) return py::none();  // autograd
+      if (grad && THPVariable_CheckExact(raw) && THPVariable_Unpack(raw).requires_grad()) {
+        return py::none();  // autograd must see the call
+      }
     }
     const Plan* plan = find(leaves);
     if (plan == nullptr || plan->eager.is_none()) return py::none();
@@ -177,14 +178,14 @@ class Replayer {
 
 
   // Remembers a recording under the key of its leaves; false where they cannot be keyed.
-  // ``device``: a tensor on the device the buffers go to (its first leaf tensor, say).
-  bool add(const py::tuple& leaves, const py::object& device, const py::list& buffers,
+  // ``device``: where the buffers go, as torch writes it ("cuda:0", "cpu").
+  bool add(const py::tuple& leaves, const std::string& device, const py::list& buffers,
            const py::list& launches, const py::object& result, const py::object& eager) {
     std::string key;
     int leaf_device = -2;
     if (!make_key(leaves, key, leaf_device)) return false;
     Plan plan;
-    plan.device = THPVariable_Unpack(device.ptr()).device();
+    plan.device = c10::Device(device);
     for (const auto& buffer : buffers) {
       plan.buffers.push_back(THPVariable_Unpack(buffer.ptr()));
     }

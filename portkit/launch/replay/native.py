@@ -36,11 +36,10 @@ class NativeReplayer:
         self.run = self._native.run
         self.run_eager = self._native.run_eager
         self.key = self._native.key
-        self._capacity = capacity
-        # The recordings the C++ side launches from hold the kernels' libraries alive.
-        self._alive: dict[bytes, Recording] = {}
 
     def add(self, leaves: Sequence[Any], recording: Recording) -> bool:
+        """The C++ side keeps the kernels as raw handles: their libraries stay loaded for
+        the process (nothing in portkit unloads one)."""
         launches = [
             (
                 launch.step.function,
@@ -52,19 +51,14 @@ class NativeReplayer:
             )
             for launch in recording.launches
         ]
-        import torch
-
-        device = torch.empty(0, device=recording.device)  # the C++ side reads its device
-        leaves = tuple(leaves)
-        allocations = list(recording.allocations)
-        if not self._native.add(
-            leaves, device, allocations, launches, recording.result, recording.eager
-        ):
-            return False
-        if len(self._alive) >= self._capacity:
-            self._alive.clear()  # the C++ side clears at the same count
-        self._alive[self._native.key(leaves)] = recording
-        return True
+        return self._native.add(
+            tuple(leaves),
+            str(recording.device),
+            list(recording.allocations),
+            launches,
+            recording.result,
+            recording.eager,
+        )
 
     def __len__(self) -> int:
         return self._native.size()

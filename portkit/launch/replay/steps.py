@@ -19,7 +19,8 @@ class ReplayLaunch:
     ``values`` are the launch's values with ``None`` where a data pointer goes;
     ``pointers`` maps each of those slots to the position of its tensor among the
     launch's arguments. ``driver`` launches them (``DriverKernel.launch``); the compiled
-    replayer takes ``function`` (the CUfunction as an int) and ``packed`` instead.
+    replayer takes ``function`` (the kernel's driver handle as an int, which
+    ``cuLaunchKernel`` accepts) and ``packed`` instead.
     """
 
     driver: Any
