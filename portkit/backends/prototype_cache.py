@@ -69,7 +69,7 @@ def _is_device_function(value: Any) -> bool:
     return hasattr(value, "py_func") and isinstance(options, dict) and bool(options.get("device"))
 
 
-def is_project_file(path: str | None, root: Path) -> bool:
+def _is_project_file(path: str | None, root: Path) -> bool:
     if not path:
         return False
     try:
@@ -112,7 +112,7 @@ def dependencies(kernels: Iterable[Any], root: Path) -> tuple[set[Path], list[st
                 todo.append(value.py_func)
             elif isinstance(value, types.ModuleType):
                 module_file = getattr(value, "__file__", None)
-                if is_project_file(module_file, root):
+                if _is_project_file(module_file, root):
                     files.add(Path(module_file).resolve())
             elif isinstance(value, _CONSTANTS) or type(value).__module__ == "numpy":
                 constants.append(f"{func.__qualname__}:{name}={value!r}")
