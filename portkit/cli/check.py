@@ -122,6 +122,8 @@ def check(
         _sanitize(config, ops, case_names, sanitize, sanitize_log_dir, as_json, console)
         return
     names = [name.strip() for item in backend_names for name in item.split(",") if name.strip()]
+    if backend_names and not names:
+        raise click.UsageError("--backend needs a backend name, e.g. --backend sim")
     backends = create_all(config, names or None)
     settings = CheckSettings()
     if under_sanitizer:

@@ -32,3 +32,5 @@ def test_backends_may_be_listed_with_commas(make_project, sources, cli):
     assert {backend for backend, *_ in rows[0]} == {"sim", "twin-cpu"}
     wrong = cli(root, "check", "double", "--backend", "sim,nope", "--no-compile")
     assert wrong.exit_code == 2 and "unknown backend 'nope'" in wrong.output
+    empty = cli(root, "check", "double", "--backend", ",", "--no-compile")
+    assert empty.exit_code == 2 and "--backend needs a backend name" in empty.output
