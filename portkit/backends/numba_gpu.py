@@ -7,6 +7,7 @@ stream and race with torch's work) and tensors are wrapped without the
 
 from __future__ import annotations
 
+import sys
 import warnings
 from collections.abc import Sequence
 from functools import cache
@@ -55,9 +56,25 @@ def _bfloat16_argument_class() -> type:
     return BFloat16Argument
 
 
+# nvJitLink refuses to link a kernel compiled with line info against numba-cuda's
+# bfloat16/float16 C++ wrappers ("linking module flags 'Debug Info Version': IDs have
+# conflicting behaviors"; H100, numba-cuda 0.30.4). Line info only serves the sanitizer's
+# reports, so such a kernel is compiled again without it rather than failing the check.
+_LINEINFO_LINK_CONFLICT = "Debug Info Version"
+
+
+def without_lineinfo(dispatcher: Any) -> Any:
+    """A fresh dispatcher of the same kernel and options, line info off."""
+    options = {k: v for k, v in dispatcher.targetoptions.items() if k != "lineinfo"}
+    return type(dispatcher)(dispatcher.py_func, options)
+
+
 class NumbaKernel:
     def __init__(self, dispatcher: Any) -> None:
         self._dispatcher = dispatcher
+        self._plain: Any = None  # the kernel without line info, once a link needed it
+        # Set when a launch had to drop line info: sanitizer reports then name no .py line.
+        self.lineinfo_dropped = False
 
     def launch(self, config: LaunchConfig, args: Sequence[Any]) -> None:
         import torch
@@ -69,7 +86,27 @@ class NumbaKernel:
             # Small grids are deliberate in edge-size cases; numba warns about each.
             # (numba-cuda raises its own copy of the class, so match the message.)
             warnings.filterwarnings("ignore", message=r".*Grid size \d+ will likely result in GPU")
-            self._dispatcher[config.grid, config.block, stream, config.shared_bytes](*device_args)
+            launch = (config.grid, config.block, stream, config.shared_bytes)
+            if self._plain is not None:
+                self._plain[launch](*device_args)
+                return
+            try:
+                self._dispatcher[launch](*device_args)
+            except Exception as exc:
+                if not (
+                    self._dispatcher.targetoptions.get("lineinfo")
+                    and _LINEINFO_LINK_CONFLICT in str(exc)
+                ):
+                    raise
+                self._plain = without_lineinfo(self._dispatcher)
+                self.lineinfo_dropped = True
+                print(
+                    f"portkit: {self._dispatcher.py_func.__name__}: compiled without line info "
+                    "(numba-cuda cannot link line info with its half-precision library); "
+                    "sanitizer findings in it name no .py line",
+                    file=sys.stderr,
+                )
+                self._plain[launch](*device_args)
 
 
 class NumbaGPU(Backend):

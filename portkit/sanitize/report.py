@@ -74,7 +74,25 @@ def print_sanitizer(runs: Sequence[ToolRun], console: Console) -> bool:
                 f"block {f.block or '?'} thread {f.thread or '?'} / {f.kind}",
                 soft_wrap=True,
             )
+        # A check that failed under the tool, with no finding to explain it, is named here:
+        # the child's own output sits in a log on the machine that ran it.
+        for line in failed_checks(run.results):
+            console.print(f"FAIL under {run.tool}: {line}", soft_wrap=True, markup=False)
     return any(run.failed for run in runs)
+
+
+def failed_checks(results: Sequence[dict]) -> list[str]:
+    """'op / backend / check / case: first line of detail' for each failed child check."""
+    lines = []
+    for r in results:
+        if r.get("status") != "fail":
+            continue
+        detail = str(r.get("detail", "")).strip().splitlines()
+        first = detail[0][:200] if detail else ""
+        lines.append(
+            f"{r.get('op')} / {r.get('backend')} / {r.get('check')} / {r.get('case')}: {first}"
+        )
+    return lines
 
 
 def _last_line(text: str) -> str:

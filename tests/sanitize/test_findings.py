@@ -186,3 +186,44 @@ def test_a_finding_portkit_cannot_place_is_never_waved_through(tmp_path):
     assert run.status == FOUND
     torch_only = Finding("memcheck", "Invalid __global__ read", kernel="elementwise_kernel")
     assert ToolRun("memcheck", [], 86, 1.0, tmp_path, tmp_path, [torch_only]).status == "clean"
+
+
+def test_a_check_that_fails_under_the_tool_is_named_in_the_summary(tmp_path):
+    """A child check that failed with no finding (a compile error under line info) is
+    named: op, backend, check, case and its first line, not only a count."""
+    import io
+
+    from rich.console import Console
+
+    from portkit.sanitize.report import print_sanitizer
+    from portkit.sanitize.runner import CHECKS_FAILED, ToolRun
+
+    output = tmp_path / "memcheck.check.txt"
+    output.write_text("111 passed, 1 failed\n")
+    results = [
+        {
+            "op": "gelu",
+            "backend": "numba",
+            "check": "forward",
+            "case": "bfloat16-n129",
+            "status": "fail",
+            "detail": "nvJitLinkError: ERROR_NVVM_COMPILE\nmore",
+        },
+        {
+            "op": "gelu",
+            "backend": "twin",
+            "check": "forward",
+            "case": "float32-n1",
+            "status": "pass",
+            "detail": "",
+        },
+    ]
+    run = ToolRun("memcheck", [], 1, 1.0, tmp_path / "m.log", output, [], "", results)
+    assert run.status == CHECKS_FAILED
+    buffer = io.StringIO()
+    assert print_sanitizer([run], Console(file=buffer, width=200)) is True
+    lines = [line for line in buffer.getvalue().splitlines() if line.startswith("FAIL under")]
+    assert lines == [
+        "FAIL under memcheck: gelu / numba / forward / bfloat16-n129: "
+        "nvJitLinkError: ERROR_NVVM_COMPILE"
+    ]
