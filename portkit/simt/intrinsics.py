@@ -46,10 +46,13 @@ class Dim3:
         return f"({self.x}, {self.y}, {self.z})"
 
 
-def _atomic(update: Callable[[Any, Any], Any]) -> Callable[..., Any]:
+def _atomic(update: Callable[[Any, Any], Any], sums: bool = False) -> Callable[..., Any]:
+    """``sums``: add and sub, whose float results depend on the order (simt/tally.py)."""
+
     def atomic(array: SimArray, index: Any, value: Any) -> Any:
         value = array.dtype.type(value)  # numba's signature: (dtype, array, index, dtype)
-        return array.atomic_update(index, lambda old: update(old, value))
+        summand = value if sums else None
+        return array.atomic_update(index, lambda old: update(old, value), summand)
 
     return atomic
 
@@ -76,8 +79,8 @@ def _nan_aware(pick: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
 class Atomics:
     """``cuda.atomic``: each operation is indivisible and returns the old value."""
 
-    add = staticmethod(_atomic(lambda old, v: old + v))
-    sub = staticmethod(_atomic(lambda old, v: old - v))
+    add = staticmethod(_atomic(lambda old, v: old + v, sums=True))
+    sub = staticmethod(_atomic(lambda old, v: old - v, sums=True))
     max = staticmethod(_atomic(lambda old, v: v if v > old or math.isnan(old) else old))
     min = staticmethod(_atomic(lambda old, v: v if v < old or math.isnan(old) else old))
     # builtins.max/min: inside this class body, max and min are the atomics above.

@@ -42,6 +42,7 @@ from portkit.simt.records import (
 )
 from portkit.simt.scalars import INT64, BFloat16Bits, as_dtype, widen
 from portkit.simt.stamps import line_of, stamp_block, stamp_thread
+from portkit.simt.tally import AtomicTally
 from portkit.simt.transform import Rewriter, SimulatedFunction
 
 AUTO, LOCKSTEP, PER_THREAD = "auto", "lockstep", "per-thread"
@@ -72,6 +73,7 @@ class Machine:
         self.engines: list[EngineChoice] = []  # which engine ran each launch, and why
         self._lockstep: Any = None
         self.cuda = SimulatedCuda(self)
+        self.tally = AtomicTally()  # float atomic sums per element (simt/tally.py)
         self.files: dict[str, int] = {}
         self.stamp = 0
         self.breakpoint = breakpoint
@@ -208,6 +210,7 @@ class Machine:
         # NumPy shadows, not the per-thread engine's array('q'), each slot allocated at its
         # first use: a 2^24-element launch allocates what it touches, at memset speed.
         shadows = [LaneShadow(a.size) if isinstance(a, np.ndarray) else None for a in args]
+        self._lockstep.tally = AtomicTally()
         try:
             self._lockstep.launch(dispatcher, config, args, shadows)
         except KernelError:
@@ -218,6 +221,7 @@ class Machine:
             why = str(exc) if isinstance(exc, Unsupported) else f"{type(exc).__name__}: {exc}"
             self.engines.append(EngineChoice(name, PER_THREAD, f"re-run per thread: {why}"))
             return None
+        self.tally.merge(self._lockstep.tally)
         record = LaunchRecord(name, config)
         for parameter, arg, shadow in zip(parameters, args, shadows):
             if shadow is not None:

@@ -29,6 +29,7 @@ import numpy as np
 from portkit.simt.layout import Layout
 from portkit.simt.scalars import INT64, BFloat16, BFloat16Bits, bfloat16_store, widen
 from portkit.simt.stamps import LINE_BITS, NOBODY, ordered
+from portkit.simt.tally import AtomicTally
 
 
 class StampSource(Protocol):
@@ -37,6 +38,7 @@ class StampSource(Protocol):
 
     stamp: int
     files: list[str]
+    tally: AtomicTally
 
 
 GLOBAL, SHARED, LOCAL, CONST = "global", "shared", "local", "constant"
@@ -296,9 +298,11 @@ class SimArray:
         shadow.writes[flat] = me
         shadow.write_lines[flat] = _line_key(sys._getframe(2), self._machine.files)
 
-    def atomic_update(self, index: Any, update: Any) -> Any:
+    def atomic_update(self, index: Any, update: Any, summand: Any = None) -> Any:
         """Read-modify-write one element as a single indivisible step; returns the old
-        value. Atomics never race, but they do read: uninitialised shared memory fails."""
+        value. Atomics never race, but they do read: uninitialised shared memory fails.
+        ``summand``: the value an ``atomic.add``/``sub`` adds, counted for a float array
+        of global memory (its result depends on the order: simt/tally.py)."""
         flat = self._element(index, "atomic")
         if flat is None:
             raise MemoryFault("index", f"atomic on {self.name}{_show(index)} needs one element")
@@ -314,6 +318,8 @@ class SimArray:
             raise MemoryFault("unsupported", f"atomics on bfloat16 array {self.name}")
         old = self._data[flat]
         self._data[flat] = update(old)
+        if summand is not None and self.space == GLOBAL and self._data.dtype.kind == "f":
+            self._machine.tally.add(self._data, flat, old, summand)
         read_as = self._read_as
         return read_as(old) if read_as is not None else old
 

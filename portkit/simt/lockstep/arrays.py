@@ -28,6 +28,7 @@ from portkit.simt.lockstep.lanes import is_lanes
 from portkit.simt.lockstep.vectorize import Unsupported
 from portkit.simt.memory import CONST, GLOBAL, _line_key
 from portkit.simt.stamps import EPOCH_SHIFT, NOBODY, THREAD_BITS, THREAD_MASK
+from portkit.simt.tally import AtomicTally
 
 
 class Lanes(Protocol):
@@ -120,6 +121,8 @@ class LaneShadow:
 
 class LaneArray:
     """An array of global, shared, local or constant memory, seen by every lane."""
+
+    tally: AtomicTally | None = None  # global arrays: where float atomic sums are counted
 
     def __init__(
         self,
@@ -368,11 +371,15 @@ class LaneArray:
                 np.broadcast_to(v, (chunk.n,))[lanes] if is_lanes(v) else None for v in operands
             ]
             olds = np.zeros(lanes.size, data.dtype)
+            # Float sums depend on the order: counted per element (simt/tally.py).
+            tally = self.tally if add_sign and data.dtype.kind == "f" else None
             for k, position in enumerate(flats.tolist()):
                 args = [v if c is None else c[k] for v, c in zip(operands, columns)]
                 old = data[position]
                 data[position] = update(old, *args)
                 olds[k] = old
+                if tally is not None:
+                    tally.add(data, position, old, data.dtype.type(args[0]))
         if shadow is not None:
             stamps = chunk.active_stamps()
             shadow.writes[flats] = stamps  # in lane order: the last lane wins, as per thread

@@ -21,6 +21,7 @@ from portkit.simt.lockstep.shims import LANE_BUILTINS, LaneCuda, LaneMath, set_c
 from portkit.simt.lockstep.vectorize import Unsupported, Vectorizer, builtin_namespace
 from portkit.simt.memory import GLOBAL
 from portkit.simt.scalars import widen
+from portkit.simt.tally import AtomicTally
 
 # Lanes per chunk: big enough that NumPy's per-call overhead vanishes, small enough
 # that a chunk's arrays stay in cache-friendly sizes and memory stays bounded.
@@ -54,6 +55,9 @@ class LockstepEngine:
         }
         self.vectorizer = Vectorizer(rewriter, self._proxy, helpers)
         self._refused: dict[int, str] = {}
+        # Float atomic sums of the launch running now; the machine merges them once the
+        # launch ran to the end (a launch re-run per thread counts them again).
+        self.tally = AtomicTally()
 
     def refused(self, dispatcher: Any) -> str | None:
         """Why this kernel cannot run in lockstep at all (known before a launch), or None."""
@@ -104,13 +108,12 @@ class LockstepEngine:
         self._proxy.chunk = None
         set_current(None)
 
-    @staticmethod
-    def _argument(arg: Any, shadow: Any, chunk: Chunk) -> Any:
+    def _argument(self, arg: Any, shadow: Any, chunk: Chunk) -> Any:
         if isinstance(arg, np.ndarray):
             from portkit.simt.layout import memory_view
 
             flat, layout = memory_view(arg, "argument")
-            return LaneArray(
+            array = LaneArray(
                 flat,
                 layout.shape,
                 layout.strides,
@@ -119,4 +122,6 @@ class LockstepEngine:
                 chunk,
                 shadow,
             )
+            array.tally = self.tally
+            return array
         return widen(arg)

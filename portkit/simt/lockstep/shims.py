@@ -191,8 +191,9 @@ class LaneAtomics:
     def __getattr__(self, name: str) -> Any:
         if name in ("cas", "compare_and_swap"):
             raise Unsupported(f"cuda.atomic.{name}")
-        closure = getattr(intrinsics.Atomics, name).__closure__
-        update = closure[0].cell_contents if closure else None
+        function = getattr(intrinsics.Atomics, name)
+        cells = dict(zip(function.__code__.co_freevars, function.__closure__ or ()))
+        update = cells["update"].cell_contents if "update" in cells else None
         if update is None:
             raise Unsupported(f"cuda.atomic.{name}")
         value = _lane_atomic(update, {"add": 1, "sub": -1}.get(name, 0))
