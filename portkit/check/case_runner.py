@@ -27,6 +27,8 @@ from portkit.check.compare import (
     identical,
     tolerance_for,
 )
+from portkit.check.contributions import Contributions, counting_run, from_machine
+from portkit.check.order_bound import compare_summed
 from portkit.check.reference_run import reference_run
 from portkit.errors import DtypeError, describe
 from portkit.launch.autograd import as_tuple
@@ -76,6 +78,8 @@ class CaseRunner:
     # How to rerun this case, appended to every failure; `portkit sim` sets its own.
     rerun: str = ""
     settings: CheckSettings = field(default_factory=CheckSettings)
+    # Float atomic sums per output and gradient (check/contributions.py), counted once.
+    _contributions: Contributions | None = None
 
     # -- bookkeeping -------------------------------------------------------------
     def record(self, backend: str, check: str, status: str, detail: str = "", t0=None) -> None:
@@ -160,9 +164,14 @@ class CaseRunner:
             self.record(name, "forward", FAIL, f"{describe(exc)}{self.reproduce}", t0)
             return None
         self.require_reference_dtypes(name, outputs, expected_outputs)
-        problems = self.compare_all("output", outputs, expected_outputs, REFERENCE_TOLERANCE)
+        machine = getattr(backend, "machine", None) if backend.simulated else None
+        counted = self.contributions(backend, machine, outputs)
+        notes: list[str] = []
+        problems = self.compare_all(
+            "output", outputs, expected_outputs, REFERENCE_TOLERANCE, counted, notes
+        )
         problems += self.modified_inputs(inputs, originals, "forward")
-        self.record(name, "forward", FAIL if problems else PASS, "\n".join(problems), t0)
+        self.record(name, "forward", FAIL if problems else PASS, "\n".join(problems or notes), t0)
         run.outputs = tuple(o.detach() for o in outputs)
 
         if self.op.definition.has_backward:
@@ -174,9 +183,14 @@ class CaseRunner:
             except Exception as exc:
                 self.record(name, "backward", FAIL, f"{describe(exc)}{self.reproduce}", t0)
                 return run
-            problems = self.compare_all("grad of input", grads, expected_grads, REFERENCE_TOLERANCE)
+            counted = self.contributions(backend, machine, outputs, grads)
+            notes = []
+            problems = self.compare_all(
+                "grad of input", grads, expected_grads, REFERENCE_TOLERANCE, counted, notes
+            )
             problems += self.modified_inputs(inputs, originals, "backward")
-            self.record(name, "backward", FAIL if problems else PASS, "\n".join(problems), t0)
+            detail = "\n".join(problems or notes)
+            self.record(name, "backward", FAIL if problems else PASS, detail, t0)
             run.grads = grads
             if self.case.gradcheck:
                 # The simulator is slow; gradcheck's fast mode checks one random
@@ -202,19 +216,58 @@ class CaseRunner:
         else:
             self.record(name, "gradcheck", PASS, "", t0)
 
-    def compare_all(self, what: str, actual: Sequence, expected: Sequence, table) -> list[str]:
+    def compare_all(
+        self,
+        what: str,
+        actual: Sequence,
+        expected: Sequence,
+        table,
+        counted: Contributions | None = None,
+        notes: list[str] | None = None,
+    ) -> list[str]:
+        """Problems of ``actual`` against ``expected``; elements float atomics summed
+        (``counted``) against the summation-order bound, whose verdicts go to ``notes``
+        when they pass (check/order_bound.py)."""
         if len(actual) != len(expected):
             return [f"{len(actual)} {what}s, the reference has {len(expected)}"]
+        bounds = counted.of(what) if counted is not None else ()
+        notes = notes if notes is not None else []
+        if counted is not None and counted.note and counted.note not in notes:
+            notes.append(counted.note)
         problems = []
         for index, (a, e) in enumerate(zip(actual, expected)):
             if a is None or e is None:
                 if (a is None) != (e is None):
                     problems.append(f"{what} {index}: one side has no gradient")
                 continue
-            mismatch = compare(f"{what} {index}", a, e, tolerance_for(table, e.dtype))
+            tolerance = tolerance_for(table, e.dtype)
+            bound = bounds[index] if index < len(bounds) else None
+            if bound is not None and a.shape == e.shape and a.dtype == e.dtype:
+                a, verdict = compare_summed(f"{what} {index}", a, e, tolerance, bound)
+                target = problems if verdict.failed else notes
+                target.append(verdict.report(self.reproduce))
+            mismatch = compare(f"{what} {index}", a, e, tolerance)
             if mismatch:
                 problems.append(mismatch.report(self.reproduce))
         return problems
+
+    def contributions(
+        self,
+        backend: Backend,
+        machine: object = None,
+        outputs: Sequence = (),
+        grads: Sequence = (),
+    ) -> Contributions:
+        """Float atomic sums into this case's outputs (and gradients): a simulator run's
+        own ``machine`` counted them; otherwise a counting run does, once per case."""
+        if machine is not None:
+            counted = from_machine(machine, tuple(outputs), tuple(grads))
+            if grads or self._contributions is None:
+                self._contributions = counted
+            return counted
+        if self._contributions is None:
+            self._contributions = counting_run(self.op, self.case, backend.config)
+        return self._contributions
 
     def require_reference_dtypes(self, name: str, outputs: Sequence, expected: Sequence) -> None:
         """A reference and an implementation that return different dtypes break the
@@ -245,16 +298,20 @@ class CaseRunner:
                 if not twin.outputs:
                     continue
                 t0 = time.perf_counter()
-                problems = self.compare_all("output", proto.outputs, twin.outputs, TWIN_TOLERANCE)
+                counted = self.contributions(proto.backend)
+                notes: list[str] = []
+                problems = self.compare_all(
+                    "output", proto.outputs, twin.outputs, TWIN_TOLERANCE, counted, notes
+                )
                 if proto.grads and twin.grads:
                     problems += self.compare_all(
-                        "grad of input", proto.grads, twin.grads, TWIN_TOLERANCE
+                        "grad of input", proto.grads, twin.grads, TWIN_TOLERANCE, counted, notes
                     )
                 self.record(
                     proto.backend.name,
                     f"vs {twin.backend.name}",
                     FAIL if problems else PASS,
-                    "\n".join(problems),
+                    "\n".join(problems or notes),
                     t0,
                 )
 

@@ -15,6 +15,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from portkit.check.compare import REFERENCE_TOLERANCE, TWIN_TOLERANCE, Tolerance, elementwise_errors
+from portkit.check.contributions import counting_run, from_machine
+from portkit.check.order_bound import OrderBound, bound_errors, compare_summed
 from portkit.check.reference_run import reference_run
 from portkit.diff.model import CaseDiff, ElementDiff, Plan, Side, TensorDiff
 from portkit.diff.writers import (
@@ -130,16 +132,24 @@ def diff_case(op: Op, case: Case, plan: Plan, shown: int = 5, replay: bool = Fal
     else:
         writers = ReplayedWriters(prototype.launches, op.kernels)
     inputs = make_inputs(case, "cpu")
+    if prototype.machine is not None:  # float atomic sums: order_bound.py
+        counted = from_machine(prototype.machine, prototype.outputs, prototype.grads)
+    else:
+        counted = counting_run(op, case, plan.prototype.config)
     pairs = [
-        (f"output {i}", p, o) for i, (p, o) in enumerate(zip(prototype.outputs, other.outputs))
+        (f"output {i}", p, o, counted.outputs[i] if i < len(counted.outputs) else None)
+        for i, (p, o) in enumerate(zip(prototype.outputs, other.outputs))
     ]
     pairs += [
-        (f"grad of input {i}", p, o)
+        (f"grad of input {i}", p, o, counted.grads[i] if i < len(counted.grads) else None)
         for i, (p, o) in enumerate(zip(prototype.grads, other.grads))
         if p is not None and o is not None
     ]
-    for name, p, o in pairs:
-        tensor = compare_tensors(name, p, o, plan.tolerance[case.dtype], writers, shown)
+    for name, p, o, bound in pairs:
+        tolerance = plan.tolerance[case.dtype]
+        tensor = compare_tensors(name, p, o, tolerance, writers, shown, bound)
+        if not tensor.order_note and counted.note:
+            tensor.order_note = counted.note
         tensor.patterns = describe_patterns(tensor, inputs)
         if tensor.mismatches and name.startswith("output"):
             layout = swapped_layout(op, case, plan, int(name.split()[-1]), tensor)
@@ -158,9 +168,12 @@ def compare_tensors(
     tolerance: Tolerance,
     writers: Any,
     shown: int,
+    bound: OrderBound | None = None,
 ) -> TensorDiff:
     """Every figure of one pair: errors, mismatch count, NaN/Inf disagreements, the first
-    mismatches and a spread sample of them with the thread that wrote each."""
+    mismatches and a spread sample of them with the thread that wrote each. Elements
+    float atomics summed (``bound``) are mismatches only outside the summation-order
+    bound."""
     import torch
 
     if prototype.shape != other.shape or prototype.dtype != other.dtype:
@@ -171,6 +184,11 @@ def compare_tensors(
     p, o = prototype.detach(), other.detach()
     errors = elementwise_errors(p, o, tolerance)
     bad, finite, diff, rel, ulps = errors.bad, errors.finite, errors.abs, errors.rel, errors.ulps
+    order_note = ""
+    if bound is not None:
+        summed = (bound.count > 0).to(bad.device)
+        bad = torch.where(summed, bound_errors(p, o, tolerance, bound).bad.to(bad.device), bad)
+        order_note = compare_summed(name, p, o, tolerance, bound)[1].report()
     nan = torch.isnan(p) != torch.isnan(o)
     inf = (torch.isinf(p) | torch.isinf(o)) & (p != o) & ~nan
     count = int(bad.sum())
@@ -210,6 +228,7 @@ def compare_tensors(
         prototype_values=p_cpu,
         other_values=o_cpu,
         bad=bad_cpu,
+        order_note=order_note,
     )
 
 

@@ -60,6 +60,9 @@ class TensorDiff:
     prototype_values: Any = None
     other_values: Any = None
     bad: Any = None
+    # Elements float atomics summed, compared with the summation-order bound
+    # (check/order_bound.py): what that comparison found, one line.
+    order_note: str = ""
 
     @property
     def share(self) -> float:

@@ -66,6 +66,8 @@ def print_diff(
             console.print(Text(f"{case.case.name}: could not run: {case.error}", style="red"))
             continue
         for t in case.tensors:
+            if t.order_note:
+                console.print(Text(f"{case.case.name} {t.order_note}"))
             if not t.mismatches:
                 continue
             first = Table(
@@ -128,6 +130,7 @@ def diff_json(cases: Sequence[CaseDiff], notes: Sequence[str], plan_note: str) -
             "max_abs": t.max_abs,
             "max_rel": t.max_rel,
             "max_ulp": t.max_ulp,
+            "order_note": t.order_note,
             "nan_disagreements": t.nan_disagreements,
             "inf_disagreements": t.inf_disagreements,
             "first": [element(e) for e in t.first],
