@@ -1,0 +1,103 @@
+"""An index_add op whose float atomics sum many contributions into a small output: the
+prototype (simulator) and the twin (compiled for the CPU) sum in different orders and
+differ by tens of ULPs, more than the twin tolerance. Those elements are compared with
+the summation-order bound (check/order_bound.py), so the same inputs give the same
+verdict every time, the report states the bound, and a wrong twin still fails."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from portkit.backends.twin_cpu.build import find_compiler
+
+pytestmark = pytest.mark.skipif(find_compiler() is None, reason="no C++ compiler on this machine")
+
+PROTOTYPE = '''
+import torch
+from numba import cuda
+
+import portkit
+
+BINS, THREADS = 8, 128
+
+
+@cuda.jit
+def index_add(x, out, n, bins):
+    i = cuda.grid(1)
+    if i < n:
+        cuda.atomic.add(out, i % bins, x[i])
+
+
+def reference(x):
+    index = torch.arange(x.numel(), device=x.device) % BINS
+    return torch.zeros(BINS, dtype=x.dtype, device=x.device).index_add(0, index, x)
+
+
+@portkit.op(
+    reference=reference,
+    cases=[portkit.cases.custom("float32-n4096", [(4096,)], "float32", seed=3)],
+    dtypes=("float32",),
+)
+class IndexAdd:
+    def forward(k, x):
+        out = torch.zeros(BINS, dtype=x.dtype, device=x.device)
+        n = x.numel()
+        k.index_add[portkit.cdiv(n, THREADS), THREADS](x, out, n, BINS)
+        return out, ()
+'''
+
+# The same contributions from the other end: another summation order, still correct.
+TWIN = """
+template <typename T>
+__global__ void index_add(const T* __restrict__ x, T* __restrict__ out, long long n,
+                          long long bins) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n%s) {
+        long long j = n - 1 - i;
+        atomicAdd(out + j %% bins, x[j]);
+    }
+}
+"""
+RIGHT, DROPS_ONE = TWIN % "", TWIN % " && i != 100"
+
+LABEL = "output 0 (float atomics on 8 of 8 elements, up to 512 contributions)"
+
+
+def _rows(result) -> dict[tuple[str, str], dict]:
+    report = json.loads(result.output[result.output.index('{\n "results"') :])
+    return {(r["backend"], r["check"]): r for r in report["results"]}
+
+
+def test_order_dependent_sums_pass_every_time_and_state_their_bound(make_project, cli):
+    root = make_project({"index_add": (PROTOTYPE, RIGHT)})
+    args = ("check", "index_add", "--backend", "sim,torch,twin-cpu", "--no-compile", "--json")
+    for _ in range(3):
+        result = cli(root, *args)
+        assert result.exit_code == 0, result.output
+        rows = _rows(result)
+        for key in (("sim", "forward"), ("twin-cpu", "forward"), ("sim", "vs twin-cpu")):
+            assert rows[key]["status"] == "pass"
+            assert rows[key]["detail"].startswith(f"{LABEL}: within the summation-order bound")
+            assert ", bound " in rows[key]["detail"]
+    # Without the bound the twin comparison fails: the two orders are far apart in ULPs.
+    diff = cli(root, "diff", "index_add", "--json")
+    assert diff.exit_code == 0, diff.output
+    (tensor,) = json.loads(diff.output[diff.output.index("{") :])["cases"][0]["tensors"]
+    assert tensor["max_ulp"] > 2 and tensor["mismatches"] == 0
+    assert tensor["order_note"].startswith(LABEL)
+
+
+def test_a_twin_that_drops_a_contribution_still_fails(make_project, cli):
+    root = make_project({"index_add": (PROTOTYPE, DROPS_ONE)})
+    args = ("check", "index_add", "--backend", "sim,torch,twin-cpu", "--no-compile", "--json")
+    result = cli(root, *args)
+    assert result.exit_code == 1, result.output
+    rows = _rows(result)
+    assert rows[("sim", "forward")]["status"] == "pass"
+    for key in (("twin-cpu", "forward"), ("sim", "vs twin-cpu")):
+        assert rows[key]["status"] == "fail"
+        detail = rows[key]["detail"]
+        assert detail.startswith(f"{LABEL}: 1 of 8 summed elements differ by more than")
+        assert "[seed 3; reproduce: portkit check index_add --case float32-n4096]" in detail
