@@ -76,8 +76,7 @@ def counting_run(op: Op, case: Case, config: ProjectConfig) -> Contributions:
     try:
         kernels = sim.kernels(op, poison_outputs=True)
         inputs = [
-            t.detach().requires_grad_(t.dtype.is_floating_point)
-            for t in make_inputs(case, "cpu")
+            t.detach().requires_grad_(t.dtype.is_floating_point) for t in make_inputs(case, "cpu")
         ]
         outputs = as_tuple(op_function(op, kernels)(*inputs, *case.extra))
         grads: tuple = ()

@@ -68,9 +68,7 @@ def order_term(bound: OrderBound, dtype: torch.dtype) -> torch.Tensor:
     return 2 * gamma * bound.magnitude
 
 
-def allowed_error(
-    bound: OrderBound, expected: torch.Tensor, tolerance: Tolerance
-) -> torch.Tensor:
+def allowed_error(bound: OrderBound, expected: torch.Tensor, tolerance: Tolerance) -> torch.Tensor:
     """The largest |actual - expected| each element may show (module docstring)."""
     scale = bound.magnitude.maximum(expected.detach().cpu().to(bound.magnitude.dtype).abs())
     return tolerance.atol + tolerance.rtol * scale + order_term(bound, expected.dtype)

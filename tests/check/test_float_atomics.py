@@ -14,7 +14,7 @@ from portkit.backends.twin_cpu.build import find_compiler
 
 pytestmark = pytest.mark.skipif(find_compiler() is None, reason="no C++ compiler on this machine")
 
-PROTOTYPE = '''
+PROTOTYPE = """
 import torch
 from numba import cuda
 
@@ -46,7 +46,7 @@ class IndexAdd:
         n = x.numel()
         k.index_add[portkit.cdiv(n, THREADS), THREADS](x, out, n, BINS)
         return out, ()
-'''
+"""
 
 # The same contributions from the other end: another summation order, still correct.
 TWIN = """
