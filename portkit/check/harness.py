@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from portkit.check.case_runner import CaseRunner, CheckSettings
 from portkit.errors import PortkitError
-from portkit.results import PASS, SKIP, CheckResult
+from portkit.results import FAIL, PASS, SKIP, CheckResult
 
 if TYPE_CHECKING:
     from portkit.backends import Backend
@@ -112,25 +112,31 @@ def gradcheck_note(op: Op) -> CheckResult | None:
 
 
 def lint_result(op: Op, config: ProjectConfig | None = None) -> CheckResult:
-    """`portkit lint`'s warnings as one row; they inform, they do not fail a check. With
+    """`portkit lint`'s findings as one row: it fails on an error (a change of results),
+    and on a warning only where the project sets ``lint-warnings = "error"``. With
     ``config``, through the findings cache (lint/cache.py); the row says when."""
-    from portkit.lint.findings import code_findings, remembered_code_findings
+    from portkit.lint.findings import code_findings, op_findings
+    from portkit.lint.signature import signature_findings
 
     t0 = time.perf_counter()
     if config is None:
-        findings, cached = code_findings(op), False
+        findings, cached = signature_findings(op) + code_findings(op), False
     else:
-        findings, cached = remembered_code_findings(op, config)
+        findings, cached = op_findings(op, config)
+    warnings_fail = config is not None and config.lint_warnings_fail
+    failing = [f for f in findings if f.fails(warnings_fail)]
     origin = " (from the lint cache)" if cached else ""
+    errors = sum(f.fails(False) for f in findings)
+    summary = f"{errors} error(s), {len(findings) - errors} warning(s){origin}"
     if not findings:
-        detail = f"no warnings{origin}"
+        detail = f"no findings{origin}"
+    elif failing:
+        shown = "\n".join(f"{f.line()} (fix: {f.fix})" for f in failing)
+        detail = f"{summary}, see `portkit lint {op.name}`:\n{shown}"
     else:
-        first = findings[0]
-        detail = (
-            f"{len(findings)} warning(s){origin}, see `portkit lint {op.name}`; first: "
-            f"{first.kernel} {first.where} {first.message}"
-        )
-    return CheckResult(op.name, "all", "numba", "lint", PASS, detail, time.perf_counter() - t0)
+        detail = f"{summary}, see `portkit lint {op.name}`; first: {findings[0].line()}"
+    status = FAIL if failing else PASS
+    return CheckResult(op.name, "all", "numba", "lint", status, detail, time.perf_counter() - t0)
 
 
 def plan_suite(

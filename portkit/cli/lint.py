@@ -20,16 +20,20 @@ def lint(op_names: tuple[str, ...], strict: bool, no_resources: bool, as_json: b
 
     \b
     errors:   a prototype kernel (numba, with each case's argument types) or a twin
-              (NVRTC) that does not compile for sm_90
-    warnings: float64 arithmetic in a kernel whose inputs are float32 (with the line
-              and the typed-constant fix), int64 index arithmetic in loops, launches
-              of the large cases that cannot fill an H100
+              (NVRTC) that does not compile for sm_90; a twin kernel whose parameters
+              do not match what the launcher passes (count, tensor vs scalar, a tensor
+              size into an `int`); float64 arithmetic in a kernel whose inputs are
+              float32 or narrower, where the PTX has a float64 instruction (with the
+              line, the dtypes and the typed-constant fix)
+    warnings: int64 index arithmetic in loops, launches of the large cases that
+              cannot fill an H100, other 64-bit ints passed to 32-bit parameters
     table:    registers, spills, shared and local memory, float64 instructions,
               global load/store widths and special functions, prototype beside twin
 
     A line ending in `# portkit: allow-float64` (or allow-int64-index), or following a
     comment line that says so, is an intended choice and is not reported.
-    Exits 1 on errors, or on warnings with --strict.
+    Exits 1 on errors, or on warnings with --strict or `lint-warnings = "error"` in
+    [tool.portkit].
     """
     from portkit.cli.render import print_lint
     from portkit.lint.findings import lint as run_lint
@@ -37,12 +41,13 @@ def lint(op_names: tuple[str, ...], strict: bool, no_resources: bool, as_json: b
     config, catalog = load_project()
     ops = [catalog.get(n) for n in (op_names or catalog.names)]
     report = run_lint(ops, config, resources=not no_resources)
+    warnings_fail = strict or config.lint_warnings_fail
     if as_json:
         import dataclasses
         import json
 
         payload = {
-            "findings": [dataclasses.asdict(f) for f in report.findings],
+            "findings": [f.to_json() for f in report.findings],
             "resources": [
                 {**dataclasses.asdict(r), "usage": dataclasses.asdict(r.usage)}
                 for r in report.resources
@@ -50,5 +55,6 @@ def lint(op_names: tuple[str, ...], strict: bool, no_resources: bool, as_json: b
         }
         click.echo(json.dumps(payload, indent=2))
     else:
-        print_lint(report, make_console(), strict)
-    sys.exit(EXIT_FAILED_CHECKS if report.errors(strict) else 0)
+        why = "--strict" if strict else 'lint-warnings = "error"' if warnings_fail else ""
+        print_lint(report, make_console(), warnings_fail, why)
+    sys.exit(EXIT_FAILED_CHECKS if report.errors(warnings_fail) else 0)

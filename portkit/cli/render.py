@@ -222,8 +222,9 @@ def _widths(counts: dict[int, int]) -> str:
     return " ".join(f"{count}x{width}B" for width, count in sorted(counts.items())) or "-"
 
 
-def print_lint(report, console: Console, strict: bool) -> None:
-    """The findings, then prototype and twin resources side by side."""
+def print_lint(report, console: Console, warnings_fail: bool, why: str = "") -> None:
+    """The findings, then prototype and twin resources side by side. ``warnings_fail``
+    (``why``: "--strict" or the project's setting) shows warnings as errors."""
     from rich.table import Table
     from rich.text import Text
 
@@ -269,17 +270,18 @@ def print_lint(report, console: Console, strict: bool) -> None:
         for column in ("severity", "op", "kernel", "where", "what", "fix"):
             table.add_column(column)
         for f in report.findings:
-            severity = "error" if f.severity == "error" or strict else f.severity
+            severity = "error" if f.fails(warnings_fail) else f.severity.value
             style = "red" if severity == "error" else "yellow"
+            dtypes = f" [{', '.join(f.dtypes)}]" if f.dtypes else ""
             table.add_row(
                 Text(severity, style=style),
                 f.op,
                 f.kernel,
                 Text(f.where),
-                Text(f.message),
+                Text(f.message + dtypes),
                 Text(f.fix),
             )
         console.print(table)
-    errors = len(report.errors(strict))
+    errors = len(report.errors(warnings_fail))
     warnings = len(report.findings) - len(report.errors(False))
-    console.print(f"{errors} error(s), {warnings} warning(s)" + (" (--strict)" if strict else ""))
+    console.print(f"{errors} error(s), {warnings} warning(s)" + (f" ({why})" if why else ""))

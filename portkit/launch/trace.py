@@ -25,10 +25,29 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
+class TensorArg:
+    """A tensor argument as the twin signature check sees it: no data kept alive."""
+
+    dtype: str
+    shape: tuple[int, ...]
+
+    @property
+    def sizes(self) -> set[int]:
+        """Its element count, each dimension, and the products of leading and of
+        trailing dimensions (``rows = numel // cols`` of a tensor seen as a matrix)."""
+        found = set(self.shape)
+        for cut in range(len(self.shape) + 1):
+            found.add(math.prod(self.shape[:cut]))
+            found.add(math.prod(self.shape[cut:]))
+        return found
+
+
+@dataclass(frozen=True)
 class Launch:
     kernel: str
     config: LaunchConfig
     signature: tuple  # numba types of the arguments
+    args: tuple = ()  # a TensorArg for each tensor, the value itself for a scalar
 
     @property
     def blocks(self) -> int:
@@ -50,7 +69,11 @@ class _Recorder:
         signature = tuple(
             numba_type(a) if isinstance(a, torch.Tensor) else numba.typeof(a) for a in args
         )
-        self.log.append(Launch(self.name, config, signature))
+        described = tuple(
+            TensorArg(dtype_name(a.dtype), tuple(a.shape)) if isinstance(a, torch.Tensor) else a
+            for a in args
+        )
+        self.log.append(Launch(self.name, config, signature, described))
 
 
 def numba_type(tensor: torch.Tensor):

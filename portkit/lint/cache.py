@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from portkit.project.config import ProjectConfig
     from portkit.project.discovery import Op
 
-FORMAT = 1
+FORMAT = 2  # 2: severity as the enum's value, dtypes per finding
 FILE_NAME = "lint-findings.json"
 _INSTALLED = ("site-packages", "dist-packages")
 

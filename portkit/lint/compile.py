@@ -74,8 +74,6 @@ def ptx_cache_folder(op: Op, config: ProjectConfig | None, arch: str) -> Path | 
 
 def check_prototype(op: Op, config: ProjectConfig | None = None) -> CheckResult:
     """Compile every launched signature to PTX; with ``config``, through the disk cache."""
-    from numba import cuda
-
     t0 = time.perf_counter()
     arch = f"sm_{COMPUTE_CAPABILITY[0]}{COMPUTE_CAPABILITY[1]}"
     try:
@@ -89,17 +87,9 @@ def check_prototype(op: Op, config: ProjectConfig | None = None) -> CheckResult:
         if not sigs:
             problems.append(f"kernel {name} is never launched by the op's cases")
         for sig in sorted(sigs, key=str):
-            signature = hashlib.sha256(f"{name}{tuple(map(str, sig))}".encode()).hexdigest()
-            entry = folder / f"{name}-{signature[:20]}.ptx" if folder else None
-            if entry is not None and entry.is_file():
-                compiled, cached = compiled + 1, cached + 1
-                continue
             try:
-                with device_compute_capability(COMPUTE_CAPABILITY):
-                    ptx, _ = cuda.compile_ptx(op.kernels[name].py_func, sig, cc=COMPUTE_CAPABILITY)
-                compiled += 1
-                if entry is not None:
-                    _remember(entry, ptx)
+                _, from_cache = _signature_ptx(op, folder, name, sig)
+                compiled, cached = compiled + 1, cached + from_cache
             except Exception as exc:
                 first = str(exc).strip().splitlines()
                 problems.append(
@@ -111,6 +101,35 @@ def check_prototype(op: Op, config: ProjectConfig | None = None) -> CheckResult:
     detail = "\n".join(problems) or f"{compiled} kernel signature(s) compiled to PTX{from_cache}"
     seconds = time.perf_counter() - t0
     return CheckResult(op.name, "all", "numba", f"compile {arch}", status, detail, seconds)
+
+
+def _signature_ptx(
+    op: Op, folder: Path | None, name: str, sig: tuple, lineinfo: bool = False
+) -> tuple[str, bool]:
+    """The PTX of kernel ``name`` for ``sig`` (from ``folder`` when it is there), and
+    whether it came from there. Raises numba's error when the kernel does not compile."""
+    from numba import cuda
+
+    signature = hashlib.sha256(f"{name}{tuple(map(str, sig))}".encode()).hexdigest()
+    suffix = "-lineinfo" if lineinfo else ""
+    entry = folder / f"{name}-{signature[:20]}{suffix}.ptx" if folder else None
+    if entry is not None and entry.is_file():
+        try:
+            return entry.read_text(), True
+        except OSError:
+            pass  # compiled again below
+    with device_compute_capability(COMPUTE_CAPABILITY):
+        py_func = op.kernels[name].py_func
+        ptx, _ = cuda.compile_ptx(py_func, sig, cc=COMPUTE_CAPABILITY, lineinfo=lineinfo)
+    if entry is not None:
+        _remember(entry, ptx)
+    return ptx, False
+
+
+def lineinfo_ptx(op: Op, config: ProjectConfig | None, name: str, sig: tuple) -> str:
+    """Kernel ``name``'s PTX for ``sig`` with ``.loc`` line info, through the PTX cache."""
+    arch = f"sm_{COMPUTE_CAPABILITY[0]}{COMPUTE_CAPABILITY[1]}"
+    return _signature_ptx(op, ptx_cache_folder(op, config, arch), name, sig, lineinfo=True)[0]
 
 
 def _remember(entry: Path, ptx: str) -> None:
@@ -142,9 +161,26 @@ def check_twin(op: Op, config: ProjectConfig, arch: str = DEFAULT_ARCH) -> Check
     return CheckResult(op.name, "all", "twin", f"compile {arch}", PASS, detail, seconds)
 
 
+def check_signature(op: Op) -> CheckResult:
+    """Do the twin's kernels take what the launcher passes (signature.py)? Fails on
+    the errors; the warnings are the lint's."""
+    from portkit.lint.model import Severity
+    from portkit.lint.signature import signature_findings
+
+    t0 = time.perf_counter()
+    findings = signature_findings(op)
+    errors = [f for f in findings if f.severity is Severity.ERROR]
+    detail = "\n".join(f.line() for f in errors) or "twin parameters match every launch"
+    seconds = time.perf_counter() - t0
+    status = FAIL if errors else PASS
+    return CheckResult(op.name, "all", "twin", "signature", status, detail, seconds)
+
+
 def compile_checks(op: Op, config: ProjectConfig) -> list[CheckResult]:
     results = [check_prototype(op, config)]
     twin = check_twin(op, config)
     if twin is not None:
         results.append(twin)
+        if not twin.failed:
+            results.append(check_signature(op))
     return results

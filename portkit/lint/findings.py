@@ -1,10 +1,12 @@
 """``portkit lint``: what can be known about an op's GPU code without a GPU.
 
 For every op: does each prototype kernel compile for sm_90 with the argument types its
-cases launch, and does the twin compile (errors); where does a float32 kernel compute
-in float64, and where does a loop do 64-bit index arithmetic (warnings, from numba's
-typed IR); which launches cannot fill an H100 (warnings); and, side by side for
-prototype and twin, the resources each kernel will use on the GPU.
+cases launch, and does the twin compile and take what the launcher passes (errors,
+signature.py); where does a kernel without float64 inputs compute in float64 (an error,
+from numba's typed IR, confirmed by the PTX), where does a loop do 64-bit index
+arithmetic, which launches cannot fill an H100 (warnings); and, side by side for
+prototype and twin, the resources each kernel will use on the GPU. Severities:
+model.py.
 
 A finding on a line that carries ``# portkit: allow-<kind>`` (e.g. ``allow-float64``),
 or that follows a comment line carrying it, is an intended choice and is not reported.
@@ -12,8 +14,8 @@ or that follows a comment line carrying it, is an intended choice and is not rep
 
 from __future__ import annotations
 
-import dataclasses
 import linecache
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -22,6 +24,8 @@ from typing import TYPE_CHECKING
 from portkit.errors import PortkitError
 from portkit.launch.trace import launch_signatures, record_launches
 from portkit.lint.compile import check_prototype, check_twin
+from portkit.lint.model import Finding, Severity, one_per_line
+from portkit.lint.signature import signature_findings
 from portkit.results import FAIL
 
 if TYPE_CHECKING:
@@ -30,21 +34,7 @@ if TYPE_CHECKING:
 
 # Streaming multiprocessors of an H100 SXM, as PyTorch reported on the device machine.
 H100_SMS = 132
-ERROR, WARNING = "error", "warning"
-
-
-@dataclass(frozen=True)
-class Finding:
-    severity: str  # ERROR or WARNING
-    kind: str  # "compile", "float64", "int64-index", "launch"
-    op: str
-    kernel: str
-    where: str  # "path:line" or ""
-    message: str
-    fix: str = ""
-
-
-FINDING_FIELDS = tuple(f.name for f in dataclasses.fields(Finding))
+__all__ = ["Finding", "LintReport", "Severity", "lint", "lint_op"]
 
 
 @dataclass(frozen=True)
@@ -61,8 +51,9 @@ class LintReport:
     findings: list[Finding] = field(default_factory=list)
     resources: list[ResourceRow] = field(default_factory=list)
 
-    def errors(self, strict: bool = False) -> list[Finding]:
-        return [f for f in self.findings if f.severity == ERROR or strict]
+    def errors(self, warnings_fail: bool = False) -> list[Finding]:
+        """The findings that fail the lint: errors, and warnings too if asked."""
+        return [f for f in self.findings if f.fails(warnings_fail)]
 
 
 _PRAGMA = re.compile(r"#\s*portkit:((?:\s+allow-[\w-]+)+)")
@@ -91,7 +82,7 @@ def launch_fill_findings(op: Op, sms: int = H100_SMS) -> list[Finding]:
             if blocks < sms:
                 findings.append(
                     Finding(
-                        WARNING,
+                        Severity.WARNING,
                         "launch",
                         op.name,
                         launch.kernel,
@@ -109,7 +100,9 @@ def compile_findings(op: Op, config: ProjectConfig) -> list[Finding]:
     findings = []
     for result in (check_prototype(op, config), check_twin(op, config)):
         if result is not None and result.status == FAIL:
-            findings.append(Finding(ERROR, "compile", op.name, result.backend, "", result.detail))
+            findings.append(
+                Finding(Severity.ERROR, "compile", op.name, result.backend, "", result.detail)
+            )
     return findings
 
 
@@ -117,22 +110,49 @@ def signatures_by_dtype(op: Op) -> dict[str, dict[str, tuple]]:
     return {dtype: launch_signatures(op, dtype) for dtype in op.definition.dtypes}
 
 
-def code_findings(op: Op, signatures: dict[str, dict[str, tuple]] | None = None) -> list[Finding]:
-    """Warnings from the typed IR of every kernel (float64 in float32 kernels, int64
-    index math in loops) and from the launches of the op's large cases."""
+def code_findings(
+    op: Op,
+    signatures: dict[str, dict[str, tuple]] | None = None,
+    config: ProjectConfig | None = None,
+) -> list[Finding]:
+    """The typed-IR findings of every kernel and dtype (float64 arithmetic in a kernel
+    without float64 inputs, kept only on lines where that dtype's PTX has a float64
+    instruction; int64 index math in loops), one per source line with its dtypes, and
+    the launches of the op's large cases that cannot fill an H100."""
     from portkit.lint.numba_ir import ir_findings
 
     findings = []
-    for kernels in (signatures or signatures_by_dtype(op)).values():
+    for dtype, kernels in (signatures or signatures_by_dtype(op)).items():
         for kernel, signature in kernels.items():
-            for f in ir_findings(kernel, op.kernels[kernel], signature):
-                if not _allowed(f.path, f.line, f.kind):
-                    where = f"{f.path}:{f.line}"
-                    message = f"{f.message}: `{f.source}`"
-                    findings.append(
-                        Finding(f.severity, f.kind, op.name, kernel, where, message, f.fix)
-                    )
-    return findings + launch_fill_findings(op)
+            raw = ir_findings(kernel, op.kernels[kernel], signature)
+            for f in _in_ptx(op, config, kernel, signature, raw):
+                if _allowed(f.path, f.line, f.kind):
+                    continue
+                message = f"{f.message}: `{f.source}`"
+                if f.kind == "float64":
+                    message = f"float64 arithmetic in a {dtype} kernel: `{f.source}`: {f.message}"
+                where = f"{f.path}:{f.line}"
+                findings.append(
+                    Finding(f.severity, f.kind, op.name, kernel, where, message, f.fix, (dtype,))
+                )
+    return one_per_line(findings) + launch_fill_findings(op)
+
+
+def _in_ptx(op: Op, config: ProjectConfig | None, kernel: str, signature: tuple, raw: list):
+    """The findings of ``raw`` the PTX confirms: a float64 line is kept only where the
+    kernel's PTX for this signature has a float64 instruction on it (LLVM folds
+    ``float32(-math.inf)`` and ``x * 2.5`` to float32). Without PTX, all are kept."""
+    from portkit.lint.compile import lineinfo_ptx
+    from portkit.lint.ptx import f64_lines
+
+    if not any(f.kind == "float64" for f in raw):
+        return raw
+    try:
+        ptx = lineinfo_ptx(op, config, kernel, signature)
+    except Exception:  # the compile check reports a kernel that does not compile
+        return raw
+    lines = {(os.path.realpath(path), line) for path, line in f64_lines(ptx)}
+    return [f for f in raw if f.kind != "float64" or (os.path.realpath(f.path), f.line) in lines]
 
 
 def remembered_code_findings(
@@ -143,15 +163,22 @@ def remembered_code_findings(
     from portkit.lint import cache
 
     def compute() -> list[dict]:
-        return [dataclasses.asdict(f) for f in code_findings(op, signatures)]
+        return [f.to_json() for f in code_findings(op, signatures, config)]
 
     def parse(rows: list[dict]) -> list[Finding]:
-        findings = [Finding(**{k: row[k] for k in FINDING_FIELDS}) for row in rows]
-        if not all(isinstance(v, str) for f in findings for v in dataclasses.astuple(f)):
-            raise ValueError("a finding field is not text")
-        return findings
+        return [Finding.from_json(row) for row in rows]
 
     return cache.remembered(op, config, compute, parse)
+
+
+def op_findings(
+    op: Op, config: ProjectConfig, signatures: dict[str, dict[str, tuple]] | None = None
+) -> tuple[list[Finding], bool]:
+    """What ``portkit lint``, the ``lint`` row of ``portkit check`` and the pytest
+    ``::lint`` item report for an op that compiles: the code findings (through the
+    cache; True when they came from it) and the twin signature findings."""
+    findings, cached = remembered_code_findings(op, config, signatures)
+    return signature_findings(op) + findings, cached
 
 
 def lint_op(op: Op, config: ProjectConfig, report: LintReport, resources: bool = True) -> None:
@@ -160,7 +187,7 @@ def lint_op(op: Op, config: ProjectConfig, report: LintReport, resources: bool =
     if errors:
         return  # nothing further is meaningful for code that does not compile
     signatures = signatures_by_dtype(op) if resources else None
-    report.findings += remembered_code_findings(op, config, signatures)[0]
+    report.findings += op_findings(op, config, signatures)[0]
     if signatures is not None:
         for dtype, kernels in signatures.items():
             for kernel, signature in kernels.items():
@@ -191,5 +218,5 @@ def lint(ops: Sequence[Op], config: ProjectConfig, resources: bool = True) -> Li
         try:
             lint_op(op, config, report, resources)
         except PortkitError as exc:
-            report.findings.append(Finding(ERROR, "compile", op.name, "", "", str(exc)))
+            report.findings.append(Finding(Severity.ERROR, "compile", op.name, "", "", str(exc)))
     return report

@@ -6,16 +6,17 @@ that pipeline keeps: the IR blocks right after type inference, the type of every
 variable and the signature chosen for every operation. ``device=True`` functions
 the kernel calls are inspected too, typed with the argument types of each call.
 
-Two kinds of finding, both warnings:
+Two kinds of finding:
 
-``float64``
+``float64`` (an error: it changes results; findings.py drops the lines whose PTX
+has no float64 instruction, where LLVM folded the promotion away)
     Arithmetic (``+ - * / // % **``, their in-place forms, unary minus, calls of
     ``math`` functions, ``abs``, ``min``, ``max``, ``pow``) that consumes or
     produces a float64 value. A Python float literal (``x[i] * 2.5``), an integer
     meeting a float32 (``1 + z`` is float64 in numba), ``math.inf`` or a float64
     array is the usual cause. Comparisons are not arithmetic and are not reported.
     ``ir_findings`` reports these only for kernels with no float64 input.
-``int64-index``
+``int64-index`` (a warning: it costs speed only)
     Integer arithmetic typed int64 inside a loop whose result indexes an array.
 
 Nothing here needs a GPU.
@@ -30,15 +31,16 @@ from dataclasses import dataclass
 
 from portkit.lint.float64 import FLOAT64, float64_in
 from portkit.lint.int64_index import INT64_INDEX, int64_index_in
+from portkit.lint.model import Severity
 from portkit.lint.typed_ir import RawFinding, TypedFunction, typed_functions, unique
 
-WARNING = "warning"
+SEVERITY = {FLOAT64: Severity.ERROR, INT64_INDEX: Severity.WARNING}
 
 
 @dataclass(frozen=True)
 class IRFinding:
     kind: str  # "float64" or "int64-index"
-    severity: str  # "warning" for both
+    severity: Severity  # SEVERITY[kind]
     kernel: str  # the kernel being linted
     function: str  # the function the line is in (kernel or device function name)
     path: str  # source file
@@ -110,7 +112,7 @@ def _merge(kernel_name: str, raw: Iterable[RawFinding]) -> list[IRFinding]:
     findings = [
         IRFinding(
             kind=kind,
-            severity=WARNING,
+            severity=SEVERITY[kind],
             kernel=kernel_name,
             function=entry["function"],
             path=path,

@@ -310,6 +310,33 @@ def _width(tokens: Sequence[str]) -> int:
     return vector * element
 
 
+def uses_f64_units(tokens: Sequence[str]) -> bool:
+    """Whether an instruction (its opcode split at dots) makes the float64 units work."""
+    return "f64" in tokens[1:] and tokens[0] not in _F64_DATA_MOVEMENT
+
+
+_LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)")
+_FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"', re.M)
+
+
+def f64_lines(ptx: str) -> set[tuple[str, int]]:
+    """(source file, line) of every float64 instruction of a PTX module compiled with
+    line info (``.loc``); a line inlined from a device function is that function's."""
+    files = {number: path for number, path in _FILE.findall(ptx)}
+    found: set[tuple[str, int]] = set()
+    where: tuple[str, int] | None = None
+    for text in _COMMENT.sub("", ptx).splitlines():
+        loc = _LOC.match(text)
+        if loc:
+            where = (files.get(loc[1], ""), int(loc[2]))
+            continue
+        for statement in text.split(";"):
+            statement = _GUARD.sub("", _LABELS.sub("", statement).strip())
+            if where and statement and uses_f64_units(statement.split(None, 1)[0].split(".")):
+                found.add(where)
+    return found
+
+
 def kernel_usage(
     module: PtxModule, entry: str, props: KernelProperties, extra_shared: int
 ) -> ResourceUsage:
@@ -320,7 +347,7 @@ def kernel_usage(
     for opcode, operands in module.instructions(entry):
         tokens = opcode.split(".")
         op = tokens[0]
-        if "f64" in tokens[1:] and op not in _F64_DATA_MOVEMENT:
+        if uses_f64_units(tokens):
             f64 += 1
         if op in ("ld", "ldu") and "global" in tokens:
             loads[_width(tokens)] += 1

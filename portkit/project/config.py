@@ -7,6 +7,7 @@ A project is the nearest folder, from the working directory up, that holds a
     cuda-src   = "cuda_src"     # folder of C CUDA twins, one op per <op>.cu
     cache-dir  = "..."          # compiled twins and prototypes; default: $XDG_CACHE_HOME/portkit
     namespace  = "portkit"      # torch.library namespace of the registered ops
+    lint-warnings = "warning"   # "error": lint warnings fail lint, check and pytest too
 
 Nothing is read at import time: commands and the pytest plugin call ``load_config``.
 """
@@ -25,7 +26,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-_KNOWN_KEYS = {"prototypes", "cuda-src", "cache-dir", "namespace"}
+_KNOWN_KEYS = {"prototypes", "cuda-src", "cache-dir", "namespace", "lint-warnings"}
+LINT_WARNINGS = ("warning", "error")  # what a lint warning is to lint, check and pytest
 DEFAULT_NAMESPACE = "portkit"
 
 
@@ -36,6 +38,7 @@ class ProjectConfig:
     cuda_src_dir: Path
     cache_dir: Path
     namespace: str = DEFAULT_NAMESPACE  # ops register as torch.ops.<namespace>.<op>_<impl>
+    lint_warnings_fail: bool = False  # lint-warnings = "error"
 
 
 def default_cache_dir() -> Path:
@@ -70,13 +73,19 @@ def load_config(start: Path | None = None) -> ProjectConfig:
         )
     for key, value in table.items():
         if not isinstance(value, str):
-            what = "a string" if key == "namespace" else "a string path"
+            what = "a string" if key in ("namespace", "lint-warnings") else "a string path"
             raise ConfigError(f"{pyproject}: [tool.portkit] {key} must be {what}")
     namespace = table.get("namespace", DEFAULT_NAMESPACE)
     if not namespace.isidentifier():
         raise ConfigError(
             f"{pyproject}: [tool.portkit] namespace {namespace!r} must be a Python identifier "
             f"(ops register as torch.ops.<namespace>.<op>)"
+        )
+    lint_warnings = table.get("lint-warnings", "warning")
+    if lint_warnings not in LINT_WARNINGS:
+        raise ConfigError(
+            f"{pyproject}: [tool.portkit] lint-warnings must be \"warning\" or \"error\", "
+            f"not {lint_warnings!r}"
         )
     cache = table.get("cache-dir")
     return ProjectConfig(
@@ -85,4 +94,5 @@ def load_config(start: Path | None = None) -> ProjectConfig:
         cuda_src_dir=root / table.get("cuda-src", "cuda_src"),
         cache_dir=(root / cache) if cache else default_cache_dir(),
         namespace=namespace,
+        lint_warnings_fail=lint_warnings == "error",
     )

@@ -150,8 +150,9 @@ class CompileItem(PortkitItem):
 
 
 class LintItem(PortkitItem):
-    """`portkit lint --strict` without the resource table: any finding fails. A
-    deliberate one is silenced on its line with `# portkit: allow-<kind>`."""
+    """The ``lint`` row of ``portkit check``: fails on an error finding, and on a
+    warning where the project sets ``lint-warnings = "error"``. A deliberate finding is
+    silenced on its line with `# portkit: allow-<kind>`."""
 
     def __init__(self, *, op, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -159,15 +160,11 @@ class LintItem(PortkitItem):
         self.add_marker("compile")
 
     def runtest(self) -> None:
-        from portkit.lint.findings import code_findings
+        from portkit.check.harness import lint_result
 
-        findings = code_findings(self.op)
-        if findings:
-            raise CheckFailed(
-                "\n".join(
-                    f"{f.kind} {f.kernel} {f.where}: {f.message} (fix: {f.fix})" for f in findings
-                )
-            )
+        result = lint_result(self.op, project_config(self.config))
+        if result.failed:
+            raise CheckFailed(result.detail)
 
 
 class BrokenOpItem(PortkitItem):

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from numba import types
 
+from portkit.lint.model import Severity
 from portkit.lint.numba_ir import (
     FLOAT64,
     INT64_INDEX,
@@ -173,7 +174,7 @@ def test_python_float_literal_is_flagged_at_its_line(planted):
     findings = lint(planted, "literal_float")
     assert len(findings) == 1
     (f,) = findings
-    assert (f.kind, f.severity) == (FLOAT64, "warning")
+    assert (f.kind, f.severity) == (FLOAT64, Severity.ERROR)
     assert (f.kernel, f.function) == ("literal_float", "literal_float")
     assert (f.path, f.line) == (planted.path, planted.line("literal_float"))
     assert f.source == "out[i] = x[i] * 2.5  # at:literal_float"
@@ -258,7 +259,7 @@ def test_math_exp_of_float32_is_clean_but_of_a_float64_product_is_not(planted):
 def test_int64_index_math_in_a_loop_is_flagged(planted):
     findings = lint(planted, "index_in_loop")
     (f,) = findings
-    assert (f.kind, f.severity) == (INT64_INDEX, "warning")
+    assert (f.kind, f.severity) == (INT64_INDEX, Severity.WARNING)
     assert (f.function, f.line) == ("index_in_loop", planted.line("index_in_loop"))
     assert f.message.startswith("int64 index math in a loop")
     assert "int64 + int64 -> int64, indexes out" in f.message
