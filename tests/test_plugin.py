@@ -107,9 +107,9 @@ def test_generated_items(pytester, project):
     assert good["bench"] == "SKIPPED"
     assert "timing runs only with --portkit-bench-baseline FILE" in text
 
-    # the lint tier: `x[i] * 2.0` on float32 is float64 work, reported with its line
-    assert good["lint"] == "FAILED"
-    assert re.search(rf"float64 {GOOD}_fwd \S*{GOOD}\.py:\d+: float32 \* float64", text)
+    # the lint tier: numba types `x[i] * 2.0` float64, but LLVM folds it to a float32
+    # multiply (exact: 2.0 is a float32), so the PTX has no float64 and there is no finding
+    assert good["lint"] == "PASSED"
 
     # the wrong op fails with the harness's report, not a traceback
     assert got[f"{BAD}.py::sim[float32-n129]"] == "FAILED"

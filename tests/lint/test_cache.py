@@ -16,8 +16,9 @@ from portkit.lint.findings import code_findings, remembered_code_findings
 from portkit.project.config import load_config
 from portkit.project.discovery import load_op
 
-# A float literal in a float32 kernel: one float64 warning, so the findings are not empty.
-FLOAT64_BODY = "out[i] = x[i] * 2.5"
+# A float literal in a float32 kernel: one float64 error, so the findings are not empty
+# (0.1 is no float32, so LLVM cannot fold the promotion away as it does for 2.5).
+FLOAT64_BODY = "out[i] = x[i] * 0.1"
 CLEAN_BODY = "out[i] = x[i] * x[i]"
 
 
@@ -53,9 +54,11 @@ def test_the_check_row_says_where_its_findings_came_from(make_project, sources, 
     assert "from the lint cache" not in lint_result(op, config).detail
     config, op = fresh_op(root, "lc_row")
     row = lint_result(op, config)
-    assert row.detail.startswith("1 warning(s) (from the lint cache), see `portkit lint lc_row`")
+    assert row.detail.startswith(
+        "1 error(s), 0 warning(s) (from the lint cache), see `portkit lint lc_row`"
+    )
     result = cli(root, "check", "lc_row", "--backend", "torch", "-v")
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output  # float64 arithmetic is an error
     assert "from the lint cache" in result.output
 
 
@@ -64,7 +67,7 @@ def test_an_edited_prototype_is_linted_again(make_project, sources):
     config, op = fresh_op(root, "lc_edit")
     assert len(remembered_code_findings(op, config)[0]) == 1
     path = root / "prototypes" / "lc_edit.py"
-    path.write_text(path.read_text().replace("x[i] * 2.5", "x[i] * x[i]"))
+    path.write_text(path.read_text().replace("x[i] * 0.1", "x[i] * x[i]"))
     config, op = fresh_op(root, "lc_edit")
     findings, cached = remembered_code_findings(op, config)
     assert not cached and findings == []
@@ -115,7 +118,7 @@ def test_other_versions_are_a_miss(make_project, sources, monkeypatch):
 
 @pytest.mark.parametrize(
     "damage",
-    [b"{not json", b'{"format": 1, "findings": [{"kind": "float64"}]}', b"[1, 2]", b""],
+    [b"{not json", b'{"format": 2, "findings": [{"kind": "float64"}]}', b"[1, 2]", b""],
 )
 def test_a_damaged_entry_is_linted_again_and_rewritten(make_project, sources, damage):
     root = make_project({"lc_damaged": (sources.unary_op("lc_damaged", FLOAT64_BODY), None)})
@@ -153,7 +156,7 @@ def test_check_no_cache_writes_no_findings(make_project, sources, cli):
 def test_portkit_lint_uses_the_same_entries(make_project, sources, cli):
     root = make_project({"lc_lint": (sources.unary_op("lc_lint", FLOAT64_BODY), None)})
     result = cli(root, "lint", "lc_lint", "--json", "--no-resources")
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output  # float64 arithmetic is an error
     (entry,) = entries(root)
     # A planted entry is what the next lint reports: proof it read the cache.
     data = json.loads(entry.read_text())

@@ -24,7 +24,7 @@ def float64_op(make_project, sources):
 def test_float64_literal_reported_with_line_and_fix(float64_op, cli):
     root, py = float64_op
     result = cli(root, "lint", "lint_lit", "--json")
-    assert result.exit_code == 0, result.output  # warnings alone do not fail
+    assert result.exit_code == 1, result.output  # float64 arithmetic changes results
     findings = json.loads(result.output)["findings"]
     float64 = [f for f in findings if f["kind"] == "float64"]
     assert float64, findings
@@ -98,5 +98,5 @@ def test_resource_table_has_prototype_and_twin(float64_op, cli):
 def test_check_includes_a_lint_row(float64_op, cli):
     root, _ = float64_op
     result = cli(root, "check", "lint_lit", "--backend", "torch", "-v")
-    assert result.exit_code == 0, result.output
-    assert "lint" in result.output and "warning(s)" in result.output
+    assert result.exit_code == 1, result.output  # the lint row fails on the error
+    assert "lint" in result.output and "1 error(s), 0 warning(s)" in result.output
