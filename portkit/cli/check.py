@@ -10,13 +10,19 @@ from pathlib import Path
 
 import click
 
-from portkit.cli.context import EXIT_FAILED_CHECKS, load_project, make_console, user_errors
+from portkit.cli.context import (
+    EXIT_FAILED_CHECKS,
+    EXIT_NOTHING_RAN,
+    load_project,
+    make_console,
+    user_errors,
+)
 
 # compute-sanitizer tools; kept here (not imported from portkit.sanitize) so --help
 # stays free of anything but click. tests/cli/test_sanitize_cli.py checks they agree.
 SANITIZER_CHOICES = ("memcheck", "racecheck", "initcheck", "synccheck", "all")
 # `--sanitize` on a machine without compute-sanitizer or a GPU: nothing was checked.
-EXIT_SANITIZER_SKIPPED = 3
+EXIT_SANITIZER_SKIPPED = EXIT_NOTHING_RAN
 
 
 @click.command()
@@ -90,7 +96,9 @@ def check(
     AddressSanitizer, each launch run with threads forward and reversed) against both,
     and compile checks for sm_90. On a GPU machine also: the prototype compiled by
     numba, the twin, and prototype against twin. Every tensor a kernel sees sits between
-    guard zones; a store past its end fails the check. Exits 1 if any check fails.
+    guard zones; a store past its end fails the check. Exits 1 if any check fails,
+    3 if nothing ran (every requested check skipped, e.g. --backend twin without a GPU,
+    or no ops), with one line saying why.
 
     \b
     Examples:
@@ -114,6 +122,9 @@ def check(
     if all_ops == bool(op_names):
         raise click.UsageError("name one or more OPs, or pass --all")
     ops = [catalog.get(n) for n in (catalog.names if all_ops else op_names)]
+    if not ops:
+        click.echo(f"nothing ran: no ops in {config.prototypes_dir}", err=True)
+        sys.exit(EXIT_NOTHING_RAN)
     plan = plan_suite(ops, set(case_names), skip_large=quick)
     console = make_console(stderr=as_json)
     if sanitize:
@@ -141,6 +152,9 @@ def check(
             settings=settings,
         )
     failed = print_results(results, console, verbose)
+    idle = None if failed else nothing_ran(results)
+    if idle:
+        console.print(f"nothing ran: {idle}", soft_wrap=True)
     if verbose:
         for backend in backends:
             if hasattr(backend, "cache_report") and not backend.unavailable_reason:
@@ -150,7 +164,24 @@ def check(
         from dataclasses import asdict
 
         click.echo(json.dumps({"results": [asdict(r) for r in results]}, indent=1))
-    sys.exit(EXIT_FAILED_CHECKS if failed else 0)
+    sys.exit(EXIT_FAILED_CHECKS if failed else EXIT_NOTHING_RAN if idle else 0)
+
+
+def nothing_ran(results) -> str | None:
+    """Why no case was checked (every case row skipped, or none planned), else None.
+    The compile and lint rows (case "all") do not count: they are not what was asked."""
+    from portkit.results import FAIL, PASS
+
+    rows = [r for r in results if r.case != "all"]
+    if any(r.status in (PASS, FAIL) for r in rows):
+        return None
+    if not rows:
+        return "no case matched the ops, --case and --quick given"
+    reasons: dict[str, str] = {}
+    for r in rows:
+        reasons.setdefault(r.backend, r.detail.splitlines()[0] if r.detail else "skipped")
+    why = "; ".join(f"{backend}: {reason}" for backend, reason in reasons.items())
+    return f"all {len(rows)} checks were skipped ({why})"
 
 
 def _restore(name: str, value: str | None) -> None:

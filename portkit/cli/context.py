@@ -15,6 +15,9 @@ from portkit.errors import PortkitError
 
 EXIT_FAILED_CHECKS = 1
 EXIT_USER_ERROR = 2
+# Every requested check was skipped (no GPU for --backend twin, no ops, no
+# compute-sanitizer): not a pass, since nothing was checked.
+EXIT_NOTHING_RAN = 3
 
 
 def user_errors(command: Callable) -> Callable:
@@ -34,9 +37,10 @@ def user_errors(command: Callable) -> Callable:
 def load_project():
     """The project's configuration and its op catalog, read once per command."""
     from portkit.project.config import load_config
-    from portkit.project.discovery import discover
+    from portkit.project.discovery import discover, require_project
 
     config = load_config()
+    require_project(config)
     return config, discover(config)
 
 
