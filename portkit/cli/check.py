@@ -13,6 +13,7 @@ import click
 from portkit.cli.context import (
     EXIT_FAILED_CHECKS,
     EXIT_NOTHING_RAN,
+    json_output,
     load_project,
     make_console,
     user_errors,
@@ -114,6 +115,7 @@ def check(
     from portkit.check.harness import CheckSettings, plan_suite, run_suite
     from portkit.cli.render import print_results, progress_bar
 
+    emit = json_output(as_json)
     if no_cache:  # the environment, so sanitizer children and the compile checks see it
         previous = os.environ.get(ENV_SWITCH)
         os.environ[ENV_SWITCH] = "0"
@@ -130,7 +132,9 @@ def check(
     if sanitize:
         if backend_names or under_sanitizer:
             raise click.UsageError("--sanitize runs the twin and numba backends; drop --backend")
-        _sanitize(config, ops, case_names, sanitize, sanitize_log_dir, as_json, console)
+        _sanitize(
+            config, ops, case_names, sanitize, sanitize_log_dir, emit if as_json else None, console
+        )
         return
     names = [name.strip() for item in backend_names for name in item.split(",") if name.strip()]
     if backend_names and not names:
@@ -163,7 +167,7 @@ def check(
     if as_json:
         from dataclasses import asdict
 
-        click.echo(json.dumps({"results": [asdict(r) for r in results]}, indent=1))
+        emit(json.dumps({"results": [asdict(r) for r in results]}, indent=1))
     sys.exit(EXIT_FAILED_CHECKS if failed else EXIT_NOTHING_RAN if idle else 0)
 
 
@@ -191,7 +195,8 @@ def _restore(name: str, value: str | None) -> None:
         os.environ[name] = value
 
 
-def _sanitize(config, ops, case_names, tools, log_dir, as_json, console) -> None:
+def _sanitize(config, ops, case_names, tools, log_dir, emit, console) -> None:
+    """``emit``: where the JSON report goes, None without --json."""
     import time
 
     from portkit.cli.render import progress_bar
@@ -203,8 +208,8 @@ def _sanitize(config, ops, case_names, tools, log_dir, as_json, console) -> None
     reason = skip_reason()
     if reason:
         console.print(f"SKIP sanitizer ({', '.join(selected)}): {reason}", soft_wrap=True)
-        if as_json:
-            click.echo(json.dumps({"sanitizer": [], "skipped": reason}))
+        if emit:
+            emit(json.dumps({"sanitizer": [], "skipped": reason}))
         sys.exit(EXIT_SANITIZER_SKIPPED)
     log_dir = log_dir or config.cache_dir / "sanitize" / time.strftime("%Y%m%d-%H%M%S")
     kernels_of = {op.name: sorted(op.kernels) for op in ops}
@@ -220,7 +225,7 @@ def _sanitize(config, ops, case_names, tools, log_dir, as_json, console) -> None
         )
     failed = print_sanitizer(runs, console)
     console.print(f"raw logs: {log_dir}", soft_wrap=True)
-    if as_json:
+    if emit:
         report = {"log_dir": str(log_dir), "sanitizer": [run.as_dict() for run in runs]}
-        click.echo(json.dumps(report, indent=1))
+        emit(json.dumps(report, indent=1))
     sys.exit(EXIT_FAILED_CHECKS if failed else 0)

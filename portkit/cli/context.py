@@ -4,6 +4,7 @@ functions, so ``portkit --help`` stays instant."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import sys
 from collections.abc import Callable
@@ -32,6 +33,16 @@ def user_errors(command: Callable) -> Callable:
             sys.exit(EXIT_USER_ERROR)
 
     return wrapper
+
+
+def json_output(as_json: bool) -> Callable[[str], None]:
+    """Where a command writes its JSON document. With --json, stdout is that document
+    only: for the rest of the command whatever else prints to stdout (a prototype's or a
+    launcher's print()) goes to stderr, so the JSON stays parseable."""
+    out = sys.stdout
+    if as_json:
+        click.get_current_context().with_resource(contextlib.redirect_stdout(sys.stderr))
+    return lambda text: click.echo(text, file=out)
 
 
 def load_project():
