@@ -20,7 +20,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 import portkit.backends.prototype_cache as prototype_cache
-from portkit.atomic_write import write_atomic
+from portkit import cache_files
 from portkit.backends.twin.build import DEFAULT_ARCH, compile_twin
 from portkit.errors import DtypeError, PortkitError
 from portkit.launch.trace import launch_signatures
@@ -91,8 +91,8 @@ def check_prototype(op: Op, config: ProjectConfig | None = None) -> CheckResult:
         for sig in sorted(sigs, key=str):
             signature = hashlib.sha256(f"{name}{tuple(map(str, sig))}".encode()).hexdigest()
             entry = folder / f"{name}-{signature[:20]}.ptx" if folder else None
-            if entry is not None and entry.is_file():
-                compiled, cached = compiled + 1, cached + 1
+            if entry is not None and cache_files.load(entry) is not None:
+                compiled, cached = compiled + 1, cached + 1  # digest-checked: never truncated
                 continue
             try:
                 with device_compute_capability(COMPUTE_CAPABILITY):
@@ -117,8 +117,7 @@ def _remember(entry: Path, ptx: str) -> None:
     """Keep the PTX of a signature that compiled; a cache that cannot be written is no
     reason to fail a compile check."""
     try:
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(entry, ptx)
+        cache_files.store(entry, ptx)
     except OSError:
         pass
 
