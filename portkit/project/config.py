@@ -38,6 +38,7 @@ class ProjectConfig:
     cuda_src_dir: Path
     cache_dir: Path
     namespace: str = DEFAULT_NAMESPACE  # ops register as torch.ops.<namespace>.<op>_<impl>
+    configured: bool = False  # pyproject.toml has a [tool.portkit] table
 
 
 def default_cache_dir() -> Path:
@@ -66,6 +67,7 @@ def find_project_root(start: Path) -> Path:
 def load_config(start: Path | None = None) -> ProjectConfig:
     root = find_project_root(start or Path.cwd())
     table: dict = {}
+    configured = False
     pyproject = root / "pyproject.toml"
     if pyproject.is_file():
         try:
@@ -73,6 +75,7 @@ def load_config(start: Path | None = None) -> ProjectConfig:
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{pyproject}: not valid TOML: {exc}") from None
         table = data.get("tool", {}).get("portkit", {})
+        configured = "portkit" in data.get("tool", {})
     unknown = sorted(set(table) - _KNOWN_KEYS)
     if unknown:
         raise ConfigError(
@@ -98,4 +101,5 @@ def load_config(start: Path | None = None) -> ProjectConfig:
         # A folder that cannot be used is said once; commands then run without a cache.
         cache_dir=usable_folder(cache_dir, _cache_setting(pyproject, cache)),
         namespace=namespace,
+        configured=configured,
     )

@@ -164,13 +164,13 @@ def load_op(name: str, path: Path, twin_path: Path | None) -> Op:
 
 
 def require_project(config: ProjectConfig) -> None:
-    """Raise ``ConfigError`` (one line) when neither the prototypes nor the twins folder
-    exists: run outside a project, a command would otherwise check nothing and pass."""
-    if config.prototypes_dir.is_dir() or config.cuda_src_dir.is_dir():
+    """Raise ``ConfigError`` (one line) outside a project: no ``[tool.portkit]`` table and
+    neither the prototypes nor the twins folder, where a command would check nothing."""
+    if config.configured or config.prototypes_dir.is_dir() or config.cuda_src_dir.is_dir():
         return
     pyproject = config.root / "pyproject.toml"
     found = (
-        f"project {pyproject}"
+        f"{pyproject} has no [tool.portkit] table"
         if pyproject.is_file()
         else f"no pyproject.toml at or above {config.root}"
     )

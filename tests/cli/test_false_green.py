@@ -72,13 +72,15 @@ def test_every_command_outside_a_project_says_so(tmp_path, cli, command):
     assert "[tool.portkit] prototypes" in line
 
 
-def test_folders_named_in_pyproject_make_a_project(make_project, sources, cli):
-    table = 'prototypes = "src/protos"\ncuda-src = "src/twins"\n'
-    root = make_project({}, portkit_table=table)
-    out = assert_clean(cli(root, "list"), 2)
-    assert f"no folder {root / 'src' / 'protos'} (project {root / 'pyproject.toml'})" in out
-    (root / "src" / "protos").mkdir(parents=True)
-    assert_clean(cli(root, "list"), 0)
+def test_a_pyproject_without_portkit_table_or_folders_is_no_project(tmp_path, cli):
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "other"\n')
+    out = assert_clean(cli(tmp_path, "check", "--all"), 2)
+    pyproject = tmp_path.resolve() / "pyproject.toml"
+    assert f"({pyproject} has no [tool.portkit] table)" in one_line_error(out)
+    # a [tool.portkit] table makes it a project, with no ops yet: nothing to check
+    (tmp_path / "pyproject.toml").write_text('[tool.portkit]\nprototypes = "src/protos"\n')
+    out = assert_clean(cli(tmp_path, "check", "--all"), 3)
+    assert f"nothing ran: no ops in {tmp_path.resolve() / 'src' / 'protos'}" in out
 
 
 # -- every requested check skipped ------------------------------------------------------------
