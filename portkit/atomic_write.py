@@ -8,11 +8,14 @@ import os
 import tempfile
 from pathlib import Path
 
+# Temporary files end in this, so a sweep can tell them (left by a killed run) from entries.
+TEMP_SUFFIX = ".tmp"
+
 
 def write_atomic(target: Path, data: bytes | str) -> None:
     """Write ``data`` (text is UTF-8 encoded) to ``target``; its folder must exist."""
     target = Path(target)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=TEMP_SUFFIX)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data.encode() if isinstance(data, str) else data)

@@ -197,3 +197,17 @@ def test_bench_items_need_a_gpu_even_with_a_baseline(pytester, project):
     assert got[f"{GOOD}.py::bench"] in ("SKIPPED" if gpu_reasons(project)["twin"] else "FAILED",)
     if gpu_reasons(project)["twin"]:
         assert "portkit bench needs an NVIDIA GPU" in result.stdout.str()
+
+
+def test_gpu_items_without_a_gpu_are_skipped_with_their_reason(pytester, project):
+    reasons = gpu_reasons(project)
+    if not (reasons["numba"] and reasons["twin"]):
+        pytest.skip("this machine has a GPU: the gpu items run")
+    result = run(pytester, "-v", "-rs", "-m", "gpu and not bench")
+    got = outcomes(result)
+    assert got and set(got.values()) == {"SKIPPED"}
+    summary = [line for line in result.outlines if line.startswith("SKIPPED [")]
+    assert summary
+    for line in summary:  # "SKIPPED [n] prototypes/op.py: <reason>"
+        reason = line.split(": ", 1)[1]
+        assert reason in (reasons["numba"], reasons["twin"]) or "GPU" in reason, line

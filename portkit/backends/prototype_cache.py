@@ -32,6 +32,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from portkit import cache_files
+
 CACHE_FORMAT = 1
 # PORTKIT_PROTOTYPE_CACHE=0 turns the cache off everywhere (pytest included).
 ENV_SWITCH = "PORTKIT_PROTOTYPE_CACHE"
@@ -174,8 +176,9 @@ def _cache_classes(directory: Path) -> type:
             try:
                 return super().load_overload(sig, target_context)
             except Exception as exc:  # a truncated or foreign file: compile instead
-                log.info(
-                    "prototype cache: unreadable entry in %s (%s); recompiling", directory, exc
+                cache_files.notice(
+                    f"cache entry in {directory} is damaged ({type(exc).__name__}); "
+                    "compiling the kernel again"
                 )
                 try:
                     self._cache_file.flush()  # a fresh, empty index

@@ -8,7 +8,13 @@ from pathlib import Path
 
 import click
 
-from portkit.cli.context import EXIT_FAILED_CHECKS, load_project, make_console, user_errors
+from portkit.cli.context import (
+    EXIT_FAILED_CHECKS,
+    json_output,
+    load_project,
+    make_console,
+    user_errors,
+)
 from portkit.errors import PortkitError
 
 IMPLEMENTATIONS = ("torch", "numba", "twin")  # portkit.bench.session's, without importing it
@@ -110,6 +116,7 @@ def bench(
     from portkit.bench.cases import bench_cases
     from portkit.bench.model import Report
 
+    emit = json_output(as_json)
     config, catalog = load_project()
     ops = [catalog.get(n) for n in (catalog.names if all_ops else op_names)]
     if case_names and len(ops) != 1:
@@ -145,7 +152,7 @@ def bench(
                 {"key": list(v.key), "status": v.status, "ratio": v.ratio, "detail": v.detail}
                 for v in verdicts
             ]
-        click.echo(json.dumps(data, indent=1))
+        emit(json.dumps(data, indent=1))
     else:
         console = make_console()
         console.print(results_table(report))

@@ -10,13 +10,20 @@ from pathlib import Path
 
 import click
 
-from portkit.cli.context import EXIT_FAILED_CHECKS, load_project, make_console, user_errors
+from portkit.cli.context import (
+    EXIT_FAILED_CHECKS,
+    EXIT_NOTHING_RAN,
+    json_output,
+    load_project,
+    make_console,
+    user_errors,
+)
 
 # compute-sanitizer tools; kept here (not imported from portkit.sanitize) so --help
 # stays free of anything but click. tests/cli/test_sanitize_cli.py checks they agree.
 SANITIZER_CHOICES = ("memcheck", "racecheck", "initcheck", "synccheck", "all")
 # `--sanitize` on a machine without compute-sanitizer or a GPU: nothing was checked.
-EXIT_SANITIZER_SKIPPED = 3
+EXIT_SANITIZER_SKIPPED = EXIT_NOTHING_RAN
 
 
 @click.command()
@@ -90,7 +97,9 @@ def check(
     AddressSanitizer, each launch run with threads forward and reversed) against both,
     and compile checks for sm_90. On a GPU machine also: the prototype compiled by
     numba, the twin, and prototype against twin. Every tensor a kernel sees sits between
-    guard zones; a store past its end fails the check. Exits 1 if any check fails.
+    guard zones; a store past its end fails the check. Exits 1 if any check fails,
+    3 if nothing ran (every requested check skipped, e.g. --backend twin without a GPU,
+    or no ops), with one line saying why.
 
     \b
     Examples:
@@ -106,6 +115,7 @@ def check(
     from portkit.check.harness import CheckSettings, plan_suite, run_suite
     from portkit.cli.render import print_results, progress_bar
 
+    emit = json_output(as_json)
     if no_cache:  # the environment, so sanitizer children and the compile checks see it
         previous = os.environ.get(ENV_SWITCH)
         os.environ[ENV_SWITCH] = "0"
@@ -114,12 +124,17 @@ def check(
     if all_ops == bool(op_names):
         raise click.UsageError("name one or more OPs, or pass --all")
     ops = [catalog.get(n) for n in (catalog.names if all_ops else op_names)]
+    if not ops:
+        click.echo(f"nothing ran: no ops in {config.prototypes_dir}", err=True)
+        sys.exit(EXIT_NOTHING_RAN)
     plan = plan_suite(ops, set(case_names), skip_large=quick)
     console = make_console(stderr=as_json)
     if sanitize:
         if backend_names or under_sanitizer:
             raise click.UsageError("--sanitize runs the twin and numba backends; drop --backend")
-        _sanitize(config, ops, case_names, sanitize, sanitize_log_dir, as_json, console)
+        _sanitize(
+            config, ops, case_names, sanitize, sanitize_log_dir, emit if as_json else None, console
+        )
         return
     names = [name.strip() for item in backend_names for name in item.split(",") if name.strip()]
     if backend_names and not names:
@@ -141,6 +156,10 @@ def check(
             settings=settings,
         )
     failed = print_results(results, console, verbose)
+    # a child under compute-sanitizer reports to its parent, which says what ran
+    idle = None if failed or under_sanitizer else nothing_ran(results)
+    if idle:
+        console.print(f"nothing ran: {idle}", soft_wrap=True)
     if verbose:
         for backend in backends:
             if hasattr(backend, "cache_report") and not backend.unavailable_reason:
@@ -149,8 +168,26 @@ def check(
     if as_json:
         from dataclasses import asdict
 
-        click.echo(json.dumps({"results": [asdict(r) for r in results]}, indent=1))
-    sys.exit(EXIT_FAILED_CHECKS if failed else 0)
+        emit(json.dumps({"results": [asdict(r) for r in results]}, indent=1))
+    sys.exit(EXIT_FAILED_CHECKS if failed else EXIT_NOTHING_RAN if idle else 0)
+
+
+def nothing_ran(results) -> str | None:
+    """Why nothing was checked, else None: every case row skipped (the compile and lint
+    rows, case "all", do not count then: they are not what was asked), or no row at all."""
+    from portkit.results import FAIL, PASS
+
+    rows = [r for r in results if r.case != "all"]
+    if any(r.status in (PASS, FAIL) for r in rows):
+        return None
+    if not rows:  # no case for these backends: the compile and lint rows are the check
+        ran = any(r.status in (PASS, FAIL) for r in results)
+        return None if ran else "no case matched the ops, --case and --quick given"
+    reasons: dict[str, str] = {}
+    for r in rows:
+        reasons.setdefault(r.backend, r.detail.splitlines()[0] if r.detail else "skipped")
+    why = "; ".join(f"{backend}: {reason}" for backend, reason in reasons.items())
+    return f"all {len(rows)} checks were skipped ({why})"
 
 
 def _restore(name: str, value: str | None) -> None:
@@ -160,7 +197,8 @@ def _restore(name: str, value: str | None) -> None:
         os.environ[name] = value
 
 
-def _sanitize(config, ops, case_names, tools, log_dir, as_json, console) -> None:
+def _sanitize(config, ops, case_names, tools, log_dir, emit, console) -> None:
+    """``emit``: where the JSON report goes, None without --json."""
     import time
 
     from portkit.cli.render import progress_bar
@@ -172,8 +210,8 @@ def _sanitize(config, ops, case_names, tools, log_dir, as_json, console) -> None
     reason = skip_reason()
     if reason:
         console.print(f"SKIP sanitizer ({', '.join(selected)}): {reason}", soft_wrap=True)
-        if as_json:
-            click.echo(json.dumps({"sanitizer": [], "skipped": reason}))
+        if emit:
+            emit(json.dumps({"sanitizer": [], "skipped": reason}))
         sys.exit(EXIT_SANITIZER_SKIPPED)
     log_dir = log_dir or config.cache_dir / "sanitize" / time.strftime("%Y%m%d-%H%M%S")
     kernels_of = {op.name: sorted(op.kernels) for op in ops}
@@ -189,7 +227,7 @@ def _sanitize(config, ops, case_names, tools, log_dir, as_json, console) -> None
         )
     failed = print_sanitizer(runs, console)
     console.print(f"raw logs: {log_dir}", soft_wrap=True)
-    if as_json:
+    if emit:
         report = {"log_dir": str(log_dir), "sanitizer": [run.as_dict() for run in runs]}
-        click.echo(json.dumps(report, indent=1))
+        emit(json.dumps(report, indent=1))
     sys.exit(EXIT_FAILED_CHECKS if failed else 0)

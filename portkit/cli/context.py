@@ -4,6 +4,7 @@ functions, so ``portkit --help`` stays instant."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import sys
 from collections.abc import Callable
@@ -15,6 +16,9 @@ from portkit.errors import PortkitError
 
 EXIT_FAILED_CHECKS = 1
 EXIT_USER_ERROR = 2
+# Every requested check was skipped (no GPU for --backend twin, no ops, no
+# compute-sanitizer): not a pass, since nothing was checked.
+EXIT_NOTHING_RAN = 3
 
 
 def user_errors(command: Callable) -> Callable:
@@ -31,12 +35,23 @@ def user_errors(command: Callable) -> Callable:
     return wrapper
 
 
+def json_output(as_json: bool) -> Callable[[str], None]:
+    """Where a command writes its JSON document. With --json, stdout is that document
+    only: for the rest of the command whatever else prints to stdout (a prototype's or a
+    launcher's print()) goes to stderr, so the JSON stays parseable."""
+    out = sys.stdout
+    if as_json:
+        click.get_current_context().with_resource(contextlib.redirect_stdout(sys.stderr))
+    return lambda text: click.echo(text, file=out)
+
+
 def load_project():
     """The project's configuration and its op catalog, read once per command."""
     from portkit.project.config import load_config
-    from portkit.project.discovery import discover
+    from portkit.project.discovery import discover, require_project
 
     config = load_config()
+    require_project(config)
     return config, discover(config)
 
 

@@ -9,6 +9,7 @@ import click
 
 from portkit.cli.context import (
     EXIT_FAILED_CHECKS,
+    json_output,
     load_project,
     make_console,
     parse_shape,
@@ -94,6 +95,7 @@ def diff_command(
     from portkit.diff.report import diff_json, print_diff, write_plot
     from portkit.project.case_choice import choose_case
 
+    emit = json_output(as_json)
     config, catalog = load_project()
     op = catalog.get(op_name)
     if size is not None and shape is not None:
@@ -118,7 +120,7 @@ def diff_command(
             results.append(diff_case(op, case, plan, show))
     notes = across_cases(results)
     if as_json:
-        click.echo(json.dumps(diff_json(results, notes, plan.note), indent=2))
+        emit(json.dumps(diff_json(results, notes, plan.note), indent=2))
     else:
         print_diff(console, results, notes, plan.note)
     if plot_path:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from portkit.cli.context import make_console, user_errors
+from portkit.cli.context import load_project, make_console, user_errors
 
 DEFAULT_ARCHS = "sm_80,sm_90,sm_100"
 
@@ -51,10 +51,10 @@ def export_command(
     """
     from portkit.export.compile import parse_archs
     from portkit.export.package import export_package
-    from portkit.project.config import load_config
 
+    config, _ = load_project()  # outside a project: one line, before any work
     archs = parse_archs(arch)
-    package = package or f"{load_config().namespace}_kernels"
+    package = package or f"{config.namespace}_kernels"
     console = make_console(stderr=as_json)
     with console.status("compiling twins") as status:
         result = export_package(

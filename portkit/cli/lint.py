@@ -6,7 +6,13 @@ import sys
 
 import click
 
-from portkit.cli.context import EXIT_FAILED_CHECKS, load_project, make_console, user_errors
+from portkit.cli.context import (
+    EXIT_FAILED_CHECKS,
+    json_output,
+    load_project,
+    make_console,
+    user_errors,
+)
 
 
 @click.command()
@@ -38,6 +44,7 @@ def lint(op_names: tuple[str, ...], strict: bool, no_resources: bool, as_json: b
     from portkit.cli.render import print_lint
     from portkit.lint.findings import lint as run_lint
 
+    emit = json_output(as_json)
     config, catalog = load_project()
     ops = [catalog.get(n) for n in (op_names or catalog.names)]
     report = run_lint(ops, config, resources=not no_resources)
@@ -53,7 +60,7 @@ def lint(op_names: tuple[str, ...], strict: bool, no_resources: bool, as_json: b
                 for r in report.resources
             ],
         }
-        click.echo(json.dumps(payload, indent=2))
+        emit(json.dumps(payload, indent=2))
     else:
         why = "--strict" if strict else 'lint-warnings = "error"' if warnings_fail else ""
         print_lint(report, make_console(), warnings_fail, why)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from portkit.cli.context import load_project, make_console, user_errors
+from portkit.cli.context import json_output, load_project, make_console, user_errors
 
 
 @click.command("list")
@@ -15,13 +15,14 @@ def list_ops(as_json: bool) -> None:
     from portkit.backends import create_all
     from portkit.cli.render import op_listing
 
+    emit = json_output(as_json)
     config, catalog = load_project()
     backends = create_all(config)
     rows = op_listing(catalog, backends)
     if as_json:
         import json
 
-        click.echo(json.dumps(rows, indent=2))
+        emit(json.dumps(rows, indent=2))
         return
     from portkit.cli.render import listing_table
 

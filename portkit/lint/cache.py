@@ -18,9 +18,9 @@ numba-cuda and Python versions: backends/prototype_cache.py) with, as its option
 
 It lives beside the compiled prototypes (``<cache-dir>/numba/<op>-<key>/``) and follows
 the same switch (``--no-cache``, PORTKIT_PROTOTYPE_CACHE=0). Entries are written whole
-(atomic_write); a damaged or unreadable entry is computed again and rewritten, and a
-cache that cannot be written only costs the time. Findings are stored only if the files
-hashed for the key are unchanged once they are computed.
+with a digest manifest (cache_files); a damaged or unreadable entry is computed again
+and rewritten, and a cache that cannot be written only costs the time. Findings are
+stored only if the files hashed for the key are unchanged once they are computed.
 """
 
 from __future__ import annotations
@@ -36,13 +36,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import portkit.backends.prototype_cache as prototype_cache
-from portkit.atomic_write import write_atomic
+from portkit import cache_files
 
 if TYPE_CHECKING:
     from portkit.project.config import ProjectConfig
     from portkit.project.discovery import Op
 
-FORMAT = 2  # 2: severity as the enum's value, dtypes per finding
+FORMAT = 3  # 2: severity as the enum's value, dtypes per finding; 3: digest manifest
 FILE_NAME = "lint-findings.json"
 _INSTALLED = ("site-packages", "dist-packages")
 
@@ -129,9 +129,10 @@ def remembered(
     content exists (True) or from ``compute()`` (False), then saved. ``parse`` raising
     ``TypeError``/``ValueError``/``KeyError`` marks an entry as damaged."""
     entry = entry_path(op, config)
-    if entry is not None and entry.is_file():
+    stored = cache_files.load(entry) if entry is not None else None  # digest-checked
+    if entry is not None and stored is not None:
         try:
-            data = json.loads(entry.read_text())
+            data = json.loads(stored[0])
             if data.get("format") != FORMAT or not isinstance(data.get("findings"), list):
                 raise ValueError("not a findings entry of this format")
             return parse(data["findings"]), True
@@ -141,8 +142,7 @@ def remembered(
     result = parse(rows)
     if entry is not None and entry_path(op, config) == entry:  # nothing edited meanwhile
         try:
-            entry.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(entry, json.dumps({"format": FORMAT, "findings": rows}, indent=1))
+            cache_files.store(entry, json.dumps({"format": FORMAT, "findings": rows}, indent=1))
         except OSError as exc:  # a full disk or read-only cache never fails a lint
             log.info("lint cache: could not save %s (%s)", entry, exc)
     return result, False

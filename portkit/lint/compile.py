@@ -20,7 +20,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 import portkit.backends.prototype_cache as prototype_cache
-from portkit.atomic_write import write_atomic
+from portkit import cache_files
 from portkit.backends.twin.build import DEFAULT_ARCH, compile_twin
 from portkit.errors import DtypeError, PortkitError
 from portkit.launch.trace import launch_signatures
@@ -113,11 +113,9 @@ def _signature_ptx(
     signature = hashlib.sha256(f"{name}{tuple(map(str, sig))}".encode()).hexdigest()
     suffix = "-lineinfo" if lineinfo else ""
     entry = folder / f"{name}-{signature[:20]}{suffix}.ptx" if folder else None
-    if entry is not None and entry.is_file():
-        try:
-            return entry.read_text(), True
-        except OSError:
-            pass  # compiled again below
+    stored = cache_files.load(entry) if entry is not None else None
+    if stored is not None:  # digest-checked: a truncated entry is compiled again
+        return stored[0].decode(), True
     with device_compute_capability(COMPUTE_CAPABILITY):
         py_func = op.kernels[name].py_func
         ptx, _ = cuda.compile_ptx(py_func, sig, cc=COMPUTE_CAPABILITY, lineinfo=lineinfo)
@@ -136,8 +134,7 @@ def _remember(entry: Path, ptx: str) -> None:
     """Keep the PTX of a signature that compiled; a cache that cannot be written is no
     reason to fail a compile check."""
     try:
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(entry, ptx)
+        cache_files.store(entry, ptx)
     except OSError:
         pass
 

@@ -6,6 +6,7 @@ A project is the nearest folder, from the working directory up, that holds a
     prototypes = "prototypes"   # folder of numba prototypes, one op per <op>.py
     cuda-src   = "cuda_src"     # folder of C CUDA twins, one op per <op>.cu
     cache-dir  = "..."          # compiled twins and prototypes; default: $XDG_CACHE_HOME/portkit
+                                # (one that cannot be written is said once; no cache then)
     namespace  = "portkit"      # torch.library namespace of the registered ops
     lint-warnings = "warning"   # "error": lint warnings fail lint, check and pytest too
 
@@ -19,6 +20,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from portkit.cache_files import usable_folder
 from portkit.errors import ConfigError
 
 if sys.version_info >= (3, 11):
@@ -39,11 +41,21 @@ class ProjectConfig:
     cache_dir: Path
     namespace: str = DEFAULT_NAMESPACE  # ops register as torch.ops.<namespace>.<op>_<impl>
     lint_warnings_fail: bool = False  # lint-warnings = "error"
+    configured: bool = False  # pyproject.toml has a [tool.portkit] table
 
 
 def default_cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "portkit"
+
+
+def _cache_setting(pyproject: Path, configured: str | None) -> str:
+    """What chose the cache folder, as the user would change it."""
+    if configured:
+        return f"set by [tool.portkit] cache-dir in {pyproject}"
+    if os.environ.get("XDG_CACHE_HOME"):
+        return "set by XDG_CACHE_HOME"
+    return "the default; [tool.portkit] cache-dir or XDG_CACHE_HOME moves it"
 
 
 def find_project_root(start: Path) -> Path:
@@ -58,6 +70,7 @@ def find_project_root(start: Path) -> Path:
 def load_config(start: Path | None = None) -> ProjectConfig:
     root = find_project_root(start or Path.cwd())
     table: dict = {}
+    configured = False
     pyproject = root / "pyproject.toml"
     if pyproject.is_file():
         try:
@@ -65,6 +78,7 @@ def load_config(start: Path | None = None) -> ProjectConfig:
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{pyproject}: not valid TOML: {exc}") from None
         table = data.get("tool", {}).get("portkit", {})
+        configured = "portkit" in data.get("tool", {})
     unknown = sorted(set(table) - _KNOWN_KEYS)
     if unknown:
         raise ConfigError(
@@ -88,11 +102,14 @@ def load_config(start: Path | None = None) -> ProjectConfig:
             f"not {lint_warnings!r}"
         )
     cache = table.get("cache-dir")
+    cache_dir = (root / cache) if cache else default_cache_dir()
     return ProjectConfig(
         root=root,
         prototypes_dir=root / table.get("prototypes", "prototypes"),
         cuda_src_dir=root / table.get("cuda-src", "cuda_src"),
-        cache_dir=(root / cache) if cache else default_cache_dir(),
+        # A folder that cannot be used is said once; commands then run without a cache.
+        cache_dir=usable_folder(cache_dir, _cache_setting(pyproject, cache)),
         namespace=namespace,
         lint_warnings_fail=lint_warnings == "error",
+        configured=configured,
     )

@@ -11,6 +11,7 @@ prototypes/sigmoid.py only (``portkit sim sigmoid`` does not pay for every other
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import sys
 import traceback
@@ -20,7 +21,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from portkit.errors import OpDefinitionError, OpNotFound, PortkitError
+from portkit.errors import ConfigError, OpDefinitionError, OpNotFound, PortkitError
 from portkit.project.cases import Case
 from portkit.project.config import ProjectConfig
 from portkit.project.spec import OP_ATTRIBUTE, OpDefinition
@@ -111,19 +112,36 @@ def _import_prototype(name: str, path: Path) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module  # numba and pickle look modules up by name
     try:
-        spec.loader.exec_module(module)
+        # A print() at import goes to stderr: stdout carries --json output.
+        with contextlib.redirect_stdout(sys.stderr):
+            spec.loader.exec_module(module)
     except BaseException:
         del sys.modules[module_name]
         raise
     return module
 
 
+def check_utf8(path: Path) -> None:
+    """A source file portkit reads as text must be UTF-8; say where it is not, in one line."""
+    data = path.read_bytes()
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise OpDefinitionError(
+            f"{path} is not UTF-8: byte 0x{data[exc.start]:02x} at offset {exc.start} "
+            f"(line {line}); save the file as UTF-8"
+        ) from None
+
+
 def load_op(name: str, path: Path, twin_path: Path | None) -> Op:
+    if twin_path is not None:
+        check_utf8(twin_path)
     try:
         module = _import_prototype(name, path)
-    except OpDefinitionError:
+    except (OpDefinitionError, KeyboardInterrupt):
         raise
-    except Exception as exc:
+    except BaseException as exc:  # SystemExit too: sys.exit() or argparse at import
         frame = traceback.extract_tb(exc.__traceback__)[-1]
         raise OpDefinitionError(
             f"{path} failed to import: {type(exc).__name__}: {exc} "
@@ -143,6 +161,24 @@ def load_op(name: str, path: Path, twin_path: Path | None) -> Op:
     if not kernels:
         raise OpDefinitionError(f"{path} defines no @cuda.jit kernel")
     return Op(name, getattr(definitions[0], OP_ATTRIBUTE), path, kernels, twin_path)
+
+
+def require_project(config: ProjectConfig) -> None:
+    """Raise ``ConfigError`` (one line) outside a project: no ``[tool.portkit]`` table and
+    neither the prototypes nor the twins folder, where a command would check nothing."""
+    if config.configured or config.prototypes_dir.is_dir() or config.cuda_src_dir.is_dir():
+        return
+    pyproject = config.root / "pyproject.toml"
+    found = (
+        f"{pyproject} has no [tool.portkit] table"
+        if pyproject.is_file()
+        else f"no pyproject.toml at or above {config.root}"
+    )
+    raise ConfigError(
+        f"no portkit project: no folder {config.prototypes_dir} ({found}); run portkit in a "
+        f'project, or set [tool.portkit] prototypes = "..." and cuda-src = "..." in its '
+        f"pyproject.toml"
+    )
 
 
 _catalogs: dict[Path, Catalog] = {}

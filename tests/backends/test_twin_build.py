@@ -14,6 +14,7 @@ import torch
 from portkit.backends.twin.backend import bind_arguments, twin_expressions
 from portkit.backends.twin.build import compile_twin
 from portkit.backends.twin.source import TwinParam, parse_twin
+from portkit.cache_files import manifest_path
 from portkit.errors import InputError, OpDefinitionError, TwinCompileError
 
 SCALE = """\
@@ -52,7 +53,7 @@ def entries(cache: Path) -> list[str]:
 def assert_no_temp_files(cache: Path) -> None:
     for name in entries(cache):
         assert not name.startswith("."), name
-        assert name.endswith((".cubin", ".json")), name
+        assert name.endswith((".cubin", ".manifest.json")), name
 
 
 def test_compile_then_cache(twin, cache):
@@ -63,7 +64,7 @@ def test_compile_then_cache(twin, cache):
     assert set(first.symbols) == set(EXPRESSIONS)
     assert all(sym.startswith("_Z") for sym in first.symbols.values())
     assert first.cache_file.is_file()
-    assert first.cache_file.with_suffix(".json").is_file()
+    assert manifest_path(first.cache_file).is_file()
 
     second = compile_twin(twin, EXPRESSIONS, cache)
     assert second.from_cache is True
@@ -129,21 +130,36 @@ def test_arch_and_expressions_are_in_the_key(twin, cache):
 
 def test_missing_symbols_file_rebuilds(twin, cache):
     first = compile_twin(twin, EXPRESSIONS, cache)
-    first.cache_file.with_suffix(".json").unlink()
+    manifest_path(first.cache_file).unlink()
     again = compile_twin(twin, EXPRESSIONS, cache)
     assert again.from_cache is False
     assert again.cubin == first.cubin
-    assert again.cache_file.with_suffix(".json").is_file()
+    assert manifest_path(again.cache_file).is_file()
     assert compile_twin(twin, EXPRESSIONS, cache).from_cache is True
     assert_no_temp_files(cache)
 
 
 def test_damaged_symbols_file_rebuilds(twin, cache):
     first = compile_twin(twin, EXPRESSIONS, cache)
-    first.cache_file.with_suffix(".json").write_text("{not json")
+    manifest_path(first.cache_file).write_text("{not json")
     again = compile_twin(twin, EXPRESSIONS, cache)
     assert again.from_cache is False
-    assert json.loads(again.cache_file.with_suffix(".json").read_text()) == again.symbols
+    assert (
+        json.loads(manifest_path(again.cache_file).read_text())["meta"]["symbols"] == again.symbols
+    )
+
+
+def test_truncated_cubin_is_rebuilt_and_said(twin, cache, capsys):
+    first = compile_twin(twin, EXPRESSIONS, cache)
+    first.cache_file.write_bytes(first.cubin[: len(first.cubin) // 2])
+    capsys.readouterr()
+    again = compile_twin(twin, EXPRESSIONS, cache)
+    assert again.from_cache is False
+    assert again.cubin == first.cubin
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"portkit: cache entry {first.cache_file} is damaged: digest mismatch")
+    assert line.endswith("rebuilding it")
+    assert compile_twin(twin, EXPRESSIONS, cache).from_cache is True
 
 
 def test_failing_compile_leaves_nothing(twin, cache, monkeypatch):

@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from portkit import cache_files
 from portkit.backends.prototype_cache import ENV_SWITCH
 from portkit.check.harness import lint_result
 from portkit.lint import cache
@@ -158,10 +159,10 @@ def test_portkit_lint_uses_the_same_entries(make_project, sources, cli):
     result = cli(root, "lint", "lc_lint", "--json", "--no-resources")
     assert result.exit_code == 1, result.output  # float64 arithmetic is an error
     (entry,) = entries(root)
-    # A planted entry is what the next lint reports: proof it read the cache.
+    # A planted entry (with its digest) is what the next lint reports: proof it read the cache.
     data = json.loads(entry.read_text())
     data["findings"][0]["message"] = "planted"
-    entry.write_text(json.dumps(data))
+    cache_files.store(entry, json.dumps(data))
     config, op = fresh_op(root, "lc_lint")
     findings, cached = remembered_code_findings(op, config)
     assert cached and findings[0].message == "planted"
@@ -173,10 +174,10 @@ def test_a_cache_that_cannot_be_written_does_not_fail_the_lint(make_project, sou
         portkit_table='cache-dir = "blocked"\n',
     )
     (root / "blocked").write_text("a file where the cache folder would be")
-    for _ in range(2):
-        config, op = fresh_op(root, "lc_blocked")
-        findings, cached = remembered_code_findings(op, config)
-        assert not cached and len(findings) == 1
+    config, op = fresh_op(root, "lc_blocked")
+    assert config.cache_dir != root / "blocked"  # a temporary folder, for this process only
+    findings, cached = remembered_code_findings(op, config)
+    assert not cached and len(findings) == 1
 
 
 def test_a_module_imported_while_linting_is_never_cached(make_project, sources, monkeypatch):

@@ -3,8 +3,8 @@
 The cache key covers everything that changes the binary: the ``.cu`` source and
 every header in its folder and below, the compile options, the GPU architecture, the NVRTC
 version and the name expressions. An edited twin therefore never gets a stale
-binary, and a warm cache skips NVRTC entirely. Entries are written to a temporary
-file and renamed into place, so an interrupted compile leaves nothing half-written.
+binary, and a warm cache skips NVRTC entirely. Entries are written whole with a digest
+manifest (portkit/cache_files.py): a truncated or altered cubin is rebuilt, never served.
 
 NVRTC needs no GPU, so CI on a CPU-only machine compiles every twin for sm_90.
 """
@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from portkit.atomic_write import write_atomic
+from portkit import cache_files
 from portkit.errors import DtypeError, TwinCompileError
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2  # 2: symbols and digest in <cubin>.manifest.json
 HEADER_SUFFIXES = (".cuh", ".h", ".hpp")
 DEFAULT_ARCH = "sm_90"
 
@@ -90,13 +90,9 @@ def compile_twin(
     """The cubin for ``path``, from the cache when the key matches, else from NVRTC."""
     key = cache_key(path, arch, expressions)
     cubin_file = cache_dir / "twins" / f"{path.stem}-{arch}-{key[:24]}.cubin"
-    symbols_file = cubin_file.with_suffix(".json")
-    if cubin_file.is_file() and symbols_file.is_file():
-        try:
-            symbols = json.loads(symbols_file.read_text())
-            return CompiledTwin(path, arch, cubin_file.read_bytes(), symbols, cubin_file, True)
-        except (OSError, json.JSONDecodeError):
-            pass  # a damaged entry is rebuilt below
+    entry = cache_files.load(cubin_file)  # a damaged entry is said, and rebuilt below
+    if entry is not None and isinstance(entry[1].get("symbols"), dict):
+        return CompiledTwin(path, arch, entry[0], entry[1]["symbols"], cubin_file, True)
     from cuda.core import Program, ProgramOptions
     from cuda.core._utils.cuda_utils import NVRTCError
 
@@ -116,10 +112,10 @@ def compile_twin(
     if missing:
         raise TwinCompileError(f"twin {path}: NVRTC found no kernel for {', '.join(missing)}")
     cubin = bytes(code.code)
-    # The symbols file is the commit marker: written last, so a cubin without it is ignored.
-    cubin_file.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(cubin_file, cubin)
-    write_atomic(symbols_file, json.dumps(symbols, indent=1).encode())
+    try:
+        cache_files.store(cubin_file, cubin, {"symbols": symbols})
+    except OSError as exc:  # a cache that cannot be written costs the next compile only
+        cache_files.notice(f"could not keep {cubin_file} ({exc}); compiling it again next time")
     return CompiledTwin(path, arch, cubin, symbols, cubin_file, False)
 
 

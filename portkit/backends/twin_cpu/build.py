@@ -11,14 +11,14 @@ GPU twin hands NVRTC, so the same instantiations exist on both).
 The cache key is the one idea of the GPU cubin cache (``twin/build.py``): a SHA-256 of
 everything that changes the binary, here the generated translation unit (source, display
 path, expressions), every header beside the twin and in portkit's include folder, the
-compiler's identity and the flags. Libraries are written to a temporary name and renamed;
-the manifest, written last, is the commit marker.
+compiler's identity and the flags. Libraries are built in a temporary folder and moved
+into place with a digest manifest (portkit/cache_files.py), written last: a truncated
+library is rebuilt, never loaded.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import shlex
@@ -31,10 +31,10 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from portkit.atomic_write import write_atomic
+from portkit import cache_files
 from portkit.errors import TwinCompileError
 
-CACHE_FORMAT = 2
+CACHE_FORMAT = 3  # 3: symbols and digest in <library>.manifest.json
 INCLUDE_DIR = Path(__file__).resolve().parent / "include"
 HEADER_SUFFIXES = (".cuh", ".h", ".hpp")
 # -ffp-contract=off: no fused multiply-add, as the simulated prototype computes (a GPU
@@ -225,16 +225,13 @@ def compile_twin_cpu(
     unit = translation_unit(path, expressions)
     key = cache_key(unit, path, mode, compiler)
     library = cache_dir / "twins-cpu" / f"{path.stem}-{mode}-{key[:24]}.so"
-    manifest = library.with_suffix(".json")
     symbols = {expr: f"portkit_launch_{i}" for i, expr in enumerate(expressions)}
-    if library.is_file() and manifest.is_file():
-        try:
-            if json.loads(manifest.read_text()) == symbols:
-                return CpuLibrary(library, symbols, True)
-        except (OSError, json.JSONDecodeError):
-            pass  # a damaged entry is rebuilt below
+    entry = cache_files.load(library)  # a truncated library is said and rebuilt
+    if entry is not None and entry[1].get("symbols") == symbols:
+        return CpuLibrary(library, symbols, True)
     library.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=library.parent, prefix=".build-") as tmp:
+    cache_files.sweep_stale(library.parent)  # build folders of killed runs
+    with tempfile.TemporaryDirectory(dir=library.parent, prefix=cache_files.BUILD_PREFIX) as tmp:
         source = Path(tmp) / f"{path.stem}.cpp"
         source.write_text(unit)
         output = Path(tmp) / library.name
@@ -243,8 +240,7 @@ def compile_twin_cpu(
         if proc.returncode != 0:
             log = "\n".join(proc.stderr.strip().splitlines()[:40])
             raise TwinCompileError(f"twin {path} does not compile for the CPU ({mode}):\n{log}")
-        os.replace(output, library)
-    write_atomic(manifest, json.dumps(symbols, indent=1).encode())
+        cache_files.store(library, output, {"symbols": symbols})
     return CpuLibrary(library, symbols, False)
 
 

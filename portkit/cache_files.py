@@ -1,0 +1,140 @@
+"""Cache entries that check what they serve, and the cache folder they live in.
+
+An entry is an artifact (a cubin, a PTX file, a CPU twin library, lint findings) with a
+manifest beside it, ``<artifact>.manifest.json``: the artifact's SHA-256 and size and
+whatever the caller keeps with it (symbols). Both are written whole (atomic_write); the
+manifest last, so it is the commit marker. Reading hashes the artifact again: a truncated
+or overwritten artifact is a miss, said in one line on stderr, and the caller rebuilds it.
+
+The cache folder itself may be unusable (a file, or not writable): ``usable_folder`` then
+says so once, naming the setting that chose it, and hands out a private temporary folder
+for this process, so commands run on without a cache instead of failing every op.
+Temporary files and build folders a killed run left behind are swept after an hour.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from portkit.atomic_write import TEMP_SUFFIX, write_atomic
+
+MANIFEST_SUFFIX = ".manifest.json"
+BUILD_PREFIX = ".build-"  # temporary build folders: <folder>/.build-XXXX
+STALE_SECONDS = 3600  # no build takes an hour; anything older was left by a killed run
+
+_swept: set[Path] = set()
+
+
+def manifest_path(artifact: Path) -> Path:
+    return artifact.with_name(artifact.name + MANIFEST_SUFFIX)
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def store(artifact: Path, data: bytes | str | Path, meta: dict[str, Any] | None = None) -> None:
+    """Keep ``data`` (bytes, text, or a finished file that is moved into place) as
+    ``artifact`` with its manifest. Raises OSError when the folder cannot be written."""
+    artifact.parent.mkdir(parents=True, exist_ok=True)
+    sweep_stale(artifact.parent)
+    if isinstance(data, Path):
+        raw = data.read_bytes()
+        os.replace(data, artifact)
+    else:
+        raw = data.encode() if isinstance(data, str) else data
+        write_atomic(artifact, raw)
+    record = {"sha256": digest(raw), "size": len(raw), "meta": meta or {}}
+    write_atomic(manifest_path(artifact), json.dumps(record, indent=1))
+
+
+def load(artifact: Path) -> tuple[bytes, dict[str, Any]] | None:
+    """(bytes, meta) of an entry whose artifact matches its manifest; None for a miss.
+    A damaged entry is reported in one line on stderr and removed."""
+    manifest = manifest_path(artifact)
+    if not manifest.is_file():
+        return None  # never stored, or its writer was killed before committing
+    try:
+        record = json.loads(manifest.read_text())
+        expected, meta = record["sha256"], record.get("meta", {})
+        data = artifact.read_bytes()
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        _discard(artifact, f"unreadable ({type(exc).__name__}: {exc})")
+        return None
+    if digest(data) != expected:
+        size = record.get("size")
+        _discard(artifact, f"digest mismatch ({len(data)} bytes, manifest says {size})")
+        return None
+    return data, meta
+
+
+def _discard(artifact: Path, why: str) -> None:
+    notice(f"cache entry {artifact} is damaged: {why}; rebuilding it")
+    for path in (manifest_path(artifact), artifact):
+        try:
+            path.unlink(missing_ok=True)
+        except OSError:
+            pass  # the rebuild overwrites it, or runs without the cache
+
+
+def notice(line: str) -> None:
+    """One line on stderr, for what the user should know but is not a failure."""
+    print(f"portkit: {line}", file=sys.stderr, flush=True)
+
+
+def sweep_stale(folder: Path, older_than: float = STALE_SECONDS) -> None:
+    """Remove the temporary files and build folders in ``folder`` older than
+    ``older_than`` seconds (left by killed runs); once per folder and process."""
+    if folder in _swept:
+        return
+    _swept.add(folder)
+    cutoff = time.time() - older_than
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return
+    for entry in entries:
+        name = entry.name
+        if not name.startswith(".") or not (
+            name.startswith(BUILD_PREFIX) or name.endswith(TEMP_SUFFIX)
+        ):
+            continue
+        try:
+            if entry.lstat().st_mtime >= cutoff:
+                continue  # perhaps another process's build, still running
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink()
+        except OSError:
+            continue
+
+
+@functools.cache
+def usable_folder(folder: Path, setting: str) -> Path:
+    """``folder`` when it can be made and written; else, said once on stderr naming the
+    folder and ``setting`` (what chose it), a private temporary folder removed at exit."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=".probe.", suffix=TEMP_SUFFIX)
+        os.close(fd)
+        os.unlink(probe)
+        return folder
+    except OSError as exc:
+        fallback = Path(tempfile.mkdtemp(prefix="portkit-cache-"))
+        atexit.register(shutil.rmtree, fallback, ignore_errors=True)
+        reason = f"{type(exc).__name__}: {exc.strerror or exc}"
+        notice(
+            f"cache folder {folder} ({setting}) is not usable ({reason}); running without the cache"
+        )
+        return fallback

@@ -1,0 +1,91 @@
+"""portkit/cache_files.py: entries that check what they serve, unusable cache folders
+and the sweep of what killed runs left."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+
+from portkit import cache_files
+from portkit.cache_files import load, manifest_path, store, sweep_stale, usable_folder
+
+
+def test_store_then_load_round_trips(tmp_path):
+    artifact = tmp_path / "sub" / "k.cubin"
+    store(artifact, b"\x7fELF body", {"symbols": {"k<float>": "_Z1k"}})
+    assert load(artifact) == (b"\x7fELF body", {"symbols": {"k<float>": "_Z1k"}})
+    record = json.loads(manifest_path(artifact).read_text())
+    assert record["size"] == 9 and len(record["sha256"]) == 64
+    store(tmp_path / "t.json", '{"a": 1}')
+    assert load(tmp_path / "t.json") == (b'{"a": 1}', {})
+
+
+def test_store_moves_a_finished_file(tmp_path):
+    built = tmp_path / "build.so"
+    built.write_bytes(b"library")
+    store(tmp_path / "lib.so", built)
+    assert not built.exists()
+    assert load(tmp_path / "lib.so")[0] == b"library"
+
+
+@pytest.mark.parametrize(
+    "damage, words",
+    [
+        (lambda a: a.write_bytes(a.read_bytes()[:3]), "digest mismatch (3 bytes, manifest says 9)"),
+        (lambda a: a.write_bytes(b"123456789"), "digest mismatch (9 bytes, manifest says 9)"),
+        (lambda a: a.unlink(), "unreadable (FileNotFoundError"),
+        (lambda a: manifest_path(a).write_text("{not json"), "unreadable (JSONDecodeError"),
+    ],
+)
+def test_a_damaged_entry_is_a_miss_said_in_one_line(tmp_path, capsys, damage, words):
+    artifact = tmp_path / "k.ptx"
+    store(artifact, b"ptx body!")
+    damage(artifact)
+    assert load(artifact) is None
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"portkit: cache entry {artifact} is damaged: {words}")
+    assert line.endswith("; rebuilding it")
+    assert not artifact.exists() and not manifest_path(artifact).exists()
+
+
+def test_an_artifact_without_manifest_is_a_silent_miss(tmp_path, capsys):
+    (tmp_path / "k.cubin").write_bytes(b"half-committed")
+    assert load(tmp_path / "k.cubin") is None
+    assert capsys.readouterr().err == ""
+
+
+def test_stale_temporaries_are_swept_fresh_ones_kept(tmp_path):
+    old = time.time() - 2 * cache_files.STALE_SECONDS
+    stale_build = tmp_path / ".build-abc"
+    stale_build.mkdir()
+    (stale_build / "x.cpp").write_text("int x;")
+    stale_file = tmp_path / ".k.cubin.123.tmp"
+    stale_file.write_bytes(b"half")
+    fresh_build = tmp_path / ".build-new"
+    fresh_build.mkdir()
+    entry = tmp_path / "k.cubin"
+    entry.write_bytes(b"kept")
+    hidden_other = tmp_path / ".keep"
+    hidden_other.write_text("not ours")
+    for path in (stale_build, stale_file, entry, hidden_other):
+        os.utime(path, (old, old))
+    sweep_stale(tmp_path)
+    assert not stale_build.exists() and not stale_file.exists()
+    assert fresh_build.exists() and entry.exists() and hidden_other.exists()
+
+
+def test_an_unusable_folder_is_said_once_and_replaced(tmp_path, capsys):
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file")
+    first = usable_folder(blocked / "portkit", "set by XDG_CACHE_HOME")
+    again = usable_folder(blocked / "portkit", "set by XDG_CACHE_HOME")
+    assert first == again and first.is_dir() and first != blocked / "portkit"
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"portkit: cache folder {blocked / 'portkit'} (set by XDG_CACHE_HOME)")
+    assert "is not usable (NotADirectoryError" in line
+    assert line.endswith("running without the cache")
+    fine = tmp_path / "fine"
+    assert usable_folder(fine, "x") == fine and fine.is_dir()
