@@ -4,10 +4,17 @@ on a CPU; check prototype, twin and PyTorch reference against each other on a GP
 Importing portkit is cheap: torch, numba and cuda.core load only when an op runs.
 """
 
+import sys
+from typing import Any
+
 from portkit.errors import InputError, KernelError, LaunchError, PortkitError, TwinCompileError
 from portkit.launch.device import sm_count
 from portkit.project import cases
 from portkit.project.spec import cdiv, op
+from portkit.project.tolerances import Tolerance
+
+# `from portkit.cases import custom` (the README's spelling) finds the cases module.
+sys.modules.setdefault(f"{__name__}.cases", cases)
 
 __version__ = "0.1.0"
 
@@ -16,13 +23,24 @@ __all__ = [
     "KernelError",
     "LaunchError",
     "PortkitError",
+    "Tolerance",
     "TwinCompileError",
     "cases",
     "cdiv",
     "op",
     "sm_count",
     "load",
+    "simt",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``portkit.simt`` without importing it (and numba's checks) on ``import portkit``."""
+    if name == "simt":
+        import importlib
+
+        return importlib.import_module("portkit.simt")
+    raise AttributeError(f"module 'portkit' has no attribute {name!r}")
 
 
 def load(name: str, implementation: str = "twin"):

@@ -20,14 +20,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from portkit.check.compare import (
-    REFERENCE_TOLERANCE,
-    TWIN_TOLERANCE,
-    compare,
-    identical,
-    tolerance_for,
-)
+from portkit.check.compare import compare, identical
 from portkit.check.contributions import Contributions, counting_run, from_machine
+from portkit.check.op_contract import differentiable, gradient_positions, no_gradient_notes
+from portkit.check.op_contract import label as contract_label
+from portkit.check.op_contract import tolerance as declared_or_default
 from portkit.check.order_bound import compare_summed
 from portkit.check.reference_run import reference_run
 from portkit.errors import DtypeError, describe
@@ -114,9 +111,8 @@ class CaseRunner:
             self._cpu_inputs = make_inputs(self.case, "cpu")
         return [t.to(device, copy=True) for t in self._cpu_inputs]
 
-    @staticmethod
-    def differentiable(inputs: list[torch.Tensor]) -> list[torch.Tensor]:
-        return [t.detach().requires_grad_(t.dtype.is_floating_point) for t in inputs]
+    def differentiable(self, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+        return differentiable(self.op, self.case, inputs)
 
     def gradients(
         self,
@@ -168,7 +164,7 @@ class CaseRunner:
         counted = self.contributions(backend, machine, outputs)
         notes: list[str] = []
         problems = self.compare_all(
-            "output", outputs, expected_outputs, REFERENCE_TOLERANCE, counted, notes
+            "output", outputs, expected_outputs, (name, "reference"), counted, notes
         )
         problems += self.modified_inputs(inputs, originals, "forward")
         self.record(name, "forward", FAIL if problems else PASS, "\n".join(problems or notes), t0)
@@ -184,9 +180,9 @@ class CaseRunner:
                 self.record(name, "backward", FAIL, f"{describe(exc)}{self.reproduce}", t0)
                 return run
             counted = self.contributions(backend, machine, outputs, grads)
-            notes = []
+            notes = no_gradient_notes(self.op, self.case)
             problems = self.compare_all(
-                "grad of input", grads, expected_grads, REFERENCE_TOLERANCE, counted, notes
+                "grad", grads, expected_grads, (name, "reference"), counted, notes
             )
             problems += self.modified_inputs(inputs, originals, "backward")
             detail = "\n".join(problems or notes)
@@ -218,35 +214,47 @@ class CaseRunner:
 
     def compare_all(
         self,
-        what: str,
+        kind: str,
         actual: Sequence,
         expected: Sequence,
-        table,
+        sides: tuple[str, str],
         counted: Contributions | None = None,
         notes: list[str] | None = None,
     ) -> list[str]:
-        """Problems of ``actual`` against ``expected``; elements float atomics summed
-        (``counted``) against the summation-order bound, whose verdicts go to ``notes``
-        when they pass (check/order_bound.py)."""
+        """Problems of ``actual`` (made by ``sides[0]``) against ``expected`` (by
+        ``sides[1]``: "reference" or a twin's name); ``kind`` "output" or "grad".
+        Elements float atomics summed (``counted``) meet the summation-order bound
+        (check/order_bound.py); its passing verdicts and any declared tolerance used go
+        to ``notes``, so that a pass shows them too."""
+        grad = kind == "grad"
         if len(actual) != len(expected):
-            return [f"{len(actual)} {what}s, the reference has {len(expected)}"]
-        bounds = counted.of(what) if counted is not None else ()
+            what = "grads" if grad else "outputs"
+            return [f"{len(actual)} {what} from {sides[0]}, {len(expected)} from {sides[1]}"]
+        bounds = counted.of(kind) if counted is not None else ()
         notes = notes if notes is not None else []
         if counted is not None and counted.note and counted.note not in notes:
             notes.append(counted.note)
+        positions = gradient_positions(self.op, self.case) if grad else range(len(actual))
         problems = []
-        for index, (a, e) in enumerate(zip(actual, expected)):
+        for index, (position, a, e) in enumerate(zip(positions, actual, expected)):
+            label = contract_label(self.op, grad, position)
             if a is None or e is None:
                 if (a is None) != (e is None):
-                    problems.append(f"{what} {index}: one side has no gradient")
+                    missing = sides[0] if a is None else sides[1]
+                    problems.append(
+                        f"{label}: {missing} gives no gradient; declare the input with "
+                        f"no_grad= if it carries none{self.reproduce}"
+                    )
                 continue
-            tolerance = tolerance_for(table, e.dtype)
+            tolerance = declared_or_default(self.op, self.case, grad, position, sides[1], e.dtype)
+            if tolerance.reason:
+                notes.append(f"{label}: {tolerance.describe()}")
             bound = bounds[index] if index < len(bounds) else None
             if bound is not None and a.shape == e.shape and a.dtype == e.dtype:
-                a, verdict = compare_summed(f"{what} {index}", a, e, tolerance, bound)
+                a, verdict = compare_summed(label, a, e, tolerance, bound)
                 target = problems if verdict.failed else notes
                 target.append(verdict.report(self.reproduce))
-            mismatch = compare(f"{what} {index}", a, e, tolerance)
+            mismatch = compare(label, a, e, tolerance, *sides)
             if mismatch:
                 problems.append(mismatch.report(self.reproduce))
         return problems
@@ -299,13 +307,14 @@ class CaseRunner:
                     continue
                 t0 = time.perf_counter()
                 counted = self.contributions(proto.backend)
+                sides = (proto.backend.name, twin.backend.name)
                 notes: list[str] = []
                 problems = self.compare_all(
-                    "output", proto.outputs, twin.outputs, TWIN_TOLERANCE, counted, notes
+                    "output", proto.outputs, twin.outputs, sides, counted, notes
                 )
                 if proto.grads and twin.grads:
                     problems += self.compare_all(
-                        "grad of input", proto.grads, twin.grads, TWIN_TOLERANCE, counted, notes
+                        "grad", proto.grads, twin.grads, sides, counted, notes
                     )
                 self.record(
                     proto.backend.name,

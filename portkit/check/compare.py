@@ -18,6 +18,11 @@ if TYPE_CHECKING:
 class Tolerance:
     rtol: float
     atol: float
+    reason: str = ""  # set for a tolerance the op declares (project/tolerances.py)
+
+    def describe(self) -> str:
+        bound = f"rtol={self.rtol:g}, atol={self.atol:g}"
+        return f"{bound}, declared: {self.reason}" if self.reason else bound
 
 
 EXACT = Tolerance(rtol=0.0, atol=0.0)
@@ -78,20 +83,44 @@ class Mismatch:
     max_ulp: int
     first: tuple[tuple[tuple[int, ...], float, float], ...]  # (index, actual, expected)
     tolerance: Tolerance | None
-    problem: str = ""  # shape or dtype disagreement, when that is the whole story
+    # Shape or dtype disagreement, when that is the whole story ({got}/{expected} fields).
+    problem: str = ""
+    got: str = ""  # who produced ``actual`` and ``expected``: "sim", "reference"
+    expected: str = ""
+    nonfinite: int = 0  # mismatches where one side is NaN or Inf (no error figures)
+    integer: bool = False  # exact comparison: differences, never ULPs
 
     def report(self, seed_note: str = "") -> str:
+        got = f"got ({self.got})" if self.got else "got"
+        expected = f"expected ({self.expected})" if self.expected else "expected"
         if self.problem:
-            return f"{self.what}: {self.problem}{seed_note}"
+            return f"{self.what}: {self.problem.format(got=got, expected=expected)}{seed_note}"
+        whole = self.integer
         shown = "; ".join(
-            f"[{','.join(map(str, i))}] got {a!r} expected {e!r}" for i, a, e in self.first
+            f"[{','.join(map(str, i))}] got {_value(a, whole)} expected {_value(e, whole)}"
+            for i, a, e in self.first
         )
+        finite = self.count - self.nonfinite
+        figures = []
+        if self.nonfinite:
+            figures.append(f"{self.nonfinite} NaN/Inf where the other side differs")
+        if finite and self.integer:
+            figures.append(f"max difference {self.max_abs:.0f}")
+        elif finite:
+            figures.append(
+                f"max abs err {self.max_abs:.3g}, max rel err {self.max_rel:.3g}, "
+                f"max ULP {self.max_ulp}"
+            )
+        bound = "exact" if self.integer and self.tolerance == EXACT else self.tolerance.describe()
         return (
-            f"{self.what}: {self.count} of {self.total} elements differ "
-            f"(rtol={self.tolerance.rtol:g}, atol={self.tolerance.atol:g}); "
-            f"max abs err {self.max_abs:.3g}, max rel err {self.max_rel:.3g}, "
-            f"max ULP {self.max_ulp}; first: {shown}{seed_note}"
+            f"{self.what}: {self.count} of {self.total} elements differ, {got} vs "
+            f"{expected} ({bound}); {'; '.join(figures)}; first: {shown}{seed_note}"
         )
+
+
+def _value(x: float, integer: bool) -> str:
+    """An element as it reads: ``3`` for an integer, ``nan``, ``1.5`` for a float."""
+    return str(int(x)) if integer else repr(x)
 
 
 def ulp_distance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -149,17 +178,25 @@ def elementwise_errors(
 
 
 def compare(
-    what: str, actual: torch.Tensor, expected: torch.Tensor, tolerance: Tolerance
+    what: str,
+    actual: torch.Tensor,
+    expected: torch.Tensor,
+    tolerance: Tolerance,
+    got: str = "",
+    expected_by: str = "",
 ) -> Mismatch | None:
-    """None when ``actual`` matches ``expected``; otherwise what differs."""
+    """None when ``actual`` matches ``expected``; otherwise what differs. ``got`` and
+    ``expected_by`` name the two sides in the report."""
 
     def problem(text: str) -> Mismatch:
-        return Mismatch(what, 0, 0, 0.0, 0.0, 0, (), tolerance, problem=text)
+        return Mismatch(what, 0, 0, 0.0, 0.0, 0, (), tolerance, text, got, expected_by)
 
     if actual.shape != expected.shape:
-        return problem(f"shape {tuple(actual.shape)}, expected {tuple(expected.shape)}")
+        return problem(
+            f"{{got}} shape {tuple(actual.shape)}, {{expected}} shape {tuple(expected.shape)}"
+        )
     if actual.dtype != expected.dtype:
-        return problem(f"dtype {actual.dtype}, expected {expected.dtype}")
+        return problem(f"{{got}} dtype {actual.dtype}, {{expected}} dtype {expected.dtype}")
     a = actual.detach().cpu()
     e = expected.detach().cpu()
     if _all_close(a, e, tolerance):  # the usual case: no per-element figures to compute
@@ -168,6 +205,8 @@ def compare(
     bad, diff, rel, ulps = errors.bad, errors.abs, errors.rel, errors.ulps
     if not bool(bad.any()):
         return None
+    figured = bad & errors.finite  # NaN/Inf mismatches have no error figures
+    nonfinite = int((bad & ~errors.finite).sum())
     indices = bad.nonzero()[:SHOWN_MISMATCHES]
     first = tuple(
         (tuple(int(i) for i in idx), float(a[tuple(idx)]), float(e[tuple(idx)])) for idx in indices
@@ -176,11 +215,15 @@ def compare(
         what=what,
         count=int(bad.sum()),
         total=a.numel(),
-        max_abs=float(diff[bad].max()) if bad.any() else 0.0,
-        max_rel=float(rel[bad].max()) if bad.any() else 0.0,
-        max_ulp=int(ulps[bad].max()) if bad.any() else 0,
+        max_abs=float(diff[figured].max()) if figured.any() else 0.0,
+        max_rel=float(rel[figured].max()) if figured.any() else 0.0,
+        max_ulp=int(ulps[figured].max()) if figured.any() else 0,
         first=first,
         tolerance=tolerance,
+        got=got,
+        expected=expected_by,
+        nonfinite=nonfinite,
+        integer=not a.dtype.is_floating_point,
     )
 
 

@@ -99,15 +99,25 @@ def run_case(
 
 def gradcheck_note(op: Op) -> CheckResult | None:
     """A SKIP row saying why an op with a backward gets no gradcheck: gradcheck's finite
-    differences need float64, and the op does not accept it."""
-    if not op.definition.has_backward or "float64" in op.definition.dtypes:
+    differences need float64 and the op does not accept it, or no case asks for one."""
+    definition = op.definition
+    if not definition.has_backward:
         return None
-    accepted = ", ".join(op.definition.dtypes)
-    detail = (
-        f"gradcheck not possible: it needs float64 inputs (finite differences in lower "
-        f"precision are noise) and the op accepts only {accepted}; backward is still "
-        f"checked against the reference's autograd"
-    )
+    if "float64" not in definition.dtypes:
+        accepted = ", ".join(definition.dtypes)
+        detail = (
+            f"gradcheck not possible: it needs float64 inputs (finite differences in lower "
+            f"precision are noise) and the op accepts only {accepted}; backward is still "
+            f"checked against the reference's autograd"
+        )
+    elif not any(case.gradcheck for case in definition.cases):
+        detail = (
+            "no gradcheck: no case is marked gradcheck=True (add a small float64 case, e.g. "
+            "portkit.cases.custom(..., dtype='float64', gradcheck=True)); backward is still "
+            "checked against the reference's autograd"
+        )
+    else:
+        return None
     return CheckResult(op.name, "all", "torch", "gradcheck", SKIP, detail, 0.0)
 
 
@@ -179,9 +189,10 @@ def run_suite(
             results += compiled
             if not any(r.failed for r in compiled):
                 results.append(lint_result(op, config))
-            note = gradcheck_note(op)
-            if note is not None:
-                results.append(note)
+    for op in dict.fromkeys(op for op, _ in plan):  # with or without the compile checks
+        note = gradcheck_note(op)
+        if note is not None:
+            results.append(note)
     for op, case in plan:
         advance(f"{op.name} {case.name}")
         results += run_case(op, case, backends, settings)

@@ -199,6 +199,16 @@ def print_results(results: Sequence[CheckResult], console: Console, verbose: boo
                 Text(_first_line(note)),
             )
     console.print(table)
+    # A declared tolerance is part of what passed: say which and why, once each.
+    declared = {
+        (r.op, r.backend, r.check, line): None
+        for r in results
+        if r.status == PASS
+        for line in r.detail.splitlines()
+        if ", declared: " in line
+    }
+    for op, backend, check, line in declared:
+        console.print(f"{op} / {backend} / {check}: {line}", markup=False)
     failures = [r for r in results if r.status == FAIL]
     for r in failures:
         console.print(f"[red]FAIL[/] {r.op} / {r.backend} / {r.check} / {r.case}")

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from portkit.check.compare import REFERENCE_TOLERANCE, TWIN_TOLERANCE, Tolerance, elementwise_errors
 from portkit.check.contributions import counting_run, from_machine
+from portkit.check.op_contract import differentiable, gradient_positions, label
+from portkit.check.op_contract import tolerance as declared_or_default
 from portkit.check.order_bound import OrderBound, bound_errors, compare_summed
 from portkit.check.reference_run import reference_run
 from portkit.diff.model import CaseDiff, ElementDiff, Plan, Side, TensorDiff
@@ -82,7 +84,7 @@ def run_side(
     try:
         if inputs is None:
             inputs = make_inputs(case, backend.device)
-        inputs = _differentiable(inputs)
+        inputs = differentiable(op, case, inputs)
         if backend.role == "reference":  # half precision: float32, rounded (reference_run)
             wanted = backward and op.definition.has_backward
             side.outputs, side.grads = reference_run(op, case, inputs, wanted)
@@ -106,10 +108,6 @@ def run_side(
 
         side.error = describe(exc)
     return side
-
-
-def _differentiable(inputs: list[torch.Tensor]) -> list[torch.Tensor]:
-    return [t.detach().requires_grad_(t.dtype.is_floating_point) for t in inputs]
 
 
 def diff_case(op: Op, case: Case, plan: Plan, shown: int = 5, replay: bool = False) -> CaseDiff:
@@ -137,16 +135,20 @@ def diff_case(op: Op, case: Case, plan: Plan, shown: int = 5, replay: bool = Fal
     else:
         counted = counting_run(op, case, plan.prototype.config)
     pairs = [
-        (f"output {i}", p, o, counted.outputs[i] if i < len(counted.outputs) else None)
+        (False, i, p, o, counted.outputs[i] if i < len(counted.outputs) else None)
         for i, (p, o) in enumerate(zip(prototype.outputs, other.outputs))
     ]
     pairs += [
-        (f"grad of input {i}", p, o, counted.grads[i] if i < len(counted.grads) else None)
-        for i, (p, o) in enumerate(zip(prototype.grads, other.grads))
+        (True, position, p, o, counted.grads[i] if i < len(counted.grads) else None)
+        for i, (position, p, o) in enumerate(
+            zip(gradient_positions(op, case), prototype.grads, other.grads)
+        )
         if p is not None and o is not None
     ]
-    for name, p, o, bound in pairs:
-        tolerance = plan.tolerance[case.dtype]
+    against = "reference" if plan.other.role == "reference" else plan.other.name
+    for grad, position, p, o, bound in pairs:
+        name = label(op, grad, position)
+        tolerance = declared_or_default(op, case, grad, position, against, o.dtype)
         tensor = compare_tensors(name, p, o, tolerance, writers, shown, bound)
         if not tensor.order_note and counted.note:
             tensor.order_note = counted.note

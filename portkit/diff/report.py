@@ -71,8 +71,8 @@ def print_diff(
             if not t.mismatches:
                 continue
             first = Table(
-                title=f"{case.case.name} {t.name}: first mismatches (rtol={t.tolerance.rtol:g}, "
-                f"atol={t.tolerance.atol:g}; {case.blocks_simulated} blocks re-simulated)",
+                title=f"{case.case.name} {t.name}: first mismatches ({t.tolerance.describe()}; "
+                f"{case.blocks_simulated} blocks re-simulated)",
                 title_justify="left",
             )
             for column in ("index", case.prototype, case.other, "written by (prototype)"):
@@ -124,6 +124,7 @@ def diff_json(cases: Sequence[CaseDiff], notes: Sequence[str], plan_note: str) -
             "dtype": t.dtype,
             "rtol": t.tolerance.rtol,
             "atol": t.tolerance.atol,
+            "tolerance_reason": t.tolerance.reason,
             "elements": t.total,
             "mismatches": t.mismatches,
             "share": t.share,

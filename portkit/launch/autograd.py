@@ -109,7 +109,11 @@ def op_function(op: Op, kernels: KernelSet) -> Callable[..., Any]:
                     f"op {op.name}: backward returned {len(result)} gradients for "
                     f"{ctx.num_inputs} inputs"
                 )
-            return tuple(g if is_t else None for g, is_t in zip(result, ctx.tensor_inputs))
+            frozen = definition.no_grad_positions  # declared: no gradient, whatever it returns
+            return tuple(
+                g if is_t and i not in frozen else None
+                for i, (g, is_t) in enumerate(zip(result, ctx.tensor_inputs))
+            )
 
     def apply(*inputs: Any) -> Any:
         check_inputs(op, inputs, kernels.device)

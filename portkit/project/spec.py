@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from portkit.errors import OpDefinitionError
 from portkit.project.cases import Case
 from portkit.project.dtypes import DEFAULT_OP_DTYPES, DTYPES
+from portkit.project.tolerances import Tolerance
 
 OP_ATTRIBUTE = "__portkit_op__"
 DIRECTIONS = ("forward", "backward")
@@ -53,6 +54,11 @@ class OpDefinition:
     # rounded once): for kernels that accumulate wider than they store. None: float16 and
     # bfloat16 run in float32, others as they are.
     reference_in: str | None = None
+    # Declared tolerances (project/tolerances.py); the dtype table is the default.
+    tolerances: tuple[Tolerance, ...] = ()
+    # Float inputs that carry no gradient (constant tables, masks), by position or by the
+    # forward's parameter name; inputs the backward returns None for are added by layout.
+    no_grad: tuple[int | str, ...] = ()
 
     def __post_init__(self) -> None:
         where = f"@portkit.op class {self.class_name}"
@@ -95,6 +101,58 @@ class OpDefinition:
         _require_params(where, "forward", self.forward, minimum=2)
         if self.backward is not None:
             _require_params(where, "backward", self.backward, minimum=3)
+        self._check_tolerances(where)
+        for item in self.no_grad:
+            if isinstance(item, bool) or not isinstance(item, (int, str)):
+                raise OpDefinitionError(f"{where}: no_grad holds {item!r}; use names or positions")
+            self.input_position(where, "no_grad", item)
+
+    def _check_tolerances(self, where: str) -> None:
+        known = {c.name for c in (*self.cases, *self.bench)}
+        for t in self.tolerances:
+            if not isinstance(t, Tolerance):
+                raise OpDefinitionError(f"{where}: tolerances holds {t!r}, not a portkit.Tolerance")
+            if t.case is not None and t.case not in known:
+                raise OpDefinitionError(
+                    f"{where}: tolerance for case {t.case!r}, which the op does not have; "
+                    f"cases: {', '.join(sorted(known))}"
+                )
+            if t.grad and self.backward is None:
+                raise OpDefinitionError(f"{where}: tolerance with grad=True but no backward")
+            if t.grad and t.output is not None:
+                self.input_position(where, "tolerance", t.output)
+
+    @property
+    def input_names(self) -> tuple[str, ...]:
+        """The forward's parameter names after ``k`` (empty where it takes ``*inputs``)."""
+        params = list(inspect.signature(self.forward).parameters.values())[1:]
+        if any(p.kind is p.VAR_POSITIONAL for p in params):
+            return ()
+        return tuple(p.name for p in params)
+
+    def input_label(self, position: int) -> str:
+        """``input 2 (src)``: the position among all inputs, and the name if known."""
+        names = self.input_names
+        named = f" ({names[position]})" if position < len(names) else ""
+        return f"input {position}{named}"
+
+    def input_position(self, where: str, what: str, item: int | str) -> int:
+        """The position of the input ``item`` names, or an OpDefinitionError."""
+        names = self.input_names
+        if isinstance(item, int):
+            if item < 0 or (names and item >= len(names)):
+                raise OpDefinitionError(f"{where}: {what} input {item} is not an input position")
+            return item
+        if item not in names:
+            listing = ", ".join(names) if names else "none (forward takes *inputs)"
+            raise OpDefinitionError(
+                f"{where}: {what} names input {item!r}; the forward's inputs are {listing}"
+            )
+        return names.index(item)
+
+    @property
+    def no_grad_positions(self) -> frozenset[int]:
+        return frozenset(self.input_position("", "no_grad", i) for i in self.no_grad)
 
     @property
     def has_backward(self) -> bool:
@@ -158,6 +216,8 @@ def op(
     bytes: CostModel | None = None,  # noqa: A002 (the name the decorator reads best with)
     flops: CostModel | None = None,
     reference_in: str | None = None,
+    tolerances: Sequence[Tolerance] | Tolerance = (),
+    no_grad: Sequence[int | str] | int | str = (),
 ) -> Callable[[type], type]:
     """Declare the class below as an op.
 
@@ -183,6 +243,11 @@ def op(
                 its results once, for kernels that accumulate wider than they store (a
                 float64 running sum): torch's float32 reference then carries more error
                 than the kernel. Default: half precision runs in float32.
+    tolerances: ``[portkit.Tolerance(rtol, atol, reason="...", output=..., grad=...,
+                case=..., against=..., dtype=...)]``: replaces the dtype table's default
+                where the selectors match; the reason is shown wherever it is used.
+    no_grad:    float inputs without a gradient (constant tables, masks), by the
+                forward's parameter name or position: ``no_grad=("cos", "sin")``.
     """
 
     def decorate(cls: type) -> type:
@@ -205,11 +270,18 @@ def op(
             ideal_bytes=bytes,
             ideal_flops=flops,
             reference_in=reference_in,
+            tolerances=_as_items(tolerances, Tolerance),
+            no_grad=_as_items(no_grad, (int, str)),
         )
         setattr(cls, OP_ATTRIBUTE, definition)
         return cls
 
     return decorate
+
+
+def _as_items(value: object, single: type | tuple[type, ...]) -> tuple:
+    """One item or a sequence of them, as a tuple."""
+    return (value,) if isinstance(value, single) else tuple(value)  # type: ignore[arg-type]
 
 
 def _plain(member: object) -> Callable | None:

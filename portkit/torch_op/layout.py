@@ -75,8 +75,24 @@ def op_layout(op: Op) -> OpLayout:
                 f"op {op.name}: backward returned {len(returned)} gradients "
                 f"for {len(inputs)} inputs"
             )
+        frozen = op.definition.no_grad_positions
         grads = tuple(
-            isinstance(g, torch.Tensor) and isinstance(i, torch.Tensor)
-            for g, i in zip(returned, inputs)
+            isinstance(g, torch.Tensor) and isinstance(i, torch.Tensor) and n not in frozen
+            for n, (g, i) in enumerate(zip(returned, inputs))
         )
     return OpLayout(input_types, len(outputs), tuple(layout_saved), grads, backward is not None)
+
+
+def no_gradient_inputs(op: Op) -> dict[int, str]:
+    """Tensor inputs of an op with a backward that get no gradient, position -> why:
+    declared with ``no_grad=``, or the backward returns None for them. A layout that
+    cannot be found leaves the declared ones (the implementation's run reports why)."""
+    found = {i: "declared no_grad" for i in op.definition.no_grad_positions}
+    try:
+        layout = op_layout(op)
+    except Exception:  # noqa: BLE001 (reported where the op is registered)
+        return found
+    for i, (kind, wanted) in enumerate(zip(layout.input_types, layout.grads)):
+        if kind == "Tensor" and not wanted:
+            found.setdefault(i, "its backward returns None")
+    return found

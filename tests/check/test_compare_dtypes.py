@@ -11,6 +11,7 @@ from portkit.check.compare import (
     REFERENCE_TOLERANCE,
     TOLERANCES,
     TWIN_TOLERANCE,
+    Tolerance,
     compare,
     identical,
     tolerance_for,
@@ -36,7 +37,29 @@ def test_integers_compare_exactly(dtype):
     actual[2] += 1
     mismatch = compare("out", actual, expected, tolerance_for(REFERENCE_TOLERANCE, dtype))
     assert mismatch is not None and mismatch.count == 1 and mismatch.max_ulp == 1
-    assert "[2] got 6.0 expected 5.0" in mismatch.report()
+    report = mismatch.report()
+    # Integers: the exact difference and whole values, never ULPs.
+    assert "[2] got 6 expected 5" in report and "max difference 1;" in report
+    assert "ULP" not in report and "(exact)" in report
+
+
+def test_nan_against_finite_is_reported_as_such():
+    expected = torch.tensor([1.0, 1.5, 2.0])
+    actual = torch.tensor([1.0, float("nan"), 2.0])
+    report = compare("out", actual, expected, Tolerance(1e-6, 1e-6)).report()
+    assert "1 NaN/Inf where the other side differs" in report
+    assert "[1] got nan expected 1.5" in report
+    assert "max abs err" not in report and "max ULP" not in report
+
+
+def test_report_names_both_sides_and_a_declared_reason():
+    tolerance = Tolerance(1e-6, 1e-6, reason="summed in another order")
+    actual, expected = torch.tensor([1.0, 2.0]), torch.tensor([1.0, 3.0])
+    report = compare("output 0", actual, expected, tolerance, "sim", "twin-cpu").report()
+    assert "got (sim) vs expected (twin-cpu)" in report
+    assert "declared: summed in another order" in report
+    shape = compare("output 0", actual[:1], expected, tolerance, "twin", "reference").report()
+    assert shape == "output 0: got (twin) shape (1,), expected (reference) shape (2,)"
 
 
 def test_bool_compares_exactly():
