@@ -1,0 +1,20 @@
+"""The public names import the way the README and docs/authoring.md write them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def test_cases_helpers_import_from_the_module():
+    from portkit.cases import custom, elementwise, rows
+
+    assert custom("one", [(3,)], "float32").name == "one"
+    assert callable(elementwise) and callable(rows)
+
+
+def test_simt_is_an_attribute_of_portkit_after_a_plain_import():
+    code = "import portkit; print(portkit.simt.simulate.__name__)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "simulate"
