@@ -252,7 +252,9 @@ def compile_twin_cpu(
     return CpuLibrary(library, symbols, False)
 
 
-_POISONED = re.compile(r'^(?P<where>[^\s:]+:\d+):\d+: error: attempt to use poisoned "(?P<name>\w+)"', re.M)
+_POISONED = re.compile(
+    r'^(?P<where>[^\s:]+:\d+):\d+: error: attempt to use poisoned "(?P<name>\w+)"', re.M
+)
 # What to write instead of a name NVRTC does not declare (portkit_cuda_cpu.h poisons them).
 _INSTEAD = {
     "INFINITY": "CUDART_INF_F from <math_constants.h>, or __int_as_float(0x7f800000)",

@@ -106,7 +106,8 @@ def compute(name: str, dtype: np.dtype, *args: np.ndarray) -> np.ndarray:
     float16 is the float32 function rounded to float16, as portkit_half.h computes it."""
     dtype = np.dtype(dtype)
     if dtype == np.float16:
-        return compute(name, np.dtype(np.float32), *args).astype(np.float16)
+        with np.errstate(over="ignore"):  # beyond float16's range: inf, as on the GPU
+            return compute(name, np.dtype(np.float32), *args).astype(np.float16)
     shape = np.broadcast_shapes(*(np.shape(a) for a in args))
     columns = [np.ascontiguousarray(np.broadcast_to(a, shape), dtype).ravel() for a in args]
     out = np.empty(columns[0].size, dtype)
@@ -136,9 +137,9 @@ def _numpy_function(name: str) -> Callable[..., np.ndarray]:
     if name == "fdim":
         return lambda x, y: np.where(x > y, x - y, np.where(np.isnan(x - y), x - y, 0.0))
     if name == "fma":
-        return lambda a, b, c: (
-            np.longdouble(a) * np.longdouble(b) + np.longdouble(c)
-        ).astype(np.float64)
+        return lambda a, b, c: (np.longdouble(a) * np.longdouble(b) + np.longdouble(c)).astype(
+            np.float64
+        )
     if name == "remainder":
         return np.vectorize(math.remainder, otypes=[np.float64])
     if name in _PYTHON:

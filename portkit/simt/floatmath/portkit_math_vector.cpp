@@ -4,18 +4,18 @@
 
 #define PORTKIT_EXPORT extern "C" __attribute__((visibility("default")))
 #define PORTKIT_VECTOR_UNARY(fn)                                                         \
-    PORTKIT_EXPORT void portkit_v_##f##_f32(const float* x, float* out, long n) {       \
+    PORTKIT_EXPORT void portkit_v_##fn##_f32(const float* x, float* out, long n) {       \
         for (long i = 0; i < n; ++i) out[i] = portkit_math_##fn##f(x[i]);                \
     }                                                                                   \
-    PORTKIT_EXPORT void portkit_v_##f##_f64(const double* x, double* out, long n) {     \
+    PORTKIT_EXPORT void portkit_v_##fn##_f64(const double* x, double* out, long n) {     \
         for (long i = 0; i < n; ++i) out[i] = fn(x[i]);                                  \
     }
 #define PORTKIT_VECTOR_BINARY(fn)                                                        \
-    PORTKIT_EXPORT void portkit_v_##f##_f32(const float* x, const float* y, float* out, \
+    PORTKIT_EXPORT void portkit_v_##fn##_f32(const float* x, const float* y, float* out, \
                                             long n) {                                   \
         for (long i = 0; i < n; ++i) out[i] = portkit_math_##fn##f(x[i], y[i]);          \
     }                                                                                   \
-    PORTKIT_EXPORT void portkit_v_##f##_f64(const double* x, const double* y,           \
+    PORTKIT_EXPORT void portkit_v_##fn##_f64(const double* x, const double* y,           \
                                             double* out, long n) {                      \
         for (long i = 0; i < n; ++i) out[i] = fn(x[i], y[i]);                            \
     }
