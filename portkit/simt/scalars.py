@@ -148,8 +148,7 @@ _UFUNC_NAMES = {
 _INT_RESULT = {"floor", "ceil", "trunc"}
 
 
-# math names computed by portkit_math.h (floatmath), under their C names.
-_C_NAMES = {"gamma": "tgamma"}
+_C_NAMES = {"gamma": "tgamma"}  # math names portkit_math.h (floatmath) spells otherwise
 
 
 def _float_result(args: tuple[Any, ...]) -> type:
@@ -162,8 +161,7 @@ def _float_result(args: tuple[Any, ...]) -> type:
 
 def _typed_math_function(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
     ufunc = getattr(np, _UFUNC_NAMES.get(name, name), None)
-    c_name = _C_NAMES.get(name, name)
-    arity = floatmath.ARITY.get(c_name)
+    arity = floatmath.ARITY.get(c_name := _C_NAMES.get(name, name))
 
     def typed(*args: Any) -> Any:
         if len(args) == arity and all(
@@ -292,8 +290,7 @@ for _name in ("lt", "le", "gt", "ge", "eq", "ne"):
 
 
 def _bf16_math(function: Callable[[Any], Any] | str) -> Callable[[BFloat16], BFloat16]:
-    """A bfloat16 function: the float32 function (portkit_math.h's, named by a string),
-    rounded to bfloat16 as portkit_half.h computes it."""
+    """The float32 function (portkit_math.h's if named), rounded as portkit_half.h does."""
 
     def simulated(value: BFloat16) -> BFloat16:
         if isinstance(function, str):
@@ -363,7 +360,7 @@ _BF16_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "hmin": _pick(operator.lt),
     "hisnan": lambda a: np.bool_(np.isnan(a.float32())),
     "hisinf": lambda a: np.bool_(np.isinf(a.float32())),
-    "hsqrt": _bf16_math(np.sqrt),
+    "hsqrt": _bf16_math("sqrt"),
     "hexp": _bf16_math("exp"),
     "hlog": _bf16_math("log"),
     "htanh": _bf16_math("tanh"),

@@ -10,7 +10,7 @@ from portkit.backends.twin_cpu.build import find_compiler
 
 pytestmark = pytest.mark.skipif(find_compiler() is None, reason="no C++ compiler on this machine")
 
-PROTOTYPE = '''
+PROTOTYPE = """
 import math
 
 import torch
@@ -72,7 +72,7 @@ class BiasGelu:
         db = k.empty_like(b)
         k.bias_gelu_bwd[portkit.cdiv(cols, 128), 128](x, b, dy, dx, db, rows, cols)
         return dx, db
-'''
+"""
 
 TWIN = r"""
 #include <cuda_runtime.h>
