@@ -153,9 +153,7 @@ _C_NAMES = {"gamma": "tgamma"}  # math names portkit_math.h (floatmath) spells o
 
 def _float_result(args: tuple[Any, ...]) -> type:
     """The float type numba gives a math function of ``args``."""
-    floats = [type(a) for a in args if isinstance(a, np.floating)]
-    if len(floats) == 1 or (floats and all(f is floats[0] for f in floats)):
-        return floats[0]
+    floats = {type(a) for a in args if isinstance(a, np.floating)}
     return np.result_type(*floats).type if floats else FLOAT64
 
 
