@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from portkit.errors import KernelError
+from portkit.simt import floatmath
 from portkit.simt.scalars import INT64, NumberCast, as_dtype
 
 if TYPE_CHECKING:
@@ -168,13 +169,13 @@ class SimulatedCuda:
 
     @staticmethod
     def fma(a: Any, b: Any, c: Any) -> Any:
-        kind = np.result_type(a, b, c).type
-        exact = np.longdouble(a) * np.longdouble(b) + np.longdouble(c)
-        return kind(exact)
+        kind = np.result_type(a, b, c)
+        return kind.type(floatmath.compute("fma", kind, a, b, c)[()])
 
     @staticmethod
     def cbrt(x: Any) -> Any:
-        return type(x)(np.cbrt(x)) if isinstance(x, np.floating) else np.cbrt(np.float64(x))
+        kind = np.dtype(type(x)) if isinstance(x, np.floating) else np.dtype(np.float64)
+        return kind.type(floatmath.compute("cbrt", kind, x)[()])
 
     @staticmethod
     def popc(x: Any) -> Any:

@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from portkit.simt import floatmath
+
 INT64 = np.int64
 FLOAT64 = np.float64
 _NARROW_INTS = {np.int8, np.int16, np.int32, np.uint8, np.uint16, np.uint32, np.intc, np.uintc}
@@ -146,10 +148,25 @@ _UFUNC_NAMES = {
 _INT_RESULT = {"floor", "ceil", "trunc"}
 
 
+_C_NAMES = {"gamma": "tgamma"}  # math names portkit_math.h (floatmath) spells otherwise
+
+
+def _float_result(args: tuple[Any, ...]) -> type:
+    """The float type numba gives a math function of ``args``."""
+    floats = {type(a) for a in args if isinstance(a, np.floating)}
+    return np.result_type(*floats).type if floats else FLOAT64
+
+
 def _typed_math_function(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
     ufunc = getattr(np, _UFUNC_NAMES.get(name, name), None)
+    arity = floatmath.ARITY.get(c_name := _C_NAMES.get(name, name))
 
     def typed(*args: Any) -> Any:
+        if len(args) == arity and all(
+            isinstance(a, (int, float, np.integer, np.floating)) for a in args
+        ):
+            kind = _float_result(args)
+            return kind(floatmath.compute(c_name, np.dtype(kind), *args)[()])
         try:
             result = function(*args)
         except (OverflowError, ValueError, ZeroDivisionError):
@@ -164,12 +181,7 @@ def _typed_math_function(name: str, function: Callable[..., Any]) -> Callable[..
         if isinstance(result, int):
             return INT64(result) if name in _INT_RESULT else result
         if isinstance(result, float):
-            floats = [type(a) for a in args if isinstance(a, np.floating)]
-            if len(floats) == 1 or (floats and all(f is floats[0] for f in floats)):
-                return floats[0](result)
-            if floats:
-                return np.result_type(*floats).type(result)
-            return FLOAT64(result)
+            return _float_result(args)(result)
         return result
 
     typed.__name__ = name
@@ -275,8 +287,12 @@ for _name in ("lt", "le", "gt", "ge", "eq", "ne"):
     setattr(BFloat16, f"__{_name}__", lambda s, o, f=_operation: s._compare(o, f))
 
 
-def _bf16_math(function: Callable[[Any], Any]) -> Callable[[BFloat16], BFloat16]:
+def _bf16_math(function: Callable[[Any], Any] | str) -> Callable[[BFloat16], BFloat16]:
+    """The float32 function (portkit_math.h's if named), rounded as portkit_half.h does."""
+
     def simulated(value: BFloat16) -> BFloat16:
+        if isinstance(function, str):
+            return BFloat16(floatmath.compute(function, np.dtype(np.float32), value.float32()))
         with np.errstate(all="ignore"):
             return BFloat16(function(value.float32()))
 
@@ -342,10 +358,10 @@ _BF16_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "hmin": _pick(operator.lt),
     "hisnan": lambda a: np.bool_(np.isnan(a.float32())),
     "hisinf": lambda a: np.bool_(np.isinf(a.float32())),
-    "hsqrt": _bf16_math(np.sqrt),
-    "hexp": _bf16_math(np.exp),
-    "hlog": _bf16_math(np.log),
-    "htanh": _bf16_math(np.tanh),
+    "hsqrt": _bf16_math("sqrt"),
+    "hexp": _bf16_math("exp"),
+    "hlog": _bf16_math("log"),
+    "htanh": _bf16_math("tanh"),
     "hrsqrt": _bf16_math(lambda v: np.float32(1) / np.sqrt(v)),
     "hrcp": _bf16_math(lambda v: np.float32(1) / v),
 }

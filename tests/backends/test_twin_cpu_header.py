@@ -127,7 +127,8 @@ extern "C" __global__ void builtins(float* out, const float4* v) {
     const float4 b = make_float4(1.0f, 2.0f, 3.0f, 4.0f);
     out[0] = a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w;
     out[1] = __expf(0.0f) + rsqrtf(4.0f) + __fdividef(1.0f, 4.0f) + fmaf(2.0f, 3.0f, 1.0f);
-    out[2] = tanhf(0.0f) + erff(0.0f) + fabsf(-2.0f) + fmaxf(1.0f, -INFINITY) + fminf(1.0f, 3.0f);
+    out[2] = tanhf(0.0f) + erff(0.0f) + fabsf(-2.0f) + fmaxf(1.0f, -__int_as_float(0x7f800000))
+             + fminf(1.0f, 3.0f);
     out[3] = (float)(gridDim.x * 100 + blockDim.x * 10 + warpSize);
     out[4] = __half2float(__float2half(1.0f / 3.0f));
     out[5] = __bfloat162float(__float2bfloat16(1.0f / 3.0f));

@@ -33,8 +33,9 @@ from pathlib import Path
 
 from portkit import cache_files
 from portkit.errors import TwinCompileError
+from portkit.simt.floatmath import SOURCE_DIR as MATH_DIR
 
-CACHE_FORMAT = 3  # 3: symbols and digest in <library>.manifest.json
+CACHE_FORMAT = 4  # 3: symbols and digest in <library>.manifest.json; 4: shared math header
 INCLUDE_DIR = Path(__file__).resolve().parent / "include"
 HEADER_SUFFIXES = (".cuh", ".h", ".hpp")
 # -ffp-contract=off: no fused multiply-add, as the simulated prototype computes (a GPU
@@ -201,13 +202,13 @@ def _headers(folder: Path) -> list[tuple[str, bytes]]:
 
 def flags(mode: str, path: Path) -> list[str]:
     chosen = MODE_FLAGS[mode] if mode != "check" or asan_runtime() else CHECK_WITHOUT_ASAN
-    return [*COMMON_FLAGS, *chosen, f"-I{INCLUDE_DIR}", f"-I{path.parent}"]
+    return [*COMMON_FLAGS, *chosen, f"-I{INCLUDE_DIR}", f"-I{MATH_DIR}", f"-I{path.parent}"]
 
 
 def cache_key(unit: str, path: Path, mode: str, compiler: Compiler) -> str:
     digest = hashlib.sha256(f"portkit-twin-cpu-{CACHE_FORMAT}\n".encode())
     digest.update(unit.encode())
-    for folder in (path.parent, INCLUDE_DIR):
+    for folder in (path.parent, INCLUDE_DIR, MATH_DIR):
         for name, data in _headers(folder):
             digest.update(name.encode() + b"\0" + data)
     digest.update(compiler.identity.encode())
@@ -239,9 +240,47 @@ def compile_twin_cpu(
         proc = subprocess.run(command, capture_output=True, text=True)
         if proc.returncode != 0:
             log = "\n".join(proc.stderr.strip().splitlines()[:40])
+            undeclared = not_in_nvrtc(proc.stderr)
+            if undeclared:
+                raise TwinCompileError(f"twin {undeclared}")
             raise TwinCompileError(f"twin {path} does not compile for the CPU ({mode}):\n{log}")
         cache_files.store(library, output, {"symbols": symbols})
     return CpuLibrary(library, symbols, False)
+
+
+_POISONED = re.compile(
+    r'^(?P<where>[^\s:]+:\d+):\d+: error: attempt to use poisoned "(?P<name>\w+)"', re.M
+)
+# What to write instead of a name NVRTC does not declare (portkit_cuda_cpu.h poisons them).
+_INSTEAD = {
+    "INFINITY": "CUDART_INF_F from <math_constants.h>, or __int_as_float(0x7f800000)",
+    "HUGE_VALF": "CUDART_INF_F from <math_constants.h>",
+    "HUGE_VAL": "CUDART_INF from <math_constants.h>",
+    "NAN": "CUDART_NAN_F from <math_constants.h>",
+    "FLT_MAX": "CUDART_MAX_NORMAL_F from <math_constants.h>, or 3.402823466e+38f",
+    "std": "CUDA's own names without std:: (tanhf, isnan, min, max...)",
+}
+
+
+def not_in_nvrtc(log: str) -> str | None:
+    """``file:line: NAME is ...`` for the first name NVRTC would not know, or None."""
+    match = _POISONED.search(log)
+    if match is None:
+        return None
+    name = match["name"]
+    if name in _INSTEAD:
+        instead = _INSTEAD[name]
+    elif name.startswith("M_"):
+        instead = "the CUDART_ constant from <math_constants.h> (CUDART_PI_F...) or a literal"
+    elif name.endswith("_t"):
+        instead = "int, unsigned, long long or unsigned long long"
+    else:
+        instead = "a function CUDA declares for device code (printf, malloc, memcpy...)"
+    where = name + "::" if name == "std" else name
+    return (
+        f"{match['where']}: {where} is not declared by NVRTC, which compiles the twin for "
+        f"the GPU; write {instead}"
+    )
 
 
 def _display_name(path: Path) -> str:

@@ -3,22 +3,21 @@
 Typing follows the per-thread engine exactly (``scalars.py``): a function of uniform
 arguments is the per-thread function itself; of per-lane arguments, the same function
 applied lane by lane (``per_lane``), except where a whole-array form is known to give
-the same bits: ``math.exp`` & co of a float array run Python's ``math`` on each element
-in double and round back, as the per-thread engine does, and ``sqrt`` (correctly
-rounded in NumPy and in C) runs as one ufunc.
+the same bits: ``math.exp`` & co of a float array make one call into portkit_math.h
+(``floatmath``), which the per-thread engine and the CPU twin compute too, and ``sqrt``
+(correctly rounded in NumPy and in C) runs as one ufunc.
 """
 
 from __future__ import annotations
 
 import builtins
-import math
 import sys
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from portkit.simt import intrinsics
+from portkit.simt import floatmath, intrinsics
 from portkit.simt.lockstep.arrays import LaneArray
 from portkit.simt.lockstep.lanes import is_lanes
 from portkit.simt.lockstep.vectorize import Unsupported
@@ -63,9 +62,7 @@ _FAST_UNARY = {
 
 
 def _fast_unary(name: str) -> Callable[..., Any]:
-    exact = getattr(math, name)
-    typed = getattr(TYPED_MATH, name)
-    slow = per_lane(typed, name)
+    slow = per_lane(getattr(TYPED_MATH, name), name)
 
     def apply(*args: Any) -> Any:
         if len(args) != 1 or not is_lanes(args[0]):
@@ -76,11 +73,10 @@ def _fast_unary(name: str) -> Callable[..., Any]:
         chunk = _CURRENT[0]
         full = chunk.full_lanes
         values = x if full else x[chunk.mask]
-        try:
-            result = np.fromiter(map(exact, values.tolist()), np.float64, values.size)
-        except (OverflowError, ValueError):
-            result = np.array([float(typed(v)) for v in values], np.float64)
-        result = result.astype(x.dtype)
+        if name in floatmath.ARITY:  # portkit_math.h, as the CPU twin computes it
+            result = floatmath.compute(name, x.dtype, values)
+        else:
+            result = np.abs(values)  # fabs: exact
         if full:
             return result
         out = np.zeros(x.size, x.dtype)

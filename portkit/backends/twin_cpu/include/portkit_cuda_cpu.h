@@ -17,7 +17,6 @@
 // (portkit/backends/twin_cpu/build.py) and reads errors from a message buffer.
 #pragma once
 
-#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,10 +26,11 @@
 #include <ucontext.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstddef>
 #include <type_traits>
 #include <utility>
+
+#include "portkit_math.h"  // portkit/simt/floatmath: the math the simulator computes too
 
 #if defined(__SANITIZE_ADDRESS__)
 #define PORTKIT_ASAN 1
@@ -698,3 +698,20 @@ PORTKIT_REDUCE(__reduce_xor_sync, W_RED_XOR, unsigned, 0)
 
 #include "portkit_cuda_math.h"
 #include "portkit_half.h"
+
+// ---- what NVRTC does not declare is an error here too ---------------------------------
+// NVRTC compiles a twin without the C library's headers: INFINITY, M_PI, FLT_MAX,
+// uint32_t, std::anything and glibc's host functions are undeclared there. Poisoned here
+// so a twin that uses them fails on the CPU as on the GPU (build.py says what to write
+// instead). Macros defined above keep working: poison applies to text that follows.
+#pragma GCC poison INFINITY NAN HUGE_VAL HUGE_VALF HUGE_VALL MAXFLOAT FP_NAN FP_INFINITE
+#pragma GCC poison FP_ZERO FP_SUBNORMAL FP_NORMAL fpclassify M_E M_LOG2E M_LOG10E M_LN2
+#pragma GCC poison M_LN10 M_PI M_PI_2 M_PI_4 M_1_PI M_2_PI M_2_SQRTPI M_SQRT2 M_SQRT1_2
+#pragma GCC poison FLT_MAX FLT_MIN FLT_EPSILON FLT_TRUE_MIN DBL_MAX DBL_MIN DBL_EPSILON
+#pragma GCC poison CHAR_BIT SCHAR_MAX SHRT_MAX INT_MAX INT_MIN UINT_MAX LONG_MAX LONG_MIN
+#pragma GCC poison ULONG_MAX LLONG_MAX LLONG_MIN ULLONG_MAX INT8_MAX INT16_MAX INT32_MAX
+#pragma GCC poison INT32_MIN INT64_MAX INT64_MIN UINT8_MAX UINT16_MAX UINT32_MAX UINT64_MAX
+#pragma GCC poison int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t
+#pragma GCC poison intptr_t uintptr_t std EXIT_SUCCESS EXIT_FAILURE RAND_MAX
+#pragma GCC poison exit abort puts fprintf sprintf snprintf vsnprintf strlen strcmp rand
+#pragma GCC poison atoi atof calloc realloc memcmp stderr stdout

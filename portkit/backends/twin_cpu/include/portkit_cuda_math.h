@@ -60,11 +60,52 @@ template <typename T> inline void __stcg(T* p, T v) { *p = v; }
 template <typename T> inline void __stcs(T* p, T v) { *p = v; }
 template <typename T> inline void __stwt(T* p, T v) { *p = v; }
 
-// ---- math: libm for the named functions; the fast intrinsics take the accurate path,
-// which is within their documented error of what a GPU gives ----
+// ---- math: CUDA's names over portkit_math.h, the functions the simulator computes too.
+// float: the float64 function rounded once; double: the C library's. The fast intrinsics
+// take the accurate path, which is within their documented error of what a GPU gives.
+#define PORTKIT_CUDA_UNARY(fn)                                                                  \
+    inline float fn##f(float x) { return portkit_math_##fn##f(x); }                               \
+    inline float fn(float x) { return portkit_math_##fn##f(x); }
+#define PORTKIT_CUDA_BINARY(fn)                                                                 \
+    inline float fn##f(float x, float y) { return portkit_math_##fn##f(x, y); }                  \
+    inline float fn(float x, float y) { return portkit_math_##fn##f(x, y); }
+PORTKIT_MATH_UNARY(PORTKIT_CUDA_UNARY)
+PORTKIT_MATH_BINARY(PORTKIT_CUDA_BINARY)
+#undef PORTKIT_CUDA_UNARY
+#undef PORTKIT_CUDA_BINARY
+// Exact functions: the C library's float forms, under C++'s float overloads as CUDA has.
+#define PORTKIT_CUDA_EXACT_UNARY(fn) inline float fn(float x) { return fn##f(x); }
+#define PORTKIT_CUDA_EXACT_BINARY(fn) inline float fn(float x, float y) { return fn##f(x, y); }
+PORTKIT_MATH_EXACT_UNARY(PORTKIT_CUDA_EXACT_UNARY)
+PORTKIT_MATH_EXACT_BINARY(PORTKIT_CUDA_EXACT_BINARY)
+#undef PORTKIT_CUDA_EXACT_UNARY
+#undef PORTKIT_CUDA_EXACT_BINARY
+inline float fma(float a, float b, float c) { return fmaf(a, b, c); }
+inline float ldexp(float x, int e) { return ldexpf(x, e); }
+inline float frexp(float x, int* e) { return frexpf(x, e); }
+inline float modf(float x, float* i) { return modff(x, i); }
+inline float scalbn(float x, int e) { return scalbnf(x, e); }
+inline int ilogb(float x) { return ilogbf(x); }
+inline long lrint(float x) { return lrintf(x); }
+inline long long llrint(float x) { return llrintf(x); }
+inline long lround(float x) { return lroundf(x); }
+inline long long llround(float x) { return llroundf(x); }
+inline float remquo(float x, float y, int* q) { return remquof(x, y, q); }
+// Classification: CUDA declares these for float and double (and the integer types).
+template <typename T> inline bool isnan(T x) { return __builtin_isnan(x); }
+template <typename T> inline bool isinf(T x) { return __builtin_isinf(x); }
+template <typename T> inline bool isfinite(T x) { return __builtin_isfinite(x); }
+template <typename T> inline bool signbit(T x) { return __builtin_signbit(x); }
+// abs, labs and llabs come from <stdlib.h> (libstdc++ declares abs for the float types).
+
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 inline double rsqrt(double x) { return 1.0 / sqrt(x); }
 inline float rcbrtf(float x) { return 1.0f / cbrtf(x); }
+inline double rcbrt(double x) { return 1.0 / cbrt(x); }
+inline float sinpif(float x) { return portkit_math_sinf(x * 3.14159265358979323846); }
+inline float cospif(float x) { return portkit_math_cosf(x * 3.14159265358979323846); }
+inline void sincosf(float x, float* s, float* c) { *s = sinf(x); *c = cosf(x); }
+inline void sincos(double x, double* s, double* c) { *s = sin(x); *c = cos(x); }
 inline float __expf(float x) { return expf(x); }
 inline float __exp10f(float x) { return exp10f(x); }
 inline float __logf(float x) { return logf(x); }
@@ -148,12 +189,3 @@ inline long long min(long long a, int b) { return min(a, (long long)b); }
 inline long long min(int a, long long b) { return min((long long)a, b); }
 inline long long max(long long a, int b) { return max(a, (long long)b); }
 inline long long max(int a, long long b) { return max((long long)a, b); }
-
-// CUDA device code calls the float overloads of the C functions by name (isnan(x) for
-// a float, exp(x) for a float picks expf). <cmath> puts them in std; bring them in.
-using std::abs;
-using std::isfinite;
-using std::isinf;
-using std::isnan;
-using std::signbit;
-

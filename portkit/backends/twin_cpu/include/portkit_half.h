@@ -116,12 +116,24 @@ inline float2 __bfloat1622float2(__nv_bfloat162 h) { return float2{float(h.x), f
 PORTKIT_HALF_FN(__half, __h)
 PORTKIT_HALF_FN(__nv_bfloat16, __h)
 #undef PORTKIT_HALF_FN
-inline __half hexp(__half h) { return __half(expf(float(h))); }
-inline __half hlog(__half h) { return __half(logf(float(h))); }
-inline __half hsqrt(__half h) { return __half(sqrtf(float(h))); }
-inline __half hrsqrt(__half h) { return __half(1.0f / sqrtf(float(h))); }
-inline __nv_bfloat16 hexp(__nv_bfloat16 h) { return __nv_bfloat16(expf(float(h))); }
-inline __nv_bfloat16 hlog(__nv_bfloat16 h) { return __nv_bfloat16(logf(float(h))); }
-inline __nv_bfloat16 hsqrt(__nv_bfloat16 h) { return __nv_bfloat16(sqrtf(float(h))); }
-inline bool __hisnan(__half h) { return std::isnan(float(h)); }
-inline bool __hisnan(__nv_bfloat16 h) { return std::isnan(float(h)); }
+// Math of the narrow types: the float32 function (portkit_math.h), rounded to the type,
+// as the simulator computes them.
+#define PORTKIT_HALF_MATH(T)                                                              \
+    inline T hexp(T h) { return T(expf(float(h))); } \
+    inline T hexp2(T h) { return T(exp2f(float(h))); } \
+    inline T hexp10(T h) { return T(exp10f(float(h))); } \
+    inline T hlog(T h) { return T(logf(float(h))); } \
+    inline T hlog2(T h) { return T(log2f(float(h))); } \
+    inline T hlog10(T h) { return T(log10f(float(h))); } \
+    inline T hsin(T h) { return T(sinf(float(h))); } \
+    inline T hcos(T h) { return T(cosf(float(h))); } \
+    inline T htanh(T h) { return T(tanhf(float(h))); } \
+    inline T hsqrt(T h) { return T(sqrtf(float(h))); } \
+    inline T hrsqrt(T h) { return T(1.0f / sqrtf(float(h))); } \
+    inline T hrcp(T h) { return T(1.0f / float(h)); }
+PORTKIT_HALF_MATH(__half)
+PORTKIT_HALF_MATH(__nv_bfloat16)
+#undef PORTKIT_HALF_MATH
+
+inline bool __hisnan(__half h) { return __builtin_isnan(float(h)); }
+inline bool __hisnan(__nv_bfloat16 h) { return __builtin_isnan(float(h)); }
