@@ -132,10 +132,7 @@ def _nvrtc(path: Path, expressions: Sequence[str], arch: str) -> object:
 def nvrtc_syntax_check(path: Path, arch: str = DEFAULT_ARCH) -> None:
     """Compile ``path`` instantiating nothing, for a twin whose kernel signatures portkit
     cannot read: NVRTC's error, if it has one, says what is wrong better than the reader."""
-    code = _nvrtc(path, (), arch)
-    close = getattr(code, "close", None)
-    if close is not None:
-        close()
+    _nvrtc(path, (), arch)
 
 
 _INSTANTIATION = re.compile(
