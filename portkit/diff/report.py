@@ -103,11 +103,12 @@ def verdict(cases: Sequence[CaseDiff]) -> list[tuple[str, bool]]:
     were compared differ, then how many could not run and why (never counted as differing)."""
     compared = [c for c in cases if not c.error]
     differing = [c for c in compared if c.differs]
+    cases_word = "compared cases" if len(compared) < len(cases) else "cases"
     lines = []
     if differing:
-        lines.append((f"{len(differing)} of {len(compared)} compared cases differ", True))
+        lines.append((f"{len(differing)} of {len(compared)} {cases_word} differ", True))
     elif compared:
-        lines.append((f"all {len(compared)} compared cases agree", False))
+        lines.append((f"all {len(compared)} {cases_word} agree", False))
     kinds: dict[str, int] = {}
     for case in cases:
         if case.error:
