@@ -29,6 +29,23 @@ class OpDefinitionError(PortkitError):
     """A prototype file or twin that breaks the author's contract."""
 
 
+class BackwardContractError(OpDefinitionError):
+    """An op's backward breaks the contract (the wrong number of gradients): a failure of
+    the backward, even when it is found while the forward is being registered."""
+
+    @classmethod
+    def gradient_count(cls, op: str, returned: int, inputs: int) -> BackwardContractError:
+        return cls(
+            f"op {op}: backward returned {returned} gradient(s), expected {inputs} (one per "
+            f"input of the forward, None for an input without one)"
+        )
+
+
+class TwinSignatureError(OpDefinitionError):
+    """portkit cannot read a twin kernel's parameter list. Callers that have a compiler
+    let it speak first: a syntax error is its to report (backends/twin*/build.py)."""
+
+
 class DtypeError(OpDefinitionError):
     """An op's dtypes and its kernels or reference disagree: a twin template that cannot
     be instantiated for a dtype the op accepts, or a reference that returns another dtype
@@ -45,7 +62,16 @@ class LaunchError(PortkitError):
 
 
 class TwinCompileError(PortkitError):
-    """NVRTC rejected a twin; the message carries its log with file and line."""
+    """NVRTC or the host C++ compiler rejected a twin; the message carries its log."""
+
+
+class ReferenceFailure(PortkitError):
+    """An op's PyTorch reference raised on a case. ``stage`` is "forward" (calling it) or
+    "backward" (its autograd); the message names the reference's file:line."""
+
+    def __init__(self, message: str, stage: str) -> None:
+        super().__init__(message)
+        self.stage = stage
 
 
 class KernelError(PortkitError):

@@ -27,11 +27,18 @@ from portkit.check.op_contract import label as contract_label
 from portkit.check.op_contract import tolerance as declared_or_default
 from portkit.check.order_bound import compare_summed
 from portkit.check.reference_run import reference_run
-from portkit.errors import DtypeError, describe
+from portkit.errors import (
+    BackwardContractError,
+    DtypeError,
+    ReferenceFailure,
+    TwinCompileError,
+    TwinSignatureError,
+    describe,
+)
 from portkit.launch.autograd import as_tuple
 from portkit.launch.guards import GuardZones
 from portkit.project.cases import Case, make_grad_outputs, make_inputs
-from portkit.results import FAIL, PASS, CheckResult
+from portkit.results import FAIL, PASS, SKIP, CheckResult
 from portkit.torch_op.load import registered_callable
 
 if TYPE_CHECKING:
@@ -79,10 +86,14 @@ class CaseRunner:
     _contributions: Contributions | None = None
 
     # -- bookkeeping -------------------------------------------------------------
-    def record(self, backend: str, check: str, status: str, detail: str = "", t0=None) -> None:
+    def record(
+        self, backend: str, check: str, status: str, detail: str = "", t0=None, case: str = ""
+    ) -> None:
         seconds = time.perf_counter() - t0 if t0 is not None else 0.0
         self.results.append(
-            CheckResult(self.op.name, self.case.name, backend, check, status, detail, seconds)
+            CheckResult(
+                self.op.name, case or self.case.name, backend, check, status, detail, seconds
+            )
         )
 
     @property
@@ -90,18 +101,42 @@ class CaseRunner:
         rerun = self.rerun or f"portkit check {self.op.name} --case {self.case.name}"
         return f" [seed {self.case.seed}; reproduce: {rerun}]"
 
+    def build_failed(self, backend: str) -> bool:
+        """Whether ``backend`` could not build the op's kernels (its ``compile`` row)."""
+        return any(r.backend == backend and r.check == "compile" and r.failed for r in self.results)
+
     # -- the reference, computed once per device ---------------------------------
     def reference(self, device: str) -> tuple[tuple, tuple]:
-        """Reference outputs and input gradients on ``device``."""
+        """Reference outputs and input gradients on ``device``; raises ``ReferenceFailure``
+        (kept, so a reference that raises runs once per device) when the reference does."""
         import torch
 
         if device not in self._references:
             inputs = self.differentiable(self.inputs(device))
             backward = self.op.definition.has_backward
-            self._references[device] = reference_run(self.op, self.case, inputs, backward)
+            try:
+                self._references[device] = reference_run(self.op, self.case, inputs, backward)
+            except ReferenceFailure as exc:
+                self._references[device] = exc
+                # The reference's own row, once: no implementation is blamed for it.
+                self.record("reference", exc.stage, FAIL, f"{exc}{self.reproduce}")
             if device == "cuda":
                 torch.cuda.synchronize()
-        return self._references[device]
+        found = self._references[device]
+        if isinstance(found, ReferenceFailure):
+            raise found
+        return found
+
+    def reference_failed(self, name: str, device: str) -> bool:
+        """Whether the reference raised on ``device``; if so ``name`` is marked as not
+        compared (the failure is the reference's row)."""
+        try:
+            self.reference(device)
+        except ReferenceFailure as exc:
+            reason = f"not compared: the reference failed (see reference / {exc.stage})"
+            self.record(name, "run", SKIP, reason)
+            return True
+        return False
 
     def inputs(self, device: str) -> list[torch.Tensor]:
         """A fresh copy of the case's inputs on ``device``. They are made once per case:
@@ -133,6 +168,8 @@ class CaseRunner:
     def run_reference_backend(self, backend: Backend) -> None:
         if not (self.case.gradcheck and self.op.definition.has_backward):
             return
+        if self.reference_failed(backend.name, backend.device):
+            return
         t0 = time.perf_counter()
         self.gradcheck(backend.name, self.op.definition.reference, backend.device, t0)
 
@@ -141,6 +178,8 @@ class CaseRunner:
 
         run = ImplementationRun(backend)
         name, device = backend.name, backend.device
+        if self.reference_failed(name, device):
+            return None
         t0 = time.perf_counter()
         try:
             kernels = backend.kernels(self.op, poison_outputs=self.settings.poison)
@@ -156,6 +195,13 @@ class CaseRunner:
             outputs = as_tuple(fn(*inputs, *self.case.extra))
             if device == "cuda":
                 torch.cuda.synchronize()
+        except (TwinCompileError, TwinSignatureError) as exc:  # the op's build, not this case
+            self.record(name, "compile", FAIL, str(exc), t0, case="all")
+            return None
+        except BackwardContractError as exc:  # found registering the forward; not its fault
+            self.record(name, "forward", SKIP, "not run: the op's backward breaks the contract")
+            self.record(name, "backward", FAIL, f"{exc}{self.reproduce}", t0)
+            return None
         except Exception as exc:  # a kernel's or launcher's error fails this check only
             self.record(name, "forward", FAIL, f"{describe(exc)}{self.reproduce}", t0)
             return None

@@ -77,13 +77,20 @@ def gpu_implementations(op: Op, backends: Iterable[Backend]) -> list[str]:
 
 
 def run_case(
-    op: Op, case: Case, backends: Sequence[Backend], settings: CheckSettings | None = None
+    op: Op,
+    case: Case,
+    backends: Sequence[Backend],
+    settings: CheckSettings | None = None,
+    unbuilt: dict[str, str] | None = None,
 ) -> list[CheckResult]:
-    """Every check of ``op`` on ``case`` across ``backends``."""
+    """Every check of ``op`` on ``case`` across ``backends``. ``unbuilt`` (backend name ->
+    why it did not build ``op``) is shared by the cases of one op: a backend whose build
+    failed once reports its compiler's error in that case and is skipped in the rest."""
     runner = CaseRunner(op, case, settings=settings or CheckSettings())
+    unbuilt = {} if unbuilt is None else unbuilt
     runs = []
     for backend in backends:
-        reason = skip_reason(op, case, backend, backends)
+        reason = skip_reason(op, case, backend, backends) or unbuilt.get(backend.name)
         if reason:
             runner.record(backend.name, "run", SKIP, reason)
             continue
@@ -93,8 +100,14 @@ def run_case(
         run = runner.run_implementation(backend)
         if run is not None:
             runs.append(run)
+        elif runner.build_failed(backend.name):
+            unbuilt[backend.name] = not_built(backend.name, f"{backend.name} / compile")
     runner.cross_compare(runs)
     return runner.results
+
+
+def not_built(subject: str, row: str) -> str:
+    return f"not run: {subject} does not compile (see {row} above)"
 
 
 def gradcheck_note(op: Op) -> CheckResult | None:
@@ -182,6 +195,7 @@ def run_suite(
     from portkit.lint.compile import compile_checks
 
     results: list[CheckResult] = []
+    unbuilt: dict[str, dict[str, str]] = {op.name: {} for op, _ in plan}
     if compile_first:
         for op in dict.fromkeys(op for op, _ in plan):
             advance(f"{op.name}: compile for sm_90, lint")
@@ -189,11 +203,17 @@ def run_suite(
             results += compiled
             if not any(r.failed for r in compiled):
                 results.append(lint_result(op, config))
+            for failed in compiled:
+                twin_compile = failed.backend == "twin" and failed.check.startswith("compile")
+                if failed.failed and twin_compile:
+                    # Its compiler's error is that row's; no twin backend repeats it per case.
+                    reason = not_built("the twin", f"twin / {failed.check}")
+                    unbuilt[op.name].update({b.name: reason for b in backends if b.role == "twin"})
     for op in dict.fromkeys(op for op, _ in plan):  # with or without the compile checks
         note = gradcheck_note(op)
         if note is not None:
             results.append(note)
     for op, case in plan:
         advance(f"{op.name} {case.name}")
-        results += run_case(op, case, backends, settings)
+        results += run_case(op, case, backends, settings, unbuilt[op.name])
     return results

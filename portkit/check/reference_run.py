@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from portkit.errors import ReferenceFailure
 from portkit.launch.autograd import as_tuple
 from portkit.project.cases import make_grad_outputs
 
@@ -41,14 +42,41 @@ def reference_run(
     op: Op, case: Case, inputs: Sequence[torch.Tensor], backward: bool
 ) -> tuple[tuple[torch.Tensor, ...], tuple]:
     """Reference outputs (detached) and, if ``backward``, the gradients of the inputs
-    that require them. ``inputs`` are the case's tensors, floats requiring grad."""
+    that require them. ``inputs`` are the case's tensors, floats requiring grad.
+    Raises ``ReferenceFailure`` when the reference (or its autograd) raises: the
+    reference's bug, never an implementation's."""
+    stage = ["forward"]
+    try:
+        return _run(op, case, inputs, backward, stage)
+    except Exception as exc:
+        raise ReferenceFailure(_failure(op, exc, stage[0]), stage[0]) from exc
 
+
+def _failure(op: Op, exc: Exception, stage: str) -> str:
+    """One line: what the reference raised and where, at the deepest frame in the op's
+    prototype file (a torch function's internals are not where the mistake is)."""
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    ours = [f for f in frames if f.filename == str(op.prototype_path)]
+    frame = (ours or frames or [None])[-1]
+    where = f" (at {frame.filename}:{frame.lineno})" if frame is not None else ""
+    message = str(exc).strip().splitlines()
+    text = f"{type(exc).__name__}: {message[0]}" if message else type(exc).__name__
+    what = "the reference" if stage == "forward" else "the reference's autograd"
+    return f"op {op.name}: {what} raised {text}{where}"
+
+
+def _run(
+    op: Op, case: Case, inputs: Sequence[torch.Tensor], backward: bool, stage: list[str]
+) -> tuple[tuple[torch.Tensor, ...], tuple]:
     definition = op.definition
     native = as_tuple(definition.reference(*inputs, *case.extra))
     widen = [_widened(t.dtype, definition.reference_in) for t in inputs]
     if all(w == t.dtype for w, t in zip(widen, inputs)):
         grads: tuple = ()
         if backward:
+            stage[0] = "backward"
             grads = _grads(case, native, native, inputs)
         return tuple(o.detach() for o in native), grads
     wide = [
@@ -59,6 +87,7 @@ def reference_run(
     rounded = tuple(o.detach().to(n.dtype) for o, n in zip(outputs, native))
     if not backward:
         return rounded, ()
+    stage[0] = "backward"
     grads = _grads(case, native, outputs, wide)
     return rounded, tuple(
         g.to(t.dtype) if g is not None else None

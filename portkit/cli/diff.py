@@ -77,7 +77,7 @@ def diff_command(
     Without a GPU the prototype runs in portkit's simulator and is compared with the
     twin compiled for the CPU (twin-cpu, needs g++ or clang++), or with the PyTorch
     reference when there is no compiler; the output says which.
-    Exits 1 when anything differs, 0 when everything agrees.
+    Exits 1 when anything differs or a case could not run, 0 when everything agrees.
 
     \b
     Examples:
@@ -128,8 +128,8 @@ def diff_command(
         if not as_json:
             console.print(f"plot written to {written}")
     if debug:
-        differing = [c for c in results if c.differs and not c.error]
+        differing = [c for c in results if c.differs]
         if not differing:
             raise PortkitError("--debug: nothing differs, so there is no thread to stop at")
         debug_mismatch(op, differing[0])
-    sys.exit(EXIT_FAILED_CHECKS if any(c.differs for c in results) else 0)
+    sys.exit(EXIT_FAILED_CHECKS if any(c.differs or c.error for c in results) else 0)

@@ -26,7 +26,13 @@ from portkit.diff.writers import (
     RecordedWriters,
     ReplayedWriters,
 )
-from portkit.errors import PortkitError
+from portkit.errors import (
+    PortkitError,
+    ReferenceFailure,
+    TwinCompileError,
+    TwinSignatureError,
+    describe,
+)
 from portkit.launch.autograd import as_tuple, op_function
 from portkit.project.cases import Case, make_grad_outputs, make_inputs
 
@@ -104,10 +110,17 @@ def run_side(
         if backend.device == "cuda":
             torch.cuda.synchronize()
     except Exception as exc:  # a kernel bug or launcher error: reported, not raised
-        from portkit.errors import describe
-
-        side.error = describe(exc)
+        side.error, side.error_kind = describe(exc), failure_kind(exc, backend)
     return side
+
+
+def failure_kind(exc: Exception, backend: Backend) -> str:
+    """What failed, in a few words, for the verdict's count of cases that could not run."""
+    if isinstance(exc, ReferenceFailure):
+        return "the reference failed"
+    if isinstance(exc, (TwinCompileError, TwinSignatureError)):
+        return f"{backend.role} compile error"
+    return f"{backend.name} raised"
 
 
 def diff_case(op: Op, case: Case, plan: Plan, shown: int = 5, replay: bool = False) -> CaseDiff:
@@ -117,11 +130,18 @@ def diff_case(op: Op, case: Case, plan: Plan, shown: int = 5, replay: bool = Fal
 
     t0 = time.perf_counter()
     result = CaseDiff(case, plan.prototype.name, plan.other.name)
+    for backend in (plan.prototype, plan.other):
+        if backend.name in plan.unbuilt:  # its compiler's error was shown with a case before
+            result.error, result.error_kind = plan.unbuilt[backend.name]
+            return result
     prototype = run_side(op, case, plan.prototype)
     other = run_side(op, case, plan.other)
     for side in (prototype, other):
         if side.error:
             result.error = f"{side.backend.name}: {side.error}"
+            result.error_kind = side.error_kind
+            if side.error_kind.endswith("compile error"):
+                plan.unbuilt[side.backend.name] = (result.error, result.error_kind)
             result.seconds = time.perf_counter() - t0
             return result
     result.launches = prototype.launches

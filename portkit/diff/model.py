@@ -27,6 +27,7 @@ class Side:
     launches: list[CapturedLaunch] = field(default_factory=list)
     machine: Any = None  # the simulator's machine, when the side ran in it
     error: str = ""
+    error_kind: str = ""  # what kind of failure, for the verdict: "twin compile error"
 
 
 @dataclass
@@ -75,14 +76,16 @@ class CaseDiff:
     prototype: str  # backend names
     other: str
     tensors: list[TensorDiff] = field(default_factory=list)
-    error: str = ""
+    error: str = ""  # why the case could not be compared (then nothing was)
+    error_kind: str = ""  # short, for the verdict: "twin compile error"
     seconds: float = 0.0
     blocks_simulated: int = 0
     launches: list[CapturedLaunch] = field(default_factory=list)  # the prototype's
 
     @property
     def differs(self) -> bool:
-        return bool(self.error) or any(t.mismatches for t in self.tensors)
+        """Compared, and something differs; a case that could not run does not differ."""
+        return not self.error and any(t.mismatches for t in self.tensors)
 
 
 @dataclass
@@ -93,3 +96,5 @@ class Plan:
     other: Backend
     tolerance: dict[str, Tolerance]
     note: str = ""  # said plainly when the twin could not run
+    # backend name -> (error, kind) of a build that failed: its later cases are not run.
+    unbuilt: dict[str, tuple[str, str]] = field(default_factory=dict)

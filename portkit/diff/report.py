@@ -61,10 +61,9 @@ def print_diff(
                 f"{t.nan_disagreements}/{t.inf_disagreements}",
             )
     console.print(summary)
+    for error, names in _errors(cases).items():  # one compile error, not one per case
+        console.print(Text(f"{', '.join(names)}: could not run: {error}", style="red"))
     for case in cases:
-        if case.error:
-            console.print(Text(f"{case.case.name}: could not run: {case.error}", style="red"))
-            continue
         for t in case.tensors:
             if t.order_note:
                 console.print(Text(f"{case.case.name} {t.order_note}"))
@@ -86,13 +85,38 @@ def print_diff(
                 console.print(Text(f"  pattern: {pattern}"))
     for note in notes:
         console.print(Text(f"across cases: {note}"))
-    differing = [c for c in cases if c.differs]
-    verdict = (
-        f"{len(differing)} of {len(cases)} cases differ"
-        if differing
-        else f"all {len(cases)} cases agree"
-    )
-    console.print(Text(verdict, style="bold red" if differing else "bold green"))
+    for line, bad in verdict(cases):
+        console.print(Text(line, style="bold red" if bad else "bold green"))
+
+
+def _errors(cases: Sequence[CaseDiff]) -> dict[str, list[str]]:
+    """Each distinct error and the cases it stopped."""
+    found: dict[str, list[str]] = {}
+    for case in cases:
+        if case.error:
+            found.setdefault(case.error, []).append(case.case.name)
+    return found
+
+
+def verdict(cases: Sequence[CaseDiff]) -> list[tuple[str, bool]]:
+    """The last lines, each with whether it is bad news: how many of the cases that
+    were compared differ, then how many could not run and why (never counted as differing)."""
+    compared = [c for c in cases if not c.error]
+    differing = [c for c in compared if c.differs]
+    cases_word = "compared cases" if len(compared) < len(cases) else "cases"
+    lines = []
+    if differing:
+        lines.append((f"{len(differing)} of {len(compared)} {cases_word} differ", True))
+    elif compared:
+        lines.append((f"all {len(compared)} {cases_word} agree", False))
+    kinds: dict[str, int] = {}
+    for case in cases:
+        if case.error:
+            kinds[case.error_kind] = kinds.get(case.error_kind, 0) + 1
+    for kind, count in kinds.items():
+        cases_word = "case" if count == 1 else "cases"
+        lines.append((f"{count} {cases_word} could not run: {kind} (see above)", True))
+    return lines
 
 
 def diff_json(cases: Sequence[CaseDiff], notes: Sequence[str], plan_note: str) -> dict:
@@ -147,6 +171,7 @@ def diff_json(cases: Sequence[CaseDiff], notes: Sequence[str], plan_note: str) -
                 "prototype": c.prototype,
                 "other": c.other,
                 "error": c.error,
+                "error_kind": c.error_kind,
                 "differs": c.differs,
                 "seconds": c.seconds,
                 "blocks_simulated": c.blocks_simulated,
@@ -156,6 +181,7 @@ def diff_json(cases: Sequence[CaseDiff], notes: Sequence[str], plan_note: str) -
         ],
         "across_cases": list(notes),
         "differs": any(c.differs for c in cases),
+        "could_not_run": [c.case.name for c in cases if c.error],
     }
 
 

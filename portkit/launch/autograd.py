@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from portkit.errors import InputError, OpDefinitionError
+from portkit.errors import BackwardContractError, InputError, OpDefinitionError
 from portkit.project.dtypes import dtype_name
 
 if TYPE_CHECKING:
@@ -105,10 +105,7 @@ def op_function(op: Op, kernels: KernelSet) -> Callable[..., Any]:
             ]
             result = as_tuple(definition.backward(kernels, saved, *grads))
             if len(result) != ctx.num_inputs:
-                raise OpDefinitionError(
-                    f"op {op.name}: backward returned {len(result)} gradients for "
-                    f"{ctx.num_inputs} inputs"
-                )
+                raise BackwardContractError.gradient_count(op.name, len(result), ctx.num_inputs)
             frozen = definition.no_grad_positions  # declared: no gradient, whatever it returns
             return tuple(
                 g if is_t and i not in frozen else None

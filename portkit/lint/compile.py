@@ -140,13 +140,14 @@ def _remember(entry: Path, ptx: str) -> None:
 
 
 def check_twin(op: Op, config: ProjectConfig, arch: str = DEFAULT_ARCH) -> CheckResult | None:
-    from portkit.backends.twin.backend import twin_expressions
+    from portkit.backends.twin.backend import readable_twin
+    from portkit.backends.twin.build import nvrtc_syntax_check
 
     if not op.has_twin:
         return None
     t0 = time.perf_counter()
     try:
-        expressions = twin_expressions(op)
+        _, expressions = readable_twin(op, lambda path: nvrtc_syntax_check(path, arch))
         compiled = compile_twin(op.twin_path, expressions, config.cache_dir, arch)
     except DtypeError:
         raise  # the op's dtypes and its twin disagree: a contract error, exit 2

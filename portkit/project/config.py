@@ -98,7 +98,7 @@ def load_config(start: Path | None = None) -> ProjectConfig:
     lint_warnings = table.get("lint-warnings", "warning")
     if lint_warnings not in LINT_WARNINGS:
         raise ConfigError(
-            f"{pyproject}: [tool.portkit] lint-warnings must be \"warning\" or \"error\", "
+            f'{pyproject}: [tool.portkit] lint-warnings must be "warning" or "error", '
             f"not {lint_warnings!r}"
         )
     cache = table.get("cache-dir")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from portkit.errors import OpDefinitionError
+from portkit.errors import BackwardContractError, OpDefinitionError
 from portkit.project.cases import make_grad_outputs, make_inputs
 from portkit.torch_op.registration import FakeKernels, OpLayout, as_tuple
 
@@ -71,10 +71,7 @@ def op_layout(op: Op) -> OpLayout:
         grad_outputs = make_grad_outputs(case, outputs)  # created on the CPU, moved to meta
         returned = as_tuple(backward(k, tuple(saved), *grad_outputs))
         if len(returned) != len(inputs):
-            raise OpDefinitionError(
-                f"op {op.name}: backward returned {len(returned)} gradients "
-                f"for {len(inputs)} inputs"
-            )
+            raise BackwardContractError.gradient_count(op.name, len(returned), len(inputs))
         frozen = op.definition.no_grad_positions
         grads = tuple(
             isinstance(g, torch.Tensor) and isinstance(i, torch.Tensor) and n not in frozen

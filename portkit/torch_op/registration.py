@@ -257,8 +257,8 @@ class RegisteredOp:
         result = as_tuple(b.backward(kernels, saved, *grads))
         if len(result) != len(self.layout.grads):
             raise b.error(
-                f"op {self.name}: backward returned {len(result)} gradients for "
-                f"{len(self.layout.grads)} inputs"
+                f"op {self.name}: backward returned {len(result)} gradient(s), expected "
+                f"{len(self.layout.grads)} (one per input of the forward)"
             )
         tensors = []
         for position, (value, wanted) in enumerate(zip(result, self.layout.grads)):
@@ -406,8 +406,8 @@ def _eager_function(registered: RegisteredOp, binding: Binding) -> type:
             result = as_tuple(binding.backward(binding.kernels, ctx.saved_tensors, *grads))
             if len(result) != len(layout.grads):
                 raise binding.error(
-                    f"op {name}: backward returned {len(result)} gradients for "
-                    f"{len(layout.grads)} inputs"
+                    f"op {name}: backward returned {len(result)} gradient(s), expected "
+                    f"{len(layout.grads)} (one per input of the forward)"
                 )
             return tuple(r if wanted else None for r, wanted in zip(result, layout.grads))
 

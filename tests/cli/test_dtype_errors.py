@@ -60,9 +60,9 @@ def test_twin_without_the_half_header(make_project, cli):
 
 @pytest.mark.compile
 def test_twin_template_that_cannot_be_instantiated(make_project, cli):
-    """`%` has no __half overload: float32 compiles, float16 does not."""
+    """`__half * double` is ambiguous: float32 compiles, float16 does not."""
     py = unary_op("dt_inst", cases=HALF_CASES, op_options='dtypes=("float32", "float16")')
-    twin = "#include <cuda_fp16.h>\n" + unary_twin("dt_inst", body="out[i] = x[i] % 2;")
+    twin = "#include <cuda_fp16.h>\n" + unary_twin("dt_inst", body="out[i] = x[i] * 2.0;")
     root = make_project({"dt_inst": (py, twin)})
     result = cli(root, "compile", "dt_inst")
     assert result.exit_code == EXIT_USER_ERROR

@@ -15,13 +15,14 @@ import itertools
 import struct
 from collections.abc import Callable, Sequence
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from portkit.backends.base import Backend, cuda_unavailable_reason
 from portkit.backends.twin import driver_launch
-from portkit.backends.twin.build import compile_twin
+from portkit.backends.twin.build import compile_twin, nvrtc_syntax_check
 from portkit.backends.twin.source import POINTER_ONLY_TYPES, SCALAR_TYPES, TwinKernel, parse_twin
-from portkit.errors import DtypeError, InputError, OpDefinitionError
+from portkit.errors import DtypeError, InputError, OpDefinitionError, TwinSignatureError
 from portkit.launch.kernel_set import KernelSet, LaunchConfig
 from portkit.launch.replay.steps import ReplayLaunch
 from portkit.project.dtypes import dtype_name
@@ -96,6 +97,19 @@ def checked_twin_kernels(op) -> dict[str, TwinKernel]:
             f"{op.prototype_path} defines; twins use the same kernel names"
         )
     return {name: declared[name] for name in op.kernels}
+
+
+def readable_twin(
+    op, syntax_check: Callable[[Path], None]
+) -> tuple[dict[str, TwinKernel], list[str]]:
+    """The twin's kernels and name expressions. When portkit cannot read a kernel's
+    signature, the compiler (``syntax_check``, which raises TwinCompileError) speaks
+    first: a syntax error in a parameter list is its to report, in its words."""
+    try:
+        return checked_twin_kernels(op), twin_expressions(op)
+    except TwinSignatureError:
+        syntax_check(op.twin_path)
+        raise
 
 
 def bind_arguments(
@@ -376,9 +390,9 @@ class Twin(Backend):
 
         from portkit.backends.twin.driver_launch import get_kernel, load_library
 
-        kernels = checked_twin_kernels(op)
         arch = _current_device_arch()
-        compiled = compile_twin(op.twin_path, twin_expressions(op), self.config.cache_dir, arch)
+        kernels, expressions = readable_twin(op, lambda path: nvrtc_syntax_check(path, arch))
+        compiled = compile_twin(op.twin_path, expressions, self.config.cache_dir, arch)
         library = load_library(compiled.cubin)
         device = torch.cuda.current_device()
         targets = {}

@@ -93,20 +93,7 @@ def compile_twin(
     entry = cache_files.load(cubin_file)  # a damaged entry is said, and rebuilt below
     if entry is not None and isinstance(entry[1].get("symbols"), dict):
         return CompiledTwin(path, arch, entry[0], entry[1]["symbols"], cubin_file, True)
-    from cuda.core import Program, ProgramOptions
-    from cuda.core._utils.cuda_utils import NVRTCError
-
-    options = ProgramOptions(name=_display_name(path), **compile_options(path, arch))
-    program = Program(path.read_text(), "c++", options)
-    try:
-        code = program.compile("cubin", name_expressions=tuple(expressions))
-    except NVRTCError as exc:
-        program.close()  # now: a failed program left to the collector warns from __dealloc__
-        log = str(exc).split("compilation log:", 1)[-1].strip()
-        instantiation = _instantiation_failure(log)
-        if instantiation:
-            raise DtypeError(f"twin {path}: {instantiation}") from None
-        raise TwinCompileError(f"twin {path} does not compile for {arch}:\n{log}") from None
+    code = _nvrtc(path, expressions, arch)
     symbols = {expr: _text(sym) for expr, sym in code.symbol_mapping.items()}
     missing = sorted(set(expressions) - set(symbols))
     if missing:
@@ -119,6 +106,31 @@ def compile_twin(
     return CompiledTwin(path, arch, cubin, symbols, cubin_file, False)
 
 
+def _nvrtc(path: Path, expressions: Sequence[str], arch: str) -> object:
+    """NVRTC's cubin (cuda.core's ObjectCode) or its error: a template that fails for some
+    of the op's types only is a DtypeError, anything else its log as a TwinCompileError."""
+    from cuda.core import Program, ProgramOptions
+    from cuda.core._utils.cuda_utils import NVRTCError
+
+    options = ProgramOptions(name=_display_name(path), **compile_options(path, arch))
+    program = Program(path.read_text(), "c++", options)
+    try:
+        return program.compile("cubin", name_expressions=tuple(expressions))
+    except NVRTCError as exc:
+        program.close()  # now: a failed program left to the collector warns from __dealloc__
+        log = str(exc).split("compilation log:", 1)[-1].strip("\x00 \n")
+        instantiation = _instantiation_failure(log, expressions)
+        if instantiation:
+            raise DtypeError(f"twin {path}: {instantiation}") from None
+        raise TwinCompileError(f"twin {path} does not compile for {arch}:\n{log}") from None
+
+
+def nvrtc_syntax_check(path: Path, arch: str = DEFAULT_ARCH) -> None:
+    """Compile ``path`` instantiating nothing, for a twin whose kernel signatures portkit
+    cannot read: NVRTC's error, if it has one, says what is wrong better than the reader."""
+    _nvrtc(path, (), arch)
+
+
 _INSTANTIATION = re.compile(
     r'detected during instantiation of "[^"]*?(?P<kernel>\w+)\([^"]*\) '
     r'\[with (?P<with>[^\]]*)\]"'
@@ -126,12 +138,19 @@ _INSTANTIATION = re.compile(
 _FIRST_ERROR = re.compile(r"^(?P<where>\S+\(\d+\)): error: (?P<message>.*)$", re.M)
 
 
-def _instantiation_failure(log: str) -> str | None:
+def _instantiation_failure(log: str, expressions: Sequence[str]) -> str | None:
     """One line for a template that compiles for some types and not for one: which
-    kernel, with which types, where, and NVRTC's first complaint."""
-    match = _INSTANTIATION.search(log)
-    if match is None:
+    kernel, with which types, where, and NVRTC's first complaint. None when a failing
+    kernel fails for every type it is instantiated with: that is a bug to fix, not a
+    dtype to drop, and NVRTC's log says it best."""
+    failing: dict[str, set[str]] = {}
+    for found in _INSTANTIATION.finditer(log):
+        failing.setdefault(found["kernel"], set()).add(found["with"])
+    instantiated = [e.split("<", 1)[0].strip() for e in expressions]
+    if not failing or any(len(w) >= instantiated.count(k) for k, w in failing.items()):
         return None
+    match = _INSTANTIATION.search(log)
+    assert match is not None
     error = _FIRST_ERROR.search(log)
     detail = f" ({error['where']}: {error['message'].strip()})" if error else ""
     return (

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from portkit.errors import OpDefinitionError
+from portkit.errors import TwinSignatureError
 
 # C scalar types a kernel parameter may have -> NumPy type name used to pass it.
 SCALAR_TYPES = {
@@ -98,7 +98,7 @@ def _parse_param(text: str, kernel: str, path: Path) -> TwinParam:
     pointer = "*" in text
     words = [w for w in re.split(r"[\s*&]+", text) if w and w not in _QUALIFIERS]
     if len(words) < 2:
-        raise OpDefinitionError(f"{path}: kernel {kernel}: cannot read parameter {text.strip()!r}")
+        raise TwinSignatureError(f"{path}: kernel {kernel}: cannot read parameter {text.strip()!r}")
     return TwinParam(name=words[-1], ctype=" ".join(words[:-1]), pointer=pointer)
 
 
@@ -110,7 +110,7 @@ def _template_params(text: str | None, kernel: str, path: Path, line: int) -> tu
     for item in text.split(","):
         words = item.split()
         if len(words) != 2 or words[0] not in ("typename", "class"):
-            raise OpDefinitionError(
+            raise TwinSignatureError(
                 f"{path}:{line}: kernel {kernel}: template parameter {item.strip()!r}; portkit "
                 f"instantiates type parameters only (typename T), from the tensors' dtypes"
             )
@@ -132,13 +132,13 @@ def parse_twin(path: Path) -> dict[str, TwinKernel]:
         for p in params:
             known = p.ctype in tparams or p.ctype in SCALAR_TYPES
             if p.pointer and not known and p.ctype not in POINTER_ONLY_TYPES:
-                raise OpDefinitionError(
+                raise TwinSignatureError(
                     f"{path}:{line}: kernel {name}: parameter {p.name} is a {p.ctype}* ; portkit "
                     f"passes tensors as pointers to template types, "
                     f"{', '.join(sorted(POINTER_ONLY_TYPES))} and the scalar types"
                 )
             if not p.pointer and not known:
-                raise OpDefinitionError(
+                raise TwinSignatureError(
                     f"{path}:{line}: kernel {name}: parameter {p.name} has type {p.ctype!r}; "
                     f"portkit passes pointers, the template types and "
                     f"{', '.join(sorted(SCALAR_TYPES))}"

@@ -24,15 +24,15 @@ from typing import Any
 from portkit.backends.base import Backend
 from portkit.backends.twin.backend import (
     bind_arguments,
-    checked_twin_kernels,
     missing_twin_reason,
-    twin_expressions,
+    readable_twin,
 )
 from portkit.backends.twin.source import TwinKernel
 from portkit.backends.twin_cpu.build import (
     CpuLibrary,
     compile_twin_cpu,
     compiler_unavailable_reason,
+    cpu_syntax_check,
 )
 from portkit.backends.twin_cpu.check_worker import CheckWorker
 from portkit.errors import KernelError
@@ -183,9 +183,9 @@ class TwinCPU(Backend):
         return missing_twin_reason(op, self.config)
 
     def kernels(self, op, *, poison_outputs: bool = False) -> KernelSet:
-        kernels = checked_twin_kernels(op)
+        kernels, expressions = readable_twin(op, cpu_syntax_check)
         mode = "check" if poison_outputs else "plain"
-        library = compile_twin_cpu(op.twin_path, twin_expressions(op), self.config.cache_dir, mode)
+        library = compile_twin_cpu(op.twin_path, expressions, self.config.cache_dir, mode)
         targets: dict[str, Any]
         if poison_outputs:
             if self._worker is None:

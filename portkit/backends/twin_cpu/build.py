@@ -236,16 +236,31 @@ def compile_twin_cpu(
         source = Path(tmp) / f"{path.stem}.cpp"
         source.write_text(unit)
         output = Path(tmp) / library.name
-        command = [compiler.path, *flags(mode, path), str(source), "-o", str(output)]
-        proc = subprocess.run(command, capture_output=True, text=True)
-        if proc.returncode != 0:
-            log = "\n".join(proc.stderr.strip().splitlines()[:40])
-            undeclared = not_in_nvrtc(proc.stderr)
-            if undeclared:
-                raise TwinCompileError(f"twin {undeclared}")
-            raise TwinCompileError(f"twin {path} does not compile for the CPU ({mode}):\n{log}")
+        _compile(compiler, [*flags(mode, path), str(source), "-o", str(output)], path)
         cache_files.store(library, output, {"symbols": symbols})
     return CpuLibrary(library, symbols, False)
+
+
+def _compile(compiler: Compiler, arguments: Sequence[str], path: Path) -> None:
+    proc = subprocess.run([compiler.path, *arguments], capture_output=True, text=True)
+    if proc.returncode != 0:
+        log = "\n".join(proc.stderr.strip().splitlines()[:40])
+        undeclared = not_in_nvrtc(proc.stderr)
+        if undeclared:
+            raise TwinCompileError(f"twin {undeclared}")
+        raise TwinCompileError(f"twin {path} does not compile for the CPU:\n{log}")
+
+
+def cpu_syntax_check(path: Path) -> None:
+    """Compile ``path`` instantiating nothing (``-fsyntax-only``), for a twin whose kernel
+    signatures portkit cannot read: the compiler's error, if any, says what is wrong."""
+    compiler = find_compiler()
+    if compiler is None:
+        return
+    with tempfile.TemporaryDirectory(prefix="portkit-syntax-") as tmp:
+        source = Path(tmp) / f"{path.stem}.cpp"
+        source.write_text(translation_unit(path, ()))
+        _compile(compiler, [*flags("plain", path), "-fsyntax-only", str(source)], path)
 
 
 _POISONED = re.compile(
