@@ -12,6 +12,7 @@ from portkit.project.cases import Case, make_inputs
 from portkit.results import FAIL
 
 if TYPE_CHECKING:
+    import torch
     from rich.console import Console
 
     from portkit.backends import Backend
@@ -34,6 +35,10 @@ def first_forward_kernel(op: Op, case: Case) -> str:
             f"op {op.name}'s forward launches no kernel for these inputs; pass --kernel"
         )
     return launches[0].kernel
+
+
+def _cell(flat: torch.Tensor, j: int) -> str:
+    return f"{flat[j].item():.7g}" if j < flat.numel() else ""
 
 
 def run_simulation(op: Op, case: Case, backend: Backend, console: Console, show: int) -> bool:
@@ -67,12 +72,12 @@ def run_simulation(op: Op, case: Case, backend: Backend, console: Console, show:
             for a, e in zip(run.grads, expected_grads)
             if a is not None and e is not None
         ]
-        count = min(show, flat[0].numel())
+        # Tensors differ in size (a row reduction's output has one element per row):
+        # rows run to the longest, a shorter tensor's cell stays empty.
+        columns = flat + [t for pair in pairs for t in pair]
+        count = min(show, max((t.numel() for t in columns), default=0))
         for j in range(count):
-            cells = [str(j)] + [f"{t[j].item():.7g}" for t in flat]
-            for a, e in pairs:
-                cells += [f"{a[j].item():.7g}", f"{e[j].item():.7g}"]
-            table.add_row(*cells)
+            table.add_row(str(j), *(_cell(t, j) for t in columns))
         if count:
             console.print(table)
 
