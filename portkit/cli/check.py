@@ -10,7 +10,13 @@ from pathlib import Path
 
 import click
 
-from portkit.cli.context import EXIT_FAILED_CHECKS, load_project, make_console, user_errors
+from portkit.cli.context import (
+    EXIT_FAILED_CHECKS,
+    budget_option,
+    load_project,
+    make_console,
+    user_errors,
+)
 
 # compute-sanitizer tools; kept here (not imported from portkit.sanitize) so --help
 # stays free of anything but click. tests/cli/test_sanitize_cli.py checks they agree.
@@ -66,6 +72,7 @@ EXIT_SANITIZER_SKIPPED = 3
     default=None,
     help="Where --sanitize keeps the raw logs (default: the cache dir's sanitize/<time>).",
 )
+@budget_option
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 @click.option("--under-sanitizer", hidden=True, default=None)
 @user_errors
@@ -82,6 +89,7 @@ def check(
     sanitize_log_dir: Path | None,
     as_json: bool,
     under_sanitizer: str | None,
+    budget: float | None = None,
 ) -> None:
     """Run the equivalence and gradcheck suite for OPs on every backend this machine has.
 
@@ -110,7 +118,7 @@ def check(
         previous = os.environ.get(ENV_SWITCH)
         os.environ[ENV_SWITCH] = "0"
         click.get_current_context().call_on_close(lambda: _restore(ENV_SWITCH, previous))
-    config, catalog = load_project()
+    config, catalog = load_project(budget)
     if all_ops == bool(op_names):
         raise click.UsageError("name one or more OPs, or pass --all")
     ops = [catalog.get(n) for n in (catalog.names if all_ops else op_names)]

@@ -31,13 +31,27 @@ def user_errors(command: Callable) -> Callable:
     return wrapper
 
 
-def load_project():
-    """The project's configuration and its op catalog, read once per command."""
+def load_project(budget: float | None = None):
+    """The project's configuration and its op catalog, read once per command;
+    ``budget`` (``--budget``) replaces the configuration's ``sim-budget``."""
+    from dataclasses import replace
+
     from portkit.project.config import load_config
     from portkit.project.discovery import discover
 
     config = load_config()
+    if budget is not None:
+        config = replace(config, sim_budget=budget)
     return config, discover(config)
+
+
+budget_option = click.option(
+    "--budget",
+    type=click.FloatRange(min=0, max=1e9),
+    metavar="SECONDS",
+    help="Stop a simulated launch that runs longer than this and name the thread and "
+    "line it spins at (default: [tool.portkit] sim-budget, else 300; 0: no limit).",
+)
 
 
 def make_console(stderr: bool = False):

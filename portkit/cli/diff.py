@@ -9,6 +9,7 @@ import click
 
 from portkit.cli.context import (
     EXIT_FAILED_CHECKS,
+    budget_option,
     load_project,
     make_console,
     parse_shape,
@@ -49,6 +50,7 @@ from portkit.project.dtypes import DTYPES
     is_flag=True,
     help="Compare the prototype in the simulator with the reference, even on a GPU.",
 )
+@budget_option
 @user_errors
 def diff_command(
     op_name: str,
@@ -62,6 +64,7 @@ def diff_command(
     debug: bool,
     plot_path: str | None,
     simulate: bool,
+    budget: float | None = None,
 ) -> None:
     """Find where OP's prototype and twin part ways, down to the thread.
 
@@ -94,7 +97,7 @@ def diff_command(
     from portkit.diff.report import diff_json, print_diff, write_plot
     from portkit.project.case_choice import choose_case
 
-    config, catalog = load_project()
+    config, catalog = load_project(budget)
     op = catalog.get(op_name)
     if size is not None and shape is not None:
         raise click.UsageError("give --size or --shape, not both")

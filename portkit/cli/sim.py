@@ -8,6 +8,7 @@ import click
 
 from portkit.cli.context import (
     EXIT_FAILED_CHECKS,
+    budget_option,
     load_project,
     make_console,
     parse_coords,
@@ -52,6 +53,7 @@ from portkit.project.dtypes import DTYPES
     is_flag=True,
     help="Say which engine ran each launch (lockstep or per-thread) and why.",
 )
+@budget_option
 @user_errors
 def sim(
     op_name: str,
@@ -66,6 +68,7 @@ def sim(
     show: int,
     backend_name: str,
     verbose: bool = False,
+    budget: float | None = None,
 ) -> None:
     """Run OP's prototype in the CUDA simulator on the CPU and compare it with the reference.
 
@@ -91,7 +94,7 @@ def sim(
     from portkit.project.case_choice import choose_case
     from portkit.simt.debug import Breakpoint
 
-    config, catalog = load_project()
+    config, catalog = load_project(budget)
     op = catalog.get(op_name)
     if size is not None and shape is not None:
         raise click.UsageError("give --size or --shape, not both")

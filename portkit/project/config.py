@@ -8,6 +8,7 @@ A project is the nearest folder, from the working directory up, that holds a
     cache-dir  = "..."          # compiled twins and prototypes; default: $XDG_CACHE_HOME/portkit
     namespace  = "portkit"      # torch.library namespace of the registered ops
     lint-warnings = "warning"   # "error": lint warnings fail lint, check and pytest too
+    sim-budget = 300            # seconds one simulated launch may run (0: no limit)
 
 Nothing is read at import time: commands and the pytest plugin call ``load_config``.
 """
@@ -26,9 +27,12 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-_KNOWN_KEYS = {"prototypes", "cuda-src", "cache-dir", "namespace", "lint-warnings"}
+_KNOWN_KEYS = {"prototypes", "cuda-src", "cache-dir", "namespace", "lint-warnings", "sim-budget"}
 LINT_WARNINGS = ("warning", "error")  # what a lint warning is to lint, check and pytest
 DEFAULT_NAMESPACE = "portkit"
+# Seconds one simulated launch may run before it is stopped as spinning: GPU-sized
+# cases take 5-80 s on a CPU (docs/scale.md); a loop that never ends takes forever.
+DEFAULT_SIM_BUDGET = 300.0
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,7 @@ class ProjectConfig:
     cache_dir: Path
     namespace: str = DEFAULT_NAMESPACE  # ops register as torch.ops.<namespace>.<op>_<impl>
     lint_warnings_fail: bool = False  # lint-warnings = "error"
+    sim_budget: float = DEFAULT_SIM_BUDGET  # seconds per simulated launch; 0: no limit
 
 
 def default_cache_dir() -> Path:
@@ -71,6 +76,16 @@ def load_config(start: Path | None = None) -> ProjectConfig:
             f"{pyproject}: unknown key(s) in [tool.portkit]: {', '.join(unknown)}; "
             f"known keys: {', '.join(sorted(_KNOWN_KEYS))}"
         )
+    budget = table.pop("sim-budget", DEFAULT_SIM_BUDGET)
+    if (
+        isinstance(budget, bool)
+        or not isinstance(budget, (int, float))
+        or not 0 <= budget < float("inf")
+    ):
+        raise ConfigError(
+            f"{pyproject}: [tool.portkit] sim-budget must be a number of seconds >= 0 "
+            f"(0: no limit), got {budget!r}"
+        )
     for key, value in table.items():
         if not isinstance(value, str):
             what = "a string" if key in ("namespace", "lint-warnings") else "a string path"
@@ -84,7 +99,7 @@ def load_config(start: Path | None = None) -> ProjectConfig:
     lint_warnings = table.get("lint-warnings", "warning")
     if lint_warnings not in LINT_WARNINGS:
         raise ConfigError(
-            f"{pyproject}: [tool.portkit] lint-warnings must be \"warning\" or \"error\", "
+            f'{pyproject}: [tool.portkit] lint-warnings must be "warning" or "error", '
             f"not {lint_warnings!r}"
         )
     cache = table.get("cache-dir")
@@ -95,4 +110,5 @@ def load_config(start: Path | None = None) -> ProjectConfig:
         cache_dir=(root / cache) if cache else default_cache_dir(),
         namespace=namespace,
         lint_warnings_fail=lint_warnings == "error",
+        sim_budget=float(budget),
     )

@@ -43,7 +43,9 @@ def _host(value: Any) -> Any:
 class SimulatedKernel:
     """A numba kernel that launches in portkit's simulator (``kernel[grid, block](...)``)."""
 
-    def __init__(self, dispatcher: Any, engine: str | None = None) -> None:
+    def __init__(
+        self, dispatcher: Any, engine: str | None = None, budget: float | None = None
+    ) -> None:
         if not hasattr(dispatcher, "py_func"):
             raise LaunchError(
                 f"simulate() takes a numba.cuda.jit kernel, got {type(dispatcher).__name__}"
@@ -52,7 +54,7 @@ class SimulatedKernel:
         self.py_func = dispatcher.py_func
         self.__name__ = self.py_func.__name__
         self.__doc__ = self.py_func.__doc__
-        self._engine = engine
+        self._engine, self._budget = engine, budget
         self._machine: Any = None
         self.engines: list[Any] = []  # which engine ran each launch, and why
 
@@ -93,7 +95,7 @@ class SimulatedKernel:
         from portkit.simt.machine import Machine
 
         if self._machine is None:
-            self._machine = Machine(engine=self._engine)
+            self._machine = Machine(engine=self._engine, budget=self._budget)
         machine = self._machine
         try:
             machine.launch(self.__name__, self.dispatcher, config, [_host(a) for a in args])
@@ -111,11 +113,14 @@ class _Launch:
         self._kernel.run(self._config, args)
 
 
-def simulate(kernel: Any, engine: str | None = None) -> SimulatedKernel:
+def simulate(
+    kernel: Any, engine: str | None = None, budget: float | None = None
+) -> SimulatedKernel:
     """``kernel`` (a ``numba.cuda.jit`` kernel) launched in portkit's simulator.
 
     ``engine``: ``"auto"`` (default: lockstep where it applies), ``"lockstep"`` or
-    ``"per-thread"``."""
+    ``"per-thread"``. ``budget``: seconds one launch may run before it stops with
+    ``BudgetExceeded`` naming the spinning thread and line (default 300; 0: no limit)."""
     if isinstance(kernel, SimulatedKernel):
         return kernel
-    return SimulatedKernel(kernel, engine)
+    return SimulatedKernel(kernel, engine, budget)

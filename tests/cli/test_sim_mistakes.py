@@ -62,3 +62,70 @@ def test_sim_default_case_of_a_row_reduction(cli, row_sum):
     # rows past the output's 3 elements show the input alone
     assert table[5].split("│")[3].strip() == ""
     assert result.output.rstrip().endswith("PASS")
+
+
+SPIN_BODY = """\
+j = i
+while j >= 0:
+    j = (j + 1) % 7
+out[i] = x[i]"""
+
+
+@pytest.fixture
+def spinning(make_project, sources):
+    return make_project(
+        {"spin": (sources.unary_op("spin", SPIN_BODY, cases=sources.ONE_CASE), None)}
+    )
+
+
+@pytest.mark.parametrize("engine", ["lockstep", "per-thread"])
+def test_sim_budget_stops_a_kernel_that_never_finishes(cli, spinning, monkeypatch, engine):
+    monkeypatch.setenv("PORTKIT_SIMT_ENGINE", engine)
+    result = cli(spinning, "sim", "spin", "--budget", "0.3")
+    assert result.exit_code == 1, result.output
+    out = " ".join(result.output.split())
+    assert (
+        "kernel spin_fwd: still running after 0.3 s (the budget of one simulated launch) at block (0, 0, 0), thread (0, 0, 0), "
+        in out
+    )
+    assert "spin.py:" in out and "needs --budget SECONDS or [tool.portkit] sim-budget" in out
+    assert "Traceback" not in result.output
+
+
+def test_check_budget_fails_the_case_and_goes_on(cli, spinning):
+    result = cli(spinning, "check", "spin", "--backend", "sim", "--no-compile", "--budget", "0.3")
+    assert result.exit_code == 1, result.output
+    assert "still running after 0.3 s" in " ".join(result.output.split())
+    assert "Traceback" not in result.output
+
+
+def test_sim_budget_from_pyproject(cli, make_project, sources):
+    table = 'prototypes = "prototypes"\ncuda-src = "cuda_src"\nsim-budget = 0.3\n'
+    root = make_project(
+        {"spin": (sources.unary_op("spin", SPIN_BODY, cases=sources.ONE_CASE), None)},
+        portkit_table=table,
+    )
+    result = cli(root, "sim", "spin")
+    assert result.exit_code == 1, result.output
+    assert "still running after 0.3 s" in " ".join(result.output.split())
+
+
+@pytest.mark.parametrize("value", ['"fast"', "-1", "true", "inf"])
+def test_sim_budget_in_pyproject_is_validated(cli, make_project, sources, value):
+    table = f'prototypes = "prototypes"\ncuda-src = "cuda_src"\nsim-budget = {value}\n'
+    root = make_project({"twice": (sources.unary_op("twice"), None)}, portkit_table=table)
+    result = cli(root, "sim", "twice")
+    assert result.exit_code == 2, result.output
+    (line,) = lines(result.output)
+    assert line.endswith(
+        "[tool.portkit] sim-budget must be a number of seconds >= 0 (0: no limit), got "
+        + repr({'"fast"': "fast", "-1": -1, "true": True, "inf": float("inf")}[value])
+    )
+
+
+def test_sim_budget_option_is_validated(cli, row_sum):
+    result = cli(row_sum, "sim", "row_sum", "--budget", "-1")
+    assert result.exit_code == 2
+    assert (
+        "Invalid value for '--budget': -1.0 is not in the range 0<=x<=1000000000.0" in result.output
+    )

@@ -83,6 +83,20 @@ class LockstepEngine:
         with the per-thread engine's stamps), None for a scalar."""
         function = self.vectorizer.rewrite(dispatcher).function
         waits = self.vectorizer._rewriter.rewrite(dispatcher).waits
+        try:
+            self._run_chunks(function, waits, config, args, shadows)
+        finally:
+            self._proxy.chunk = None
+            set_current(None)
+
+    @property
+    def running_chunk(self) -> Chunk | None:
+        """The chunk a launch is running now (None between launches)."""
+        return self._proxy.chunk
+
+    def _run_chunks(
+        self, function: Any, waits: bool, config: Any, args: Sequence[Any], shadows: Sequence[Any]
+    ) -> None:
         threads = config.threads_per_block
         total = int(np.prod(config.grid))
         per_chunk = max(1, CHUNK_LANES // threads)
@@ -105,8 +119,6 @@ class LockstepEngine:
                     raise
                 except Exception as exc:
                     raise Unsupported(f"{type(exc).__name__}: {exc}") from None
-        self._proxy.chunk = None
-        set_current(None)
 
     def _argument(self, arg: Any, shadow: Any, chunk: Chunk) -> Any:
         if isinstance(arg, np.ndarray):
