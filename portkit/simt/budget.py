@@ -15,7 +15,6 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
-
 from typing import Any
 
 import numpy as np

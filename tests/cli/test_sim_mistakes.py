@@ -85,8 +85,8 @@ def test_sim_budget_stops_a_kernel_that_never_finishes(cli, spinning, monkeypatc
     assert result.exit_code == 1, result.output
     out = " ".join(result.output.split())
     assert (
-        "kernel spin_fwd: still running after 0.3 s (the budget of one simulated launch) at block (0, 0, 0), thread (0, 0, 0), "
-        in out
+        "kernel spin_fwd: still running after 0.3 s (the budget of one simulated launch) "
+        "at block (0, 0, 0), thread (0, 0, 0), " in out
     )
     assert "spin.py:" in out and "needs --budget SECONDS or [tool.portkit] sim-budget" in out
     assert "Traceback" not in result.output
