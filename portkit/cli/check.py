@@ -139,7 +139,7 @@ def check(
         for backend in backends:
             if hasattr(backend, "lineinfo"):  # numba: line info, so reports name .py lines
                 backend.lineinfo = True
-    with progress_bar(console, len(plan) + (0 if no_compile else len(ops))) as advance:
+    with progress_bar(console, len(plan) + (0 if no_compile else len(ops)), "checking") as advance:
         results = run_suite(
             plan,
             backends,

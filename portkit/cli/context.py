@@ -15,18 +15,33 @@ from portkit.errors import PortkitError
 
 EXIT_FAILED_CHECKS = 1
 EXIT_USER_ERROR = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a process ended by Ctrl-C
+
+# What the command is doing now ("softmax float32-3x127 (3/10)"), for Ctrl-C's line.
+_work: list[str] = []
+
+
+def working_on(what: str) -> None:
+    """Note what runs now, so that Ctrl-C can say what it interrupted."""
+    _work[:] = [what]
 
 
 def user_errors(command: Callable) -> Callable:
-    """Turn a PortkitError into one line on stderr and exit code 2, without a traceback."""
+    """Turn a PortkitError into one line on stderr and exit code 2, and Ctrl-C into one
+    line saying what it interrupted and exit code 130, without a traceback."""
 
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        _work.clear()
         try:
             return command(*args, **kwargs)
         except PortkitError as exc:
             click.secho(f"error: {exc}", fg="red", err=True)
             sys.exit(EXIT_USER_ERROR)
+        except KeyboardInterrupt:
+            during = f" while running {_work[0]}" if _work else ""
+            click.secho(f"interrupted{during}", fg="red", err=True)
+            sys.exit(EXIT_INTERRUPTED)
 
     return wrapper
 

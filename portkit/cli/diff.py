@@ -115,7 +115,8 @@ def diff_command(
         ]
     console = make_console()
     results = []
-    with progress_bar(console if not as_json else make_console(stderr=True), len(cases)) as advance:
+    shown = console if not as_json else make_console(stderr=True)
+    with progress_bar(shown, len(cases), "diffing") as advance:
         for case in cases:
             advance(f"{op.name} {case.name}")
             results.append(diff_case(op, case, plan, show))

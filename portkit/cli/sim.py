@@ -14,6 +14,7 @@ from portkit.cli.context import (
     parse_coords,
     parse_shape,
     user_errors,
+    working_on,
 )
 from portkit.errors import PortkitError
 from portkit.project.dtypes import DTYPES
@@ -121,6 +122,7 @@ def sim(
     elif kernel:
         raise click.UsageError("--kernel chooses where --block/--thread stop; give one of them")
     console = make_console()
+    working_on(f"{op.name} case {case.name} in the simulator")
     with BlockProgress(console) as progress:
         backend.on_block = progress
         ok = run_simulation(op, case, backend, console, show)

@@ -129,3 +129,50 @@ def test_sim_budget_option_is_validated(cli, row_sum):
     assert (
         "Invalid value for '--budget': -1.0 is not in the range 0<=x<=1000000000.0" in result.output
     )
+
+
+def test_check_logs_progress_when_not_a_terminal(cli, make_project, sources):
+    root = make_project({"twice": (sources.unary_op("twice", cases=sources.ONE_CASE), None)})
+    result = cli(root, "check", "twice", "--backend", "sim")
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines() == [
+        "checking twice: compile for sm_90, lint (1/2)...",
+        "checking twice float32-n129 (2/2)...",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("command", "marker", "interrupted"),
+    [
+        (["sim", "spin"], "spin in the simulator", "spin case float32-n129 in the simulator"),
+        (["check", "spin", "--no-compile"], "checking spin", "spin float32-n129 (1/1)"),
+    ],
+)
+def test_ctrl_c_says_what_it_interrupted(spinning, command, marker, interrupted):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "portkit.cli", *command, "--backend", "sim", "--budget", "0"],
+        cwd=spinning,
+        env={**env, "PYTHONUNBUFFERED": "1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    seen = []
+    for line in process.stdout:  # until the launch that never ends has begun
+        seen.append(line)
+        if marker in line:
+            break
+    time.sleep(1)
+    process.send_signal(signal.SIGINT)
+    rest, _ = process.communicate(timeout=60)
+    output = "".join(seen) + rest
+    assert process.returncode == 130, output
+    assert output.splitlines()[-1] == f"interrupted while running {interrupted}"
+    assert "Traceback" not in output and "Aborted" not in output
