@@ -37,6 +37,36 @@ def first_forward_kernel(op: Op, case: Case) -> str:
     return launches[0].kernel
 
 
+def check_breakpoint(
+    op: Op, case: Case, kernel: str, block: tuple[int, ...], thread: tuple[int, ...]
+) -> None:
+    """Refuse a breakpoint that the run would never reach: pdb stops in ``kernel``'s first
+    launch, so ``block`` must be in its grid and ``thread`` in its blocks."""
+    launches = record_launches(op, case)
+    listing = "; ".join(
+        f"{launch.kernel} grid {_dims(launch.config.grid)} block {_dims(launch.config.block)}"
+        for launch in launches
+    )
+    first = next((launch.config for launch in launches if launch.kernel == kernel), None)
+    if first is None:
+        raise PortkitError(
+            f"kernel {kernel} is not launched on this case, so pdb would never stop; "
+            f"launches: {listing or 'none'}"
+        )
+    outside = [b >= g for b, g in zip(block, first.grid)] + [
+        t >= d for t, d in zip(thread, first.block)
+    ]
+    if any(outside):
+        raise PortkitError(
+            f"--block {_dims(block)} --thread {_dims(thread)} is outside the first launch of "
+            f"{kernel}, where pdb stops, so it would never stop; launches: {listing}"
+        )
+
+
+def _dims(values: tuple[int, ...]) -> str:
+    return "(" + ", ".join(map(str, values)) + ")"
+
+
 def _cell(flat: torch.Tensor, j: int) -> str:
     return f"{flat[j].item():.7g}" if j < flat.numel() else ""
 

@@ -122,6 +122,9 @@ def check(
     if all_ops == bool(op_names):
         raise click.UsageError("name one or more OPs, or pass --all")
     ops = [catalog.get(n) for n in (catalog.names if all_ops else op_names)]
+    for op in ops if op_names else ():  # an op named with a --case it lacks is a mistake
+        for name in case_names:
+            op.case(name)
     plan = plan_suite(ops, set(case_names), skip_large=quick)
     console = make_console(stderr=as_json)
     if sanitize:

@@ -5,6 +5,7 @@ functions, so ``portkit --help`` stays instant."""
 from __future__ import annotations
 
 import functools
+import math
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -101,4 +102,13 @@ def parse_shape(text: str) -> tuple[int, ...]:
         raise click.BadParameter(f"shape is like 129 or 4x129, got {text!r}") from None
     if min(shape) < 0:
         raise click.BadParameter(f"shape dimensions must be >= 0, got {text!r}")
+    if math.prod(shape) > MAX_ELEMENTS:
+        raise click.BadParameter(f"shape {text} has more than 2^40 elements")
     return shape
+
+
+# Inputs of more than 2^40 elements fit in no machine's memory; seeds are what a
+# torch.Generator takes (case seeds get small offsets added, so not up to 2^64).
+MAX_ELEMENTS = 1 << 40
+SIZE = click.IntRange(0, MAX_ELEMENTS)
+SEED = click.IntRange(0, (1 << 63) - 1)

@@ -9,6 +9,8 @@ import click
 
 from portkit.cli.context import (
     EXIT_FAILED_CHECKS,
+    SEED,
+    SIZE,
     budget_option,
     load_project,
     make_console,
@@ -22,14 +24,14 @@ from portkit.project.dtypes import DTYPES
 @click.command("diff")
 @click.argument("op_name", metavar="OP")
 @click.option("--case", "case_name", help="Only this case (see `portkit list`).")
-@click.option("--size", type=click.IntRange(min=0), help="One case: 1-D inputs of this size.")
+@click.option("--size", type=SIZE, help="One case: 1-D inputs of this size.")
 @click.option("--shape", help="One case: inputs of this shape, e.g. 4x129.")
 @click.option(
     "--dtype",
     type=click.Choice(DTYPES),
     help="One case of this dtype (default with --size/--shape: float32).",
 )
-@click.option("--seed", type=int, help="Seed for the random inputs (default: the case's).")
+@click.option("--seed", type=SEED, help="Seed for the random inputs (default: the case's).")
 @click.option("--show", default=5, show_default=True, help="How many first mismatches to list.")
 @click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")
 @click.option(
@@ -95,7 +97,7 @@ def diff_command(
     from portkit.diff.case_diff import debug_mismatch, diff_case, plan_diff
     from portkit.diff.patterns import across_cases
     from portkit.diff.report import diff_json, print_diff, write_plot
-    from portkit.project.case_choice import choose_case
+    from portkit.project.case_choice import check_fits, choose_case
 
     config, catalog = load_project(budget)
     op = catalog.get(op_name)
@@ -104,9 +106,10 @@ def diff_command(
     if plot_path and not Path(plot_path).resolve().parent.is_dir():
         raise PortkitError(f"--plot: folder {Path(plot_path).parent} does not exist")
     plan = plan_diff(op, config, simulate)
-    dims = (size,) if size is not None else (parse_shape(shape) if shape else None)
+    dims = (size,) if size is not None else (parse_shape(shape) if shape is not None else None)
     if case_name or dims is not None or dtype or seed is not None:
-        cases = [choose_case(op, case_name, dtype or "float32", dims, seed)]
+        cases = [choose_case(op, case_name, dtype, dims, seed)]
+        check_fits(op, cases[0])
     else:
         cases = [
             c

@@ -524,7 +524,7 @@ def test_check_unknown_backend_and_case(make_project, sources, cli):
     out = assert_clean(cli(root, "check", "err_cb", "--backend", "cupy"), 2)
     assert "unknown backend 'cupy'; backends: torch, sim, numba, twin" in out
     out = assert_clean(cli(root, "check", "err_cb", "--case", "nope"), 2)
-    assert "no op has case(s) nope; cases: float32-n129" in out
+    assert "op err_cb has no case 'nope'; cases: float32-n129" in out
     out = assert_clean(cli(root, "sim", "err_cb", "--case", "nope"), 2)
     assert "op err_cb has no case 'nope'; cases: float32-n129" in out
 

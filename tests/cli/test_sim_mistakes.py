@@ -176,3 +176,110 @@ def test_ctrl_c_says_what_it_interrupted(spinning, command, marker, interrupted)
     assert process.returncode == 130, output
     assert output.splitlines()[-1] == f"interrupted while running {interrupted}"
     assert "Traceback" not in output and "Aborted" not in output
+
+
+def one_error_line(result) -> str:
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    (line,) = lines(result.output)
+    return line
+
+
+REPO = __import__("pathlib").Path(__file__).resolve().parents[2]
+
+
+def test_sim_breakpoint_outside_every_launch(cli):
+    # 300 float32 elements are 75 packs of 4: one block of 256 threads
+    line = one_error_line(cli(REPO, "sim", "sigmoid", "--size", "300", "--block", "1"))
+    assert line == (
+        "error: --block (1, 0, 0) --thread (0, 0, 0) is outside the first launch of "
+        "sigmoid_fwd, where pdb stops, so it would never stop; launches: sigmoid_fwd grid "
+        "(1, 1, 1) block (256, 1, 1); sigmoid_bwd grid (1, 1, 1) block (256, 1, 1)"
+    )
+
+
+def test_sim_thread_outside_the_block(cli, row_sum):
+    line = one_error_line(cli(row_sum, "sim", "row_sum", "--thread", "32"))
+    assert line.startswith("error: --block (0, 0, 0) --thread (32, 0, 0) is outside")
+    assert line.endswith("launches: row_sum_fwd grid (1, 1, 1) block (32, 1, 1)")
+
+
+def test_sim_breakpoint_in_a_kernel_this_case_does_not_launch(cli, row_sum):
+    args = ("--case", "float32-0x4", "--kernel", "row_sum_fwd", "--block", "0")
+    line = one_error_line(cli(row_sum, "sim", "row_sum", *args))
+    assert line == (
+        "error: kernel row_sum_fwd is not launched on this case, so pdb would never stop; "
+        "launches: none"
+    )
+
+
+def test_sim_dtype_conflicts_with_case(cli):
+    args = ("sim", "sigmoid", "--case", "float32-n129", "--dtype", "float64")
+    assert one_error_line(cli(REPO, *args)) == (
+        "error: --dtype float64 conflicts with --case float32-n129, a float32 case: drop one"
+    )
+
+
+def test_diff_dtype_conflicts_with_case(cli):
+    args = ("diff", "sigmoid", "--case", "float32-n129", "--dtype", "float64", "--sim")
+    assert one_error_line(cli(REPO, *args)) == (
+        "error: --dtype float64 conflicts with --case float32-n129, a float32 case: drop one"
+    )
+
+
+@pytest.mark.parametrize("command", ["sim", "diff"])
+def test_empty_shape_is_a_usage_error(cli, command):
+    result = cli(REPO, command, "sigmoid", "--shape", "")
+    assert result.exit_code == 2
+    assert "Error: Invalid value: shape is like 129 or 4x129, got ''" in result.output
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--size", "1099511627777", "1099511627777 is not in the range 0<=x<=1099511627776"),
+        ("--size", "99999999999999999999999", "is not in the range 0<=x<=1099511627776"),
+        ("--seed", "99999999999999999999999", "is not in the range 0<=x<=9223372036854775807"),
+        ("--seed", "-1", "-1 is not in the range 0<=x<=9223372036854775807"),
+    ],
+)
+def test_size_and_seed_have_bounds(cli, option, value, message):
+    result = cli(REPO, "sim", "sigmoid", option, value)
+    assert result.exit_code == 2
+    assert f"Error: Invalid value for '{option}': " in result.output and message in result.output
+    assert "Traceback" not in result.output
+
+
+def test_shape_of_more_than_2_to_the_40_elements(cli):
+    result = cli(REPO, "sim", "softmax", "--shape", "1048576x1048577")
+    assert result.exit_code == 2
+    assert "shape 1048576x1048577 has more than 2^40 elements" in result.output
+
+
+@pytest.mark.parametrize("command", ["sim", "diff"])
+def test_a_case_too_large_for_memory_says_so_before_allocating(cli, monkeypatch, command):
+    import portkit.project.case_choice as case_choice
+
+    monkeypatch.setattr(case_choice, "available_memory", lambda: 1 << 30)
+    line = one_error_line(cli(REPO, command, "sigmoid", "--size", "100000000"))
+    # 10^8 float32 elements: 16 copies of 4 bytes and 48 bytes of shadows each
+    needed = 100_000_000 * (16 * 4 + 48) / 2**30
+    assert line == (
+        f"error: op sigmoid on inputs 100000000 float32 needs about {needed:.1f} GiB (inputs, "
+        "outputs and the simulator's bookkeeping); this machine has 1.0 GiB available: "
+        "pick a smaller --size or --shape"
+    )
+
+
+def test_available_memory_reads_the_machine():
+    from portkit.project.case_choice import available_memory
+
+    available = available_memory()
+    assert available is not None and 0 < available < 1 << 50
+
+
+def test_check_case_that_a_named_op_lacks(cli):
+    args = ("check", "sigmoid", "softmax", "--case", "float32-n129", "--backend", "sim")
+    line = one_error_line(cli(REPO, *args))
+    assert line.startswith("error: op softmax has no case 'float32-n129'; cases: float32-1x1, ")
