@@ -78,6 +78,15 @@ def launch_budget(
             signal.setitimer(signal.ITIMER_REAL, max(left, 1e-3), outer_interval)
 
 
+def where_spinning(
+    frame: FrameType | None, engine: Any, per_thread: Callable[[str, int], Place]
+) -> str:
+    """Block, thread and kernel line of a launch whose budget ran out: in lockstep the
+    first lane still active, per thread the thread running (``per_thread(file, line)``)."""
+    file, line = kernel_line(frame)
+    return (lockstep_place(engine, file, line) or per_thread(file, line)).describe()
+
+
 def kernel_line(frame: FrameType | None) -> tuple[str, int]:
     """The file and line of the innermost rewritten kernel or device function on the
     stack (either engine's helpers are in its globals; the host launcher in the same

@@ -29,7 +29,7 @@ from portkit.errors import KernelError
 from portkit.launch.kernel_set import LaunchConfig
 from portkit.project.config import DEFAULT_SIM_BUDGET
 from portkit.simt.block_run import BlockRun
-from portkit.simt.budget import kernel_line, launch_budget, lockstep_place
+from portkit.simt.budget import launch_budget, where_spinning
 from portkit.simt.debug import Breakpoint, DebugSession
 from portkit.simt.intrinsics import WARP_SIZE, Dim3, SimulatedCuda
 from portkit.simt.layout import Layout, memory_view
@@ -84,7 +84,6 @@ class Machine:
         self.records: list[LaunchRecord] = []
         self._launched: set[str] = set()
         self.budget = DEFAULT_SIM_BUDGET if budget is None else budget  # seconds; 0: none
-        self.launched_grids: list[tuple[str, tuple[int, int, int]]] = []  # (kernel, grid)
         self.rewriter = Rewriter(
             self.cuda,
             self._print,
@@ -124,15 +123,10 @@ class Machine:
             )
         bp = self.breakpoint
         debugging = bp is not None and bp.kernel == name and name not in self._launched
-        self.launched_grids.append((name, config.grid))
-        with launch_budget(None if debugging else self.budget, name, self._spinning):
+        here = lambda file, line: self.place(self.thread_index, file, line)  # noqa: E731
+        spinning = lambda frame: where_spinning(frame, self._lockstep, here)  # noqa: E731
+        with launch_budget(None if debugging else self.budget, name, spinning):
             return self._launch(name, dispatcher, config, args, blocks, debugging)
-
-    def _spinning(self, frame: Any) -> str:
-        """Where the launch is when its budget runs out: block, thread and kernel line."""
-        file, line = kernel_line(frame)
-        place = lockstep_place(self._lockstep, file, line)
-        return (place or self.place(self.thread_index, file, line)).describe()
 
     def _launch(
         self,
