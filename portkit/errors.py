@@ -97,6 +97,10 @@ class GuardViolation(KernelError):
         self.before, self.after = before, after
 
 
+class TooLarge(PortkitError):
+    """A case that cannot fit in this machine's available memory (said before allocating)."""
+
+
 class BackendUnavailable(PortkitError):
     """The machine lacks what a backend needs (no GPU, package missing)."""
 

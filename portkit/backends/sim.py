@@ -54,7 +54,7 @@ class PortkitSimulator(Backend):
     def kernels(self, op, *, poison_outputs: bool = False) -> KernelSet:
         from portkit.simt.machine import Machine
 
-        self.machine = Machine(self.breakpoint, self.on_block)
+        self.machine = Machine(self.breakpoint, self.on_block, budget=self.config.sim_budget)
         targets = {
             name: SimulatedLaunch(name, dispatcher, self.machine)
             for name, dispatcher in op.kernels.items()

@@ -14,6 +14,7 @@ from portkit.results import FAIL, SKIP
 MARKS = {FAIL: "[red]FAIL[/]", SKIP: "[dim]skip[/]"}
 
 if TYPE_CHECKING:
+    import torch
     from rich.console import Console
 
     from portkit.backends import Backend
@@ -36,6 +37,40 @@ def first_forward_kernel(op: Op, case: Case) -> str:
             f"op {op.name}'s forward launches no kernel for these inputs; pass --kernel"
         )
     return launches[0].kernel
+
+
+def check_breakpoint(
+    op: Op, case: Case, kernel: str, block: tuple[int, ...], thread: tuple[int, ...]
+) -> None:
+    """Refuse a breakpoint that the run would never reach: pdb stops in ``kernel``'s first
+    launch, so ``block`` must be in its grid and ``thread`` in its blocks."""
+    launches = record_launches(op, case)
+    listing = "; ".join(
+        f"{launch.kernel} grid {_dims(launch.config.grid)} block {_dims(launch.config.block)}"
+        for launch in launches
+    )
+    first = next((launch.config for launch in launches if launch.kernel == kernel), None)
+    if first is None:
+        raise PortkitError(
+            f"kernel {kernel} is not launched on this case, so pdb would never stop; "
+            f"launches: {listing or 'none'}"
+        )
+    outside = [b >= g for b, g in zip(block, first.grid)] + [
+        t >= d for t, d in zip(thread, first.block)
+    ]
+    if any(outside):
+        raise PortkitError(
+            f"--block {_dims(block)} --thread {_dims(thread)} is outside the first launch of "
+            f"{kernel}, where pdb stops, so it would never stop; launches: {listing}"
+        )
+
+
+def _dims(values: tuple[int, ...]) -> str:
+    return "(" + ", ".join(map(str, values)) + ")"
+
+
+def _cell(flat: torch.Tensor, j: int) -> str:
+    return f"{flat[j].item():.7g}" if j < flat.numel() else ""
 
 
 def run_simulation(op: Op, case: Case, backend: Backend, console: Console, show: int) -> bool:
@@ -69,12 +104,12 @@ def run_simulation(op: Op, case: Case, backend: Backend, console: Console, show:
             for a, e in zip(run.grads, expected_grads)
             if a is not None and e is not None
         ]
-        count = min(show, flat[0].numel())
+        # Tensors differ in size (a row reduction's output has one element per row):
+        # rows run to the longest, a shorter tensor's cell stays empty.
+        columns = flat + [t for pair in pairs for t in pair]
+        count = min(show, max((t.numel() for t in columns), default=0))
         for j in range(count):
-            cells = [str(j)] + [f"{t[j].item():.7g}" for t in flat]
-            for a, e in pairs:
-                cells += [f"{a[j].item():.7g}", f"{e[j].item():.7g}"]
-            table.add_row(*cells)
+            table.add_row(str(j), *(_cell(t, j) for t in columns))
         if count:
             console.print(table)
 

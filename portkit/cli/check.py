@@ -13,6 +13,7 @@ import click
 from portkit.cli.context import (
     EXIT_FAILED_CHECKS,
     EXIT_NOTHING_RAN,
+    budget_option,
     json_output,
     load_project,
     make_console,
@@ -73,6 +74,7 @@ EXIT_SANITIZER_SKIPPED = EXIT_NOTHING_RAN
     default=None,
     help="Where --sanitize keeps the raw logs (default: the cache dir's sanitize/<time>).",
 )
+@budget_option
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 @click.option("--under-sanitizer", hidden=True, default=None)
 @user_errors
@@ -89,6 +91,7 @@ def check(
     sanitize_log_dir: Path | None,
     as_json: bool,
     under_sanitizer: str | None,
+    budget: float | None = None,
 ) -> None:
     """Run the equivalence and gradcheck suite for OPs on every backend this machine has.
 
@@ -120,13 +123,16 @@ def check(
         previous = os.environ.get(ENV_SWITCH)
         os.environ[ENV_SWITCH] = "0"
         click.get_current_context().call_on_close(lambda: _restore(ENV_SWITCH, previous))
-    config, catalog = load_project()
+    config, catalog = load_project(budget)
     if all_ops == bool(op_names):
         raise click.UsageError("name one or more OPs, or pass --all")
     ops = [catalog.get(n) for n in (catalog.names if all_ops else op_names)]
     if not ops:
         click.echo(f"nothing ran: no ops in {config.prototypes_dir}", err=True)
         sys.exit(EXIT_NOTHING_RAN)
+    for op in ops if op_names else ():  # an op named with a --case it lacks is a mistake
+        for name in case_names:
+            op.case(name)
     plan = plan_suite(ops, set(case_names), skip_large=quick)
     console = make_console(stderr=as_json)
     if sanitize:
@@ -146,7 +152,7 @@ def check(
         for backend in backends:
             if hasattr(backend, "lineinfo"):  # numba: line info, so reports name .py lines
                 backend.lineinfo = True
-    with progress_bar(console, len(plan) + (0 if no_compile else len(ops))) as advance:
+    with progress_bar(console, len(plan) + (0 if no_compile else len(ops)), "checking") as advance:
         results = run_suite(
             plan,
             backends,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -19,18 +20,33 @@ EXIT_USER_ERROR = 2
 # Every requested check was skipped (no GPU for --backend twin, no ops, no
 # compute-sanitizer): not a pass, since nothing was checked.
 EXIT_NOTHING_RAN = 3
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a process ended by Ctrl-C
+
+# What the command is doing now ("softmax float32-3x127 (3/10)"), for Ctrl-C's line.
+_work: list[str] = []
+
+
+def working_on(what: str) -> None:
+    """Note what runs now, so that Ctrl-C can say what it interrupted."""
+    _work[:] = [what]
 
 
 def user_errors(command: Callable) -> Callable:
-    """Turn a PortkitError into one line on stderr and exit code 2, without a traceback."""
+    """Turn a PortkitError into one line on stderr and exit code 2, and Ctrl-C into one
+    line saying what it interrupted and exit code 130, without a traceback."""
 
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        _work.clear()
         try:
             return command(*args, **kwargs)
         except PortkitError as exc:
             click.secho(f"error: {exc}", fg="red", err=True)
             sys.exit(EXIT_USER_ERROR)
+        except KeyboardInterrupt:
+            during = f" while running {_work[0]}" if _work else ""
+            click.secho(f"interrupted{during}", fg="red", err=True)
+            sys.exit(EXIT_INTERRUPTED)
 
     return wrapper
 
@@ -45,14 +61,28 @@ def json_output(as_json: bool) -> Callable[[str], None]:
     return lambda text: click.echo(text, file=out)
 
 
-def load_project():
-    """The project's configuration and its op catalog, read once per command."""
+def load_project(budget: float | None = None):
+    """The project's configuration and its op catalog, read once per command;
+    ``budget`` (``--budget``) replaces the configuration's ``sim-budget``."""
+    from dataclasses import replace
+
     from portkit.project.config import load_config
     from portkit.project.discovery import discover, require_project
 
     config = load_config()
     require_project(config)
+    if budget is not None:
+        config = replace(config, sim_budget=budget)
     return config, discover(config)
+
+
+budget_option = click.option(
+    "--budget",
+    type=click.FloatRange(min=0, max=1e9),
+    metavar="SECONDS",
+    help="Stop a simulated launch that runs longer than this and name the thread and "
+    "line it spins at (default: [tool.portkit] sim-budget, else 300; 0: no limit).",
+)
 
 
 def make_console(stderr: bool = False):
@@ -87,4 +117,13 @@ def parse_shape(text: str) -> tuple[int, ...]:
         raise click.BadParameter(f"shape is like 129 or 4x129, got {text!r}") from None
     if min(shape) < 0:
         raise click.BadParameter(f"shape dimensions must be >= 0, got {text!r}")
+    if math.prod(shape) > MAX_ELEMENTS:
+        raise click.BadParameter(f"shape {text} has more than 2^40 elements")
     return shape
+
+
+# Inputs of more than 2^40 elements fit in no machine's memory; seeds are what a
+# torch.Generator takes (case seeds get small offsets added, so not up to 2^64).
+MAX_ELEMENTS = 1 << 40
+SIZE = click.IntRange(0, MAX_ELEMENTS)
+SEED = click.IntRange(0, (1 << 63) - 1)

@@ -9,6 +9,9 @@ import click
 
 from portkit.cli.context import (
     EXIT_FAILED_CHECKS,
+    SEED,
+    SIZE,
+    budget_option,
     json_output,
     load_project,
     make_console,
@@ -22,14 +25,14 @@ from portkit.project.dtypes import DTYPES
 @click.command("diff")
 @click.argument("op_name", metavar="OP")
 @click.option("--case", "case_name", help="Only this case (see `portkit list`).")
-@click.option("--size", type=click.IntRange(min=0), help="One case: 1-D inputs of this size.")
+@click.option("--size", type=SIZE, help="One case: 1-D inputs of this size.")
 @click.option("--shape", help="One case: inputs of this shape, e.g. 4x129.")
 @click.option(
     "--dtype",
     type=click.Choice(DTYPES),
     help="One case of this dtype (default with --size/--shape: float32).",
 )
-@click.option("--seed", type=int, help="Seed for the random inputs (default: the case's).")
+@click.option("--seed", type=SEED, help="Seed for the random inputs (default: the case's).")
 @click.option("--show", default=5, show_default=True, help="How many first mismatches to list.")
 @click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")
 @click.option(
@@ -50,6 +53,7 @@ from portkit.project.dtypes import DTYPES
     is_flag=True,
     help="Compare the prototype in the simulator with the reference, even on a GPU.",
 )
+@budget_option
 @user_errors
 def diff_command(
     op_name: str,
@@ -63,6 +67,7 @@ def diff_command(
     debug: bool,
     plot_path: str | None,
     simulate: bool,
+    budget: float | None = None,
 ) -> None:
     """Find where OP's prototype and twin part ways, down to the thread.
 
@@ -93,19 +98,20 @@ def diff_command(
     from portkit.diff.case_diff import debug_mismatch, diff_case, plan_diff
     from portkit.diff.patterns import across_cases
     from portkit.diff.report import diff_json, print_diff, write_plot
-    from portkit.project.case_choice import choose_case
+    from portkit.project.case_choice import check_fits, choose_case
 
     emit = json_output(as_json)
-    config, catalog = load_project()
+    config, catalog = load_project(budget)
     op = catalog.get(op_name)
     if size is not None and shape is not None:
         raise click.UsageError("give --size or --shape, not both")
     if plot_path and not Path(plot_path).resolve().parent.is_dir():
         raise PortkitError(f"--plot: folder {Path(plot_path).parent} does not exist")
     plan = plan_diff(op, config, simulate)
-    dims = (size,) if size is not None else (parse_shape(shape) if shape else None)
+    dims = (size,) if size is not None else (parse_shape(shape) if shape is not None else None)
     if case_name or dims is not None or dtype or seed is not None:
-        cases = [choose_case(op, case_name, dtype or "float32", dims, seed)]
+        cases = [choose_case(op, case_name, dtype, dims, seed)]
+        check_fits(op, cases[0])
     else:
         cases = [
             c
@@ -114,7 +120,8 @@ def diff_command(
         ]
     console = make_console()
     results = []
-    with progress_bar(console if not as_json else make_console(stderr=True), len(cases)) as advance:
+    shown = console if not as_json else make_console(stderr=True)
+    with progress_bar(shown, len(cases), "diffing") as advance:
         for case in cases:
             advance(f"{op.name} {case.name}")
             results.append(diff_case(op, case, plan, show))

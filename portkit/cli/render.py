@@ -8,6 +8,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+import click
+
 from portkit.results import FAIL, PASS, SKIP, CheckResult
 
 if TYPE_CHECKING:
@@ -76,8 +78,24 @@ def listing_table(rows: list[dict], backends: Sequence[Backend]) -> Table:
 
 
 @contextmanager
-def progress_bar(console: Console, total: int) -> Iterator[Callable[[str], None]]:
-    """A transient bar; ``advance(label)`` marks the start of the next unit of work."""
+def progress_bar(
+    console: Console, total: int, verb: str = "running"
+) -> Iterator[Callable[[str], None]]:
+    """A transient bar; ``advance(label)`` marks the start of the next unit of work.
+    Where the console is no terminal (CI logs), a line per unit on stderr instead
+    ("checking softmax float32-3x127 (3/10)..."), so a long run is never silent."""
+    from portkit.cli.context import working_on
+
+    if not console.is_terminal:
+        done = [0]
+
+        def log(label: str) -> None:
+            done[0] += 1
+            working_on(f"{label} ({done[0]}/{total})")
+            click.echo(f"{verb} {label} ({done[0]}/{total})...", err=True)
+
+        yield log
+        return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(
@@ -92,6 +110,7 @@ def progress_bar(console: Console, total: int) -> Iterator[Callable[[str], None]
         started = [False]
 
         def advance(label: str) -> None:
+            working_on(label)
             if started[0]:
                 progress.advance(task)
             started[0] = True

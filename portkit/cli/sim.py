@@ -8,11 +8,15 @@ import click
 
 from portkit.cli.context import (
     EXIT_FAILED_CHECKS,
+    SEED,
+    SIZE,
+    budget_option,
     load_project,
     make_console,
     parse_coords,
     parse_shape,
     user_errors,
+    working_on,
 )
 from portkit.errors import PortkitError
 from portkit.project.dtypes import DTYPES
@@ -21,22 +25,26 @@ from portkit.project.dtypes import DTYPES
 @click.command()
 @click.argument("op_name", metavar="OP")
 @click.option("--case", "case_name", help="Run one of the op's cases by name (see `portkit list`).")
-@click.option("--size", type=click.IntRange(min=0), help="1-D inputs of this many elements.")
+@click.option("--size", type=SIZE, help="1-D inputs of this many elements.")
 @click.option("--shape", help="Input shape, e.g. 4x129 (every tensor input gets it).")
 @click.option(
     "--dtype",
     type=click.Choice(DTYPES),
-    default="float32",
-    show_default=True,
-    help="Scalar type of the inputs.",
+    help="Scalar type of the inputs (default: float32; a --case has its own).",
 )
-@click.option("--seed", type=int, help="Seed for the random inputs (default: the case's).")
+@click.option("--seed", type=SEED, help="Seed for the random inputs (default: the case's).")
 @click.option("--kernel", help="Kernel to stop in (default: the first one the forward launches).")
 @click.option("--block", help="Stop in pdb when this block (X or X,Y,Z) runs --kernel.")
 @click.option(
     "--thread", help="... and this thread (X or X,Y,Z) of it. Either option turns pdb on."
 )
-@click.option("--show", default=8, show_default=True, help="How many leading elements to print.")
+@click.option(
+    "--show",
+    type=click.IntRange(min=0),
+    default=8,
+    show_default=True,
+    help="How many leading elements to print.",
+)
 @click.option(
     "--backend",
     "backend_name",
@@ -52,13 +60,14 @@ from portkit.project.dtypes import DTYPES
     is_flag=True,
     help="Say which engine ran each launch (lockstep or per-thread) and why.",
 )
+@budget_option
 @user_errors
 def sim(
     op_name: str,
     case_name: str | None,
     size: int | None,
     shape: str | None,
-    dtype: str,
+    dtype: str | None,
     seed: int | None,
     kernel: str | None,
     block: str | None,
@@ -66,6 +75,7 @@ def sim(
     show: int,
     backend_name: str,
     verbose: bool = False,
+    budget: float | None = None,
 ) -> None:
     """Run OP's prototype in the CUDA simulator on the CPU and compare it with the reference.
 
@@ -81,17 +91,17 @@ def sim(
       portkit sim sigmoid
       portkit sim sigmoid --size 1000 --dtype float64 --seed 3
       portkit sim softmax --shape 4x129
-      portkit sim sigmoid --block 1 --thread 5       # pdb at block 1, thread 5
+      portkit sim sigmoid --size 3000 --block 1 --thread 5   # pdb at block 1, thread 5
       portkit sim softmax --backend numba-sim        # numba's simulator instead
       portkit sim softmax --verbose                  # which engine ran, and why
     """
     from portkit.backends import create
-    from portkit.check.show_case import first_forward_kernel, run_simulation
+    from portkit.check.show_case import check_breakpoint, first_forward_kernel, run_simulation
     from portkit.cli.render import BlockProgress
-    from portkit.project.case_choice import choose_case
+    from portkit.project.case_choice import check_fits, choose_case
     from portkit.simt.debug import Breakpoint
 
-    config, catalog = load_project()
+    config, catalog = load_project(budget)
     op = catalog.get(op_name)
     if size is not None and shape is not None:
         raise click.UsageError("give --size or --shape, not both")
@@ -99,9 +109,10 @@ def sim(
         op,
         case_name,
         dtype,
-        (size,) if size is not None else (parse_shape(shape) if shape else None),
+        (size,) if size is not None else (parse_shape(shape) if shape is not None else None),
         seed,
     )
+    check_fits(op, case)
     block_at, thread_at = parse_coords(block, "--block"), parse_coords(thread, "--thread")
     backend = create(backend_name, config)
     if backend.unavailable_reason:
@@ -114,10 +125,13 @@ def sim(
             raise PortkitError(
                 f"op {op.name} has no kernel {name!r}; kernels: {', '.join(op.kernels)}"
             )
-        backend.breakpoint = Breakpoint(name, block_at or (0, 0, 0), thread_at or (0, 0, 0))
+        block_at, thread_at = block_at or (0, 0, 0), thread_at or (0, 0, 0)
+        check_breakpoint(op, case, name, block_at, thread_at)
+        backend.breakpoint = Breakpoint(name, block_at, thread_at)
     elif kernel:
         raise click.UsageError("--kernel chooses where --block/--thread stop; give one of them")
     console = make_console()
+    working_on(f"{op.name} case {case.name} in the simulator")
     with BlockProgress(console) as progress:
         backend.on_block = progress
         ok = run_simulation(op, case, backend, console, show)

@@ -9,6 +9,7 @@ A project is the nearest folder, from the working directory up, that holds a
                                 # (one that cannot be written is said once; no cache then)
     namespace  = "portkit"      # torch.library namespace of the registered ops
     lint-warnings = "warning"   # "error": lint warnings fail lint, check and pytest too
+    sim-budget = 300            # seconds one simulated launch may run (0: no limit)
 
 Nothing is read at import time: commands and the pytest plugin call ``load_config``.
 """
@@ -28,9 +29,12 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-_KNOWN_KEYS = {"prototypes", "cuda-src", "cache-dir", "namespace", "lint-warnings"}
+_KNOWN_KEYS = {"prototypes", "cuda-src", "cache-dir", "namespace", "lint-warnings", "sim-budget"}
 LINT_WARNINGS = ("warning", "error")  # what a lint warning is to lint, check and pytest
 DEFAULT_NAMESPACE = "portkit"
+# Seconds one simulated launch may run before it is stopped as spinning: GPU-sized
+# cases take 5-80 s on a CPU (docs/scale.md); a loop that never ends takes forever.
+DEFAULT_SIM_BUDGET = 300.0
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,7 @@ class ProjectConfig:
     namespace: str = DEFAULT_NAMESPACE  # ops register as torch.ops.<namespace>.<op>_<impl>
     lint_warnings_fail: bool = False  # lint-warnings = "error"
     configured: bool = False  # pyproject.toml has a [tool.portkit] table
+    sim_budget: float = DEFAULT_SIM_BUDGET  # seconds per simulated launch; 0: no limit
 
 
 def default_cache_dir() -> Path:
@@ -85,6 +90,16 @@ def load_config(start: Path | None = None) -> ProjectConfig:
             f"{pyproject}: unknown key(s) in [tool.portkit]: {', '.join(unknown)}; "
             f"known keys: {', '.join(sorted(_KNOWN_KEYS))}"
         )
+    budget = table.pop("sim-budget", DEFAULT_SIM_BUDGET)
+    if (
+        isinstance(budget, bool)
+        or not isinstance(budget, (int, float))
+        or not 0 <= budget < float("inf")
+    ):
+        raise ConfigError(
+            f"{pyproject}: [tool.portkit] sim-budget must be a number of seconds >= 0 "
+            f"(0: no limit), got {budget!r}"
+        )
     for key, value in table.items():
         if not isinstance(value, str):
             what = "a string" if key in ("namespace", "lint-warnings") else "a string path"
@@ -112,4 +127,5 @@ def load_config(start: Path | None = None) -> ProjectConfig:
         namespace=namespace,
         lint_warnings_fail=lint_warnings == "error",
         configured=configured,
+        sim_budget=float(budget),
     )

@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 
-def simulate(kernel: Any, engine: str | None = None) -> Any:
+def simulate(kernel: Any, engine: str | None = None, budget: float | None = None) -> Any:
     from portkit.simt.launcher import simulate as _simulate
 
-    return _simulate(kernel, engine)
+    return _simulate(kernel, engine, budget)
 
 
 def simulated_cuda() -> Any:

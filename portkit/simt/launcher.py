@@ -4,8 +4,10 @@
     simulate(kernel)[blocks, threads](x, out, n)
     simulate(kernel)[blocks, threads, stream, shared_bytes](x, out, n)
 
-Arguments are NumPy arrays, CPU tensors, numba's simulator arrays (``to_device``
-under ``simulated_cuda()``) or scalars; arrays are written in place. Every check is
+Arguments are NumPy arrays, CPU tensors (bfloat16 too), numba's simulator arrays
+(``to_device`` under ``simulated_cuda()``), scalars or tuples of them, checked before the
+kernel runs as numba checks them for a GPU: a list, None, GPU memory or a non-contiguous
+view raises ``LaunchError`` naming the parameter. Arrays are written in place. Every check is
 on; a kernel bug raises ``SimulationFault`` (a ``portkit.errors.KernelError``) naming
 the kernel, the array and index, the block, the thread, the line, and for a race the
 other thread and its line. The lockstep engine runs where it applies, the per-thread
@@ -23,36 +25,81 @@ from portkit.errors import LaunchError
 from portkit.launch.kernel_set import launch_config
 
 
-def _host(value: Any) -> Any:
-    """A launch argument as the machine takes it: NumPy arrays (views, so writes land)."""
-    if isinstance(value, np.ndarray):
-        return value
+def _host(kernel: str, parameter: str, value: Any) -> Any:
+    """A launch argument as the machine takes it (NumPy arrays are views, so writes land),
+    checked as numba checks it before a GPU launch: arrays (NumPy, CPU tensors, numba's
+    simulator arrays), scalars and tuples of them; anything else names the parameter."""
+    where = f"kernel {kernel}: parameter {parameter}"
     inner = getattr(value, "_ary", None)  # numba's simulator arrays (FakeCUDAArray)
     if isinstance(inner, np.ndarray):
-        return inner
-    module = type(value).__module__
-    if module.startswith("torch"):
-        if value.device.type != "cpu":
-            raise LaunchError("simulate() takes CPU tensors; move it with .cpu() first")
-        return value.detach().numpy()
-    if hasattr(value, "__array_interface__") and not np.isscalar(value):
-        return np.asarray(value)
-    return value
+        value = inner
+    if type(value).__module__.startswith("torch"):
+        return _tensor(where, value)
+    if isinstance(value, np.ndarray):
+        if value.dtype.hasobject or value.dtype.kind not in "biufc":
+            raise LaunchError(f"{where} is an array of {value.dtype}, which numba cannot type")
+        if value.size and not (value.flags.c_contiguous or value.flags.f_contiguous):
+            raise LaunchError(
+                f"{where} is a non-contiguous view (strides {value.strides}); numba copies "
+                f"only contiguous host arrays to a GPU: pass np.ascontiguousarray(...)"
+            )
+        return value
+    if isinstance(value, (bool, int, float, complex, np.generic)):
+        return value
+    if isinstance(value, tuple):
+        return tuple(_host(kernel, f"{parameter}[{i}]", v) for i, v in enumerate(value))
+    if hasattr(value, "__cuda_array_interface__"):
+        raise LaunchError(
+            f"{where} is GPU memory ({type(value).__name__}); the simulator runs on host "
+            f"memory: pass a NumPy array or a CPU tensor"
+        )
+    if hasattr(value, "__array_interface__"):
+        return _host(kernel, parameter, np.asarray(value))
+    got = "None" if value is None else f"a {type(value).__name__}"
+    hint = " (pass np.array(...) for an array)" if isinstance(value, list) else ""
+    raise LaunchError(
+        f"{where} is {got}, which a GPU kernel cannot take: arrays (NumPy, CPU tensors) "
+        f"and scalars only{hint}"
+    )
+
+
+def _tensor(where: str, tensor: Any) -> np.ndarray:
+    """A CPU tensor's memory as NumPy; bfloat16 as its bits (``BFloat16Bits``), as the
+    sim backend passes it."""
+    from portkit.project.dtypes import BITS_VIEW, dtype_name, prototype_view
+    from portkit.simt.scalars import BFloat16Bits
+
+    if tensor.device.type != "cpu":
+        raise LaunchError(f"{where} is a {tensor.device} tensor; simulate() takes CPU tensors")
+    if not tensor.is_contiguous() and tensor.numel():
+        raise LaunchError(
+            f"{where} is a non-contiguous tensor (strides {tuple(tensor.stride())}); the "
+            f"simulator takes contiguous memory: pass .contiguous()"
+        )
+    array = prototype_view(tensor.detach()).numpy()
+    return array.view(BFloat16Bits) if dtype_name(tensor.dtype) in BITS_VIEW else array
 
 
 class SimulatedKernel:
     """A numba kernel that launches in portkit's simulator (``kernel[grid, block](...)``)."""
 
-    def __init__(self, dispatcher: Any, engine: str | None = None) -> None:
+    def __init__(
+        self, dispatcher: Any, engine: str | None = None, budget: float | None = None
+    ) -> None:
         if not hasattr(dispatcher, "py_func"):
             raise LaunchError(
                 f"simulate() takes a numba.cuda.jit kernel, got {type(dispatcher).__name__}"
+            )
+        if getattr(dispatcher, "targetoptions", {}).get("device"):
+            raise LaunchError(
+                f"{dispatcher.py_func.__name__} is a device function (device=True): a GPU "
+                f"launches kernels only; call it from a kernel"
             )
         self.dispatcher = dispatcher
         self.py_func = dispatcher.py_func
         self.__name__ = self.py_func.__name__
         self.__doc__ = self.py_func.__doc__
-        self._engine = engine
+        self._engine, self._budget = engine, budget
         self._machine: Any = None
         self.engines: list[Any] = []  # which engine ran each launch, and why
 
@@ -93,10 +140,33 @@ class SimulatedKernel:
         from portkit.simt.machine import Machine
 
         if self._machine is None:
-            self._machine = Machine(engine=self._engine)
+            self._machine = Machine(engine=self._engine, budget=self._budget)
         machine = self._machine
         try:
-            machine.launch(self.__name__, self.dispatcher, config, [_host(a) for a in args])
+            code = self.py_func.__code__
+            names = code.co_varnames[: code.co_argcount]
+            if len(args) != len(names):
+                raise LaunchError(
+                    f"kernel {self.__name__} takes {len(names)} arguments ({', '.join(names)}), "
+                    f"launched with {len(args)}"
+                )
+            host = [_host(self.__name__, n, a) for n, a in zip(names, args)]
+            # numba types a read-only array readonly and refuses to compile a store into
+            # it: the kernel gets a writable copy here, and a store into it is the error.
+            readonly = {
+                i: h
+                for i, h in enumerate(host)
+                if isinstance(h, np.ndarray) and not h.flags.writeable
+            }
+            for i, array in readonly.items():
+                host[i] = array.copy()
+            machine.launch(self.__name__, self.dispatcher, config, host)
+            for i, array in readonly.items():
+                if host[i].tobytes() != array.tobytes():
+                    raise LaunchError(
+                        f"kernel {self.__name__} stores into parameter {names[i]}, a read-only "
+                        f"array: numba refuses to compile that; pass a writable array"
+                    )
         finally:
             self.engines += machine.engines
             machine.engines.clear()
@@ -111,11 +181,14 @@ class _Launch:
         self._kernel.run(self._config, args)
 
 
-def simulate(kernel: Any, engine: str | None = None) -> SimulatedKernel:
+def simulate(
+    kernel: Any, engine: str | None = None, budget: float | None = None
+) -> SimulatedKernel:
     """``kernel`` (a ``numba.cuda.jit`` kernel) launched in portkit's simulator.
 
     ``engine``: ``"auto"`` (default: lockstep where it applies), ``"lockstep"`` or
-    ``"per-thread"``."""
+    ``"per-thread"``. ``budget``: seconds one launch may run before it stops with
+    ``BudgetExceeded`` naming the spinning thread and line (default 300; 0: no limit)."""
     if isinstance(kernel, SimulatedKernel):
         return kernel
-    return SimulatedKernel(kernel, engine)
+    return SimulatedKernel(kernel, engine, budget)

@@ -27,7 +27,9 @@ import numpy as np
 
 from portkit.errors import KernelError
 from portkit.launch.kernel_set import LaunchConfig
+from portkit.project.config import DEFAULT_SIM_BUDGET
 from portkit.simt.block_run import BlockRun
+from portkit.simt.budget import launch_budget, where_spinning
 from portkit.simt.debug import Breakpoint, DebugSession
 from portkit.simt.intrinsics import WARP_SIZE, Dim3, SimulatedCuda
 from portkit.simt.layout import Layout, memory_view
@@ -66,6 +68,7 @@ class Machine:
         breakpoint: Breakpoint | None = None,
         on_block: Callable[[int, int], None] | None = None,
         engine: str | None = None,
+        budget: float | None = None,
     ) -> None:
         self.engine = engine or os.environ.get("PORTKIT_SIMT_ENGINE", AUTO)
         if self.engine not in ENGINES:
@@ -80,6 +83,7 @@ class Machine:
         self.on_block = on_block
         self.records: list[LaunchRecord] = []
         self._launched: set[str] = set()
+        self.budget = DEFAULT_SIM_BUDGET if budget is None else budget  # seconds; 0: none
         self.rewriter = Rewriter(
             self.cuda,
             self._print,
@@ -110,7 +114,7 @@ class Machine:
         blocks: Iterable[int] | None = None,
     ) -> LaunchRecord:
         """Run ``dispatcher``'s kernel with ``args`` (NumPy arrays and scalars), every block
-        or only ``blocks`` (linear indices). Returns who wrote what."""
+        or only ``blocks`` (linear indices), in ``self.budget`` s. Returns who wrote what."""
         function = self.rewriter.rewrite(dispatcher)
         if len(args) != len(function.parameters):
             raise KernelError(
@@ -119,6 +123,21 @@ class Machine:
             )
         bp = self.breakpoint
         debugging = bp is not None and bp.kernel == name and name not in self._launched
+        here = lambda file, line: self.place(self.thread_index, file, line)  # noqa: E731
+        spinning = lambda frame: where_spinning(frame, self._lockstep, here)  # noqa: E731
+        with launch_budget(None if debugging else self.budget, name, spinning):
+            return self._launch(name, dispatcher, config, args, blocks, debugging)
+
+    def _launch(
+        self,
+        name: str,
+        dispatcher: Any,
+        config: LaunchConfig,
+        args: Sequence[Any],
+        blocks: Iterable[int] | None,
+        debugging: bool,
+    ) -> LaunchRecord:
+        bp, function = self.breakpoint, self.rewriter.rewrite(dispatcher)
         if blocks is None and not debugging:
             record = self._try_lockstep(name, dispatcher, config, args)
             if record is not None:

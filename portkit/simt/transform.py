@@ -22,7 +22,6 @@ globals and closure, so ``cuda.syncthreads``, ``numba.cuda.syncthreads`` and a b
 from __future__ import annotations
 
 import ast
-import inspect
 import math
 import textwrap
 import types
@@ -39,6 +38,7 @@ from portkit.simt.scalars import (
     simulated_bf16,
     typed_constant,
 )
+from portkit.simt.source import source_lines
 
 # Intrinsics that make a thread wait for others: they become yields.
 WAITING_INTRINSICS = (
@@ -134,7 +134,7 @@ class Rewriter:
         fn = dispatcher.py_func
         filename = fn.__code__.co_filename
         try:
-            lines, first = inspect.getsourcelines(fn)
+            lines, first = source_lines(fn)
         except (OSError, TypeError) as exc:
             raise KernelError(
                 f"the simulator needs the source of {fn.__name__} and cannot read it: {exc}"

@@ -82,7 +82,27 @@ class LockstepEngine:
         """Run every block; ``shadows[k]`` is the ``LaneShadow`` of array ``k`` (filled
         with the per-thread engine's stamps), None for a scalar."""
         function = self.vectorizer.rewrite(dispatcher).function
-        waits = self.vectorizer._rewriter.rewrite(dispatcher).waits
+        rewritten = self.vectorizer._rewriter.rewrite(dispatcher)
+        try:
+            self._run_chunks(function, rewritten, config, args, shadows)
+        finally:
+            self._proxy.chunk = None
+            set_current(None)
+
+    @property
+    def running_chunk(self) -> Chunk | None:
+        """The chunk a launch is running now (None between launches)."""
+        return self._proxy.chunk
+
+    def _run_chunks(
+        self,
+        function: Any,
+        rewritten: Any,
+        config: Any,
+        args: Sequence[Any],
+        shadows: Sequence[Any],
+    ) -> None:
+        waits, parameters = rewritten.waits, rewritten.parameters
         threads = config.threads_per_block
         total = int(np.prod(config.grid))
         per_chunk = max(1, CHUNK_LANES // threads)
@@ -95,7 +115,9 @@ class LockstepEngine:
                 self._proxy.chunk = chunk
                 set_current(chunk)
                 self.cuda.set_chunk(chunk, config.block, config.grid)
-                values = [self._argument(a, s, chunk) for a, s in zip(args, shadows)]
+                values = [
+                    self._argument(a, s, chunk, p) for a, s, p in zip(args, shadows, parameters)
+                ]
                 chunk.global_shadows = [
                     v.shadow for v in values if isinstance(v, LaneArray) and v.shadow
                 ]
@@ -105,14 +127,12 @@ class LockstepEngine:
                     raise
                 except Exception as exc:
                     raise Unsupported(f"{type(exc).__name__}: {exc}") from None
-        self._proxy.chunk = None
-        set_current(None)
 
-    def _argument(self, arg: Any, shadow: Any, chunk: Chunk) -> Any:
+    def _argument(self, arg: Any, shadow: Any, chunk: Chunk, parameter: str) -> Any:
         if isinstance(arg, np.ndarray):
             from portkit.simt.layout import memory_view
 
-            flat, layout = memory_view(arg, "argument")
+            flat, layout = memory_view(arg, parameter)
             array = LaneArray(
                 flat,
                 layout.shape,

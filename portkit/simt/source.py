@@ -1,0 +1,32 @@
+"""A kernel's source lines, for the rewrite: from its file, or for a kernel defined in
+``python -c "..."`` (no file) from the command line Python kept in ``sys.orig_argv``."""
+
+from __future__ import annotations
+
+import inspect
+import linecache
+import sys
+from typing import Any
+
+COMMAND_LINE_FILE = "<string>"
+
+
+def source_lines(fn: Any) -> tuple[list[str], int]:
+    """``inspect.getsourcelines(fn)``, with ``python -c`` code made visible to it (and to
+    linecache, so faults quote the line) first."""
+    try:
+        return inspect.getsourcelines(fn)
+    except (OSError, TypeError):
+        if not _register_command_line(fn.__code__.co_filename):
+            raise
+    return inspect.getsourcelines(fn)
+
+
+def _register_command_line(filename: str) -> bool:
+    argv = getattr(sys, "orig_argv", [])
+    if filename != COMMAND_LINE_FILE or "-c" not in argv[:-1]:
+        return False
+    text = argv[argv.index("-c") + 1]
+    lines = text.splitlines(keepends=True)
+    linecache.cache[filename] = (len(text), None, lines, filename)
+    return True
