@@ -86,9 +86,9 @@ project_of() {  # project_of DIR: an empty portkit project (cache inside) in DIR
 
 # -- the subcommands --------------------------------------------------------------------------
 suite() {
-  step pytest 330 "${PYTEST[@]}" -n 8 tests prototypes
-  step check-all 90 "${PORTKIT[@]}" check --all
-  step bench-all 160 "${PORTKIT[@]}" bench --all --reps 10 --warmup 2 --save "$LOGS/bench.json"
+  step pytest 320 "${PYTEST[@]}" -n 8 tests prototypes
+  step check-all 80 "${PORTKIT[@]}" check --all
+  step bench-all 150 "${PORTKIT[@]}" bench --all --reps 10 --warmup 2 --save "$LOGS/bench.json"
 }
 
 trust() {
