@@ -100,16 +100,16 @@ trust() {
 
 sanitizer() {
   local t=tests/check/test_wrong_twins.py good=/tmp/portkit-good-$$
-  step bank-sanitizer 200 "${PYTEST[@]}" -n 6 -m gpu "$t::test_sanitizer_catches_wrong_twin"
+  step bank-sanitizer 170 "${PYTEST[@]}" -n 6 -m gpu "$t::test_sanitizer_catches_wrong_twin"
   # The good ops (and the bank's own `total`) under each tool against the plain check.
   project_of "$good"
   cp prototypes/*.py tests/check/wrong_twins/_ops/total.py "$good/prototypes/"
   cp cuda_src/*.cu tests/check/wrong_twins/_ops/total.cu "$good/cuda_src/"
   local cases=(--case float32-n129 --case float64-n129 --case float32-3x127 --case float32-n1000)
-  (cd "$good" && timeout 90 "${PORTKIT[@]}" compile > /dev/null 2>&1)  # no run pays NVRTC
+  (cd "$good" && timeout 60 "${PORTKIT[@]}" compile > /dev/null 2>&1)  # no run pays NVRTC
   timed() {  # timed NAME COMMAND...: its JSON to $good/NAME.json, wall seconds to NAME.wall
     local name=$1 start=$SECONDS; shift
-    (cd "$good" && timeout 200 "$@") > "$good/$name.json" 2> "$good/$name.err"
+    (cd "$good" && timeout 170 "$@") > "$good/$name.json" 2> "$good/$name.err"
     echo $((SECONDS - start)) > "$good/$name.wall"
   }
   timed plain "${PORTKIT[@]}" check --all --backend twin --backend numba --no-compile --json \
@@ -119,8 +119,8 @@ sanitizer() {
       --sanitize-log-dir "$good/logs" &
   done
   wait
-  step good-ops-four-tools 30 "$PY" scripts/trust_report.py "$good"
-  step guard-overhead 90 "$PY" scripts/bench_guards.py --backend twin --backend numba \
+  step good-ops-four-tools 20 "$PY" scripts/trust_report.py "$good"
+  step guard-overhead 80 "$PY" scripts/bench_guards.py --backend twin --backend numba \
     --repeat 3 --small --op vector_add --op sigmoid --op softmax
 }
 
@@ -138,42 +138,42 @@ export -f fresh_venv
 export PY
 
 export_() {
-  step torch-op 200 "${PYTEST[@]}" -n 4 tests/torch_op
+  step torch-op 150 "${PYTEST[@]}" -n 4 tests/torch_op
   local dir=/tmp/portkit-export-$$
-  step export 180 "${PORTKIT[@]}" export sigmoid elementwise_mul vector_add softmax softmax_warp \
+  step export 120 "${PORTKIT[@]}" export sigmoid elementwise_mul vector_add softmax softmax_warp \
     --out "$dir/pkg" --arch sm_80,sm_90,sm_100 --name pk_exported || return
   # A fresh venv that installs into its own site-packages and sees this Python's packages
   # (torch lives in the image's own venv, which --system-site-packages would not reach).
-  step venv 120 bash -c 'fresh_venv "$@"' _ "$dir" || return
-  step run-without-portkit 240 bash -c 'cd /tmp && env -u PYTHONPATH "$1/venv/bin/python" \
+  step venv 60 bash -c 'fresh_venv "$@"' _ "$dir" || return
+  step run-without-portkit 150 bash -c 'cd /tmp && env -u PYTHONPATH "$1/venv/bin/python" \
     "$2/scripts/check_exported.py" run pk_exported "$1/exported.pt"' _ "$dir" "$PWD"
-  step equals-twin 120 "$PY" scripts/check_exported.py compare "$dir/exported.pt"
+  step equals-twin 60 "$PY" scripts/check_exported.py compare "$dir/exported.pt"
 }
 
 bench() {
   nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader \
     > "$LOGS/clocks.txt" 2>&1
-  step bench-all 200 "${PORTKIT[@]}" bench --all --reps 30 --save "$LOGS/bench.json" \
+  step bench-all 180 "${PORTKIT[@]}" bench --all --reps 30 --save "$LOGS/bench.json" \
     --plot "$LOGS/bench.png"
-  step tests-bench 120 "${PYTEST[@]}" tests/bench
-  step plugin-bench-items 120 "${PYTEST[@]}" prototypes -m bench \
+  step tests-bench 100 "${PYTEST[@]}" tests/bench
+  step plugin-bench-items 100 "${PYTEST[@]}" prototypes -m bench \
     --portkit-bench-baseline "$LOGS/bench.json" --portkit-bench-threshold 0.25
-  step host-cost-per-call 100 "$PY" scripts/bench_launch.py --json "$LOGS/bench_launch.json"
+  step host-cost-per-call 80 "$PY" scripts/bench_launch.py --json "$LOGS/bench_launch.json"
   if command -v ncu > /dev/null; then
-    step ncu-softmax 100 ncu --kernel-name regex:softmax --launch-count 16 --metrics \
+    step ncu-softmax 80 ncu --kernel-name regex:softmax --launch-count 16 --metrics \
       gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active,launch__registers_per_thread \
       "$PY" scripts/ncu_softmax.py
   fi
 }
 
 startup() {
-  step cold-vs-floor 300 "$PY" scripts/bench_startup.py --runs 3 --json "$LOGS/startup.json"
-  step cache-tests 150 "${PYTEST[@]}" tests/backends/test_prototype_cache.py \
+  step cold-vs-floor 240 "$PY" scripts/bench_startup.py --runs 3 --json "$LOGS/startup.json"
+  step cache-tests 120 "${PYTEST[@]}" tests/backends/test_prototype_cache.py \
     tests/lint/test_compile_cache.py tests/lint/test_cache.py
-  step check-v 60 "${PORTKIT[@]}" check sigmoid -v
+  step check-v 50 "${PORTKIT[@]}" check sigmoid -v
   # --json: no progress bar, whose refresh thread cProfile would mix into the main thread.
-  step profile 60 "$PY" -m cProfile -s cumulative -m portkit.cli check sigmoid --json
-  step importtime 60 bash -c "$PY -X importtime -m portkit.cli check sigmoid 2>&1 >/dev/null \
+  step profile 50 "$PY" -m cProfile -s cumulative -m portkit.cli check sigmoid --json
+  step importtime 50 bash -c "$PY -X importtime -m portkit.cli check sigmoid 2>&1 >/dev/null \
     | sort -t'|' -k2 -n -r | head -40"
 }
 
