@@ -1,4 +1,4 @@
-"""Launch the softmax twins at 1024x32768 (and 4096x4096) for ncu (scripts/gpu-bench.sh)."""
+"""Launch the softmax twins at 1024x32768 (and 4096x4096) for ncu (`scripts/gpu.sh bench`)."""
 
 import torch
 

@@ -1,4 +1,4 @@
-"""Tables for scripts/gpu-trust.sh: sanitizer tools against the plain check, per op.
+"""Tables for `scripts/gpu.sh sanitizer`: sanitizer tools against the plain check, per op.
 
     python scripts/trust_report.py WORK_DIR
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from portkit.atomic_write import write_atomic
 from portkit.bench.stats import Summary
+from portkit.bench.timing import SPIN
 from portkit.errors import PortkitError
 
 SCHEMA = "portkit-bench/1"
@@ -36,6 +37,7 @@ class Measurement:
     bytes: int
     flops: int | None = None
     check: str = OK  # "ok", or why the timed output was wrong or the call failed
+    timing: str = SPIN  # how it was timed: portkit.bench.timing's SPIN or EVENTS
 
     @property
     def ok(self) -> bool:
@@ -59,6 +61,7 @@ class Measurement:
             "bytes": self.bytes,
             "flops": self.flops,
             "check": self.check,
+            "timing": self.timing,
         }
 
     @classmethod
@@ -76,6 +79,7 @@ class Measurement:
             bytes=data["bytes"],
             flops=data.get("flops"),
             check=data["check"],
+            timing=data.get("timing", SPIN),  # reports written before it had the field
         )
 
 

@@ -7,6 +7,8 @@ timed once, in an order that rotates from round to round, so a drift of the mach
 (clocks, temperature) spreads over all of them. The output of every timed call is
 compared with the reference's at the timed shape, and outputs are NaN-poisoned before
 the kernels run, so a fast kernel that computes the wrong thing, or nothing, fails.
+Integer and bool inputs (a class index, a mask) never require gradients: the backward
+is timed and checked for the floating-point inputs alone.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from portkit.bench.model import OK, Measurement
 from portkit.bench.stats import Summary
-from portkit.bench.timing import MAX_COVER_US, Clock, LaunchSpan, cover_for
+from portkit.bench.timing import EVENTS, MAX_COVER_US, SPIN, Clock, LaunchSpan, cover_for
 from portkit.bench.traffic import declared, default_bytes
 from portkit.check.compare import REFERENCE_TOLERANCE, compare
 from portkit.check.reference_run import reference_run
@@ -43,6 +45,7 @@ class Task:
     call: Callable[[], tuple]
     span: LaunchSpan | None  # None: marks around the whole call (torch)
     failure: str | None = None
+    timing: str = SPIN  # EVENTS once no spin covered the host's time to issue a call
 
 
 def verify(actual: Sequence[Any], expected: Sequence[Any], dtype: str, what: str) -> str | None:
@@ -100,21 +103,18 @@ class Bench:
         needs_grad = "backward" in directions
         # What is right is what `portkit check` says is right (widened references included).
         expected_out, expected_grads = reference_run(
-            op,
-            case,
-            [t.detach().clone().requires_grad_(needs_grad) for t in inputs],
-            needs_grad,
+            op, case, _leaves(inputs, needs_grad), needs_grad
         )
         # torch's own forward and backward, timed as the reference implementation.
-        leaves = [t.detach().clone().requires_grad_(needs_grad) for t in inputs]
-        graph_out = as_tuple(definition.reference(*leaves)) if needs_grad else ()
+        leaves = _leaves(inputs, needs_grad)
+        graph_out = as_tuple(definition.reference(*leaves, *case.extra)) if needs_grad else ()
         grad_outputs = make_grad_outputs(case, expected_out) if needs_grad else []
-        native = self._native(op, inputs, leaves, graph_out, grad_outputs, needs_grad)
+        native = self._native(op, (inputs, case.extra), leaves, graph_out, grad_outputs, needs_grad)
 
         measurements = []
         for direction in directions:
             tasks, saved_for_bytes, skipped = self._tasks(
-                op, direction, backends, inputs, leaves, graph_out, grad_outputs
+                op, direction, backends, (inputs, case.extra), leaves, graph_out, grad_outputs
             )
             if direction == "forward":
                 expected = expected_out
@@ -146,6 +146,7 @@ class Bench:
                         bytes=count,
                         flops=flops,
                         check=task.failure or OK,
+                        timing=task.timing,
                     )
                 )
             for backend, reason in skipped:
@@ -168,10 +169,12 @@ class Bench:
         return measurements
 
     # -- the calls ------------------------------------------------------------------------
-    def _tasks(self, op, direction, backends, inputs, leaves, graph_out, grad_outputs):
+    def _tasks(self, op, direction, backends, arguments, leaves, graph_out, grad_outputs):
         import torch
 
         definition = op.definition
+        inputs, extra = arguments
+        wanted = [t for t in leaves if t.requires_grad]
         tasks: list[Task] = []
         skipped = []
         saved_for_bytes = None
@@ -181,13 +184,14 @@ class Bench:
 
                     def call(f=definition.reference):
                         with torch.no_grad():
-                            return as_tuple(f(*inputs))
+                            return as_tuple(f(*inputs, *extra))
                 else:
 
                     def call():
-                        return tuple(
-                            torch.autograd.grad(graph_out, leaves, grad_outputs, retain_graph=True)
+                        grads = torch.autograd.grad(
+                            graph_out, wanted, grad_outputs, retain_graph=True, allow_unused=True
                         )
+                        return tuple(grads)
 
                 tasks.append(Task(backend.name, backend.role, call, None))
                 continue
@@ -205,10 +209,10 @@ class Bench:
             if direction == "forward":
 
                 def call(k=kernels):
-                    return as_tuple(definition.forward(k, *inputs)[0])
+                    return as_tuple(definition.forward(k, *inputs, *extra)[0])
             else:
                 try:
-                    _, saved = definition.forward(kernels, *inputs)
+                    _, saved = definition.forward(kernels, *inputs, *extra)
                     saved = as_tuple(saved)
                 except Exception as exc:
                     tasks.append(
@@ -218,13 +222,14 @@ class Bench:
                 saved_for_bytes = saved
 
                 def call(k=kernels, saved=saved):
-                    return as_tuple(definition.backward(k, saved, *grad_outputs))
+                    grads = as_tuple(definition.backward(k, saved, *grad_outputs))
+                    return _of_differentiable(grads, leaves)
 
             tasks.append(Task(backend.name, backend.role, call, span))
         return tasks, saved_for_bytes, skipped
 
     @staticmethod
-    def _native(op, inputs, leaves, graph_out, grad_outputs, needs_grad) -> dict | None:
+    def _native(op, arguments, leaves, graph_out, grad_outputs, needs_grad) -> dict | None:
         """torch's own outputs and gradients in the case's dtype, for ops that declare a
         wider reference (``reference_in``): torch's float32 row is then an implementation
         with rounding of its own (cuBLAS's order of sums, a scan's), so its timed calls are
@@ -235,7 +240,8 @@ class Bench:
         if definition.reference_in is None:
             return None
         if not needs_grad:
-            return {"forward": tuple(o.detach() for o in as_tuple(definition.reference(*inputs)))}
+            outputs = as_tuple(definition.reference(*arguments[0], *arguments[1]))
+            return {"forward": tuple(o.detach() for o in outputs)}
         wanted = [t for t in leaves if t.requires_grad]
         grads = torch.autograd.grad(
             graph_out, wanted, grad_outputs, retain_graph=True, allow_unused=True
@@ -261,30 +267,40 @@ class Bench:
         for rep in range(self.reps):
             shift = rep % max(len(live), 1)
             for task in live[shift:] + live[:shift]:
-                for _attempt in range(MAX_ATTEMPTS):
-                    if task.failure is not None:
-                        break
-                    want = native if native is not None and task.role == "reference" else expected
-                    sample = self._timed(task, want, dtype, what, rep)
-                    if sample is None:
-                        break
-                    elapsed, host = sample
-                    if self.clock.covers(host):
-                        samples, hosts = timings[task.implementation]
-                        samples.append(elapsed)
-                        hosts.append(host)
-                        break
-                    # The host took longer than the GPU's spin: the GPU may have idled
-                    # inside the timed span. Discard the sample, spin longer, time again.
-                    self.clock.cover_us = min(2 * self.clock.cover_us, MAX_COVER_US)
-        for task in live:
-            if task.failure is None and not timings[task.implementation][0]:
-                task.failure = "error: every call took the host longer than the GPU's spin"
+                if task.failure is not None:
+                    continue
+                want = native if native is not None and task.role == "reference" else expected
+                samples, hosts = timings[task.implementation]
+                timing = task.timing
+                sample = self._sample(task, want, dtype, what, rep)
+                if task.timing != timing:  # one method for all of a task's samples
+                    samples.clear()
+                    hosts.clear()
+                if sample is not None:
+                    samples.append(sample[0])
+                    hosts.append(sample[1])
         return timings
+
+    def _sample(self, task: Task, expected, dtype: str, what: str, rep: int):
+        """One accepted (GPU us, host us) for ``task``, or None if its call failed."""
+        if task.timing == SPIN:
+            cover = self.clock.cover_us
+            for _attempt in range(MAX_ATTEMPTS):
+                sample = self._timed(task, expected, dtype, what, rep)
+                if sample is None or self.clock.covers(sample[1]):
+                    return sample
+                # The host took longer than the GPU's spin: the GPU may have idled
+                # inside the timed span. Discard the sample, spin longer, time again.
+                self.clock.cover_us = min(2 * self.clock.cover_us, MAX_COVER_US)
+            # No spin covers a call that waits for the GPU: time it with plain events,
+            # and leave the other implementations the spin they had.
+            self.clock.cover_us = cover
+            task.timing = EVENTS
+        return self._timed(task, expected, dtype, what, rep)
 
     def _timed(self, task: Task, expected, dtype: str, what: str, rep: int):
         """(GPU microseconds, host microseconds) of one checked call, or None on failure."""
-        self.clock.prepare()
+        self.clock.prepare(spin=task.timing == SPIN)
         if task.span is not None:
             task.span.arm()
             start = None
@@ -325,6 +341,25 @@ class Bench:
         if problem:
             task.failure = f"wrong: warm-up call: {problem}"
         return host
+
+
+def _leaves(inputs: Sequence[Any], needs_grad: bool) -> list:
+    """Fresh copies of the inputs, the floating-point ones requiring grad for a backward
+    (an integer tensor cannot: a class index, a mask)."""
+    return [t.detach().clone().requires_grad_(needs_grad and _differentiable(t)) for t in inputs]
+
+
+def _differentiable(tensor: Any) -> bool:
+    return tensor.dtype.is_floating_point or tensor.dtype.is_complex
+
+
+def _of_differentiable(grads: tuple, leaves: Sequence[Any]) -> tuple:
+    """A backward's gradients (one per input) at the inputs that require grad, as
+    torch.autograd.grad and the reference give them; any other count is left for the
+    check to report."""
+    if len(grads) != len(leaves):
+        return grads
+    return tuple(g for g, leaf in zip(grads, leaves) if leaf.requires_grad)
 
 
 def _median(values: Sequence[float]) -> float | None:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from portkit.bench.model import OK, Report
 from portkit.bench.regression import FASTER, REGRESSED, WRONG, Verdict
+from portkit.bench.timing import EVENTS
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -51,12 +52,15 @@ def results_table(report: Report) -> Table:
         rate = _num(f["gbps"], ".0f")
         if f["tflops"] is not None:
             rate += f" ({f['tflops']:.1f} TFLOP/s)"
+        median = _num(m.time.median if m.time else None, ".1f")
+        if m.time and m.timing == EVENTS:
+            median += " *"
         table.add_row(
             m.op,
             m.case,
             SHORT[m.direction],
             m.implementation,
-            _num(m.time.median if m.time else None, ".1f"),
+            median,
             _num(m.time.iqr if m.time else None, ".1f"),
             rate,
             _num(copy * 100 if copy is not None else None, ".0f"),
@@ -68,7 +72,8 @@ def results_table(report: Report) -> Table:
     table.caption = (
         "median/IQR: GPU time per call; % copy: GB/s over a torch clone's in this run; "
         "x torch: torch's time / this time; x proto: the prototype's time / the twin's; "
-        "host: time to issue one call"
+        "host: time to issue one call; *: the call waits for the GPU, so no spin hides "
+        "the host: timed with plain events, the host's time included"
     )
     table.caption_justify = "left"
     return table

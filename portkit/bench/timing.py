@@ -12,6 +12,12 @@ For the prototype and the twin the events bracket the kernel launches themselves
 lets the benchmark catch an unwritten output, happen before the first launch and are
 not timed. torch's reference is timed around the whole call.
 
+A call that waits for the GPU inside itself (a size read back to the host, as a boolean
+mask's indexing does) keeps the host busy for as long as the spin runs, however long
+that is: no spin covers it. Such a call is timed with plain events instead (``EVENTS``):
+no spin, the marks around the call, the host's time to issue it included, which is
+what such a call costs a model anyway.
+
 ``Clock`` is the seam the unit tests use: a fake clock gives scripted times on a CPU.
 """
 
@@ -26,13 +32,16 @@ if TYPE_CHECKING:
 MIN_FLUSH_BYTES = 64 << 20
 MIN_COVER_US = 100.0
 MAX_COVER_US = 20_000.0
+SPIN = "spin"  # the host's issue hidden behind a GPU spin: kernel time alone
+EVENTS = "events"  # plain events around the call: the host's issue time included
 
 
 class Clock(Protocol):
     cover_us: float
 
-    def prepare(self) -> None:
-        """Before a timed call: flush L2, keep the GPU busy while the host issues it."""
+    def prepare(self, spin: bool = True) -> None:
+        """Before a timed call: flush L2 and (``spin``) keep the GPU busy while the host
+        issues it."""
 
     def mark(self) -> Any:
         """A point in the stream's timeline (a recorded CUDA event)."""
@@ -69,11 +78,12 @@ class CudaClock:
         end.synchronize()
         return cycles / max(start.elapsed_time(end) * 1000.0, 1.0)
 
-    def prepare(self) -> None:
+    def prepare(self, spin: bool = True) -> None:
         import torch
 
         self._flush.zero_()
-        torch.cuda._sleep(int(self.cover_us * self._cycles_per_us))
+        if spin:
+            torch.cuda._sleep(int(self.cover_us * self._cycles_per_us))
 
     def mark(self) -> Any:
         import torch

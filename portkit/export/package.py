@@ -10,21 +10,27 @@
       NAME/_runtime.py, _registration.py, _driver_launch.py   copied from portkit
 
 Everything is written to a temporary folder beside OUT and renamed into place at the
-end, so a failure leaves nothing behind and OUT is never half-written.
+end, so a failure leaves nothing behind and OUT is never half-written; a lock beside OUT
+turns a second export into the same folder at the same time into a one-line error.
+Folders and files get the user's umask, as any file the user writes. The package name
+is checked first (``portkit.export.names``): nothing that shadows an installed
+distribution or the standard library, nothing that cannot be imported.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import sys
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from portkit.errors import PortkitError
+from portkit.export.lock import export_lock
+from portkit.export.names import check_package_name
 
 RUNTIME_FILES = {
     "_runtime.py": ("portkit.export", "runtime.py"),
@@ -69,16 +75,10 @@ def export_package(
     version: str = "0.1.0",
     on_op=None,
 ) -> ExportResult:
-    from portkit.backends.twin.build import nvrtc_version
-    from portkit.export.compile import compile_arch
-    from portkit.export.launcher_source import launcher_module_source
-    from portkit.export.manifest import op_entry
-    from portkit.export.wheel import write_wheel
     from portkit.project.config import load_config
     from portkit.project.discovery import discover
 
-    if not package.isidentifier():
-        raise PortkitError(f"package name {package!r} is not a Python identifier")
+    check_package_name(package)
     check_output_folder(out)
     config = load_config()
     catalog = discover(config)
@@ -87,7 +87,21 @@ def export_package(
         if not op.has_twin:
             raise PortkitError(f"op {op.name} has no twin ({op.name}.cu): nothing to export")
     out = out.resolve()
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    with export_lock(out):
+        check_output_folder(out)  # again: another export may have finished meanwhile
+        return _write(ops, config, out, archs, package, version, on_op)
+
+
+def _write(ops, config, out: Path, archs, package: str, version: str, on_op) -> ExportResult:
+    from portkit.backends.twin.build import nvrtc_version
+    from portkit.export.compile import compile_arch
+    from portkit.export.launcher_source import launcher_module_source
+    from portkit.export.manifest import op_entry
+    from portkit.export.wheel import write_wheel
+
+    # os.mkdir honours the umask (tempfile.mkdtemp would make the package folder 0700).
+    staging = out.parent / f".{out.name}.{secrets.token_hex(4)}.tmp"
+    staging.mkdir()
     try:
         root = staging / package
         (root / "kernels").mkdir(parents=True)
@@ -120,15 +134,22 @@ def export_package(
         (root / "__init__.py").write_text(_init_source(package, manifest))
         (staging / "pyproject.toml").write_text(_pyproject(package, version))
         wheel = write_wheel(staging / "dist", root, package, version)
-        if out.exists():
-            out.rmdir()  # empty, checked above
-        os.replace(staging, out)
+        _move_into_place(staging, out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return ExportResult(
         out, package, tuple(op.name for op in ops), tuple(archs), out / "dist" / wheel.name
     )
+
+
+def _move_into_place(staging: Path, out: Path) -> None:
+    try:
+        if out.exists():
+            out.rmdir()  # empty, checked under the lock
+        os.replace(staging, out)
+    except OSError as exc:  # something other than portkit wrote into OUT meanwhile
+        raise PortkitError(f"cannot move the package into {out}: {exc.strerror}") from None
 
 
 def _expressions(op) -> list[str]:

@@ -8,6 +8,8 @@ import hashlib
 import zipfile
 from pathlib import Path
 
+from portkit.export.names import GENERATOR
+
 
 def _record_hash(data: bytes) -> str:
     digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
@@ -30,8 +32,8 @@ def write_wheel(dist: Path, package_dir: Path, name: str, version: str) -> Path:
     }
     files[f"{info}/METADATA"] = metadata.encode()
     files[f"{info}/WHEEL"] = (
-        b"Wheel-Version: 1.0\nGenerator: portkit export\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
-    )
+        f"Wheel-Version: 1.0\n{GENERATOR}\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    ).encode()
     record = [f"{path},{_record_hash(data)},{len(data)}" for path, data in files.items()]
     record.append(f"{info}/RECORD,,")
     files[f"{info}/RECORD"] = ("\n".join(record) + "\n").encode()

@@ -252,7 +252,7 @@ class FakeClock:
         self.ticks = itertools.count()
         self.prepared = 0
 
-    def prepare(self):
+    def prepare(self, spin=True):
         self.prepared += 1
 
     def mark(self):

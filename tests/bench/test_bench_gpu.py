@@ -69,6 +69,17 @@ def test_bench_cli_json_save_compare_plot(cli, tmp_path):
     assert statuses <= {"same", "within noise", "faster"}
 
 
+def test_bench_times_a_torch_call_that_waits_for_the_gpu(cli):
+    """histogram's torch reference indexes by a mask, which reads a size back to the
+    host: no spin covers such a call. It is timed with plain events, not failed."""
+    args = ("bench", "histogram", "--reps", "5", "--warmup", "1", "--json")
+    result = cli(REPO, *args, "--impl", "torch", "--direction", "forward")
+    assert result.exit_code == 0, result.output
+    (row,) = json.loads(result.output)["results"]
+    assert (row["check"], row["timing"]) == ("ok", "events"), row
+    assert row["time_us"]["median"] > 0
+
+
 WRITES_HALF = """\
 template <typename T>
 __global__ void {name}_fwd(const T* __restrict__ x, T* __restrict__ out, long long n) {{

@@ -1,4 +1,4 @@
-"""`portkit check --json`: the results as data, for CI and scripts (gpu-trust.sh)."""
+"""`portkit check --json`: the results as data, for CI and scripts (gpu.sh sanitizer)."""
 
 from __future__ import annotations
 

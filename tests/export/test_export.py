@@ -1,6 +1,7 @@
 """``portkit export``: the package it writes installs into a fresh virtual environment
-and imports there with portkit and numba blocked; bad input is one line and exit 2,
-with nothing written."""
+(one that sees this interpreter's torch, whether this interpreter is a virtual
+environment or a system Python) and imports there with portkit and numba blocked; bad
+input is one line and exit 2, with nothing written."""
 
 from __future__ import annotations
 
@@ -56,22 +57,27 @@ def run_cli(root: Path, *args: str) -> subprocess.CompletedProcess:
     )
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    """The repository's sigmoid and vector_add in a project whose namespace is expns."""
-    root = tmp_path / "proj"
-    (root / "prototypes").mkdir(parents=True)
-    (root / "cuda_src").mkdir()
-    for name in ("sigmoid", "vector_add"):
-        for folder, suffix in (("prototypes", ".py"), ("cuda_src", ".cu")):
-            (root / folder / f"{name}{suffix}").write_text(
-                (REPO / folder / f"{name}{suffix}").read_text()
-            )
-    (root / "pyproject.toml").write_text(
-        '[project]\nname = "p"\nversion = "0"\n[tool.portkit]\nnamespace = "expns"\n'
-        'cache-dir = ".cache"\n'
-    )
-    return root
+def venv_seeing_these_packages(venv: Path) -> Path:
+    """A fresh virtual environment that installs into its own site-packages and sees the
+    packages this interpreter sees (torch, cuda-bindings); returns its python.
+
+    ``--system-site-packages`` alone reaches the *base* interpreter's packages, and when
+    this interpreter is itself a virtual environment (a GPU image's, a developer's) torch
+    is not there. So a .pth file in the new environment adds each site directory of this
+    interpreter with ``site.addsitedir`` (their own .pth files included), after its own."""
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    python = venv / "bin" / "python"
+    own = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout.strip()
+    ours = [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
+    lines = [f"import site; site.addsitedir({p!r})" for p in ours if Path(p).is_dir()]
+    (Path(own) / "parent_site_packages.pth").write_text("\n".join(lines) + "\n")
+    return python
 
 
 def test_exported_package_installs_and_imports_without_portkit_or_numba(
@@ -107,10 +113,7 @@ def test_exported_package_installs_and_imports_without_portkit_or_numba(
     assert (out / "pyproject.toml").is_file()
 
     venv = tmp_path / "venv"
-    subprocess.run(
-        [sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, timeout=300
-    )
-    python = venv / "bin" / "python"
+    python = venv_seeing_these_packages(venv)
     subprocess.run(
         [str(python), "-m", "pip", "install", "-q", "--no-index", "--no-deps", written["wheel"]],
         check=True,

@@ -2,7 +2,7 @@
 
 ``logs/*.log`` are written in the formats compute-sanitizer prints (new and old location
 styles, racecheck's hazard and analysis reports); ``logs/gpu-*.log`` were captured on
-the H100 machine by scripts/gpu-trust.sh."""
+the H100 machine by the sanitizer run (now `scripts/gpu.sh sanitizer`)."""
 
 from __future__ import annotations
 
@@ -132,7 +132,7 @@ def test_kernel_name(signature, name):
 
 
 def test_real_synccheck_log_from_the_h100():
-    """scripts/gpu-trust.sh, 2026-11-23: the softmax twin with `if (tid < cols)
+    """The sanitizer run on the H100, 2026-11-23: the softmax twin with `if (tid < cols)
     __syncthreads();` (now the bank's softmax/barrier_skipped_past_width) on float32-3x127;
     the log is cut at 64 KiB and its host frames dropped."""
     findings = parsed("gpu-synccheck-divergent_alive.log", "synccheck")

@@ -1,0 +1,247 @@
+#!/usr/bin/env bash
+# What portkit verifies on a GPU machine, one subcommand per claim, run from the repository
+# root with the machine's own Python:
+#
+#   OUT=/some/folder bash scripts/gpu.sh SUBCOMMAND
+#
+#   suite      the whole pytest suite (-n 8), `portkit check --all`, `portkit bench --all`:
+#              every test and op passes on the GPU and every op benches (exit 0)
+#   trust      the wrong-twin bank: `portkit check` fails each wrong twin on the rows it
+#              should, `portkit diff` names the element, thread and pattern
+#   sanitizer  the bank under compute-sanitizer, the good ops clean under all four tools
+#              (seconds against the plain check), and what guard zones cost
+#   export     the twins as registered ops (opcheck, torch.compile, CUDA graphs), and an
+#              exported package installed in a fresh venv, run with portkit and numba
+#              blocked, equal to the twin
+#   bench      `portkit bench --all` (table, JSON, plot), its GPU tests and the plugin's
+#              bench items against that baseline, host cost per call, ncu of softmax
+#   startup    `portkit check sigmoid` from fresh processes against the floor (import
+#              torch + numba + a CUDA context), the caches' tests, where a warm check's
+#              time goes (cProfile, -X importtime)
+#   twin-cpu   the same twin on the GPU and on the CPU, ULPs apart; the CPU twin's tests
+#   simulator  both simulator engines against the GPU; `portkit diff` of 16M elements
+#   replay     the compiled launch replayer builds and loads; tests/launch; its cost
+#   scale      the generated suite's GPU tier on one GPU, then one worker per GPU
+#
+# Every step has its own timeout; each subcommand stays under 10 minutes. Logs go to
+# $OUT/NAME/ and are packed into $OUT/NAME.tgz (the device tool returns few files);
+# the table of steps (exit code, seconds, last line) is $OUT/NAME-summary.txt, printed last.
+#
+# numba-cuda 0.30 needs NumPy < 2.5: the NumPy 2.4.6 wheel carried in .whl/ goes first.
+cd "$(dirname "$0")/.." || exit 2
+if compgen -G ".whl/*.whl" > /dev/null; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl
+fi
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+set -uo pipefail
+SUB=${1:-}
+OUT=${OUT:-$PWD/gpu-out}
+LOGS=$OUT/$SUB
+PY=${PYTHON:-python3}
+export XDG_CACHE_HOME=/tmp/portkit-gpu-cache-$SUB-$$  # a fresh twin cache: cold compiles
+export COLUMNS=200
+ROWS=()
+
+# The plugin registers the gpu marker; load it by name only where no entry point does.
+PLUGIN=(-p portkit.pytest_plugin)
+if "$PY" -c "import sys, importlib.metadata as m; sys.exit(not any(e.name == 'portkit' for e in m.entry_points(group='pytest11')))"; then
+  PLUGIN=()
+fi
+PYTEST=("$PY" -m pytest "${PLUGIN[@]}" -q -rfE -p no:cacheprovider)
+PORTKIT=("$PY" -m portkit.cli)
+
+step() {  # step NAME SECONDS COMMAND...: run it under a timeout, log and time it
+  local name=$1 limit=$2; shift 2
+  local start=$SECONDS
+  timeout "$limit" "$@" > "$LOGS/$name.txt" 2>&1
+  local rc=$?
+  local last
+  last=$(grep -v '^\s*$' "$LOGS/$name.txt" | tail -n 1 | cut -c1-110)
+  ROWS+=("$(printf '| %-26s | %4s | %5s | %s |' "$name" "$rc" "$((SECONDS - start))" "$last")")
+  return $rc
+}
+
+machine() {
+  {
+    date -u +"date: %Y-%m-%dT%H:%MZ"
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | sed 's/^/gpu: /'
+    "$PY" - <<'PY'
+import platform
+from importlib.metadata import version
+print("python:", platform.python_version())
+for name in ("torch", "numba-cuda", "numpy", "cuda-core", "cuda-bindings", "pytest"):
+    try:
+        print(f"{name}: {version(name)}")
+    except Exception as exc:
+        print(f"{name}: ? ({exc})")
+PY
+  } > "$LOGS/machine.txt" 2>&1
+}
+
+project_of() {  # project_of DIR: an empty portkit project (cache inside) in DIR
+  mkdir -p "$1/prototypes" "$1/cuda_src"
+  printf '[project]\nname = "p"\nversion = "0"\n[tool.portkit]\ncache-dir = ".cache"\n' \
+    > "$1/pyproject.toml"
+}
+
+# -- the subcommands --------------------------------------------------------------------------
+suite() {
+  step pytest 320 "${PYTEST[@]}" -n 8 tests prototypes
+  step check-all 80 "${PORTKIT[@]}" check --all
+  step bench-all 150 "${PORTKIT[@]}" bench --all --reps 10 --warmup 2 --save "$LOGS/bench.json"
+}
+
+trust() {
+  local t=tests/check/test_wrong_twins.py
+  step bank-check 360 "${PYTEST[@]}" -n 8 -m gpu "$t::test_check_catches_wrong_twin"
+  step bank-diff 120 "${PYTEST[@]}" -m gpu "$t::test_diff_names_element_thread_and_pattern" \
+    "$t::test_bound_off_by_one_writes_past_the_end"
+}
+
+sanitizer() {
+  local t=tests/check/test_wrong_twins.py good=/tmp/portkit-good-$$
+  step bank-sanitizer 170 "${PYTEST[@]}" -n 6 -m gpu "$t::test_sanitizer_catches_wrong_twin"
+  # The good ops (and the bank's own `total`) under each tool against the plain check.
+  project_of "$good"
+  cp prototypes/*.py tests/check/wrong_twins/_ops/total.py "$good/prototypes/"
+  cp cuda_src/*.cu tests/check/wrong_twins/_ops/total.cu "$good/cuda_src/"
+  local cases=(--case float32-n129 --case float64-n129 --case float32-3x127 --case float32-n1000)
+  (cd "$good" && timeout 60 "${PORTKIT[@]}" compile > /dev/null 2>&1)  # no run pays NVRTC
+  timed() {  # timed NAME COMMAND...: its JSON to $good/NAME.json, wall seconds to NAME.wall
+    local name=$1 start=$SECONDS; shift
+    (cd "$good" && timeout 170 "$@") > "$good/$name.json" 2> "$good/$name.err"
+    echo $((SECONDS - start)) > "$good/$name.wall"
+  }
+  timed plain "${PORTKIT[@]}" check --all --backend twin --backend numba --no-compile --json \
+    "${cases[@]}" &
+  for tool in memcheck racecheck initcheck synccheck; do
+    timed "$tool" "${PORTKIT[@]}" check --all --sanitize "$tool" --json "${cases[@]}" \
+      --sanitize-log-dir "$good/logs" &
+  done
+  wait
+  step good-ops-four-tools 20 "$PY" scripts/trust_report.py "$good"
+  step guard-overhead 80 "$PY" scripts/bench_guards.py --backend twin --backend numba \
+    --repeat 3 --small --op vector_add --op sigmoid --op softmax
+}
+
+fresh_venv() {  # fresh_venv DIR: DIR/venv seeing this Python's site dirs, the wheel in it
+  set -e
+  "$PY" -m venv "$1/venv"
+  local own
+  own=$("$1/venv/bin/python" -c "import sysconfig; print(sysconfig.get_path('purelib'))")
+  "$PY" -c "import sys; print('\n'.join(f'import site; site.addsitedir({p!r})' for p in sys.path if p.endswith('-packages')))" \
+    > "$own/parent_site_packages.pth"
+  "$1/venv/bin/python" -m pip install -q --no-index --no-deps "$1"/pkg/dist/*.whl
+  echo "installed in $1/venv"
+}
+export -f fresh_venv
+export PY
+
+export_() {
+  step torch-op 150 "${PYTEST[@]}" -n 4 tests/torch_op
+  local dir=/tmp/portkit-export-$$
+  step export 120 "${PORTKIT[@]}" export sigmoid elementwise_mul vector_add softmax softmax_warp \
+    --out "$dir/pkg" --arch sm_80,sm_90,sm_100 --name pk_exported || return
+  # A fresh venv that installs into its own site-packages and sees this Python's packages
+  # (torch lives in the image's own venv, which --system-site-packages would not reach).
+  step venv 60 bash -c 'fresh_venv "$@"' _ "$dir" || return
+  step run-without-portkit 150 bash -c 'cd /tmp && env -u PYTHONPATH "$1/venv/bin/python" \
+    "$2/scripts/check_exported.py" run pk_exported "$1/exported.pt"' _ "$dir" "$PWD"
+  step equals-twin 60 "$PY" scripts/check_exported.py compare "$dir/exported.pt"
+}
+
+bench() {
+  nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader \
+    > "$LOGS/clocks.txt" 2>&1
+  step bench-all 180 "${PORTKIT[@]}" bench --all --reps 30 --save "$LOGS/bench.json" \
+    --plot "$LOGS/bench.png"
+  step tests-bench 100 "${PYTEST[@]}" tests/bench
+  step plugin-bench-items 100 "${PYTEST[@]}" prototypes -m bench \
+    --portkit-bench-baseline "$LOGS/bench.json" --portkit-bench-threshold 0.25
+  step host-cost-per-call 80 "$PY" scripts/bench_launch.py --json "$LOGS/bench_launch.json"
+  if command -v ncu > /dev/null; then
+    step ncu-softmax 80 ncu --kernel-name regex:softmax --launch-count 16 --metrics \
+      gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active,launch__registers_per_thread \
+      "$PY" scripts/ncu_softmax.py
+  fi
+}
+
+startup() {
+  step cold-vs-floor 240 "$PY" scripts/bench_startup.py --runs 3 --json "$LOGS/startup.json"
+  step cache-tests 120 "${PYTEST[@]}" tests/backends/test_prototype_cache.py \
+    tests/lint/test_compile_cache.py tests/lint/test_cache.py
+  step check-v 50 "${PORTKIT[@]}" check sigmoid -v
+  # --json: no progress bar, whose refresh thread cProfile would mix into the main thread.
+  step profile 50 "$PY" -m cProfile -s cumulative -m portkit.cli check sigmoid --json
+  step importtime 50 bash -c "$PY -X importtime -m portkit.cli check sigmoid 2>&1 >/dev/null \
+    | sort -t'|' -k2 -n -r | head -40"
+}
+
+twin_cpu() {
+  step gpu-vs-cpu-ulps 150 "$PY" scripts/compare_twin_cpu_gpu.py --largest 1048576 \
+    --json "$LOGS/twin-gpu-vs-cpu.json"
+  step tests-twin-cpu 120 "${PYTEST[@]}" tests/backends/test_twin_cpu_header.py \
+    tests/backends/test_twin_cpu_backend.py
+  step check-twin-cpu 120 "${PORTKIT[@]}" check --all --no-compile --backend twin-cpu --backend torch
+  step threads-per-second 60 "$PY" scripts/bench_twin_cpu.py
+}
+
+simulator() {
+  for engine in lockstep per-thread; do
+    PORTKIT_SIMT_ENGINE=$engine step "engine-$engine" 150 "${PYTEST[@]}" tests/simt/test_simt_gpu.py
+  done
+  step diff-sigmoid-16M 60 "${PORTKIT[@]}" diff sigmoid --case float32-n16777216
+  # A twin that writes nothing: the writers of the reported elements come from re-running
+  # only their blocks in the simulator.
+  local wrong=/tmp/portkit-wrong-$$
+  project_of "$wrong"
+  cp prototypes/vector_add.py "$wrong/prototypes/"
+  cp tests/check/wrong_twins/vector_add/writes_nothing.cu "$wrong/cuda_src/vector_add.cu"
+  step diff-wrong-twin-16M 90 bash -c 'cd "$1" && shift && "$@" diff vector_add \
+    --case float32-n16777216' _ "$wrong" "${PORTKIT[@]}"
+}
+
+replay() {
+  step build-replayer 200 "$PY" - <<'PY'
+from torch.utils import cpp_extension
+from portkit.launch.replay.native import SOURCE
+cpp_extension.load("portkit_replay_buildcheck", [str(SOURCE)], extra_cflags=["-O2"], with_cuda=True)
+from portkit.launch.replay.native import native_replayer, unavailable_reason
+print("replayer:", type(native_replayer()).__name__, "| reason:", unavailable_reason())
+PY
+  step tests-launch 200 "${PYTEST[@]}" -n 4 tests/launch
+  step replay-parts 120 "$PY" scripts/replay_parts.py
+}
+
+scale() {
+  local gpus selection=(prototypes/sigmoid.py prototypes/softmax.py -m gpu)
+  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+  CUDA_VISIBLE_DEVICES=0 step gpu-tier-1-gpu 200 "${PYTEST[@]}" "${selection[@]}"
+  if [ "$gpus" -ge 2 ]; then
+    step "gpu-tier-$gpus-gpus" 200 "${PYTEST[@]}" -n "$gpus" "${selection[@]}"
+  fi
+}
+
+case "$SUB" in
+  suite | trust | sanitizer | bench | startup | simulator | replay | scale) run=$SUB ;;
+  export) run=export_ ;;
+  twin-cpu) run=twin_cpu ;;
+  *)
+    echo "usage: OUT=DIR bash scripts/gpu.sh suite|trust|sanitizer|export|bench|startup|twin-cpu|simulator|replay|scale" >&2
+    exit 2
+    ;;
+esac
+rm -rf "$LOGS"
+mkdir -p "$LOGS"
+machine
+"$run"
+{
+  echo "# scripts/gpu.sh $SUB, $(grep -m1 "^gpu:" "$LOGS/machine.txt")"
+  echo "| step                       | exit |     s | last line |"
+  echo "|---|---|---|---|"
+  printf '%s\n' "${ROWS[@]}"
+} > "$OUT/$SUB-summary.txt"
+tar czf "$OUT/$SUB.tgz" -C "$OUT" "$SUB" && rm -rf "$LOGS"
+cat "$OUT/$SUB-summary.txt"
+failed=$(printf '%s\n' "${ROWS[@]}" | awk -F'|' '$3 + 0 != 0' | wc -l)
+exit $((failed > 0))
