@@ -30,6 +30,7 @@ from portkit.simt.layout import Layout
 from portkit.simt.scalars import INT64, BFloat16, BFloat16Bits, bfloat16_store, widen
 from portkit.simt.stamps import LINE_BITS, NOBODY, ordered
 from portkit.simt.tally import AtomicTally
+from portkit.simt.ufuncs import whole_array_ufunc
 
 
 class StampSource(Protocol):
@@ -158,6 +159,9 @@ class SimArray:
 
     def __repr__(self) -> str:
         return f"<{self.space} array {self.name} {self._data.dtype} {self._shape}>"
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        return whole_array_ufunc(ufunc, method, inputs, kwargs)  # np.sin(x, r) in a kernel
 
     def __getitem__(self, index: Any) -> Any:
         flat = self._element(index, "read")

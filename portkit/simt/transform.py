@@ -22,6 +22,7 @@ globals and closure, so ``cuda.syncthreads``, ``numba.cuda.syncthreads`` and a b
 from __future__ import annotations
 
 import ast
+import copy
 import math
 import textwrap
 import types
@@ -29,7 +30,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from portkit.errors import KernelError
+from portkit.simt.numba_rules import (
+    FunctionFacts,
+    captured,
+    check_allocation,
+    check_store,
+    check_ufunc_call,
+)
 from portkit.simt.scalars import (
     TYPED_BUILTINS,
     TYPED_MATH,
@@ -61,6 +71,7 @@ ALLOCATORS = {
     ("local", "array"): "__pk_local",
     ("const", "array_like"): "__pk_const",
 }
+ALLOCATION_RULES = {"__pk_shared": "cuda.shared.array", "__pk_local": "cuda.local.array"}
 
 
 @dataclass
@@ -122,6 +133,7 @@ class Rewriter:
         self._sites = 0
         self._constants = 0
         self._proxies: dict[int, Any] = {}
+        self._captured: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def rewrite(self, dispatcher: Any) -> SimulatedFunction:
         key = id(dispatcher)
@@ -149,7 +161,8 @@ class Rewriter:
         scope = visible_names(fn)
         namespace = dict(fn.__globals__)
         namespace.update(self._helpers)
-        visitor = _Visitor(self, scope, namespace)
+        facts = FunctionFacts.of(copy.deepcopy(definition), fn.__name__, filename, scope)
+        visitor = _Visitor(self, scope, namespace, facts)
         definition = visitor.visit(definition)
         ast.fix_missing_locations(tree)
         for name in visitor.loaded_names:
@@ -191,10 +204,19 @@ class Rewriter:
             return getattr(TYPED_MATH, value.__name__)
         if is_device_function(value):
             return self.rewrite(value).function
+        if isinstance(value, np.ndarray):
+            return self.captured(value)
         name = self._intrinsics.get(id(value)) if not isinstance(value, types.ModuleType) else None
         if name is not None:
             return getattr(self._cuda, name)
         return value
+
+    def captured(self, array: np.ndarray) -> np.ndarray:
+        """A global NumPy array as the kernels see it: frozen when first compiled, as numba
+        freezes it (a later change on the host is not seen)."""
+        if id(array) not in self._captured:
+            self._captured[id(array)] = (array, captured(array))  # keeps the id alive
+        return self._captured[id(array)][1]
 
     def _proxy(self, module: types.ModuleType) -> Any:
         if id(module) not in self._proxies:
@@ -266,8 +288,11 @@ def _own_nodes(definition: ast.FunctionDef):
 
 
 class _Visitor(ast.NodeTransformer):
-    def __init__(self, rewriter: Rewriter, scope: dict[str, Any], namespace: dict) -> None:
+    def __init__(
+        self, rewriter: Rewriter, scope: dict[str, Any], namespace: dict, facts: FunctionFacts
+    ) -> None:
         self.rewriter = rewriter
+        self.facts = facts
         self.scope = scope
         self.namespace = namespace
         self.loaded_names: set[str] = set()
@@ -287,15 +312,26 @@ class _Visitor(ast.NodeTransformer):
         return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), node)
 
     def visit_Assign(self, node: ast.Assign) -> ast.AST:
+        for each in node.targets:
+            check_store(each, self.facts)
         target = node.targets[0] if len(node.targets) == 1 else None
         self._target = target.id if isinstance(target, ast.Name) else None
         self.generic_visit(node)
         self._target = None
         return node
 
+    def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
+        check_store(node.target, self.facts)
+        self.generic_visit(node)
+        return node
+
     def visit_Call(self, node: ast.Call) -> ast.AST:
         rewriter = self.rewriter
         value = rewriter.resolve(node.func, self.scope)
+        check_ufunc_call(node, value, self.facts)
+        helper = rewriter.allocator(value)
+        if helper in ALLOCATION_RULES:
+            check_allocation(node, ALLOCATION_RULES[helper], self.facts)
         target, self._target = self._target, None
         self.generic_visit(node)
         name = rewriter.intrinsic_name(value)
@@ -306,7 +342,6 @@ class _Visitor(ast.NodeTransformer):
                 )
             request = ast.Tuple(elts=[ast.Constant(name), *node.args], ctx=ast.Load())
             return ast.copy_location(ast.Yield(value=request), node)
-        helper = rewriter.allocator(value)
         if helper is not None:
             site = [ast.Constant(rewriter.next_site()), ast.Constant(target or "array")]
             call = ast.Call(

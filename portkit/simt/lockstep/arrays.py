@@ -142,6 +142,9 @@ class LaneArray:
         kind = data.dtype
         self._widen = kind.kind in "iu" and kind.itemsize < 8
 
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        raise Unsupported(f"np.{ufunc.__name__} over whole arrays (each thread runs it)")
+
     @property
     def shape(self) -> tuple[np.int64, ...]:
         return tuple(np.int64(n) for n in self._shape)

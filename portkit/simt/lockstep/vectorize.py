@@ -32,6 +32,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from portkit.simt.lockstep.expressions import Expressions, Unsupported
 from portkit.simt.lockstep.syntax import assign_to, ctx_call, has_node, name_node
 from portkit.simt.scalars import NumberCast, as_dtype, typed_constant
@@ -153,6 +155,8 @@ class Vectorizer:
             return getattr(self._helpers["__pk_math"], value.__name__)
         if is_device_function(value):
             return self.rewrite(value, device=True).function
+        if isinstance(value, np.ndarray):
+            return self._rewriter.captured(value)  # the per-thread engine's frozen copy
         name = self._rewriter.intrinsic_name(value)
         if name is not None:
             if name in WAITING_INTRINSICS:

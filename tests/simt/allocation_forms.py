@@ -1,0 +1,115 @@
+"""Kernels allocating shared and local arrays in the forms numba accepts and refuses
+(tests/simt/test_numba_rules.py checks each against numba.cuda.compile_ptx too)."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import cuda, float32
+
+TY, TX = 4, 8
+SHAPE = (TY + 2, TX + 2)  # computed at module level: a tuple of Python ints
+DTYPE = np.dtype("float32")
+NP_SIZE = np.int32(16)
+FLOAT_SIZE = 16.0
+
+
+@cuda.jit
+def literal(x, out):
+    s = cuda.shared.array(16, float32)
+    s[0] = x[0]
+    out[0] = s[0]
+
+
+@cuda.jit
+def global_tuple(x, out):
+    s = cuda.shared.array(SHAPE, dtype=x.dtype)
+    s[0, 0] = x[0]
+    out[0] = s[0, 0]
+
+
+@cuda.jit
+def global_names(x, out):
+    s = cuda.shared.array((TY, TX), DTYPE)
+    s[0, 0] = x[0]
+    out[0] = s[0, 0]
+
+
+@cuda.jit
+def folded_literals(x, out):
+    s = cuda.local.array(shape=4 * 4, dtype=np.float32)
+    s[0] = x[0]
+    out[0] = s[0]
+
+
+@cuda.jit
+def local_alias(x, out):
+    n = (TY, 4)
+    s = cuda.shared.array(n, "float32")
+    s[0, 0] = x[0]
+    out[0] = s[0, 0]
+
+
+@cuda.jit
+def computed_shape(x, out):
+    s = cuda.shared.array((TY + 2, TX + 2), dtype=x.dtype)
+    s[0, 0] = x[0]
+    out[0] = s[0, 0]
+
+
+@cuda.jit
+def argument_shape(x, out):
+    s = cuda.local.array(x.shape[0], float32)
+    s[0] = x[0]
+    out[0] = s[0]
+
+
+@cuda.jit
+def local_arithmetic(x, out):
+    n = TX * 2
+    s = cuda.local.array(n, float32)
+    s[0] = x[0]
+    out[0] = s[0]
+
+
+@cuda.jit
+def numpy_integer(x, out):
+    s = cuda.shared.array(NP_SIZE, float32)
+    s[0] = x[0]
+    out[0] = s[0]
+
+
+@cuda.jit
+def float_size(x, out):
+    s = cuda.shared.array(FLOAT_SIZE, float32)
+    s[0] = x[0]
+    out[0] = s[0]
+
+
+@cuda.jit
+def reassigned(x, out):
+    n = 8
+    if x[0] > 0:
+        n = 16
+    s = cuda.local.array(n, float32)
+    s[0] = x[0]
+    out[0] = s[0]
+
+
+@cuda.jit
+def python_type(x, out):
+    s = cuda.local.array(4, float)
+    s[0] = x[0]
+    out[0] = s[0]
+
+
+ACCEPTED = [literal, global_tuple, global_names, folded_literals, local_alias]
+# kernel, what the one-line error says
+REFUSED = [
+    (computed_shape, "numba does not fold arithmetic on names (TY + 2)"),
+    (argument_shape, "x.shape[0] is computed in the kernel"),
+    (local_arithmetic, "numba does not fold arithmetic on names (TX * 2)"),
+    (numpy_integer, "NP_SIZE is a int32, not a Python int"),
+    (float_size, "FLOAT_SIZE is a float, not a Python int"),
+    (reassigned, "n is assigned more than once in the kernel"),
+    (python_type, "dtype float is a Python type"),
+]
