@@ -305,3 +305,22 @@ def test_numba_simulator_stays_available_as_a_cross_check(cli):
     result = cli(REPO, "sim", "vector_add", "--size", "40", "--backend", "numba-sim")
     assert result.exit_code == 0, result.output
     assert "PASS" in result.output
+
+
+def test_sim_refuses_a_shared_shape_numba_does_not_fold(make_project, sources, cli):
+    """numba types a shared array's shape as a literal; `TY + 2` is not one, so numba
+    refuses the kernel and `portkit sim` says so in one line (tests/simt/test_numba_rules)."""
+    body = """
+    s = cuda.shared.array((THREADS + 2, 2), dtype=x.dtype)
+    s[0, 0] = x[i]
+    out[i] = s[0, 0] * 2.0
+    """
+    py = sources.unary_op("sim_shape", body, cases=sources.ONE_CASE)
+    root = make_project({"sim_shape": (py, None)})
+    result = cli(root, "sim", "sim_shape")
+    assert result.exit_code == 1, result.output
+    assert "Traceback" not in result.output
+    line = flat(result.output)
+    assert "kernel sim_shape_fwd, " in line and "sim_shape.py:15: cuda.shared.array's" in line
+    assert "numba does not fold arithmetic on names (THREADS + 2)" in line
+    assert "define SHAPE = (THREADS + 2, 2) at module level" in line
