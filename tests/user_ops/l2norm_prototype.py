@@ -65,7 +65,8 @@ def compute_type(t: torch.Tensor):
 @portkit.op(
     reference=lambda x: x / torch.sqrt((x * x).sum(-1, keepdim=True) + EPS),
     cases=portkit.cases.rows(
-        shapes=[(3, 5), (2, 129)], dtypes=("float16", "bfloat16", "float32", "float64"),
+        shapes=[(3, 5), (2, 129)],
+        dtypes=("float16", "bfloat16", "float32", "float64"),
         large=None,
     ),
     dtypes=("float16", "bfloat16", "float32", "float64"),
