@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from portkit.backends.twin.backend import C_SCALAR_OF_DTYPE, checked_twin_kernels
+from portkit.backends.twin.instances import C_SCALAR_OF_DTYPE, checked_twin_kernels
 from portkit.export.compile import ArchBuild
 from portkit.torch_op.layout import op_layout
 

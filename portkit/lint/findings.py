@@ -195,7 +195,7 @@ def lint_op(op: Op, config: ProjectConfig, report: LintReport, resources: bool =
 
 
 def resource_rows(op: Op, kernel: str, dtype: str, signature: tuple) -> list[ResourceRow]:
-    from portkit.backends.twin.backend import C_SCALAR_OF_DTYPE, checked_twin_kernels
+    from portkit.backends.twin.instances import C_SCALAR_OF_DTYPE, checked_twin_kernels
     from portkit.lint.resources import prototype_usage, twin_usage
 
     rows = [

@@ -22,11 +22,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from portkit.backends.base import Backend
-from portkit.backends.twin.backend import (
-    bind_arguments,
-    missing_twin_reason,
-    readable_twin,
-)
+from portkit.backends.twin.backend import bind_arguments, missing_twin_reason
+from portkit.backends.twin.instances import not_compiled, readable_twin
 from portkit.backends.twin.source import TwinKernel
 from portkit.backends.twin_cpu.build import (
     CpuLibrary,
@@ -55,6 +52,8 @@ class PlainLaunch:
     def launch(self, config: LaunchConfig, args: Sequence[Any]) -> None:
         scalar, values = bind_arguments(self._kernel, args)
         expression = self._kernel.expression(scalar)
+        if expression not in self._symbols:
+            raise not_compiled(self._kernel, scalar)
         function = getattr(self._library, self._symbols[expression])
         holders: list[Any] = []
         for param, value in zip(self._kernel.params, values):
@@ -89,6 +88,8 @@ class CheckedLaunch:
     def launch(self, config: LaunchConfig, args: Sequence[Any]) -> None:
         scalar, values = bind_arguments(self._kernel, args)
         expression = self._kernel.expression(scalar)
+        if expression not in self._library.symbols:
+            raise not_compiled(self._kernel, scalar)
         tensors, names, slots = [], [], []
         where: dict[
             tuple[int, int], int
