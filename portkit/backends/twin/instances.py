@@ -128,14 +128,15 @@ def twin_instantiations(op: Op) -> dict[str, list[Instantiation]]:
     return found
 
 
-def _launched(op: Op, kernels: dict[str, TwinKernel]) -> dict[str, set[tuple[str, ...]]]:
-    """The instantiations the traced launches of kernels with several template
-    parameters need. A launch that cannot decide one is left to the signature check
-    and to the launch itself, which say why."""
+def _launched(op: Op, kernels: dict[str, TwinKernel]) -> dict[str, dict[tuple[str, ...], str]]:
+    """Per kernel with several template parameters, the instantiations its traced
+    launches need, each with the dtype of the first case that launches it. A launch
+    that cannot decide one is left to the signature check and to the launch itself,
+    which say why."""
     from portkit.launch.trace import TensorArg, traced_launches
 
-    launched: dict[str, set[tuple[str, ...]]] = {}
-    for _, launch in traced_launches(op):
+    launched: dict[str, dict[tuple[str, ...], str]] = {}
+    for case, launch in traced_launches(op):
         kernel = kernels.get(launch.kernel)
         if kernel is None or len(kernel.template_params) < 2:
             continue
@@ -145,8 +146,17 @@ def _launched(op: Op, kernels: dict[str, TwinKernel]) -> dict[str, set[tuple[str
         except InputError:
             continue
         assert instantiation is not None
-        launched.setdefault(kernel.name, set()).add(instantiation)
+        launched.setdefault(kernel.name, {}).setdefault(instantiation, op.case(case).dtype)
     return launched
+
+
+def instantiation_for(op: Op, kernel: TwinKernel, dtype: str) -> Instantiation:
+    """The instantiation a case of ``dtype`` launches ``kernel`` with (what the resource
+    report measures), or None when no such case launches it."""
+    if len(kernel.template_params) < 2:
+        return (C_SCALAR_OF_DTYPE[dtype],) if kernel.template_params else None
+    launched = _launched(op, {kernel.name: kernel}).get(kernel.name, {})
+    return next((i for i, d in launched.items() if d == dtype), None)
 
 
 def twin_expressions(op: Op) -> list[str]:
