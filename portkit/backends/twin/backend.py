@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from functools import cache
 from typing import Any
 
@@ -41,14 +41,18 @@ def missing_twin_reason(op, config) -> str | None:
 
 
 def bind_arguments(
-    kernel: TwinKernel, args: Sequence[Any]
+    kernel: TwinKernel, args: Sequence[Any], compiled: Collection[str] | None = None
 ) -> tuple[tuple[str, ...] | None, list[Any]]:
-    """The C types of the instantiation (None for no template) and the arguments as C values."""
+    """The C types of the instantiation (None for no template) and the arguments as C
+    values; with ``compiled`` (name expressions), an instantiation outside it is refused
+    before any argument is converted."""
     import numpy as np
     import torch
 
     dtypes = [dtype_name(a.dtype) if isinstance(a, torch.Tensor) else None for a in args]
     scalar = template_types(kernel, dtypes)
+    if compiled is not None and kernel.expression(scalar) not in compiled:
+        raise not_compiled(kernel, scalar)
     chosen = dict(zip(kernel.template_params, scalar or ()))
 
     values: list[Any] = []
@@ -66,6 +70,10 @@ def bind_arguments(
         else:
             if isinstance(arg, torch.Tensor):
                 raise InputError(f"{where} is a {ctype} scalar; got a tensor")
+            if ctype not in SCALAR_TYPES:
+                raise InputError(
+                    f"{where} is a {ctype} scalar, which portkit cannot pass; make it float"
+                )
             numpy_type = getattr(np, SCALAR_TYPES[ctype])
             if np.issubdtype(numpy_type, np.integer) and not isinstance(arg, (int, np.integer)):
                 # np.int32(2.7) would silently pass 2 where the prototype sees 2.7.
@@ -239,9 +247,8 @@ class TwinKernelTarget:
                 return plan
         except (IndexError, AttributeError, KeyError):
             pass
-        scalar, _ = bind_arguments(self._kernel, args)  # raises the clear error, if any
-        if scalar not in self._handles:
-            raise not_compiled(self._kernel, scalar)
+        compiled = {self._kernel.expression(i) for i in self._handles}
+        scalar, _ = bind_arguments(self._kernel, args, compiled)  # the clear error, if any
         plan = _Plan(self._kernel, scalar, self._handles[scalar])
         self._plans[tuple(args[i].dtype for i in self._deciders)] = plan
         return plan

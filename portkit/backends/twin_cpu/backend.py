@@ -23,7 +23,7 @@ from typing import Any
 
 from portkit.backends.base import Backend
 from portkit.backends.twin.backend import bind_arguments, missing_twin_reason
-from portkit.backends.twin.instances import not_compiled, readable_twin
+from portkit.backends.twin.instances import readable_twin
 from portkit.backends.twin.source import TwinKernel
 from portkit.backends.twin_cpu.build import (
     CpuLibrary,
@@ -50,10 +50,8 @@ class PlainLaunch:
         self._library = ctypes.CDLL(str(library.path))
 
     def launch(self, config: LaunchConfig, args: Sequence[Any]) -> None:
-        scalar, values = bind_arguments(self._kernel, args)
+        scalar, values = bind_arguments(self._kernel, args, self._symbols)
         expression = self._kernel.expression(scalar)
-        if expression not in self._symbols:
-            raise not_compiled(self._kernel, scalar)
         function = getattr(self._library, self._symbols[expression])
         holders: list[Any] = []
         for param, value in zip(self._kernel.params, values):
@@ -86,10 +84,8 @@ class CheckedLaunch:
         self._kernel, self._library, self._worker = kernel, library, worker
 
     def launch(self, config: LaunchConfig, args: Sequence[Any]) -> None:
-        scalar, values = bind_arguments(self._kernel, args)
+        scalar, values = bind_arguments(self._kernel, args, self._library.symbols)
         expression = self._kernel.expression(scalar)
-        if expression not in self._library.symbols:
-            raise not_compiled(self._kernel, scalar)
         tensors, names, slots = [], [], []
         where: dict[
             tuple[int, int], int
