@@ -81,3 +81,36 @@ def test_a_combination_no_case_launches_is_one_clear_line(make_project, load_op,
     with pytest.raises(InputError) as raised:
         k.l2norm_bwd[2, 32](x, norm, x, torch.empty_like(x), 4, 1.0)
     assert str(raised.value) == message
+
+
+@pytest.mark.compile
+def test_the_exported_manifest_lists_the_launched_combinations(make_project, cli, tmp_path):
+    root = make_project({"l2norm": (PROTOTYPE, TWIN)})
+    out = tmp_path / "out"
+    result = cli(root, "export", "l2norm", "--out", str(out), "--arch", "sm_90", "--name", "l2n")
+    assert result.exit_code == 0, result.output
+    kernels = json.loads((out / "l2n" / "manifest.json").read_text())["ops"]["l2norm"]["kernels"]
+    combinations = {"__half, float", "__nv_bfloat16, float", "float, float", "double, double"}
+    for name in ("l2norm_fwd", "l2norm_bwd"):
+        assert kernels[name]["templates"] == ["T", "A"]
+        assert set(kernels[name]["lowered"]) == combinations
+        assert all(s.startswith("_Z") for s in kernels[name]["lowered"].values())
+        assert set(kernels[name]["resources"]["sm_90"]) == combinations
+
+
+@pytest.mark.gpu
+def test_the_gpu_twin_refuses_a_combination_no_case_launches(make_project, load_op):
+    from portkit.backends import create
+
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU")
+    config, op = load_op(make_project({"l2norm": (PROTOTYPE, TWIN)}), "l2norm")
+    k = create("twin", config).kernels(op)
+    x = torch.ones(2, 4, dtype=torch.float16, device="cuda")
+    norm = torch.ones(2, dtype=torch.float16, device="cuda")
+    with pytest.raises(InputError, match=r"^twin kernel l2norm_bwd was not compiled with "):
+        k.l2norm_bwd[2, 32](x, norm, x, torch.empty_like(x), 4, 1.0)
+    stats = torch.ones(2, dtype=torch.float32, device="cuda")
+    dx = torch.empty_like(x)
+    k.l2norm_bwd[2, 32](x, stats, x, dx, 4, 1.0)  # the compiled <__half, float> runs
+    assert torch.isfinite(dx).all()
