@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from portkit.backends.twin.backend import C_SCALAR_OF_DTYPE, checked_twin_kernels
+from portkit.backends.twin.instances import checked_twin_kernels, twin_instantiations
 from portkit.export.compile import ArchBuild
 from portkit.torch_op.layout import op_layout
 
@@ -17,19 +17,19 @@ from portkit.torch_op.layout import op_layout
 def op_entry(op: Any, class_name: str, builds: Sequence[ArchBuild]) -> dict:
     newest = builds[-1]
     kernels = {}
-    for name, kernel in checked_twin_kernels(op).items():
-        scalars = (
-            [C_SCALAR_OF_DTYPE[d] for d in op.definition.dtypes] if kernel.template_param else [""]
-        )
-        lowered = {s: newest.symbols[kernel.expression(s or None)] for s in scalars}
+    twins = checked_twin_kernels(op)
+    for name, instantiations in twin_instantiations(op).items():
+        kernel = twins[name]
+        # Keyed by the instantiation's C types ("float", "__half, float"; "" for none):
+        # the runtime reads one from the tensors each template parameter's first pointer
+        # gets (backends/twin/instances.py says which are compiled).
+        keys = {", ".join(i or ()): kernel.expression(i) for i in instantiations}
         kernels[name] = {
-            "template": kernel.template_param,
+            "templates": list(kernel.template_params),
             "params": [asdict(p) for p in kernel.params],
-            "lowered": lowered,
+            "lowered": {k: newest.symbols[e] for k, e in keys.items()},
             "resources": {
-                b.arch: {
-                    s: b.resources.get(b.symbols[kernel.expression(s or None)], {}) for s in scalars
-                }
+                b.arch: {k: b.resources.get(b.symbols[e], {}) for k, e in keys.items()}
                 for b in builds
             },
         }

@@ -153,7 +153,7 @@ def _move_into_place(staging: Path, out: Path) -> None:
 
 
 def _expressions(op) -> list[str]:
-    from portkit.backends.twin.backend import twin_expressions
+    from portkit.backends.twin.instances import twin_expressions
 
     return twin_expressions(op)
 

@@ -22,7 +22,20 @@ from . import _driver_launch as driver_launch
 from . import _registration as registration
 
 MAX_THREADS_PER_BLOCK = 1024
-DTYPE_OF_C_SCALAR = {"float": "float32", "double": "float64", "int": "int32"}
+# The C type a template parameter takes for each dtype (portkit's backends/twin/instances.py).
+C_SCALAR_OF_DTYPE = {
+    "float16": "__half",
+    "bfloat16": "__nv_bfloat16",
+    "float32": "float",
+    "float64": "double",
+    "int8": "signed char",
+    "uint8": "unsigned char",
+    "int16": "short",
+    "int32": "int",
+    "int64": "long long",
+    "bool": "bool",
+}
+DTYPE_OF_C_SCALAR = {c: d for d, c in C_SCALAR_OF_DTYPE.items()}
 
 
 class PortkitError(Exception):
@@ -113,9 +126,10 @@ class Kernel:
         self._bound: dict = {}
         self._plans: dict = {}
         params = spec["params"]
-        self._decider = next(
-            (i for i, p in enumerate(params) if p["pointer"] and p["ctype"] == spec["template"]),
-            None,
+        # The first pointer of each template parameter's type decides its C type.
+        self._deciders = tuple(
+            next(i for i, p in enumerate(params) if p["pointer"] and p["ctype"] == t)
+            for t in spec["templates"]
         )
 
     def __getitem__(self, config: Any) -> Callable[..., None]:
@@ -160,34 +174,40 @@ class Kernel:
             raise InputError(f"kernel {self.name}: an argument does not fit: {exc}") from None
 
     def _plan(self, args: Sequence[Any]) -> tuple:
-        spec, decider = self.spec, self._decider
+        spec = self.spec
         if len(args) != len(spec["params"]):
             raise InputError(
                 f"kernel {self.name} takes {len(spec['params'])} arguments, got {len(args)}"
             )
-        if decider is not None and not isinstance(args[decider], torch.Tensor):
-            raise InputError(f"kernel {self.name}, argument {decider}: pass a tensor")
-        dtype = args[decider].dtype if decider is not None else None
-        plan = self._plans.get(dtype)
+        for decider in self._deciders:
+            if not isinstance(args[decider], torch.Tensor):
+                raise InputError(f"kernel {self.name}, argument {decider}: pass a tensor")
+        dtypes = tuple(args[i].dtype for i in self._deciders)
+        plan = self._plans.get(dtypes)
         if plan is None:
-            scalar = None
-            if decider is not None:
-                scalar = {"float32": "float", "float64": "double"}.get(str(dtype)[6:])
-                if scalar not in spec["lowered"]:
-                    raise InputError(f"kernel {self.name}: no instantiation for {dtype}")
-            lowered = spec["lowered"][scalar or ""]
+            chosen = {
+                t: C_SCALAR_OF_DTYPE.get(str(d).removeprefix("torch."), str(d))
+                for t, d in zip(spec["templates"], dtypes)
+            }
+            key = ", ".join(chosen.values())
+            if key not in spec["lowered"]:
+                combination = ", ".join(f"{t}={c}" for t, c in chosen.items())
+                raise InputError(
+                    f"kernel {self.name} was not compiled with {combination}: no case of "
+                    f"the op launches it; add a case with those dtypes"
+                )
             slots, pointers, scalars = [], [], []
             for position, p in enumerate(spec["params"]):
-                ctype = scalar if p["ctype"] == spec["template"] else p["ctype"]
+                ctype = chosen.get(p["ctype"], p["ctype"])
                 if p["pointer"]:
-                    name = DTYPE_OF_C_SCALAR.get(ctype or "")
+                    name = DTYPE_OF_C_SCALAR.get(ctype)
                     pointers.append((position, getattr(torch, name) if name else None))
                 else:
                     scalars.append(position)
                 slots.append("pointer" if p["pointer"] else ctype)
-            handle = self.library.kernel(lowered)
+            handle = self.library.kernel(spec["lowered"][key])
             kernel = driver_launch.DriverKernel(handle, slots)
-            plan = self._plans[dtype] = (kernel, pointers, scalars)
+            plan = self._plans[dtypes] = (kernel, pointers, scalars)
         return plan
 
 

@@ -2,7 +2,8 @@
 
 No kernel executes: the log says which kernels the launchers call, in what order,
 with what launch configuration and argument types. The compile check uses it to
-compile exactly the signatures the cases launch; ``portkit sim`` to find the first
+compile exactly the signatures the cases launch; the twin to instantiate the template
+combinations they launch; ``portkit sim`` to find the first
 kernel a forward launches; the benchmark to count simulated threads.
 """
 
@@ -107,3 +108,29 @@ def launch_signatures(op: Op, dtype: str) -> dict[str, tuple]:
         if case.dtype == dtype and case.numel and not case.gpu_only:
             return {launch.kernel: launch.signature for launch in record_launches(op, case)}
     return {}
+
+
+# definition's id -> (the definition, kept alive so that the id stays its own; the launches)
+_TRACED: dict[int, tuple[Any, list[tuple[str, Launch]]]] = {}
+_TRACED_KEPT = 32
+
+
+def traced_launches(op: Op) -> list[tuple[str, Launch]]:
+    """(case name, launch) for every launch of every case that is not GPU-only, traced
+    once per op definition in a process: the signature check and the twin's
+    instantiations (backends/twin/instances.py) both ask, and a large case allocates
+    its full-size inputs."""
+    definition = op.definition
+    kept = _TRACED.get(id(definition))
+    if kept is not None and kept[0] is definition:
+        return kept[1]
+    launches = [
+        (case.name, launch)
+        for case in definition.cases
+        if not case.gpu_only
+        for launch in record_launches(op, case)
+    ]
+    if len(_TRACED) >= _TRACED_KEPT:
+        del _TRACED[next(iter(_TRACED))]
+    _TRACED[id(definition)] = (definition, launches)
+    return launches

@@ -140,8 +140,8 @@ def _remember(entry: Path, ptx: str) -> None:
 
 
 def check_twin(op: Op, config: ProjectConfig, arch: str = DEFAULT_ARCH) -> CheckResult | None:
-    from portkit.backends.twin.backend import readable_twin
     from portkit.backends.twin.build import nvrtc_syntax_check
+    from portkit.backends.twin.instances import readable_twin
 
     if not op.has_twin:
         return None

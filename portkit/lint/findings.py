@@ -195,7 +195,7 @@ def lint_op(op: Op, config: ProjectConfig, report: LintReport, resources: bool =
 
 
 def resource_rows(op: Op, kernel: str, dtype: str, signature: tuple) -> list[ResourceRow]:
-    from portkit.backends.twin.backend import C_SCALAR_OF_DTYPE, checked_twin_kernels
+    from portkit.backends.twin.instances import checked_twin_kernels, instantiation_for
     from portkit.lint.resources import prototype_usage, twin_usage
 
     rows = [
@@ -205,7 +205,10 @@ def resource_rows(op: Op, kernel: str, dtype: str, signature: tuple) -> list[Res
     ]
     if op.has_twin:
         twin_kernel = checked_twin_kernels(op)[kernel]
-        expression = twin_kernel.expression(C_SCALAR_OF_DTYPE[dtype])
+        instantiation = instantiation_for(op, twin_kernel, dtype)
+        if twin_kernel.template_params and instantiation is None:
+            return rows  # no case of this dtype launches it: nothing compiled to measure
+        expression = twin_kernel.expression(instantiation)
         rows.append(
             ResourceRow(op.name, kernel, dtype, "twin", twin_usage(op.twin_path, expression))
         )

@@ -30,28 +30,16 @@ from portkit.lint.model import Finding, Severity
 
 if TYPE_CHECKING:
     from portkit.backends.twin.source import TwinKernel, TwinParam
-    from portkit.launch.trace import Launch
     from portkit.project.discovery import Op
 
 SIGNATURE = "signature"  # the finding kind
 
 
-def traced_launches(op: Op) -> list[tuple[str, Launch]]:
-    """(case name, launch) for every launch of every case that is not GPU-only."""
-    from portkit.launch.trace import record_launches
-
-    return [
-        (case.name, launch)
-        for case in op.definition.cases
-        if not case.gpu_only
-        for launch in record_launches(op, case)
-    ]
-
-
 def signature_findings(op: Op) -> list[Finding]:
     """Every mismatch between the op's twin kernels and the launches of its cases; []
     for an op without a twin, or whose twin cannot be read (the compile check says why)."""
-    from portkit.backends.twin.backend import checked_twin_kernels
+    from portkit.backends.twin.instances import checked_twin_kernels
+    from portkit.launch.trace import traced_launches
 
     if not op.has_twin:
         return []
@@ -97,7 +85,7 @@ def _mismatch(twin: TwinKernel, param: TwinParam, arg: Any, case: str) -> tuple[
     """(message, fix) when ``arg`` cannot be what ``param`` takes."""
     import numpy as np
 
-    from portkit.backends.twin.backend import DTYPE_OF_C_SCALAR
+    from portkit.backends.twin.instances import DTYPE_OF_C_SCALAR
     from portkit.backends.twin.source import SCALAR_TYPES
     from portkit.launch.trace import TensorArg
 
@@ -121,6 +109,8 @@ def _mismatch(twin: TwinKernel, param: TwinParam, arg: Any, case: str) -> tuple[
                 f"make it {arg.dtype} on both sides, or template the parameter",
             )
         return None
+    if param.ctype in twin.template_params:
+        return None  # a scalar of the instantiation's type (`A one`): the tensors decide it
     numpy_type = np.dtype(SCALAR_TYPES[param.ctype])
     if numpy_type.kind in "iu" and isinstance(arg, (int, np.integer)) and not isinstance(arg, bool):
         limits = np.iinfo(numpy_type)

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 import torch
 
-from portkit.backends.twin.backend import bind_arguments, twin_expressions
+from portkit.backends.twin.backend import bind_arguments
 from portkit.backends.twin.build import compile_twin
+from portkit.backends.twin.instances import twin_expressions
 from portkit.backends.twin.source import TwinParam, parse_twin
 from portkit.cache_files import manifest_path
 from portkit.errors import InputError, OpDefinitionError, TwinCompileError

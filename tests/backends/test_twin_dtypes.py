@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from portkit.backends.twin.backend import C_SCALAR_OF_DTYPE, bind_arguments
+from portkit.backends.twin.backend import bind_arguments
 from portkit.backends.twin.build import compile_twin
+from portkit.backends.twin.instances import C_SCALAR_OF_DTYPE
 from portkit.backends.twin.source import parse_twin
 from portkit.errors import InputError, OpDefinitionError
 from portkit.project.dtypes import DTYPES

@@ -198,3 +198,20 @@ def test_launcher_calling_a_kernel_directly_cannot_be_exported(project, tmp_path
     done = run_cli(project, "export", "sigmoid", "--out", str(tmp_path / "out"))
     assert done.returncode == 2
     assert "launchers call numba function sigmoid_fwd directly" in done.stderr
+
+
+def test_the_runtime_picks_the_c_types_portkit_compiles() -> None:
+    """The runtime imports no portkit, so it keeps its own copy of the dtype -> C type
+    table that decides which instantiation a launch uses; it must be portkit's."""
+    import ast
+
+    from portkit.backends.twin.instances import C_SCALAR_OF_DTYPE
+
+    tree = ast.parse((REPO / "portkit" / "export" / "runtime.py").read_text())
+    tables = [
+        ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and any(getattr(t, "id", None) == "C_SCALAR_OF_DTYPE" for t in node.targets)
+    ]
+    assert tables == [C_SCALAR_OF_DTYPE]

@@ -11,72 +11,26 @@ scalar, and a wrong argument is named before anything reaches the GPU.
 from __future__ import annotations
 
 import functools
-import itertools
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 from portkit.backends.base import Backend, cuda_unavailable_reason
 from portkit.backends.twin import driver_launch
 from portkit.backends.twin.build import compile_twin, nvrtc_syntax_check
-from portkit.backends.twin.source import POINTER_ONLY_TYPES, SCALAR_TYPES, TwinKernel, parse_twin
-from portkit.errors import DtypeError, InputError, OpDefinitionError, TwinSignatureError
+from portkit.backends.twin.instances import (
+    DTYPE_OF_C_SCALAR,
+    not_compiled,
+    readable_twin,
+    template_types,
+    twin_instantiations,
+)
+from portkit.backends.twin.source import SCALAR_TYPES, TwinKernel
+from portkit.errors import InputError
 from portkit.launch.kernel_set import KernelSet, LaunchConfig
 from portkit.launch.replay.steps import ReplayLaunch
 from portkit.project.dtypes import dtype_name
-
-# The C type a template parameter is instantiated with for tensors of each dtype
-# (cuda_fp16.h and cuda_bf16.h, which NVRTC finds by itself, declare the half types).
-C_SCALAR_OF_DTYPE = {
-    "float16": "__half",
-    "bfloat16": "__nv_bfloat16",
-    "float32": "float",
-    "float64": "double",
-    "int8": "signed char",
-    "uint8": "unsigned char",
-    "int16": "short",
-    "int32": "int",
-    "int64": "long long",
-    "bool": "bool",
-}
-# The dtype of the tensor a pointer parameter of a fixed C type takes.
-DTYPE_OF_C_SCALAR = {
-    **{c: d for c, d in SCALAR_TYPES.items() if d != "bool_"},
-    "bool": "bool",
-    **POINTER_ONLY_TYPES,
-}
-
-
-def twin_expressions(op) -> list[str]:
-    """NVRTC name expressions for every kernel of ``op`` in every dtype it accepts."""
-    kernels = checked_twin_kernels(op)
-    scalars = [C_SCALAR_OF_DTYPE[d] for d in op.definition.dtypes]
-    if any(k.template_params for k in kernels.values()):
-        _require_half_headers(op)
-    expressions = []
-    for kernel in kernels.values():
-        # Several template parameters: every combination of the op's dtypes (a twin with
-        # U fixed by the op would write the type itself instead of a parameter).
-        combinations = itertools.product(scalars, repeat=len(kernel.template_params))
-        expressions += [kernel.expression(c) for c in combinations]
-    return expressions
-
-
-HALF_HEADERS = {"float16": "cuda_fp16.h", "bfloat16": "cuda_bf16.h"}
-
-
-def _require_half_headers(op) -> None:
-    """A template instantiated with __half or __nv_bfloat16 needs its header; NVRTC's own
-    error ("identifier __half is undefined" in a name map) does not say so."""
-    source = op.twin_path.read_text()
-    for dtype, header in HALF_HEADERS.items():
-        if dtype in op.definition.dtypes and header not in source:
-            raise DtypeError(
-                f"twin {op.twin_path}: op {op.name} accepts {dtype}, so its templates are "
-                f"instantiated with {C_SCALAR_OF_DTYPE[dtype]}; add #include <{header}>"
-            )
 
 
 def missing_twin_reason(op, config) -> str | None:
@@ -86,70 +40,20 @@ def missing_twin_reason(op, config) -> str | None:
     return None
 
 
-def checked_twin_kernels(op) -> dict[str, TwinKernel]:
-    """The twin's kernels, after checking it declares every kernel the prototype has."""
-    assert op.twin_path is not None
-    declared = parse_twin(op.twin_path)
-    missing = sorted(set(op.kernels) - set(declared))
-    if missing:
-        raise OpDefinitionError(
-            f"twin {op.twin_path} lacks kernel(s) {', '.join(missing)} that the prototype "
-            f"{op.prototype_path} defines; twins use the same kernel names"
-        )
-    return {name: declared[name] for name in op.kernels}
-
-
-def readable_twin(
-    op, syntax_check: Callable[[Path], None]
-) -> tuple[dict[str, TwinKernel], list[str]]:
-    """The twin's kernels and name expressions. When portkit cannot read a kernel's
-    signature, the compiler (``syntax_check``, which raises TwinCompileError) speaks
-    first: a syntax error in a parameter list is its to report, in its words."""
-    try:
-        return checked_twin_kernels(op), twin_expressions(op)
-    except TwinSignatureError:
-        syntax_check(op.twin_path)
-        raise
-
-
 def bind_arguments(
-    kernel: TwinKernel, args: Sequence[Any]
+    kernel: TwinKernel, args: Sequence[Any], compiled: Collection[str] | None = None
 ) -> tuple[tuple[str, ...] | None, list[Any]]:
-    """The C types of the instantiation (None for no template) and the arguments as C values."""
+    """The C types of the instantiation (None for no template) and the arguments as C
+    values; with ``compiled`` (name expressions), an instantiation outside it is refused
+    before any argument is converted."""
     import numpy as np
     import torch
 
-    if len(args) != len(kernel.params):
-        raise InputError(
-            f"twin kernel {kernel.name} takes {len(kernel.params)} arguments "
-            f"({', '.join(p.name for p in kernel.params)}), got {len(args)}"
-        )
-    chosen: dict[str, str] = {}  # template parameter -> C type
-    for param, arg in zip(kernel.params, args):
-        if not (param.pointer and param.ctype in kernel.template_params):
-            continue
-        if not isinstance(arg, torch.Tensor):
-            continue
-        dtype = dtype_name(arg.dtype)
-        if dtype not in C_SCALAR_OF_DTYPE:
-            raise InputError(
-                f"twin kernel {kernel.name}: {param.name} is a {dtype} tensor; a template "
-                f"is instantiated for {', '.join(C_SCALAR_OF_DTYPE)}"
-            )
-        earlier = chosen.get(param.ctype)
-        if earlier is not None and C_SCALAR_OF_DTYPE[dtype] != earlier:
-            raise InputError(
-                f"twin kernel {kernel.name}: {param.name} is {dtype} but earlier "
-                f"{param.ctype}* arguments were {DTYPE_OF_C_SCALAR[earlier]}; "
-                f"one instantiation takes one dtype per template parameter"
-            )
-        chosen[param.ctype] = C_SCALAR_OF_DTYPE[dtype]
-    undecided = [t for t in kernel.template_params if t not in chosen]
-    if undecided:
-        raise InputError(
-            f"twin kernel {kernel.name}: no tensor decides its template type {undecided[0]}"
-        )
-    scalar = tuple(chosen[t] for t in kernel.template_params) or None
+    dtypes = [dtype_name(a.dtype) if isinstance(a, torch.Tensor) else None for a in args]
+    scalar = template_types(kernel, dtypes)
+    if compiled is not None and kernel.expression(scalar) not in compiled:
+        raise not_compiled(kernel, scalar)
+    chosen = dict(zip(kernel.template_params, scalar or ()))
 
     values: list[Any] = []
     for param, arg in zip(kernel.params, args):
@@ -166,6 +70,10 @@ def bind_arguments(
         else:
             if isinstance(arg, torch.Tensor):
                 raise InputError(f"{where} is a {ctype} scalar; got a tensor")
+            if ctype not in SCALAR_TYPES:
+                raise InputError(
+                    f"{where} is a {ctype} scalar, which portkit cannot pass; make it float"
+                )
             numpy_type = getattr(np, SCALAR_TYPES[ctype])
             if np.issubdtype(numpy_type, np.integer) and not isinstance(arg, (int, np.integer)):
                 # np.int32(2.7) would silently pass 2 where the prototype sees 2.7.
@@ -339,7 +247,8 @@ class TwinKernelTarget:
                 return plan
         except (IndexError, AttributeError, KeyError):
             pass
-        scalar, _ = bind_arguments(self._kernel, args)  # raises the clear error, if any
+        compiled = {self._kernel.expression(i) for i in self._handles}
+        scalar, _ = bind_arguments(self._kernel, args, compiled)  # the clear error, if any
         plan = _Plan(self._kernel, scalar, self._handles[scalar])
         self._plans[tuple(args[i].dtype for i in self._deciders)] = plan
         return plan
@@ -396,14 +305,8 @@ class Twin(Backend):
         library = load_library(compiled.cubin)
         device = torch.cuda.current_device()
         targets = {}
-        scalars = [C_SCALAR_OF_DTYPE[d] for d in op.definition.dtypes]
-        for name, kernel in kernels.items():
-            # Every combination twin_expressions compiled: one C type per template parameter.
-            instantiations: list[tuple[str, ...] | None] = (
-                list(itertools.product(scalars, repeat=len(kernel.template_params)))
-                if kernel.template_params
-                else [None]
-            )
+        for name, instantiations in twin_instantiations(op).items():
+            kernel = kernels[name]
             handles = {
                 combo: get_kernel(library, compiled.symbols[kernel.expression(combo)])
                 for combo in instantiations

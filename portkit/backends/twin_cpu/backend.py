@@ -22,11 +22,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from portkit.backends.base import Backend
-from portkit.backends.twin.backend import (
-    bind_arguments,
-    missing_twin_reason,
-    readable_twin,
-)
+from portkit.backends.twin.backend import bind_arguments, missing_twin_reason
+from portkit.backends.twin.instances import readable_twin
 from portkit.backends.twin.source import TwinKernel
 from portkit.backends.twin_cpu.build import (
     CpuLibrary,
@@ -53,7 +50,7 @@ class PlainLaunch:
         self._library = ctypes.CDLL(str(library.path))
 
     def launch(self, config: LaunchConfig, args: Sequence[Any]) -> None:
-        scalar, values = bind_arguments(self._kernel, args)
+        scalar, values = bind_arguments(self._kernel, args, self._symbols)
         expression = self._kernel.expression(scalar)
         function = getattr(self._library, self._symbols[expression])
         holders: list[Any] = []
@@ -87,7 +84,7 @@ class CheckedLaunch:
         self._kernel, self._library, self._worker = kernel, library, worker
 
     def launch(self, config: LaunchConfig, args: Sequence[Any]) -> None:
-        scalar, values = bind_arguments(self._kernel, args)
+        scalar, values = bind_arguments(self._kernel, args, self._library.symbols)
         expression = self._kernel.expression(scalar)
         tensors, names, slots = [], [], []
         where: dict[
