@@ -130,9 +130,10 @@ def check(
     if not ops:
         click.echo(f"nothing ran: no ops in {config.prototypes_dir}", err=True)
         sys.exit(EXIT_NOTHING_RAN)
-    for op in ops if op_names else ():  # an op named with a --case it lacks is a mistake
-        for name in case_names:
-            op.case(name)
+    for op in ops if op_names and case_names else ():
+        # An op named with --case that has none of those cases would be skipped unseen.
+        if not {c.name for c in op.definition.cases} & set(case_names):
+            op.case(case_names[0])  # raises, naming the op and listing its cases
     plan = plan_suite(ops, set(case_names), skip_large=quick)
     console = make_console(stderr=as_json)
     if sanitize:
@@ -220,6 +221,8 @@ def _sanitize(config, ops, case_names, tools, log_dir, emit, console) -> None:
             emit(json.dumps({"sanitizer": [], "skipped": reason}))
         sys.exit(EXIT_SANITIZER_SKIPPED)
     log_dir = log_dir or config.cache_dir / "sanitize" / time.strftime("%Y%m%d-%H%M%S")
+    if case_names:  # the child names its ops, and a named op must have the cases asked for
+        ops = [op for op in ops if {c.name for c in op.definition.cases} & set(case_names)]
     kernels_of = {op.name: sorted(op.kernels) for op in ops}
     with progress_bar(console, len(selected)) as advance:
         runs = run_tools(

@@ -65,7 +65,7 @@ def test_bench_cli_json_save_compare_plot(cli, tmp_path):
     assert report["copy"]["gbps"] > 100
     again = cli(REPO, *args, "--compare", str(saved), "--json", "--threshold", "5")
     assert again.exit_code == 0, again.output
-    statuses = {v["status"] for v in json.loads(again.output)["comparison"]}
+    statuses = {v["status"] for v in json.loads(again.stdout)["comparison"]}
     assert statuses <= {"same", "within noise", "faster"}
 
 
@@ -75,7 +75,7 @@ def test_bench_times_a_torch_call_that_waits_for_the_gpu(cli):
     args = ("bench", "histogram", "--reps", "5", "--warmup", "1", "--json")
     result = cli(REPO, *args, "--impl", "torch", "--direction", "forward")
     assert result.exit_code == 0, result.output
-    (row,) = json.loads(result.output)["results"]
+    (row,) = json.loads(result.stdout)["results"]
     assert (row["check"], row["timing"]) == ("ok", "events"), row
     assert row["time_us"]["median"] > 0
 

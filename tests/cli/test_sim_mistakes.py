@@ -3,6 +3,8 @@ mistake, never a traceback; outputs smaller than the inputs print in the table."
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 ROW_SUM = """\
@@ -283,3 +285,12 @@ def test_check_case_that_a_named_op_lacks(cli):
     args = ("check", "sigmoid", "softmax", "--case", "float32-n129", "--backend", "sim")
     line = one_error_line(cli(REPO, *args))
     assert line.startswith("error: op softmax has no case 'float32-n129'; cases: float32-1x1, ")
+
+
+def test_check_named_ops_each_need_one_of_the_cases(cli):
+    """With several --case, each named op runs the ones it has; none at all is a mistake."""
+    args = ("check", "sigmoid", "softmax", "--case", "float32-n129", "--case", "float32-3x127")
+    result = cli(REPO, *args, "--backend", "sim", "--no-compile", "--json")
+    assert result.exit_code == 0, result.output
+    ran = {(r["op"], r["case"]) for r in json.loads(result.stdout)["results"]}
+    assert {("sigmoid", "float32-n129"), ("softmax", "float32-3x127")} <= ran
