@@ -63,6 +63,13 @@ def _bfloat16_argument_class() -> type:
 _LINEINFO_LINK_CONFLICT = "Debug Info Version"
 
 
+def _link_conflict(exc: BaseException) -> bool:
+    """nvJitLink's error for the line-info conflict: its text names the module flag, or
+    (when the log is not in the message) it is an NVVM compile error at link time."""
+    text = f"{type(exc).__name__}: {exc}"
+    return _LINEINFO_LINK_CONFLICT in text or ("nvJitLink" in text and "ERROR_NVVM_COMPILE" in text)
+
+
 def without_lineinfo(dispatcher: Any) -> Any:
     """A fresh dispatcher of the same kernel and options, line info off."""
     options = {k: v for k, v in dispatcher.targetoptions.items() if k != "lineinfo"}
@@ -93,10 +100,7 @@ class NumbaKernel:
             try:
                 self._dispatcher[launch](*device_args)
             except Exception as exc:
-                if not (
-                    self._dispatcher.targetoptions.get("lineinfo")
-                    and _LINEINFO_LINK_CONFLICT in str(exc)
-                ):
+                if not (self._dispatcher.targetoptions.get("lineinfo") and _link_conflict(exc)):
                     raise
                 self._plain = without_lineinfo(self._dispatcher)
                 self.lineinfo_dropped = True

@@ -58,3 +58,16 @@ def test_a_link_conflict_with_line_info_recompiles_the_kernel_without_it(monkeyp
     other._dispatcher.__class__ = type("Broken", (FakeDispatcher,), {"__getitem__": broken})
     with pytest.raises(RuntimeError):  # without line info the error is the kernel's own
         other.launch(config, [5])
+
+
+def test_the_conflict_is_recognised_when_the_log_is_not_in_the_message():
+    """On the H100, numba-cuda's nvJitLinkError said only 'ERROR_NVVM_COMPILE (5)'."""
+    from portkit.backends.numba_gpu import _link_conflict
+
+    class nvJitLinkError(RuntimeError):  # noqa: N801 (cuda.bindings' spelling)
+        pass
+
+    assert _link_conflict(nvJitLinkError("ERROR_NVVM_COMPILE (5)"))
+    assert _link_conflict(RuntimeError("module flags 'Debug Info Version': conflicting"))
+    assert not _link_conflict(RuntimeError("ERROR_NVVM_COMPILE (5)"))
+    assert not _link_conflict(nvJitLinkError("ERROR_INVALID_INPUT"))
