@@ -56,32 +56,25 @@ def _bfloat16_argument_class() -> type:
     return BFloat16Argument
 
 
-# nvJitLink refuses to link a kernel compiled with line info against numba-cuda's
-# bfloat16/float16 C++ wrappers ("linking module flags 'Debug Info Version': IDs have
-# conflicting behaviors"; H100, numba-cuda 0.30.4). Line info only serves the sanitizer's
-# reports, so such a kernel is compiled again without it rather than failing the check.
-_LINEINFO_LINK_CONFLICT = "Debug Info Version"
-
-
-def _link_conflict(exc: BaseException) -> bool:
-    """nvJitLink's error for the line-info conflict: its text names the module flag, or
-    (when the log is not in the message) it is an NVVM compile error at link time."""
-    text = f"{type(exc).__name__}: {exc}"
-    return _LINEINFO_LINK_CONFLICT in text or ("nvJitLink" in text and "ERROR_NVVM_COMPILE" in text)
-
-
-def without_lineinfo(dispatcher: Any) -> Any:
-    """A fresh dispatcher of the same kernel and options, line info off."""
-    options = {k: v for k, v in dispatcher.targetoptions.items() if k != "lineinfo"}
-    return type(dispatcher)(dispatcher.py_func, options)
+def lineinfo_links(dtypes: Sequence[str], op_name: str) -> bool:
+    """Whether an op's kernels can be compiled with line info. nvJitLink refuses to link a
+    kernel with line info against numba-cuda's bfloat16 library ("linking module flags
+    'Debug Info Version': IDs have conflicting behaviors"; H100, numba-cuda 0.30.4,
+    2026-11-24), and recompiling that kernel alone without it did not help in the same
+    process. Such an op runs without line info: sanitizer findings in it name no .py line."""
+    if "bfloat16" not in dtypes:
+        return True
+    print(
+        f"portkit: {op_name}: numba kernels compiled without line info (numba-cuda cannot "
+        "link line info with its bfloat16 library); sanitizer findings name no .py line",
+        file=sys.stderr,
+    )
+    return False
 
 
 class NumbaKernel:
     def __init__(self, dispatcher: Any) -> None:
         self._dispatcher = dispatcher
-        self._plain: Any = None  # the kernel without line info, once a link needed it
-        # Set when a launch had to drop line info: sanitizer reports then name no .py line.
-        self.lineinfo_dropped = False
 
     def launch(self, config: LaunchConfig, args: Sequence[Any]) -> None:
         import torch
@@ -93,24 +86,7 @@ class NumbaKernel:
             # Small grids are deliberate in edge-size cases; numba warns about each.
             # (numba-cuda raises its own copy of the class, so match the message.)
             warnings.filterwarnings("ignore", message=r".*Grid size \d+ will likely result in GPU")
-            launch = (config.grid, config.block, stream, config.shared_bytes)
-            if self._plain is not None:
-                self._plain[launch](*device_args)
-                return
-            try:
-                self._dispatcher[launch](*device_args)
-            except Exception as exc:
-                if not (self._dispatcher.targetoptions.get("lineinfo") and _link_conflict(exc)):
-                    raise
-                self._plain = without_lineinfo(self._dispatcher)
-                self.lineinfo_dropped = True
-                print(
-                    f"portkit: {self._dispatcher.py_func.__name__}: compiled without line info "
-                    "(numba-cuda cannot link line info with its half-precision library); "
-                    "sanitizer findings in it name no .py line",
-                    file=sys.stderr,
-                )
-                self._plain[launch](*device_args)
+            self._dispatcher[config.grid, config.block, stream, config.shared_bytes](*device_args)
 
 
 class NumbaGPU(Backend):
@@ -138,8 +114,9 @@ class NumbaGPU(Backend):
 
     def kernels(self, op, *, poison_outputs: bool = False) -> KernelSet:
         use_cache = self.use_cache and prototype_cache.enabled_by_environment()
+        lineinfo = self.lineinfo and lineinfo_links(op.definition.dtypes, op.name)
         for dispatcher in op.kernels.values():
-            if self.lineinfo:
+            if lineinfo:
                 dispatcher.targetoptions["lineinfo"] = True  # before the first compile
             if use_cache:
                 prototype_cache.attach(dispatcher, op.name, self.config.root, self.config.cache_dir)
