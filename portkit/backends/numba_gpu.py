@@ -56,20 +56,13 @@ def _bfloat16_argument_class() -> type:
     return BFloat16Argument
 
 
-def lineinfo_links(dtypes: Sequence[str], op_name: str) -> bool:
+def lineinfo_links(dtypes: Sequence[str]) -> bool:
     """Whether an op's kernels can be compiled with line info. nvJitLink refuses to link a
     kernel with line info against numba-cuda's bfloat16 library ("linking module flags
     'Debug Info Version': IDs have conflicting behaviors"; H100, numba-cuda 0.30.4,
     2026-11-24), and recompiling that kernel alone without it did not help in the same
     process. Such an op runs without line info: sanitizer findings in it name no .py line."""
-    if "bfloat16" not in dtypes:
-        return True
-    print(
-        f"portkit: {op_name}: numba kernels compiled without line info (numba-cuda cannot "
-        "link line info with its bfloat16 library); sanitizer findings name no .py line",
-        file=sys.stderr,
-    )
-    return False
+    return "bfloat16" not in dtypes
 
 
 class NumbaKernel:
@@ -112,9 +105,20 @@ class NumbaGPU(Backend):
     # or PORTKIT_PROTOTYPE_CACHE=0 turns it off.
     use_cache: bool = True
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._told_no_lineinfo: set[str] = set()  # ops already said to run without it
+
     def kernels(self, op, *, poison_outputs: bool = False) -> KernelSet:
         use_cache = self.use_cache and prototype_cache.enabled_by_environment()
-        lineinfo = self.lineinfo and lineinfo_links(op.definition.dtypes, op.name)
+        lineinfo = self.lineinfo and lineinfo_links(op.definition.dtypes)
+        if self.lineinfo and not lineinfo and op.name not in self._told_no_lineinfo:
+            self._told_no_lineinfo.add(op.name)
+            print(
+                f"portkit: {op.name}: numba kernels compiled without line info (numba-cuda "
+                "cannot link it with its bfloat16 library); sanitizer findings name no .py line",
+                file=sys.stderr,
+            )
         for dispatcher in op.kernels.values():
             if lineinfo:
                 dispatcher.targetoptions["lineinfo"] = True  # before the first compile
