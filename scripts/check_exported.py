@@ -24,8 +24,15 @@ SHAPES = {
     "vector_add": [(4097,), (4097,)],
     "softmax": [(64, 1000)],
     "softmax_warp": [(64, 1000)],
+    "rmsnorm": [(64, 1000), (1000,)],
+    "layernorm": [(64, 1000), (1000,), (1000,)],
 }
 DTYPES = ("float32", "float64")
+# Ops whose point is half precision: every dtype they take.
+OP_DTYPES = {
+    "rmsnorm": ("bfloat16", "float16", "float32"),
+    "layernorm": ("float32", "float16", "bfloat16", "float64"),
+}
 
 
 class _Block(importlib.abc.MetaPathFinder):
@@ -66,7 +73,7 @@ def run(package: str, target: str) -> int:
         if not hasattr(module, name):
             continue
         f = getattr(module, name)
-        for dtype in DTYPES:
+        for dtype in OP_DTYPES.get(name, DTYPES):
             xs = inputs(name, dtype)
             key = f"{name}/{dtype}"
             out, grads = forward_backward(f, xs)
