@@ -140,7 +140,6 @@ export PY
 export_() {
   step torch-op 150 "${PYTEST[@]}" -n 4 tests/torch_op
   local dir=/tmp/portkit-export-$$
-  mkdir -p "$dir"  # export writes into an existing folder, never creates its parents
   step export 120 "${PORTKIT[@]}" export sigmoid elementwise_mul vector_add softmax softmax_warp rmsnorm layernorm \
     --out "$dir/pkg" --arch sm_80,sm_90,sm_100 --name pk_exported || return
   # A fresh venv that installs into its own site-packages and sees this Python's packages

@@ -51,11 +51,13 @@ class ExportResult:
 def check_output_folder(out: Path) -> None:
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise PortkitError(f"output folder {out} exists and is not empty; name a new folder")
+    # Missing parent folders are made (as `--out build/my_kernels` in a fresh checkout
+    # needs); the nearest one that exists must be a writable folder.
     parent = out.parent if out.parent != Path("") else Path(".")
-    if parent.exists() and not parent.is_dir():
-        raise PortkitError(f"cannot write {out}: {parent} is not a folder")
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
     if not parent.is_dir():
-        raise PortkitError(f"cannot write {out}: folder {parent} does not exist")
+        raise PortkitError(f"cannot write {out}: {parent} is not a folder")
     if not os.access(parent, os.W_OK):
         raise PortkitError(f"cannot write {out}: folder {parent} is not writable")
 
@@ -87,6 +89,7 @@ def export_package(
         if not op.has_twin:
             raise PortkitError(f"op {op.name} has no twin ({op.name}.cu): nothing to export")
     out = out.resolve()
+    out.parent.mkdir(parents=True, exist_ok=True)  # checked above: creatable
     with export_lock(out):
         check_output_folder(out)  # again: another export may have finished meanwhile
         return _write(ops, config, out, archs, package, version, on_op)

@@ -116,3 +116,15 @@ def test_two_exports_at_once_one_writes_the_other_fails_cleanly(project, tmp_pat
     ), error
     assert len(list((out / "dist").glob("*.whl"))) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "proj"]
+
+
+def test_missing_parent_folders_are_made_but_a_file_in_the_way_is_one_line(project, cli):
+    """`--out build/my_kernels` in a fresh checkout (the README's tour) makes build/; a
+    file where a parent folder should be is one line, exit 2, and nothing is written."""
+    result = cli(project, "export", "sigmoid", "--out", "build/deeper/kernels", "--arch", "sm_90")
+    assert result.exit_code == 0, result.output
+    assert (project / "build" / "deeper" / "kernels").is_dir()
+    (project / "blocker").write_text("not a folder")
+    result = cli(project, "export", "sigmoid", "--out", "blocker/kernels", "--arch", "sm_90")
+    assert result.exit_code == 2
+    assert "is not a folder" in result.output and "Traceback" not in result.output
