@@ -141,37 +141,29 @@ def twin_usage(twin_path, expression: str, arch: str = "sm_90") -> ResourceUsage
         source = path.read_text()
     except OSError as exc:
         raise TwinCompileError(f"twin {path} cannot be read: {exc}") from None
-    # ptxas's -v report sometimes came back empty from NVRTC 13.0 on the H100 with
-    # -lineinfo (2026-11-24; the same compile without it reported). Line info does not
-    # change registers or instructions, so a second compile without it is asked then.
-    for lineinfo in (True, False):
-        options = ProgramOptions(
-            name=_display_name(path),
-            ptxas_options=["-v"],
-            **{**compile_options(path, arch), "lineinfo": lineinfo},
-        )
-        log = io.StringIO()
-        program = Program(source, "c++", options)
+    options = ProgramOptions(
+        name=_display_name(path), ptxas_options=["-v"], **compile_options(path, arch)
+    )
+    log = io.StringIO()
+    program = Program(source, "c++", options)
+    try:
         try:
-            try:
-                code = program.compile("cubin", name_expressions=(expression,), logs=log)
-            except NVRTCError as exc:
-                text = str(exc).split("compilation log:", 1)[-1].strip()
-                raise TwinCompileError(
-                    f"twin {path}: {expression} does not compile for {arch}:\n{text}"
-                ) from None
-            symbol = code.symbol_mapping.get(expression)
-            if symbol is None:
-                raise TwinCompileError(f"twin {path}: NVRTC found no kernel for {expression}")
-            ptx = program_ptx(program.handle).rstrip(b"\0").decode()
-        finally:
-            program.close()
-        entry = symbol.decode() if isinstance(symbol, bytes) else str(symbol)
-        ptxas_log = log.getvalue().replace("\0", "")
-        props = parse_ptxas_log(ptxas_log)
-        if entry in props:
-            break
-    else:
+            code = program.compile("cubin", name_expressions=(expression,), logs=log)
+        except NVRTCError as exc:
+            text = str(exc).split("compilation log:", 1)[-1].strip()
+            raise TwinCompileError(
+                f"twin {path}: {expression} does not compile for {arch}:\n{text}"
+            ) from None
+        symbol = code.symbol_mapping.get(expression)
+        if symbol is None:
+            raise TwinCompileError(f"twin {path}: NVRTC found no kernel for {expression}")
+        ptx = program_ptx(program.handle).rstrip(b"\0").decode()
+    finally:
+        program.close()
+    entry = symbol.decode() if isinstance(symbol, bytes) else str(symbol)
+    ptxas_log = log.getvalue().replace("\0", "")
+    props = parse_ptxas_log(ptxas_log)
+    if entry not in props:
         raise TwinCompileError(
             f"twin {path}: {expression} ({entry}) is not a kernel, or ptxas's log does not "
             f"describe it:\n{ptxas_log}"
