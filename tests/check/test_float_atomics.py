@@ -145,3 +145,25 @@ def test_a_result_right_only_in_thread_order_fails_in_the_reversed_schedule(make
     assert row["detail"].endswith(
         "[seed 3; reproduce: portkit check index_add --case float32-n4096]"
     )
+
+
+def test_portkit_sim_runs_the_reversed_schedule_and_compares_the_forward_one(make_project, cli):
+    root = make_project({"index_add": (PROTOTYPE, RIGHT)})
+    result = cli(root, "sim", "index_add", "--schedule", "reversed")
+    assert result.exit_code == 0, result.output
+    assert "output 0: order-dependent: the forward schedule differs by up to " in result.output
+    wrong = make_project({"index_add": (FIRST_WINS, RIGHT)})
+    result = cli(wrong, "sim", "index_add")  # thread order: right; the reversed run: wrong
+    assert result.exit_code == 1, result.output
+    assert "output 0 in the reversed schedule (float atomics on 1 of 8" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_portkit_sim_schedule_is_for_portkits_simulator_only(make_project, cli):
+    root = make_project({"index_add": (PROTOTYPE, RIGHT)})
+    result = cli(root, "sim", "index_add", "--schedule", "reversed", "--backend", "numba-sim")
+    assert result.exit_code == 2
+    assert result.output.splitlines()[-1] == (
+        "Error: --schedule applies to --backend sim (numba's runs one order)"
+    )
+    assert "Traceback" not in result.output
