@@ -43,6 +43,9 @@ class PortkitSimulator(Backend):
     # Set by `portkit sim`: stop in pdb there, and report progress over blocks.
     breakpoint: Breakpoint | None = None
     on_block: Callable[[int, int], None] | None = None
+    # The order blocks and threads run in (simt/schedule.py): `portkit sim --schedule`,
+    # and `portkit check`'s second run of an op that sums floats atomically.
+    schedule: str = "forward"
 
     def _probe(self) -> str | None:
         try:
@@ -54,7 +57,9 @@ class PortkitSimulator(Backend):
     def kernels(self, op, *, poison_outputs: bool = False) -> KernelSet:
         from portkit.simt.machine import Machine
 
-        self.machine = Machine(self.breakpoint, self.on_block, budget=self.config.sim_budget)
+        self.machine = Machine(
+            self.breakpoint, self.on_block, budget=self.config.sim_budget, schedule=self.schedule
+        )
         targets = {
             name: SimulatedLaunch(name, dispatcher, self.machine)
             for name, dispatcher in op.kernels.items()

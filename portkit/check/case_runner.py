@@ -27,6 +27,7 @@ from portkit.check.op_contract import label as contract_label
 from portkit.check.op_contract import tolerance as declared_or_default
 from portkit.check.order_bound import compare_summed
 from portkit.check.reference_run import reference_run
+from portkit.check.schedules import other_schedule
 from portkit.errors import (
     BackwardContractError,
     DtypeError,
@@ -213,6 +214,19 @@ class CaseRunner:
             "output", outputs, expected_outputs, (name, "reference"), counted, notes
         )
         problems += self.modified_inputs(inputs, originals, "forward")
+        if name == "sim":  # float atomics summed into an output: their other order too
+            problems += other_schedule(
+                self.op,
+                self.case,
+                backend.config,
+                backend.schedule,
+                self.inputs(device),
+                outputs,
+                expected_outputs,
+                counted,
+                notes,
+                self.reproduce,
+            )
         self.record(name, "forward", FAIL if problems else PASS, "\n".join(problems or notes), t0)
         run.outputs = tuple(o.detach() for o in outputs)
 

@@ -20,6 +20,7 @@ from portkit.cli.context import (
 )
 from portkit.errors import PortkitError
 from portkit.project.dtypes import DTYPES
+from portkit.simt.schedule import FORWARD, SCHEDULES
 
 
 @click.command()
@@ -60,6 +61,14 @@ from portkit.project.dtypes import DTYPES
     is_flag=True,
     help="Say which engine ran each launch (lockstep or per-thread) and why.",
 )
+@click.option(
+    "--schedule",
+    type=click.Choice(SCHEDULES),
+    default=FORWARD,
+    show_default=True,
+    help="The order blocks and threads run in: reversed runs both last to first, so "
+    "float atomics into one element sum in the other order (sim backend only).",
+)
 @budget_option
 @user_errors
 def sim(
@@ -75,6 +84,7 @@ def sim(
     show: int,
     backend_name: str,
     verbose: bool = False,
+    schedule: str = FORWARD,
     budget: float | None = None,
 ) -> None:
     """Run OP's prototype in the CUDA simulator on the CPU and compare it with the reference.
@@ -94,6 +104,7 @@ def sim(
       portkit sim sigmoid --size 3000 --block 1 --thread 5   # pdb at block 1, thread 5
       portkit sim softmax --backend numba-sim        # numba's simulator instead
       portkit sim softmax --verbose                  # which engine ran, and why
+      portkit sim index_add --schedule reversed      # blocks and threads last to first
     """
     from portkit.backends import create
     from portkit.check.show_case import check_breakpoint, first_forward_kernel, run_simulation
@@ -114,7 +125,10 @@ def sim(
     )
     check_fits(op, case)
     block_at, thread_at = parse_coords(block, "--block"), parse_coords(thread, "--thread")
+    if schedule != FORWARD and backend_name != "sim":
+        raise click.UsageError("--schedule applies to --backend sim (numba's runs one order)")
     backend = create(backend_name, config)
+    backend.schedule = schedule
     if backend.unavailable_reason:
         raise PortkitError(f"the simulator cannot run here: {backend.unavailable_reason}")
     if backend.unsupported_reason(op):
@@ -131,7 +145,8 @@ def sim(
     elif kernel:
         raise click.UsageError("--kernel chooses where --block/--thread stop; give one of them")
     console = make_console()
-    working_on(f"{op.name} case {case.name} in the simulator")
+    order = "" if schedule == FORWARD else f", {schedule} schedule"
+    working_on(f"{op.name} case {case.name} in the simulator{order}")
     with BlockProgress(console) as progress:
         backend.on_block = progress
         ok = run_simulation(op, case, backend, console, show)

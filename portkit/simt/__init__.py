@@ -9,10 +9,15 @@ from __future__ import annotations
 from typing import Any
 
 
-def simulate(kernel: Any, engine: str | None = None, budget: float | None = None) -> Any:
+def simulate(
+    kernel: Any,
+    engine: str | None = None,
+    budget: float | None = None,
+    schedule: str | None = None,
+) -> Any:
     from portkit.simt.launcher import simulate as _simulate
 
-    return _simulate(kernel, engine, budget)
+    return _simulate(kernel, engine, budget, schedule)
 
 
 def simulated_cuda() -> Any:

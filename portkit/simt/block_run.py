@@ -16,6 +16,7 @@ from portkit.simt.intrinsics import WARP_SIZE, Dim3, SimulatedCuda
 from portkit.simt.memory import SimArray
 from portkit.simt.records import Place, SimulationFault
 from portkit.simt.scalars import INT64
+from portkit.simt.schedule import in_order
 from portkit.simt.stamps import EPOCH_MASK, EPOCH_SHIFT, THREAD_BITS
 from portkit.simt.transform import SimulatedFunction
 
@@ -32,6 +33,7 @@ class BlockHost(Protocol):
     stamp: int
     thread_index: int
     finished_threads: list[bool]
+    schedule: str  # the order threads resume in (schedule.py)
 
     def place(self, thread: int, file: str, line: int) -> Place: ...
 
@@ -76,7 +78,7 @@ class BlockRun:
             # Lanes resumed together run converged on a GPU; here they run one after
             # another, and one that ends first must not leave its later peers' mask.
             self.machine.finished_threads = list(self.finished)
-            for thread in runnable:
+            for thread in in_order(runnable, self.machine.schedule):
                 self._resume(thread)
             runnable = self._answer_warp_operations()
             if runnable:

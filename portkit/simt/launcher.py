@@ -23,6 +23,7 @@ import numpy as np
 
 from portkit.errors import LaunchError
 from portkit.launch.kernel_set import launch_config
+from portkit.simt.schedule import checked
 
 
 def _host(kernel: str, parameter: str, value: Any) -> Any:
@@ -84,7 +85,11 @@ class SimulatedKernel:
     """A numba kernel that launches in portkit's simulator (``kernel[grid, block](...)``)."""
 
     def __init__(
-        self, dispatcher: Any, engine: str | None = None, budget: float | None = None
+        self,
+        dispatcher: Any,
+        engine: str | None = None,
+        budget: float | None = None,
+        schedule: str | None = None,
     ) -> None:
         if not hasattr(dispatcher, "py_func"):
             raise LaunchError(
@@ -100,6 +105,7 @@ class SimulatedKernel:
         self.__name__ = self.py_func.__name__
         self.__doc__ = self.py_func.__doc__
         self._engine, self._budget = engine, budget
+        self._schedule = checked(schedule)  # fails at simulate(), not at the first launch
         self._machine: Any = None
         self.engines: list[Any] = []  # which engine ran each launch, and why
 
@@ -140,7 +146,9 @@ class SimulatedKernel:
         from portkit.simt.machine import Machine
 
         if self._machine is None:
-            self._machine = Machine(engine=self._engine, budget=self._budget)
+            self._machine = Machine(
+                engine=self._engine, budget=self._budget, schedule=self._schedule
+            )
         machine = self._machine
         try:
             code = self.py_func.__code__
@@ -182,13 +190,19 @@ class _Launch:
 
 
 def simulate(
-    kernel: Any, engine: str | None = None, budget: float | None = None
+    kernel: Any,
+    engine: str | None = None,
+    budget: float | None = None,
+    schedule: str | None = None,
 ) -> SimulatedKernel:
     """``kernel`` (a ``numba.cuda.jit`` kernel) launched in portkit's simulator.
 
     ``engine``: ``"auto"`` (default: lockstep where it applies), ``"lockstep"`` or
     ``"per-thread"``. ``budget``: seconds one launch may run before it stops with
-    ``BudgetExceeded`` naming the spinning thread and line (default 300; 0: no limit)."""
+    ``BudgetExceeded`` naming the spinning thread and line (default 300; 0: no limit).
+    ``schedule``: ``"forward"`` (default: blocks and threads in index order) or
+    ``"reversed"`` (both last to first): float atomics into one element then sum in
+    the other order, so an order-dependent result shows as different bits."""
     if isinstance(kernel, SimulatedKernel):
         return kernel
-    return SimulatedKernel(kernel, engine, budget)
+    return SimulatedKernel(kernel, engine, budget, schedule)

@@ -4,6 +4,7 @@ and the flat view a launch writes through (C- or Fortran-ordered, never a silent
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -38,3 +39,9 @@ def memory_view(array: np.ndarray, name: str) -> tuple[np.ndarray, Layout]:
         f"argument {name} is a non-contiguous view (strides {array.strides}): pass a "
         f"contiguous array (np.ascontiguousarray) so the kernel's writes reach it"
     )
+
+
+def shape_of(shape: Any) -> tuple[int, ...]:
+    """A ``cuda.shared.array``/``local.array`` shape (an int or a tuple) as a tuple."""
+    items = shape if isinstance(shape, tuple) else (shape,)
+    return tuple(int(i) for i in items)

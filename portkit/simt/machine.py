@@ -1,6 +1,7 @@
 """The machine: runs one kernel launch, block after block, thread after thread.
 
-Blocks run one at a time in order (x fastest). A kernel that never waits (no barrier,
+Blocks run one at a time in order (x fastest; ``schedule="reversed"``: last to first,
+threads too, see ``schedule.py``). A kernel that never waits (no barrier,
 no warp operation) is a plain function called once per thread. A kernel that waits is
 a generator per thread (see ``transform.py``); the machine runs every thread of the
 block up to its next wait, in thread order, then answers the waits that can be
@@ -32,8 +33,17 @@ from portkit.simt.block_run import BlockRun
 from portkit.simt.budget import launch_budget, where_spinning
 from portkit.simt.debug import Breakpoint, DebugSession
 from portkit.simt.intrinsics import WARP_SIZE, Dim3, SimulatedCuda
-from portkit.simt.layout import Layout, memory_view
-from portkit.simt.memory import CONST, GLOBAL, LOCAL, SHARED, MemoryFault, Shadow, SimArray
+from portkit.simt.layout import Layout, memory_view, shape_of
+from portkit.simt.memory import (
+    CONST,
+    GLOBAL,
+    LOCAL,
+    SHARED,
+    MemoryFault,
+    Shadow,
+    SimArray,
+    poisoned,
+)
 from portkit.simt.records import (
     ArrayRecord,
     LaunchRecord,
@@ -43,6 +53,7 @@ from portkit.simt.records import (
     unflatten,
 )
 from portkit.simt.scalars import INT64, BFloat16Bits, as_dtype, widen
+from portkit.simt.schedule import checked, in_order
 from portkit.simt.stamps import line_of, stamp_block, stamp_thread
 from portkit.simt.tally import AtomicTally
 from portkit.simt.transform import Rewriter, SimulatedFunction
@@ -69,7 +80,9 @@ class Machine:
         on_block: Callable[[int, int], None] | None = None,
         engine: str | None = None,
         budget: float | None = None,
+        schedule: str | None = None,
     ) -> None:
+        self.schedule = checked(schedule)  # the order blocks and threads run in
         self.engine = engine or os.environ.get("PORTKIT_SIMT_ENGINE", AUTO)
         if self.engine not in ENGINES:
             raise KernelError(f"unknown simulator engine {self.engine!r}: one of {ENGINES}")
@@ -158,7 +171,7 @@ class Machine:
         self._shared_bytes = config.shared_bytes
         thread_ids = [Dim3(*unflatten(t, config.block)) for t in range(config.threads_per_block)]
         total = gx * gy * gz
-        chosen = range(total) if blocks is None else sorted(set(blocks))
+        chosen = in_order(range(total) if blocks is None else sorted(set(blocks)), self.schedule)
         try:
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 # A GPU computes inf - inf = NaN and wraps integer overflow silently.
@@ -231,7 +244,7 @@ class Machine:
         shadows = [LaneShadow(a.size) if isinstance(a, np.ndarray) else None for a in args]
         self._lockstep.tally = AtomicTally()
         try:
-            self._lockstep.launch(dispatcher, config, args, shadows)
+            self._lockstep.launch(dispatcher, config, args, shadows, self.schedule)
         except KernelError:
             raise  # the launch itself is wrong (an argument): the same for both engines
         except Exception as exc:  # Unsupported, a failed check, or anything unforeseen
@@ -277,7 +290,7 @@ class Machine:
         if not function.waits:
             thread = 0
             try:
-                for thread in range(threads):
+                for thread in in_order(range(threads), self.schedule):
                     cuda.threadIdx = thread_ids[thread]
                     cuda.laneid = INT64(thread % WARP_SIZE)
                     self.stamp = base | thread
@@ -309,7 +322,7 @@ class Machine:
 
     # -- allocations the rewritten kernels call ---------------------------------------------
     def _shared_array(self, site: int, name: str, shape: Any, dtype: Any) -> SimArray:
-        dims = _shape(shape)
+        dims = shape_of(shape)
         key: Any = site
         dtype = as_dtype(dtype)
         if dims == (0,):  # dynamic shared memory: every such array aliases one buffer
@@ -321,7 +334,7 @@ class Machine:
         if array is None:
             size = math.prod(dims)
             array = SimArray(
-                _poisoned(size, dtype), Layout.contiguous(dims), name, SHARED, self, Shadow(size)
+                poisoned(size, dtype), Layout.contiguous(dims), name, SHARED, self, Shadow(size)
             )
             self._shared[key] = array
         return array
@@ -343,10 +356,10 @@ class Machine:
         return SimArray(data, Layout.contiguous((data.size,)), name, SHARED, self, shadow)
 
     def _local_array(self, site: int, name: str, shape: Any, dtype: Any) -> SimArray:
-        dims = _shape(shape)
+        dims = shape_of(shape)
         size = math.prod(dims)
         return SimArray(
-            _poisoned(size, as_dtype(dtype)),
+            poisoned(size, as_dtype(dtype)),
             Layout.contiguous(dims),
             name,
             LOCAL,
@@ -405,14 +418,3 @@ class Machine:
             return SimulationFault(name, exc.kind, detail, place, other, other_what or "")
         message = f"{type(exc).__name__}: {exc}"
         return SimulationFault(name, "exception", f"raised {message}", place)
-
-
-def _shape(shape: Any) -> tuple[int, ...]:
-    items = shape if isinstance(shape, tuple) else (shape,)
-    return tuple(int(i) for i in items)
-
-
-def _poisoned(size: int, dtype: np.dtype) -> np.ndarray:
-    if dtype.kind == "f":
-        return np.full(size, np.nan, dtype)
-    return np.full(size, 0x5A5A5A5A5A5A5A5A, np.uint64).astype(dtype)

@@ -401,3 +401,10 @@ def _line_key(frame: Any, files: dict[str, int]) -> int:
     if number is None:
         number = files[filename] = len(files)
     return number << LINE_BITS | frame.f_lineno
+
+
+def poisoned(size: int, dtype: np.dtype) -> np.ndarray:
+    """Fresh shared or local memory: NaN or a recognisable pattern, never a lucky zero."""
+    if dtype.kind == "f":
+        return np.full(size, np.nan, dtype)
+    return np.full(size, 0x5A5A5A5A5A5A5A5A, np.uint64).astype(dtype)

@@ -39,6 +39,7 @@ class Lanes(Protocol):
     active_count: int
     n: int
     files: Any
+    reversed: bool  # atomics run their lanes last to first (the reversed schedule)
 
     @property
     def full_lanes(self) -> bool: ...
@@ -360,7 +361,7 @@ class LaneArray:
             raise Unsupported("an atomic on constant memory")
         chunk = self.chunk
         chunk.count_atomic(self)
-        lanes = np.flatnonzero(chunk.mask)
+        lanes = np.flatnonzero(chunk.mask)[:: -1 if chunk.reversed else 1]  # schedule.py
         flats = np.broadcast_to(flat, (chunk.n,))[lanes]
         shadow = self.shadow
         if shadow is not None and self._poisoned and np.any(shadow.writes[flats] == NOBODY):
@@ -384,8 +385,8 @@ class LaneArray:
                 if tally is not None:
                     tally.add(data, position, old, data.dtype.type(args[0]))
         if shadow is not None:
-            stamps = chunk.active_stamps()
-            shadow.writes[flats] = stamps  # in lane order: the last lane wins, as per thread
+            stamps = chunk.active_stamps()[:: -1 if chunk.reversed else 1]
+            shadow.writes[flats] = stamps  # in run order: the last lane wins, as per thread
             shadow.write_lines[flats] = _line_key(frame, chunk.files)
         result = np.zeros(chunk.n, data.dtype)
         result[lanes] = olds

@@ -56,6 +56,7 @@ class Chunk(Lanes):
         self._const: dict[int, LaneArray] = {}
         self._atomics: set[int] = set()
         self.kernel_waits = False  # set by the engine: the kernel has barriers or warp ops
+        self.reversed = False  # set by the engine: atomics run their lanes last to first
         self._base_stamps = self.block << 32 | self.thread
         self._stamps: np.ndarray | None = None
         self._active_stamps: tuple[np.ndarray, np.ndarray] | None = None

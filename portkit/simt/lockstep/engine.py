@@ -21,6 +21,7 @@ from portkit.simt.lockstep.shims import LANE_BUILTINS, LaneCuda, LaneMath, set_c
 from portkit.simt.lockstep.vectorize import Unsupported, Vectorizer, builtin_namespace
 from portkit.simt.memory import GLOBAL
 from portkit.simt.scalars import widen
+from portkit.simt.schedule import FORWARD, REVERSED, in_order
 from portkit.simt.tally import AtomicTally
 
 # Lanes per chunk: big enough that NumPy's per-call overhead vanishes, small enough
@@ -78,13 +79,16 @@ class LockstepEngine:
         config: Any,
         args: Sequence[Any],
         shadows: Sequence[Any],
+        schedule: str = FORWARD,
     ) -> None:
         """Run every block; ``shadows[k]`` is the ``LaneShadow`` of array ``k`` (filled
-        with the per-thread engine's stamps), None for a scalar."""
+        with the per-thread engine's stamps), None for a scalar. ``schedule="reversed"``
+        runs the chunks last to first and each atomic's lanes last to first: the threads'
+        atomics in the per-thread engine's reversed order."""
         function = self.vectorizer.rewrite(dispatcher).function
         rewritten = self.vectorizer._rewriter.rewrite(dispatcher)
         try:
-            self._run_chunks(function, rewritten, config, args, shadows)
+            self._run_chunks(function, rewritten, config, args, shadows, schedule)
         finally:
             self._proxy.chunk = None
             set_current(None)
@@ -101,6 +105,7 @@ class LockstepEngine:
         config: Any,
         args: Sequence[Any],
         shadows: Sequence[Any],
+        schedule: str,
     ) -> None:
         waits, parameters = rewritten.waits, rewritten.parameters
         threads = config.threads_per_block
@@ -108,10 +113,11 @@ class LockstepEngine:
         per_chunk = max(1, CHUNK_LANES // threads)
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore", RuntimeWarning)
-            for first in range(0, total, per_chunk):
+            for first in in_order(range(0, total, per_chunk), schedule):
                 blocks = min(per_chunk, total - first)
                 chunk = Chunk(first, blocks, threads, config.shared_bytes, self.files)
                 chunk.kernel_waits = waits
+                chunk.reversed = schedule == REVERSED
                 self._proxy.chunk = chunk
                 set_current(chunk)
                 self.cuda.set_chunk(chunk, config.block, config.grid)

@@ -1,0 +1,98 @@
+"""The ``sim`` backend's second run of a case in the other schedule (simt/schedule.py),
+for ops whose float atomics sum into an output: a GPU promises no order, so the check
+shows whether the two orders give the same bits, and holds the other order's result to
+the same summation-order bound against the reference (check/order_bound.py). Only
+outputs the simulator counted float atomic sums into are compared; other ops never pay
+for the second run."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from portkit.check.compare import compare, identical
+from portkit.check.contributions import Contributions
+from portkit.check.op_contract import label as contract_label
+from portkit.check.op_contract import tolerance as declared_or_default
+from portkit.check.order_bound import OrderBound, compare_summed, order_term
+from portkit.errors import describe
+from portkit.simt.schedule import FORWARD, REVERSED
+
+if TYPE_CHECKING:
+    import torch
+
+    from portkit.project.cases import Case
+    from portkit.project.config import ProjectConfig
+    from portkit.project.discovery import Op
+
+
+def other_schedule(
+    op: Op,
+    case: Case,
+    config: ProjectConfig,
+    ran: str,
+    inputs: Sequence[torch.Tensor],
+    outputs: Sequence[torch.Tensor],
+    expected: Sequence[torch.Tensor],
+    counted: Contributions,
+    notes: list[str],
+    reproduce: str = "",
+) -> list[str]:
+    """Problems of the forward run of ``op`` on ``inputs`` in the schedule other than
+    ``ran``; per output float atomics sum into, whether the two agree goes to ``notes``."""
+    if not any(bound is not None for bound in counted.outputs):
+        return []
+    other = FORWARD if ran == REVERSED else REVERSED
+    try:
+        again = _run(op, case, config, other, inputs)
+    except Exception as exc:  # a kernel fault in this order only: the op's bug
+        return [f"the {other} schedule: {describe(exc)}{reproduce}"]
+    problems: list[str] = []
+    for position, (first, second, reference, bound) in enumerate(
+        zip(outputs, again, expected, counted.outputs)
+    ):
+        if bound is None:
+            continue
+        label = contract_label(op, False, position)
+        notes.append(f"{label}: {_agreement(first.detach(), second, bound, other)}")
+        tolerance = declared_or_default(op, case, False, position, "reference", reference.dtype)
+        what = f"{label} in the {other} schedule"
+        rest, verdict = compare_summed(what, second, reference, tolerance, bound)
+        if verdict.failed:
+            problems.append(verdict.report(reproduce))
+        mismatch = compare(what, rest, reference, tolerance, f"sim ({other})", "reference")
+        if mismatch:
+            problems.append(mismatch.report(reproduce))
+    return problems
+
+
+def _run(
+    op: Op, case: Case, config: ProjectConfig, schedule: str, inputs: Sequence[torch.Tensor]
+) -> tuple[torch.Tensor, ...]:
+    import torch
+
+    from portkit.backends import create
+    from portkit.launch.autograd import as_tuple, op_function
+
+    sim = create("sim", config)
+    sim.schedule = schedule
+    kernels = sim.kernels(op, poison_outputs=True)
+    with torch.no_grad():
+        outputs = op_function(op, kernels)(*[t.detach() for t in inputs], *case.extra)
+    return tuple(o.detach() for o in as_tuple(outputs))
+
+
+def _agreement(first: torch.Tensor, second: torch.Tensor, bound: OrderBound, other: str) -> str:
+    """Whether two schedules' results agree, and if not by how much against how far two
+    summation orders can land apart (``2 * gamma_n * S``, its largest over the tensor)."""
+    import torch
+
+    if identical(first, second):
+        return f"the {other} schedule gives the same bits"
+    a, b = first.cpu().to(torch.float64), second.cpu().to(torch.float64)
+    finite = torch.isfinite(a) & torch.isfinite(b)
+    differs = float(torch.where(finite, (a - b).abs(), 0.0).max())
+    most = float(order_term(bound, first.dtype).max())
+    return (
+        f"order-dependent: the {other} schedule differs by up to {differs:.1e} (bound {most:.1e})"
+    )
