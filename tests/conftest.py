@@ -20,6 +20,12 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
+# On a GPU machine the driver's JIT cache (~/.nv/ComputeCache) answers a compile it has
+# seen with no ptxas -v report, which lint's resource figures read (tests/lint/
+# test_resources.py, H100 2026-11-24); `portkit lint` turns the cache off the same way.
+# Set before any test initialises CUDA: the driver reads it once.
+os.environ.setdefault("CUDA_CACHE_DISABLE", "1")
+
 # One or two cases, small enough for the simulator.
 SMALL_CASES = (
     'portkit.cases.elementwise(sizes=(1, 129), large=None, special=(), dtypes=("float32",))'

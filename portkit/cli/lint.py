@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -44,6 +45,11 @@ def lint(op_names: tuple[str, ...], strict: bool, no_resources: bool, as_json: b
     from portkit.cli.render import print_lint
     from portkit.lint.findings import lint as run_lint
 
+    if not no_resources:
+        # The resource table is read from ptxas's -v report, which the driver's JIT cache
+        # (~/.nv/ComputeCache) swallows: a compile it has seen comes back with no report
+        # (H100, 2026-11-24). Read when CUDA first loads, so before anything touches it.
+        os.environ.setdefault("CUDA_CACHE_DISABLE", "1")
     emit = json_output(as_json)
     config, catalog = load_project()
     ops = [catalog.get(n) for n in (op_names or catalog.names)]
