@@ -311,7 +311,7 @@ class CaseRunner:
                 notes.append(f"{label}: {tolerance.describe()}")
             bound = bounds[index] if index < len(bounds) else None
             if bound is not None and a.shape == e.shape and a.dtype == e.dtype:
-                a, verdict = compare_summed(label, a, e, tolerance, bound)
+                a, verdict = compare_summed(label, a, e, tolerance, bound, *sides)
                 target = problems if verdict.failed else notes
                 target.append(verdict.report(self.reproduce))
             mismatch = compare(label, a, e, tolerance, *sides)

@@ -85,6 +85,7 @@ class OrderedComparison:
     bad: int  # elements outside the bound
     worst: tuple[tuple[int, ...], float, float, float, float]  # index, got, expected, err, bound
     first: tuple[tuple[tuple[int, ...], float, float, float], ...]  # index, got, expected, bound
+    sides: tuple[str, str] = ("", "")  # who got and who expected ("sim", "twin-cpu")
 
     @property
     def failed(self) -> bool:
@@ -105,8 +106,9 @@ class OrderedComparison:
                 f"{self.label}: within the summation-order bound; closest [{where}]: "
                 f"err {err:.2g}, bound {bound:.2g}"
             )
+        got, expected_by = (f" ({side})" if side else "" for side in self.sides)
         shown = "; ".join(
-            f"[{','.join(map(str, i))}] got {a!r} expected {e!r} (bound {b:.2g})"
+            f"[{','.join(map(str, i))}] got{got} {a!r} expected{expected_by} {e!r} (bound {b:.2g})"
             for i, a, e, b in self.first
         )
         return (
@@ -149,9 +151,12 @@ def compare_summed(
     expected: torch.Tensor,
     tolerance: Tolerance,
     bound: OrderBound,
+    got_by: str = "",
+    expected_by: str = "",
 ) -> tuple[torch.Tensor, OrderedComparison]:
     """The elements ``bound`` counts, against it. Returns ``actual`` with those elements
-    replaced by ``expected``'s (for the plain comparison of the rest) and the verdict."""
+    replaced by ``expected``'s (for the plain comparison of the rest) and the verdict;
+    ``got_by``/``expected_by`` name the two sides in its report."""
     import torch
 
     summed = bound.count > 0
@@ -177,6 +182,7 @@ def compare_summed(
         int(bad.sum()),
         worst,
         first,
+        (got_by, expected_by),
     )
     return torch.where(summed, e, a), verdict
 

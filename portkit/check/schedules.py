@@ -57,7 +57,9 @@ def other_schedule(
         notes.append(f"{label}: {_agreement(first.detach(), second, bound, other)}")
         tolerance = declared_or_default(op, case, False, position, "reference", reference.dtype)
         what = f"{label} in the {other} schedule"
-        rest, verdict = compare_summed(what, second, reference, tolerance, bound)
+        rest, verdict = compare_summed(
+            what, second, reference, tolerance, bound, f"sim ({other})", "reference"
+        )
         if verdict.failed:
             problems.append(verdict.report(reproduce))
         mismatch = compare(what, rest, reference, tolerance, f"sim ({other})", "reference")
