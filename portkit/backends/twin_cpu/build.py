@@ -21,8 +21,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import shlex
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -33,6 +31,7 @@ from pathlib import Path
 
 from portkit import cache_files
 from portkit.errors import TwinCompileError
+from portkit.host_compiler import Compiler, find_compiler
 from portkit.simt.floatmath import SOURCE_DIR as MATH_DIR
 
 CACHE_FORMAT = 4  # 3: symbols and digest in <library>.manifest.json; 4: shared math header
@@ -73,12 +72,6 @@ _EXTERN_SHARED = re.compile(
 
 
 @dataclass(frozen=True)
-class Compiler:
-    path: str
-    identity: str  # first line of --version plus the full version: part of the cache key
-
-
-@dataclass(frozen=True)
 class CpuLibrary:
     path: Path
     symbols: dict[str, str]  # name expression -> exported launcher
@@ -96,31 +89,6 @@ def compiler_unavailable_reason() -> str | None:
             "`dnf install gcc-c++`, `apk add g++`)"
         )
     )
-
-
-@cache
-def find_compiler() -> Compiler | None:
-    """``$CXX`` if set, else g++, clang++ or c++ on the PATH (read when first needed)."""
-    wanted = os.environ.get("CXX")
-    candidates = [shlex.split(wanted)[0]] if wanted else ["g++", "clang++", "c++"]
-    for name in candidates:
-        path = shutil.which(name)
-        if not path:
-            continue
-        try:
-            version = subprocess.run(
-                [path, "--version"], capture_output=True, text=True, timeout=30, check=True
-            ).stdout.splitlines()[0]
-            full = subprocess.run(
-                [path, "-dumpfullversion", "-dumpversion"],
-                capture_output=True,
-                text=True,
-                timeout=30,
-            ).stdout.strip()
-        except (OSError, subprocess.SubprocessError, IndexError):
-            continue
-        return Compiler(path, f"{version} {full}")
-    return None
 
 
 @cache

@@ -3,9 +3,9 @@
 The CPU twin compiles the same header, so a function gives the same bits in both
 (portkit_math.h states the rule). The library is built with the system C++ compiler and
 cached under portkit's cache folder by a SHA-256 of the sources, the compiler and the
-flags: written to a temporary name and renamed, so concurrent builders never see half a
-file. Without a compiler (or with ``PORTKIT_SIM_MATH=numpy``) NumPy computes each
-function in float64 and rounds once, which can differ from the twin by an ULP.
+flags, as a digest-checked entry (portkit/cache_files.py). Without a compiler (or with
+``PORTKIT_SIM_MATH=numpy``) NumPy computes each function in float64 and rounds once,
+which can differ from the twin by an ULP.
 """
 
 from __future__ import annotations
@@ -15,8 +15,6 @@ import hashlib
 import math
 import os
 import re
-import shlex
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -26,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
+from portkit import cache_files
+from portkit.host_compiler import Compiler, find_compiler
 from portkit.project.config import default_cache_dir
 
 SOURCE_DIR = Path(__file__).resolve().parent
@@ -48,32 +48,20 @@ BINARY = _listed("PORTKIT_MATH_BINARY")
 ARITY = {**dict.fromkeys(UNARY, 1), **dict.fromkeys(BINARY, 2), "fma": 3}
 
 
-def _compiler() -> list[str] | None:
-    wanted = os.environ.get("CXX")
-    for name in [wanted] if wanted else ["g++", "clang++", "c++"]:
-        words = shlex.split(name)
-        if words and shutil.which(words[0]):
-            return words
-    return None
-
-
-def _build(compiler: list[str]) -> Path:
-    identity = subprocess.run(
-        [*compiler, "--version"], capture_output=True, text=True, timeout=60, check=True
-    ).stdout
+def _build(compiler: Compiler) -> Path:
     digest = hashlib.sha256(f"portkit-simt-math-{_FORMAT}\n".encode())
-    for part in (HEADER.read_bytes(), VECTOR_SOURCE.read_bytes(), identity.encode()):
+    for part in (HEADER.read_bytes(), VECTOR_SOURCE.read_bytes(), compiler.identity.encode()):
         digest.update(part + b"\0")
     digest.update("\0".join(FLAGS).encode())
     library = default_cache_dir() / "simt-math" / f"portkit-math-{digest.hexdigest()[:24]}.so"
-    if library.is_file():
+    if cache_files.load(library) is not None:  # digest-checked: a damaged one is rebuilt
         return library
     library.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=library.parent, prefix=".build-") as tmp:
+    with tempfile.TemporaryDirectory(dir=library.parent, prefix=cache_files.BUILD_PREFIX) as tmp:
         output = Path(tmp) / library.name
-        command = [*compiler, *FLAGS, f"-I{SOURCE_DIR}", str(VECTOR_SOURCE), "-o", str(output)]
+        command = [compiler.path, *FLAGS, f"-I{SOURCE_DIR}", str(VECTOR_SOURCE), "-o", str(output)]
         subprocess.run(command, capture_output=True, text=True, timeout=300, check=True)
-        os.replace(output, library)
+        cache_files.store(library, output)
     return library
 
 
@@ -82,7 +70,7 @@ def loaded() -> ctypes.CDLL | None:
     """The compiled library, or None (and one line on stderr) where NumPy stands in."""
     if os.environ.get("PORTKIT_SIM_MATH") == "numpy":
         return None
-    compiler = _compiler()
+    compiler = find_compiler()
     why = "no C++ compiler found"
     if compiler is not None:
         try:
