@@ -8,22 +8,13 @@ numba and the twin on a GPU), and a twin that gets the target wrong must fail it
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
+from tests.user_ops.op_files import sources
 
-HERE = Path(__file__).parent
-PROTOTYPE = (HERE / "cross_entropy_prototype.py").read_text()
-TWIN = (HERE / "cross_entropy_twin.cu").read_text()
+PROTOTYPE, TWIN = sources("cross_entropy")
 
 
-def check(make_project, cli, twin: str):
-    root = make_project({"cross_entropy": (PROTOTYPE, twin)})
-    result = cli(root, "check", "cross_entropy", "--json")
-    return result, json.loads(result.output[result.output.index("{") :])["results"]
-
-
-def test_cross_entropy_with_an_int64_target_passes_check(make_project, cli):
-    result, rows = check(make_project, cli, TWIN)
+def test_cross_entropy_with_an_int64_target_passes_check(check_op):
+    result, rows = check_op("cross_entropy")
     failed = [r for r in rows if r["status"] == "fail"]
     assert result.exit_code == 0, failed
     ran = {(r["backend"], r["check"]) for r in rows if r["status"] == "pass"}
@@ -32,10 +23,10 @@ def test_cross_entropy_with_an_int64_target_passes_check(make_project, cli):
     assert {("sim", "backward"), ("sim", "gradcheck"), ("torch", "gradcheck")} <= ran
 
 
-def test_a_twin_that_reads_the_wrong_target_fails_check(make_project, cli):
+def test_a_twin_that_reads_the_wrong_target_fails_check(check_op):
     wrong = TWIN.replace("logits[row * cols + target[row]]", "logits[row * cols]")
     assert wrong != TWIN
-    result, rows = check(make_project, cli, wrong)
+    result, rows = check_op("cross_entropy", wrong)
     assert result.exit_code == 1
     failed = {(r["backend"], r["check"]) for r in rows if r["status"] == "fail"}
     # Against the reference on whichever twin this machine runs (twin-cpu or twin).

@@ -6,22 +6,13 @@ which side got what."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
+from tests.user_ops.op_files import sources
 
-HERE = Path(__file__).parent
-PROTOTYPE = (HERE / "dwconv_prototype.py").read_text()
-TWIN = (HERE / "dwconv_twin.cu").read_text()
+PROTOTYPE, TWIN = sources("dwconv")
 
 
-def check(make_project, cli, twin: str):
-    root = make_project({"dwconv": (PROTOTYPE, twin)})
-    result = cli(root, "check", "dwconv", "--json")
-    return result, json.loads(result.stdout)["results"]
-
-
-def test_depthwise_conv_with_a_shared_halo_passes_check(make_project, cli):
-    result, rows = check(make_project, cli, TWIN)
+def test_depthwise_conv_with_a_shared_halo_passes_check(check_op):
+    result, rows = check_op("dwconv")
     failed = [r for r in rows if r["status"] == "fail"]
     assert result.exit_code == 0, failed
     ran = {(r["backend"], r["check"]) for r in rows if r["status"] == "pass"}
@@ -31,11 +22,11 @@ def test_depthwise_conv_with_a_shared_halo_passes_check(make_project, cli):
     assert any("float atomics" in d and "summation-order bound" in d for d in backward)
 
 
-def test_a_twin_that_zeroes_only_part_of_the_weight_gradient_fails(make_project, cli):
+def test_a_twin_that_zeroes_only_part_of_the_weight_gradient_fails(check_op):
     fixed = "dw[blockIdx.x * K + threadIdx.y] = T(0);"
     assert fixed in TWIN
     wrong = TWIN.replace(fixed, "dw[blockIdx.x * K + threadIdx.x] = T(0);")
-    result, rows = check(make_project, cli, wrong)
+    result, rows = check_op("dwconv", wrong)
     assert result.exit_code == 1
     details = [r["detail"] for r in rows if r["status"] == "fail"]
     assert any("grad of input 1 (w)" in d and "expected (twin" in d for d in details), details

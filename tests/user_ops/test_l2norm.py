@@ -11,29 +11,21 @@ launch of a combination no case makes is one clear line.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 import torch
 
 from portkit.backends.twin_cpu.build import find_compiler
 from portkit.errors import InputError
+from tests.user_ops.op_files import sources
 
-HERE = Path(__file__).parent
-PROTOTYPE = (HERE / "l2norm_prototype.py").read_text()
-TWIN = (HERE / "l2norm_twin.cu").read_text()
+PROTOTYPE, TWIN = sources("l2norm")
 LAST_LINE = "dx[row * cols + c] = (T)((widen<A>(dy[row * cols + c]) - y * d) * r);"
 
 
-def check(make_project, cli, twin: str):
-    root = make_project({"l2norm": (PROTOTYPE, twin)})
-    result = cli(root, "check", "l2norm", "--json")
-    return result, json.loads(result.output[result.output.index("{") :])["results"]
-
-
 @pytest.mark.compile
-def test_l2norm_in_every_dtype_passes_check(make_project, cli):
-    result, rows = check(make_project, cli, TWIN)
+def test_l2norm_in_every_dtype_passes_check(check_op):
+    result, rows = check_op("l2norm")
     failed = [r for r in rows if r["status"] == "fail"]
     assert result.exit_code == 0, failed
     ran = {(r["backend"], r["check"]) for r in rows if r["status"] == "pass"}
@@ -46,10 +38,10 @@ def test_l2norm_in_every_dtype_passes_check(make_project, cli):
 
 
 @pytest.mark.compile
-def test_a_twin_with_a_wrong_backward_fails_check(make_project, cli):
+def test_a_twin_with_a_wrong_backward_fails_check(check_op):
     assert LAST_LINE in TWIN
     wrong = TWIN.replace(LAST_LINE, LAST_LINE.replace(" * r);", ");"))
-    result, rows = check(make_project, cli, wrong)
+    result, rows = check_op("l2norm", wrong)
     assert result.exit_code == 1
     failed = {(r["backend"], r["check"]) for r in rows if r["status"] == "fail"}
     assert failed & {("twin-cpu", "backward"), ("twin", "backward")}, failed
