@@ -132,7 +132,7 @@ def check(
         sys.exit(EXIT_NOTHING_RAN)
     for op in ops if op_names and case_names else ():
         # An op named with --case that has none of those cases would be skipped unseen.
-        if not {c.name for c in op.definition.cases} & set(case_names):
+        if not op.has_any_case(case_names):
             op.case(case_names[0])  # raises, naming the op and listing its cases
     plan = plan_suite(ops, set(case_names), skip_large=quick)
     console = make_console(stderr=as_json)
@@ -222,7 +222,7 @@ def _sanitize(config, ops, case_names, tools, log_dir, emit, console) -> None:
         sys.exit(EXIT_SANITIZER_SKIPPED)
     log_dir = log_dir or config.cache_dir / "sanitize" / time.strftime("%Y%m%d-%H%M%S")
     if case_names:  # the child names its ops, and a named op must have the cases asked for
-        ops = [op for op in ops if {c.name for c in op.definition.cases} & set(case_names)]
+        ops = [op for op in ops if op.has_any_case(case_names)]
     kernels_of = {op.name: sorted(op.kernels) for op in ops}
     with progress_bar(console, len(selected)) as advance:
         runs = run_tools(

@@ -15,7 +15,7 @@ import contextlib
 import importlib.util
 import sys
 import traceback
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -40,6 +40,9 @@ class Op:
     @property
     def has_twin(self) -> bool:
         return self.twin_path is not None
+
+    def has_any_case(self, names: Iterable[str]) -> bool:
+        return not {c.name for c in self.definition.cases}.isdisjoint(names)
 
     def case(self, name: str) -> Case:
         for case in self.definition.cases:
