@@ -20,12 +20,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from portkit.check.compare import compare, identical
+from portkit.check.compare import identical
 from portkit.check.contributions import Contributions, counting_run, from_machine
 from portkit.check.op_contract import differentiable, gradient_positions, no_gradient_notes
 from portkit.check.op_contract import label as contract_label
 from portkit.check.op_contract import tolerance as declared_or_default
-from portkit.check.order_bound import compare_summed
+from portkit.check.order_bound import compare_bounded
 from portkit.check.reference_run import reference_run
 from portkit.check.schedules import other_schedule
 from portkit.errors import (
@@ -310,13 +310,9 @@ class CaseRunner:
             if tolerance.reason:
                 notes.append(f"{label}: {tolerance.describe()}")
             bound = bounds[index] if index < len(bounds) else None
-            if bound is not None and a.shape == e.shape and a.dtype == e.dtype:
-                a, verdict = compare_summed(label, a, e, tolerance, bound, *sides)
-                target = problems if verdict.failed else notes
-                target.append(verdict.report(self.reproduce))
-            mismatch = compare(label, a, e, tolerance, *sides)
-            if mismatch:
-                problems.append(mismatch.report(self.reproduce))
+            found, passed = compare_bounded(label, a, e, tolerance, bound, sides, self.reproduce)
+            problems += found
+            notes += passed
         return problems
 
     def contributions(

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from portkit.check.compare import SHOWN_MISMATCHES, Tolerance
+from portkit.check.compare import SHOWN_MISMATCHES, Tolerance, compare
 
 if TYPE_CHECKING:
     import torch
@@ -185,6 +185,29 @@ def compare_summed(
         (got_by, expected_by),
     )
     return torch.where(summed, e, a), verdict
+
+
+def compare_bounded(
+    what: str,
+    actual: torch.Tensor,
+    expected: torch.Tensor,
+    tolerance: Tolerance,
+    bound: OrderBound | None,
+    sides: tuple[str, str] = ("", ""),
+    reproduce: str = "",
+) -> tuple[list[str], list[str]]:
+    """(problems, notes) of one tensor against another: the elements ``bound`` counts
+    against the summation-order bound (a passing verdict is a note), the rest by
+    ``tolerance``. ``sides`` name who got and who expected."""
+    problems: list[str] = []
+    notes: list[str] = []
+    if bound is not None and actual.shape == expected.shape and actual.dtype == expected.dtype:
+        actual, verdict = compare_summed(what, actual, expected, tolerance, bound, *sides)
+        (problems if verdict.failed else notes).append(verdict.report(reproduce))
+    mismatch = compare(what, actual, expected, tolerance, *sides)
+    if mismatch:
+        problems.append(mismatch.report(reproduce))
+    return problems, notes
 
 
 def _at(flat: int, a: torch.Tensor, e: torch.Tensor) -> tuple[tuple[int, ...], float, float]:

@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from portkit.check.compare import compare, identical
+from portkit.check.compare import identical
 from portkit.check.contributions import Contributions
 from portkit.check.op_contract import label as contract_label
 from portkit.check.op_contract import tolerance as declared_or_default
-from portkit.check.order_bound import OrderBound, compare_summed, order_term
+from portkit.check.order_bound import OrderBound, compare_bounded, order_term
 from portkit.errors import describe
 from portkit.simt.schedule import FORWARD, REVERSED
 
@@ -57,14 +57,8 @@ def other_schedule(
         notes.append(f"{label}: {_agreement(first.detach(), second, bound, other)}")
         tolerance = declared_or_default(op, case, False, position, "reference", reference.dtype)
         what = f"{label} in the {other} schedule"
-        rest, verdict = compare_summed(
-            what, second, reference, tolerance, bound, f"sim ({other})", "reference"
-        )
-        if verdict.failed:
-            problems.append(verdict.report(reproduce))
-        mismatch = compare(what, rest, reference, tolerance, f"sim ({other})", "reference")
-        if mismatch:
-            problems.append(mismatch.report(reproduce))
+        sides = (f"sim ({other})", "reference")
+        problems += compare_bounded(what, second, reference, tolerance, bound, sides, reproduce)[0]
     return problems
 
 
