@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from portkit.backends import create_all
-    from portkit.check.harness import CheckSettings, run_case, skip_reason
+    from portkit.checking.harness import CheckSettings, run_case, skip_reason
     from portkit.project.config import load_config
     from portkit.project.discovery import discover
 

@@ -40,7 +40,7 @@ def main() -> None:
     from portkit.backends import create
     from portkit.backends.twin.backend import twin_expressions
     from portkit.backends.twin.build import compile_twin
-    from portkit.check.harness import run_case
+    from portkit.checking.harness import run_case
     from portkit.project.case_choice import choose_case
     from portkit.project.config import load_config
     from portkit.project.discovery import discover

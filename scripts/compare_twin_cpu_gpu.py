@@ -14,7 +14,7 @@ import json
 import torch
 
 from portkit.backends import create
-from portkit.check.compare import TWIN_TOLERANCE, elementwise_errors
+from portkit.checking.compare import TWIN_TOLERANCE, elementwise_errors
 from portkit.launch.autograd import as_tuple, op_function
 from portkit.project.cases import make_grad_outputs, make_inputs
 from portkit.project.config import load_config

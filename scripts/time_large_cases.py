@@ -32,7 +32,7 @@ def run_one(op_name: str, case_name: str, backend_name: str, profile: int) -> di
     from dataclasses import replace
 
     from portkit.backends import create
-    from portkit.check.harness import run_case
+    from portkit.checking.harness import run_case
     from portkit.project.config import load_config
     from portkit.project.discovery import discover
 

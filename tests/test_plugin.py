@@ -15,7 +15,7 @@ import torch  # noqa: F401
 
 from portkit.backends import create, create_all
 from portkit.backends.twin_cpu.build import compiler_unavailable_reason
-from portkit.check.harness import gpu_implementations
+from portkit.checking.harness import gpu_implementations
 from portkit.project.config import load_config
 from portkit.project.discovery import discover
 

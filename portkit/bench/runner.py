@@ -22,8 +22,8 @@ from portkit.bench.model import OK, Measurement
 from portkit.bench.stats import Summary
 from portkit.bench.timing import EVENTS, MAX_COVER_US, SPIN, Clock, LaunchSpan, cover_for
 from portkit.bench.traffic import declared, default_bytes
-from portkit.check.compare import REFERENCE_TOLERANCE, compare
-from portkit.check.reference_run import reference_run
+from portkit.checking.compare import REFERENCE_TOLERANCE, compare
+from portkit.checking.reference_run import reference_run
 from portkit.errors import PortkitError, describe
 from portkit.launch.autograd import as_tuple
 from portkit.project.cases import Case, make_grad_outputs, make_inputs

@@ -115,7 +115,7 @@ def check(
     """
     from portkit.backends import create_all
     from portkit.backends.prototype_cache import ENV_SWITCH
-    from portkit.check.harness import CheckSettings, plan_suite, run_suite
+    from portkit.checking.harness import CheckSettings, plan_suite, run_suite
     from portkit.cli.render import print_results, progress_bar
 
     emit = json_output(as_json)

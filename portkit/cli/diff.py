@@ -95,9 +95,9 @@ def diff_command(
     import json
 
     from portkit.cli.render import progress_bar
-    from portkit.diff.case_diff import debug_mismatch, diff_case, plan_diff
-    from portkit.diff.patterns import across_cases
-    from portkit.diff.report import diff_json, print_diff, write_plot
+    from portkit.diffing.case_diff import debug_mismatch, diff_case, plan_diff
+    from portkit.diffing.patterns import across_cases
+    from portkit.diffing.report import diff_json, print_diff, write_plot
     from portkit.project.case_choice import check_fits, choose_case
 
     emit = json_output(as_json)

@@ -107,7 +107,7 @@ def sim(
       portkit sim index_add --schedule reversed      # blocks and threads last to first
     """
     from portkit.backends import create
-    from portkit.check.show_case import check_breakpoint, first_forward_kernel, run_simulation
+    from portkit.checking.show_case import check_breakpoint, first_forward_kernel, run_simulation
     from portkit.cli.render import BlockProgress
     from portkit.project.case_choice import check_fits, choose_case
     from portkit.simt.debug import Breakpoint

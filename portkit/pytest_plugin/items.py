@@ -37,7 +37,7 @@ def _marker(backend) -> str:
 class OpFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
         from portkit.backends import create_all, twin_pairs
-        from portkit.check.harness import skip_reason
+        from portkit.checking.harness import skip_reason
         from portkit.project.discovery import discover
 
         project = project_config(self.config)
@@ -109,7 +109,7 @@ class CaseItem(PortkitItem):
             self.add_marker("large")
 
     def runtest(self) -> None:
-        from portkit.check.harness import CheckSettings, run_case
+        from portkit.checking.harness import CheckSettings, run_case
         from portkit.results import FAIL, PASS
 
         settings = None
@@ -160,7 +160,7 @@ class LintItem(PortkitItem):
         self.add_marker("compile")
 
     def runtest(self) -> None:
-        from portkit.check.harness import lint_result
+        from portkit.checking.harness import lint_result
 
         result = lint_result(self.op, project_config(self.config))
         if result.failed:

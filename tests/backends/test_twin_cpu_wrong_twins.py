@@ -123,7 +123,7 @@ def test_every_wrong_twin_of_the_bank_has_a_cpu_catch():
 @pytest.mark.parametrize("catch", PRESENT, ids=lambda c: c.mistake)
 def test_cpu_twin_catches_wrong_twin(catch, make_project, load_op):
     from portkit.backends import create
-    from portkit.check.harness import run_case
+    from portkit.checking.harness import run_case
 
     name = "cpu_" + catch.mistake.replace("/", "_")
     prototype = catch.prototype.read_text()
@@ -151,7 +151,7 @@ def test_cpu_twin_catches_wrong_twin(catch, make_project, load_op):
 def test_the_real_twins_pass_the_same_cases(load_op):
     """The cases above are not failing for some other reason: the real twins pass them."""
     from portkit.backends import create
-    from portkit.check.harness import run_case
+    from portkit.checking.harness import run_case
 
     config, _ = load_op(REPO, "vector_add")
     for op_name, case_name in (("vector_add", "float32-n129"), ("softmax", "float32-3x127")):

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import torch
 
-from portkit.check.harness import CaseRunner
+from portkit.checking.harness import CaseRunner
 from portkit.project.cases import Case, make_inputs
 
 

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from portkit.backends import create
-from portkit.check.compare import REFERENCE_TOLERANCE, Tolerance, compare, identical, ulp_distance
-from portkit.check.harness import run_case
+from portkit.checking.compare import REFERENCE_TOLERANCE, Tolerance, compare, identical, ulp_distance
+from portkit.checking.harness import run_case
 from portkit.project.cases import make_grad_outputs, make_inputs
 
 # One float32 case of 129 elements, seed 7: five 32-thread blocks, the last one partial.
@@ -211,7 +211,7 @@ class _CpuBackend:
 
 @pytest.mark.parametrize("name", ["twin-cpu", "numba-sim"])
 def test_large_case_is_skipped_on_other_cpu_backends(name):
-    from portkit.check.harness import skip_reason
+    from portkit.checking.harness import skip_reason
     from portkit.project.cases import Case
 
     large = Case("big", ((1 << 24,),), large=True)
@@ -355,7 +355,7 @@ def test_identical_is_bitwise():
 
 
 def test_large_case_is_left_to_the_gpu_where_there_is_one():
-    from portkit.check.harness import skip_reason
+    from portkit.checking.harness import skip_reason
     from portkit.project.cases import Case
 
     class _Gpu(_CpuBackend):

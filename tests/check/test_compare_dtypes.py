@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from portkit.check.compare import (
+from portkit.checking.compare import (
     REFERENCE_TOLERANCE,
     TOLERANCES,
     TWIN_TOLERANCE,

@@ -225,7 +225,7 @@ def test_op_with_backward_and_no_gradcheck_case_gets_a_skip_row(make_project, so
 
 
 def test_diff_uses_the_declared_tolerance_and_says_why(make_project, sources, load_op):
-    from portkit.diff.case_diff import diff_case, plan_diff
+    from portkit.diffing.case_diff import diff_case, plan_diff
 
     option = 'tolerances=[portkit.Tolerance(rtol=1e-3, atol=1e-5, reason="approximate constant")]'
     root = make_project(

@@ -1,4 +1,4 @@
-"""The summation-order bound for elements float atomics sum (portkit/check/order_bound.py):
+"""The summation-order bound for elements float atomics sum (portkit/checking/order_bound.py):
 it holds for every order, it is what a few ULPs are not, and it still sees a wrong sum."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from portkit.check.compare import REFERENCE_TOLERANCE, TWIN_TOLERANCE, Tolerance, compare
-from portkit.check.order_bound import OrderBound, compare_summed, order_term
+from portkit.checking.compare import REFERENCE_TOLERANCE, TWIN_TOLERANCE, Tolerance, compare
+from portkit.checking.order_bound import OrderBound, compare_summed, order_term
 
 ZERO = Tolerance(0.0, 0.0)
 

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from portkit.check.harness import plan_suite
+from portkit.checking.harness import plan_suite
 from portkit.errors import PortkitError
 from portkit.project.cases import Case
 

@@ -266,7 +266,7 @@ def test_block_over_1024_in_prototype_fails_check(make_project, sources, cli):
 
 
 def test_unknown_kernel_name_in_launcher(make_project, sources, load_op):
-    from portkit.check.harness import run_case
+    from portkit.checking.harness import run_case
 
     py = sources.unary_op("err_kname", cases=sources.ONE_CASE).replace(
         "k.err_kname_fwd[", "k.err_kname_fwdd["
@@ -323,7 +323,7 @@ def out_of_bounds_at(index: int) -> str:
 
 
 def test_kernel_error_names_block_and_thread(make_project, sources, load_op, cli):
-    from portkit.check.harness import run_case
+    from portkit.checking.harness import run_case
 
     body = out_of_bounds_at(35)
     root = make_project(
@@ -358,7 +358,7 @@ def test_sim_prints_kernel_error_verbatim(make_project, sources, cli):
 
 
 def test_kernel_error_first_thread(make_project, sources, load_op):
-    from portkit.check.harness import run_case
+    from portkit.checking.harness import run_case
 
     body = out_of_bounds_at(3)
     root = make_project(

@@ -13,7 +13,7 @@ import pytest
 from numba import cuda
 
 from portkit.backends import create
-from portkit.check.harness import run_case
+from portkit.checking.harness import run_case
 from portkit.project.config import load_config
 from portkit.project.discovery import discover
 

@@ -89,7 +89,7 @@ def test_agreement_exits_zero(make_project, sources, cli):
 def test_replayed_writers_match_the_recorded_ones(make_project, sources, load_op):
     """The GPU path re-runs single blocks to find writers; here both paths can run, and
     the blocks it re-runs must name the same writers as the full simulation recorded."""
-    from portkit.diff.case_diff import diff_case, plan_diff
+    from portkit.diffing.case_diff import diff_case, plan_diff
 
     body = "out[i] = x[i] * 2.0 if i % 7 != 3 else x[i]"
     root = make_project({"diff_replay": (planted(sources, "diff_replay", body), None)})

@@ -11,7 +11,7 @@ import pytest
 
 from portkit import cache_files
 from portkit.backends.prototype_cache import ENV_SWITCH
-from portkit.check.harness import lint_result
+from portkit.checking.harness import lint_result
 from portkit.lint import cache
 from portkit.lint.findings import code_findings, remembered_code_findings
 from portkit.project.config import load_config

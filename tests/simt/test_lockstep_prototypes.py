@@ -38,7 +38,7 @@ def _middle_case(op, dtype: str):
 
 def _run(op, case, engine: str, monkeypatch):
     from portkit.backends import create
-    from portkit.check.harness import CaseRunner
+    from portkit.checking.harness import CaseRunner
 
     monkeypatch.setenv("PORTKIT_SIMT_ENGINE", engine)
     backend = create("sim", _catalog().config)

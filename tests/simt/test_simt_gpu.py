@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from portkit.check.compare import TWIN_TOLERANCE, compare
+from portkit.checking.compare import TWIN_TOLERANCE, compare
 from portkit.launch.kernel_set import LaunchConfig
 from portkit.simt.machine import Machine
 from tests.simt import kernels as K

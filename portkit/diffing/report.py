@@ -13,7 +13,7 @@ from portkit.errors import PortkitError
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from portkit.diff.model import CaseDiff, ElementDiff, TensorDiff
+    from portkit.diffing.model import CaseDiff, ElementDiff, TensorDiff
 
 
 def _writer_text(element: ElementDiff) -> str:

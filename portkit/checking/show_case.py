@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from portkit.check.case_runner import CaseRunner
+from portkit.checking.case_runner import CaseRunner
 from portkit.errors import PortkitError
 from portkit.launch.trace import record_launches
 from portkit.project.cases import Case, make_inputs

@@ -20,14 +20,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from portkit.check.compare import identical
-from portkit.check.contributions import Contributions, counting_run, from_machine
-from portkit.check.op_contract import differentiable, gradient_positions, no_gradient_notes
-from portkit.check.op_contract import label as contract_label
-from portkit.check.op_contract import tolerance as declared_or_default
-from portkit.check.order_bound import compare_bounded
-from portkit.check.reference_run import reference_run
-from portkit.check.schedules import other_schedule
+from portkit.checking.compare import identical
+from portkit.checking.contributions import Contributions, counting_run, from_machine
+from portkit.checking.op_contract import differentiable, gradient_positions, no_gradient_notes
+from portkit.checking.op_contract import label as contract_label
+from portkit.checking.op_contract import tolerance as declared_or_default
+from portkit.checking.order_bound import compare_bounded
+from portkit.checking.reference_run import reference_run
+from portkit.checking.schedules import other_schedule
 from portkit.errors import (
     BackwardContractError,
     DtypeError,

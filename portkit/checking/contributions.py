@@ -18,7 +18,7 @@ import inspect
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from portkit.check.order_bound import OrderBound, bound_for
+from portkit.checking.order_bound import OrderBound, bound_for
 
 if TYPE_CHECKING:
     import torch

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import torch
 
-    from portkit.diff.model import CaseDiff, TensorDiff
+    from portkit.diffing.model import CaseDiff, TensorDiff
 
 Detector = Callable[["TensorDiff", Sequence["torch.Tensor"]], "str | None"]
 

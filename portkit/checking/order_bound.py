@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from portkit.check.compare import SHOWN_MISMATCHES, Tolerance, compare
+from portkit.checking.compare import SHOWN_MISMATCHES, Tolerance, compare
 
 if TYPE_CHECKING:
     import torch

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from portkit.check.case_runner import CaseRunner, CheckSettings
+from portkit.checking.case_runner import CaseRunner, CheckSettings
 from portkit.errors import PortkitError
 from portkit.results import FAIL, PASS, SKIP, CheckResult
 

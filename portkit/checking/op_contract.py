@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from portkit.check.compare import REFERENCE_TOLERANCE, TWIN_TOLERANCE, Tolerance, tolerance_for
+from portkit.checking.compare import REFERENCE_TOLERANCE, TWIN_TOLERANCE, Tolerance, tolerance_for
 from portkit.project.dtypes import is_float
 from portkit.project.tolerances import pick_tolerance
 from portkit.torch_op.layout import no_gradient_inputs

@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from portkit.check.compare import identical
-from portkit.check.contributions import Contributions
-from portkit.check.op_contract import label as contract_label
-from portkit.check.op_contract import tolerance as declared_or_default
-from portkit.check.order_bound import OrderBound, compare_bounded, order_term
+from portkit.checking.compare import identical
+from portkit.checking.contributions import Contributions
+from portkit.checking.op_contract import label as contract_label
+from portkit.checking.op_contract import tolerance as declared_or_default
+from portkit.checking.order_bound import OrderBound, compare_bounded, order_term
 from portkit.errors import describe
 from portkit.simt.schedule import FORWARD, REVERSED
 

@@ -14,14 +14,14 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from portkit.check.compare import REFERENCE_TOLERANCE, TWIN_TOLERANCE, Tolerance, elementwise_errors
-from portkit.check.contributions import counting_run, from_machine
-from portkit.check.op_contract import differentiable, gradient_positions, label
-from portkit.check.op_contract import tolerance as declared_or_default
-from portkit.check.order_bound import OrderBound, bound_errors, compare_summed
-from portkit.check.reference_run import reference_run
-from portkit.diff.model import CaseDiff, ElementDiff, Plan, Side, TensorDiff
-from portkit.diff.writers import (
+from portkit.checking.compare import REFERENCE_TOLERANCE, TWIN_TOLERANCE, Tolerance, elementwise_errors
+from portkit.checking.contributions import counting_run, from_machine
+from portkit.checking.op_contract import differentiable, gradient_positions, label
+from portkit.checking.op_contract import tolerance as declared_or_default
+from portkit.checking.order_bound import OrderBound, bound_errors, compare_summed
+from portkit.checking.reference_run import reference_run
+from portkit.diffing.model import CaseDiff, ElementDiff, Plan, Side, TensorDiff
+from portkit.diffing.writers import (
     CapturingTarget,
     RecordedWriters,
     ReplayedWriters,
@@ -126,7 +126,7 @@ def failure_kind(exc: Exception, backend: Backend) -> str:
 def diff_case(op: Op, case: Case, plan: Plan, shown: int = 5, replay: bool = False) -> CaseDiff:
     """``replay``: find writers by re-running blocks even when the whole prototype ran in
     the simulator (what a GPU run does; tests use it to check the search)."""
-    from portkit.diff.patterns import describe_patterns
+    from portkit.diffing.patterns import describe_patterns
 
     t0 = time.perf_counter()
     result = CaseDiff(case, plan.prototype.name, plan.other.name)
@@ -269,7 +269,7 @@ def debug_mismatch(op: Op, diff: CaseDiff, stdin: Any = None, stdout: Any = None
     """Re-run only the block that wrote the first mismatch (of the first tensor that has
     one) in the simulator, stopping in pdb at its thread before the write. Returns what
     was debugged, or raises when no mismatch has a known writer."""
-    from portkit.diff.writers import host_arguments
+    from portkit.diffing.writers import host_arguments
     from portkit.simt.debug import Breakpoint
     from portkit.simt.machine import Machine
     from portkit.simt.records import linear_index

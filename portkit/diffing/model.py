@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from portkit.check.compare import Tolerance
-from portkit.diff.writers import CapturedLaunch, Writer
+from portkit.checking.compare import Tolerance
+from portkit.diffing.writers import CapturedLaunch, Writer
 from portkit.project.cases import Case
 
 if TYPE_CHECKING:
