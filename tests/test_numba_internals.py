@@ -109,8 +109,7 @@ def test_every_function_of_the_adapter_names_what_it_wraps_and_the_versions_test
     undocumented = [
         node.name
         for node in tree.body
-        if isinstance(node, ast.FunctionDef)
-        and "Tested" not in (ast.get_docstring(node) or "")
+        if isinstance(node, ast.FunctionDef) and "Tested" not in (ast.get_docstring(node) or "")
     ]
     assert not undocumented
 
