@@ -43,9 +43,9 @@ def _bfloat16_argument_class() -> type:
         def to_device(self, retr, stream=0):
             # Already on the device: no copy. numba's launch reads the pointer, layout
             # and strides from a strided memory view (a DeviceNDArray has no .ptr).
-            from numba.cuda.cudadrv.devicearray import _to_strided_memory_view
+            from portkit.numba_internals import strided_memory_view
 
-            view, _ = _to_strided_memory_view(self.value, stream=stream)
+            view = strided_memory_view(self.value, stream)
             retr.append(lambda: view)  # keep it alive until the launch is done
             return view
 

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from portkit import cache_files
+from portkit import cache_files, numba_internals
 
 CACHE_FORMAT = 1
 # PORTKIT_PROTOTYPE_CACHE=0 turns the cache off everywhere (pytest included).
@@ -142,36 +142,8 @@ def _cache_classes(directory: Path) -> type:
     """numba-cuda's ``CUDACache`` with one locator: ``directory``. A damaged index or
     entry is a miss (numba would raise from pickle): the index is reset and the kernel
     compiled and saved again."""
-    from numba.cuda.core.caching import _CacheLocator
-    from numba.cuda.dispatcher import CUDACache, CUDACacheImpl
-    from numba.cuda.memory_management.nrt import NRT_LIBRARY
 
-    class Locator(_CacheLocator):
-        def __init__(self, py_func: Any, py_file: str) -> None:
-            self._py_file = py_file
-            self._lineno = py_func.__code__.co_firstlineno
-
-        def get_cache_path(self) -> str:
-            return str(directory)
-
-        def get_source_stamp(self) -> Any:
-            # The folder's name is the content key; mtime adds nothing and would make a
-            # `touch` or a fresh checkout look stale.
-            return directory.name
-
-        def get_disambiguator(self) -> str:
-            return str(self._lineno)
-
-        @classmethod
-        def from_function(cls, py_func: Any, py_file: str) -> Locator:
-            return cls(py_func, py_file)
-
-    class Impl(CUDACacheImpl):
-        _locator_classes = [Locator]
-
-    class PortkitCache(CUDACache):
-        _impl_class = Impl
-
+    class PortkitCache(numba_internals.directory_cache_class(directory)):
         def load_overload(self, sig: Any, target_context: Any) -> Any:
             try:
                 return super().load_overload(sig, target_context)
@@ -181,7 +153,7 @@ def _cache_classes(directory: Path) -> type:
                     "compiling the kernel again"
                 )
                 try:
-                    self._cache_file.flush()  # a fresh, empty index
+                    numba_internals.reset_cache_index(self)  # a fresh, empty index
                 except OSError:
                     pass
                 return None
@@ -192,17 +164,11 @@ def _cache_classes(directory: Path) -> type:
             # them again for another GPU. The cubin for this GPU is built by then, and an
             # entry is only loaded for the same compute capability and CUDA runtime
             # (numba's index key), so it never links again: save it without them.
-            library = getattr(data, "_codelibrary", None)
-            linked = getattr(library, "_linking_files", None)
-            if linked and getattr(library, "_cubin_cache", None):
-                library._linking_files = {f for f in linked if f == NRT_LIBRARY}
-            try:
-                super().save_overload(sig, data)
-            except Exception as exc:  # a full disk or read-only cache never fails a check
-                log.info("prototype cache: could not save to %s (%s)", directory, exc)
-            finally:
-                if linked:
-                    library._linking_files = linked
+            with numba_internals.linked_files_left_out(data):
+                try:
+                    super().save_overload(sig, data)
+                except Exception as exc:  # a full disk or read-only cache never fails
+                    log.info("prototype cache: could not save to %s (%s)", directory, exc)
 
     return PortkitCache
 
@@ -231,17 +197,15 @@ def attach(dispatcher: Any, op_name: str, root: Path, cache_dir: Path) -> Path |
             return None
         # numba's public switch is enable_caching(), which picks the folder itself
         # (beside the source or NUMBA_CACHE_DIR); this is the same object, our folder.
-        dispatcher._cache = _cache_classes(directory)(dispatcher.py_func)
+        numba_internals.set_disk_cache(dispatcher, _cache_classes(directory)(dispatcher.py_func))
         dispatcher._portkit_cache_dir = directory
     return directory
 
 
 def detach(dispatcher: Any) -> None:
     """No disk cache for ``dispatcher`` (``--no-cache``): compile in memory only."""
-    from numba.cuda.core.caching import NullCache
-
     if getattr(dispatcher, "_portkit_cache_dir", None) is not None:
-        dispatcher._cache = NullCache()
+        numba_internals.set_disk_cache(dispatcher, None)
     dispatcher._portkit_cache_dir = None
 
 

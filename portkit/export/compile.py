@@ -62,7 +62,8 @@ def parse_archs(text: str) -> list[str]:
 
 def compile_arch(path: Path, expressions: Sequence[str], arch: str, ptx: bool) -> ArchBuild:
     from cuda.core import Program, ProgramOptions
-    from cuda.core._utils.cuda_utils import NVRTCError
+
+    from portkit.numba_internals import nvrtc_error
 
     options = ProgramOptions(
         name=_display_name(path), ptxas_options=["-v"], **compile_options(path, arch)
@@ -72,7 +73,7 @@ def compile_arch(path: Path, expressions: Sequence[str], arch: str, ptx: bool) -
     try:
         try:
             code = program.compile("cubin", name_expressions=tuple(expressions), logs=log)
-        except NVRTCError as exc:
+        except nvrtc_error() as exc:
             text = str(exc).split("compilation log:", 1)[-1].strip()
             raise TwinCompileError(f"twin {path} does not compile for {arch}:\n{text}") from None
         symbols = {

@@ -14,9 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 import portkit.backends.prototype_cache as prototype_cache
@@ -24,6 +21,7 @@ from portkit import cache_files
 from portkit.backends.twin.build import DEFAULT_ARCH, compile_twin
 from portkit.errors import DtypeError, PortkitError
 from portkit.launch.trace import launch_signatures
+from portkit.numba_internals import device_compute_capability
 from portkit.results import FAIL, PASS, CheckResult
 
 if TYPE_CHECKING:
@@ -42,25 +40,6 @@ def kernel_signatures(op: Op) -> dict[str, set]:
         for kernel, signature in launch_signatures(op, dtype).items():
             signatures[kernel].add(signature)
     return signatures
-
-
-@contextmanager
-def device_compute_capability(cc: tuple[int, int]) -> Iterator[None]:
-    """numba-cuda 0.30 asks the driver for the current device's compute capability
-    when it compiles a ``device=True`` function, which fails on a machine with no
-    GPU. There, and only there, answer ``cc`` for the duration of the compile."""
-    from numba import cuda
-    from numba.cuda import dispatcher
-
-    if cuda.is_available():
-        yield
-        return
-    original = dispatcher.get_current_device
-    dispatcher.get_current_device = lambda: SimpleNamespace(compute_capability=cc)
-    try:
-        yield
-    finally:
-        dispatcher.get_current_device = original
 
 
 def ptx_cache_folder(op: Op, config: ProjectConfig | None, arch: str) -> Path | None:

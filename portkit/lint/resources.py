@@ -54,7 +54,7 @@ def prototype_usage(dispatcher, signature: tuple, cc: tuple[int, int] = (9, 0)) 
     """
     from numba import cuda
 
-    from portkit.lint.compile import device_compute_capability
+    from portkit.numba_internals import device_compute_capability
 
     options = getattr(dispatcher, "targetoptions", {}) or {}
     py_func = getattr(dispatcher, "py_func", dispatcher)
@@ -132,9 +132,9 @@ def twin_usage(twin_path, expression: str, arch: str = "sm_90") -> ResourceUsage
     Raises ``TwinCompileError`` with NVRTC's log when the twin does not compile.
     """
     from cuda.core import Program, ProgramOptions
-    from cuda.core._utils.cuda_utils import NVRTCError
 
     from portkit.backends.twin.build import _display_name, compile_options, program_ptx
+    from portkit.numba_internals import nvrtc_error
 
     path = Path(twin_path)
     try:
@@ -149,7 +149,7 @@ def twin_usage(twin_path, expression: str, arch: str = "sm_90") -> ResourceUsage
     try:
         try:
             code = program.compile("cubin", name_expressions=(expression,), logs=log)
-        except NVRTCError as exc:
+        except nvrtc_error() as exc:
             text = str(exc).split("compilation log:", 1)[-1].strip()
             raise TwinCompileError(
                 f"twin {path}: {expression} does not compile for {arch}:\n{text}"
@@ -185,13 +185,9 @@ def _half_precision_shims(signature: tuple, arch: str) -> tuple[bytes, ...]:
     text = " ".join(str(t) for t in signature)
     if "float16" not in text and "bfloat16" not in text:
         return ()
-    import importlib
+    from portkit.numba_internals import half_precision_shim_sources
 
-    shims = []
-    for module in ("cuda_fp16", "cuda_bf16"):
-        internal = importlib.import_module(f"numba.cuda._internal.{module}")
-        shims.append(_shim_ltoir(internal.shim_stream.getvalue(), arch))
-    return tuple(shims)
+    return tuple(_shim_ltoir(source, arch) for source in half_precision_shim_sources())
 
 
 @functools.cache

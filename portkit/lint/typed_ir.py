@@ -4,13 +4,13 @@ definitions, loops, variable types). Nothing here needs a GPU."""
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from portkit.lint.compile import COMPUTE_CAPABILITY, device_compute_capability
+from portkit import numba_internals
+from portkit.lint.compile import COMPUTE_CAPABILITY
 
 
 @dataclass(frozen=True)
@@ -29,12 +29,11 @@ def typed_functions(dispatcher, signature: tuple) -> list[TypedFunction]:
     """The kernel typed with ``signature``, then every device function it calls
     (transitively), each once per distinct argument types."""
     from numba.core import types
-    from numba.cuda.compiler import compile_cuda
 
     py_func = getattr(dispatcher, "py_func", dispatcher)
     args = tuple(signature)
-    with device_compute_capability(COMPUTE_CAPABILITY):
-        cres = compile_cuda(py_func, types.void, args, cc=COMPUTE_CAPABILITY)
+    with numba_internals.device_compute_capability(COMPUTE_CAPABILITY):
+        cres = numba_internals.compile_typed(py_func, types.void, args, COMPUTE_CAPABILITY)
         kernel = _typed(py_func, args, cres)
         functions = [kernel]
         seen: set = set()
@@ -46,7 +45,7 @@ def typed_functions(dispatcher, signature: tuple) -> list[TypedFunction]:
                 if key in seen:
                     continue
                 seen.add(key)
-                callee = _typed_device(disp, sig, compile_cuda)
+                callee = _typed_device(disp, sig)
                 functions.append(callee)
                 todo.append(callee)
     return functions
@@ -68,11 +67,13 @@ def _typed(py_func, args: tuple, cres) -> TypedFunction:
     )
 
 
-def _typed_device(disp, sig, compile_cuda) -> TypedFunction:
+def _typed_device(disp, sig) -> TypedFunction:
     args = tuple(sig.args)
     cres = getattr(disp, "overloads", {}).get(args)
     if cres is None or getattr(cres, "type_annotation", None) is None:
-        cres = compile_cuda(disp.py_func, sig.return_type, args, cc=COMPUTE_CAPABILITY)
+        cres = numba_internals.compile_typed(
+            disp.py_func, sig.return_type, args, COMPUTE_CAPABILITY
+        )
     return _typed(disp.py_func, args, cres)
 
 
@@ -88,19 +89,9 @@ def _device_calls(fn: TypedFunction) -> Iterator[tuple[Any, Any]]:
 # IR helpers (numba-cuda 0.30 keeps its own copy of numba's IR classes)
 
 
-@functools.cache
-def _ir_modules() -> tuple:
-    modules = []
-    for name in ("numba.cuda.core.ir", "numba.core.ir"):
-        try:
-            modules.append(__import__(name, fromlist=["Assign"]))
-        except ImportError:  # pragma: no cover - depends on the numba-cuda version
-            pass
-    return tuple(modules)
-
-
 def is_ir(obj: Any, cls: str) -> bool:
-    return any(isinstance(obj, getattr(m, cls)) for m in _ir_modules() if hasattr(m, cls))
+    modules = numba_internals.ir_modules()
+    return any(isinstance(obj, getattr(m, cls)) for m in modules if hasattr(m, cls))
 
 
 def assignments(fn: TypedFunction, ops: tuple[str, ...] | None = None, labels=None):
@@ -124,14 +115,7 @@ def definitions(fn: TypedFunction) -> dict[str, list]:
 
 
 def loop_blocks(blocks: dict) -> set:
-    try:
-        from numba.cuda.core.analysis import compute_cfg_from_blocks
-    except ImportError:  # pragma: no cover - older numba-cuda
-        from numba.core.analysis import compute_cfg_from_blocks
-    in_loop: set = set()
-    for loop in compute_cfg_from_blocks(blocks).loops().values():
-        in_loop |= set(loop.body)
-    return in_loop
+    return numba_internals.loop_body_labels(blocks)
 
 
 def var_name(var) -> str:

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from portkit.numba_internals import BF16_FUNCTION_MODULE
 from portkit.simt import floatmath
 
 INT64 = np.int64
@@ -403,15 +404,13 @@ def simulated_bf16(value: Any) -> Any:
         return None
     if value is module:
         return SIMULATED_BF16
-    if getattr(value, "__module__", "") in ("numba.cuda._internal.cuda_bf16", module.__name__):
-        name = _BF16_NAMES.get(id(value))
-        if name is None:
+    if getattr(value, "__module__", "") in (BF16_FUNCTION_MODULE, module.__name__):
+        if id(value) not in _BF16_NAMES:
             _BF16_NAMES.update(
                 {id(getattr(module, n)): n for n in _BF16_FUNCTIONS if hasattr(module, n)}
             )
-            name = _BF16_NAMES.get(id(value))
-        if name is not None:
-            return _BF16_FUNCTIONS[name]
+        if id(value) in _BF16_NAMES:
+            return _BF16_FUNCTIONS[_BF16_NAMES[id(value)]]
     if value is getattr(module, "bfloat16", None):
         return BFloat16
     return None

@@ -110,13 +110,14 @@ def _nvrtc(path: Path, expressions: Sequence[str], arch: str) -> object:
     """NVRTC's cubin (cuda.core's ObjectCode) or its error: a template that fails for some
     of the op's types only is a DtypeError, anything else its log as a TwinCompileError."""
     from cuda.core import Program, ProgramOptions
-    from cuda.core._utils.cuda_utils import NVRTCError
+
+    from portkit.numba_internals import nvrtc_error
 
     options = ProgramOptions(name=_display_name(path), **compile_options(path, arch))
     program = Program(path.read_text(), "c++", options)
     try:
         return program.compile("cubin", name_expressions=tuple(expressions))
-    except NVRTCError as exc:
+    except nvrtc_error() as exc:
         program.close()  # now: a failed program left to the collector warns from __dealloc__
         log = str(exc).split("compilation log:", 1)[-1].strip("\x00 \n")
         instantiation = _instantiation_failure(log, expressions)
