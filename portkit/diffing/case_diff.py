@@ -14,7 +14,12 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from portkit.checking.compare import REFERENCE_TOLERANCE, TWIN_TOLERANCE, Tolerance, elementwise_errors
+from portkit.checking.compare import (
+    REFERENCE_TOLERANCE,
+    TWIN_TOLERANCE,
+    Tolerance,
+    elementwise_errors,
+)
 from portkit.checking.contributions import counting_run, from_machine
 from portkit.checking.op_contract import differentiable, gradient_positions, label
 from portkit.checking.op_contract import tolerance as declared_or_default

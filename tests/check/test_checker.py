@@ -10,7 +10,13 @@ import pytest
 import torch
 
 from portkit.backends import create
-from portkit.checking.compare import REFERENCE_TOLERANCE, Tolerance, compare, identical, ulp_distance
+from portkit.checking.compare import (
+    REFERENCE_TOLERANCE,
+    Tolerance,
+    compare,
+    identical,
+    ulp_distance,
+)
 from portkit.checking.harness import run_case
 from portkit.project.cases import make_grad_outputs, make_inputs
 
