@@ -104,10 +104,12 @@ def template(op: Op, ranks: Sequence[int] = (), dtype: str | None = None) -> Cas
         ranks = tuple(ranks)
         candidates = [c for c in candidates if _ranks(c)[: len(ranks)] == ranks]
         if not candidates:
-            have = sorted({"x".join("N" * r for r in _ranks(c)) for c in definition.cases})
+            largest = max(definition.cases, key=lambda c: c.numel)
+            wanted = ", ".join(f"{r}-D" for r in ranks)
+            have = ", ".join("x".join(map(str, s)) or "scalar" for s in largest.shapes)
             raise PortkitError(
-                f"op {op.name} has no case whose first inputs have ranks {ranks}; "
-                f"its cases' input shapes are like {', '.join(have)}"
+                f"op {op.name} has no case whose first inputs are {wanted}; "
+                f"its largest case's inputs are {have}"
             )
     if not candidates:
         raise PortkitError(f"op {op.name} has no case with elements to scale")
@@ -126,12 +128,12 @@ def template(op: Op, ranks: Sequence[int] = (), dtype: str | None = None) -> Cas
 
 def at_shapes(op: Op, shapes: Shapes, dtype: str | None = None) -> ScaledCase:
     """The template with its first inputs at ``shapes`` (``--shape``)."""
-    base = template(op, [len(s) for s in shapes], dtype)
-    if len(shapes) > len(base.shapes):
+    inputs = max(len(c.shapes) for c in op.definition.cases)
+    if len(shapes) > inputs:
         raise PortkitError(
-            f"--shape gives {len(shapes)} shapes; op {op.name} takes {len(base.shapes)} inputs"
+            f"--shape gives {len(shapes)} shapes; op {op.name} takes {inputs} inputs"
         )
-    return _rescaled(op, base, shapes)
+    return _rescaled(op, template(op, [len(s) for s in shapes], dtype), shapes)
 
 
 def at_size(op: Op, size: int, dtype: str | None = None) -> ScaledCase:

@@ -142,11 +142,16 @@ def test_judge_needs_threshold_and_spread(old, new, status):
 
 
 def test_judge_wrong_new_and_missing():
-    assert judge(measurement(100), measurement(None, status=Status.WRONG, detail="x"), 0.1).status == WRONG
+    assert (
+        judge(measurement(100), measurement(None, status=Status.WRONG, detail="x"), 0.1).status
+        == WRONG
+    )
     assert judge(measurement(100), measurement(None, status=Status.WRONG, detail="x"), 0.1).failed
     assert judge(None, measurement(100), 0.1).status == NEW
     assert judge(measurement(100), None, 0.1).status == MISSING
-    assert not judge(measurement(100), measurement(None, status=Status.SKIPPED, detail="no GPU"), 0.1).failed
+    assert not judge(
+        measurement(100), measurement(None, status=Status.SKIPPED, detail="no GPU"), 0.1
+    ).failed
 
 
 def report(*measurements, gbps_us=100.0):
@@ -372,7 +377,9 @@ def test_bench_cases_default_to_gpu_only_then_largest(make_project, load_op, sou
     )
     assert case_bytes(scaled) >= AUTO_BYTES > case_bytes(scaled) // 2
     assert [c.name for c in bench_cases(op, ["float32-n1"])] == ["float32-n1"]
-    with pytest.raises(PortkitError, match="has no case .float32-n7.; bench cases: float32-n67633152"):
+    with pytest.raises(
+        PortkitError, match="has no case .float32-n7.; bench cases: float32-n67633152"
+    ):
         bench_cases(op, ["float32-n7"])
 
 
