@@ -120,7 +120,8 @@ def measurement(median, q1=None, q3=None, status=Status.OK, detail="", impl="twi
         q3 = median if q3 is None else q3
         time = Summary(median, q1, q3, q1, q3, 30)
     return Measurement(
-        "op", "case", ((8,),), "float32", "forward", impl, "twin", time, 10.0, 64, None, status, detail
+        "op", "case", ((8,),), "float32", "forward", impl, "twin", time, 10.0, 64,
+        status=status, detail=detail,
     )  # fmt: skip
 
 
