@@ -124,6 +124,13 @@ def _cases():
     return cases
 
 
+# portkit bench: the square float32 case, and a transformer's bfloat16 activations
+BENCH = [
+    portkit.cases.custom(f"{dt}-{r}x{c}", [(r, c), (c,), (c,)], dt)
+    for dt, r, c in (("float32", 4096, 4096), ("bfloat16", 16384, 4096))
+]
+
+
 # Mean, 1/std and the weight/bias gradient sums are float64 in the kernels: the reference
 # runs in float64 too, rounded once (torch's float32 sums over 4096 rows differ, H100 run).
 @portkit.op(
@@ -132,6 +139,7 @@ def _cases():
     dtypes=DTYPES,
     same_shape=False,
     reference_in="float64",
+    bench=BENCH,
 )
 class LayerNorm:
     def check_inputs(x, w, b):

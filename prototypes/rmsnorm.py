@@ -105,7 +105,14 @@ def _cases():
     return cases
 
 
-@portkit.op(reference=reference, cases=_cases(), dtypes=DTYPES, same_shape=False)
+# portkit bench: the square case, and a transformer's bfloat16 activations
+BENCH = [
+    portkit.cases.custom(f"bfloat16-{r}x{c}", [(r, c), (c,)], "bfloat16")
+    for r, c in ((4096, 4096), (16384, 4096))
+]
+
+
+@portkit.op(reference=reference, cases=_cases(), dtypes=DTYPES, same_shape=False, bench=BENCH)
 class RMSNorm:
     def check_inputs(x, w):
         if x.dim() != 2 or w.shape != (x.shape[1],):

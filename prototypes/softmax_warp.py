@@ -141,8 +141,9 @@ def softmax_warp_bwd(y, dy, dx, rows, cols):
         dx[row, c] = y[row, c] * (dy[row, c] - dot)
 
 
-# portkit bench: square, many short rows, few long rows (torch's hardest of the three)
-BENCH_SHAPES = ((4096, 4096), (16384, 1024), (1024, 32768))
+# portkit bench: square, many short rows, few long rows (torch's hardest of the three),
+# very short rows, and a square of 256 MiB a tensor (as the elementwise ops time)
+BENCH_SHAPES = ((4096, 4096), (16384, 1024), (1024, 32768), (32768, 256), (8192, 8192))
 
 
 def reference(x):

@@ -11,16 +11,42 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
 from portkit.atomic_write import write_atomic
+from portkit.bench.peaks import peak_tflops
 from portkit.bench.stats import Summary
 from portkit.bench.timing import SPIN
 from portkit.errors import PortkitError
 
-SCHEMA = "portkit-bench/1"
-OK = "ok"
+SCHEMA = "portkit-bench/2"
+READS = ("portkit-bench/1", SCHEMA)  # /1 had one "check" string: "ok", "skip: why", ...
+COMPILED = "compiled"  # the role of torch.compile's row: a comparison, not the op under test
+# A median below this is mostly fixed cost, not bandwidth: a launch and the ramp-up and
+# tail of a grid take 2-5 us on an H100, so under 20 us they are a tenth to a quarter of
+# the time, and % copy (or % peak) measures them rather than the kernel's streaming.
+LATENCY_BOUND_US = 20.0
+FIGURES = ("gbps", "copy", "tflops", "peak", "x_torch", "x_proto")
+
+
+class Status(str, Enum):
+    """What became of one row (str-valued: the JSON holds the value)."""
+
+    OK = "ok"
+    WRONG = "wrong"  # an output differs from the reference at the timed shape
+    ERROR = "error"  # the call raised, or its kernels did not build
+    SKIPPED = "skipped"  # not run on this machine (no GPU for it, op unsupported)
+
+    @classmethod
+    def parse_legacy(cls, check: str) -> tuple[Status, str]:
+        """A portkit-bench/1 "check" string as (status, detail)."""
+        if check == "ok":
+            return cls.OK, ""
+        head, _, rest = check.partition(": ")
+        known = {"skip": cls.SKIPPED, "wrong": cls.WRONG, "error": cls.ERROR}
+        return (known[head], rest) if head in known else (cls.WRONG, check)
 
 
 @dataclass(frozen=True)
@@ -36,12 +62,24 @@ class Measurement:
     host_us: float | None  # host time to issue one call (median)
     bytes: int
     flops: int | None = None
-    check: str = OK  # "ok", or why the timed output was wrong or the call failed
+    status: Status = Status.OK
+    detail: str = ""  # why it is not OK: the mismatch report, the exception, the skip
     timing: str = SPIN  # how it was timed: portkit.bench.timing's SPIN or EVENTS
+    scaled_from: str | None = None  # the case this one scales up (portkit.bench.scaling)
 
     @property
     def ok(self) -> bool:
-        return self.check == OK and self.time is not None
+        return self.status is Status.OK and self.time is not None
+
+    @property
+    def failed(self) -> bool:
+        """A wrong output or a failed call of an implementation under test: exit 1.
+        torch.compile's row is a comparison; its failure is reported, not the op's."""
+        return self.status in (Status.WRONG, Status.ERROR) and self.role != COMPILED
+
+    @property
+    def latency_bound(self) -> bool:
+        return self.time is not None and self.time.median < LATENCY_BOUND_US
 
     @property
     def key(self) -> tuple[str, str, str, str]:
@@ -60,12 +98,18 @@ class Measurement:
             "host_us": self.host_us,
             "bytes": self.bytes,
             "flops": self.flops,
-            "check": self.check,
+            "status": self.status.value,
+            "detail": self.detail,
             "timing": self.timing,
+            "scaled_from": self.scaled_from,
         }
 
     @classmethod
     def from_dict(cls, data: dict) -> Measurement:
+        if "status" in data:
+            status, detail = Status(data["status"]), data["detail"]
+        else:
+            status, detail = Status.parse_legacy(data["check"])
         return cls(
             op=data["op"],
             case=data["case"],
@@ -78,8 +122,10 @@ class Measurement:
             host_us=data["host_us"],
             bytes=data["bytes"],
             flops=data.get("flops"),
-            check=data["check"],
+            status=status,
+            detail=detail,
             timing=data.get("timing", SPIN),  # reports written before it had the field
+            scaled_from=data.get("scaled_from"),
         )
 
 
@@ -135,25 +181,32 @@ class Report:
         return None
 
     def figures(self, m: Measurement) -> dict[str, float | None]:
-        """GB/s, fraction of copy bandwidth, TFLOP/s, speed vs torch (torch time over
-        this time: 0.5 is half as fast), and for a twin its speed over the prototype's."""
+        """GB/s, fraction of copy bandwidth, TFLOP/s and its fraction of the GPU's peak
+        (portkit.bench.peaks), speed vs torch (torch time over this time: 0.5 is half
+        as fast), for a twin its speed over the prototype's, and whether the time is
+        too short to say anything about bandwidth (``LATENCY_BOUND_US``)."""
         if not m.ok:
-            return {"gbps": None, "copy": None, "tflops": None, "x_torch": None, "x_proto": None}
+            return {k: None for k in FIGURES} | {"latency_bound": False}
         assert m.time is not None
         rate = gbps(m.bytes, m.time.median)
         torch_m = self._peer(m, "reference")
         proto = self._peer(m, "prototype") if m.role == "twin" else None
+        tflops = (m.flops / (m.time.median * 1e-6) / 1e12) if m.flops else None
+        peak = peak_tflops(self.machine.gpu, m.dtype)
         return {
             "gbps": rate,
             "copy": rate / self.copy.gbps if self.copy.gbps else None,
-            "tflops": (m.flops / (m.time.median * 1e-6) / 1e12) if m.flops else None,
+            "tflops": tflops,
+            "peak": tflops / peak if tflops is not None and peak else None,
             "x_torch": torch_m.time.median / m.time.median if torch_m and torch_m.time else None,
             "x_proto": proto.time.median / m.time.median if proto and proto.time else None,
+            "latency_bound": m.latency_bound,
         }
 
     @property
-    def wrong(self) -> list[Measurement]:
-        return [m for m in self.measurements if m.check != OK]
+    def failures(self) -> list[Measurement]:
+        """The rows that make ``portkit bench`` exit 1 (``Measurement.failed``)."""
+        return [m for m in self.measurements if m.failed]
 
     # -- JSON -----------------------------------------------------------------------------
     def to_dict(self) -> dict:
@@ -172,7 +225,7 @@ class Report:
 
     @classmethod
     def from_dict(cls, data: Any, source: str = "report") -> Report:
-        if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        if not isinstance(data, dict) or data.get("schema") not in READS:
             raise PortkitError(f"{source} is not a portkit bench report (schema {SCHEMA})")
         try:
             return cls(

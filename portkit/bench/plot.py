@@ -13,7 +13,7 @@ from pathlib import Path
 from portkit.atomic_write import write_atomic
 from portkit.bench.model import Report
 
-COLOURS = {"reference": "#7f7f7f", "prototype": "#4c9be8", "twin": "#e8833a"}
+COLOURS = {"reference": "#7f7f7f", "compiled": "#bcbd22", "prototype": "#4c9be8", "twin": "#e8833a"}
 
 
 def write_plot(report: Report, path: Path) -> None:
@@ -29,7 +29,7 @@ def write_plot(report: Report, path: Path) -> None:
         groups.setdefault((m.op, m.case, m.direction), []).append(m)
     short = {"forward": "fwd", "backward": "bwd"}
     labels = [f"{op}  {case}  {short[direction]}" for op, case, direction in groups]
-    roles = ["reference", "prototype", "twin"]
+    roles = list(COLOURS)
     height = 0.8 / len(roles)
 
     fig, ax = plt.subplots(figsize=(10, 0.55 * len(groups) * len(roles) / 2 + 1.8))
@@ -40,9 +40,10 @@ def write_plot(report: Report, path: Path) -> None:
             if m is None:
                 continue
             f = report.figures(m)
-            y = g + (r - 1) * height
+            y = g + (r - (len(roles) - 1) / 2) * height
             if f["copy"] is None:
-                ax.text(1, y, f"{m.implementation}: {m.check[:60]}", va="center", fontsize=7)
+                why = f"{m.status.value}: {m.detail}"[:60]
+                ax.text(1, y, f"{m.implementation}: {why}", va="center", fontsize=7)
                 continue
             label = m.implementation if role not in seen else None
             seen.add(role)

@@ -10,14 +10,15 @@ A pair counts as a regression only when both hold:
 A quiet machine thus flags a 12% slowdown with a 10% threshold, and a noisy one does not
 flag a 12% jump of its median that its own spread covers. Faster pairs are reported the
 same way ("faster"), so a baseline can be refreshed on purpose. A pair whose new run
-failed its output check is a regression whatever the times.
+failed (``Measurement.failed``: a wrong output, a call that raised) is a regression
+whatever the times.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from portkit.bench.model import OK, Measurement, Report
+from portkit.bench.model import Measurement, Report
 
 DEFAULT_THRESHOLD = 0.10
 
@@ -47,12 +48,12 @@ def judge(baseline: Measurement | None, current: Measurement | None, threshold: 
     key = (current or baseline).key  # type: ignore[union-attr]
     if current is None:
         return Verdict(key, MISSING, None, "in the baseline, not in this run")
-    if current.check != OK and not current.check.startswith("skip"):
-        return Verdict(key, WRONG, None, current.check)
+    if current.failed:
+        return Verdict(key, WRONG, None, f"{current.status.value}: {current.detail}")
     if baseline is None or baseline.time is None:
         return Verdict(key, NEW, None, "no baseline time")
     if current.time is None:
-        return Verdict(key, MISSING, None, current.check)
+        return Verdict(key, MISSING, None, f"{current.status.value}: {current.detail}")
     old, new = baseline.time, current.time
     ratio = new.median / old.median
     if ratio > 1 + threshold:

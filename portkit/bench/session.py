@@ -4,17 +4,25 @@ start it: the clock, the copy bandwidth, then every op's cases."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from portkit.bench.model import Report
 from portkit.errors import PortkitError
 
 if TYPE_CHECKING:
-    from portkit.backends import Backend
     from portkit.project.cases import Case
     from portkit.project.discovery import Op
 
-IMPLEMENTATIONS = ("torch", "numba", "twin")
+# torch eager, torch.compile of the reference, the numba prototype, the twin
+IMPLEMENTATIONS = ("torch", "torch.compile", "numba", "twin")
+
+
+def implementations(names: Sequence[str], config) -> list:
+    """The backends (and torch.compile's stand-in) that ``names`` time."""
+    from portkit.backends import create
+    from portkit.bench.tasks import COMPILE, CompiledReference
+
+    return [CompiledReference() if n == COMPILE else create(n, config) for n in names]
 
 
 def require_gpu() -> None:
@@ -27,7 +35,7 @@ def require_gpu() -> None:
 
 def run_bench(
     plan: Sequence[tuple[Op, Sequence[Case]]],
-    backends: Sequence[Backend],
+    backends: Sequence[Any],
     directions: Sequence[str],
     reps: int,
     warmup: int,

@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from portkit.bench.model import OK, Report
+from rich.markup import escape
+
+from portkit.bench.model import LATENCY_BOUND_US, Measurement, Report, Status
 from portkit.bench.regression import FASTER, REGRESSED, WRONG, Verdict
 from portkit.bench.timing import EVENTS
 
@@ -32,51 +34,68 @@ def results_table(report: Report) -> Table:
         ),
         title_justify="left",
     )
+    compute = any(m.flops for m in report.measurements)
+    numbers = ["median us", "IQR us", "MB", "GB/s", "% copy"]
+    numbers += ["GFLOP", "TFLOP/s", "% peak"] if compute else []
+    numbers += ["x torch", "x proto", "host us"]
     for column in ("op", "case", "dir", "impl"):
         table.add_column(column)
-    for column in ("median us", "IQR us", "GB/s", "% copy", "x torch", "x proto", "host us"):
+    for column in numbers:
         table.add_column(column, justify="right")
     table.add_column("check")
+    table.add_column("note")
     for m in report.measurements:
         f = report.figures(m)
-        if m.check == OK:
-            check = "[green]ok[/]"
-        elif m.check.startswith("skip"):
-            check = f"[dim]{m.check}[/]"
-        else:
-            check = f"[red]{m.check}[/]"
-        copy = f["copy"]
         x_torch = f["x_torch"]
         faster = x_torch is not None and m.role != "reference" and x_torch >= 1
-        style = "green" if faster else ""
-        rate = _num(f["gbps"], ".0f")
-        if f["tflops"] is not None:
-            rate += f" ({f['tflops']:.1f} TFLOP/s)"
         median = _num(m.time.median if m.time else None, ".1f")
         if m.time and m.timing == EVENTS:
             median += " *"
+        cells = [median, _num(m.time.iqr if m.time else None, ".1f"), f"{m.bytes / 1e6:.1f}"]
+        cells += [_num(f["gbps"], ".0f"), _percent(f["copy"])]
+        if compute:
+            gflop = m.flops / 1e9 if m.flops else None
+            cells += [_num(gflop, ".2f"), _num(f["tflops"], ".1f"), _percent(f["peak"])]
+        torch_cell = _num(x_torch, ".2f")
+        cells += [f"[green]{torch_cell}[/]" if faster else torch_cell]
+        cells += [_num(f["x_proto"], ".2f"), _num(m.host_us, ".0f")]
         table.add_row(
-            m.op,
-            m.case,
-            SHORT[m.direction],
-            m.implementation,
-            median,
-            _num(m.time.iqr if m.time else None, ".1f"),
-            rate,
-            _num(copy * 100 if copy is not None else None, ".0f"),
-            f"[{style}]{_num(x_torch, '.2f')}[/]" if style else _num(x_torch, ".2f"),
-            _num(f["x_proto"], ".2f"),
-            _num(m.host_us, ".0f"),
-            check,
+            m.op, m.case, SHORT[m.direction], m.implementation, *cells, _check(m), _note(m)
         )
     table.caption = (
-        "median/IQR: GPU time per call; % copy: GB/s over a torch clone's in this run; "
-        "x torch: torch's time / this time; x proto: the prototype's time / the twin's; "
-        "host: time to issue one call; *: the call waits for the GPU, so no spin hides "
-        "the host: timed with plain events, the host's time included"
+        "median/IQR: GPU time per call; MB: the bytes counted (inputs and outputs, or the "
+        "op's bytes=); % copy: GB/s over a torch clone's in this run; GFLOP: the op's "
+        "flops=, % peak: of this GPU's datasheet FLOP/s in the case's dtype; x torch: "
+        "torch's time / this time; x proto: the prototype's time / the twin's; host: time "
+        "to issue one call; *: the call waits for the GPU, so no spin hides the host: "
+        f"timed with plain events, the host's time included; latency-bound: under "
+        f"{LATENCY_BOUND_US:.0f} us, mostly launch and fixed costs, not bandwidth"
     )
     table.caption_justify = "left"
     return table
+
+
+def _percent(fraction: float | None) -> str:
+    return _num(fraction * 100 if fraction is not None else None, ".0f")
+
+
+def _check(m: Measurement) -> str:
+    if m.status is Status.OK:
+        return "[green]ok[/]"
+    text = escape(f"{m.status.value}: {m.detail}")
+    return f"[dim]{text}[/]" if not m.failed else f"[red]{text}[/]"
+
+
+def _note(m: Measurement) -> str:
+    """What qualifies a row's figures: the case it was scaled from, latency, events."""
+    notes = []
+    if m.scaled_from:
+        notes.append(f"scaled from {m.scaled_from}")
+    if m.latency_bound:
+        notes.append("latency-bound")
+    if m.time and m.timing == EVENTS:
+        notes.append("host included")
+    return escape("; ".join(notes))
 
 
 def verdict_table(verdicts: Sequence[Verdict], threshold: float) -> Table:

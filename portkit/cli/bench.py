@@ -17,7 +17,19 @@ from portkit.cli.context import (
 )
 from portkit.errors import PortkitError
 
-IMPLEMENTATIONS = ("torch", "numba", "twin")  # portkit.bench.session's, without importing it
+# portkit.bench.session's, without importing it
+IMPLEMENTATIONS = ("torch", "torch.compile", "numba", "twin")
+SHAPE_HELP = (
+    "Time at this shape instead of the op's bench cases: 4096x4096 gives the first input "
+    "that shape (8x1024,1024x64: the first inputs, one shape each); the other inputs "
+    "follow the dimensions they equal in every case of the op (a layernorm weight: the "
+    "columns), the rest keep the sizes of the op's largest case. See docs/bench.md."
+)
+SIZE_HELP = (
+    "Time the op's largest case with its first input's leading dimension (rows, batch) "
+    "grown to N elements or just over (67108864 or 2^26); the other dimensions keep "
+    "their sizes, the other inputs follow as with --shape."
+)
 
 
 def _writable(path: str | None, option: str, suffix: str | None = None) -> Path | None:
@@ -35,6 +47,14 @@ def _writable(path: str | None, option: str, suffix: str | None = None) -> Path 
 @click.argument("op_names", metavar="[OP]...", nargs=-1)
 @click.option("--all", "all_ops", is_flag=True, help="Every op of the project.")
 @click.option("--case", "case_names", multiple=True, help="Only this case (repeatable).")
+@click.option("--shape", "shape_text", metavar="AxB[,CxD...]", help=SHAPE_HELP)
+@click.option("--size", "size_text", metavar="N", help=SIZE_HELP)
+@click.option(
+    "--dtype",
+    "dtype_name",
+    metavar="DTYPE",
+    help="With --shape or --size: the floating-point inputs in this dtype (bfloat16, ...).",
+)
 @click.option(
     "--impl",
     "impl_names",
@@ -75,6 +95,9 @@ def bench(
     op_names: tuple[str, ...],
     all_ops: bool,
     case_names: tuple[str, ...],
+    shape_text: str | None,
+    size_text: str | None,
+    dtype_name: str | None,
     impl_names: tuple[str, ...],
     direction: str,
     reps: int,
@@ -91,14 +114,22 @@ def bench(
     stream, L2 flushed before each call, implementations interleaved, median and
     interquartile range of --reps calls; GB/s and % of the copy bandwidth measured in
     the same run; speed against torch and twin against prototype; the host time to
-    issue a call. The output of every timed call is checked against the reference.
-    Exits 1 if an output is wrong or (with --compare) a regression is found.
+    issue a call; torch.compile of the reference beside torch eager. The output of every
+    timed call is checked against the reference. Without bench= cases an op is timed at
+    its largest case grown to 256 MiB of inputs ("scaled from" in the note column).
+    Rows under 20 us are marked latency-bound: fixed costs, not bandwidth.
+
+    Exits 1 if an output of the prototype or twin is wrong or their call fails, or (with
+    --compare) a regression is found; a row not run here (no GPU for it), a call timed
+    with plain events, or a torch.compile that fails is reported, not a failure.
 
     \b
     Examples:
       portkit bench sigmoid
       portkit bench --all --plot bench.png --save baseline.json
       portkit bench softmax --case float32-4096x4096 --impl torch --impl twin
+      portkit bench layernorm --shape 16384x4096 --dtype bfloat16
+      portkit bench my_op --size 2^26
       portkit bench --all --compare baseline.json --threshold 0.15
     """
     if all_ops == bool(op_names):
@@ -113,27 +144,34 @@ def bench(
     plot_file = _writable(plot_path, "--plot", ".png")
     save_file = _writable(save_path, "--save")
 
-    from portkit.bench.cases import bench_cases
+    from portkit.bench.cases import Wanted, bench_cases
     from portkit.bench.model import Report
+    from portkit.bench.scaling import parse_shapes, parse_size
 
+    wanted = Wanted(
+        names=case_names,
+        shapes=parse_shapes(shape_text) if shape_text is not None else (),
+        size=parse_size(size_text) if size_text is not None else None,
+        dtype=dtype_name,
+    )
+    _check_wanted(wanted)
     emit = json_output(as_json)
     config, catalog = load_project()
     ops = [catalog.get(n) for n in (catalog.names if all_ops else op_names)]
     if case_names and len(ops) != 1:
         raise PortkitError("--case names one op's cases: name exactly one OP with it")
-    plan = [(op, bench_cases(op, case_names)) for op in ops]
+    plan = [(op, bench_cases(op, wanted=wanted)) for op in ops]
     baseline = Report.load(Path(compare_path)) if compare_path else None
 
-    from portkit.backends import create
+    from portkit.bench import session
     from portkit.bench.runner import DIRECTIONS
-    from portkit.bench.session import require_gpu, run_bench, units
     from portkit.cli.render import progress_bar
 
-    require_gpu()
+    session.require_gpu()
     directions = DIRECTIONS if direction == "both" else (direction,)
-    backends = [create(n, config) for n in (impl_names or IMPLEMENTATIONS)]
-    with progress_bar(make_console(stderr=True), units(plan, directions)) as advance:
-        report = run_bench(plan, backends, directions, reps, warmup, advance)
+    backends = session.implementations(impl_names or IMPLEMENTATIONS, config)
+    with progress_bar(make_console(stderr=True), session.units(plan, directions)) as advance:
+        report = session.run_bench(plan, backends, directions, reps, warmup, advance)
 
     from portkit.bench.regression import compare_reports
     from portkit.bench.table import results_table, verdict_table
@@ -158,11 +196,18 @@ def bench(
         console.print(results_table(report))
         if baseline:
             console.print(verdict_table(verdicts, threshold))
-        for m in report.wrong:
-            if not m.check.startswith("skip"):
-                console.print(f"[red]FAIL[/] {m.op} / {m.implementation} / {m.direction} / "
-                              f"{m.case}: {m.check}")  # fmt: skip
-    failed = any(not m.check.startswith("skip") for m in report.wrong) or any(
-        v.failed for v in verdicts
-    )
+        for m in report.failures:
+            console.print(f"[red]FAIL[/] {m.op} / {m.implementation} / {m.direction} / "
+                          f"{m.case}: {m.status.value}: {m.detail}")  # fmt: skip
+    failed = bool(report.failures) or any(v.failed for v in verdicts)
     sys.exit(EXIT_FAILED_CHECKS if failed else 0)
+
+
+def _check_wanted(wanted) -> None:
+    """One way to choose what is timed: case names, a shape, or a size."""
+    chosen = [o for o, v in (("--case", wanted.names), ("--shape", wanted.shapes),
+                             ("--size", wanted.size is not None)) if v]  # fmt: skip
+    if len(chosen) > 1:
+        raise PortkitError(f"{chosen[0]} and {chosen[1]} both choose what is timed; give one")
+    if wanted.dtype is not None and not (wanted.shapes or wanted.size is not None):
+        raise PortkitError("--dtype goes with --shape or --size (the op's cases have theirs)")

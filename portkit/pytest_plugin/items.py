@@ -190,13 +190,12 @@ class BenchItem(PortkitItem):
             )
 
     def runtest(self) -> None:
-        from portkit.backends import create
         from portkit.backends.base import cuda_unavailable_reason
         from portkit.bench.cases import bench_cases
         from portkit.bench.model import Report
         from portkit.bench.regression import compare_reports
         from portkit.bench.runner import DIRECTIONS
-        from portkit.bench.session import IMPLEMENTATIONS, run_bench
+        from portkit.bench.session import IMPLEMENTATIONS, implementations, run_bench
 
         reason = cuda_unavailable_reason()
         if reason:
@@ -205,13 +204,12 @@ class BenchItem(PortkitItem):
         ours = tuple(m for m in baseline.measurements if m.op == self.op.name)
         baseline = Report(baseline.machine, baseline.copy, baseline.reps, baseline.warmup, ours)
         project = project_config(self.config)
-        backends = [create(name, project) for name in IMPLEMENTATIONS]
+        backends = implementations(IMPLEMENTATIONS, project)
         report = run_bench([(self.op, bench_cases(self.op))], backends, DIRECTIONS, 30, 3)
         threshold = self.config.getoption("--portkit-bench-threshold")
         problems = [
-            f"{m.implementation} {m.direction} {m.case}: {m.check}"
-            for m in report.wrong
-            if not m.check.startswith("skip")
+            f"{m.implementation} {m.direction} {m.case}: {m.status.value}: {m.detail}"
+            for m in report.failures
         ]
         problems += [
             f"{' '.join(v.key[1:])}: {v.status} ({v.detail})"

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from portkit.bench.model import CopyBandwidth, Machine, Measurement, Report
+from portkit.bench.model import CopyBandwidth, Machine, Measurement, Report, Status
 from portkit.bench.regression import (
     FASTER,
     MISSING,
@@ -113,15 +113,16 @@ def test_op_decorator_validates_bench_bytes_and_flops():
 # -- the regression decision ---------------------------------------------------------------
 
 
-def measurement(median, q1=None, q3=None, check="ok", impl="twin"):
+def measurement(median, q1=None, q3=None, status=Status.OK, detail="", impl="twin"):
     time = None
     if median is not None:
         q1 = median if q1 is None else q1
         q3 = median if q3 is None else q3
         time = Summary(median, q1, q3, q1, q3, 30)
     return Measurement(
-        "op", "case", ((8,),), "float32", "forward", impl, "twin", time, 10.0, 64, None, check
-    )
+        "op", "case", ((8,),), "float32", "forward", impl, "twin", time, 10.0, 64,
+        status=status, detail=detail,
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -142,11 +143,16 @@ def test_judge_needs_threshold_and_spread(old, new, status):
 
 
 def test_judge_wrong_new_and_missing():
-    assert judge(measurement(100), measurement(None, check="wrong: x"), 0.1).status == WRONG
-    assert judge(measurement(100), measurement(None, check="wrong: x"), 0.1).failed
+    assert (
+        judge(measurement(100), measurement(None, status=Status.WRONG, detail="x"), 0.1).status
+        == WRONG
+    )
+    assert judge(measurement(100), measurement(None, status=Status.WRONG, detail="x"), 0.1).failed
     assert judge(None, measurement(100), 0.1).status == NEW
     assert judge(measurement(100), None, 0.1).status == MISSING
-    assert not judge(measurement(100), measurement(None, check="skip: no GPU"), 0.1).failed
+    assert not judge(
+        measurement(100), measurement(None, status=Status.SKIPPED, detail="no GPU"), 0.1
+    ).failed
 
 
 def report(*measurements, gbps_us=100.0):
@@ -220,7 +226,7 @@ def test_plot_writes_a_png_and_nothing_else(tmp_path):
     from portkit.bench.plot import write_plot
 
     r = roles_report()
-    wrong = measurement(None, check="wrong: timed call 1: output 0 differs")
+    wrong = measurement(None, status=Status.WRONG, detail="timed call 1: output 0 differs")
     r = report(*r.measurements, wrong)
     path = tmp_path / "bench.png"
     write_plot(r, path)
@@ -291,11 +297,12 @@ def test_runner_times_every_implementation_and_direction(make_project, load_op, 
     for direction in ("forward", "backward"):
         for impl in ("torch", "sim"):
             m = rows[(direction, impl)]
-            assert m.check == "ok" and m.time is not None and m.time.n == 4, m
+            assert m.status is Status.OK and m.time is not None and m.time.n == 4, m
             # forward: x in, out; backward: saved x, upstream dy, dx (40 float32 each)
             assert m.bytes == (320 if direction == "forward" else 480), m
         if impls:  # no GPU here: the twin is reported as skipped, with the reason
-            assert rows[(direction, "twin")].check.startswith("skip: no CUDA GPU")
+            twin = rows[(direction, "twin")]
+            assert twin.status is Status.SKIPPED and twin.detail.startswith("no CUDA GPU")
     # every timed call was prepared (L2 flush and spin): 4 reps x 2 impls x 2 directions
     assert clock.prepared == 16
 
@@ -313,9 +320,9 @@ def test_runner_fails_a_kernel_that_writes_half_its_output(make_project, load_op
         "if i < n // 2:\n    out[i] = x[i] * 2.0",
     )
     sim = next(m for m in bad if m.implementation == "sim" and m.direction == "forward")
-    assert sim.check.startswith("wrong: ") and "20 of 40 elements differ" in sim.check
+    assert sim.status is Status.WRONG and "20 of 40 elements differ" in sim.detail
     assert sim.time is None
-    assert all(m.check == "ok" for m in result if m.implementation != "twin")
+    assert all(m.status is Status.OK for m in result if m.implementation != "twin")
 
 
 def test_torch_is_checked_against_itself_where_the_reference_is_wider(
@@ -333,7 +340,7 @@ def test_torch_is_checked_against_itself_where_the_reference_is_wider(
         backward="dx[i] = dy[i]",
         op_options='reference_in="float64"',
     )
-    rows = {(m.direction, m.implementation): m.check for m in result}
+    rows = {(m.direction, m.implementation): m.status.value for m in result}
     for direction in ("forward", "backward"):
         assert rows[(direction, "torch")] == "ok", rows
         assert rows[(direction, "sim")] == "ok", rows
@@ -348,7 +355,7 @@ def test_torch_is_checked_against_itself_where_the_reference_is_wider(
         backward="dx[i] = dy[i]",
     )
     sim = next(m for m in narrow if m.implementation == "sim" and m.direction == "forward")
-    assert sim.check.startswith("wrong: "), sim.check
+    assert sim.status is Status.WRONG, sim
 
 
 # -- bench cases ---------------------------------------------------------------------------
@@ -356,14 +363,24 @@ def test_torch_is_checked_against_itself_where_the_reference_is_wider(
 
 def test_bench_cases_default_to_gpu_only_then_largest(make_project, load_op, sources):
     from portkit.bench.cases import bench_cases
+    from portkit.bench.scaling import AUTO_BYTES, case_bytes, case_origin
 
     _, sigmoid = load_op(REPO, "sigmoid")
     assert [c.name for c in bench_cases(sigmoid)] == ["float32-n67108864"]
     root = make_project({"bench_cases_a": (sources.unary_op("bench_cases_a"), None)})
     _, op = load_op(root, "bench_cases_a")
-    assert [c.name for c in bench_cases(op)] == ["float32-n129"]  # no GPU-only case: largest
+    # no GPU-only case: the largest, its length doubled until it is 256 MiB
+    (scaled,) = bench_cases(op)
+    assert (scaled.name, scaled.shapes, case_origin(scaled)) == (
+        "float32-n67633152",
+        ((129 << 19,),),
+        "float32-n129",
+    )
+    assert case_bytes(scaled) >= AUTO_BYTES > case_bytes(scaled) // 2
     assert [c.name for c in bench_cases(op, ["float32-n1"])] == ["float32-n1"]
-    with pytest.raises(PortkitError, match="has no case 'float32-n7'; bench cases: float32-n129"):
+    with pytest.raises(
+        PortkitError, match="has no case .float32-n7.; bench cases: float32-n67633152"
+    ):
         bench_cases(op, ["float32-n7"])
 
 

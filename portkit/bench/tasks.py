@@ -1,0 +1,251 @@
+"""The calls a benchmark times, one per implementation and direction, and how each call's
+output is judged.
+
+torch's eager reference is called as the op's author wrote it; ``torch.compile`` of that
+reference (``CompiledReference``) is timed beside it, as the speed a user gets from torch
+without writing a kernel; the prototype and the twin run the op's forward and backward
+with their kernels wrapped so that the clock marks the first launch and the last.
+Integer and bool inputs (a class index, a mask) never require gradients: the backward
+is timed and checked for the floating-point inputs alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from portkit.bench.model import COMPILED, Status
+from portkit.bench.timing import SPIN, Clock, LaunchSpan
+from portkit.checking.compare import REFERENCE_TOLERANCE, compare
+from portkit.errors import describe
+from portkit.launch.autograd import as_tuple
+
+if TYPE_CHECKING:
+    from portkit.project.discovery import Op
+
+COMPILE = "torch.compile"  # the implementation's name in tables, JSON and --impl
+MAX_DETAIL = 300  # characters of an exception kept in a row (torch.compile's run to pages)
+
+
+@dataclass
+class Task:
+    """One implementation's call for one case and direction."""
+
+    implementation: str
+    role: str
+    call: Callable[[], tuple]
+    span: LaunchSpan | None  # None: marks around the whole call (torch)
+    status: Status = Status.OK
+    detail: str = ""
+    timing: str = SPIN  # EVENTS once no spin covered the host's time to issue a call
+
+    @property
+    def live(self) -> bool:
+        return self.status is Status.OK
+
+    def fail(self, status: Status, detail: str) -> None:
+        self.status, self.detail = status, detail
+
+    def raised(self, exc: Exception) -> None:
+        self.fail(Status.ERROR, error_detail(self.role, exc))
+
+
+def error_detail(role: str, exc: Exception) -> str:
+    """One line for an exception; torch.compile's row says that compiling failed."""
+    text = (describe(exc).strip().splitlines() or [type(exc).__name__])[0][:MAX_DETAIL]
+    return f"{COMPILE} failed: {text}" if role == COMPILED else text
+
+
+class CompiledReference:
+    """``torch.compile`` of the op's reference, as an implementation beside torch eager.
+    ``compiler`` is the seam the CPU tests use (a fake that fails to compile)."""
+
+    name = COMPILE
+    role = COMPILED
+    unavailable_reason = None
+
+    def __init__(self, compiler: Callable[[Callable], Callable] | None = None) -> None:
+        self._compiler = compiler
+        self._compiled: dict[str, Callable] = {}
+
+    def function(self, op: Op) -> Callable:
+        """The compiled reference (compiled once per op; torch compiles at first call)."""
+        if op.name not in self._compiled:
+            compiler = self._compiler
+            if compiler is None:
+                import torch
+
+                compiler = torch.compile
+            self._compiled[op.name] = compiler(op.definition.reference)
+        return self._compiled[op.name]
+
+
+def verify(actual: Sequence[Any], expected: Sequence[Any], dtype: str, what: str) -> str | None:
+    """None if every output matches the reference within its tolerance; else why not."""
+    import torch
+
+    tolerance = REFERENCE_TOLERANCE[dtype]
+    if len(actual) != len(expected):
+        return f"{what}: {len(actual)} outputs, the reference has {len(expected)}"
+    for i, (a, e) in enumerate(zip(actual, expected)):
+        if e is None:
+            continue
+        if a is None or tuple(a.shape) != tuple(e.shape) or a.dtype != e.dtype:
+            got = "nothing" if a is None else f"{tuple(a.shape)} {a.dtype}"
+            return f"{what} {i}: got {got}, the reference has {tuple(e.shape)} {e.dtype}"
+        close = torch.isclose(a, e, rtol=tolerance.rtol, atol=tolerance.atol, equal_nan=True)
+        if not bool(close.all()):
+            mismatch = compare(f"{what} {i}", a, e, tolerance)
+            return mismatch.report() if mismatch else f"{what} {i} differs"
+    return None
+
+
+@dataclass
+class Arguments:
+    """What every implementation's call of one case takes."""
+
+    inputs: list  # the case's tensors, none requiring grad
+    extra: tuple  # the case's non-tensor arguments
+    leaves: list  # fresh copies; the floating-point ones require grad for a backward
+    graph_out: tuple  # torch eager's forward on ``leaves`` (backward only)
+    grad_outputs: list  # seeded upstream gradients (backward only)
+
+    @property
+    def wanted(self) -> list:
+        return [t for t in self.leaves if t.requires_grad]
+
+
+def build_tasks(op: Op, direction: str, backends: Sequence[Any], clock: Clock, args: Arguments):
+    """(tasks, what the kernels' forward saved (for the backward's bytes), skipped)."""
+    tasks: list[Task] = []
+    skipped: list[tuple[Any, str]] = []
+    saved_for_bytes = None
+    for backend in backends:
+        if backend.role == "reference":
+            tasks.append(_torch_task(op, backend, direction, args))
+            continue
+        if backend.role == COMPILED:
+            tasks.append(_compiled_task(op, backend, direction, args))
+            continue
+        reason = backend.unavailable_reason or backend.unsupported_reason(op)
+        if reason:
+            skipped.append((backend, reason))
+            continue
+        task, saved = _kernel_task(op, backend, direction, clock, args)
+        saved_for_bytes = saved if saved is not None else saved_for_bytes
+        tasks.append(task)
+    return tasks, saved_for_bytes, skipped
+
+
+def _torch_task(op: Op, backend: Any, direction: str, args: Arguments) -> Task:
+    call = _reference_call(op.definition.reference, direction, args, args.graph_out)
+    return Task(backend.name, backend.role, call, None)
+
+
+def _compiled_task(op: Op, backend: CompiledReference, direction: str, args: Arguments) -> Task:
+    try:
+        function = backend.function(op)
+        graph_out = ()
+        if direction == "backward":
+            leaves = make_leaves(args.inputs, True)
+            graph_out = as_tuple(function(*leaves, *args.extra))
+            args = Arguments(args.inputs, args.extra, leaves, graph_out, args.grad_outputs)
+    except Exception as exc:
+        task = Task(backend.name, backend.role, tuple, None)
+        task.raised(exc)
+        return task
+    call = _reference_call(function, direction, args, graph_out)
+    return Task(backend.name, backend.role, call, None)
+
+
+def _reference_call(function: Callable, direction: str, args: Arguments, graph_out: tuple):
+    import torch
+
+    if direction == "forward":
+
+        def forward():
+            with torch.no_grad():
+                return as_tuple(function(*args.inputs, *args.extra))
+
+        return forward
+    wanted = args.wanted
+
+    def backward():
+        grads = torch.autograd.grad(
+            graph_out, wanted, args.grad_outputs, retain_graph=True, allow_unused=True
+        )
+        return tuple(grads)
+
+    return backward
+
+
+def _kernel_task(op: Op, backend: Any, direction: str, clock: Clock, args: Arguments):
+    """The prototype's or twin's call, and (backward) what its forward saved."""
+    definition = op.definition
+    span = LaunchSpan(clock)
+    try:
+        kernels = span.wrap(backend.kernels(op, poison_outputs=True))
+    except Exception as exc:  # a twin that does not compile, say
+        task = Task(backend.name, backend.role, tuple, None)
+        task.raised(exc)
+        return task, None
+    inputs, extra = args.inputs, args.extra
+    if direction == "forward":
+
+        def forward():
+            return as_tuple(definition.forward(kernels, *inputs, *extra)[0])
+
+        return Task(backend.name, backend.role, forward, span), None
+    try:
+        saved = as_tuple(definition.forward(kernels, *inputs, *extra)[1])
+    except Exception as exc:
+        task = Task(backend.name, backend.role, tuple, span)
+        task.raised(exc)
+        return task, None
+    grad_outputs, leaves = args.grad_outputs, args.leaves
+
+    def backward():
+        grads = as_tuple(definition.backward(kernels, saved, *grad_outputs))
+        return _of_differentiable(grads, leaves)
+
+    return Task(backend.name, backend.role, backward, span), saved
+
+
+def native_results(op: Op, args: Arguments, needs_grad: bool) -> dict | None:
+    """torch's own outputs and gradients in the case's dtype, for ops that declare a
+    wider reference (``reference_in``): torch's float32 row is then an implementation
+    with rounding of its own (cuBLAS's order of sums, a scan's), so its timed calls (and
+    torch.compile's) are checked against torch, not against float64 (None for every
+    other op)."""
+    import torch
+
+    definition = op.definition
+    if definition.reference_in is None:
+        return None
+    if not needs_grad:
+        outputs = as_tuple(definition.reference(*args.inputs, *args.extra))
+        return {"forward": tuple(o.detach() for o in outputs)}
+    grads = torch.autograd.grad(
+        args.graph_out, args.wanted, args.grad_outputs, retain_graph=True, allow_unused=True
+    )
+    return {"forward": tuple(o.detach() for o in args.graph_out), "backward": tuple(grads)}
+
+
+def make_leaves(inputs: Sequence[Any], needs_grad: bool) -> list:
+    """Fresh copies of the inputs, the floating-point ones requiring grad for a backward
+    (an integer tensor cannot: a class index, a mask)."""
+    return [t.detach().clone().requires_grad_(needs_grad and _differentiable(t)) for t in inputs]
+
+
+def _differentiable(tensor: Any) -> bool:
+    return tensor.dtype.is_floating_point or tensor.dtype.is_complex
+
+
+def _of_differentiable(grads: tuple, leaves: Sequence[Any]) -> tuple:
+    """A backward's gradients (one per input) at the inputs that require grad, as
+    torch.autograd.grad and the reference give them; any other count is left for the
+    check to report."""
+    if len(grads) != len(leaves):
+        return grads
+    return tuple(g for g, leaf in zip(grads, leaves) if leaf.requires_grad)

@@ -1,0 +1,203 @@
+"""What a bench row says and what the command does with it, on a CPU: the status and its
+detail, the exit rule (fake rows handed to the CLI in place of a GPU run), the
+latency-bound label, % of peak FLOP/s, and torch.compile's row with a fake compiler on
+the simulator. Nothing here measures or asserts a time."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from portkit.bench.model import COMPILED, LATENCY_BOUND_US, Report, Status
+from portkit.bench.peaks import peak_tflops
+from portkit.bench.stats import Summary
+from tests.bench.test_bench import FakeClock, report, roles_report
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def rows_of(base: Report, **changes):
+    """``base``'s rows with ``changes`` ({implementation: fields}) applied."""
+    rows = []
+    for m in base.measurements:
+        rows.append(replace(m, **changes.get(m.implementation, {})))
+    return report(*rows)
+
+
+def compiled_row(**fields):
+    base = roles_report().find("op", "c", "forward", "torch")
+    return replace(base, implementation="torch.compile", role=COMPILED, **fields)
+
+
+# -- status, detail, JSON ------------------------------------------------------------------
+
+
+def test_a_report_of_the_first_schema_reads_its_check_strings():
+    data = roles_report().to_dict()
+    data["schema"] = "portkit-bench/1"
+    checks = {"torch": "ok", "numba": "skip: no CUDA GPU", "twin": "wrong: timed call 2: x"}
+    for row in data["results"]:
+        del row["status"], row["detail"], row["scaled_from"]
+        row["check"] = checks[row["implementation"]]
+    got = {m.implementation: (m.status, m.detail) for m in Report.from_dict(data).measurements}
+    assert got == {
+        "torch": (Status.OK, ""),
+        "numba": (Status.SKIPPED, "no CUDA GPU"),
+        "twin": (Status.WRONG, "timed call 2: x"),
+    }
+
+
+def test_status_detail_and_origin_survive_json():
+    r = rows_of(
+        roles_report(),
+        twin={"status": Status.ERROR, "detail": "NVRTC: no", "time": None},
+        numba={"scaled_from": "float32-64x1000"},
+    )
+    data = json.loads(json.dumps(r.to_dict()))
+    assert Report.from_dict(data) == r
+    twin = next(row for row in data["results"] if row["implementation"] == "twin")
+    assert (twin["status"], twin["detail"]) == ("error", "NVRTC: no")
+
+
+@pytest.mark.parametrize(
+    ("status", "role", "failed"),
+    [
+        (Status.OK, "twin", False),
+        (Status.SKIPPED, "twin", False),
+        (Status.WRONG, "twin", True),
+        (Status.ERROR, "prototype", True),
+        (Status.WRONG, "reference", True),
+        (Status.ERROR, COMPILED, False),  # torch.compile is a comparison, not the op
+        (Status.WRONG, COMPILED, False),
+    ],
+)
+def test_which_rows_fail_the_run(status, role, failed):
+    m = replace(roles_report().measurements[0], status=status, role=role)
+    assert m.failed == failed
+    assert (m in report(m).failures) == failed
+
+
+def test_latency_bound_below_the_named_threshold():
+    m = roles_report().measurements[0]
+    below = replace(m, time=Summary.of([LATENCY_BOUND_US * 0.99] * 3))
+    above = replace(m, time=Summary.of([LATENCY_BOUND_US] * 3))
+    assert below.latency_bound and not above.latency_bound
+    assert not replace(m, time=None).latency_bound
+    assert report(below).figures(below)["latency_bound"]
+
+
+def test_peak_flops_by_gpu_name_and_dtype():
+    assert peak_tflops("NVIDIA H100 80GB HBM3", "float32") == 67.0
+    assert peak_tflops("NVIDIA H100 PCIe", "bfloat16") == 756.0
+    assert peak_tflops("NVIDIA H200", "float16") == 989.4
+    assert peak_tflops("NVIDIA H100 80GB HBM3", "int32") is None
+    assert peak_tflops("NVIDIA A10G", "float32") is None
+    r = roles_report()  # FakeGPU: no peak
+    twin = r.find("op", "c", "forward", "twin")
+    assert r.figures(twin)["peak"] is None
+    h100 = Report(replace(r.machine, gpu="NVIDIA H100 80GB HBM3"), r.copy, 30, 3, r.measurements)
+    f = h100.figures(twin)
+    assert f["peak"] == pytest.approx(f["tflops"] / 67.0)
+
+
+# -- the command's exit code, with fake rows -----------------------------------------------
+
+
+def bench_with_rows(cli, monkeypatch, fake: Report, *args: str):
+    from portkit.bench import session
+
+    monkeypatch.setattr(session, "require_gpu", lambda: None)
+    monkeypatch.setattr(session, "run_bench", lambda *a, **k: fake)
+    return cli(REPO, "bench", "sigmoid", *args)
+
+
+def test_skips_events_latency_and_a_failed_compile_exit_0(cli, monkeypatch):
+    from portkit.bench.timing import EVENTS
+
+    fake = rows_of(
+        roles_report(),
+        numba={"status": Status.SKIPPED, "detail": "no CUDA GPU", "time": None},
+        torch={"timing": EVENTS, "scaled_from": "float32-64x1000"},
+    )
+    failed_compile = compiled_row(status=Status.ERROR, detail="torch.compile failed: X", time=None)
+    fake = report(*fake.measurements, failed_compile)
+    result = bench_with_rows(cli, monkeypatch, fake)
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "skipped: no CUDA GPU" in text and "torch.compile failed: X" in text
+    assert "scaled from float32-64x1000" in text and "latency-bound" in text
+    assert "host included" in text and "FAIL" not in text
+
+
+@pytest.mark.parametrize("status", [Status.WRONG, Status.ERROR])
+def test_a_wrong_or_failed_twin_exits_1(cli, monkeypatch, status):
+    fake = rows_of(roles_report(), twin={"status": status, "detail": "output 0 differs"})
+    result = bench_with_rows(cli, monkeypatch, fake)
+    assert result.exit_code == 1, result.output
+    assert f"FAIL op / twin / forward / c: {status.value}: output 0 differs" in " ".join(
+        result.output.split()
+    )
+
+
+def test_json_carries_status_and_the_exit_rule_holds(cli, monkeypatch):
+    fake = rows_of(roles_report(), twin={"status": Status.WRONG, "detail": "d", "time": None})
+    result = bench_with_rows(cli, monkeypatch, fake, "--json")
+    assert result.exit_code == 1
+    rows = {r["implementation"]: r for r in json.loads(result.stdout)["results"]}
+    assert (rows["twin"]["status"], rows["twin"]["detail"]) == ("wrong", "d")
+    assert rows["torch"]["latency_bound"] is True and rows["twin"]["latency_bound"] is False
+
+
+# -- torch.compile's row, on the simulator with a fake compiler ----------------------------
+
+
+def run_with_compiler(make_project, load_op, sources, name, compiler):
+    from portkit.backends import create
+    from portkit.bench.runner import Bench
+    from portkit.bench.tasks import CompiledReference
+    from portkit.project.cases import Case
+
+    prototype = sources.unary_op(name, "out[i] = x[i] * 2.0", backward="dx[i] = dy[i] * 2.0")
+    config, op = load_op(make_project({name: (prototype, None)}), name)
+    backends = [create("torch", config), CompiledReference(compiler), create("sim", config)]
+    rows = Bench(FakeClock(), reps=3, warmup=1).run_op(op, [Case("n40", ((40,),))], backends)
+    return {(m.direction, m.implementation): m for m in rows}
+
+
+def test_a_compile_that_fails_is_a_row_saying_so(make_project, load_op, sources):
+    def compiler(function):
+        def compiled(*args):
+            raise RuntimeError("inductor needs a C++ compiler\nand more lines")
+
+        return compiled
+
+    rows = run_with_compiler(make_project, load_op, sources, "bench_compile_fails", compiler)
+    for direction in ("forward", "backward"):
+        m = rows[(direction, "torch.compile")]
+        assert m.status is Status.ERROR and m.time is None and not m.failed, m
+        assert m.detail.startswith("torch.compile failed: RuntimeError: inductor needs a C++")
+        assert "more lines" not in m.detail
+        for impl in ("torch", "sim"):
+            assert rows[(direction, impl)].status is Status.OK, rows[(direction, impl)]
+
+
+def test_a_compiled_reference_is_timed_and_checked(make_project, load_op, sources):
+    compiled = []
+
+    def compiler(function):
+        compiled.append(function)
+        return function
+
+    rows = run_with_compiler(make_project, load_op, sources, "bench_compile_ok", compiler)
+    assert len(compiled) == 1  # once per op, for both directions
+    for direction in ("forward", "backward"):
+        m = rows[(direction, "torch.compile")]
+        assert m.status is Status.OK and m.time is not None and m.time.n == 3, m
+    wrong = run_with_compiler(
+        make_project, load_op, sources, "bench_compile_wrong", lambda f: lambda x: f(x) * 3
+    )
+    m = wrong[("forward", "torch.compile")]
+    assert m.status is Status.WRONG and not m.failed, m
