@@ -341,6 +341,29 @@ def instantiated_ctypes(kernel: TwinKernel, instantiation: Instantiation) -> lis
     return [chosen.get(p.ctype, p.ctype) for p in kernel.params]
 
 
+def deciders(kernel: TwinKernel) -> tuple[int, ...]:
+    """The position of the first pointer of each template parameter's type: the tensors
+    whose dtypes decide the instantiation (``template_types``), so a launcher's plan for
+    an instantiation can be found by their dtypes alone."""
+    params = kernel.params
+    return tuple(
+        next(i for i, p in enumerate(params) if p.pointer and p.ctype == t)
+        for t in kernel.template_params
+        if any(p.pointer and p.ctype == t for p in params)
+    )
+
+
+def cached_plan(plans: dict, positions: tuple[int, ...], args: Sequence[Any]) -> Any:
+    """The plan in ``plans`` (keyed by the dtypes of the tensors at ``positions``, each
+    with a ``count`` of arguments) for ``args``, or None: the first launch of these
+    dtypes, or arguments it does not fit, which then get the full check."""
+    try:
+        plan = plans[tuple(args[i].dtype for i in positions)]
+    except (IndexError, AttributeError, KeyError):
+        return None
+    return plan if len(args) == plan.count else None
+
+
 # -- argument checks ----------------------------------------------------------------------
 
 

@@ -235,3 +235,21 @@ def test_nothing_takes_the_tables_from_a_backend() -> None:
         and tables & {a.name for a in node.names}
     ]
     assert found == []
+
+
+def test_a_plan_is_found_by_the_dtypes_of_the_deciding_tensors() -> None:
+    class Plan:
+        count = 3
+
+    class Tensor:
+        def __init__(self, dtype: str) -> None:
+            self.dtype = dtype
+
+    positions = contract.deciders(KERNEL)
+    assert positions == (0, 1)
+    plans = {("float16", "float32"): Plan()}
+    args = [Tensor("float16"), Tensor("float32"), 4]
+    assert contract.cached_plan(plans, positions, args) is plans[("float16", "float32")]
+    assert contract.cached_plan(plans, positions, args[:2]) is None  # the count differs
+    assert contract.cached_plan(plans, positions, [Tensor("float32")] + args[1:]) is None
+    assert contract.cached_plan(plans, positions, [1.0, *args[1:]]) is None  # not a tensor

@@ -103,13 +103,7 @@ class Kernel:
         self.signature = contract.TwinKernel(name, tuple(spec["templates"]), params)
         self._bound: dict = {}
         self._plans: dict = {}
-        # The first pointer of each template parameter's type decides its C type
-        # (contract.template_types), so a plan is found by those tensors' dtypes.
-        self._deciders = tuple(
-            next(i for i, p in enumerate(params) if p.pointer and p.ctype == t)
-            for t in self.signature.template_params
-            if any(p.pointer and p.ctype == t for p in params)
-        )
+        self._deciders = contract.deciders(self.signature)
 
     def __getitem__(self, config: Any) -> Callable[..., None]:
         cacheable = contract.cacheable_config(config)
@@ -155,12 +149,9 @@ class Kernel:
             raise InputError(f"kernel {self.name}: an argument does not fit: {exc}") from None
 
     def _plan(self, args: Sequence[Any]) -> _Plan:
-        try:
-            plan = self._plans[tuple(args[i].dtype for i in self._deciders)]
-            if len(args) == plan.count:
-                return plan
-        except (IndexError, AttributeError, KeyError):
-            pass
+        plan = contract.cached_plan(self._plans, self._deciders, args)
+        if plan is not None:
+            return plan
         instantiation = self._check(args)
         ctypes = contract.instantiated_ctypes(self.signature, instantiation)
         lowered = self.spec["lowered"][contract.instantiation_key(instantiation)]

@@ -27,7 +27,9 @@ from portkit.launch.replay.steps import ReplayLaunch
 from portkit.launch_contract import (
     DTYPE_OF_C_SCALAR,
     SCALAR_TYPES,
+    cached_plan,
     check_argument,
+    deciders,
     instantiated_ctypes,
     not_compiled,
     template_types,
@@ -124,12 +126,8 @@ class TwinKernelTarget:
         self._handles = handles
         self._device = device
         self._plans: dict[Any, _Plan] = {}
-        # The first pointer of each template parameter's type decides its instantiation.
-        self._deciders = tuple(
-            next(i for i, p in enumerate(kernel.params) if p.pointer and p.ctype == t)
-            for t in kernel.template_params
-            if any(p.pointer and p.ctype == t for p in kernel.params)
-        )
+        # The tensors whose dtypes decide the instantiation, and so find its plan.
+        self._deciders = deciders(kernel)
 
     def launch(self, config: LaunchConfig, args: Sequence[Any]) -> None:
         global _Tensor
@@ -164,8 +162,8 @@ class TwinKernelTarget:
         checked path explains. One Python frame per launch: it runs on every call."""
         grid, block, shared = config.grid, config.block, config.shared_bytes
         warps = driver_launch.static_warps(grid, block)
-        plans, deciders, device = self._plans, self._deciders, self._device
-        decider = deciders[0] if len(deciders) == 1 else None
+        plans, positions, device = self._plans, self._deciders, self._device
+        decider = positions[0] if len(positions) == 1 else None
         stream_of = driver_launch.current_stream
 
         def launch(args: Sequence[Any]) -> bool:
@@ -173,7 +171,7 @@ class TwinKernelTarget:
                 if decider is not None:
                     plan = plans[(args[decider].dtype,)]
                 else:
-                    plan = plans[tuple(args[i].dtype for i in deciders)]
+                    plan = plans[tuple(args[i].dtype for i in positions)]
                 if len(args) != plan.count or plan.raw:
                     return False
                 values = list(args)
@@ -229,12 +227,9 @@ class TwinKernelTarget:
         )
 
     def _plan(self, args: Sequence[Any]) -> _Plan:
-        try:
-            plan = self._plans[tuple(args[i].dtype for i in self._deciders)]
-            if len(args) == plan.count:
-                return plan
-        except (IndexError, AttributeError, KeyError):
-            pass
+        plan = cached_plan(self._plans, self._deciders, args)
+        if plan is not None:
+            return plan
         compiled = {self._kernel.expression(i) for i in self._handles}
         scalar, _ = bind_arguments(self._kernel, args, compiled)  # the clear error, if any
         plan = _Plan(self._kernel, scalar, self._handles[scalar])
