@@ -81,7 +81,8 @@ def _outcome(check: Callable[[], Any]) -> str:
 
 
 def main(package: str, op: str, inputs_path: str, outputs_path: str, repo: str) -> int:
-    sys.path.append(repo)  # tests.torch_op.checks: opcheck as portkit's own tests run it
+    # tests.torch_op.checks: opcheck as portkit's own tests run it (first: no other `tests`)
+    sys.path.insert(0, repo)
     from tests.torch_op.checks import opcheck
 
     module = importlib.import_module(package)
