@@ -8,9 +8,9 @@ import sys
 from typing import Any
 
 from portkit.errors import InputError, KernelError, LaunchError, PortkitError, TwinCompileError
-from portkit.launch.device import sm_count
+from portkit.launch_contract import cdiv, sm_count
 from portkit.project import cases
-from portkit.project.spec import cdiv, op
+from portkit.project.spec import op
 from portkit.project.tolerances import Tolerance
 
 # `from portkit.cases import custom` (the README's spelling) finds the cases module.

@@ -6,9 +6,12 @@ exits nonzero. Anything else that escapes is a bug in portkit and keeps its trac
 
 from __future__ import annotations
 
-
-class PortkitError(Exception):
-    """A problem the user can fix; the message says what and where."""
+# The errors a launch raises are the launch contract's (shipped verbatim in exported
+# packages): one class object each, here and there.
+from portkit.launch_contract import InputError as InputError
+from portkit.launch_contract import LaunchError as LaunchError
+from portkit.launch_contract import OpDefinitionError as OpDefinitionError
+from portkit.launch_contract import PortkitError as PortkitError
 
 
 class ConfigError(PortkitError):
@@ -23,10 +26,6 @@ class OpNotFound(PortkitError):
         super().__init__(f"unknown op {name!r}; known ops: {listing}")
         self.name = name
         self.known = known
-
-
-class OpDefinitionError(PortkitError):
-    """A prototype file or twin that breaks the author's contract."""
 
 
 class BackwardContractError(OpDefinitionError):
@@ -50,15 +49,6 @@ class DtypeError(OpDefinitionError):
     """An op's dtypes and its kernels or reference disagree: a twin template that cannot
     be instantiated for a dtype the op accepts, or a reference that returns another dtype
     than the implementation. A contract error (exit 2), not one failed check."""
-
-
-class InputError(PortkitError):
-    """A tensor handed to an op or kernel is on the wrong device, of the wrong dtype,
-    non-contiguous, or of a shape the op does not accept."""
-
-
-class LaunchError(PortkitError):
-    """A kernel launch configuration a GPU would reject (too many threads, empty grid, ...)."""
 
 
 class TwinCompileError(PortkitError):

@@ -10,9 +10,9 @@
 #              should, `portkit diff` names the element, thread and pattern
 #   sanitizer  the bank under compute-sanitizer, the good ops clean under all four tools
 #              (seconds against the plain check), and what guard zones cost
-#   export     the twins as registered ops (opcheck, torch.compile, CUDA graphs), and an
-#              exported package installed in a fresh venv, run with portkit and numba
-#              blocked, equal to the twin
+#   export     the twins as registered ops (opcheck, torch.compile, CUDA graphs), and every
+#              op exported, installed in a fresh venv and run there with portkit and numba
+#              blocked for every dtype it takes (the same three), equal to the twin
 #   bench      `portkit bench --all` (table, JSON, plot), its GPU tests and the plugin's
 #              bench items against that baseline, host cost per call, ncu of softmax
 #   startup    `portkit check sigmoid` from fresh processes against the floor (import
@@ -124,30 +124,13 @@ sanitizer() {
     --repeat 3 --small --op vector_add --op sigmoid --op softmax
 }
 
-fresh_venv() {  # fresh_venv DIR: DIR/venv seeing this Python's site dirs, the wheel in it
-  set -e
-  "$PY" -m venv "$1/venv"
-  local own
-  own=$("$1/venv/bin/python" -c "import sysconfig; print(sysconfig.get_path('purelib'))")
-  "$PY" -c "import sys; print('\n'.join(f'import site; site.addsitedir({p!r})' for p in sys.path if p.endswith('-packages')))" \
-    > "$own/parent_site_packages.pth"
-  "$1/venv/bin/python" -m pip install -q --no-index --no-deps "$1"/pkg/dist/*.whl
-  echo "installed in $1/venv"
-}
-export -f fresh_venv
-export PY
-
 export_() {
   step torch-op 150 "${PYTEST[@]}" -n 4 tests/torch_op
-  local dir=/tmp/portkit-export-$$
-  step export 120 "${PORTKIT[@]}" export sigmoid elementwise_mul vector_add softmax softmax_warp rmsnorm layernorm \
-    --out "$dir/pkg" --arch sm_80,sm_90,sm_100 --name pk_exported || return
-  # A fresh venv that installs into its own site-packages and sees this Python's packages
-  # (torch lives in the image's own venv, which --system-site-packages would not reach).
-  step venv 60 bash -c 'fresh_venv "$@"' _ "$dir" || return
-  step run-without-portkit 150 bash -c 'cd /tmp && env -u PYTHONPATH "$1/venv/bin/python" \
-    "$2/scripts/check_exported.py" run pk_exported "$1/exported.pt"' _ "$dir" "$PWD"
-  step equals-twin 60 "$PY" scripts/check_exported.py compare "$dir/exported.pt"
+  # Every op exported for this GPU, installed in a fresh venv, run there with portkit and
+  # numba blocked for every dtype it takes (opcheck, torch.compile, CUDA graphs), equal
+  # to portkit.load(op, "twin"); and the CPU export tests on this machine's NVRTC.
+  step exported-every-op 400 "${PYTEST[@]}" -n 4 tests/export/test_export_gpu.py \
+    tests/export/test_export_contract.py
 }
 
 bench() {

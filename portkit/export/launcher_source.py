@@ -18,15 +18,9 @@ import types
 from typing import Any
 
 from portkit.errors import PortkitError
+from portkit.launch_contract import LAUNCHER_NAMES
 
-RUNTIME_NAMES = {
-    "cdiv",
-    "sm_count",
-    "InputError",
-    "LaunchError",
-    "PortkitError",
-    "OpDefinitionError",
-}
+RUNTIME_NAMES = set(LAUNCHER_NAMES)
 FORBIDDEN_ROOTS = ("numba", "portkit")
 LITERAL_TYPES = (bool, int, float, str, bytes, type(None))
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from portkit.backends.twin.instances import checked_twin_kernels, twin_instantiations
 from portkit.export.compile import ArchBuild
+from portkit.launch_contract import instantiation_key
 from portkit.torch_op.layout import op_layout
 
 
@@ -20,10 +21,10 @@ def op_entry(op: Any, class_name: str, builds: Sequence[ArchBuild]) -> dict:
     twins = checked_twin_kernels(op)
     for name, instantiations in twin_instantiations(op).items():
         kernel = twins[name]
-        # Keyed by the instantiation's C types ("float", "__half, float"; "" for none):
-        # the runtime reads one from the tensors each template parameter's first pointer
-        # gets (backends/twin/instances.py says which are compiled).
-        keys = {", ".join(i or ()): kernel.expression(i) for i in instantiations}
+        # Keyed by the instantiation's C types ("float", "__half, float"; "" for none,
+        # launch_contract.instantiation_key): the runtime picks one from the tensors by
+        # the contract's template_types (backends/twin/instances.py says which are compiled).
+        keys = {instantiation_key(i): kernel.expression(i) for i in instantiations}
         kernels[name] = {
             "templates": list(kernel.template_params),
             "params": [asdict(p) for p in kernel.params],

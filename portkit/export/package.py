@@ -7,7 +7,8 @@
       NAME/manifest.json             toolkit, archs, lowered names, registers, shared memory
       NAME/kernels/OP.sm_XY.cubin    per architecture, and OP.sm_XY.ptx for the newest
       NAME/ops/OP.py                 the op's launchers (see launcher_source)
-      NAME/_runtime.py, _registration.py, _driver_launch.py   copied from portkit
+      NAME/_runtime.py, _launch_contract.py, _registration.py, _driver_launch.py
+                                     copied from portkit byte for byte
 
 Everything is written to a temporary folder beside OUT and renamed into place at the
 end, so a failure leaves nothing behind and OUT is never half-written; a lock beside OUT
@@ -32,8 +33,10 @@ from portkit.errors import PortkitError
 from portkit.export.lock import export_lock
 from portkit.export.names import check_package_name
 
+# Shipped byte for byte: what the package runs is what portkit runs.
 RUNTIME_FILES = {
     "_runtime.py": ("portkit.export", "runtime.py"),
+    "_launch_contract.py": ("portkit", "launch_contract.py"),
     "_registration.py": ("portkit.torch_op", "registration.py"),
     "_driver_launch.py": ("portkit.backends.twin", "driver_launch.py"),
 }
@@ -62,11 +65,12 @@ def check_output_folder(out: Path) -> None:
         raise PortkitError(f"cannot write {out}: folder {parent} is not writable")
 
 
-def _source_file(package: str, filename: str) -> str:
+def shipped_file(package: str, filename: str) -> Path:
+    """The portkit file an exported package ships (``RUNTIME_FILES``)."""
     import importlib
 
     module = importlib.import_module(package)
-    return (Path(module.__file__).parent / filename).read_text()  # type: ignore[arg-type]
+    return Path(module.__file__).parent / filename  # type: ignore[arg-type]
 
 
 def export_package(
@@ -133,7 +137,7 @@ def _write(ops, config, out: Path, archs, package: str, version: str, on_op) -> 
                 on_op(op.name)
         (root / "manifest.json").write_text(json.dumps(manifest, indent=1))
         for target, (source_package, filename) in RUNTIME_FILES.items():
-            (root / target).write_text(_source_file(source_package, filename))
+            (root / target).write_bytes(shipped_file(source_package, filename).read_bytes())
         (root / "__init__.py").write_text(_init_source(package, manifest))
         (staging / "pyproject.toml").write_text(_pyproject(package, version))
         wheel = write_wheel(staging / "dist", root, package, version)

@@ -2,15 +2,18 @@
 the package's cubins (or PTX on a newer GPU), and the registration of the ops at import.
 
 ``portkit export`` copies this file verbatim into the package as ``_runtime.py``, next to
-copies of ``registration.py`` and ``driver_launch.py``. It imports only the standard
-library, torch and cuda.bindings (through ``_driver_launch``): no numba, no NVRTC, no
-portkit. The launchers see it as ``portkit`` (``portkit.cdiv``, ``portkit.InputError``).
+byte-for-byte copies of ``launch_contract.py``, ``registration.py`` and
+``driver_launch.py``. It imports only the standard library, torch and cuda.bindings
+(through ``_driver_launch``): no numba, no NVRTC, no portkit. The launch contract (the
+launch errors, launch-configuration limits, dtype <-> C type tables, the choice of a
+template instantiation) is portkit's own module, so a package launches by the rules
+``portkit check`` tested. The launchers see this module as ``portkit``
+(``portkit.cdiv``, ``portkit.sm_count``, ``portkit.InputError``).
 """
 
 from __future__ import annotations
 
 import json
-import math
 import struct
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -19,77 +22,16 @@ from typing import Any
 import torch
 
 from . import _driver_launch as driver_launch
+from . import _launch_contract as contract
 from . import _registration as registration
 
-MAX_THREADS_PER_BLOCK = 1024
-# The C type a template parameter takes for each dtype (portkit's backends/twin/instances.py).
-C_SCALAR_OF_DTYPE = {
-    "float16": "__half",
-    "bfloat16": "__nv_bfloat16",
-    "float32": "float",
-    "float64": "double",
-    "int8": "signed char",
-    "uint8": "unsigned char",
-    "int16": "short",
-    "int32": "int",
-    "int64": "long long",
-    "bool": "bool",
-}
-DTYPE_OF_C_SCALAR = {c: d for d, c in C_SCALAR_OF_DTYPE.items()}
-
-
-class PortkitError(Exception):
-    """A problem the caller can fix; the message says what."""
-
-
-class InputError(PortkitError, ValueError):
-    """A tensor of the wrong device, dtype, layout or shape."""
-
-
-class LaunchError(PortkitError):
-    """A launch configuration a GPU would reject."""
-
-
-class OpDefinitionError(PortkitError):
-    """A launcher that breaks the contract it was exported with."""
-
-
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-_SM_COUNTS: dict[int, int] = {}
-
-
-def sm_count(k: Any) -> int:
-    """Streaming multiprocessors of the current GPU (``portkit.sm_count`` in a launcher)."""
-    device = torch.cuda.current_device()
-    if device not in _SM_COUNTS:
-        _SM_COUNTS[device] = torch.cuda.get_device_properties(device).multi_processor_count
-    return _SM_COUNTS[device]
-
-
-def _dims(value: Any, what: str, kernel: str) -> tuple[int, int, int]:
-    items = tuple(value) if isinstance(value, (tuple, list)) else (value,)
-    if not 1 <= len(items) <= 3 or not all(
-        hasattr(i, "__index__") and not isinstance(i, bool) for i in items
-    ):
-        raise LaunchError(f"kernel {kernel}: {what} must be an int or 1-3 ints, got {value!r}")
-    return tuple(int(i) for i in items) + (1,) * (3 - len(items))  # type: ignore[return-value]
-
-
-def launch_config(config: Any, kernel: str) -> tuple[tuple, tuple, int]:
-    if not isinstance(config, tuple) or len(config) not in (2, 3):
-        raise LaunchError(f"kernel {kernel}: launch as k.{kernel}[grid, block(, shared_bytes)]")
-    grid, block = _dims(config[0], "grid", kernel), _dims(config[1], "block", kernel)
-    shared = int(config[2]) if len(config) == 3 else 0
-    if min(block) < 1 or math.prod(block) > MAX_THREADS_PER_BLOCK:
-        raise LaunchError(
-            f"kernel {kernel}: block {block} is not 1..{MAX_THREADS_PER_BLOCK} threads"
-        )
-    if min(grid) < 1:
-        raise LaunchError(f"kernel {kernel}: grid {grid} has a dimension below 1")
-    return grid, block, shared
+# What a launcher may use as ``portkit.X`` (launch_contract.LAUNCHER_NAMES).
+from ._launch_contract import InputError as InputError
+from ._launch_contract import LaunchError as LaunchError
+from ._launch_contract import OpDefinitionError as OpDefinitionError
+from ._launch_contract import PortkitError as PortkitError
+from ._launch_contract import cdiv as cdiv
+from ._launch_contract import sm_count as sm_count
 
 
 class Library:
@@ -120,95 +62,124 @@ class Library:
         )
 
 
+# Scalar types the driver's slot codes lack, packed here (portkit's twin packs them with
+# NumPy, which a package does not need): NumPy type name -> struct code.
+_RAW_CODES = {"int8": "b", "uint8": "B", "int16": "h"}
+
+
+class _Plan:
+    """How one instantiation's arguments become launch values, built on its first launch."""
+
+    def __init__(self, signature: contract.TwinKernel, ctypes: list[str], handle: Any) -> None:
+        self.pointers: list[tuple[int, Any]] = []  # (position, torch dtype or None)
+        self.scalars: list[int] = []
+        self.raw: list[tuple[int, str]] = []  # (position, struct code)
+        slots = []
+        for position, (param, ctype) in enumerate(zip(signature.params, ctypes)):
+            if param.pointer:
+                name = contract.DTYPE_OF_C_SCALAR.get(ctype)
+                self.pointers.append((position, getattr(torch, name) if name else None))
+                slots.append("pointer")
+            elif ctype in driver_launch.SLOT_CODES:
+                self.scalars.append(position)
+                slots.append(ctype)
+            else:
+                self.raw.append((position, "=" + _RAW_CODES[contract.SCALAR_TYPES[ctype]]))
+                self.scalars.append(position)
+                slots.append("raw")
+        self.count = len(signature.params)
+        self.driver = driver_launch.DriverKernel(handle, slots)
+
+
 class Kernel:
+    """``k.NAME``: one kernel of the package, launched as ``k.NAME[grid, block](*args)``
+    with the launch contract's checks (launch_contract.py), as in portkit."""
+
     def __init__(self, name: str, spec: dict, library: Library) -> None:
         self.name, self.spec, self.library = name, spec, library
+        params = tuple(
+            contract.TwinParam(p["name"], p["ctype"], p["pointer"]) for p in spec["params"]
+        )
+        self.signature = contract.TwinKernel(name, tuple(spec["templates"]), params)
         self._bound: dict = {}
         self._plans: dict = {}
-        params = spec["params"]
-        # The first pointer of each template parameter's type decides its C type.
-        self._deciders = tuple(
-            next(i for i, p in enumerate(params) if p["pointer"] and p["ctype"] == t)
-            for t in spec["templates"]
-        )
+        self._deciders = contract.deciders(self.signature)
 
     def __getitem__(self, config: Any) -> Callable[..., None]:
-        try:
-            bound = self._bound.get(config)
-        except TypeError:
-            bound = None
+        cacheable = contract.cacheable_config(config)
+        bound = self._bound.get(config) if cacheable else None
         if bound is None:
-            grid, block, shared = launch_config(config, self.name)
+            checked = contract.launch_config(config, self.name)
 
             def bound(*args: Any) -> None:
-                self.launch(grid, block, shared, args)
+                self.launch(checked, args)
 
-            if len(self._bound) < 512 and all(type(c) is not float for c in config):
+            if cacheable:
+                if len(self._bound) >= contract.MAX_CACHED_CONFIGS:
+                    self._bound.clear()
                 self._bound[config] = bound
         return bound
 
-    def launch(self, grid: tuple, block: tuple, shared: int, args: Sequence[Any]) -> None:
+    def launch(self, config: contract.LaunchConfig, args: Sequence[Any]) -> None:
         plan = self._plan(args)
         values = list(args)
-        for position in plan[2]:
-            if isinstance(values[position], torch.Tensor):
-                raise InputError(f"kernel {self.name}, argument {position}: pass a number")
-        for position, dtype in plan[1]:
-            arg = values[position]
-            if not isinstance(arg, torch.Tensor) or not arg.is_cuda or not arg.is_contiguous():
-                raise InputError(
-                    f"kernel {self.name}, argument {position}: pass a contiguous CUDA tensor"
-                )
-            if dtype is not None and arg.dtype != dtype:
-                raise InputError(
-                    f"kernel {self.name}, argument {position}: {arg.dtype}, expected {dtype}"
-                )
-            values[position] = arg.data_ptr()
-        stream = driver_launch.current_stream(torch.cuda.current_device())
-        # torch's C++ launcher takes Python ints and floats only (as portkit's twin does)
-        plain = all(type(values[p]) in (int, float) for p in plan[2])
-        warps = driver_launch.static_warps(grid, block) if plain else 0
         try:
-            plan[0].launch(grid, block, shared, stream, values, warps)
-        except (struct.error, TypeError, OverflowError) as exc:
+            if len(values) != plan.count:
+                raise TypeError
+            for position, dtype in plan.pointers:
+                arg = values[position]
+                if (dtype is not None and arg.dtype != dtype) or not (
+                    arg.is_cuda and arg.is_contiguous()
+                ):
+                    raise TypeError
+                values[position] = arg.data_ptr()
+            for position in plan.scalars:
+                if isinstance(values[position], torch.Tensor):
+                    raise TypeError
+            for position, code in plan.raw:
+                values[position] = struct.pack(code, values[position])
+            # torch's C++ launcher takes Python ints and floats only (as portkit's twin does)
+            plain = not plan.raw and all(type(values[p]) in (int, float) for p in plan.scalars)
+            grid, block = config.grid, config.block
+            warps = driver_launch.static_warps(grid, block) if plain else 0
+            stream = driver_launch.current_stream(torch.cuda.current_device())
+            plan.driver.launch(grid, block, config.shared_bytes, stream, values, warps)
+        except (TypeError, AttributeError, OverflowError, struct.error) as exc:
+            self._check(args)  # the contract's message for the argument at fault
             raise InputError(f"kernel {self.name}: an argument does not fit: {exc}") from None
 
-    def _plan(self, args: Sequence[Any]) -> tuple:
-        spec = self.spec
-        if len(args) != len(spec["params"]):
-            raise InputError(
-                f"kernel {self.name} takes {len(spec['params'])} arguments, got {len(args)}"
-            )
-        for decider in self._deciders:
-            if not isinstance(args[decider], torch.Tensor):
-                raise InputError(f"kernel {self.name}, argument {decider}: pass a tensor")
-        dtypes = tuple(args[i].dtype for i in self._deciders)
-        plan = self._plans.get(dtypes)
-        if plan is None:
-            chosen = {
-                t: C_SCALAR_OF_DTYPE.get(str(d).removeprefix("torch."), str(d))
-                for t, d in zip(spec["templates"], dtypes)
-            }
-            key = ", ".join(chosen.values())
-            if key not in spec["lowered"]:
-                combination = ", ".join(f"{t}={c}" for t, c in chosen.items())
-                raise InputError(
-                    f"kernel {self.name} was not compiled with {combination}: no case of "
-                    f"the op launches it; add a case with those dtypes"
-                )
-            slots, pointers, scalars = [], [], []
-            for position, p in enumerate(spec["params"]):
-                ctype = chosen.get(p["ctype"], p["ctype"])
-                if p["pointer"]:
-                    name = DTYPE_OF_C_SCALAR.get(ctype)
-                    pointers.append((position, getattr(torch, name) if name else None))
-                else:
-                    scalars.append(position)
-                slots.append("pointer" if p["pointer"] else ctype)
-            handle = self.library.kernel(spec["lowered"][key])
-            kernel = driver_launch.DriverKernel(handle, slots)
-            plan = self._plans[dtypes] = (kernel, pointers, scalars)
+    def _plan(self, args: Sequence[Any]) -> _Plan:
+        plan = contract.cached_plan(self._plans, self._deciders, args)
+        if plan is not None:
+            return plan
+        instantiation = self._check(args)
+        ctypes = contract.instantiated_ctypes(self.signature, instantiation)
+        lowered = self.spec["lowered"][contract.instantiation_key(instantiation)]
+        plan = _Plan(self.signature, ctypes, self.library.kernel(lowered))
+        self._plans[tuple(args[i].dtype for i in self._deciders)] = plan
         return plan
+
+    def _check(self, args: Sequence[Any]) -> contract.Instantiation:
+        """Check every argument as portkit's twin does, raising its message; the
+        instantiation the arguments need."""
+        signature = self.signature
+        dtypes = []
+        for position, arg in enumerate(args):
+            if isinstance(arg, torch.Tensor):
+                if not (arg.is_cuda and arg.is_contiguous()):
+                    raise contract.tensor_error(
+                        self.name, position, arg.device.type, tuple(arg.shape), arg.stride()
+                    )
+                dtypes.append(str(arg.dtype).removeprefix("torch."))
+            else:
+                dtypes.append(None)
+        instantiation = contract.template_types(signature, dtypes)
+        if contract.instantiation_key(instantiation) not in self.spec["lowered"]:
+            raise contract.not_compiled(signature, instantiation)
+        ctypes = contract.instantiated_ctypes(signature, instantiation)
+        for param, ctype, arg, dtype in zip(signature.params, ctypes, args, dtypes):
+            contract.check_argument(signature, param, ctype, dtype, type(arg).__name__)
+        return instantiation
 
 
 class Kernels:

@@ -2,91 +2,35 @@
 
 ``k.sigmoid_fwd[grid, block](x, out, n)`` or ``k.kernel[grid, block, shared_bytes](...)``
 launches the kernel of that name on whichever implementation ``k`` belongs to. The
-launch configuration and the arguments are checked here, once, for every backend, so
-a user's mistake gets the same message whether it runs in the simulator or on a GPU.
+launch configuration (by the launch contract, ``portkit/launch_contract.py``, which an
+exported package ships too) and the arguments are checked here, once, for every
+backend, so a user's mistake gets the same message in the simulator, on a GPU and in
+an exported package.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from portkit.errors import InputError, LaunchError
+from portkit.errors import InputError
 from portkit.launch.poison import poison_bits
+
+# The configuration checks, its limits and which configurations may key a cache are the
+# launch contract's, shared with the exported runtime.
+from portkit.launch_contract import (
+    MAX_CACHED_CONFIGS,
+    cacheable_config,
+    launch_config,
+    tensor_error,
+)
+from portkit.launch_contract import LaunchConfig as LaunchConfig
 
 if TYPE_CHECKING:
     import torch
 
     from portkit.launch.guards import GuardZones
-
-MAX_THREADS_PER_BLOCK = 1024
-MAX_BLOCK_DIMS = (1024, 1024, 64)
-MAX_GRID_DIMS = (2**31 - 1, 65535, 65535)
-MAX_SHARED_BYTES = 227 * 1024  # opt-in maximum per block on sm_90
-
-
-@dataclass(frozen=True)
-class LaunchConfig:
-    grid: tuple[int, int, int]
-    block: tuple[int, int, int]
-    shared_bytes: int = 0
-
-    @property
-    def threads_per_block(self) -> int:
-        return math.prod(self.block)
-
-
-def _dims(value: Any, what: str, kernel: str) -> tuple[int, int, int]:
-    items = tuple(value) if isinstance(value, (tuple, list)) else (value,)
-    if not 1 <= len(items) <= 3 or not all(_is_int(i) for i in items):
-        raise LaunchError(f"kernel {kernel}: {what} must be an int or 1-3 ints, got {value!r}")
-    return tuple(int(i) for i in items) + (1,) * (3 - len(items))  # type: ignore[return-value]
-
-
-def _is_int(value: Any) -> bool:
-    """An int or an integer NumPy scalar; bool is not a dimension."""
-    return not isinstance(value, bool) and hasattr(value, "__index__")
-
-
-def _within_limits(kernel: str, what: str, dims: tuple[int, ...], limits: tuple[int, ...]) -> None:
-    for axis, (d, limit) in enumerate(zip(dims, limits)):
-        if d > limit:
-            raise LaunchError(f"kernel {kernel}: {what} dimension {'xyz'[axis]}={d} > {limit}")
-
-
-def launch_config(config: Any, kernel: str) -> LaunchConfig:
-    """Check ``config`` (what went inside ``k.kernel[...]``) as a GPU would."""
-    if not isinstance(config, tuple) or len(config) not in (2, 3):
-        raise LaunchError(
-            f"kernel {kernel}: launch as k.{kernel}[grid, block] or "
-            f"k.{kernel}[grid, block, shared_bytes], got [{config!r}]"
-        )
-    grid = _dims(config[0], "grid", kernel)
-    block = _dims(config[1], "block", kernel)
-    shared = int(config[2]) if len(config) == 3 else 0
-    result = LaunchConfig(grid, block, shared)
-    if any(d <= 0 for d in block):
-        raise LaunchError(f"kernel {kernel}: block {block} has a dimension below 1")
-    if result.threads_per_block > MAX_THREADS_PER_BLOCK:
-        raise LaunchError(
-            f"kernel {kernel}: block {block} asks for {result.threads_per_block} threads per "
-            f"block; a GPU allows at most {MAX_THREADS_PER_BLOCK}"
-        )
-    _within_limits(kernel, "block", block, MAX_BLOCK_DIMS)
-    if any(d <= 0 for d in grid):
-        raise LaunchError(
-            f"kernel {kernel}: grid {grid} has a dimension below 1, which a GPU rejects; "
-            f"skip the launch when there is no work (e.g. `if n == 0: return out`)"
-        )
-    _within_limits(kernel, "grid", grid, MAX_GRID_DIMS)
-    if not 0 <= shared <= MAX_SHARED_BYTES:
-        raise LaunchError(
-            f"kernel {kernel}: {shared} bytes of dynamic shared memory; "
-            f"the range is 0..{MAX_SHARED_BYTES}"
-        )
-    return result
 
 
 class LaunchTarget(Protocol):
@@ -141,16 +85,7 @@ def check_kernel_args(kernel: str, args: Sequence[Any], device: str) -> list[Any
 
 
 def _explain_tensor(kernel: str, position: int, arg: torch.Tensor, device: str) -> None:
-    where = f"kernel {kernel}, argument {position}"
-    if arg.device.type != device:
-        raise InputError(
-            f"{where}: tensor is on {arg.device.type}, this implementation runs on "
-            f"{device}; move it with .to({device!r})"
-        )
-    raise InputError(
-        f"{where}: tensor of shape {tuple(arg.shape)} with strides {arg.stride()} "
-        f"is not contiguous; pass .contiguous()"
-    )
+    raise tensor_error(kernel, position, arg.device.type, tuple(arg.shape), arg.stride(), device)
 
 
 class BoundLaunch:
@@ -172,24 +107,6 @@ class BoundLaunch:
             owner.guards.verify(owner.op, owner.implementation, kernel.name, checked)
 
 
-MAX_CACHED_CONFIGS = 512  # grids follow input sizes; a model sees a few hundred at most
-
-
-def _plain_config(config: Any) -> bool:
-    """A tuple of ints and tuples of ints: safe as a cache key (4.0 == 4 and True == 1
-    hash alike, and those must still reach launch_config's error)."""
-    if type(config) is not tuple:
-        return False
-    for item in config:
-        if type(item) is not int:
-            if type(item) is not tuple:
-                return False
-            for d in item:
-                if type(d) is not int:
-                    return False
-    return True
-
-
 class Kernel:
     def __init__(self, name: str, target: LaunchTarget, owner: KernelSet) -> None:
         self.name, self.target, self.owner = name, target, owner
@@ -205,7 +122,7 @@ class Kernel:
                 bound = self._bound.get(config)
                 if bound is not None:
                     return bound
-        plain = _plain_config(config)
+        plain = cacheable_config(config)
         if plain:
             bound = self._bound.get(config)
             if bound is not None:

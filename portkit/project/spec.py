@@ -289,8 +289,3 @@ def _plain(member: object) -> Callable | None:
     if isinstance(member, staticmethod):
         return member.__func__
     return member  # type: ignore[return-value]
-
-
-def cdiv(a: int, b: int) -> int:
-    """Ceiling division: the number of blocks of ``b`` threads that cover ``a`` items."""
-    return -(-a // b)

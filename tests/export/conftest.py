@@ -6,22 +6,10 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.export.package_env import project_with
 
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """The repository's sigmoid and vector_add in a project whose namespace is expns."""
-    root = tmp_path / "proj"
-    (root / "prototypes").mkdir(parents=True)
-    (root / "cuda_src").mkdir()
-    for name in ("sigmoid", "vector_add"):
-        for folder, suffix in (("prototypes", ".py"), ("cuda_src", ".cu")):
-            (root / folder / f"{name}{suffix}").write_text(
-                (REPO / folder / f"{name}{suffix}").read_text()
-            )
-    (root / "pyproject.toml").write_text(
-        '[project]\nname = "p"\nversion = "0"\n[tool.portkit]\nnamespace = "expns"\n'
-        'cache-dir = ".cache"\n'
-    )
-    return root
+    return project_with(tmp_path / "proj", ["sigmoid", "vector_add"], "expns")

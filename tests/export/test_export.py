@@ -8,24 +8,16 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.export.package_env import BLOCK_PORTKIT_AND_NUMBA, install, run_cli
 
-GUARDED_IMPORT = textwrap.dedent(
+GUARDED_IMPORT = BLOCK_PORTKIT_AND_NUMBA + textwrap.dedent(
     """
-    import importlib.abc, json, sys
-
-    class Block(importlib.abc.MetaPathFinder):
-        def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] in ("portkit", "numba"):
-                raise ImportError(f"blocked: {name}")
-
-    sys.meta_path.insert(0, Block())
+    import json
     import torch
     import exported_ops
 
@@ -43,41 +35,6 @@ GUARDED_IMPORT = textwrap.dedent(
                       "loaded": loaded}))
     """
 )
-
-
-def run_cli(root: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run(
-        [sys.executable, "-m", "portkit.cli", *args],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
-
-def venv_seeing_these_packages(venv: Path) -> Path:
-    """A fresh virtual environment that installs into its own site-packages and sees the
-    packages this interpreter sees (torch, cuda-bindings); returns its python.
-
-    ``--system-site-packages`` alone reaches the *base* interpreter's packages, and when
-    this interpreter is itself a virtual environment (a GPU image's, a developer's) torch
-    is not there. So a .pth file in the new environment adds each site directory of this
-    interpreter with ``site.addsitedir`` (their own .pth files included), after its own."""
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
-    python = venv / "bin" / "python"
-    own = subprocess.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    ).stdout.strip()
-    ours = [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
-    lines = [f"import site; site.addsitedir({p!r})" for p in ours if Path(p).is_dir()]
-    (Path(own) / "parent_site_packages.pth").write_text("\n".join(lines) + "\n")
-    return python
 
 
 def test_exported_package_installs_and_imports_without_portkit_or_numba(
@@ -113,12 +70,7 @@ def test_exported_package_installs_and_imports_without_portkit_or_numba(
     assert (out / "pyproject.toml").is_file()
 
     venv = tmp_path / "venv"
-    python = venv_seeing_these_packages(venv)
-    subprocess.run(
-        [str(python), "-m", "pip", "install", "-q", "--no-index", "--no-deps", written["wheel"]],
-        check=True,
-        timeout=300,
-    )
+    python = install(written["wheel"], venv)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     result = subprocess.run(
         [str(python), "-c", GUARDED_IMPORT],
@@ -198,20 +150,3 @@ def test_launcher_calling_a_kernel_directly_cannot_be_exported(project, tmp_path
     done = run_cli(project, "export", "sigmoid", "--out", str(tmp_path / "out"))
     assert done.returncode == 2
     assert "launchers call numba function sigmoid_fwd directly" in done.stderr
-
-
-def test_the_runtime_picks_the_c_types_portkit_compiles() -> None:
-    """The runtime imports no portkit, so it keeps its own copy of the dtype -> C type
-    table that decides which instantiation a launch uses; it must be portkit's."""
-    import ast
-
-    from portkit.backends.twin.instances import C_SCALAR_OF_DTYPE
-
-    tree = ast.parse((REPO / "portkit" / "export" / "runtime.py").read_text())
-    tables = [
-        ast.literal_eval(node.value)
-        for node in tree.body
-        if isinstance(node, ast.Assign)
-        and any(getattr(t, "id", None) == "C_SCALAR_OF_DTYPE" for t in node.targets)
-    ]
-    assert tables == [C_SCALAR_OF_DTYPE]

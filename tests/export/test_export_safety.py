@@ -15,7 +15,7 @@ import pytest
 from portkit.errors import PortkitError
 from portkit.export.lock import export_lock, lock_path
 from portkit.export.names import check_package_name
-from tests.export.test_export import REPO
+from tests.export.package_env import REPO
 
 PORTKIT = [sys.executable, "-m", "portkit.cli"]
 

@@ -19,17 +19,21 @@ from typing import Any
 from portkit.backends.base import Backend, cuda_unavailable_reason
 from portkit.backends.twin import driver_launch
 from portkit.backends.twin.build import compile_twin, nvrtc_syntax_check
-from portkit.backends.twin.instances import (
-    DTYPE_OF_C_SCALAR,
-    not_compiled,
-    readable_twin,
-    template_types,
-    twin_instantiations,
-)
-from portkit.backends.twin.source import SCALAR_TYPES, TwinKernel
+from portkit.backends.twin.instances import readable_twin, twin_instantiations
+from portkit.backends.twin.source import TwinKernel
 from portkit.errors import InputError
 from portkit.launch.kernel_set import KernelSet, LaunchConfig
 from portkit.launch.replay.steps import ReplayLaunch
+from portkit.launch_contract import (
+    DTYPE_OF_C_SCALAR,
+    SCALAR_TYPES,
+    cached_plan,
+    check_argument,
+    deciders,
+    instantiated_ctypes,
+    not_compiled,
+    template_types,
+)
 from portkit.project.dtypes import dtype_name
 
 
@@ -53,27 +57,15 @@ def bind_arguments(
     scalar = template_types(kernel, dtypes)
     if compiled is not None and kernel.expression(scalar) not in compiled:
         raise not_compiled(kernel, scalar)
-    chosen = dict(zip(kernel.template_params, scalar or ()))
 
     values: list[Any] = []
-    for param, arg in zip(kernel.params, args):
-        where = f"twin kernel {kernel.name}, parameter {param.name}"
-        ctype = chosen.get(param.ctype, param.ctype)
+    ctypes = instantiated_ctypes(kernel, scalar)
+    for param, ctype, arg, dtype in zip(kernel.params, ctypes, args, dtypes):
+        check_argument(kernel, param, ctype, dtype, type(arg).__name__)
         if param.pointer:
-            if not isinstance(arg, torch.Tensor):
-                raise InputError(f"{where} is a pointer; pass a tensor, not {type(arg).__name__}")
-            expected = DTYPE_OF_C_SCALAR.get(ctype or "")
-            actual = dtype_name(arg.dtype)
-            if expected and actual != expected:
-                raise InputError(f"{where} is {ctype}*; got a {actual} tensor")
             values.append(arg.data_ptr())  # cuda.core passes a Python int as a pointer
         else:
-            if isinstance(arg, torch.Tensor):
-                raise InputError(f"{where} is a {ctype} scalar; got a tensor")
-            if ctype not in SCALAR_TYPES:
-                raise InputError(
-                    f"{where} is a {ctype} scalar, which portkit cannot pass; make it float"
-                )
+            where = f"twin kernel {kernel.name}, parameter {param.name}"
             numpy_type = getattr(np, SCALAR_TYPES[ctype])
             if np.issubdtype(numpy_type, np.integer) and not isinstance(arg, (int, np.integer)):
                 # np.int32(2.7) would silently pass 2 where the prototype sees 2.7.
@@ -99,10 +91,8 @@ class _Plan:
         self.raw: list[tuple[int, Any]] = []  # scalars without a struct code: numpy bytes
         self.scalars: list[int] = []  # struct would take a one-element tensor: refuse it
         slots = []
-        for position, param in enumerate(kernel.params):
-            ctype = param.ctype
-            if scalar is not None and ctype in kernel.template_params:
-                ctype = scalar[kernel.template_params.index(ctype)]
+        ctypes = instantiated_ctypes(kernel, scalar)
+        for position, (param, ctype) in enumerate(zip(kernel.params, ctypes)):
             if param.pointer:
                 dtype = DTYPE_OF_C_SCALAR.get(ctype or "")
                 self.pointers.append((position, getattr(torch, dtype) if dtype else None))
@@ -136,12 +126,8 @@ class TwinKernelTarget:
         self._handles = handles
         self._device = device
         self._plans: dict[Any, _Plan] = {}
-        # The first pointer of each template parameter's type decides its instantiation.
-        self._deciders = tuple(
-            next(i for i, p in enumerate(kernel.params) if p.pointer and p.ctype == t)
-            for t in kernel.template_params
-            if any(p.pointer and p.ctype == t for p in kernel.params)
-        )
+        # The tensors whose dtypes decide the instantiation, and so find its plan.
+        self._deciders = deciders(kernel)
 
     def launch(self, config: LaunchConfig, args: Sequence[Any]) -> None:
         global _Tensor
@@ -176,8 +162,8 @@ class TwinKernelTarget:
         checked path explains. One Python frame per launch: it runs on every call."""
         grid, block, shared = config.grid, config.block, config.shared_bytes
         warps = driver_launch.static_warps(grid, block)
-        plans, deciders, device = self._plans, self._deciders, self._device
-        decider = deciders[0] if len(deciders) == 1 else None
+        plans, positions, device = self._plans, self._deciders, self._device
+        decider = positions[0] if len(positions) == 1 else None
         stream_of = driver_launch.current_stream
 
         def launch(args: Sequence[Any]) -> bool:
@@ -185,7 +171,7 @@ class TwinKernelTarget:
                 if decider is not None:
                     plan = plans[(args[decider].dtype,)]
                 else:
-                    plan = plans[tuple(args[i].dtype for i in deciders)]
+                    plan = plans[tuple(args[i].dtype for i in positions)]
                 if len(args) != plan.count or plan.raw:
                     return False
                 values = list(args)
@@ -241,12 +227,9 @@ class TwinKernelTarget:
         )
 
     def _plan(self, args: Sequence[Any]) -> _Plan:
-        try:
-            plan = self._plans[tuple(args[i].dtype for i in self._deciders)]
-            if len(args) == plan.count:
-                return plan
-        except (IndexError, AttributeError, KeyError):
-            pass
+        plan = cached_plan(self._plans, self._deciders, args)
+        if plan is not None:
+            return plan
         compiled = {self._kernel.expression(i) for i in self._handles}
         scalar, _ = bind_arguments(self._kernel, args, compiled)  # the clear error, if any
         plan = _Plan(self._kernel, scalar, self._handles[scalar])

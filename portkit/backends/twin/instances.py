@@ -11,90 +11,26 @@
   ones no launch makes (T=__half, A=__half) and that need not compile.
 
 A launch of a combination that was not compiled is refused in one line
-(``not_compiled``).
+(``launch_contract.not_compiled``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from portkit.backends.twin.source import POINTER_ONLY_TYPES, SCALAR_TYPES, TwinKernel, parse_twin
+from portkit.backends.twin.source import TwinKernel, parse_twin
 from portkit.errors import DtypeError, InputError, OpDefinitionError, TwinSignatureError
+
+# Which C type each dtype instantiates, and which instantiation a launch needs, are the
+# launch contract's: the exported runtime picks instantiations by the same rule.
+from portkit.launch_contract import C_SCALAR_OF_DTYPE, Instantiation, template_types
 
 if TYPE_CHECKING:
     from portkit.project.discovery import Op
 
-# The C type a template parameter is instantiated with for tensors of each dtype
-# (cuda_fp16.h and cuda_bf16.h, which NVRTC finds by itself, declare the half types).
-C_SCALAR_OF_DTYPE = {
-    "float16": "__half",
-    "bfloat16": "__nv_bfloat16",
-    "float32": "float",
-    "float64": "double",
-    "int8": "signed char",
-    "uint8": "unsigned char",
-    "int16": "short",
-    "int32": "int",
-    "int64": "long long",
-    "bool": "bool",
-}
-# The dtype of the tensor a pointer parameter of a fixed C type takes.
-DTYPE_OF_C_SCALAR = {
-    **{c: d for c, d in SCALAR_TYPES.items() if d != "bool_"},
-    "bool": "bool",
-    **POINTER_ONLY_TYPES,
-}
 HALF_HEADERS = {"float16": "cuda_fp16.h", "bfloat16": "cuda_bf16.h"}
-
-Instantiation = tuple[str, ...] | None  # one C type per template parameter; None: no template
-
-
-def template_types(kernel: TwinKernel, dtypes: Sequence[str | None]) -> Instantiation:
-    """The instantiation a launch needs, from the dtype of each argument (None for a
-    scalar): the first ``T*`` tensor decides T. Raises InputError when the tensors
-    cannot decide it."""
-    if len(dtypes) != len(kernel.params):
-        raise InputError(
-            f"twin kernel {kernel.name} takes {len(kernel.params)} arguments "
-            f"({', '.join(p.name for p in kernel.params)}), got {len(dtypes)}"
-        )
-    chosen: dict[str, str] = {}  # template parameter -> C type
-    for param, dtype in zip(kernel.params, dtypes):
-        if dtype is None or not (param.pointer and param.ctype in kernel.template_params):
-            continue
-        if dtype not in C_SCALAR_OF_DTYPE:
-            raise InputError(
-                f"twin kernel {kernel.name}: {param.name} is a {dtype} tensor; a template "
-                f"is instantiated for {', '.join(C_SCALAR_OF_DTYPE)}"
-            )
-        earlier = chosen.get(param.ctype)
-        if earlier is not None and C_SCALAR_OF_DTYPE[dtype] != earlier:
-            raise InputError(
-                f"twin kernel {kernel.name}: {param.name} is {dtype} but earlier "
-                f"{param.ctype}* arguments were {DTYPE_OF_C_SCALAR[earlier]}; "
-                f"one instantiation takes one dtype per template parameter"
-            )
-        chosen[param.ctype] = C_SCALAR_OF_DTYPE[dtype]
-    undecided = [t for t in kernel.template_params if t not in chosen]
-    if undecided:
-        raise InputError(
-            f"twin kernel {kernel.name}: no tensor decides its template type {undecided[0]}"
-        )
-    return tuple(chosen[t] for t in kernel.template_params) or None
-
-
-def describe(kernel: TwinKernel, instantiation: Instantiation) -> str:
-    """``T=__half, A=float``, as NVRTC's failures name an instantiation."""
-    return ", ".join(f"{t}={c}" for t, c in zip(kernel.template_params, instantiation or ()))
-
-
-def not_compiled(kernel: TwinKernel, instantiation: Instantiation) -> InputError:
-    return InputError(
-        f"twin kernel {kernel.name} was not compiled with {describe(kernel, instantiation)}: "
-        f"no case of the op launches it; add a case with those dtypes"
-    )
 
 
 def checked_twin_kernels(op: Op) -> dict[str, TwinKernel]:

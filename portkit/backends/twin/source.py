@@ -13,47 +13,13 @@ decided by the tensors bound to it), fixed element types (``__half*``,
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from portkit.errors import TwinSignatureError
 
-# C scalar types a kernel parameter may have -> NumPy type name used to pass it.
-SCALAR_TYPES = {
-    "float": "float32",
-    "double": "float64",
-    "int": "int32",
-    "int32_t": "int32",
-    "unsigned": "uint32",
-    "unsigned int": "uint32",
-    "uint32_t": "uint32",
-    "long long": "int64",
-    "int64_t": "int64",
-    "long": "int64",
-    "unsigned long long": "uint64",
-    "uint64_t": "uint64",
-    "size_t": "uint64",
-    "bool": "bool_",
-    "short": "int16",
-    "signed char": "int8",
-    "unsigned char": "uint8",
-    "uint8_t": "uint8",
-    "int8_t": "int8",
-    "int16_t": "int16",
-}
-# Element types a pointer parameter may have beyond the scalars: half precision and
-# vector types (their tensor's dtype is the element's: float4* takes float32 tensors).
-POINTER_ONLY_TYPES = {
-    "__half": "float16",
-    "half": "float16",
-    "__nv_bfloat16": "bfloat16",
-    "nv_bfloat16": "bfloat16",
-    "float2": "float32",
-    "float4": "float32",
-    "double2": "float64",
-    "int2": "int32",
-    "int4": "int32",
-}
+# The C types a parameter may have and the signature read here are the launch
+# contract's: an exported package rebuilds the same TwinKernel from its manifest.
+from portkit.launch_contract import POINTER_ONLY_TYPES, SCALAR_TYPES, TwinKernel, TwinParam
 
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _KERNEL = re.compile(
@@ -63,35 +29,6 @@ _KERNEL = re.compile(
     re.S,
 )
 _QUALIFIERS = {"const", "__restrict__", "restrict", "volatile", "__restrict"}
-
-
-@dataclass(frozen=True)
-class TwinParam:
-    name: str
-    ctype: str  # base type: "T", "float", "int", ...
-    pointer: bool
-
-
-@dataclass(frozen=True)
-class TwinKernel:
-    name: str
-    template_params: tuple[str, ...]
-    params: tuple[TwinParam, ...]
-    line: int
-
-    @property
-    def template_param(self) -> str | None:
-        """The first template parameter (most twins have one), or None."""
-        return self.template_params[0] if self.template_params else None
-
-    def expression(self, scalar: str | tuple[str, ...] | None) -> str:
-        """The NVRTC name expression: ``k<float>`` or ``k<float, int>`` for a template."""
-        if not self.template_params:
-            return self.name
-        if isinstance(scalar, str):  # one C type for every template parameter
-            scalar = (scalar,) * len(self.template_params)
-        scalars = tuple(scalar or ())
-        return f"{self.name}<{', '.join(scalars)}>"
 
 
 def _parse_param(text: str, kernel: str, path: Path) -> TwinParam:

@@ -1,0 +1,182 @@
+"""An exported package launches by portkit's launch contract: it ships
+``launch_contract.py`` byte for byte, its manifest lists every dtype's instantiation
+(half precision included), and its runtime picks, for every launch portkit traces on
+every dtype an op takes, the kernel portkit's twin would launch.
+
+No GPU: the package's runtime is imported without registering its ops, its tensors
+are CPU tensors that say they are on a GPU, and the driver only records launches."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+import types
+from pathlib import Path
+
+import pytest
+import torch
+
+from portkit import launch_contract as contract
+from portkit.export.package import RUNTIME_FILES, shipped_file
+from tests.export.package_env import REPO, project_with, run_cli
+
+HALF_OPS = ["rmsnorm", "layernorm"]
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(project, package folder) of rmsnorm and layernorm exported for sm_90."""
+    root = project_with(tmp_path_factory.mktemp("half") / "proj", HALF_OPS, "halfns")
+    out = root.parent / "out"
+    done = run_cli(
+        root, "export", *HALF_OPS, "--out", str(out), "--arch", "sm_90", "--name", "half_ops"
+    )
+    assert done.returncode == 0, done.stderr
+    return root, out / "half_ops"
+
+
+def test_the_shipped_contract_is_portkit_s_byte_for_byte(exported) -> None:
+    _, package = exported
+    assert RUNTIME_FILES["_launch_contract.py"] == ("portkit", "launch_contract.py")
+    shipped = (package / "_launch_contract.py").read_bytes()
+    assert shipped == (REPO / "portkit" / "launch_contract.py").read_bytes()
+    for target, (source_package, filename) in RUNTIME_FILES.items():
+        assert (package / target).read_bytes() == shipped_file(
+            source_package, filename
+        ).read_bytes(), target
+    runtime = (package / "_runtime.py").read_text()
+    assert "from . import _launch_contract as contract" in runtime
+
+
+def test_the_manifest_lists_every_dtype_s_instantiation(exported) -> None:
+    _, package = exported
+    manifest = json.loads((package / "manifest.json").read_text())
+    for name in HALF_OPS:
+        entry = manifest["ops"][name]
+        assert {"float16", "bfloat16"} <= set(entry["dtypes"])
+        for kernel, spec in entry["kernels"].items():
+            assert spec["templates"] == ["T"], kernel
+            for dtype in entry["dtypes"]:
+                key = contract.instantiation_key((contract.C_SCALAR_OF_DTYPE[dtype],))
+                assert spec["lowered"].get(key, "").startswith("_Z"), (kernel, dtype)
+
+
+class _OnGpu(torch.Tensor):
+    """A CPU tensor that says it is on a GPU: the runtime's checks take it for a CUDA
+    tensor and the recorded launch gets its data pointer; nothing runs."""
+
+    @property
+    def is_cuda(self) -> bool:
+        return True
+
+
+def _on_gpu(dtype: str, numel: int = 4) -> torch.Tensor:
+    return torch.zeros(numel, dtype=getattr(torch, dtype)).as_subclass(_OnGpu)
+
+
+@pytest.fixture
+def runtime(exported, monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
+    """The package's ``_runtime`` (imported without the package's ``__init__``, which
+    would register its ops), its driver replaced by one that records launches."""
+    _, package = exported
+    name = f"half_ops_{id(package)}"
+    parent = types.ModuleType(name)
+    parent.__path__ = [str(package)]  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, name, parent)
+    module = importlib.import_module(f"{name}._runtime")
+    for sub in ("_runtime", "_launch_contract", "_driver_launch", "_registration"):
+        monkeypatch.delitem(sys.modules, f"{name}.{sub}", raising=False)
+    launches: list[tuple] = []
+
+    class RecordingKernel:
+        def __init__(self, handle, slots) -> None:
+            self.handle, self.slots = handle, slots
+
+        def launch(self, grid, block, shared, stream, values, warps=0) -> None:
+            launches.append((self.handle, grid, block, shared, tuple(values)))
+
+    monkeypatch.setattr(module.driver_launch, "DriverKernel", RecordingKernel)
+    monkeypatch.setattr(module.driver_launch, "current_stream", lambda device: 0)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    module.launches = launches  # type: ignore[attr-defined]
+    return module
+
+
+class _Library:
+    """Hands out a kernel's lowered name as its handle."""
+
+    def kernel(self, lowered: str) -> str:
+        return lowered
+
+
+def _kernels(runtime: types.ModuleType, package: Path, op: str) -> dict:
+    entry = json.loads((package / "manifest.json").read_text())["ops"][op]
+    return {n: runtime.Kernel(n, spec, _Library()) for n, spec in entry["kernels"].items()}
+
+
+def test_the_runtime_launches_what_portkit_s_twin_launches_for_every_dtype(
+    exported, runtime
+) -> None:
+    from portkit.backends.twin.instances import checked_twin_kernels
+    from portkit.launch.trace import TensorArg, traced_launches
+    from portkit.project.config import load_config
+    from portkit.project.discovery import discover
+
+    root, package = exported
+    catalog = discover(load_config(root))
+    seen: set[tuple[str, str]] = set()
+    for name in HALF_OPS:
+        op = catalog.get(name)
+        twins = checked_twin_kernels(op)
+        kernels = _kernels(runtime, package, name)
+        for case, launch in traced_launches(op):
+            args = [_on_gpu(a.dtype) if isinstance(a, TensorArg) else a for a in launch.args]
+            dtypes = [a.dtype if isinstance(a, TensorArg) else None for a in launch.args]
+            config = launch.config
+            kernels[launch.kernel][config.grid, config.block, config.shared_bytes](*args)
+            # portkit's twin picks this instantiation for these arguments
+            instantiation = contract.template_types(twins[launch.kernel], dtypes)
+            lowered = kernels[launch.kernel].spec["lowered"]
+            handle, grid, block, shared, values = runtime.launches.pop()
+            assert handle == lowered[contract.instantiation_key(instantiation)], case
+            assert (grid, block, shared) == (config.grid, config.block, config.shared_bytes)
+            for value, arg in zip(values, args):
+                if isinstance(arg, torch.Tensor):
+                    assert value == arg.data_ptr()
+            seen.add((name, op.case(case).dtype))
+    for name in HALF_OPS:
+        for dtype in catalog.get(name).definition.dtypes:
+            assert (name, dtype) in seen
+
+
+def test_the_runtime_refuses_with_portkit_s_messages(exported, runtime) -> None:
+    _, package = exported
+    fwd = _kernels(runtime, package, "rmsnorm")["rmsnorm_fwd"]
+    x, w, out = _on_gpu("float32"), _on_gpu("bfloat16"), _on_gpu("float32")
+    rstd = _on_gpu("float32")
+    with pytest.raises(runtime.InputError) as info:
+        fwd[1, 32](x, w, out, rstd, 4, 1e-6)
+    assert str(info.value) == (
+        "twin kernel rmsnorm_fwd: w is bfloat16 but earlier T* arguments were float32; "
+        "one instantiation takes one dtype per template parameter"
+    )
+    assert isinstance(info.value, ValueError) and isinstance(info.value, runtime.PortkitError)
+    cpu = torch.zeros(4)
+    with pytest.raises(runtime.InputError, match="argument 0: tensor is on cpu, this "):
+        fwd[1, 32](cpu, _on_gpu("float32"), out, rstd, 4, 1e-6)
+    with pytest.raises(runtime.InputError, match="parameter cols is a long long scalar; got a"):
+        fwd[1, 32](x, _on_gpu("float32"), out, rstd, x, 1e-6)
+    assert runtime.launches == []
+
+
+def test_the_runtime_checks_launch_configurations_as_portkit_does(exported, runtime) -> None:
+    _, package = exported
+    fwd = _kernels(runtime, package, "rmsnorm")["rmsnorm_fwd"]
+    fwd[1, 32]  # a checked configuration, cached
+    with pytest.raises(runtime.LaunchError, match=r"grid must be an int or 1-3 ints, got True"):
+        fwd[True, 32]  # True == 1 and hashes alike: it must not find the cached one
+    with pytest.raises(runtime.LaunchError, match=r"grid dimension y=65536 > 65535"):
+        fwd[(1, 65536), 32]
+    with pytest.raises(runtime.LaunchError, match="bytes of dynamic shared memory"):
+        fwd[1, 32, contract.MAX_SHARED_BYTES + 1]
