@@ -7,7 +7,8 @@
       NAME/manifest.json             toolkit, archs, lowered names, registers, shared memory
       NAME/kernels/OP.sm_XY.cubin    per architecture, and OP.sm_XY.ptx for the newest
       NAME/ops/OP.py                 the op's launchers (see launcher_source)
-      NAME/_runtime.py, _registration.py, _driver_launch.py   copied from portkit
+      NAME/_runtime.py, _registration.py, autograd_function.py, _driver_launch.py
+                                     copied from portkit
 
 Everything is written to a temporary folder beside OUT and renamed into place at the
 end, so a failure leaves nothing behind and OUT is never half-written; a lock beside OUT
@@ -35,6 +36,8 @@ from portkit.export.names import check_package_name
 RUNTIME_FILES = {
     "_runtime.py": ("portkit.export", "runtime.py"),
     "_registration.py": ("portkit.torch_op", "registration.py"),
+    # registration.py imports it as .autograd_function: the same name in both packages
+    "autograd_function.py": ("portkit.torch_op", "autograd_function.py"),
     "_driver_launch.py": ("portkit.backends.twin", "driver_launch.py"),
 }
 
