@@ -15,8 +15,8 @@ import pytest
 import torch
 
 from portkit.backends import create
-from portkit.check.case_runner import CaseRunner
-from portkit.diff.case_diff import run_side
+from portkit.checking.case_runner import CaseRunner
+from portkit.diffing.case_diff import run_side
 
 PROTOTYPE = """\
 import torch
