@@ -5,8 +5,20 @@ produce results without importing the harness that aggregates them."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 
-PASS, FAIL, SKIP = "pass", "fail", "skip"
+
+class Outcome(str, Enum):
+    """A check's status. A ``str`` whose value is what ``--json`` writes, so the output
+    stays ``"pass"``/``"fail"``/``"skip"`` and a status read back from JSON (the
+    sanitizer's child) compares equal to the member."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    SKIP = "skip"
+
+    def __str__(self) -> str:  # the value, in f-strings too, on every Python
+        return self.value
 
 
 @dataclass(frozen=True)
@@ -15,10 +27,10 @@ class CheckResult:
     case: str
     backend: str
     check: str
-    status: str
-    detail: str = ""
+    status: Outcome
+    detail: str = ""  # why it failed or was skipped, or a note on a pass
     seconds: float = 0.0
 
     @property
     def failed(self) -> bool:
-        return self.status == FAIL
+        return self.status == Outcome.FAIL

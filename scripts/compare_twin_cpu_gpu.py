@@ -15,16 +15,18 @@ import torch
 
 from portkit.backends import create
 from portkit.checking.compare import TWIN_TOLERANCE, elementwise_errors
-from portkit.launch.autograd import as_tuple, op_function
+from portkit.launch.autograd import as_tuple
 from portkit.project.cases import make_grad_outputs, make_inputs
 from portkit.project.config import load_config
 from portkit.project.discovery import discover
+from portkit.torch_op.load import registered_callable
 
 
 def run(op, case, backend, inputs):
     k = backend.kernels(op)  # plain builds: the CPU twin as portkit.load runs it
     xs = [t.detach().to(backend.device).requires_grad_(t.dtype.is_floating_point) for t in inputs]
-    outputs = as_tuple(op_function(op, k)(*xs, *case.extra))
+    fn = registered_callable(op, k, backend.config.namespace, define_now=False)
+    outputs = as_tuple(fn(*xs, *case.extra))
     grads: tuple = ()
     if op.definition.has_backward:
         grad_out = [g.to(backend.device) for g in make_grad_outputs(case, outputs)]

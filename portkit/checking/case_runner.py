@@ -39,7 +39,7 @@ from portkit.errors import (
 from portkit.launch.autograd import as_tuple
 from portkit.launch.guards import GuardZones
 from portkit.project.cases import Case, make_grad_outputs, make_inputs
-from portkit.results import FAIL, PASS, SKIP, CheckResult
+from portkit.results import CheckResult, Outcome
 from portkit.torch_op.load import registered_callable
 
 if TYPE_CHECKING:
@@ -88,7 +88,7 @@ class CaseRunner:
 
     # -- bookkeeping -------------------------------------------------------------
     def record(
-        self, backend: str, check: str, status: str, detail: str = "", t0=None, case: str = ""
+        self, backend: str, check: str, status: Outcome, detail: str = "", t0=None, case: str = ""
     ) -> None:
         seconds = time.perf_counter() - t0 if t0 is not None else 0.0
         self.results.append(
@@ -120,7 +120,7 @@ class CaseRunner:
             except ReferenceFailure as exc:
                 self._references[device] = exc
                 # The reference's own row, once: no implementation is blamed for it.
-                self.record("reference", exc.stage, FAIL, f"{exc}{self.reproduce}")
+                self.record("reference", exc.stage, Outcome.FAIL, f"{exc}{self.reproduce}")
             if device == "cuda":
                 torch.cuda.synchronize()
         found = self._references[device]
@@ -135,7 +135,7 @@ class CaseRunner:
             self.reference(device)
         except ReferenceFailure as exc:
             reason = f"not compared: the reference failed (see reference / {exc.stage})"
-            self.record(name, "run", SKIP, reason)
+            self.record(name, "run", Outcome.SKIP, reason)
             return True
         return False
 
@@ -197,14 +197,16 @@ class CaseRunner:
             if device == "cuda":
                 torch.cuda.synchronize()
         except (TwinCompileError, TwinSignatureError) as exc:  # the op's build, not this case
-            self.record(name, "compile", FAIL, str(exc), t0, case="all")
+            self.record(name, "compile", Outcome.FAIL, str(exc), t0, case="all")
             return None
         except BackwardContractError as exc:  # found registering the forward; not its fault
-            self.record(name, "forward", SKIP, "not run: the op's backward breaks the contract")
-            self.record(name, "backward", FAIL, f"{exc}{self.reproduce}", t0)
+            self.record(
+                name, "forward", Outcome.SKIP, "not run: the op's backward breaks the contract"
+            )
+            self.record(name, "backward", Outcome.FAIL, f"{exc}{self.reproduce}", t0)
             return None
         except Exception as exc:  # a kernel's or launcher's error fails this check only
-            self.record(name, "forward", FAIL, f"{describe(exc)}{self.reproduce}", t0)
+            self.record(name, "forward", Outcome.FAIL, f"{describe(exc)}{self.reproduce}", t0)
             return None
         self.require_reference_dtypes(name, outputs, expected_outputs)
         machine = getattr(backend, "machine", None) if backend.simulated else None
@@ -227,7 +229,13 @@ class CaseRunner:
                 notes,
                 self.reproduce,
             )
-        self.record(name, "forward", FAIL if problems else PASS, "\n".join(problems or notes), t0)
+        self.record(
+            name,
+            "forward",
+            Outcome.FAIL if problems else Outcome.PASS,
+            "\n".join(problems or notes),
+            t0,
+        )
         run.outputs = tuple(o.detach() for o in outputs)
 
         if self.op.definition.has_backward:
@@ -237,7 +245,7 @@ class CaseRunner:
                 if device == "cuda":
                     torch.cuda.synchronize()
             except Exception as exc:
-                self.record(name, "backward", FAIL, f"{describe(exc)}{self.reproduce}", t0)
+                self.record(name, "backward", Outcome.FAIL, f"{describe(exc)}{self.reproduce}", t0)
                 return run
             counted = self.contributions(backend, machine, outputs, grads)
             notes = no_gradient_notes(self.op, self.case)
@@ -246,7 +254,7 @@ class CaseRunner:
             )
             problems += self.modified_inputs(inputs, originals, "backward")
             detail = "\n".join(problems or notes)
-            self.record(name, "backward", FAIL if problems else PASS, detail, t0)
+            self.record(name, "backward", Outcome.FAIL if problems else Outcome.PASS, detail, t0)
             run.grads = grads
             if self.case.gradcheck:
                 # The simulator is slow; gradcheck's fast mode checks one random
@@ -268,9 +276,9 @@ class CaseRunner:
                 fast_mode=fast,
             )
         except Exception as exc:
-            self.record(name, "gradcheck", FAIL, f"{describe(exc)}{self.reproduce}", t0)
+            self.record(name, "gradcheck", Outcome.FAIL, f"{describe(exc)}{self.reproduce}", t0)
         else:
-            self.record(name, "gradcheck", PASS, "", t0)
+            self.record(name, "gradcheck", Outcome.PASS, "", t0)
 
     def compare_all(
         self,
@@ -375,7 +383,7 @@ class CaseRunner:
                 self.record(
                     proto.backend.name,
                     f"vs {twin.backend.name}",
-                    FAIL if problems else PASS,
+                    Outcome.FAIL if problems else Outcome.PASS,
                     "\n".join(problems or notes),
                     t0,
                 )

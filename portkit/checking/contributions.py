@@ -69,8 +69,9 @@ def counting_run(op: Op, case: Case, config: ProjectConfig) -> Contributions:
     import torch
 
     from portkit.backends import create
-    from portkit.launch.autograd import as_tuple, op_function
+    from portkit.launch.autograd import as_tuple
     from portkit.project.cases import make_grad_outputs, make_inputs
+    from portkit.torch_op.load import registered_callable
 
     sim = create("sim", config)
     try:
@@ -78,7 +79,8 @@ def counting_run(op: Op, case: Case, config: ProjectConfig) -> Contributions:
         inputs = [
             t.detach().requires_grad_(t.dtype.is_floating_point) for t in make_inputs(case, "cpu")
         ]
-        outputs = as_tuple(op_function(op, kernels)(*inputs, *case.extra))
+        fn = registered_callable(op, kernels, config.namespace, define_now=False)
+        outputs = as_tuple(fn(*inputs, *case.extra))
         grads: tuple = ()
         if op.definition.has_backward:
             wanted = [t for t in inputs if t.requires_grad]

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from portkit.checking.case_runner import CaseRunner, CheckSettings
 from portkit.errors import PortkitError
-from portkit.results import FAIL, PASS, SKIP, CheckResult
+from portkit.results import CheckResult, Outcome
 
 if TYPE_CHECKING:
     from portkit.backends import Backend
@@ -92,7 +92,7 @@ def run_case(
     for backend in backends:
         reason = skip_reason(op, case, backend, backends) or unbuilt.get(backend.name)
         if reason:
-            runner.record(backend.name, "run", SKIP, reason)
+            runner.record(backend.name, "run", Outcome.SKIP, reason)
             continue
         if backend.role == "reference":
             runner.run_reference_backend(backend)
@@ -131,7 +131,7 @@ def gradcheck_note(op: Op) -> CheckResult | None:
         )
     else:
         return None
-    return CheckResult(op.name, "all", "torch", "gradcheck", SKIP, detail, 0.0)
+    return CheckResult(op.name, "all", "torch", "gradcheck", Outcome.SKIP, detail, 0.0)
 
 
 def lint_result(op: Op, config: ProjectConfig | None = None) -> CheckResult:
@@ -158,7 +158,7 @@ def lint_result(op: Op, config: ProjectConfig | None = None) -> CheckResult:
         detail = f"{summary}, see `portkit lint {op.name}`:\n{shown}"
     else:
         detail = f"{summary}, see `portkit lint {op.name}`; first: {findings[0].line()}"
-    status = FAIL if failing else PASS
+    status = Outcome.FAIL if failing else Outcome.PASS
     return CheckResult(op.name, "all", "numba", "lint", status, detail, time.perf_counter() - t0)
 
 

@@ -68,13 +68,15 @@ def _run(
     import torch
 
     from portkit.backends import create
-    from portkit.launch.autograd import as_tuple, op_function
+    from portkit.launch.autograd import as_tuple
+    from portkit.torch_op.load import registered_callable
 
     sim = create("sim", config)
     sim.schedule = schedule
     kernels = sim.kernels(op, poison_outputs=True)
+    fn = registered_callable(op, kernels, config.namespace, define_now=False)
     with torch.no_grad():
-        outputs = op_function(op, kernels)(*[t.detach() for t in inputs], *case.extra)
+        outputs = fn(*[t.detach() for t in inputs], *case.extra)
     return tuple(o.detach() for o in as_tuple(outputs))
 
 

@@ -9,9 +9,9 @@ from portkit.checking.case_runner import CaseRunner
 from portkit.errors import PortkitError
 from portkit.launch.trace import record_launches
 from portkit.project.cases import Case, make_inputs
-from portkit.results import FAIL, SKIP
+from portkit.results import Outcome
 
-MARKS = {FAIL: "[red]FAIL[/]", SKIP: "[dim]skip[/]"}
+MARKS = {Outcome.FAIL: "[red]FAIL[/]", Outcome.SKIP: "[dim]skip[/]"}
 
 if TYPE_CHECKING:
     import torch

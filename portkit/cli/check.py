@@ -182,13 +182,13 @@ def check(
 def nothing_ran(results) -> str | None:
     """Why nothing was checked, else None: every case row skipped (the compile and lint
     rows, case "all", do not count then: they are not what was asked), or no row at all."""
-    from portkit.results import FAIL, PASS
+    from portkit.results import Outcome
 
     rows = [r for r in results if r.case != "all"]
-    if any(r.status in (PASS, FAIL) for r in rows):
+    if any(r.status in (Outcome.PASS, Outcome.FAIL) for r in rows):
         return None
     if not rows:  # no case for these backends: the compile and lint rows are the check
-        ran = any(r.status in (PASS, FAIL) for r in results)
+        ran = any(r.status in (Outcome.PASS, Outcome.FAIL) for r in results)
         return None if ran else "no case matched the ops, --case and --quick given"
     reasons: dict[str, str] = {}
     for r in rows:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from portkit.results import FAIL, PASS, SKIP, CheckResult
+from portkit.results import CheckResult, Outcome
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -203,17 +203,17 @@ def print_results(results: Sequence[CheckResult], console: Console, verbose: boo
         table.add_column("time", justify="right")
         table.add_column("note")
         for (op, backend, check), rows in groups.items():
-            counts = {s: sum(r.status == s for r in rows) for s in (PASS, FAIL, SKIP)}
-            note = next((r.detail for r in rows if r.status == FAIL), "") or next(
-                (r.detail for r in rows if r.status == SKIP), ""
+            counts = {s: sum(r.status == s for r in rows) for s in Outcome}
+            note = next((r.detail for r in rows if r.status == Outcome.FAIL), "") or next(
+                (r.detail for r in rows if r.status == Outcome.SKIP), ""
             )
             table.add_row(
                 op,
                 backend,
                 check,
-                str(counts[PASS]),
-                f"[red]{counts[FAIL]}[/]" if counts[FAIL] else "0",
-                str(counts[SKIP]),
+                str(counts[Outcome.PASS]),
+                f"[red]{counts[Outcome.FAIL]}[/]" if counts[Outcome.FAIL] else "0",
+                str(counts[Outcome.SKIP]),
                 f"{sum(r.seconds for r in rows):.2f}s",
                 Text(_first_line(note)),
             )
@@ -222,24 +222,31 @@ def print_results(results: Sequence[CheckResult], console: Console, verbose: boo
     declared = {
         (r.op, r.backend, r.check, line): None
         for r in results
-        if r.status == PASS
+        if r.status == Outcome.PASS
         for line in r.detail.splitlines()
         if ", declared: " in line
     }
     for op, backend, check, line in declared:
         console.print(f"{op} / {backend} / {check}: {line}", markup=False)
-    failures = [r for r in results if r.status == FAIL]
+    failures = [r for r in results if r.status == Outcome.FAIL]
     for r in failures:
         console.print(f"[red]FAIL[/] {r.op} / {r.backend} / {r.check} / {r.case}")
         console.print(f"  {r.detail}", markup=False)
-    passed = sum(r.status == PASS for r in results)
-    skipped = sum(r.status == SKIP for r in results)
+    passed = sum(r.status == Outcome.PASS for r in results)
+    skipped = sum(r.status == Outcome.SKIP for r in results)
     console.print(f"{passed} passed, {len(failures)} failed, {skipped} skipped")
     return bool(failures)
 
 
-def _status(status: str) -> str:
-    return {PASS: "[green]pass[/]", FAIL: "[red]FAIL[/]", SKIP: "[dim]skip[/]"}[status]
+_MARKS = {
+    Outcome.PASS: "[green]pass[/]",
+    Outcome.FAIL: "[red]FAIL[/]",
+    Outcome.SKIP: "[dim]skip[/]",
+}
+
+
+def _status(status: Outcome) -> str:
+    return _MARKS[status]
 
 
 def _first_line(text: str, width: int = 90) -> str:

@@ -38,8 +38,9 @@ from portkit.errors import (
     TwinSignatureError,
     describe,
 )
-from portkit.launch.autograd import as_tuple, op_function
+from portkit.launch.autograd import as_tuple
 from portkit.project.cases import Case, make_grad_outputs, make_inputs
+from portkit.torch_op.load import registered_callable
 
 if TYPE_CHECKING:
     import torch
@@ -104,7 +105,9 @@ def run_side(
             kernels = backend.kernels(op, poison_outputs=True)
             side.machine = getattr(backend, "machine", None)
             kernels = kernels.wrapped(lambda n, t: CapturingTarget(n, t, side.launches))
-            outputs = as_tuple(op_function(op, kernels)(*inputs, *case.extra))
+            # check's callable, so that diff and check run (and refuse) an op alike
+            fn = registered_callable(op, kernels, backend.config.namespace, define_now=False)
+            outputs = as_tuple(fn(*inputs, *case.extra))
         side.outputs = tuple(o.detach() for o in outputs)
         if backward and op.definition.has_backward:
             wanted = [t for t in inputs if t.requires_grad]

@@ -7,8 +7,8 @@
       NAME/manifest.json             toolkit, archs, lowered names, registers, shared memory
       NAME/kernels/OP.sm_XY.cubin    per architecture, and OP.sm_XY.ptx for the newest
       NAME/ops/OP.py                 the op's launchers (see launcher_source)
-      NAME/_runtime.py, _launch_contract.py, _registration.py, _driver_launch.py
-                                     copied from portkit byte for byte
+      NAME/_runtime.py, _launch_contract.py, _registration.py, autograd_function.py,
+      _driver_launch.py              copied from portkit byte for byte
 
 Everything is written to a temporary folder beside OUT and renamed into place at the
 end, so a failure leaves nothing behind and OUT is never half-written; a lock beside OUT
@@ -38,6 +38,8 @@ RUNTIME_FILES = {
     "_runtime.py": ("portkit.export", "runtime.py"),
     "_launch_contract.py": ("portkit", "launch_contract.py"),
     "_registration.py": ("portkit.torch_op", "registration.py"),
+    # registration.py imports it as .autograd_function: the same name in both packages
+    "autograd_function.py": ("portkit.torch_op", "autograd_function.py"),
     "_driver_launch.py": ("portkit.backends.twin", "driver_launch.py"),
 }
 

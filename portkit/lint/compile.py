@@ -22,7 +22,7 @@ from portkit.backends.twin.build import DEFAULT_ARCH, compile_twin
 from portkit.errors import DtypeError, PortkitError
 from portkit.launch.trace import launch_signatures
 from portkit.numba_internals import device_compute_capability
-from portkit.results import FAIL, PASS, CheckResult
+from portkit.results import CheckResult, Outcome
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -59,7 +59,7 @@ def check_prototype(op: Op, config: ProjectConfig | None = None) -> CheckResult:
         signatures = kernel_signatures(op)
     except Exception as exc:
         detail = f"tracing the launchers failed: {type(exc).__name__}: {exc}"
-        return CheckResult(op.name, "all", "numba", f"compile {arch}", FAIL, detail)
+        return CheckResult(op.name, "all", "numba", f"compile {arch}", Outcome.FAIL, detail)
     folder = ptx_cache_folder(op, config, arch)
     compiled, cached, problems = 0, 0, []
     for name, sigs in signatures.items():
@@ -75,7 +75,7 @@ def check_prototype(op: Op, config: ProjectConfig | None = None) -> CheckResult:
                     f"kernel {name}{tuple(str(t) for t in sig)}: {type(exc).__name__}: "
                     + "\n".join(first[:12])
                 )
-    status = FAIL if problems else PASS
+    status = Outcome.FAIL if problems else Outcome.PASS
     from_cache = f" ({cached} from the prototype cache)" if cached else ""
     detail = "\n".join(problems) or f"{compiled} kernel signature(s) compiled to PTX{from_cache}"
     seconds = time.perf_counter() - t0
@@ -131,11 +131,11 @@ def check_twin(op: Op, config: ProjectConfig, arch: str = DEFAULT_ARCH) -> Check
     except DtypeError:
         raise  # the op's dtypes and its twin disagree: a contract error, exit 2
     except PortkitError as exc:
-        return CheckResult(op.name, "all", "twin", f"compile {arch}", FAIL, str(exc))
+        return CheckResult(op.name, "all", "twin", f"compile {arch}", Outcome.FAIL, str(exc))
     source = "cache" if compiled.from_cache else "NVRTC"
     detail = f"{len(expressions)} kernel instantiation(s), cubin from {source}"
     seconds = time.perf_counter() - t0
-    return CheckResult(op.name, "all", "twin", f"compile {arch}", PASS, detail, seconds)
+    return CheckResult(op.name, "all", "twin", f"compile {arch}", Outcome.PASS, detail, seconds)
 
 
 def check_signature(op: Op) -> CheckResult:
@@ -149,7 +149,7 @@ def check_signature(op: Op) -> CheckResult:
     errors = [f for f in findings if f.severity is Severity.ERROR]
     detail = "\n".join(f.line() for f in errors) or "twin parameters match every launch"
     seconds = time.perf_counter() - t0
-    status = FAIL if errors else PASS
+    status = Outcome.FAIL if errors else Outcome.PASS
     return CheckResult(op.name, "all", "twin", "signature", status, detail, seconds)
 
 

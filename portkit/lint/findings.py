@@ -26,7 +26,7 @@ from portkit.launch.trace import launch_signatures, record_launches
 from portkit.lint.compile import check_prototype, check_twin
 from portkit.lint.model import Finding, Severity, one_per_line
 from portkit.lint.signature import signature_findings
-from portkit.results import FAIL
+from portkit.results import Outcome
 
 if TYPE_CHECKING:
     from portkit.project.config import ProjectConfig
@@ -99,7 +99,7 @@ def compile_findings(op: Op, config: ProjectConfig) -> list[Finding]:
     """Errors for a prototype kernel or twin that does not compile for sm_90."""
     findings = []
     for result in (check_prototype(op, config), check_twin(op, config)):
-        if result is not None and result.status == FAIL:
+        if result is not None and result.status == Outcome.FAIL:
             findings.append(
                 Finding(Severity.ERROR, "compile", op.name, result.backend, "", result.detail)
             )

@@ -110,7 +110,7 @@ class CaseItem(PortkitItem):
 
     def runtest(self) -> None:
         from portkit.checking.harness import CheckSettings, run_case
-        from portkit.results import FAIL, PASS
+        from portkit.results import Outcome
 
         settings = None
         tool = self.config.getoption("portkit_under_sanitizer", None)
@@ -127,11 +127,12 @@ class CaseItem(PortkitItem):
                 problems = [f"{r.backend} {r.check}: {r.detail}" for r in results if r.failed]
                 raise CheckFailed("no comparison was possible:\n" + "\n".join(problems))
             results = wanted
-        failures = [r for r in results if r.status == FAIL]
+        failures = [r for r in results if r.status == Outcome.FAIL]
         if failures:
             raise CheckFailed("\n".join(f"{r.backend} {r.check}: {r.detail}" for r in failures))
-        if not any(r.status == PASS for r in results):
-            raise CheckFailed(f"no check ran: {[(r.check, r.status, r.detail) for r in results]}")
+        if not any(r.status == Outcome.PASS for r in results):
+            ran = [(r.check, str(r.status), r.detail) for r in results]
+            raise CheckFailed(f"no check ran: {ran}")
 
 
 class CompileItem(PortkitItem):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from portkit.results import Outcome
 from portkit.sanitize.runner import CLEAN, ToolRun
 
 if TYPE_CHECKING:
@@ -85,7 +86,7 @@ def failed_checks(results: Sequence[dict]) -> list[str]:
     """'op / backend / check / case: first line of detail' for each failed child check."""
     lines = []
     for r in results:
-        if r.get("status") != "fail":
+        if r.get("status") != Outcome.FAIL:
             continue
         detail = str(r.get("detail", "")).strip().splitlines()
         first = detail[0][:200] if detail else ""

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from portkit.results import Outcome
 from portkit.sanitize.findings import Finding, attribute, error_summary, parse_log
 from portkit.sanitize.tools import (
     ERROR_EXITCODE,
@@ -55,7 +56,7 @@ class ToolRun:
     def status(self) -> str:
         if self.own_findings or (self.returncode == ERROR_EXITCODE and not self.findings):
             return FOUND
-        if self.returncode == 1 or any(r.get("status") == "fail" for r in self.results):
+        if self.returncode == 1 or any(r.get("status") == Outcome.FAIL for r in self.results):
             return CHECKS_FAILED
         if self.returncode == 0 or self.returncode == ERROR_EXITCODE:
             return CLEAN

@@ -2,4 +2,5 @@
 autograd and a fake kernel derived from its launchers; the eager fast path around it.
 
 Layer: above ``backends`` (it binds a backend's kernels), below ``lint`` and ``check``.
-``registration`` imports only torch, because ``portkit export`` ships it verbatim."""
+``registration`` and ``autograd_function`` (the one autograd path, used by check and
+diff too) import only torch, because ``portkit export`` ships them verbatim."""

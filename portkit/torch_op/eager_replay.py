@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from portkit.torch_op.registration import Binding, OpCallable, RegisteredOp, _is_compiling
+from portkit.torch_op.autograd_function import Binding
+from portkit.torch_op.registration import OpCallable, RegisteredOp, _is_compiling
 
 
 class ReplayedOpCallable(OpCallable):

@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 from portkit.errors import OpDefinitionError
 from portkit.launch.autograd import check_inputs
+from portkit.torch_op.autograd_function import Binding
 from portkit.torch_op.layout import op_layout
-from portkit.torch_op.registration import Binding, OpCallable, register
+from portkit.torch_op.registration import OpCallable, register
 
 if TYPE_CHECKING:
     from portkit.launch.kernel_set import KernelSet

@@ -18,51 +18,27 @@ directly, through an ``autograd.Function`` when a gradient is needed: custom_op'
 dispatch costs 8–11 µs per call on recent PyTorch (pytorch#177109), more than a whole
 launch, and both paths run the same launcher on the same kernels.
 
-This module imports only torch: ``portkit export`` copies it verbatim into exported
-packages, so a shipped op is registered by exactly this code.
+The eager ``autograd.Function`` is ``autograd_function.eager_function``, the one that
+check and diff use too. This module imports only torch and that module: ``portkit
+export`` copies both verbatim into exported packages, so a shipped op is registered by
+exactly this code.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-SAVED_KINDS = ("input", "output", "extra")
-
-
-@dataclass(frozen=True)
-class OpLayout:
-    """What the launchers take and give, found once by running them on meta tensors."""
-
-    input_types: tuple[str, ...]  # schema type per input: Tensor, float, int, bool
-    outputs: int
-    saved: tuple[tuple[str, int], ...]  # per saved item: (kind, index in inputs/outputs/extras)
-    grads: tuple[bool, ...]  # per input: does backward return a tensor there
-    has_backward: bool
-
-    @property
-    def extras(self) -> int:
-        return sum(1 for kind, _ in self.saved if kind == "extra")
-
-    def forward_schema(self) -> str:
-        params = ", ".join(f"{t} a{i}" for i, t in enumerate(self.input_types))
-        return f"({params}) -> {_returns(self.outputs + self.extras)}"
-
-    def backward_schema(self) -> str:
-        saved = [f"Tensor s{i}" for i in range(len(self.saved))]
-        grads = [f"Tensor g{i}" for i in range(self.outputs)]
-        return f"({', '.join(saved + grads)}) -> {_returns(sum(self.grads))}"
-
-
-def _returns(count: int) -> str:
-    return "Tensor" if count == 1 else "(" + ", ".join(["Tensor"] * count) + ")"
-
-
-def as_tuple(value: Any) -> tuple:
-    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
+from .autograd_function import (
+    Binding,
+    OpLayout,
+    as_tuple,
+    check_gradients,
+    eager_function,
+    split_forward,
+)
 
 
 class _NoLaunch:
@@ -96,48 +72,6 @@ class FakeKernels:
 
     def empty_like(self, tensor: torch.Tensor) -> torch.Tensor:
         return self.empty(tensor.shape, tensor.dtype)
-
-
-@dataclass
-class Binding:
-    """The launchers and kernels the registered op runs (rebound when an op is loaded again
-    in the same process, e.g. by the checker with poisoned outputs)."""
-
-    forward: Callable
-    backward: Callable | None
-    kernels: Any
-    check: Callable[[Sequence[Any]], None]
-    error: type[Exception]
-
-
-def split_forward(
-    name: str, layout: OpLayout, inputs: Sequence[Any], result: Any, error: type[Exception]
-) -> tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]]:
-    """(outputs, extras) of a forward launcher's ``(outputs, saved)``, checked against the
-    layout found at registration (a launcher that saves different things per call cannot
-    be a registered op)."""
-    if not (isinstance(result, tuple) and len(result) == 2):
-        raise error(f"op {name}: forward must return (outputs, saved_for_backward)")
-    outputs, saved = as_tuple(result[0]), as_tuple(result[1])
-    if len(outputs) != layout.outputs or len(saved) != len(layout.saved):
-        raise error(
-            f"op {name}: forward returned {len(outputs)} outputs and {len(saved)} saved values; "
-            f"at registration it returned {layout.outputs} and {len(layout.saved)}"
-        )
-    extras = []
-    for position, ((kind, index), value) in enumerate(zip(layout.saved, saved)):
-        if kind == "input":
-            same = value is inputs[index]
-        elif kind == "output":
-            same = value is outputs[index]
-        else:
-            same = isinstance(value, torch.Tensor)
-            extras.append(value)
-        if not same:
-            raise error(
-                f"op {name}: saved value {position} is not the {kind} it was at registration"
-            )
-    return outputs, tuple(extras)
 
 
 def _unalias(results: Sequence[torch.Tensor], inputs: Sequence[Any]) -> tuple:
@@ -255,11 +189,7 @@ class RegisteredOp:
         count = len(self.layout.saved)
         saved, grads = tuple(args[:count]), args[count:]
         result = as_tuple(b.backward(kernels, saved, *grads))
-        if len(result) != len(self.layout.grads):
-            raise b.error(
-                f"op {self.name}: backward returned {len(result)} gradient(s), expected "
-                f"{len(self.layout.grads)} (one per input of the forward)"
-            )
+        check_gradients(self.name, self.layout, result, b.error)
         tensors = []
         for position, (value, wanted) in enumerate(zip(result, self.layout.grads)):
             if wanted and not isinstance(value, torch.Tensor):
@@ -342,7 +272,7 @@ class OpCallable:
         self.registered, self.binding = registered, binding
         self.outputs = registered.layout.outputs
         self.__name__ = registered.name
-        self._function = _eager_function(registered, binding)
+        self._function = eager_function(registered.name, registered.layout, binding)
         self._differentiable = binding.backward is not None
 
     def __call__(self, *inputs: Any) -> Any:
@@ -382,33 +312,3 @@ class OpCallable:
     def _through_registered_op(self, inputs: tuple) -> Any:
         result = as_tuple(self.op(*inputs))[: self.outputs]
         return result if len(result) > 1 else result[0]
-
-
-def _eager_function(registered: RegisteredOp, binding: Binding) -> type:
-    layout, name = registered.layout, registered.name
-
-    class EagerFunction(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx: Any, *inputs: Any) -> Any:
-            binding.check(inputs)
-            result = binding.forward(binding.kernels, *inputs)
-            outputs, _ = split_forward(name, layout, inputs, result, binding.error)
-            ctx.save_for_backward(*as_tuple(result[1]))  # tensors only (see op_layout)
-            return outputs if len(outputs) > 1 else outputs[0]
-
-        @staticmethod
-        @torch.autograd.function.once_differentiable
-        def backward(ctx: Any, *grads: Any) -> Any:
-            # Autograd materialises a missing gradient as zeros (set_materialize_grads is
-            # on by default), so every g is a tensor; kernels want C order.
-            grads = tuple(g.contiguous() for g in grads)
-            assert binding.backward is not None
-            result = as_tuple(binding.backward(binding.kernels, ctx.saved_tensors, *grads))
-            if len(result) != len(layout.grads):
-                raise binding.error(
-                    f"op {name}: backward returned {len(result)} gradient(s), expected "
-                    f"{len(layout.grads)} (one per input of the forward)"
-                )
-            return tuple(r if wanted else None for r, wanted in zip(result, layout.grads))
-
-    return EagerFunction

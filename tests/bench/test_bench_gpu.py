@@ -22,10 +22,12 @@ pytestmark = [
 @pytest.mark.parametrize("name", ["sigmoid", "vector_add", "elementwise_mul"])
 def test_twin_elementwise_on_views_not_16_byte_aligned(name, load_op):
     from portkit.backends import create
-    from portkit.launch.autograd import as_tuple, op_function
+    from portkit.launch.autograd import as_tuple
+    from portkit.torch_op.load import registered_callable
 
     config, op = load_op(REPO, name)
-    f = op_function(op, create("twin", config).kernels(op, poison_outputs=True))
+    kernels = create("twin", config).kernels(op, poison_outputs=True)
+    f = registered_callable(op, kernels, config.namespace, define_now=False)
     inputs = op.definition.cases[0].shapes
     n = 1003
     tensors = [torch.randn(n + 1, device="cuda")[1:] for _ in inputs]  # offset 4 bytes
@@ -39,10 +41,11 @@ def test_twin_elementwise_on_views_not_16_byte_aligned(name, load_op):
 @pytest.mark.parametrize("name", ["softmax", "softmax_warp"])
 def test_twin_softmax_rows_not_16_byte_aligned(name, load_op):
     from portkit.backends import create
-    from portkit.launch.autograd import op_function
+    from portkit.torch_op.load import registered_callable
 
     config, op = load_op(REPO, name)
-    f = op_function(op, create("twin", config).kernels(op, poison_outputs=True))
+    kernels = create("twin", config).kernels(op, poison_outputs=True)
+    f = registered_callable(op, kernels, config.namespace, define_now=False)
     x = torch.randn(5 * 1029 + 1, device="cuda")[1:].view(5, 1029).requires_grad_()
     y = f(x)
     torch.testing.assert_close(y, torch.softmax(x, -1))

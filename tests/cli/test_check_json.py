@@ -34,3 +34,28 @@ def test_backends_may_be_listed_with_commas(make_project, sources, cli):
     assert wrong.exit_code == 2 and "unknown backend 'nope'" in wrong.output
     empty = cli(root, "check", "double", "--backend", ",", "--no-compile")
     assert empty.exit_code == 2 and "--backend needs a backend name" in empty.output
+
+
+def test_statuses_are_written_as_plain_strings(make_project, sources, cli):
+    """``CheckResult.status`` is an ``Outcome``; ``--json`` writes its value, as before."""
+    py = sources.unary_op("json_wrong", "out[i] = x[i] * 3.0", cases=sources.ONE_CASE)
+    root = make_project({"json_wrong": (py, None)})
+    result = cli(root, "check", "json_wrong", "--backend", "sim,twin", "--no-compile", "--json")
+    assert result.exit_code == 1, result.output
+    text = result.output[result.output.index('{\n "results"') :]
+    rows = json.loads(text)["results"]
+    statuses = {(r["backend"], r["check"]): r["status"] for r in rows}
+    assert statuses[("sim", "forward")] == "fail"
+    assert statuses[("twin", "run")] == "skip"  # no GPU here, or twin-less on one
+    assert all(
+        list(r) == ["op", "case", "backend", "check", "status", "detail", "seconds"] for r in rows
+    )
+    assert '"status": "fail",' in text and '"status": "skip",' in text
+
+
+def test_an_outcome_reads_as_its_value():
+    from portkit.results import Outcome
+
+    assert [str(o) for o in Outcome] == ["pass", "fail", "skip"]
+    assert f"{Outcome.FAIL}" == "fail" and Outcome("skip") is Outcome.SKIP
+    assert json.dumps([Outcome.PASS]) == '["pass"]'

@@ -10,9 +10,10 @@ import torch
 
 from portkit.backends import create
 from portkit.errors import ConfigError, InputError, LaunchError, OpDefinitionError, OpNotFound
-from portkit.launch.autograd import check_inputs, op_function
+from portkit.launch.autograd import check_inputs
 from portkit.launch.kernel_set import check_kernel_args, launch_config
 from portkit.lint.compile import check_twin
+from portkit.torch_op.load import registered_callable
 
 BINARY = """\
 import torch
@@ -59,7 +60,7 @@ def add_op(make_project, load_op):
     root = make_project({"err_add": (BINARY.format(name="err_add"), None)})
     config, op = load_op(root, "err_add")
     kernels = create("sim", config).kernels(op)
-    return op, op_function(op, kernels)
+    return op, registered_callable(op, kernels, config.namespace, define_now=False)
 
 
 # -- unknown op --------------------------------------------------------------------------
@@ -190,7 +191,7 @@ def test_op_check_inputs_rule_runs(make_project, sources, load_op):
     )
     root = make_project({"err_rule": (py, None)})
     config, op = load_op(root, "err_rule")
-    f = op_function(op, create("sim", config).kernels(op))
+    f = registered_callable(op, create("sim", config).kernels(op), config.namespace)
     with pytest.raises(InputError, match="err_rule takes a 1-D tensor, got 2-D"):
         f(torch.ones(2, 3))
     assert torch.equal(f(torch.ones(3)), torch.full((3,), 2.0))

@@ -124,16 +124,16 @@ def test_load_allocates_plainly(monkeypatch: pytest.MonkeyPatch):
             seen.extend(a for a in args if isinstance(a, torch.Tensor))
 
     from portkit.backends import create
-    from portkit.launch.autograd import op_function
     from portkit.project.config import load_config
     from portkit.project.discovery import discover
+    from portkit.torch_op.load import registered_callable
 
     config = load_config()
     op = discover(config).get("sigmoid")
     k = create("sim", config).kernels(op)
     assert k.guards is None and not k.poison_outputs
     spied = k.wrapped(lambda name, target: Spy())
-    op_function(op, spied)(torch.ones(10))
+    registered_callable(op, spied, config.namespace, define_now=False)(torch.ones(10))
     assert seen and all(t.untyped_storage().nbytes() == t.numel() * t.element_size() for t in seen)
     assert portkit.load("sigmoid", "sim")(torch.zeros(3)).tolist() == [0.5, 0.5, 0.5]
 

@@ -10,7 +10,7 @@ from portkit.backends.prototype_cache import ENV_SWITCH
 from portkit.lint.compile import check_prototype
 from portkit.project.config import load_config
 from portkit.project.discovery import load_op
-from portkit.results import PASS
+from portkit.results import Outcome
 
 
 def fresh_op(root, name):
@@ -30,18 +30,20 @@ def test_second_compile_check_reads_the_cache_and_an_edit_compiles_again(
     root = make_project({"cc_cached": (sources.unary_op("cc_cached"), None)})
     config, op = fresh_op(root, "cc_cached")
     first = check_prototype(op, config)
-    assert first.status == PASS and "from the prototype cache" not in first.detail
+    assert first.status == Outcome.PASS and "from the prototype cache" not in first.detail
     signatures = len(ptx_files(root))
     assert signatures >= 1 and f"{signatures} kernel signature(s)" in first.detail
     assert ".version" in ptx_files(root)[0].read_text()  # it is the PTX
     config, op = fresh_op(root, "cc_cached")
     again = check_prototype(op, config)
-    assert again.status == PASS and f"({signatures} from the prototype cache)" in again.detail
+    assert (
+        again.status == Outcome.PASS and f"({signatures} from the prototype cache)" in again.detail
+    )
     path = root / "prototypes" / "cc_cached.py"
     path.write_text(path.read_text().replace("x[i] * 2.0", "x[i] * 5.0"))
     config, op = fresh_op(root, "cc_cached")
     edited = check_prototype(op, config)
-    assert edited.status == PASS and "from the prototype cache" not in edited.detail
+    assert edited.status == Outcome.PASS and "from the prototype cache" not in edited.detail
     assert len(ptx_files(root)) == 2 * signatures
 
 
@@ -50,7 +52,7 @@ def test_a_failed_compile_is_not_remembered(make_project, sources, monkeypatch):
     broken = sources.unary_op("cc_broken", "out[i] = x[i] * undefined_name")
     root = make_project({"cc_broken": (broken, None)})
     config, op = fresh_op(root, "cc_broken")
-    assert check_prototype(op, config).status != PASS
+    assert check_prototype(op, config).status != Outcome.PASS
     assert ptx_files(root) == []
 
 
@@ -58,7 +60,7 @@ def test_the_environment_switch_turns_it_off(make_project, sources, monkeypatch)
     monkeypatch.setenv(ENV_SWITCH, "0")
     root = make_project({"cc_off": (sources.unary_op("cc_off"), None)})
     config, op = fresh_op(root, "cc_off")
-    assert check_prototype(op, config).status == PASS
+    assert check_prototype(op, config).status == Outcome.PASS
     assert ptx_files(root) == []
 
 
@@ -84,4 +86,4 @@ def test_a_cache_that_cannot_be_written_does_not_fail_the_check(make_project, so
     (root / "blocked").write_text("a file where the cache folder would be")
     config, op = fresh_op(root, "cc_blocked")
     result = check_prototype(op, config)
-    assert result.status == PASS, result.detail
+    assert result.status == Outcome.PASS, result.detail
