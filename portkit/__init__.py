@@ -50,14 +50,16 @@ def load(name: str, implementation: str = "twin"):
     default ``portkit``), so torch.compile, CUDA graphs and opcheck see it."""
     from portkit.backends import create
     from portkit.errors import BackendUnavailable
-    from portkit.project.config import load_config
-    from portkit.project.discovery import discover
+    from portkit.project.session import Session
     from portkit.torch_op.load import registered_callable
 
-    config = load_config()
-    op_ = discover(config).get(name)
+    session = Session.from_environment(require=False)
+    config = session.config
+    op_ = session.op(name)
     backend = create(implementation, config)
     reason = backend.unavailable_reason or backend.unsupported_reason(op_)
     if reason:
         raise BackendUnavailable(f"{implementation} cannot run op {name}: {reason}")
-    return registered_callable(op_, backend.kernels(op_), config.namespace, replay=True)
+    return registered_callable(
+        op_, backend.kernels(op_), config.namespace, replay=config.settings.replay
+    )

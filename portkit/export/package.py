@@ -27,10 +27,14 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from portkit.errors import PortkitError
 from portkit.export.lock import export_lock
 from portkit.export.names import check_package_name
+
+if TYPE_CHECKING:
+    from portkit.project.discovery import Catalog
 
 RUNTIME_FILES = {
     "_runtime.py": ("portkit.export", "runtime.py"),
@@ -70,6 +74,7 @@ def _source_file(package: str, filename: str) -> str:
 
 
 def export_package(
+    catalog: Catalog,
     names: Sequence[str],
     out: Path,
     archs: Sequence[str],
@@ -77,13 +82,9 @@ def export_package(
     version: str = "0.1.0",
     on_op=None,
 ) -> ExportResult:
-    from portkit.project.config import load_config
-    from portkit.project.discovery import discover
-
     check_package_name(package)
     check_output_folder(out)
-    config = load_config()
-    catalog = discover(config)
+    config = catalog.config
     ops = [catalog.get(name) for name in names]  # an unknown op raises OpNotFound here
     for op in ops:
         if not op.has_twin:
