@@ -93,7 +93,10 @@ def simulated_cuda(engine: str | None = None) -> Iterator[None]:
     from numba.cuda.simulator import api
     from numba.cuda.simulator.cudadrv import devicearray
 
-    replaced: dict[str, Any] = {"jit": _simulated_jit(cuda.jit, engine), "is_available": lambda: True}
+    replaced: dict[str, Any] = {
+        "jit": _simulated_jit(cuda.jit, engine),
+        "is_available": lambda: True,
+    }
     for name in _FROM_DEVICEARRAY:
         if hasattr(devicearray, name):
             replaced[name] = getattr(devicearray, name)

@@ -63,7 +63,9 @@ def test_refresh_forgets_only_what_changed_and_sees_files_come_and_go(make_proje
 
 
 def test_refresh_imports_an_edited_helper_module_again(make_project, sources, monkeypatch):
-    helper = "from numba import cuda\n\n\n@cuda.jit(device=True)\ndef scale(v):\n    return v * 3.0\n"
+    helper = (
+        "from numba import cuda\n\n\n@cuda.jit(device=True)\ndef scale(v):\n    return v * 3.0\n"
+    )
     py = sources.unary_op(
         "res_helped", "out[i] = res_helpers.scale(x[i])", cases=sources.ONE_CASE
     ).replace("import portkit\n", "import portkit\nimport res_helpers\n")

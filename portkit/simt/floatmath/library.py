@@ -13,7 +13,6 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import math
-import os
 import re
 import subprocess
 import sys

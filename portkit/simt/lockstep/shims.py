@@ -286,4 +286,3 @@ class LaneCuda:
             setattr(self, name, function)
             return function
         raise Unsupported(f"cuda.{name} is not vectorised")
-
