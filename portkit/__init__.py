@@ -43,17 +43,19 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'portkit' has no attribute {name!r}")
 
 
-def load(name: str, implementation: str = "twin"):
+def load(name: str, implementation: str = "twin", session: Any = None):
     """The op ``name`` of the current project as a differentiable function:
     ``portkit.load("sigmoid", "twin")(x)``. It is also registered as the PyTorch op
     ``torch.ops.<namespace>.<name>_<implementation>`` (namespace from ``[tool.portkit]``,
-    default ``portkit``), so torch.compile, CUDA graphs and opcheck see it."""
+    default ``portkit``), so torch.compile, CUDA graphs and opcheck see it. The op is read
+    as its files are now; ``session`` (a ``portkit.project.session.Session`` a resident
+    process keeps and refreshes) is used instead of reading the project again."""
     from portkit.backends import create
     from portkit.errors import BackendUnavailable
     from portkit.project.session import Session
     from portkit.torch_op.load import registered_callable
 
-    session = Session.from_environment(require=False)
+    session = session or Session.from_environment(require=False)
     config = session.config
     op_ = session.op(name)
     backend = create(implementation, config)

@@ -114,3 +114,15 @@ def test_an_unknown_engine_is_one_line_at_the_start(cli, make_project, sources, 
     assert result.output.strip() == (
         "error: PORTKIT_SIMT_ENGINE='fast' is not one of auto, lockstep, per-thread"
     )
+
+
+def test_portkit_load_runs_the_refreshed_op_of_a_session(make_project, sources):
+    import portkit
+
+    root = make_project({"res_load": (sources.unary_op("res_load", cases=sources.ONE_CASE), None)})
+    session = Session.from_environment(root)
+    x = torch.arange(4.0)
+    assert torch.equal(portkit.load("res_load", "sim", session=session)(x), x * 2)
+    edit(root / "prototypes" / "res_load.py", "x[i] * 2.0", "x[i] * 9.0")
+    session.refresh()
+    assert torch.equal(portkit.load("res_load", "sim", session=session)(x), x * 9)
