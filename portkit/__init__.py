@@ -43,21 +43,25 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'portkit' has no attribute {name!r}")
 
 
-def load(name: str, implementation: str = "twin"):
+def load(name: str, implementation: str = "twin", session: Any = None):
     """The op ``name`` of the current project as a differentiable function:
     ``portkit.load("sigmoid", "twin")(x)``. It is also registered as the PyTorch op
     ``torch.ops.<namespace>.<name>_<implementation>`` (namespace from ``[tool.portkit]``,
-    default ``portkit``), so torch.compile, CUDA graphs and opcheck see it."""
+    default ``portkit``), so torch.compile, CUDA graphs and opcheck see it. The op is read
+    as its files are now; ``session`` (a ``portkit.project.session.Session`` a resident
+    process keeps and refreshes) is used instead of reading the project again."""
     from portkit.backends import create
     from portkit.errors import BackendUnavailable
-    from portkit.project.config import load_config
-    from portkit.project.discovery import discover
+    from portkit.project.session import Session
     from portkit.torch_op.load import registered_callable
 
-    config = load_config()
-    op_ = discover(config).get(name)
+    session = session or Session.from_environment(require=False)
+    config = session.config
+    op_ = session.op(name)
     backend = create(implementation, config)
     reason = backend.unavailable_reason or backend.unsupported_reason(op_)
     if reason:
         raise BackendUnavailable(f"{implementation} cannot run op {name}: {reason}")
-    return registered_callable(op_, backend.kernels(op_), config.namespace, replay=True)
+    return registered_callable(
+        op_, backend.kernels(op_), config.namespace, replay=config.settings.replay
+    )

@@ -31,7 +31,7 @@ import sys
 import time
 from collections.abc import Callable
 
-REPLAY_SWITCH = "PORTKIT_REPLAY"  # launch/replay/launcher.py SWITCH
+REPLAY_SWITCH = "PORTKIT_REPLAY"  # read by the Session portkit.load builds (docs/environment.md)
 
 
 def per_call_us(fn: Callable[[], object], calls: int, repeats: int) -> float:

@@ -184,22 +184,6 @@ def make_project_at(
     return root
 
 
-@pytest.fixture(autouse=True)
-def _forget_projects():
-    """Drop catalogs and prototype modules that a test added (the repository's own
-    catalog stays cached: importing it again would only cost time)."""
-    import portkit.project.discovery as discovery
-
-    catalogs = dict(discovery._catalogs)
-    modules = {k for k in sys.modules if k.startswith(discovery.MODULE_PREFIX + ".")}
-    yield
-    for root in set(discovery._catalogs) - set(catalogs):
-        del discovery._catalogs[root]
-    for name in [k for k in sys.modules if k.startswith(discovery.MODULE_PREFIX + ".")]:
-        if name not in modules:
-            del sys.modules[name]
-
-
 @pytest.fixture
 def make_project(tmp_path: Path) -> Callable[..., Path]:
     """``make_project({"op": (py, cu)}, ...)`` -> the project root (under ``tmp_path``
@@ -225,13 +209,13 @@ def sources() -> SimpleNamespace:
 
 @pytest.fixture
 def load_op():
-    """``load_op(root, name)`` -> (config, Op) of a project, discovered from ``root``."""
-    from portkit.project.config import load_config
-    from portkit.project.discovery import discover
+    """``load_op(root, name)`` -> (config, Op) of a project, discovered from ``root`` by a
+    fresh session (with the environment's settings, as a command would have)."""
+    from portkit.project.session import Session
 
     def load(root: Path, name: str):
-        config = load_config(root)
-        return config, discover(config).get(name)
+        session = Session.from_environment(root, require=False)
+        return session.config, session.op(name)
 
     return load
 

@@ -101,8 +101,8 @@ class NumbaGPU(Backend):
     # Set by `portkit check --under-sanitizer`: compile with line info, so
     # compute-sanitizer names the prototype's .py lines (no cost at run time).
     lineinfo: bool = False
-    # Compiled kernels on disk (backends/prototype_cache.py); `portkit check --no-cache`
-    # or PORTKIT_PROTOTYPE_CACHE=0 turns it off.
+    # Compiled kernels on disk (backends/prototype_cache.py); off here, or in the
+    # session's settings (`portkit check --no-cache`, PORTKIT_PROTOTYPE_CACHE=0).
     use_cache: bool = True
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -110,7 +110,7 @@ class NumbaGPU(Backend):
         self._told_no_lineinfo: set[str] = set()  # ops already said to run without it
 
     def kernels(self, op, *, poison_outputs: bool = False) -> KernelSet:
-        use_cache = self.use_cache and prototype_cache.enabled_by_environment()
+        use_cache = self.use_cache and self.config.settings.prototype_cache
         lineinfo = self.lineinfo and lineinfo_links(op.definition.dtypes)
         if self.lineinfo and not lineinfo and op.name not in self._told_no_lineinfo:
             self._told_no_lineinfo.add(op.name)

@@ -35,15 +35,11 @@ from typing import Any
 from portkit import cache_files, numba_internals
 
 CACHE_FORMAT = 1
-# PORTKIT_PROTOTYPE_CACHE=0 turns the cache off everywhere (pytest included).
-ENV_SWITCH = "PORTKIT_PROTOTYPE_CACHE"
+# The switch is the session's (``config.settings.prototype_cache``: --no-cache,
+# PORTKIT_PROTOTYPE_CACHE=0); callers ask it before they attach.
 _CONSTANTS = (bool, int, float, complex, str, bytes)
 
 log = logging.getLogger("portkit.prototype_cache")
-
-
-def enabled_by_environment() -> bool:
-    return os.environ.get(ENV_SWITCH, "1").strip().lower() not in ("0", "false", "no", "off")
 
 
 def _code_objects(code: types.CodeType) -> Iterator[types.CodeType]:

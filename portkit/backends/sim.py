@@ -58,7 +58,11 @@ class PortkitSimulator(Backend):
         from portkit.simt.machine import Machine
 
         self.machine = Machine(
-            self.breakpoint, self.on_block, budget=self.config.sim_budget, schedule=self.schedule
+            self.breakpoint,
+            self.on_block,
+            engine=self.config.settings.simt_engine,
+            budget=self.config.sim_budget,
+            schedule=self.schedule,
         )
         targets = {
             name: SimulatedLaunch(name, dispatcher, self.machine)

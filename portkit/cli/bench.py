@@ -156,7 +156,8 @@ def bench(
     )
     _check_wanted(wanted)
     emit = json_output(as_json)
-    config, catalog = load_project()
+    session = load_project()
+    config, catalog = session.config, session.catalog
     ops = [catalog.get(n) for n in (catalog.names if all_ops else op_names)]
     if case_names and len(ops) != 1:
         raise PortkitError("--case names one op's cases: name exactly one OP with it")

@@ -4,7 +4,6 @@ and with ``--sanitize`` the same GPU checks under NVIDIA compute-sanitizer."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -114,16 +113,12 @@ def check(
       portkit check --all --sanitize all --json
     """
     from portkit.backends import create_all
-    from portkit.backends.prototype_cache import ENV_SWITCH
     from portkit.checking.harness import CheckSettings, plan_suite, run_suite
     from portkit.cli.render import print_results, progress_bar
 
     emit = json_output(as_json)
-    if no_cache:  # the environment, so sanitizer children and the compile checks see it
-        previous = os.environ.get(ENV_SWITCH)
-        os.environ[ENV_SWITCH] = "0"
-        click.get_current_context().call_on_close(lambda: _restore(ENV_SWITCH, previous))
-    config, catalog = load_project(budget)
+    session = load_project(budget, **({"prototype_cache": False} if no_cache else {}))
+    config, catalog = session.config, session.catalog
     if all_ops == bool(op_names):
         raise click.UsageError("name one or more OPs, or pass --all")
     ops = [catalog.get(n) for n in (catalog.names if all_ops else op_names)]
@@ -197,13 +192,6 @@ def nothing_ran(results) -> str | None:
     return f"all {len(rows)} checks were skipped ({why})"
 
 
-def _restore(name: str, value: str | None) -> None:
-    if value is None:
-        os.environ.pop(name, None)
-    else:
-        os.environ[name] = value
-
-
 def _sanitize(config, ops, case_names, tools, log_dir, emit, console) -> None:
     """``emit``: where the JSON report goes, None without --json."""
     import time
@@ -233,6 +221,7 @@ def _sanitize(config, ops, case_names, tools, log_dir, emit, console) -> None:
             Path(log_dir),
             config.root,
             advance,
+            environment=config.settings.as_environment(),  # the child's --no-cache & co
         )
     failed = print_sanitizer(runs, console)
     console.print(f"raw logs: {log_dir}", soft_wrap=True)

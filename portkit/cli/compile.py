@@ -21,7 +21,8 @@ def compile_command(op_names: tuple[str, ...]) -> None:
     from portkit.cli.render import print_results
     from portkit.lint.compile import compile_checks
 
-    config, catalog = load_project()
+    session = load_project()
+    config, catalog = session.config, session.catalog
     ops = [catalog.get(n) for n in (op_names or catalog.names)]
     results = [r for op in ops for r in compile_checks(op, config)]
     failed = print_results(results, make_console(), verbose=True)

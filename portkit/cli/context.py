@@ -1,5 +1,5 @@
-"""What every command shares: exit codes, user errors as one line, the project, the
-console, and parsing of --shape/--block/--thread. Heavy libraries are imported inside
+"""What every command shares: exit codes, user errors as one line, the project's session,
+the console, and parsing of --shape/--block/--thread. Heavy libraries are imported inside
 functions, so ``portkit --help`` stays instant."""
 
 from __future__ import annotations
@@ -61,19 +61,17 @@ def json_output(as_json: bool) -> Callable[[str], None]:
     return lambda text: click.echo(text, file=out)
 
 
-def load_project(budget: float | None = None):
-    """The project's configuration and its op catalog, read once per command;
-    ``budget`` (``--budget``) replaces the configuration's ``sim-budget``."""
-    from dataclasses import replace
+def load_project(budget: float | None = None, **settings: object):
+    """The command's ``Session``: the project's configuration, the environment's settings
+    (read here, once) and the op catalog. ``budget`` (``--budget``) replaces the
+    configuration's ``sim-budget``; ``settings`` change switches (``--no-cache``:
+    ``prototype_cache=False``) without touching ``os.environ``."""
+    from portkit.project.session import Session
 
-    from portkit.project.config import load_config
-    from portkit.project.discovery import discover, require_project
-
-    config = load_config()
-    require_project(config)
-    if budget is not None:
-        config = replace(config, sim_budget=budget)
-    return config, discover(config)
+    session = Session.from_environment(budget=budget)
+    if settings:
+        session.configure(**settings)
+    return session
 
 
 budget_option = click.option(

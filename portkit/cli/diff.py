@@ -101,7 +101,8 @@ def diff_command(
     from portkit.project.case_choice import check_fits, choose_case
 
     emit = json_output(as_json)
-    config, catalog = load_project(budget)
+    session = load_project(budget)
+    config, catalog = session.config, session.catalog
     op = catalog.get(op_name)
     if size is not None and shape is not None:
         raise click.UsageError("give --size or --shape, not both")

@@ -52,12 +52,14 @@ def export_command(
     from portkit.export.compile import parse_archs
     from portkit.export.package import export_package
 
-    config, _ = load_project()  # outside a project: one line, before any work
+    session = load_project()  # outside a project: one line, before any work
+    config = session.config
     archs = parse_archs(arch)
     package = package or f"{config.namespace}_kernels"
     console = make_console(stderr=as_json)
     with console.status("compiling twins") as status:
         result = export_package(
+            session.catalog,
             op_names,
             out,
             archs,

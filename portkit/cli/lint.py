@@ -51,7 +51,8 @@ def lint(op_names: tuple[str, ...], strict: bool, no_resources: bool, as_json: b
         # (H100, 2026-11-24). Read when CUDA first loads, so before anything touches it.
         os.environ.setdefault("CUDA_CACHE_DISABLE", "1")
     emit = json_output(as_json)
-    config, catalog = load_project()
+    session = load_project()
+    config, catalog = session.config, session.catalog
     ops = [catalog.get(n) for n in (op_names or catalog.names)]
     report = run_lint(ops, config, resources=not no_resources)
     warnings_fail = strict or config.lint_warnings_fail

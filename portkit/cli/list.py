@@ -16,7 +16,8 @@ def list_ops(as_json: bool) -> None:
     from portkit.cli.render import op_listing
 
     emit = json_output(as_json)
-    config, catalog = load_project()
+    session = load_project()
+    config, catalog = session.config, session.catalog
     backends = create_all(config)
     rows = op_listing(catalog, backends)
     if as_json:

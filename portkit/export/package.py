@@ -28,10 +28,14 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from portkit.errors import PortkitError
 from portkit.export.lock import export_lock
 from portkit.export.names import check_package_name
+
+if TYPE_CHECKING:
+    from portkit.project.discovery import Catalog
 
 # Shipped byte for byte: what the package runs is what portkit runs.
 RUNTIME_FILES = {
@@ -76,6 +80,7 @@ def shipped_file(package: str, filename: str) -> Path:
 
 
 def export_package(
+    catalog: Catalog,
     names: Sequence[str],
     out: Path,
     archs: Sequence[str],
@@ -83,13 +88,9 @@ def export_package(
     version: str = "0.1.0",
     on_op=None,
 ) -> ExportResult:
-    from portkit.project.config import load_config
-    from portkit.project.discovery import discover
-
     check_package_name(package)
     check_output_folder(out)
-    config = load_config()
-    catalog = discover(config)
+    config = catalog.config
     ops = [catalog.get(name) for name in names]  # an unknown op raises OpNotFound here
     for op in ops:
         if not op.has_twin:

@@ -113,7 +113,7 @@ def lint_key(op: Op, root: Path) -> str:
 
 def entry_path(op: Op, config: ProjectConfig) -> Path | None:
     """Where the op's findings are kept, or None with the cache off."""
-    if not prototype_cache.enabled_by_environment():
+    if not config.settings.prototype_cache:
         return None
     key = lint_key(op, config.root)
     return prototype_cache.entry_directory(config.cache_dir, op.name, key) / FILE_NAME

@@ -44,7 +44,7 @@ def kernel_signatures(op: Op) -> dict[str, set]:
 
 def ptx_cache_folder(op: Op, config: ProjectConfig | None, arch: str) -> Path | None:
     """Where the PTX of this op's checked signatures is kept, or None (cache off)."""
-    if config is None or not prototype_cache.enabled_by_environment():
+    if config is None or not config.settings.prototype_cache:
         return None
     options = {"check": "compile_ptx", "cc": COMPUTE_CAPABILITY}
     key = prototype_cache.cache_key(op.kernels.values(), config.root, options)

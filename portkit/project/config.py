@@ -11,18 +11,20 @@ A project is the nearest folder, from the working directory up, that holds a
     lint-warnings = "warning"   # "error": lint warnings fail lint, check and pytest too
     sim-budget = 300            # seconds one simulated launch may run (0: no limit)
 
-Nothing is read at import time: commands and the pytest plugin call ``load_config``.
+Nothing is read at import time: a ``Session`` (project/session.py) calls ``load_config``
+and adds the ``Settings`` it read from the environment; a config from ``load_config`` alone
+carries the default settings.
 """
 
 from __future__ import annotations
 
-import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from portkit.cache_files import usable_folder
 from portkit.errors import ConfigError
+from portkit.project.environment import Settings, tool_path
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -47,10 +49,13 @@ class ProjectConfig:
     lint_warnings_fail: bool = False  # lint-warnings = "error"
     configured: bool = False  # pyproject.toml has a [tool.portkit] table
     sim_budget: float = DEFAULT_SIM_BUDGET  # seconds per simulated launch; 0: no limit
+    # The session's switches (prototype cache, simulator engine...), passed down with the
+    # configuration so that nothing below the session reads the environment.
+    settings: Settings = field(default_factory=Settings)
 
 
 def default_cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    base = tool_path("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "portkit"
 
 
@@ -58,7 +63,7 @@ def _cache_setting(pyproject: Path, configured: str | None) -> str:
     """What chose the cache folder, as the user would change it."""
     if configured:
         return f"set by [tool.portkit] cache-dir in {pyproject}"
-    if os.environ.get("XDG_CACHE_HOME"):
+    if tool_path("XDG_CACHE_HOME"):
         return "set by XDG_CACHE_HOME"
     return "the default; [tool.portkit] cache-dir or XDG_CACHE_HOME moves it"
 

@@ -7,11 +7,16 @@ fails to import does not hide the others: it is kept, with its error, in
 Prototypes are imported when first asked for: ``catalog.get("sigmoid")`` imports
 prototypes/sigmoid.py only (``portkit sim sigmoid`` does not pay for every other op);
 ``catalog.ops`` and ``catalog.broken`` import them all.
+
+A catalog belongs to whoever built it (a ``Session``); nothing is memoised per process.
+It notes the content of every file an op was loaded from, so ``refresh()`` can forget
+exactly the ops whose files changed and import them again as fresh module objects.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib.util
 import sys
 import traceback
@@ -59,6 +64,10 @@ class Catalog:
     twins: dict[str, Path] = field(default_factory=dict)  # op name -> twin file
     _ops: dict[str, Op] = field(default_factory=dict)
     _broken: dict[str, str] = field(default_factory=dict)
+    # op name -> {file: content digest} as loaded; project modules prototypes imported
+    _stamps: dict[str, dict[Path, str]] = field(default_factory=dict)
+    _helpers: dict[str, Path] = field(default_factory=dict)  # module name -> its file
+    _helper_stamps: dict[Path, str] = field(default_factory=dict)
 
     @property
     def names(self) -> list[str]:
@@ -81,17 +90,64 @@ class Catalog:
             self._load(name)
 
     def _load(self, name: str) -> None:
-        if name in self._ops or name in self._broken:
+        if name in self._ops or name in self._broken or name not in self.names:
             return
+        self._stamps[name] = {path: _digest(path) for path in self._files_of(name)}
         if name not in self.prototypes:
             if name in self.twins:
                 expected = self.config.prototypes_dir / (name + ".py")
                 self._broken[name] = f"{self.twins[name]} has no prototype; expected {expected}"
             return
+        before = set(sys.modules)
         try:
             self._ops[name] = load_op(name, self.prototypes[name], self.twins.get(name))
         except OpDefinitionError as exc:
             self._broken[name] = str(exc)
+        finally:
+            self._note_helpers(set(sys.modules) - before)
+
+    def _files_of(self, name: str) -> list[Path]:
+        return [files[name] for files in (self.prototypes, self.twins) if name in files]
+
+    def _note_helpers(self, added: set[str]) -> None:
+        """Project modules (not prototypes, not portkit) a prototype's import brought in."""
+        root = self.config.root.resolve()
+        for module_name in added:
+            file = getattr(sys.modules.get(module_name), "__file__", None)
+            if not file or module_name.split(".")[0] in ("portkit", MODULE_PREFIX):
+                continue
+            path = Path(file).resolve()
+            if path.is_relative_to(root):
+                self._helpers[module_name] = path
+                self._helper_stamps[path] = _digest(path)
+
+    def refresh(self) -> list[str]:
+        """Look at the folders and files again and forget every op whose prototype or twin
+        changed, appeared or went away; when a project module a prototype imported changed
+        (it may be shared), forget every op and that module. Returns the names forgotten,
+        sorted: they are imported again, as fresh modules, when next asked for."""
+        self.prototypes, self.twins = _scan(self.config)
+        changed = {p for p, d in self._helper_stamps.items() if _digest(p) != d}
+        if changed:
+            for module_name, path in list(self._helpers.items()):
+                if path in changed:
+                    sys.modules.pop(module_name, None)
+                    del self._helpers[module_name]
+                    self._helper_stamps.pop(path, None)
+            stale = set(self._stamps)
+        else:
+            stale = {
+                name
+                for name, files in self._stamps.items()
+                if set(files) != set(self._files_of(name))
+                or any(_digest(p) != d for p, d in files.items())
+            }
+        for name in stale:
+            self._ops.pop(name, None)
+            self._broken.pop(name, None)
+            del self._stamps[name]
+            sys.modules.pop(f"{MODULE_PREFIX}.{name}", None)
+        return sorted(stale)
 
     def get(self, name: str) -> Op:
         self._load(name)
@@ -184,14 +240,17 @@ def require_project(config: ProjectConfig) -> None:
     )
 
 
-_catalogs: dict[Path, Catalog] = {}
+def _digest(path: Path) -> str:
+    """The file's content (a missing file has none): an edit within the same second at
+    the same length is still an edit."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return ""
 
 
-def discover(config: ProjectConfig) -> Catalog:
-    """The project's ops by file name, once per process; each prototype is imported when
-    first asked for."""
-    if config.root in _catalogs:
-        return _catalogs[config.root]
+def _scan(config: ProjectConfig) -> tuple[dict[str, Path], dict[str, Path]]:
+    """(op name -> prototype file, op name -> twin file) as the folders hold them now."""
     prototypes = (
         {p.stem: p for p in config.prototypes_dir.glob("*.py") if not p.name.startswith("_")}
         if config.prototypes_dir.is_dir()
@@ -202,6 +261,10 @@ def discover(config: ProjectConfig) -> Catalog:
         if config.cuda_src_dir.is_dir()
         else {}
     )
-    catalog = Catalog(config, prototypes, twins)
-    _catalogs[config.root] = catalog
-    return catalog
+    return prototypes, twins
+
+
+def discover(config: ProjectConfig) -> Catalog:
+    """A new catalog of the project's ops by file name; each prototype is imported when
+    first asked for. A ``Session`` keeps one; each call here makes another."""
+    return Catalog(config, *_scan(config))

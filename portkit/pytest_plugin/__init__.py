@@ -33,7 +33,13 @@ from typing import Any
 
 import pytest
 
-from portkit.pytest_plugin.items import BASELINE_OPTION, OpFile, project_config
+from portkit.pytest_plugin.items import (
+    BASELINE_OPTION,
+    OpFile,
+    environment_settings,
+    project_config,
+    project_session,
+)
 
 MARKERS = {
     "sim": "runs an op's prototype in the CUDA simulator on the CPU",
@@ -105,14 +111,16 @@ def _visible_gpus() -> list[str]:
     return [str(k) for k, line in enumerate(out.splitlines()) if line.startswith("GPU ")]
 
 
-def pin_worker_gpu() -> str | None:
+def pin_worker_gpu(pin: bool = True) -> str | None:
     """Under pytest-xdist on a machine with several GPUs, give worker ``gwN`` GPU
     ``N mod GPUs`` alone (CUDA_VISIBLE_DEVICES), before anything initialises CUDA, so
-    workers spread over the GPUs instead of all queueing on the first."""
+    workers spread over the GPUs instead of all queueing on the first. ``pin``: the
+    session's setting (PORTKIT_PIN_GPUS). Process setup, so it reads and writes the
+    process's environment itself (docs/environment.md)."""
     import os
 
     worker = os.environ.get("PYTEST_XDIST_WORKER", "")
-    if not worker.startswith("gw") or os.environ.get("PORTKIT_PIN_GPUS", "1") == "0":
+    if not worker.startswith("gw") or not pin:
         return None
     gpus = _visible_gpus()
     if len(gpus) < 2:
@@ -125,11 +133,12 @@ def pin_worker_gpu() -> str | None:
 def pytest_configure(config: pytest.Config) -> None:
     for name, text in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
-    pin_worker_gpu()
+    settings = environment_settings(config)
+    pin_worker_gpu(settings.pin_gpus)
     if config.getoption("--portkit-simt", default=False):
         from portkit.simt.numba_switch import simulated_cuda
 
-        switch = simulated_cuda()
+        switch = simulated_cuda(settings.simt_engine)
         switch.__enter__()  # before collection, so test modules' @cuda.jit are simulated
         config.stash[_SWITCH_KEY] = switch
 
@@ -172,13 +181,19 @@ def _rerun_under_sanitizer(config: pytest.Config, tool: str) -> int:
         "no:cacheprovider",
         f"--portkit-under-sanitizer={tool}",
     ]
-    project = project_config(config)
-    from portkit.project.discovery import discover
-
-    catalog = discover(project)
+    session = project_session(config)
+    project, catalog = session.config, session.catalog
     kernels_of = {name: sorted(op.kernels) for name, op in catalog.ops.items()}
     log_dir = project.cache_dir / "sanitize" / f"pytest-{time.strftime('%Y%m%d-%H%M%S')}"
-    run = run_under(tool, child, kernels_of, log_dir, config.invocation_params.dir, stream=True)
+    run = run_under(
+        tool,
+        child,
+        kernels_of,
+        log_dir,
+        config.invocation_params.dir,
+        stream=True,
+        environment=project.settings.as_environment(),
+    )
     own = run.own_findings
     for finding in own:
         print(

@@ -11,19 +11,37 @@ import pytest
 
 BASELINE_OPTION = "--portkit-bench-baseline"
 _PROJECT_KEY = pytest.StashKey[Any]()
+_SETTINGS_KEY = pytest.StashKey[Any]()
 
 
 class CheckFailed(Exception):
     """Raised by generated tests; its message is the harness's report."""
 
 
-def project_config(config: pytest.Config):
-    """The project's configuration, read once per session."""
+def project_session(config: pytest.Config):
+    """The project's ``Session`` (configuration, settings, op catalog), built once per
+    test session with the settings ``pytest_configure`` read."""
     if _PROJECT_KEY not in config.stash:
-        from portkit.project.config import load_config
+        from portkit.project.session import Session
 
-        config.stash[_PROJECT_KEY] = load_config(config.rootpath)
+        config.stash[_PROJECT_KEY] = Session.from_environment(
+            config.rootpath, settings=environment_settings(config), require=False
+        )
     return config.stash[_PROJECT_KEY]
+
+
+def project_config(config: pytest.Config):
+    """The project's configuration (with the session's settings)."""
+    return project_session(config).config
+
+
+def environment_settings(config: pytest.Config):
+    """portkit's settings from the environment, read once per test session."""
+    if _SETTINGS_KEY not in config.stash:
+        from portkit.project.environment import Settings
+
+        config.stash[_SETTINGS_KEY] = Settings.from_environment()
+    return config.stash[_SETTINGS_KEY]
 
 
 def _marker(backend) -> str:
@@ -38,10 +56,9 @@ class OpFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
         from portkit.backends import create_all, twin_pairs
         from portkit.checking.harness import skip_reason
-        from portkit.project.discovery import discover
 
-        project = project_config(self.config)
-        catalog = discover(project)
+        session = project_session(self.config)
+        project, catalog = session.config, session.catalog
         name = self.path.stem
         if name in catalog.broken:
             yield BrokenOpItem.from_parent(self, name="load", message=catalog.broken[name])

@@ -108,10 +108,11 @@ def run_tool(
     log_dir: Path,
     cwd: Path,
     timeout: float = CHILD_TIMEOUT_S,
+    environment: Mapping[str, str] | None = None,
 ) -> ToolRun:
     """Run the checks of ``op_names`` under ``tool``; the raw log lands in ``log_dir``."""
     child = child_command(tool, op_names, case_names)
-    return run_under(tool, child, kernels_of, log_dir, cwd, timeout)
+    return run_under(tool, child, kernels_of, log_dir, cwd, timeout, environment=environment)
 
 
 def run_under(
@@ -122,8 +123,10 @@ def run_under(
     cwd: Path,
     timeout: float = CHILD_TIMEOUT_S,
     stream: bool = False,
+    environment: Mapping[str, str] | None = None,
 ) -> ToolRun:
-    """Run the command ``child`` under ``tool`` (``stream``: let its output through)."""
+    """Run the command ``child`` under ``tool`` (``stream``: let its output through;
+    ``environment``: variables added to the child's, the session's settings)."""
     sanitizer = find_sanitizer()
     assert sanitizer is not None, "callers check skip_reason() first"
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -135,7 +138,7 @@ def run_under(
         proc = subprocess.run(
             command,
             cwd=cwd,
-            env=sanitizer_environment(),
+            env={**sanitizer_environment(), **(environment or {})},
             capture_output=not stream,
             text=True,
             timeout=timeout,
@@ -167,11 +170,14 @@ def run_tools(
     log_dir: Path,
     cwd: Path,
     advance: Callable[[str], None] = lambda label: None,
+    environment: Mapping[str, str] | None = None,
 ) -> list[ToolRun]:
     runs = []
     for tool in tools:
         advance(f"compute-sanitizer --tool {tool}")
-        runs.append(run_tool(tool, op_names, case_names, kernels_of, log_dir, cwd))
+        runs.append(
+            run_tool(tool, op_names, case_names, kernels_of, log_dir, cwd, environment=environment)
+        )
     return runs
 
 

@@ -17,7 +17,6 @@ or waits elsewhere, a lane that reads from a lane outside the mask.
 from __future__ import annotations
 
 import math
-import os
 import traceback
 import warnings
 from collections.abc import Callable, Iterable, Sequence
@@ -83,7 +82,8 @@ class Machine:
         schedule: str | None = None,
     ) -> None:
         self.schedule = checked(schedule)  # the order blocks and threads run in
-        self.engine = engine or os.environ.get("PORTKIT_SIMT_ENGINE", AUTO)
+        # The session's choice (PORTKIT_SIMT_ENGINE) arrives as ``engine``.
+        self.engine = engine or AUTO
         if self.engine not in ENGINES:
             raise KernelError(f"unknown simulator engine {self.engine!r}: one of {ENGINES}")
         self.engines: list[EngineChoice] = []  # which engine ran each launch, and why

@@ -59,7 +59,7 @@ def _is_signature(value: Any) -> bool:
     return isinstance(value, (str, list, tuple)) or is_signature(value)
 
 
-def _simulated_jit(original: Any) -> Any:
+def _simulated_jit(original: Any, engine: str | None) -> Any:
     def jit(func_or_sig: Any = None, **options: Any) -> Any:
         device = bool(options.get("device"))
         options.pop("link", None)
@@ -75,7 +75,7 @@ def _simulated_jit(original: Any) -> Any:
                 dispatcher = original(**keep)(fn)
             finally:
                 config.ENABLE_CUDASIM = simulating
-            return dispatcher if device else SimulatedKernel(dispatcher)
+            return dispatcher if device else SimulatedKernel(dispatcher, engine)
 
         if func_or_sig is None or _is_signature(func_or_sig):
             return wrap
@@ -86,13 +86,17 @@ def _simulated_jit(original: Any) -> Any:
 
 
 @contextmanager
-def simulated_cuda() -> Iterator[None]:
-    """While on, ``numba.cuda.jit`` kernels and ``numba.cuda`` arrays are simulated."""
+def simulated_cuda(engine: str | None = None) -> Iterator[None]:
+    """While on, ``numba.cuda.jit`` kernels (run by ``engine``, default auto) and
+    ``numba.cuda`` arrays are simulated."""
     from numba import cuda
     from numba.cuda.simulator import api
     from numba.cuda.simulator.cudadrv import devicearray
 
-    replaced: dict[str, Any] = {"jit": _simulated_jit(cuda.jit), "is_available": lambda: True}
+    replaced: dict[str, Any] = {
+        "jit": _simulated_jit(cuda.jit, engine),
+        "is_available": lambda: True,
+    }
     for name in _FROM_DEVICEARRAY:
         if hasattr(devicearray, name):
             replaced[name] = getattr(devicearray, name)

@@ -25,24 +25,27 @@ def qualified_name(namespace: str, op: str, implementation: str) -> str:
 
 
 def registered_callable(
-    op: Op, kernels: KernelSet, namespace: str, define_now: bool = True, replay: bool = False
+    op: Op, kernels: KernelSet, namespace: str, define_now: bool = True, replay: str = "off"
 ) -> OpCallable:
     """``define_now=False`` leaves the torch.library definition to the first call that
     needs it (the checker runs eagerly and registers a dozen implementations).
-    ``replay=True`` (``portkit.load``) replays recorded launcher calls where the kernels
-    can (``launch/replay``); the checker, whose kernels are guarded, has no use for it."""
+    ``replay`` "auto" or "python" (``portkit.load``, from the session's settings) replays
+    recorded launcher calls where the kernels can (``launch/replay``); the checker, whose
+    kernels are guarded, has no use for it."""
     definition = op.definition
     forward, backward = definition.forward, definition.backward
     check = input_check(op, kernels.device)
     layout = op_layout(op)
-    if replay:
+    if replay != "off":
         from portkit.launch.replay.launcher import ReplayingLauncher, replaying
 
         # Without the author's check_inputs the input check reads metadata only, which a
         # replay's key holds: the replaying forward runs it on the calls it does not replay.
         moved = check if definition.check_inputs is None else None
-        forward = replaying(forward, kernels, flat=True, check=moved, outputs=layout.outputs)
-        backward = replaying(backward, kernels, flat=False)
+        forward = replaying(
+            forward, kernels, flat=True, check=moved, outputs=layout.outputs, mode=replay
+        )
+        backward = replaying(backward, kernels, flat=False, mode=replay)
         if moved is not None and isinstance(forward, ReplayingLauncher):
             check = _checked_by_the_forward
     binding = Binding(forward, backward, kernels, check, OpDefinitionError)

@@ -219,6 +219,8 @@ class RegisteredOp:
         return FakeKernels(self.name, device, self.kernel_names)
 
 
+# Mirrors torch's own process-wide registry (torch.ops.<namespace>.<name> is one name per
+# process, whichever session loads it): qualname -> the op defined under it now.
 _REGISTERED: dict[str, RegisteredOp] = {}
 
 
@@ -229,16 +231,15 @@ def register(
     binding: Binding,
     define_now: bool = True,
 ) -> RegisteredOp:
-    """Define ``qualname`` once per process (``define_now=False``: when first traced or
-    watched); later calls with the same layout rebind it."""
+    """Define ``qualname`` (``define_now=False``: when first traced or watched). Loading
+    it again rebinds it to the new launchers and kernels, so an edited op runs its new
+    code; one whose inputs, outputs, saved tensors or kernels changed is defined anew
+    (torch.library replaces a custom op defined again under the same name)."""
     op = _REGISTERED.get(qualname)
-    if op is None:
+    if op is None or op.layout != layout or op.kernel_names != tuple(kernel_names):
+        redefine = op is not None and op.defined
         op = _REGISTERED[qualname] = RegisteredOp(qualname, layout, kernel_names)
-    elif op.layout != layout:
-        raise binding.error(
-            f"{qualname} is already registered in this process with schema "
-            f"{op.layout.forward_schema()}; cannot register it again as {layout.forward_schema()}"
-        )
+        define_now = define_now or redefine  # torch.ops.<name> must not keep the old schema
     op.binding = binding
     if define_now:
         op.define()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 from unittest import mock
@@ -23,6 +24,7 @@ from portkit.backends import prototype_cache
 from portkit.backends.numba_gpu import NumbaGPU
 from portkit.project.config import ProjectConfig
 from portkit.project.discovery import load_op
+from portkit.project.environment import Settings
 from tests.conftest import unary_op
 
 F32 = (types.float32[::1], types.float32[::1], types.int64)
@@ -123,8 +125,9 @@ def test_the_cache_can_be_turned_off(tmp_path, fake_device, monkeypatch, switch)
     assert op.kernels[f"{name}_fwd"]._portkit_cache_dir is not None
     if switch == "option":
         backend.use_cache = False
-    else:
-        monkeypatch.setenv(prototype_cache.ENV_SWITCH, "0")
+    else:  # what a session reads from PORTKIT_PROTOTYPE_CACHE=0 (or --no-cache)
+        monkeypatch.setenv("PORTKIT_PROTOTYPE_CACHE", "0")
+        backend = NumbaGPU(replace(config_for(tmp_path), settings=Settings.from_environment()))
     backend.kernels(op)
     dispatcher = op.kernels[f"{name}_fwd"]
     assert dispatcher._portkit_cache_dir is None

@@ -16,7 +16,7 @@ import torch
 
 from portkit.launch.kernel_set import KernelSet
 from portkit.launch.replay.executor import MAX_SIGNATURES, PythonReplayer, leaf_key
-from portkit.launch.replay.launcher import MAX_FAILURES, SWITCH, ReplayingLauncher, replaying
+from portkit.launch.replay.launcher import MAX_FAILURES, ReplayingLauncher, replaying
 from portkit.launch.replay.steps import ReplayLaunch
 
 
@@ -121,11 +121,6 @@ class ScaleTarget:
             tuple((i, i) for i in tensors),
             lambda: 0,
         )
-
-
-@pytest.fixture(autouse=True)
-def python_replayer(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(SWITCH, "python")
 
 
 def kernels(checked_first: bool = False) -> KernelSet:
@@ -285,10 +280,10 @@ def test_replay_is_given_up_for_a_launcher_that_never_records(new_replayer) -> N
     assert launcher.calls == MAX_FAILURES + 1
 
 
-def test_the_switch_turns_replay_off(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(SWITCH, "0")
+def test_the_switch_turns_replay_off() -> None:
     launcher = Counted()
-    assert replaying(launcher, kernels(), flat=True) is launcher
+    assert replaying(launcher, kernels(), flat=True, mode="off") is launcher
+    assert isinstance(replaying(launcher, kernels(), flat=True, mode="python"), ReplayingLauncher)
 
 
 def test_targets_that_cannot_repeat_launches_are_not_wrapped() -> None:
@@ -408,7 +403,6 @@ def test_a_replayer_that_cannot_be_compiled_says_why_once(
 ) -> None:
     from portkit.launch.replay import launcher, native
 
-    monkeypatch.setenv(SWITCH, "")
     monkeypatch.setattr(native, "native_replayer", lambda: None)
     monkeypatch.setattr(native, "unavailable_reason", lambda: "no C++ compiler here")
     monkeypatch.setattr(launcher, "_said", set())

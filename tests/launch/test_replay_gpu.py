@@ -15,10 +15,10 @@ import pytest
 import torch
 
 from portkit.backends import create
-from portkit.launch.replay.launcher import SWITCH
 from portkit.project.cases import make_grad_outputs, make_inputs
 from portkit.project.config import load_config
 from portkit.project.discovery import discover
+from portkit.project.environment import Settings
 from portkit.torch_op.load import registered_callable
 
 REPO = Path(__file__).resolve().parents[2]
@@ -42,6 +42,7 @@ NOT_REPLAYED = {
     ("histogram", "forward"): "aten.zeros",
     ("matmul", "backward"): "aten.t",
 }
+SWITCH = "PORTKIT_REPLAY"  # read by the Session that portkit.load builds
 REPLAYERS = {"": "NativeReplayer", "python": "PythonReplayer"}
 
 
@@ -80,11 +81,11 @@ def check_replayed(launcher, op: str, which: str, mode: str, case: str) -> None:
 def test_replayed_calls_match_the_launcher(
     name: str, case, mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(SWITCH, mode)
+    replay = Settings.from_environment({SWITCH: mode}).replay
     op = CATALOG.get(name)
     kernels = twin_kernels(name)
     inputs = make_inputs(case, "cuda") + list(case.extra)
-    f = registered_callable(op, kernels, f"replaytest{mode}", define_now=False, replay=True)
+    f = registered_callable(op, kernels, f"replaytest{mode}", define_now=False, replay=replay)
     expected_outputs, expected_saved = op.definition.forward(kernels, *inputs)
     for _ in range(3):
         outputs, saved = f.binding.forward(kernels, *inputs)

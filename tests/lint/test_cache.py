@@ -10,15 +10,15 @@ import sys
 import pytest
 
 from portkit import cache_files
-from portkit.backends.prototype_cache import ENV_SWITCH
 from portkit.checking.harness import lint_result
 from portkit.lint import cache
 from portkit.lint.findings import code_findings, remembered_code_findings
-from portkit.project.config import load_config
 from portkit.project.discovery import load_op
+from portkit.project.session import Session
 
 # A float literal in a float32 kernel: one float64 error, so the findings are not empty
 # (0.1 is no float32, so LLVM cannot fold the promotion away as it does for 2.5).
+ENV_SWITCH = "PORTKIT_PROTOTYPE_CACHE"
 FLOAT64_BODY = "out[i] = x[i] * 0.1"
 CLEAN_BODY = "out[i] = x[i] * x[i]"
 
@@ -29,8 +29,9 @@ def cache_on(monkeypatch):
 
 
 def fresh_op(root, name):
-    """The op as a new process imports it (a new module, new dispatchers)."""
-    config = load_config(root)
+    """The op as a new process imports it (a new module, new dispatchers), with the
+    settings a command reads from the environment."""
+    config = Session.from_environment(root).config
     return config, load_op(name, config.prototypes_dir / f"{name}.py", None)
 
 

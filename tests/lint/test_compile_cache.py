@@ -6,16 +6,18 @@ from __future__ import annotations
 
 import os
 
-from portkit.backends.prototype_cache import ENV_SWITCH
 from portkit.lint.compile import check_prototype
-from portkit.project.config import load_config
 from portkit.project.discovery import load_op
+from portkit.project.session import Session
 from portkit.results import Outcome
+
+ENV_SWITCH = "PORTKIT_PROTOTYPE_CACHE"
 
 
 def fresh_op(root, name):
-    """The op as a new process imports it (no catalog reuse)."""
-    config = load_config(root)
+    """The op as a new process imports it (no catalog reuse), with the settings a
+    command reads from the environment."""
+    config = Session.from_environment(root).config
     return config, load_op(name, config.prototypes_dir / f"{name}.py", None)
 
 
@@ -76,6 +78,28 @@ def test_check_no_cache_compiles_afresh_and_leaves_the_switch_as_it_was(
     result = cli(root, "check", "cc_cli", "--backend", "torch")
     assert result.exit_code == 0, result.output
     assert len(ptx_files(root)) >= 1
+
+
+def test_check_no_cache_turns_the_session_switch_off_not_the_environment(
+    make_project, sources, cli, monkeypatch
+):
+    import portkit.checking.harness as harness
+
+    monkeypatch.delenv(ENV_SWITCH, raising=False)
+    seen = []
+    run_suite = harness.run_suite
+
+    def watched(plan, backends, config, **options):
+        seen.append((os.environ.get(ENV_SWITCH), config.settings.prototype_cache))
+        return run_suite(plan, backends, config, **options)
+
+    monkeypatch.setattr(harness, "run_suite", watched)
+    root = make_project({"cc_env": (sources.unary_op("cc_env"), None)})
+    result = cli(root, "check", "cc_env", "--backend", "torch", "--no-cache")
+    assert result.exit_code == 0, result.output
+    result = cli(root, "check", "cc_env", "--backend", "torch")
+    assert result.exit_code == 0, result.output
+    assert seen == [(None, False), (None, True)]
 
 
 def test_a_cache_that_cannot_be_written_does_not_fail_the_check(make_project, sources):

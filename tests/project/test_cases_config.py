@@ -23,6 +23,7 @@ from portkit.project.cases import (
 )
 from portkit.project.config import default_cache_dir, find_project_root, load_config
 from portkit.project.discovery import discover
+from portkit.project.session import Session
 
 # -- cases -----------------------------------------------------------------------------------
 
@@ -329,13 +330,16 @@ def test_discovery_pairs_twins_by_name(make_project, sources):
     assert info.value.known == ["disc_alone", "disc_orphan", "disc_pair"]
 
 
-def test_discovery_is_cached_per_root(make_project, sources):
+def test_a_session_keeps_its_catalog_and_discover_memoises_nothing(make_project, sources):
     root = make_project(
         {"disc_cached": (sources.unary_op("disc_cached", cases=sources.ONE_CASE), None)}
     )
     config = load_config(root)
-    assert discover(config) is discover(load_config(root))
-    op = discover(config).get("disc_cached")
+    assert discover(config) is not discover(config)  # no process-wide memo
+    session = Session.of(config)
+    op = session.op("disc_cached")
+    assert session.op("disc_cached") is op and session.catalog.get("disc_cached") is op
+    assert Session.of(config).op("disc_cached") is not op
     assert op.kernels["disc_cached_fwd"].py_func.__module__ == "portkit_ops.disc_cached"
     assert op.case("float32-n129").shapes == ((129,),)
     with pytest.raises(portkit.PortkitError, match="has no case 'x'; cases: float32-n129"):

@@ -5,6 +5,8 @@ per-thread engine's on the same case."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -19,11 +21,11 @@ PER_THREAD_KERNELS = {
 }
 
 
+@cache
 def _catalog():
-    from portkit.project.config import load_config
-    from portkit.project.discovery import discover
+    from portkit.project.session import Session
 
-    return discover(load_config(ROOT))
+    return Session.from_environment(ROOT).catalog
 
 
 def _middle_case(op, dtype: str):
@@ -40,8 +42,8 @@ def _run(op, case, engine: str, monkeypatch):
     from portkit.backends import create
     from portkit.checking.harness import CaseRunner
 
-    monkeypatch.setenv("PORTKIT_SIMT_ENGINE", engine)
-    backend = create("sim", _catalog().config)
+    config = _catalog().config
+    backend = create("sim", replace(config, settings=config.settings.changed(simt_engine=engine)))
     runner = CaseRunner(op, case)
     run = runner.run_implementation(backend)
     failed = [r for r in runner.results if r.failed]

@@ -27,6 +27,7 @@ import pytest
 
 from portkit.checking.compare import TWIN_TOLERANCE, compare
 from portkit.launch.kernel_set import LaunchConfig
+from portkit.project.environment import Settings
 from portkit.simt.machine import Machine
 from tests.simt import kernels as K
 
@@ -493,7 +494,10 @@ def _copy(args: Args) -> Args:
 def run_simulator(case: Case, args: Args) -> Args:
     config = LaunchConfig(_dims(case.grid), _dims(case.block), case.shared)
     kernel = getattr(K, case.kernel)
-    Machine().launch(case.kernel, kernel, config, args)
+    # scripts/gpu.sh runs this file once per engine, through PORTKIT_SIMT_ENGINE.
+    Machine(engine=Settings.from_environment().simt_engine).launch(
+        case.kernel, kernel, config, args
+    )
     return args
 
 

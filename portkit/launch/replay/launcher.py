@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import os
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -25,14 +24,13 @@ from portkit.launch.replay.steps import eager_template
 # Signatures that could not be recorded before replay is given up for a launcher that
 # never recorded one: its calls then pay no key at all.
 MAX_FAILURES = 8
-SWITCH = "PORTKIT_REPLAY"  # "0": off; "python": the Python replayer; else compiled if possible
 
 
-def make_replayer() -> Any:
-    """The replayer ``PORTKIT_REPLAY`` asks for: None (off), the Python one, or the
-    compiled one where it builds (the Python one where it does not)."""
-    mode = os.environ.get(SWITCH, "")
-    if mode in ("0", "off"):
+def make_replayer(mode: str = "auto") -> Any:
+    """The replayer ``mode`` asks for (the session's ``replay`` setting, PORTKIT_REPLAY):
+    None ("off"), the Python one ("python"), or the compiled one where it builds, the
+    Python one where it does not ("auto")."""
+    if mode == "off":
         return None
     if mode != "python":
         from portkit.launch.replay.native import native_replayer, unavailable_reason
@@ -171,12 +169,14 @@ def replaying(
     flat: bool,
     check: Callable[[Sequence[Any]], None] | None = None,
     outputs: int | None = None,
+    mode: str = "auto",
 ) -> Any:
     """``launcher`` wrapped to replay on ``kernels`` with a replayer of its own (and to run
-    ``check`` on every call it does not replay) where it can; ``launcher`` itself otherwise."""
+    ``check`` on every call it does not replay) where it can; ``launcher`` itself otherwise
+    (or with ``mode`` "off")."""
     if launcher is None or not replays_launches(kernels):
         return launcher
-    replayer = make_replayer()
+    replayer = make_replayer(mode)
     if replayer is None:
         return launcher
     return ReplayingLauncher(launcher, kernels, replayer, flat, check, outputs)

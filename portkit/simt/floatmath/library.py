@@ -13,7 +13,6 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import math
-import os
 import re
 import subprocess
 import sys
@@ -27,6 +26,7 @@ import numpy as np
 from portkit import cache_files
 from portkit.host_compiler import Compiler, find_compiler
 from portkit.project.config import default_cache_dir
+from portkit.project.environment import sim_math
 
 SOURCE_DIR = Path(__file__).resolve().parent
 HEADER = SOURCE_DIR / "portkit_math.h"
@@ -67,8 +67,10 @@ def _build(compiler: Compiler) -> Path:
 
 @cache
 def loaded() -> ctypes.CDLL | None:
-    """The compiled library, or None (and one line on stderr) where NumPy stands in."""
-    if os.environ.get("PORTKIT_SIM_MATH") == "numpy":
+    """The compiled library, or None (and one line on stderr) where NumPy stands in.
+    Loaded once per process, so ``PORTKIT_SIM_MATH`` is read here, once, through the
+    environment table: a process cannot hold two math libraries for one simulator."""
+    if sim_math() == "numpy":
         return None
     compiler = find_compiler()
     why = "no C++ compiler found"

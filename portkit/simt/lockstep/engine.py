@@ -17,7 +17,7 @@ import numpy as np
 from portkit.simt.lockstep.arrays import LaneArray
 from portkit.simt.lockstep.chunk import Chunk
 from portkit.simt.lockstep.lanes import UNDEF
-from portkit.simt.lockstep.shims import LANE_BUILTINS, LaneCuda, LaneMath, set_current
+from portkit.simt.lockstep.shims import LaneCuda, LaneMath, lane_builtins
 from portkit.simt.lockstep.vectorize import Unsupported, Vectorizer, builtin_namespace
 from portkit.simt.memory import GLOBAL
 from portkit.simt.scalars import widen
@@ -43,16 +43,16 @@ class LockstepEngine:
     """The lockstep engine of one ``Machine``: its rewritten kernels and their launches."""
 
     def __init__(self, rewriter: Any, files: dict[str, int]) -> None:
-        self.cuda = LaneCuda()
-        self.files = files
         self._proxy = _ChunkProxy()
+        self.cuda = LaneCuda(self._proxy)
+        self.files = files
         helpers: dict[str, Any] = {
             "__pk_ctx": self._proxy,
             "__pk_U": UNDEF,
             "__pk_cuda": self.cuda,
-            "__pk_math": LaneMath(),
+            "__pk_math": LaneMath(self._proxy),
             **builtin_namespace(),
-            **LANE_BUILTINS,
+            **lane_builtins(self._proxy),
         }
         self.vectorizer = Vectorizer(rewriter, self._proxy, helpers)
         self._refused: dict[int, str] = {}
@@ -91,7 +91,6 @@ class LockstepEngine:
             self._run_chunks(function, rewritten, config, args, shadows, schedule)
         finally:
             self._proxy.chunk = None
-            set_current(None)
 
     @property
     def running_chunk(self) -> Chunk | None:
@@ -119,7 +118,6 @@ class LockstepEngine:
                 chunk.kernel_waits = waits
                 chunk.reversed = schedule == REVERSED
                 self._proxy.chunk = chunk
-                set_current(chunk)
                 self.cuda.set_chunk(chunk, config.block, config.grid)
                 values = [
                     self._argument(a, s, chunk, p) for a, s, p in zip(args, shadows, parameters)

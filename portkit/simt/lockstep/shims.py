@@ -23,10 +23,11 @@ from portkit.simt.lockstep.lanes import is_lanes
 from portkit.simt.lockstep.vectorize import Unsupported
 from portkit.simt.scalars import INT64, TYPED_BUILTINS, TYPED_MATH, NumberCast, as_dtype
 
-_CURRENT: list[Any] = [None]  # the chunk running now (set by the engine)
+# Every shim that needs the chunk running now reads it from ``current``: the engine's own
+# holder (``current.chunk``), so two machines, or two sessions, never share one.
 
 
-def per_lane(function: Callable[..., Any], name: str) -> Callable[..., Any]:
+def per_lane(function: Callable[..., Any], name: str, current: Any) -> Callable[..., Any]:
     """``function`` of scalars, applied to each active lane when an argument is per-lane."""
 
     def apply(*args: Any) -> Any:
@@ -34,7 +35,7 @@ def per_lane(function: Callable[..., Any], name: str) -> Callable[..., Any]:
             if any(isinstance(a, LaneArray) for a in args):
                 raise Unsupported(f"{name}() of an array")
             return function(*args)
-        chunk = _CURRENT[0]
+        chunk = current.chunk
         lanes = np.flatnonzero(chunk.mask)
         columns = [a[lanes].tolist() if is_lanes(a) else None for a in args]
         kinds = [a.dtype.type if is_lanes(a) else None for a in args]
@@ -61,8 +62,8 @@ _FAST_UNARY = {
 }  # fmt: skip
 
 
-def _fast_unary(name: str) -> Callable[..., Any]:
-    slow = per_lane(getattr(TYPED_MATH, name), name)
+def _fast_unary(name: str, current: Any) -> Callable[..., Any]:
+    slow = per_lane(getattr(TYPED_MATH, name), name, current)
 
     def apply(*args: Any) -> Any:
         if len(args) != 1 or not is_lanes(args[0]):
@@ -70,7 +71,7 @@ def _fast_unary(name: str) -> Callable[..., Any]:
         x = args[0]
         if x.dtype.kind != "f":
             return slow(x)
-        chunk = _CURRENT[0]
+        chunk = current.chunk
         full = chunk.full_lanes
         values = x if full else x[chunk.mask]
         if name in floatmath.ARITY:  # portkit_math.h, as the CPU twin computes it
@@ -87,26 +88,34 @@ def _fast_unary(name: str) -> Callable[..., Any]:
     return apply
 
 
-def _sqrt(*args: Any) -> Any:
-    x = args[0]
-    if len(args) == 1 and is_lanes(x) and x.dtype.kind == "f":
-        with np.errstate(all="ignore"):
-            return np.sqrt(x.astype(np.float64)).astype(x.dtype)
-    return per_lane(TYPED_MATH.sqrt, "sqrt")(*args)
+def _sqrt(current: Any) -> Callable[..., Any]:
+    slow = per_lane(TYPED_MATH.sqrt, "sqrt", current)
+
+    def apply(*args: Any) -> Any:
+        x = args[0]
+        if len(args) == 1 and is_lanes(x) and x.dtype.kind == "f":
+            with np.errstate(all="ignore"):
+                return np.sqrt(x.astype(np.float64)).astype(x.dtype)
+        return slow(*args)
+
+    return apply
 
 
 class LaneMath:
     """``math`` for lanes."""
 
+    def __init__(self, current: Any) -> None:
+        self._current = current
+
     def __getattr__(self, name: str) -> Any:
         value = getattr(TYPED_MATH, name)
         if callable(value):
             if name == "sqrt":
-                value = _sqrt
+                value = _sqrt(self._current)
             elif name in _FAST_UNARY:
-                value = _fast_unary(name)
+                value = _fast_unary(name, self._current)
             else:
-                value = per_lane(value, name)
+                value = per_lane(value, name, self._current)
         setattr(self, name, value)
         return value
 
@@ -134,13 +143,15 @@ def _pairwise(pick: Callable[[Any, Any], Any], name: str) -> Callable[..., Any]:
     return apply
 
 
-def _int(value: Any = 0) -> Any:
-    if not is_lanes(value):
-        return TYPED_BUILTINS["int"](value)
-    chunk = _CURRENT[0]
-    if value.dtype.kind == "f" and not np.all(np.isfinite(value[chunk.mask])):
-        raise Unsupported("int() of inf or NaN")
-    return value.astype(np.int64)
+def _int(current: Any) -> Callable[..., Any]:
+    def apply(value: Any = 0) -> Any:
+        if not is_lanes(value):
+            return TYPED_BUILTINS["int"](value)
+        if value.dtype.kind == "f" and not np.all(np.isfinite(value[current.chunk.mask])):
+            raise Unsupported("int() of inf or NaN")
+        return value.astype(np.int64)
+
+    return apply
 
 
 def _float(value: Any = 0.0) -> Any:
@@ -155,18 +166,20 @@ def _len(value: Any) -> Any:
     return INT64(len(value))
 
 
-LANE_BUILTINS: dict[str, Any] = {
-    # Python's max keeps the first of equal values and skips NaN only in later places.
-    "max": _pairwise(lambda v, best: np.where(v > best, v, best), "max"),
-    "min": _pairwise(lambda v, best: np.where(v < best, v, best), "min"),
-    "int": _int,
-    "float": _float,
-    "abs": _abs,
-    "len": _len,
-    "round": per_lane(builtins.round, "round"),
-    "pow": per_lane(builtins.pow, "pow"),
-    "bool": per_lane(lambda v: np.bool_(v), "bool"),
-}
+def lane_builtins(current: Any) -> dict[str, Any]:
+    """The builtins for lanes of one engine (``current``: its holder of the chunk)."""
+    return {
+        # Python's max keeps the first of equal values and skips NaN only in later places.
+        "max": _pairwise(lambda v, best: np.where(v > best, v, best), "max"),
+        "min": _pairwise(lambda v, best: np.where(v < best, v, best), "min"),
+        "int": _int(current),
+        "float": _float,
+        "abs": _abs,
+        "len": _len,
+        "round": per_lane(builtins.round, "round", current),
+        "pow": per_lane(builtins.pow, "pow", current),
+        "bool": per_lane(lambda v: np.bool_(v), "bool", current),
+    }
 
 
 def _lane_atomic(update: Callable[[Any, Any], Any], add_sign: int = 0) -> Callable[..., Any]:
@@ -213,7 +226,8 @@ class LaneCuda:
     warpsize = INT64(32)
     atomic = LaneAtomics()
 
-    def __init__(self) -> None:
+    def __init__(self, current: Any) -> None:
+        self._current = current
         self.threadIdx = self.blockIdx = self.blockDim = self.gridDim = None
         self.laneid: Any = None
 
@@ -239,7 +253,7 @@ class LaneCuda:
     def activemask(self) -> Any:
         """The lanes of the warp that exist, as the per-thread engine answers in a kernel
         that never waits; in one that waits its answer depends on the order threads ran."""
-        chunk = _CURRENT[0]
+        chunk = self._current.chunk
         if chunk.kernel_waits:
             raise Unsupported("cuda.activemask in a kernel with barriers or warp operations")
         first = chunk.thread - chunk.lane_in_warp
@@ -268,11 +282,7 @@ class LaneCuda:
             return cast
         scalar = getattr(intrinsics.SimulatedCuda, name, None)
         if name in ("fma", "cbrt", "popc", "brev", "clz", "ffs") and scalar is not None:
-            function = per_lane(scalar, name)
+            function = per_lane(scalar, name, self._current)
             setattr(self, name, function)
             return function
         raise Unsupported(f"cuda.{name} is not vectorised")
-
-
-def set_current(chunk: Any) -> None:
-    _CURRENT[0] = chunk

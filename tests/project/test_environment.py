@@ -1,0 +1,46 @@
+"""One table of environment variables (portkit/project/environment.py), rendered in
+docs/environment.md, and no portkit switch read from os.environ anywhere else."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from portkit.project.environment import VARIABLES
+
+ROOT = Path(__file__).resolve().parents[2]
+TABLE = ROOT / "portkit" / "project" / "environment.py"
+# An environment read: os.environ[...] / .get / getenv, the variable named on the line.
+READ = re.compile(r"(os\.environ|getenv)\W.*PORTKIT_|PORTKIT_.*\W(os\.environ|getenv)")
+
+
+def test_the_docs_table_lists_every_variable_with_its_default_and_meaning():
+    rows = {}
+    for line in (ROOT / "docs" / "environment.md").read_text().splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) == 4 and cells[0].startswith("`"):
+            rows[cells[0].strip("`")] = cells[1:]
+    expected = {v.name: [v.kind, v.default or "(unset)", v.meaning] for v in VARIABLES}
+    assert rows == expected
+
+
+def test_no_portkit_switch_is_read_from_the_environment_outside_the_table():
+    readers = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in (ROOT / "portkit").rglob("*.py")
+        if path != TABLE
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if READ.search(line)
+    ]
+    assert readers == []
+
+
+def test_every_portkit_variable_the_code_names_is_in_the_table():
+    named = {
+        match
+        for path in (ROOT / "portkit").rglob("*.py")
+        for match in re.findall(r"\bPORTKIT_[A-Z_]+\b", path.read_text())
+    }
+    # C macros of portkit_math.h and the CPU twin's headers are not variables
+    macros = {n for n in named if n.startswith(("PORTKIT_MATH_", "PORTKIT_WITH_"))}
+    assert named - macros <= {v.name for v in VARIABLES}
