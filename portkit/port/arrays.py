@@ -7,7 +7,8 @@ from __future__ import annotations
 import ast
 
 from portkit.port.context import ArrayInfo, FunctionContext, Untranslated
-from portkit.port.expressions import Expressions, c_identifier
+from portkit.port.expressions import Expressions
+from portkit.port.spelling import c_identifier
 
 
 def declare_array(

@@ -15,24 +15,16 @@ import math
 import types as pytypes
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from portkit.port.ctype import Vec
+from portkit.port.gaps import Gap, Untranslated
 from portkit.port.vartypes import FunctionTypes
 
 # C operator precedence, higher binds tighter.
 ATOM, UNARY, MUL, ADD, SHIFT, REL, EQ, BAND, BXOR, BOR, AND, OR, COND = (
     17, 15, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3,
 )  # fmt: skip
-
-
-class Untranslated(Exception):
-    """A construct the draft cannot translate: becomes an ``#error`` line."""
-
-    def __init__(self, construct: str, node: ast.AST | None = None) -> None:
-        super().__init__(construct)
-        self.construct = construct
-        self.node = node
 
 
 @dataclass(frozen=True)
@@ -66,17 +58,6 @@ class ArrayInfo:
     ndim: int
     element: Vec
     dims: list[str | None]
-
-
-@dataclass
-class Gap:
-    construct: str
-    file: str
-    line: int
-
-    def directive(self) -> str:
-        text = f"portkit port: {self.construct} at {self.file}:{self.line} is not translated"
-        return '#error "' + text.replace("\\", "\\\\").replace('"', "'") + '"'
 
 
 @dataclass
@@ -163,8 +144,24 @@ def resolve(node: ast.AST, ctx: FunctionContext) -> tuple[str | None, Any]:
         obj: Any = getattr(builtins, node.id)
     else:
         obj = ctx.globals[node.id]
-    name = _CANONICAL.get(id(obj)) or (obj.__name__ if isinstance(obj, pytypes.ModuleType) else None)
+    name = _CANONICAL.get(id(obj)) or (
+        obj.__name__ if isinstance(obj, pytypes.ModuleType) else None
+    )
     for attr in chain:
         obj = getattr(obj, attr, None)
         name = _CANONICAL.get(id(obj)) or (f"{name}.{attr}" if name else None)
     return name, obj
+
+
+class Translator(Protocol):
+    """What the call translators (calls.py, intrinsics.py) use of the expression
+    translator (expressions.py), which dispatches to them."""
+
+    ctx: FunctionContext
+
+    def __call__(self, node: ast.AST) -> CExpr: ...
+    def widen(self, e: CExpr) -> CExpr: ...
+    def cast(self, e: CExpr, vec: Vec) -> CExpr: ...
+    def element(self, array: str, index: ast.AST) -> str: ...
+    def dimension(self, array: str, dim: int | None, node: ast.AST) -> str: ...
+    def call_float(self, name: str, args: list[CExpr], result: Vec) -> CExpr: ...

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from portkit.errors import OpNotFound
-from portkit.port.context import DraftNeeds, Gap, resolve
+from portkit.port.context import DraftNeeds, Gap
 from portkit.port.ctype import is_array
 from portkit.port.functions import emit_function, parsed, placeholder
 from portkit.port.vartypes import FunctionTypes, function_types
@@ -33,35 +33,31 @@ def _line(py_func: Any) -> int:
     return inspect.getsourcelines(py_func)[1]
 
 
-def _typed(op, names: list[str]):
-    """(kernel FunctionTypes by name, device FunctionTypes by py_func, launches by
-    kernel, kernels launched by no case)."""
-    from portkit.launch.trace import traced_launches
+def _typed(kernels: dict[str, Any], launches: dict[str, list]):
+    """(kernel FunctionTypes by name, device FunctionTypes by py_func, kernels launched
+    by no case)."""
     from portkit.lint.typed_ir import typed_functions
 
-    launches: dict[str, list] = {}
-    for _, launch in traced_launches(op):
-        launches.setdefault(launch.kernel, []).append(launch)
-    kernels: dict[str, FunctionTypes] = {}
+    typed: dict[str, FunctionTypes] = {}
     device_specs: dict[Any, dict[tuple, Any]] = {}
     unlaunched = []
-    for name in names:
+    for name, dispatcher in kernels.items():
         signatures = list(dict.fromkeys(launch.signature for launch in launches.get(name, [])))
         if not signatures:
             unlaunched.append(name)
             continue
         specs = []
         for signature in signatures:
-            functions = typed_functions(op.kernels[name], signature)
+            functions = typed_functions(dispatcher, signature)
             specs.append(functions[0])
             for fn in functions[1:]:
                 device_specs.setdefault(fn.py_func, {}).setdefault(fn.args, fn)
-        kernels[name] = function_types(getattr(op.kernels[name], "py_func"), specs, kernel=True)
+        typed[name] = function_types(dispatcher.py_func, specs, kernel=True)
     device = {
         py_func: function_types(py_func, list(specs.values()), kernel=False)
         for py_func, specs in device_specs.items()
     }
-    return kernels, device, launches, unlaunched
+    return typed, device, unlaunched
 
 
 def _callees_first(device: dict[Any, FunctionTypes]) -> list[FunctionTypes]:
@@ -86,41 +82,57 @@ def _callees_first(device: dict[Any, FunctionTypes]) -> list[FunctionTypes]:
 
 
 def draft_op(op, kernel_names: Sequence[str] = ()) -> Draft:
-    """The draft of ``op``'s twin (of the kernels named, default all)."""
-    names = list(kernel_names) or sorted(op.kernels, key=lambda n: _line(op.kernels[n].py_func))
-    unknown = [n for n in names if n not in op.kernels]
+    """The draft of ``op``'s twin (of the kernels named, default all), typed for the
+    launches of every case that is not GPU-only."""
+    from portkit.launch.trace import traced_launches
+
+    unknown = [n for n in kernel_names if n not in op.kernels]
     if unknown:
         raise OpNotFound(
             f"op {op.name} has no kernel {unknown[0]}; its kernels: {', '.join(sorted(op.kernels))}"
         )
-    kernels, device, launches, unlaunched = _typed(op, names)
+    launches: dict[str, list] = {}
+    for _, launch in traced_launches(op):
+        launches.setdefault(launch.kernel, []).append(launch)
+    chosen = {n: op.kernels[n] for n in kernel_names or op.kernels}
+    return draft_kernels(op.name, op.prototype_path.name, chosen, launches)
+
+
+def draft_kernels(
+    name: str, source: str, kernels: dict[str, Any], launches: dict[str, list]
+) -> Draft:
+    """The draft of ``kernels`` (numba dispatchers by name) typed for ``launches``
+    (``portkit.launch.trace.Launch`` records by kernel name); ``source`` names the
+    prototype in the header."""
+    from portkit.port.layout import dimension
+
+    order = sorted(kernels, key=lambda n: _line(kernels[n].py_func))
+    typed, device, unlaunched = _typed(kernels, launches)
     needs = DraftNeeds()
     writes: dict[Any, set[int]] = {}
     body: list[str] = []
     no_dims = lambda array, dim: None  # noqa: E731 - a device function sees no launch
     for ft in _callees_first(device):
         body += emit_function(ft, needs, device, writes, no_dims) + [""]
-    for name in names:
-        py_func = op.kernels[name].py_func
-        if name in unlaunched:
+    for kernel in order:
+        py_func = kernels[kernel].py_func
+        if kernel in unlaunched:
             file = inspect.getsourcefile(py_func) or "?"
             reason = "no case launches it, so numba has no types for it"
-            body += placeholder(name, reason, needs, file.rsplit("/", 1)[-1], _line(py_func))
+            body += placeholder(kernel, reason, needs, file.rsplit("/", 1)[-1], _line(py_func))
             body.append("")
             continue
-        ft = kernels[name]
+        ft = typed[kernel]
 
-        def dims(array: str, dim: int | None, ft=ft, name=name) -> str | None:
-            from portkit.port.layout import dimension
-
-            return dimension(ft.params, launches[name], array, dim)
+        def dims(array: str, dim: int | None, ft=ft, kernel=kernel) -> str | None:
+            return dimension(ft.params, launches[kernel], array, dim)
 
         body += emit_function(ft, needs, device, writes, dims) + [""]
-    text = _preamble(op, [*kernels.values(), *device.values()], needs) + "\n".join(body)
-    return Draft(op.name, text.rstrip("\n") + "\n", needs.gaps, names)
+    text = _preamble(name, source, [*typed.values(), *device.values()], needs) + "\n".join(body)
+    return Draft(name, text.rstrip("\n") + "\n", needs.gaps, order)
 
 
-def _preamble(op, functions: list[FunctionTypes], needs: DraftNeeds) -> str:
+def _preamble(name: str, source: str, functions: list[FunctionTypes], needs: DraftNeeds) -> str:
     halves = set()
     for ft in functions:
         for vec in [*ft.variables.values(), *ft.returns]:
@@ -131,11 +143,13 @@ def _preamble(op, functions: list[FunctionTypes], needs: DraftNeeds) -> str:
                 elif str(t) == "__nv_bfloat16":
                     halves.add("bfloat16")
     lines = [
-        f"// Draft twin of {op.prototype_path.name}, written by `portkit port {op.name}`: a",
+        f"// Draft twin of {source}, written by `portkit port {name}`: a",
         "// faithful port of the prototype, not yet a fast one (docs/port.md says what a",
         "// person does next). Each statement ends with the prototype line it comes from.",
     ]
-    includes = [h for h, k in (("cuda_fp16.h", "float16"), ("cuda_bf16.h", "bfloat16")) if k in halves]
+    includes = [
+        h for h, k in (("cuda_fp16.h", "float16"), ("cuda_bf16.h", "bfloat16")) if k in halves
+    ]
     if "math_constants" in needs.helpers:
         includes.append("math_constants.h")
     lines += [f"#include <{h}>" for h in includes]
@@ -152,6 +166,3 @@ def _preamble(op, functions: list[FunctionTypes], needs: DraftNeeds) -> str:
         lines += ["", f"// A device function's tuple of {n} values.",
                   f"template <{params}> struct Tuple{n} {{ {fields} }};"]  # fmt: skip
     return "\n".join(lines) + "\n\n"
-
-
-__all__ = ["Draft", "draft_op", "resolve"]

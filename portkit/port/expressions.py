@@ -13,18 +13,43 @@ from __future__ import annotations
 import ast
 import operator
 
-from portkit.port import intrinsics
+from portkit.port import calls, intrinsics
 from portkit.port.context import (
-    ADD, AND, ATOM, BAND, BOR, BXOR, COND, EQ, MUL, OR, REL, SHIFT, UNARY,
-    CExpr, FunctionContext, TupleExpr, Untranslated, resolve,
-)  # fmt: skip
+    ADD,
+    AND,
+    ATOM,
+    BAND,
+    BOR,
+    BXOR,
+    COND,
+    EQ,
+    MUL,
+    OR,
+    REL,
+    SHIFT,
+    UNARY,
+    CExpr,
+    FunctionContext,
+    TupleExpr,
+    Untranslated,
+    resolve,
+)
 from portkit.port.ctype import (
-    Vec, c_name, c_promote, has_half, is_array, is_float, is_half, is_integer, unliteral, vec_map,
+    Vec,
+    c_name,
+    c_promote,
+    has_half,
+    is_array,
+    is_float,
+    is_integer,
+    unliteral,
+    vec_map,
     widened,
-)  # fmt: skip
-from portkit.port.vartypes import typing_context, unify
+)
+from portkit.port.spelling import NO_SUFFIX, c_identifier, float_text, int_text, literal_number
+from portkit.port.vartypes import resolved, unify
 
-_BINOPS = {
+BINOPS = {
     ast.Add: (operator.add, "+", ADD),
     ast.Sub: (operator.sub, "-", ADD),
     ast.Mult: (operator.mul, "*", MUL),
@@ -45,17 +70,6 @@ _COMPARE = {
 MATH_CONSTANTS = {"math.pi": "CUDART_PI", "math.inf": "CUDART_INF", "math.nan": "CUDART_NAN"}
 
 
-def resolved(fn, *vecs: Vec) -> Vec:
-    """numba's result type of ``fn(*args)`` for each signature's argument types."""
-    out = []
-    for args in zip(*vecs):
-        sig = typing_context().resolve_function_type(fn, tuple(unliteral(a) for a in args), {})
-        if sig is None:
-            raise Untranslated(f"{getattr(fn, '__name__', fn)} of {', '.join(map(str, args))}")
-        out.append(unliteral(sig.return_type))
-    return tuple(out)
-
-
 class Expressions:
     def __init__(self, ctx: FunctionContext) -> None:
         self.ctx = ctx
@@ -74,7 +88,7 @@ class Expressions:
         if e.ctype == vec:
             return CExpr(e.text, e.prec, vec, vec, e.literal)
         name = self.ctx.type_name(vec)
-        number = _literal_number(e)
+        number = literal_number(e)
         if number is not None and len(set(vec)) == 1 and name in ("float", "double"):
             text = repr(float(number)) + ("f" if name == "float" else "")
             return CExpr(text, ATOM, vec, vec, True)
@@ -236,9 +250,9 @@ class Expressions:
 
     # ---------------------------------------------------------------- operators
     def _BinOp(self, node: ast.BinOp) -> CExpr:
-        if type(node.op) not in _BINOPS:
+        if type(node.op) not in BINOPS:
             raise Untranslated(f"operator {type(node.op).__name__}", node)
-        fn, text, prec = _BINOPS[type(node.op)]
+        fn, text, prec = BINOPS[type(node.op)]
         left, right = self(node.left), self(node.right)
         result = resolved(fn, left.ntype, right.ntype)
         floats = all(is_float(t) for t in result)
@@ -278,7 +292,7 @@ class Expressions:
             for i in range(self.ctx.nspecs)
         )  # fmt: skip
         converted = [self.cast(a, compute) if a.ctype != compute else a for a in args]
-        if all(t == types.float32 for t in compute) and name not in _NO_SUFFIX:
+        if all(t == types.float32 for t in compute) and name not in NO_SUFFIX:
             name += "f"
         e = CExpr(f"{name}({', '.join(a.text for a in converted)})", ATOM, compute, compute)
         return e if compute == result else self.cast(CExpr(e.text, ATOM, result, compute), result)
@@ -354,92 +368,10 @@ class Expressions:
         if name is not None and name.startswith("cuda."):
             return intrinsics.call(self, name, node)
         if name is not None and name.startswith("math."):
-            return self.math_call(name, value, node)
+            return calls.math_call(self, name, value, node)
         if name in ("abs", "min", "max", "int", "float", "bool", "len", "round"):
-            return self.builtin(name, value, node)
+            return calls.builtin(self, name, value, node)
         py_func = getattr(value, "py_func", None)
         if py_func is not None and py_func in self.ctx.device:
             return intrinsics.device_call(self, self.ctx.device[py_func], node)
         raise Untranslated(f"call of {ast.unparse(node.func)}", node)
-
-    def math_call(self, name: str, fn, node: ast.Call) -> CExpr:
-        args = [self(a) for a in node.args]
-        result = resolved(fn, *[a.ntype for a in args])
-        short = name.split(".", 1)[1]
-        if short in ("isnan", "isinf", "isfinite"):
-            from numba.core import types
-
-            arg = args[0] if all(is_float(t) for t in args[0].ntype) else self.cast(
-                args[0], self.ctx.same(types.float64)
-            )
-            return CExpr(f"{short}({self.widen(arg).text})", ATOM, result, result)
-        return self.call_float(short, args, result)
-
-    def builtin(self, name: str, fn, node: ast.Call) -> CExpr:
-        from numba.core import types
-
-        if name == "len":
-            array = node.args[0]
-            if not (isinstance(array, ast.Name) and array.id in self.ctx.arrays):
-                raise Untranslated("len of a non-array", node)
-            t = self.ctx.same(types.int64)
-            return CExpr(self.dimension(array.id, 0, node), ATOM, t, t)
-        args = [self(a) for a in node.args]
-        if name in ("int", "float", "bool"):
-            target = {"int": types.int64, "float": types.float64, "bool": types.boolean}[name]
-            return self.cast(args[0], self.ctx.same(target))
-        result = resolved(fn, *[a.ntype for a in args])
-        if name == "round" and len(args) == 1:
-            rounded = self.call_float("rint", args, tuple(widened(t) for t in args[0].ntype))
-            return self.cast(rounded, result)
-        if name == "abs":
-            if all(is_float(t) for t in result):
-                return self.cast(self.call_float("fabs", args, vec_map(widened, result)), result)
-            spelled = "llabs" if all(t.bitwidth == 64 for t in result) else "abs"
-            return CExpr(f"{spelled}({args[0].text})", ATOM, result, result)
-        if name in ("min", "max"):
-            compute = vec_map(widened, result)
-            text = self.cast(args[0], compute).text
-            for other in args[1:]:
-                text = f"{name}({text}, {self.cast(other, compute).text})"
-            return self.cast(CExpr(text, ATOM, compute, compute), result)
-        raise Untranslated(f"{name}() with these arguments", node)
-
-
-_NO_SUFFIX = ("isnan", "isinf", "isfinite")
-_C_KEYWORDS = frozenset(
-    "auto break case char const continue default do double else enum extern float for goto "
-    "if inline int long register restrict return short signed sizeof static struct switch "
-    "typedef union unsigned void volatile while bool true false class new delete this "
-    "template typename namespace using operator private public protected virtual friend "
-    "threadIdx blockIdx blockDim gridDim warpSize min max widen".split()
-)
-
-
-def c_identifier(name: str) -> str:
-    """A Python name as a C identifier: C keywords and CUDA built-ins get a ``_``."""
-    return f"{name}_" if name in _C_KEYWORDS else name
-
-
-def int_text(value: int) -> str:
-    """A 64-bit C literal; a mask (0xFFFFFFFF) stays in hex."""
-    mask = value > 0xFFFF and (value & (value + 1) == 0 or value & (value - 1) == 0)
-    return (hex(value).upper().replace("0X", "0x") if mask else str(value)) + "LL"
-
-
-def float_text(value: float, ctx: FunctionContext) -> str:
-    if value != value or value in (float("inf"), float("-inf")):
-        ctx.needs.helpers.add("math_constants")
-        return {"nan": "CUDART_NAN", "inf": "CUDART_INF", "-inf": "-CUDART_INF"}[repr(value)]
-    return repr(value)
-
-
-def _literal_number(e: CExpr) -> float | None:
-    """The value of a numeric literal's text (``0``, ``1.5``, ``-2``), else None."""
-    if not e.literal:
-        return None
-    try:
-        value = float(e.text.rstrip("LlFf") if not e.text.lower().startswith("0x") else "x")
-    except ValueError:
-        return None
-    return value if value == value and abs(value) != float("inf") else None

@@ -16,7 +16,7 @@ from typing import Any
 from portkit.port.context import ArrayInfo, DraftNeeds, FunctionContext, Untranslated, resolve
 from portkit.port.ctype import is_array, unliteral
 from portkit.port.declarations import plan
-from portkit.port.expressions import c_identifier
+from portkit.port.spelling import c_identifier
 from portkit.port.statements import INDENT, Statements, tuple_type
 from portkit.port.vartypes import FunctionTypes, element
 
@@ -35,7 +35,9 @@ def comments(lines: list[str], first: int) -> dict[int, str]:
     """Absolute line -> its Python comment (portkit's lint pragmas left out)."""
     found: dict[int, str] = {}
     try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(textwrap.dedent("".join(lines))).readline))
+        tokens = list(
+            tokenize.generate_tokens(io.StringIO(textwrap.dedent("".join(lines))).readline)
+        )
     except (tokenize.TokenError, IndentationError):
         return found
     for tok in tokens:
@@ -88,7 +90,9 @@ def emit_function(
         vec = types.param_vec(i)
         if is_array(vec[0]):
             ndim = vec[0].ndim
-            ctx.arrays[name] = ArrayInfo("param", ndim, tuple(element(t) for t in vec), [None] * ndim)
+            ctx.arrays[name] = ArrayInfo(
+                "param", ndim, tuple(element(t) for t in vec), [None] * ndim
+            )
     writes = written(node, ctx, device_writes)
     device_writes[types.py_func] = {i for i, p in enumerate(types.params) if p in writes}
     out: list[str] = []
@@ -108,7 +112,9 @@ def emit_function(
                 elem = ctx.type_name(tuple(element(t) for t in vec))
                 params.append(f"{const}{elem}* {c_identifier(name)}")
             else:
-                params.append(f"{ctx.type_name(tuple(unliteral(t) for t in vec))} {c_identifier(name)}")
+                params.append(
+                    f"{ctx.type_name(tuple(unliteral(t) for t in vec))} {c_identifier(name)}"
+                )
         returns = "void" if types.kernel else return_type(ctx)
     except Untranslated as problem:
         statements = Statements(ctx, plan([], set()), {}, types.kernel)

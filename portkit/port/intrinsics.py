@@ -4,14 +4,10 @@ shuffles and votes, atomics, and calls of the op's device functions."""
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING
 
-from portkit.port.context import ADD, ATOM, CExpr, TupleExpr, Untranslated
+from portkit.port.context import ADD, ATOM, CExpr, Translator, TupleExpr, Untranslated
 from portkit.port.ctype import c_name, is_array, is_float, unliteral
 from portkit.port.vartypes import FunctionTypes
-
-if TYPE_CHECKING:
-    from portkit.port.expressions import Expressions
 
 _INDEX = ("threadIdx", "blockIdx", "blockDim", "gridDim")
 _SYNC = {
@@ -49,18 +45,20 @@ def _t(name: str):
     return getattr(types, name)
 
 
-def attribute(ex: Expressions, name: str, node: ast.AST) -> CExpr:
+def attribute(ex: Translator, name: str, node: ast.AST) -> CExpr:
     parts = name.split(".")
     if len(parts) == 3 and parts[1] in _INDEX and parts[2] in "xyz":
         # numba types them int32; C's are unsigned
-        return CExpr(f"{parts[1]}.{parts[2]}", ATOM, ex.ctx.same(_t("int32")), ex.ctx.same(_t("uint32")))
+        return CExpr(
+            f"{parts[1]}.{parts[2]}", ATOM, ex.ctx.same(_t("int32")), ex.ctx.same(_t("uint32"))
+        )
     if name == "cuda.warpsize":
         t = ex.ctx.same(_t("int32"))
         return CExpr("warpSize", ATOM, t, t)
     raise Untranslated(name, node)
 
 
-def grid_items(ex: Expressions, dims: int, size: bool) -> list[CExpr]:
+def grid_items(ex: Translator, dims: int, size: bool) -> list[CExpr]:
     t = ex.ctx.same(_t("int64"))
     items = []
     for axis in "xyz"[:dims]:
@@ -72,7 +70,7 @@ def grid_items(ex: Expressions, dims: int, size: bool) -> list[CExpr]:
     return items
 
 
-def call(ex: Expressions, name: str, node: ast.Call) -> CExpr | TupleExpr:
+def call(ex: Translator, name: str, node: ast.Call) -> CExpr | TupleExpr:
     if name in ("cuda.grid", "cuda.gridsize"):
         if len(node.args) != 1 or not isinstance(node.args[0], ast.Constant):
             raise Untranslated(f"{name} without a constant dimension count", node)
@@ -100,7 +98,7 @@ def call(ex: Expressions, name: str, node: ast.Call) -> CExpr | TupleExpr:
 _ATOMIC_PREFIXES = tuple(f"cuda.atomic.{n}" for n in _ATOMICS) + ("cuda.atomic.nanmax",)
 
 
-def atomic(ex: Expressions, op: str, node: ast.Call) -> CExpr:
+def atomic(ex: Translator, op: str, node: ast.Call) -> CExpr:
     """``cuda.atomic.add(arr, idx, val)`` -> ``atomicAdd(&arr[idx], val)``; its value is
     the old element, as numba's."""
     from numba.core import types
@@ -132,7 +130,7 @@ def atomic(ex: Expressions, op: str, node: ast.Call) -> CExpr:
     return CExpr(text, ATOM, element, element)
 
 
-def device_call(ex: Expressions, callee: FunctionTypes, node: ast.Call) -> CExpr | TupleExpr:
+def device_call(ex: Translator, callee: FunctionTypes, node: ast.Call) -> CExpr | TupleExpr:
     """A call of a ``device=True`` function: each argument converted to the type the
     callee was typed with for it, so C++ deduces the same template arguments."""
     from numba.core import types
@@ -155,9 +153,7 @@ def device_call(ex: Expressions, callee: FunctionTypes, node: ast.Call) -> CExpr
                for i, s in enumerate(callee.specs)}  # fmt: skip
     chosen = []
     for spec in range(ex.ctx.nspecs):
-        key = tuple(
-            unliteral(a[spec]) if not is_array(a[spec]) else a[spec] for a in arg_types
-        )
+        key = tuple(unliteral(a[spec]) if not is_array(a[spec]) else a[spec] for a in arg_types)
         if key not in by_args:
             raise Untranslated(f"call of {callee.name} with types numba did not type", node)
         chosen.append(by_args[key])

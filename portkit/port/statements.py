@@ -10,11 +10,18 @@ from __future__ import annotations
 import ast
 
 from portkit.port.context import (
-    CExpr, FunctionContext, Gap, TupleExpr, Untranslated, resolve,
-)  # fmt: skip
+    CExpr,
+    FunctionContext,
+    Gap,
+    TupleExpr,
+    Untranslated,
+    resolve,
+)
 from portkit.port.ctype import has_half, unliteral
 from portkit.port.declarations import Declarations
-from portkit.port.expressions import _BINOPS, Expressions, c_identifier, resolved
+from portkit.port.expressions import BINOPS, Expressions
+from portkit.port.spelling import c_identifier
+from portkit.port.vartypes import resolved
 
 INDENT = "    "
 
@@ -224,15 +231,13 @@ class Statements:
             self.assign(name, e, stmt, depth)
 
     def _AugAssign(self, stmt: ast.AugAssign, depth: int) -> None:
-        if type(stmt.op) not in _BINOPS or isinstance(stmt.op, ast.Pow):
+        if type(stmt.op) not in BINOPS or isinstance(stmt.op, ast.Pow):
             raise Untranslated(f"augmented {type(stmt.op).__name__}", stmt)
-        fn, op, prec = _BINOPS[type(stmt.op)]
+        fn, op, prec = BINOPS[type(stmt.op)]
         target = self.ex(stmt.target)
         value = self.ex(stmt.value)
         result = resolved(fn, target.ntype, value.ntype)
-        simple = not isinstance(stmt.op, ast.FloorDiv) or all(
-            not ("float" in str(t)) for t in result
-        )
+        simple = not isinstance(stmt.op, ast.FloorDiv) or all("float" not in str(t) for t in result)
         if result == target.ntype and not has_half(result) and simple:
             self.emit(depth, f"{target.text} {op}= {value.text};", stmt)
             return

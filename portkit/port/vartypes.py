@@ -17,6 +17,7 @@ from typing import Any
 
 from portkit.lint.typed_ir import TypedFunction, is_ir
 from portkit.port.ctype import Vec, c_name, is_array, unliteral
+from portkit.port.gaps import Untranslated
 
 TEMPLATE_NAMES = ("T", "U", "V", "W", "X", "Y")
 _VERSION = re.compile(r"(\.\d+)+$")
@@ -129,3 +130,14 @@ def _name_templates(ft: FunctionTypes) -> None:
             )
             continue
         ft.templates[vec] = next(free)
+
+
+def resolved(fn, *vecs: Vec) -> Vec:
+    """numba's result type of ``fn(*args)`` for each signature's argument types."""
+    out = []
+    for args in zip(*vecs):
+        sig = typing_context().resolve_function_type(fn, tuple(unliteral(a) for a in args), {})
+        if sig is None:
+            raise Untranslated(f"{getattr(fn, '__name__', fn)} of {', '.join(map(str, args))}")
+        out.append(unliteral(sig.return_type))
+    return tuple(out)
