@@ -17,7 +17,7 @@ Path = tuple  # ((id of a statement list, index in it), ...) from the function b
 @dataclass
 class Declarations:
     before: dict[int, list[str]] = field(default_factory=dict)  # id(stmt) -> names
-    inline: dict[int, str] = field(default_factory=dict)  # id(Assign) -> the name it declares
+    inline: dict[int, set[str]] = field(default_factory=dict)  # id(Assign) -> names it declares
 
 
 @dataclass
@@ -42,7 +42,7 @@ def plan(body: list[ast.stmt], params: set[str]) -> Declarations:
                 seen.setdefault(target.id, []).append(_Seen(path, plain, True))
         elif isinstance(target, ast.Tuple):
             for item in target.elts:
-                store(item, path, shadow, None)
+                store(item, path, shadow, plain)
         else:
             loads(target, path, shadow)
 
@@ -66,7 +66,7 @@ def plan(body: list[ast.stmt], params: set[str]) -> Declarations:
             loads(stmt.value, path, shadow)
             plain = stmt if len(stmt.targets) == 1 else None
             for target in stmt.targets:
-                store(target, path, shadow, plain if isinstance(target, ast.Name) else None)
+                store(target, path, shadow, plain)
         elif isinstance(stmt, ast.AugAssign):
             loads(stmt.value, path, shadow)
             loads(stmt.target, path, shadow)
@@ -89,7 +89,7 @@ def plan(body: list[ast.stmt], params: set[str]) -> Declarations:
             level += 1
         first = occurrences[0]
         if first.plain_store is not None and len(first.path) == level + 1:
-            result.inline[id(first.plain_store)] = name
+            result.inline.setdefault(id(first.plain_store), set()).add(name)
         else:
             stmt = statements[first.path[level]]
             result.before.setdefault(id(stmt), []).append(name)

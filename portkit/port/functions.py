@@ -126,6 +126,7 @@ def emit_function(
     header = f"{qualifier} {returns} {types.name}({', '.join(params)}) {{"
     statements = Statements(ctx, plan(node.body, set(types.params)), comments(lines, first),
                             types.kernel)  # fmt: skip
+    statements.know(node.body)
     statements.emit(0, header, node)
     statements.block(node.body, 1)
     statements.lines.append("}")

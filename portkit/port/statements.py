@@ -37,6 +37,20 @@ class Statements:
         self.ctx, self.ex = ctx, Expressions(ctx)
         self.declarations, self.comments, self.kernel = declarations, comments, kernel
         self.lines: list[str] = []
+        self.assigned: dict[str, list[ast.AST | None]] = {}  # name -> values (None: unknown)
+
+    def know(self, body: list[ast.stmt]) -> None:
+        """Note what each variable of the function is assigned (for ``positive``)."""
+        for node in (n for stmt in body for n in ast.walk(stmt)):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target = node.targets[0]
+                if isinstance(target, ast.Name):
+                    self.assigned.setdefault(target.id, []).append(node.value)
+                for item in target.elts if isinstance(target, ast.Tuple) else ():
+                    if isinstance(item, ast.Name):
+                        self.assigned.setdefault(item.id, []).append(None)
+            elif isinstance(node, (ast.AugAssign, ast.For)) and isinstance(node.target, ast.Name):
+                self.assigned.setdefault(node.target.id, []).append(None)
 
     # ---------------------------------------------------------------- output
     def line_of(self, node: ast.AST) -> int:
@@ -157,7 +171,9 @@ class Statements:
         ctype = self.ctx.type_name(vec)
         first = self.ex.convert(self.ex(start), vec).text
         step_value = _constant(step, self.ctx.globals)
-        if step_value == 1:
+        if step_value is None and self.positive(step):
+            step_value = 1 << 62  # a grid stride: only its sign matters here
+        if step_value == 1 and _constant(step, self.ctx.globals) == 1:
             test, advance = f"{var} < {stop_e.text}", f"++{var}"
         else:
             step_e = self.ex(step)
@@ -169,6 +185,24 @@ class Statements:
         self.emit(depth, f"for ({ctype} {var} = {first}; {test}; {advance}) {{", stmt)
         self.block(stmt.body, depth + 1)
         self.lines.append(INDENT * depth + "}")
+
+    def positive(self, node: ast.AST) -> bool:
+        """Whether ``node`` is known to be positive: a launch dimension, ``cuda.gridsize``,
+        a positive constant, a product of those, or a variable only ever set to one."""
+        if _constant(node, self.ctx.globals) is not None:
+            return _constant(node, self.ctx.globals) > 0
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+            return self.positive(node.left) and self.positive(node.right)
+        if isinstance(node, ast.Name) and node.id in self.ctx.types.variables:
+            values = self.assigned.get(node.id, [])
+            return (
+                bool(values)
+                and all(v is not node and self.positive(v) for v in values if v is not None)
+                and None not in values
+            )
+        target = node.func if isinstance(node, ast.Call) else node
+        name, _ = resolve(target, self.ctx)
+        return name in _POSITIVE or (name or "").startswith(("cuda.blockDim.", "cuda.gridDim."))
 
     def _Assign(self, stmt: ast.Assign, depth: int) -> None:
         if len(stmt.targets) != 1:
@@ -199,7 +233,7 @@ class Statements:
         if vec is None:
             raise Untranslated(f"variable {name}, which numba did not type", stmt)
         text = f"{c_identifier(name)} = {self.ex.convert(value, vec).text};"
-        if self.declarations.inline.get(id(stmt)) == name:
+        if name in self.declarations.inline.get(id(stmt), ()):
             text = f"{self.ctx.type_name(vec)} {text}"
         self.emit(depth, text, stmt)
 
@@ -245,6 +279,9 @@ class Statements:
         ast.copy_location(combined, stmt)
         new = self.ex.convert(self.ex(combined), target.ntype)
         self.emit(depth, f"{target.text} = {new.text};", stmt)
+
+
+_POSITIVE = ("cuda.gridsize", "cuda.warpsize")
 
 
 def _constant(node: ast.AST, names: dict) -> int | None:
