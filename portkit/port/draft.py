@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from portkit.errors import OpNotFound
+from portkit.errors import PortkitError
 from portkit.port.context import DraftNeeds, Gap
 from portkit.port.ctype import is_array
 from portkit.port.functions import emit_function, parsed, placeholder
@@ -19,6 +19,10 @@ _WIDEN = {
     "float16": "__device__ inline float widen(__half v) { return __half2float(v); }",
     "bfloat16": "__device__ inline float widen(__nv_bfloat16 v) { return __bfloat162float(v); }",
 }
+
+
+class UnknownKernel(PortkitError):
+    """``--kernel`` names no kernel of the op."""
 
 
 @dataclass
@@ -88,7 +92,7 @@ def draft_op(op, kernel_names: Sequence[str] = ()) -> Draft:
 
     unknown = [n for n in kernel_names if n not in op.kernels]
     if unknown:
-        raise OpNotFound(
+        raise UnknownKernel(
             f"op {op.name} has no kernel {unknown[0]}; its kernels: {', '.join(sorted(op.kernels))}"
         )
     launches: dict[str, list] = {}

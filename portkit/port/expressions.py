@@ -308,7 +308,7 @@ class Expressions:
             return operand
         fn, op = (operator.neg, "-") if isinstance(node.op, ast.USub) else (operator.invert, "~")
         result = resolved(fn, operand.ntype)
-        if operand.ctype != result and not has_half(result):
+        if operand.ctype != result and not has_half(result) and not operand.literal:
             operand = self.cast(operand, result)
         text = f"{op}{operand.at(UNARY)}"
         return CExpr(text, UNARY, result, result, operand.literal)

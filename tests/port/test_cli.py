@@ -1,0 +1,79 @@
+"""`portkit port` as a user meets it: where it writes, what it refuses, its exit codes."""
+
+from __future__ import annotations
+
+import pytest
+
+BODY = "out[i] = x[i] * 2.0"
+
+
+@pytest.fixture
+def project(make_project, sources):
+    def make(name: str, body: str = BODY, twin: str | None = None):
+        return make_project({name: (sources.unary_op(name, body, cases=sources.ONE_CASE), twin)})
+
+    return make
+
+
+def test_writes_the_twin_path_by_default(project, cli):
+    root = project("pdefault")
+    result = cli(root, "port", "pdefault")
+    assert result.exit_code == 0, result.output
+    twin = root / "cuda_src" / "pdefault.cu"
+    assert result.stdout == f"wrote {twin} (1 kernels)\n"
+    text = twin.read_text()
+    assert "__global__ void pdefault_fwd(const float* x, float* out, long long n) {" in text
+    assert "out[i] = x[i] * 2.0;  // pdefault.py:15" in text
+    assert not [p for p in twin.parent.iterdir() if p.name.startswith(".")]  # no temp left
+
+
+def test_refuses_to_replace_a_twin_without_force(project, cli, sources):
+    twin_source = sources.unary_twin("pkeep")
+    root = project("pkeep", twin=twin_source)
+    twin = root / "cuda_src" / "pkeep.cu"
+    result = cli(root, "port", "pkeep")
+    assert result.exit_code == 2
+    assert result.stderr == f"error: {twin} exists; pass --force to replace it with the draft\n"
+    assert "Traceback" not in result.output
+    assert twin.read_text() == twin_source
+    forced = cli(root, "port", "pkeep", "--force")
+    assert forced.exit_code == 0, forced.output
+    assert "// Draft twin of pkeep.py" in twin.read_text()
+
+
+def test_out_and_kernel(project, cli, tmp_path):
+    root = project("pout")
+    out = tmp_path / "elsewhere" / "draft.cu"
+    result = cli(root, "port", "pout", "--out", str(out), "--kernel", "pout_fwd")
+    assert result.exit_code == 0, result.output
+    assert "pout_fwd" in out.read_text()
+    assert not (root / "cuda_src" / "pout.cu").exists()
+
+
+def test_an_unknown_kernel_is_one_line(project, cli):
+    root = project("pnokernel")
+    result = cli(root, "port", "pnokernel", "--kernel", "nope")
+    assert result.exit_code == 2
+    assert result.stderr == "error: op pnokernel has no kernel nope; its kernels: pnokernel_fwd\n"
+
+
+def test_gaps_are_listed_and_the_exit_code_is_1(project, cli):
+    root = project("pgap", "for v in x:\n    out[i] = v")
+    result = cli(root, "port", "pgap")
+    assert result.exit_code == 1
+    lines = result.stderr.splitlines()
+    assert lines == [
+        "pgap.py:15: for loop over anything but range() is not translated",
+        "1 constructs not translated: see the #error lines",
+    ]
+    text = (root / "cuda_src" / "pgap.cu").read_text()
+    assert '#error "portkit port: for loop over anything but range() at pgap.py:15' in text
+
+
+def test_check_runs_portkit_check_on_the_draft_in_a_copy(project, cli):
+    root = project("pchecked")
+    result = cli(root, "port", "pchecked", "--check")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[-1] == "draft of pchecked passes portkit check"
+    assert "twin-cpu" in result.stdout and "sim" in result.stdout
+    assert sorted(p.name for p in (root / "cuda_src").iterdir()) == ["pchecked.cu"]
