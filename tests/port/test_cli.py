@@ -77,3 +77,14 @@ def test_check_runs_portkit_check_on_the_draft_in_a_copy(project, cli):
     assert result.stdout.splitlines()[-1] == "draft of pchecked passes portkit check"
     assert "twin-cpu" in result.stdout and "sim" in result.stdout
     assert sorted(p.name for p in (root / "cuda_src").iterdir()) == ["pchecked.cu"]
+
+
+def test_the_readme_tour_op_is_drafted_and_its_draft_passes_check(make_project, cli):
+    from tests.cli.test_readme_tour import readme_block
+
+    root = make_project({"scale": (readme_block("prototypes/scale.py", "python"), None)})
+    result = cli(root, "port", "scale", "--check")
+    assert result.exit_code == 0, result.output
+    draft = (root / "cuda_src" / "scale.cu").read_text()
+    assert "__global__ void scale_fwd(const T* x, T* out, long long n) {" in draft
+    assert "out[i] = (double)x[i] * 3;  // scale.py:" in draft  # numba: f32 * int64 is f64
