@@ -17,7 +17,7 @@ from portkit.port.context import ArrayInfo, DraftNeeds, FunctionContext, Untrans
 from portkit.port.ctype import is_array, unliteral
 from portkit.port.declarations import plan
 from portkit.port.spelling import c_identifier
-from portkit.port.statements import INDENT, Statements, tuple_type
+from portkit.port.statements import Statements, tuple_type
 from portkit.port.vartypes import FunctionTypes, element
 
 _WRITES_ATOMIC = "cuda.atomic."
@@ -152,6 +152,3 @@ def placeholder(name: str, reason: str, needs: DraftNeeds, file: str, line: int)
     gap = Gap(f"kernel {name} ({reason})", file, line)
     needs.gaps.append(gap)
     return [gap.directive()]
-
-
-__all__ = ["INDENT", "emit_function", "parsed", "placeholder"]

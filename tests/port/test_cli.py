@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 BODY = "out[i] = x[i] * 2.0"
@@ -88,3 +90,25 @@ def test_the_readme_tour_op_is_drafted_and_its_draft_passes_check(make_project, 
     draft = (root / "cuda_src" / "scale.cu").read_text()
     assert "__global__ void scale_fwd(const T* x, T* out, long long n) {" in draft
     assert "out[i] = (double)x[i] * 3;  // scale.py:" in draft  # numba: f32 * int64 is f64
+
+
+def test_the_draft_goes_through_clang_format_when_it_is_installed(
+    project, cli, tmp_path, monkeypatch
+):
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    fake = tools / "clang-format"
+    fake.write_text('#!/bin/sh\necho "// formatted with $1"\ncat\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tools}:{os.environ['PATH']}")
+    root = project("pformat")
+    assert cli(root, "port", "pformat").exit_code == 0
+    first = (root / "cuda_src" / "pformat.cu").read_text().splitlines()[0]
+    assert first.startswith("// formatted with --style={BasedOnStyle: Google, IndentWidth: 4")
+    (root / ".clang-format").write_text("BasedOnStyle: LLVM\n")
+    assert cli(root, "port", "pformat", "--force").exit_code == 0
+    first = (root / "cuda_src" / "pformat.cu").read_text().splitlines()[0]
+    assert first == "// formatted with --style=file"
+    fake.write_text("#!/bin/sh\nexit 1\n")  # a failing clang-format leaves the draft as it is
+    assert cli(root, "port", "pformat", "--force").exit_code == 0
+    assert (root / "cuda_src" / "pformat.cu").read_text().startswith("// Draft twin of pformat.py")
