@@ -48,8 +48,8 @@ def port_command(
     from portkit.port.command import gap_report, write_draft
     from portkit.port.draft import draft_op
 
-    config, catalog = load_project()
-    op = catalog.get(op_name)
+    session = load_project()
+    config, op = session.config, session.op(op_name)
     target = out if out is not None else config.cuda_src_dir / f"{op.name}.cu"
     draft = draft_op(op, kernels)
     write_draft(draft, target, force)
@@ -85,9 +85,9 @@ def check_draft(config, op, text: str) -> list:
     import torch
 
     from portkit.backends import create_all
-    from portkit.check.harness import plan_suite, run_suite
+    from portkit.checking.harness import plan_suite, run_suite
     from portkit.project.config import load_config
-    from portkit.project.discovery import discover
+    from portkit.project.session import Session
 
     gpu = torch.cuda.is_available()
     with tempfile.TemporaryDirectory(prefix="portkit-port-") as tmp:
@@ -102,9 +102,11 @@ def check_draft(config, op, text: str) -> list:
             if folder.is_dir():
                 shutil.copytree(folder, copy, ignore=shutil.ignore_patterns("__pycache__"))
             copy.mkdir(parents=True, exist_ok=True)
-        copied = dataclasses.replace(load_config(root), cache_dir=config.cache_dir)
+        copied = dataclasses.replace(
+            load_config(root), cache_dir=config.cache_dir, settings=config.settings
+        )
         (copied.cuda_src_dir / f"{op.name}.cu").write_text(text)
-        drafted = discover(copied).get(op.name)
+        drafted = Session.of(copied).op(op.name)
         backends = create_all(copied, ["numba", "twin"] if gpu else ["sim", "twin-cpu"])
         plan = plan_suite([drafted], set(), skip_large=not gpu)
         return run_suite(plan, backends, copied)

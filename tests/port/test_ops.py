@@ -32,18 +32,10 @@ def port_and_check(make_project, cli, name: str, prototype: str, *backends: str)
     assert ported.exit_code == 0, ported.output
     draft = (root / "cuda_src" / f"{name}.cu").read_text()
     assert "#error" not in draft
-    forget_catalog(root)  # port saw the project without a twin; check must see the draft
     backend = ",".join(backends or ("twin-cpu",))
     result = cli(root, "check", name, "--backend", backend, "--quick", "--json")
     rows = json.loads(result.stdout)["results"]
     return result, rows, draft
-
-
-def forget_catalog(root: Path) -> None:
-    import portkit.project.discovery as discovery
-
-    for known in [r for r in discovery._catalogs if r == root.resolve() or r == root]:
-        del discovery._catalogs[known]
 
 
 def ran(rows, backend: str) -> set[str]:
