@@ -14,6 +14,7 @@ from portkit.cli.diff import diff_command
 from portkit.cli.export import export_command
 from portkit.cli.lint import lint
 from portkit.cli.list import list_ops
+from portkit.cli.port import port_command
 from portkit.cli.sim import sim
 
 
@@ -45,6 +46,7 @@ def main() -> None:
 
 for _command in (list_ops, sim, check, compile_command, lint, diff_command, bench, export_command):
     main.add_command(_command)
+main.add_command(port_command)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,48 @@
+"""Shared and local arrays: ``cuda.shared.array((2, SCAN), float64)`` is
+``__shared__ double buf[2][SCAN];``, a dynamic one (shape 0) a typed pointer into the
+launch's dynamic shared memory (numba starts every dynamic array at its offset 0)."""
+
+from __future__ import annotations
+
+import ast
+
+from portkit.port.context import ArrayInfo, FunctionContext, Untranslated
+from portkit.port.expressions import Expressions
+from portkit.port.spelling import c_identifier
+
+
+def declare_array(
+    ctx: FunctionContext, ex: Expressions, name: str, kind: str, call: ast.Call
+) -> list[str]:
+    """The C declaration(s) of ``name = cuda.<kind>(...)``; records the array."""
+    arguments = dict(zip(("shape", "dtype"), call.args))
+    arguments.update({k.arg: k.value for k in call.keywords if k.arg})
+    if "shape" not in arguments:
+        raise Untranslated(f"{kind} without a shape", call)
+    vec = ctx.types.variables.get(name)
+    if vec is None:
+        raise Untranslated(f"array {name}, which numba did not type", call)
+    element = tuple(t.dtype for t in vec)
+    ctype = ctx.type_name(element)
+    shape = arguments["shape"]
+    dims = shape.elts if isinstance(shape, ast.Tuple) else [shape]
+    texts = [ex(d) for d in dims]
+    ident = c_identifier(name)
+    if kind == "cuda.shared.array" and _is_zero(dims, ctx):
+        ctx.arrays[name] = ArrayInfo("dynamic", 1, element, [None])
+        return [
+            "extern __shared__ __align__(16) unsigned char dynamic_smem[];",
+            f"{ctype}* {ident} = reinterpret_cast<{ctype}*>(dynamic_smem);",
+        ]
+    ctx.arrays[name] = ArrayInfo(kind.split(".")[1], len(dims), element, [t.text for t in texts])
+    prefix = "__shared__ " if kind == "cuda.shared.array" else ""
+    return [f"{prefix}{ctype} {ident}{''.join(f'[{t.text}]' for t in texts)};"]
+
+
+def _is_zero(dims: list[ast.AST], ctx: FunctionContext) -> bool:
+    if len(dims) != 1:
+        return False
+    node = dims[0]
+    if isinstance(node, ast.Constant):
+        return node.value == 0
+    return isinstance(node, ast.Name) and ctx.globals.get(node.id) == 0
