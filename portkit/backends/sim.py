@@ -39,6 +39,7 @@ class PortkitSimulator(Backend):
     role = "prototype"
     device = "cpu"
     simulated = True
+    runs_large_cases_on_cpu = True  # the lockstep engine runs 2^24 threads in seconds
     description = "prototype in portkit's CUDA simulator on the CPU (races, bounds, warps checked)"
     # Set by `portkit sim`: stop in pdb there, and report progress over blocks.
     breakpoint: Breakpoint | None = None
