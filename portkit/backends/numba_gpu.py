@@ -15,7 +15,7 @@ from typing import Any
 
 import portkit.backends.prototype_cache as prototype_cache
 from portkit.backends.base import Backend, cuda_unavailable_reason
-from portkit.launch.kernel_set import KernelSet, LaunchConfig
+from portkit.launch.kernel_set import KernelSet, LaunchConfig, LaunchTarget
 from portkit.project.dtypes import BITS_VIEW, dtype_name, prototype_view
 
 
@@ -65,7 +65,7 @@ def lineinfo_links(dtypes: Sequence[str]) -> bool:
     return "bfloat16" not in dtypes
 
 
-class NumbaKernel:
+class NumbaKernel(LaunchTarget):
     def __init__(self, dispatcher: Any) -> None:
         self._dispatcher = dispatcher
 
