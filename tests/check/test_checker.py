@@ -207,10 +207,10 @@ class _CpuBackend:
     """Stands in for a simulated CPU backend other than portkit's simulator."""
 
     role, device, simulated, unavailable_reason = "twin", "cpu", True, None
-    runs_large_cases_on_cpu = False  # as Backend declares by default
 
     def __init__(self, name: str) -> None:
         self.name = name
+        self.runs_large_cases_on_cpu = name == "sim"  # as the backends declare it
 
     def unsupported_reason(self, op) -> None:
         return None
