@@ -68,22 +68,26 @@ def test_prepare_checks_is_the_one_setup_for_running_under_a_tool(tmp_path):
     assert tools.prepare_checks("initcheck", []) == CheckSettings(guards=False, poison=False)
 
 
-def _run_child(root, monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
-    monkeypatch.chdir(root)
-    monkeypatch.setattr(child, "BACKENDS", ("sim",))  # the simulator stands in for the GPU
-    code = child.main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
+@pytest.fixture
+def run_child(make_project, sources, monkeypatch, capsys, tmp_path):
+    """``run_child(op, *options, body=..., tool=..., ask=op)`` -> (exit code, stdout,
+    stderr, results file) of the child in a project of one op, asked to check ``ask``,
+    with portkit's simulator standing in for the GPU backends."""
+
+    def run(op: str, *options: str, body="out[i] = x[i] * 2.0", tool="memcheck", ask=None):
+        root = make_project({op: (sources.unary_op(op, body), None)})
+        results = tmp_path / f"{tool}.results.json"
+        monkeypatch.chdir(root)
+        monkeypatch.setattr(child, "BACKENDS", ("sim",))
+        code = child.main(["--tool", tool, "--results", str(results), *options, ask or op])
+        out, err = capsys.readouterr()
+        return code, out, err, results
+
+    return run
 
 
-def test_the_child_runs_the_harness_and_hands_back_its_results(
-    make_project, sources, monkeypatch, capsys, tmp_path
-):
-    root = make_project({"double": (sources.unary_op("double"), None)})
-    results = tmp_path / "memcheck.results.json"
-    code, out, _ = _run_child(
-        root, monkeypatch, capsys, "--tool", "memcheck", "--results", str(results), "double"
-    )
+def test_the_child_runs_the_harness_and_hands_back_its_results(run_child):
+    code, out, _, results = run_child("double")
     assert code == 0, out
     rows = read_results(results)
     assert rows and {(r["op"], r["backend"]) for r in rows} == {("double", "sim")}
@@ -93,28 +97,19 @@ def test_the_child_runs_the_harness_and_hands_back_its_results(
     assert out.splitlines()[-1] == f"{passed} passed, 0 failed, {skipped} skipped"
 
 
-def test_the_child_exits_1_on_a_failed_check_and_names_it(
-    make_project, sources, monkeypatch, capsys, tmp_path
-):
+def test_the_child_exits_1_on_a_failed_check_and_names_it(run_child):
     body = "out[i] = x[i] * 3.0"  # the reference doubles
-    root = make_project({"triple": (sources.unary_op("triple", body), None)})
-    results = tmp_path / "r.json"
-    args = ("--tool", "racecheck", "--results", str(results), "--case", "float32-n129")
-    code, out, _ = _run_child(root, monkeypatch, capsys, *args, "triple")
+    code, out, _, results = run_child(
+        "triple", "--case", "float32-n129", body=body, tool="racecheck"
+    )
     assert code == child.EXIT_FAILED
     failed = [r for r in read_results(results) if r["status"] == FAIL]
     assert failed and all(r["case"] == "float32-n129" for r in failed)
     assert f"FAIL triple / sim / {failed[0]['check']} / float32-n129" in out
 
 
-def test_a_mistake_in_the_child_is_one_line_and_exit_2(
-    make_project, sources, monkeypatch, capsys, tmp_path
-):
-    root = make_project({"double": (sources.unary_op("double"), None)})
-    results = tmp_path / "r.json"
-    code, out, err = _run_child(
-        root, monkeypatch, capsys, "--tool", "memcheck", "--results", str(results), "nosuchop"
-    )
+def test_a_mistake_in_the_child_is_one_line_and_exit_2(run_child):
+    code, out, err, results = run_child("double", ask="nosuchop")
     assert code == child.EXIT_MISTAKE and out == ""
     assert err.startswith("error: ") and "nosuchop" in err and err.count("\n") == 1
     assert not results.exists()
