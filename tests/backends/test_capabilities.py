@@ -12,7 +12,7 @@ import pytest
 from portkit import backends
 from portkit.backends.base import Backend
 from portkit.backends.sim import SimulatedLaunch
-from portkit.check.harness import run_case, skip_reason
+from portkit.checking.harness import run_case, skip_reason
 from portkit.launch.kernel_set import KernelSet, LaunchConfig, LaunchTarget
 from portkit.project.cases import Case
 

@@ -56,7 +56,7 @@ def test_a_file_of_another_format_is_refused(tmp_path, text, message):
 
 def test_prepare_checks_is_the_one_setup_for_running_under_a_tool(tmp_path):
     from portkit.backends import create
-    from portkit.check.harness import CheckSettings
+    from portkit.checking.harness import CheckSettings
     from portkit.project.config import load_config
 
     config = load_config(tmp_path)
