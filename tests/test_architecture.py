@@ -74,8 +74,12 @@ CLI_IN_A_STRING = re.compile(r"(?:^|\s)-m\s+portkit\.cli\b")
 
 def cli_round_trips(source: str) -> list[int]:
     """Lines of ``source`` that build a command running portkit's CLI: a list or tuple
-    with ``"-m", "portkit.cli[...]"`` or ``"portkit"`` first, or a string with
+    with ``"-m", "portkit.cli[...]"`` or ``"portkit", "<command>"`` first, or a string with
     ``-m portkit.cli`` (docstrings may describe one)."""
+    from portkit.cli.app import main
+
+    # `portkit <command>` is the script; ("portkit", "launch_contract.py") names a file.
+    commands = set(main.commands)
     tree = ast.parse(source)
     docstrings = {
         id(node.body[0].value)
@@ -92,7 +96,8 @@ def cli_round_trips(source: str) -> list[int]:
             module = any(
                 a == "-m" and str(b).split(".")[:2] == ["portkit", "cli"] for a, b in pairs
             )
-            if module or words[:1] == ["portkit"]:
+            script = words[:1] == ["portkit"] and len(words) > 1 and words[1] in commands
+            if module or script:
                 lines.append(node.lineno)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             if id(node) not in docstrings and CLI_IN_A_STRING.search(node.value):
@@ -108,6 +113,7 @@ def test_the_round_trip_finder_finds_each_form():
         'c = f"{sys.executable} -m portkit.cli check {op}"\n'
         'd = [sys.executable, "-m", "portkit.sanitize.child", "--tool", tool]\n'
         'e = ["-m", "portkit.cli.app"]\n'
+        'f = ("portkit", "launch_contract.py")\n'
     )
     assert found == [2, 3, 4, 6]
 

@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from portkit.results import FAIL, PASS, SKIP, CheckResult
+from portkit.results import CheckResult, Outcome
 from portkit.sanitize import child, tools
 from portkit.sanitize.handoff import FORMAT, HandoffError, read_results, write_results
 
+PASS, FAIL, SKIP = Outcome.PASS, Outcome.FAIL, Outcome.SKIP
 ROWS = [
     CheckResult("sigmoid", "float32-n129", "twin", "forward", PASS, "", 0.25),
     CheckResult("sigmoid", "float32-n129", "numba", "backward", FAIL, "2 of 129 differ", 0.5),
