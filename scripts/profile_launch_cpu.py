@@ -20,8 +20,10 @@ import sys
 import time
 from pathlib import Path
 
+from portkit.launch.kernel_set import LaunchTarget
 
-class NoLaunch:
+
+class NoLaunch(LaunchTarget):
     def launch(self, config, args) -> None:
         return None
 

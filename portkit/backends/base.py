@@ -2,12 +2,15 @@
 
 A backend answers three questions: can it run on this machine, can it run this
 op, and what is ``k`` (the kernels) for this op. Everything else (inputs, autograd,
-comparison) is shared, so adding a backend never touches the harness.
+comparison) is shared, so adding a backend never touches the harness. What a backend can
+do beyond that it declares as class attributes whose defaults here say "no" (the table in
+docs/design.md, "Declared capabilities"); callers read them, never probe with hasattr.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, ClassVar
 
@@ -15,6 +18,7 @@ if TYPE_CHECKING:
     from portkit.launch.kernel_set import KernelSet
     from portkit.project.config import ProjectConfig
     from portkit.project.discovery import Op
+    from portkit.simt.machine import Machine
 
 ROLES = ("reference", "prototype", "twin")
 
@@ -26,6 +30,21 @@ class Backend(ABC):
     simulated: ClassVar[bool] = False  # slow: skips cases marked gpu_only
     default: ClassVar[bool] = True  # run when no --backend is named
     description: ClassVar[str]
+
+    # Declared capabilities.
+    # Fast enough on a CPU for the `large` (GPU-sized) cases where no GPU runs them:
+    # portkit's simulator (lockstep); a CPU twin or numba's simulator would take minutes.
+    runs_large_cases_on_cpu: ClassVar[bool] = False
+    # Compiles its kernels with line info when ``lineinfo`` is set (under compute-sanitizer,
+    # so findings name source lines); a backend without the switch ignores ``lineinfo``.
+    has_line_info: ClassVar[bool] = False
+    # ``cache_report`` says where each kernel came from (`portkit check -v`).
+    reports_cache: ClassVar[bool] = False
+
+    lineinfo: bool = False
+    # The simulated machine of the last ``kernels()`` call (records, tallies), where the
+    # backend runs on portkit's simulator; None elsewhere.
+    machine: Machine | None = None
 
     def __init__(self, config: ProjectConfig) -> None:
         self.config = config
@@ -44,6 +63,10 @@ class Backend(ABC):
 
     @abstractmethod
     def kernels(self, op: Op, *, poison_outputs: bool = False) -> KernelSet: ...
+
+    def cache_report(self, ops: Sequence[Op]) -> list[str]:
+        """One line per kernel on where it came from; only where ``reports_cache``."""
+        return []
 
 
 def cuda_unavailable_reason() -> str | None:

@@ -15,7 +15,7 @@ from typing import Any
 
 import portkit.backends.prototype_cache as prototype_cache
 from portkit.backends.base import Backend, cuda_unavailable_reason
-from portkit.launch.kernel_set import KernelSet, LaunchConfig
+from portkit.launch.kernel_set import KernelSet, LaunchConfig, LaunchTarget
 from portkit.project.dtypes import BITS_VIEW, dtype_name, prototype_view
 
 
@@ -65,7 +65,7 @@ def lineinfo_links(dtypes: Sequence[str]) -> bool:
     return "bfloat16" not in dtypes
 
 
-class NumbaKernel:
+class NumbaKernel(LaunchTarget):
     def __init__(self, dispatcher: Any) -> None:
         self._dispatcher = dispatcher
 
@@ -87,6 +87,8 @@ class NumbaGPU(Backend):
     role = "prototype"
     device = "cuda"
     description = "prototype compiled by numba-cuda, on the GPU"
+    has_line_info = True
+    reports_cache = True
 
     def _probe(self) -> str | None:
         reason = cuda_unavailable_reason()
@@ -98,9 +100,8 @@ class NumbaGPU(Backend):
             return "numba-cuda sees no GPU (driver or NVVM missing)"
         return None
 
-    # Set by `portkit check --under-sanitizer`: compile with line info, so
-    # compute-sanitizer names the prototype's .py lines (no cost at run time).
-    lineinfo: bool = False
+    # ``lineinfo`` (set under compute-sanitizer): compile with line info, so the
+    # sanitizer names the prototype's .py lines (no cost at run time).
     # Compiled kernels on disk (backends/prototype_cache.py); off here, or in the
     # session's settings (`portkit check --no-cache`, PORTKIT_PROTOTYPE_CACHE=0).
     use_cache: bool = True

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from portkit.backends.base import Backend
-from portkit.launch.kernel_set import KernelSet, LaunchConfig
+from portkit.launch.kernel_set import KernelSet, LaunchConfig, LaunchTarget
 from portkit.project.dtypes import BITS_VIEW, dtype_name, prototype_view
 from portkit.simt.debug import Breakpoint
 
@@ -21,7 +21,7 @@ def host_array(tensor: Any) -> Any:
     return array.view(BFloat16Bits) if dtype_name(tensor.dtype) in BITS_VIEW else array
 
 
-class SimulatedLaunch:
+class SimulatedLaunch(LaunchTarget):
     """A launch target running one kernel on portkit's simulated machine."""
 
     def __init__(self, name: str, dispatcher: Any, machine: Any) -> None:
@@ -39,6 +39,7 @@ class PortkitSimulator(Backend):
     role = "prototype"
     device = "cpu"
     simulated = True
+    runs_large_cases_on_cpu = True  # the lockstep engine runs 2^24 threads in seconds
     description = "prototype in portkit's CUDA simulator on the CPU (races, bounds, warps checked)"
     # Set by `portkit sim`: stop in pdb there, and report progress over blocks.
     breakpoint: Breakpoint | None = None

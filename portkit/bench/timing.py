@@ -26,8 +26,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from portkit.launch.kernel_set import LaunchTarget
+
 if TYPE_CHECKING:
-    from portkit.launch.kernel_set import KernelSet, LaunchConfig, LaunchTarget
+    from portkit.launch.kernel_set import KernelSet, LaunchConfig
 
 MIN_FLUSH_BYTES = 64 << 20
 MIN_COVER_US = 100.0
@@ -126,7 +128,7 @@ class LaunchSpan:
         return kernels.wrapped(lambda name, target: _TimedTarget(target, self))
 
 
-class _TimedTarget:
+class _TimedTarget(LaunchTarget):
     def __init__(self, target: LaunchTarget, span: LaunchSpan) -> None:
         self._target, self._span = target, span
 

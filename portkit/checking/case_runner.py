@@ -209,7 +209,7 @@ class CaseRunner:
             self.record(name, "forward", Outcome.FAIL, f"{describe(exc)}{self.reproduce}", t0)
             return None
         self.require_reference_dtypes(name, outputs, expected_outputs)
-        machine = getattr(backend, "machine", None) if backend.simulated else None
+        machine = backend.machine  # declared on Backend: None unless portkit simulates it
         counted = self.contributions(backend, machine, outputs)
         notes: list[str] = []
         problems = self.compare_all(

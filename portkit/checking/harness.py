@@ -25,7 +25,6 @@ if TYPE_CHECKING:
 
 # Imported from here by the CLI, the pytest plugin and scripts.
 __all__ = [
-    "LARGE_ON_CPU",
     "CaseRunner",
     "CheckSettings",
     "gpu_implementations",
@@ -36,11 +35,6 @@ __all__ = [
     "run_suite",
     "skip_reason",
 ]
-
-# The CPU backend that runs `large` (GPU-sized) cases: portkit's simulator, whose lockstep
-# engine runs 2^24 threads in seconds. The CPU twin (sanitizers, one fiber per thread)
-# and numba's simulator would take minutes to hours per case (docs/scale.md).
-LARGE_ON_CPU = ("sim",)
 
 
 def skip_reason(op: Op, case: Case, backend: Backend, others: Iterable[Backend] = ()) -> str | None:
@@ -58,7 +52,7 @@ def skip_reason(op: Op, case: Case, backend: Backend, others: Iterable[Backend] 
                 f"large case: checked on this machine's GPU ({', '.join(on_gpu)}); the "
                 f"simulator runs large cases where there is no GPU"
             )
-        if backend.name not in LARGE_ON_CPU:
+        if not backend.runs_large_cases_on_cpu:  # declared by the backend (docs/scale.md)
             return (
                 f"large case: on a CPU only portkit's simulator (`sim`) runs it; "
                 f"{backend.name} would take minutes"

@@ -75,7 +75,6 @@ EXIT_SANITIZER_SKIPPED = EXIT_NOTHING_RAN
 )
 @budget_option
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
-@click.option("--under-sanitizer", hidden=True, default=None)
 @user_errors
 def check(
     op_names: tuple[str, ...],
@@ -89,7 +88,6 @@ def check(
     sanitize: tuple[str, ...],
     sanitize_log_dir: Path | None,
     as_json: bool,
-    under_sanitizer: str | None,
     budget: float | None = None,
 ) -> None:
     """Run the equivalence and gradcheck suite for OPs on every backend this machine has.
@@ -113,7 +111,7 @@ def check(
       portkit check --all --sanitize all --json
     """
     from portkit.backends import create_all
-    from portkit.checking.harness import CheckSettings, plan_suite, run_suite
+    from portkit.checking.harness import plan_suite, run_suite
     from portkit.cli.render import print_results, progress_bar
 
     emit = json_output(as_json)
@@ -132,7 +130,7 @@ def check(
     plan = plan_suite(ops, set(case_names), skip_large=quick)
     console = make_console(stderr=as_json)
     if sanitize:
-        if backend_names or under_sanitizer:
+        if backend_names:
             raise click.UsageError("--sanitize runs the twin and numba backends; drop --backend")
         _sanitize(
             config, ops, case_names, sanitize, sanitize_log_dir, emit if as_json else None, console
@@ -142,12 +140,6 @@ def check(
     if backend_names and not names:
         raise click.UsageError("--backend needs a backend name, e.g. --backend sim")
     backends = create_all(config, names or None)
-    settings = CheckSettings()
-    if under_sanitizer:
-        settings = CheckSettings.under_sanitizer(under_sanitizer)
-        for backend in backends:
-            if hasattr(backend, "lineinfo"):  # numba: line info, so reports name .py lines
-                backend.lineinfo = True
     with progress_bar(console, len(plan) + (0 if no_compile else len(ops)), "checking") as advance:
         results = run_suite(
             plan,
@@ -155,16 +147,14 @@ def check(
             config,
             compile_first=not no_compile,
             advance=advance,
-            settings=settings,
         )
     failed = print_results(results, console, verbose)
-    # a child under compute-sanitizer reports to its parent, which says what ran
-    idle = None if failed or under_sanitizer else nothing_ran(results)
+    idle = None if failed else nothing_ran(results)
     if idle:
         console.print(f"nothing ran: {idle}", soft_wrap=True)
     if verbose:
         for backend in backends:
-            if hasattr(backend, "cache_report") and not backend.unavailable_reason:
+            if backend.reports_cache and not backend.unavailable_reason:
                 for line in backend.cache_report(ops):
                     console.print(line, soft_wrap=True)
     if as_json:

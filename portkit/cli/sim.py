@@ -152,7 +152,7 @@ def sim(
         backend.on_block = progress
         ok = run_simulation(op, case, backend, console, show)
     if verbose:
-        _print_engines(console, getattr(backend, "machine", None))
+        _print_engines(console, backend.machine)  # None: numba's simulator
     sys.exit(0 if ok else EXIT_FAILED_CHECKS)
 
 

@@ -103,7 +103,7 @@ def run_side(
             return side
         else:
             kernels = backend.kernels(op, poison_outputs=True)
-            side.machine = getattr(backend, "machine", None)
+            side.machine = backend.machine  # declared: None unless simulated by portkit
             kernels = kernels.wrapped(lambda n, t: CapturingTarget(n, t, side.launches))
             # check's callable, so that diff and check run (and refuse) an op alike
             fn = registered_callable(op, kernels, backend.config.namespace, define_now=False)

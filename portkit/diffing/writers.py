@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from portkit.launch.kernel_set import LaunchConfig
+from portkit.launch.kernel_set import LaunchConfig, LaunchTarget
 
 if TYPE_CHECKING:
     import torch
@@ -60,7 +60,7 @@ class CapturedLaunch:
     pointers: list[int | None]  # data_ptr of each tensor argument as launched
 
 
-class CapturingTarget:
+class CapturingTarget(LaunchTarget):
     def __init__(self, name: str, inner: Any, log: list[CapturedLaunch]) -> None:
         self.name, self._inner, self._log = name, inner, log
 

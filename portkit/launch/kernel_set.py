@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from portkit.errors import InputError
 from portkit.launch.poison import poison_bits
@@ -33,20 +33,33 @@ if TYPE_CHECKING:
     from portkit.launch.guards import GuardZones
 
 
-class LaunchTarget(Protocol):
-    """One backend's way of running one kernel.
+class LaunchTarget:
+    """One backend's way of running one kernel: ``launch(config, args)``. Every target
+    derives from this class; what it can do beyond launching it declares here (the table
+    in docs/design.md, "Declared capabilities"):
 
-    A target may also offer ``plain_launch(config)``, a function of the arguments that
-    launches straight away when every argument passes the target's own cheap checks
-    (device, layout, dtype) and returns True, or returns False, having launched nothing,
-    when any argument is in doubt; the launch then takes the checked path below, whose
-    errors name the problem. A target with ``plain_launch`` may also offer
-    ``replay_step(config, args)``: right after a plain launch with ``args``, a
-    ``launch.replay.steps.ReplayLaunch`` that repeats it with other data pointers, or
-    None; ``portkit.load`` then replays recorded calls (``launch/replay``).
+    - ``has_plain_launch``: it offers ``plain_launch(config)``, a function of the
+      arguments that launches straight away when every argument passes the target's own
+      cheap checks (device, layout, dtype) and returns True, or returns False, having
+      launched nothing, when any argument is in doubt; the launch then takes the checked
+      path below, whose errors name the problem.
+    - ``has_replay_step`` (with ``has_plain_launch``): it offers ``replay_step(config,
+      args)``: right after a plain launch with ``args``, a
+      ``launch.replay.steps.ReplayLaunch`` that repeats it with other data pointers, or
+      None; ``portkit.load`` then replays recorded calls (``launch/replay``).
     """
 
-    def launch(self, config: LaunchConfig, args: Sequence[Any]) -> None: ...
+    has_plain_launch: ClassVar[bool] = False
+    has_replay_step: ClassVar[bool] = False
+
+    def launch(self, config: LaunchConfig, args: Sequence[Any]) -> None:
+        raise NotImplementedError(f"{type(self).__name__} must define launch()")
+
+    def plain_launch(self, config: LaunchConfig) -> Callable[[Sequence[Any]], bool]:
+        raise NotImplementedError(f"{type(self).__name__} declares no plain launch")
+
+    def replay_step(self, config: LaunchConfig, args: Sequence[Any]) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} declares no replay step")
 
 
 _modules: dict[str, Any] = {}
@@ -91,8 +104,8 @@ def _explain_tensor(kernel: str, position: int, arg: torch.Tensor, device: str) 
 class BoundLaunch:
     def __init__(self, kernel: Kernel, config: LaunchConfig):
         self._kernel, self._config = kernel, config
-        plain_launch = getattr(kernel.target, "plain_launch", None)
-        self._plain_launch = plain_launch(config) if plain_launch is not None else None
+        target = kernel.target
+        self._plain_launch = target.plain_launch(config) if target.has_plain_launch else None
 
     def __call__(self, *args: Any) -> None:
         kernel = self._kernel

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from portkit.launch.autograd import as_tuple
-from portkit.launch.kernel_set import KernelSet, LaunchConfig
+from portkit.launch.kernel_set import KernelSet, LaunchConfig, LaunchTarget
 from portkit.project.cases import Case, make_grad_outputs, make_inputs
 from portkit.project.dtypes import BITS_VIEW, dtype_name
 
@@ -59,7 +59,7 @@ class Launch:
         return self.blocks * self.config.threads_per_block
 
 
-class _Recorder:
+class _Recorder(LaunchTarget):
     def __init__(self, name: str, log: list[Launch]) -> None:
         self.name, self.log = name, log
 

@@ -126,16 +126,15 @@ class CaseItem(PortkitItem):
             self.add_marker("large")
 
     def runtest(self) -> None:
-        from portkit.checking.harness import CheckSettings, run_case
+        from portkit.checking.harness import run_case
         from portkit.results import Outcome
 
         settings = None
         tool = self.config.getoption("portkit_under_sanitizer", None)
-        if tool:
-            settings = CheckSettings.under_sanitizer(tool)
-            for backend in self.backends:
-                if hasattr(backend, "lineinfo"):
-                    backend.lineinfo = True
+        if tool:  # the child of --portkit-sanitize: set up as `portkit check --sanitize`'s
+            from portkit.sanitize.tools import prepare_checks
+
+            settings = prepare_checks(tool, self.backends)
         results = run_case(self.op, self.case, self.backends, settings)
         if self.only_check:
             wanted = [r for r in results if r.check == self.only_check]

@@ -1,25 +1,23 @@
 """Run the GPU checks of some ops under each compute-sanitizer tool, one child per tool.
 
-The child is ``python -m portkit.cli check OPS --backend twin --backend numba
---no-compile --under-sanitizer TOOL``: a fresh process, so a kernel that faults cannot
-poison the parent's CUDA context, and so the sanitizer sees every launch from the
-first. ``--under-sanitizer`` makes the child allocate each tensor exactly (no guard
-zones: memcheck must see an overrun land outside an allocation) and compile numba
-prototypes with line info; for initcheck it also leaves outputs unpoisoned, so a kernel
-that reads an output element before writing it reads memory nobody initialised.
+The child is ``python -m portkit.sanitize.child`` (child.py): it runs the checks through
+the harness with exact allocations, line info and, for initcheck, unpoisoned outputs
+(``tools.prepare_checks``), and hands its results back in a versioned file (handoff.py),
+``<log dir>/<tool>.results.json``, which the parent reads beside the sanitizer's log.
 """
 
 from __future__ import annotations
 
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from portkit.results import Outcome
+from portkit.sanitize.child import child_command
 from portkit.sanitize.findings import Finding, attribute, error_summary, parse_log
+from portkit.sanitize.handoff import read_results
 from portkit.sanitize.tools import (
     ERROR_EXITCODE,
     find_sanitizer,
@@ -44,7 +42,7 @@ class ToolRun:
     output_path: Path
     findings: list[Finding] = field(default_factory=list)
     summary: int | None = None  # compute-sanitizer's own ERROR SUMMARY count
-    results: list[dict] = field(default_factory=list)  # the child's check results (--json)
+    results: list[dict] = field(default_factory=list)  # the child's check results (handoff)
 
     @property
     def own_findings(self) -> list[Finding]:
@@ -80,26 +78,6 @@ class ToolRun:
         }
 
 
-def child_command(tool: str, op_names: Sequence[str], case_names: Sequence[str]) -> list[str]:
-    cases = [arg for name in case_names for arg in ("--case", name)]
-    return [
-        sys.executable,
-        "-m",
-        "portkit.cli",
-        "check",
-        *op_names,
-        "--backend",
-        "twin",
-        "--backend",
-        "numba",
-        "--no-compile",
-        "--under-sanitizer",
-        tool,
-        "--json",
-        *cases,
-    ]
-
-
 def run_tool(
     tool: str,
     op_names: Sequence[str],
@@ -111,8 +89,20 @@ def run_tool(
     environment: Mapping[str, str] | None = None,
 ) -> ToolRun:
     """Run the checks of ``op_names`` under ``tool``; the raw log lands in ``log_dir``."""
-    child = child_command(tool, op_names, case_names)
-    return run_under(tool, child, kernels_of, log_dir, cwd, timeout, environment=environment)
+    log_dir.mkdir(parents=True, exist_ok=True)
+    results = (log_dir / f"{tool}.results.json").resolve()  # the child runs elsewhere
+    results.unlink(missing_ok=True)  # a crashed child must not pass off an older run's
+    child = child_command(tool, op_names, case_names, results)
+    return run_under(
+        tool,
+        child,
+        kernels_of,
+        log_dir,
+        cwd,
+        timeout,
+        environment=environment,
+        results_file=results,
+    )
 
 
 def run_under(
@@ -124,9 +114,11 @@ def run_under(
     timeout: float = CHILD_TIMEOUT_S,
     stream: bool = False,
     environment: Mapping[str, str] | None = None,
+    results_file: Path | None = None,
 ) -> ToolRun:
     """Run the command ``child`` under ``tool`` (``stream``: let its output through;
-    ``environment``: variables added to the child's, the session's settings)."""
+    ``environment``: variables added to the child's, the session's settings;
+    ``results_file``: where the child hands its check results back, handoff.py)."""
     sanitizer = find_sanitizer()
     assert sanitizer is not None, "callers check skip_reason() first"
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -145,12 +137,12 @@ def run_under(
         )
         stdout, stderr = proc.stdout or "", proc.stderr or ""
         returncode, output = proc.returncode, stderr + stdout
-        results = _child_results(stdout)
     except subprocess.TimeoutExpired as exc:
-        returncode, results = 124, []
+        returncode = 124
         output = _text(exc.stdout) + _text(exc.stderr) + f"\n[timed out after {timeout:.0f} s]"
     seconds = time.perf_counter() - t0
     output_path.write_text(output)
+    results = (read_results(results_file) if results_file else None) or []
     log = log_path.read_text(errors="replace") if log_path.is_file() else ""
     if not log.strip():  # an old compute-sanitizer without --log-file support prints inline
         log = output
@@ -185,15 +177,3 @@ def _text(value: str | bytes | None) -> str:
     if value is None:
         return ""
     return value.decode(errors="replace") if isinstance(value, bytes) else value
-
-
-def _child_results(stdout: str) -> list[dict]:
-    """The check results the child printed with --json (its last line-initial '{')."""
-    import json
-
-    start = stdout.rfind("\n{")
-    start = 0 if start < 0 else start + 1
-    try:
-        return list(json.loads(stdout[start:]).get("results", []))
-    except (ValueError, AttributeError):
-        return []

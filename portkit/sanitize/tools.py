@@ -17,10 +17,15 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from portkit.errors import PortkitError
+
+if TYPE_CHECKING:
+    from portkit.backends.base import Backend
+    from portkit.checking.harness import CheckSettings
 
 TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
 CHOICES = (*TOOLS, "all")
@@ -106,3 +111,17 @@ def sanitizer_environment() -> dict[str, str]:
     env["PYTHONUNBUFFERED"] = "1"
     env["COLUMNS"] = "200"
     return env
+
+
+def prepare_checks(tool: str, backends: Iterable[Backend]) -> CheckSettings:
+    """What running under ``tool`` asks of the checks, for the child of ``portkit check
+    --sanitize`` and pytest's ``--portkit-under-sanitizer`` alike: exact allocations (no
+    guard zones: memcheck must see an overrun land outside an allocation), outputs left
+    unpoisoned under initcheck (a read before the write is the bug it reports), and line
+    info wherever a backend can compile with it, so findings name source lines."""
+    from portkit.checking.harness import CheckSettings
+
+    for backend in backends:
+        if backend.has_line_info:
+            backend.lineinfo = True
+    return CheckSettings.under_sanitizer(tool)

@@ -36,6 +36,7 @@ def registered_callable(
     forward, backward = definition.forward, definition.backward
     check = input_check(op, kernels.device)
     layout = op_layout(op)
+    run_eager = None  # the compiled replayer's whole eager call, where the forward has one
     if replay != "off":
         from portkit.launch.replay.launcher import ReplayingLauncher, replaying
 
@@ -48,11 +49,11 @@ def registered_callable(
         backward = replaying(backward, kernels, flat=False, mode=replay)
         if moved is not None and isinstance(forward, ReplayingLauncher):
             check = _checked_by_the_forward
+            run_eager = forward.run_eager
     binding = Binding(forward, backward, kernels, check, OpDefinitionError)
     qualname = qualified_name(namespace, op.name, kernels.implementation)
     registered = register(qualname, layout, list(op.kernels), binding, define_now)
-    run_eager = getattr(forward, "run_eager", None)
-    if run_eager is not None and check is _checked_by_the_forward:
+    if run_eager is not None:
         from portkit.torch_op.eager_replay import ReplayedOpCallable
 
         return ReplayedOpCallable(registered, binding, run_eager)

@@ -210,6 +210,7 @@ class _CpuBackend:
 
     def __init__(self, name: str) -> None:
         self.name = name
+        self.runs_large_cases_on_cpu = name == "sim"  # as the backends declare it
 
     def unsupported_reason(self, op) -> None:
         return None

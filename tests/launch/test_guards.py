@@ -14,13 +14,13 @@ import torch
 import portkit
 from portkit.errors import GuardViolation, KernelError
 from portkit.launch.guards import GUARD_BYTES, GuardZones
-from portkit.launch.kernel_set import KernelSet, LaunchConfig
+from portkit.launch.kernel_set import KernelSet, LaunchConfig, LaunchTarget
 from portkit.launch.poison import is_poison
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-class StrayStore:
+class StrayStore(LaunchTarget):
     """A 'kernel' that copies x into out and also stores at ``offsets`` relative to
     out's first element, through the storage, as a GPU kernel's pointer would."""
 
@@ -119,7 +119,7 @@ def test_load_allocates_plainly(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.chdir(REPO)
     seen = []
 
-    class Spy:
+    class Spy(LaunchTarget):
         def launch(self, config, args):
             seen.extend(a for a in args if isinstance(a, torch.Tensor))
 

@@ -8,10 +8,10 @@ import pytest
 import torch
 
 from portkit.errors import InputError, LaunchError
-from portkit.launch.kernel_set import KernelSet
+from portkit.launch.kernel_set import KernelSet, LaunchTarget
 
 
-class Recorder:
+class Recorder(LaunchTarget):
     """A launch target that records checked launches."""
 
     def __init__(self) -> None:
@@ -23,6 +23,8 @@ class Recorder:
 
 class PlainFirst(Recorder):
     """A target with a fast path that accepts only float32 tensors and ints."""
+
+    has_plain_launch = True
 
     def __init__(self) -> None:
         super().__init__()

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from portkit.launch.kernel_set import KernelSet
+from portkit.launch.kernel_set import KernelSet, LaunchTarget
 from portkit.launch.replay.executor import MAX_SIGNATURES, PythonReplayer, leaf_key
 from portkit.launch.replay.launcher import MAX_FAILURES, ReplayingLauncher, replaying
 from portkit.launch.replay.steps import ReplayLaunch
@@ -81,9 +81,11 @@ def new_replayer(request: pytest.FixtureRequest):
     return compiled_replayer
 
 
-class ScaleTarget:
+class ScaleTarget(LaunchTarget):
     """With ``checked_first``, like the twin: its first launch takes the checked path
     (where the twin builds its plan)."""
+
+    has_plain_launch = has_replay_step = True
 
     def __init__(self, checked_first: bool = False) -> None:
         self.driver = ScaleDriver()
@@ -287,7 +289,7 @@ def test_the_switch_turns_replay_off() -> None:
 
 
 def test_targets_that_cannot_repeat_launches_are_not_wrapped() -> None:
-    class Plain:
+    class Plain(LaunchTarget):
         def launch(self, config, args) -> None: ...
 
     launcher = Counted()

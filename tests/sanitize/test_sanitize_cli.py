@@ -13,7 +13,7 @@ import pytest
 
 from portkit.cli.check import EXIT_SANITIZER_SKIPPED, SANITIZER_CHOICES
 from portkit.sanitize import tools
-from portkit.sanitize.runner import child_command
+from portkit.sanitize.child import child_command
 from portkit.sanitize.tools import CHOICES, ERROR_EXITCODE, expand, sanitizer_command
 
 LOGS = Path(__file__).resolve().parent / "logs"
@@ -67,7 +67,7 @@ def test_command_line_carries_the_settings(tmp_path):
         Path("/cuda/bin/compute-sanitizer"),
         "racecheck",
         tmp_path / "r.log",
-        child_command("racecheck", ["softmax"], ["float32-3x127"]),
+        child_command("racecheck", ["softmax"], ["float32-3x127"], tmp_path / "r.json"),
     )
     text = " ".join(command)
     for setting in (
@@ -80,25 +80,23 @@ def test_command_line_carries_the_settings(tmp_path):
         f"--log-file {tmp_path / 'r.log'}",
     ):
         assert setting in text
-    assert command[-12:] == [
-        "check",
-        "softmax",
-        "--backend",
-        "twin",
-        "--backend",
-        "numba",
-        "--no-compile",
-        "--under-sanitizer",
+    # the child is sanitize's own entry point, never the CLI; results come back in a file
+    assert command[-9:] == [
+        "-m",
+        "portkit.sanitize.child",
+        "--tool",
         "racecheck",
-        "--json",
+        "--results",
+        str(tmp_path / "r.json"),
         "--case",
         "float32-3x127",
+        "softmax",
     ]
 
 
 FAKE = """#!{python}
 # A stand-in for compute-sanitizer: checks the settings, runs the child (the real
-# `portkit check ... --under-sanitizer`), then writes a sample log as the report.
+# `python -m portkit.sanitize.child ...`), then writes a sample log as the report.
 import os, subprocess, sys
 args = sys.argv[1:]
 assert os.environ["PYTORCH_NO_CUDA_MEMORY_CACHING"] == "1"

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from portkit.errors import KernelError
-from portkit.launch.kernel_set import LaunchConfig
+from portkit.launch.kernel_set import LaunchConfig, LaunchTarget
 from portkit.project.dtypes import prototype_view
 from portkit.simt.debug import Breakpoint
 from portkit.simt.transform import is_device_function as _is_device_function
@@ -161,7 +161,7 @@ def _with_breakpoint(fn: types.FunctionType, breakpoint: Breakpoint) -> types.Fu
     )
 
 
-class SimulatedKernel:
+class SimulatedKernel(LaunchTarget):
     """A launch target running one kernel in numba's simulator on CPU tensors."""
 
     def __init__(self, name: str, dispatcher: Any, functions: SimulatedFunctions) -> None:

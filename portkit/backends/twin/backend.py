@@ -22,7 +22,7 @@ from portkit.backends.twin.build import compile_twin, nvrtc_syntax_check
 from portkit.backends.twin.instances import readable_twin, twin_instantiations
 from portkit.backends.twin.source import TwinKernel
 from portkit.errors import InputError
-from portkit.launch.kernel_set import KernelSet, LaunchConfig
+from portkit.launch.kernel_set import KernelSet, LaunchConfig, LaunchTarget
 from portkit.launch.replay.steps import ReplayLaunch
 from portkit.launch_contract import (
     DTYPE_OF_C_SCALAR,
@@ -111,11 +111,14 @@ _Tensor: Any = None  # torch.Tensor, once torch is imported
 _PLAIN_SCALARS = (int, float)  # what the production path packs without a second look
 
 
-class TwinKernelTarget:
+class TwinKernelTarget(LaunchTarget):
     """Launches one twin kernel. The first launch of each dtype checks every argument
     (``bind_arguments``) and builds a plan; later launches check types cheaply, pack the
     values and call the driver on torch's current stream. Any argument the fast checks
     doubt goes back through ``bind_arguments``, so every error message stays the same."""
+
+    has_plain_launch = True
+    has_replay_step = True
 
     def __init__(
         self, kernel: TwinKernel, handles: dict[tuple[str, ...] | None, Any], device: int

@@ -33,7 +33,7 @@ from portkit.backends.twin_cpu.build import (
 )
 from portkit.backends.twin_cpu.check_worker import CheckWorker
 from portkit.errors import KernelError
-from portkit.launch.kernel_set import KernelSet, LaunchConfig
+from portkit.launch.kernel_set import KernelSet, LaunchConfig, LaunchTarget
 
 ERROR_BYTES = 8192
 STRICT = 2
@@ -41,7 +41,7 @@ STRICT = 2
 _LAUNCH_LOCK = threading.Lock()
 
 
-class PlainLaunch:
+class PlainLaunch(LaunchTarget):
     """A kernel of the plain build, run in this process on the tensors' memory."""
 
     def __init__(self, kernel: TwinKernel, library: CpuLibrary) -> None:
@@ -76,7 +76,7 @@ class PlainLaunch:
             raise KernelError(error.value.decode(errors="replace"))
 
 
-class CheckedLaunch:
+class CheckedLaunch(LaunchTarget):
     """A kernel of the sanitized build, run twice (thread order forward, then reversed)
     in the check worker on exact-size copies of the tensors, which are copied back."""
 

@@ -7,7 +7,7 @@ fallback where that cannot be built, and the executable statement of what replay
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 import torch
@@ -44,6 +44,9 @@ def leaf_key(leaves: Sequence[Any]) -> tuple | None:
 
 
 class PythonReplayer:
+    # The compiled replayer's whole plain-eager call (native.py); this one has none.
+    run_eager: Callable[[tuple], Any] | None = None
+
     def __init__(self, capacity: int = MAX_SIGNATURES) -> None:
         self._recordings: dict[tuple, Recording] = {}
         self._capacity = capacity

@@ -54,9 +54,7 @@ def _say_once(line: str) -> None:
 
 def replays_launches(kernels: KernelSet) -> bool:
     """Whether every target of ``kernels`` can repeat its launches (the twin's can)."""
-    return all(
-        hasattr(t, "plain_launch") and hasattr(t, "replay_step") for t in kernels.targets.values()
-    )
+    return all(t.has_plain_launch and t.has_replay_step for t in kernels.targets.values())
 
 
 class ReplayingLauncher:
@@ -107,7 +105,8 @@ class ReplayingLauncher:
     def run_eager(self) -> Callable[[tuple], Any] | None:
         """The compiled replayer's whole plain-eager call of the op (``run_eager`` in
         native.cpp), where this forward replays with it; None otherwise."""
-        return getattr(self.replayer, "run_eager", None) if self._outputs is not None else None
+        replayer = self.replayer  # None once given up on (see _record_call)
+        return replayer.run_eager if replayer is not None and self._outputs is not None else None
 
     def _record(self, k: Any, args: Sequence[Any], leaves: Sequence[Any]) -> Any:
         key = self.replayer.key(leaves)

@@ -75,8 +75,11 @@ class _Call:
         return None
 
 
-class _RecordingTarget:
-    """A launch target that reports each launch to the call being recorded."""
+class _RecordingTarget(LaunchTarget):
+    """A launch target that reports each launch to the call being recorded (it wraps
+    targets that replay, so it offers their plain launch)."""
+
+    has_plain_launch = True
 
     def __init__(self, name: str, target: LaunchTarget, owner: RecordingKernels) -> None:
         self._name, self._target, self._owner = name, target, owner
@@ -89,8 +92,8 @@ class _RecordingTarget:
         self._target.launch(config, args)
 
     def plain_launch(self, config: LaunchConfig) -> Callable[[Sequence[Any]], bool]:
-        inner = self._target.plain_launch(config)  # type: ignore[attr-defined]
-        replay_step = self._target.replay_step  # type: ignore[attr-defined]
+        inner = self._target.plain_launch(config)
+        replay_step = self._target.replay_step
         owner, name = self._owner, self._name
 
         def launch(args: Sequence[Any]) -> bool:
