@@ -22,15 +22,18 @@
 //   (512 threads' worth of blocks per SM) walks the rows, each thread keeping the sums of
 //   its own columns in registers, one float partial row per block row at the end (528 x
 //   4096 floats at 4096 bfloat16 columns on an H100, 2% of the backward's traffic);
-//   add_rmsnorm_bwd_w sums them column by column in blocks of 32 x 32 threads.
+//   add_rmsnorm_bwd_w sums them column by column in blocks of 16 x 32 threads (256 blocks
+//   at 4096 columns: every SM busy).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
-#define PACKS_PER_THREAD 4
+#define FWD_PACKS 4  // packs of 16 bytes a thread holds per row in the forward
+#define BWD_PACKS 2  // and in the backward (x, residual, dy, dh: twice the registers)
 #define WARP 32
 #define MAX_WARPS 32
 #define FULL_MASK 0xffffffffu
-#define W_COLS 32
+#define W_COLS 16
 #define W_ROWS 32
+#define BWD_THREADS 512
 
 // The prototype's float32(v).
 template <typename T> __device__ inline float widen(T v) { return (float)v; }
@@ -90,12 +93,12 @@ __device__ inline float row_sum(float* part, float value) {
 
 // h = x + residual in float for the PACKS_PER_THREAD packs of the chunk starting at pack p0
 // (stride blockDim.x); all loads are issued before any is used.
-template <typename T>
+template <int P, typename T>
 __device__ inline void load_h(const T* xr, const T* rr, long long p0, long long packs, bool vector,
-                              float (&hv)[PACKS_PER_THREAD][Pack<T>::N]) {
-    Pack<T> a[PACKS_PER_THREAD], b[PACKS_PER_THREAD];
+                              float (&hv)[P][Pack<T>::N]) {
+    Pack<T> a[P], b[P];
 #pragma unroll
-    for (int u = 0; u < PACKS_PER_THREAD; ++u) {
+    for (int u = 0; u < P; ++u) {
         const long long p = p0 + (long long)u * blockDim.x;
         if (p < packs) {
             a[u] = load_pack(xr, p, vector);
@@ -103,35 +106,34 @@ __device__ inline void load_h(const T* xr, const T* rr, long long p0, long long 
         }
     }
 #pragma unroll
-    for (int u = 0; u < PACKS_PER_THREAD; ++u)
+    for (int u = 0; u < P; ++u)
         if (p0 + (long long)u * blockDim.x < packs)
 #pragma unroll
             for (int j = 0; j < Pack<T>::N; ++j) hv[u][j] = widen(a[u].v[j]) + widen(b[u].v[j]);
 }
 
-template <typename T>
-__global__ void add_rmsnorm_fwd(const T* __restrict__ x, const T* __restrict__ residual,
-                                const T* __restrict__ w, T* __restrict__ y, T* __restrict__ h,
-                                float* __restrict__ rstd, long long rows, long long cols,
-                                float eps) {
-    __shared__ float part[MAX_WARPS];
+// The packs of one chunk of a tensor, loads issued together.
+template <int P, typename T>
+__device__ inline void load_chunk(const T* row, long long p0, long long packs, bool vector,
+                                  Pack<T> (&v)[P]) {
+#pragma unroll
+    for (int u = 0; u < P; ++u)
+        if (p0 + (long long)u * blockDim.x < packs) v[u] = load_pack(row, p0 + u * blockDim.x, vector);
+}
+
+// One row of the forward. FITS: the row is one chunk (packs <= blockDim.x x PACKS), its h
+// stays in registers for the output pass; otherwise chunks are re-read for it.
+template <typename T, bool FITS>
+__device__ inline void fwd_row(const T* xr, const T* rr, const T* w, T* yr, T* hr, float* rstd,
+                               long long row, bool active, long long cols, float eps, float* part) {
     constexpr int W = Pack<T>::N;
-    constexpr int P = PACKS_PER_THREAD;
+    constexpr int P = FWD_PACKS;
     const int tx = threadIdx.x;
     const long long nx = blockDim.x;
-    const long long row = (long long)blockIdx.x * blockDim.y + threadIdx.y;
-    const bool active = row < rows;  // a whole row of threads is idle past the last row
-    const long long base = (active ? row : 0) * cols;
-    const T* xr = x + base;
-    const T* rr = residual + base;
-    T* yr = y + base;
-    T* hr = h + base;
     const long long packs = cols / W;
     const long long tail = packs * W;
     const bool vector = aligned16(xr) && aligned16(rr) && aligned16(yr) && aligned16(hr) &&
                         aligned16(w);
-    const bool fits = packs <= nx * P;  // one chunk: hv holds the thread's whole share
-
     float hv[P][W];
     float s = 0.0f;
     if (active) {
@@ -150,6 +152,7 @@ __global__ void add_rmsnorm_fwd(const T* __restrict__ x, const T* __restrict__ r
                     store_pack(hr, p, out, vector);
                 }
             }
+            if (FITS) break;
         }
         for (long long c = tail + tx; c < cols; c += nx) {
             const float v = widen(xr[c]) + widen(rr[c]);
@@ -160,7 +163,7 @@ __global__ void add_rmsnorm_fwd(const T* __restrict__ x, const T* __restrict__ r
     const float r = 1.0f / sqrtf(row_sum(part, s) / (float)cols + eps);
     if (!active) return;  // after the last barrier
     for (long long p0 = tx; p0 < packs; p0 += nx * P) {
-        if (!fits) load_h(xr, rr, p0, packs, vector, hv);
+        if (!FITS) load_h(xr, rr, p0, packs, vector, hv);
 #pragma unroll
         for (int u = 0; u < P; ++u) {
             const long long p = p0 + u * nx;
@@ -172,6 +175,7 @@ __global__ void add_rmsnorm_fwd(const T* __restrict__ x, const T* __restrict__ r
                 store_pack(yr, p, out, vector);
             }
         }
+        if (FITS) break;
     }
     for (long long c = tail + tx; c < cols; c += nx)
         yr[c] = (T)((widen(xr[c]) + widen(rr[c])) * r * widen(w[c]));
@@ -179,34 +183,50 @@ __global__ void add_rmsnorm_fwd(const T* __restrict__ x, const T* __restrict__ r
 }
 
 template <typename T>
-__global__ void add_rmsnorm_bwd(const T* __restrict__ x, const T* __restrict__ residual,
-                                const T* __restrict__ w, const T* __restrict__ dy,
-                                const T* __restrict__ dh, const float* __restrict__ rstd,
-                                T* __restrict__ dx, T* __restrict__ dres, float* __restrict__ part,
-                                long long rows, long long cols) {
-    __shared__ float sums[MAX_WARPS];
+__global__ void add_rmsnorm_fwd(const T* __restrict__ x, const T* __restrict__ residual,
+                                const T* __restrict__ w, T* __restrict__ y, T* __restrict__ h,
+                                float* __restrict__ rstd, long long rows, long long cols,
+                                float eps) {
+    __shared__ float part[MAX_WARPS];
+    const long long row = (long long)blockIdx.x * blockDim.y + threadIdx.y;
+    const bool active = row < rows;  // a whole row of threads is idle past the last row
+    const long long base = (active ? row : 0) * cols;
+    if (cols / Pack<T>::N <= (long long)blockDim.x * FWD_PACKS)
+        fwd_row<T, true>(x + base, residual + base, w, y + base, h + base, rstd, row, active, cols,
+                         eps, part);
+    else
+        fwd_row<T, false>(x + base, residual + base, w, y + base, h + base, rstd, row, active,
+                          cols, eps, part);
+}
+
+// The backward's rows, walked by a persistent grid. Each thread adds the weight gradient of
+// the columns it owns over its rows: in shared memory (acc, laid out so that a warp's 32
+// lanes hit 32 banks) when the launcher gave it room, else in its partial row pr of
+// global memory; pr holds the sums at the end either way. FITS: the row is one chunk, and
+// dy and dh stay in registers from the first pass too.
+template <typename T, bool FITS>
+__device__ inline void bwd_rows(const T* x, const T* residual, const T* w, const T* dy,
+                                const T* dh, const float* rstd, T* dx, T* dres, float* pr,
+                                float* acc, long long rows, long long cols, float* sums) {
     constexpr int W = Pack<T>::N;
-    constexpr int P = PACKS_PER_THREAD;
+    constexpr int P = BWD_PACKS;
     const int tx = threadIdx.x;
     const long long nx = blockDim.x;
     const long long ny = blockDim.y;
-    float* pr = part + ((long long)blockIdx.x * ny + threadIdx.y) * cols;
     const long long packs = cols / W;
     const long long tail = packs * W;
-    const bool fits = packs <= nx * P;
 
-    // The weight gradient of the columns this thread owns: chunk 0 and the tail column in
-    // registers, later chunks (rows too long to fit) in its partial row, zeroed here.
-    float acc[P][W];
+    float acc_tail = 0.0f;  // a thread owns at most one tail column (cols % W < 32)
+    if (acc) {
 #pragma unroll
-    for (int u = 0; u < P; ++u)
-#pragma unroll
-        for (int j = 0; j < W; ++j) acc[u][j] = 0.0f;
-    float acc_tail = 0.0f;
-    for (long long c = (tx + nx * P) * W; c < tail; c += nx * W)
-        for (int j = 0; j < W; ++j) pr[c + j] = 0.0f;
+        for (int i = 0; i < P * W; ++i) acc[i * nx + tx] = 0.0f;
+    } else {
+        for (long long c = tx * W; c < tail; c += nx * W)
+            for (int j = 0; j < W; ++j) pr[c + j] = 0.0f;
+    }
 
-    float hv[P][W], gv[P][W];  // h and dy of the thread's packs of the row, in float
+    float hv[P][W];           // h of the thread's packs of the row, in float
+    Pack<T> gp[P], up[P];     // dy and dh, as stored
     const long long groups = (rows + ny - 1) / ny;
     for (long long group = blockIdx.x; group < groups; group += gridDim.x) {
         const long long row = group * ny + threadIdx.y;
@@ -220,10 +240,8 @@ __global__ void add_rmsnorm_bwd(const T* __restrict__ x, const T* __restrict__ r
         if (active) {
             r = rstd[row];
             for (long long p0 = tx; p0 < packs; p0 += nx * P) {
-                Pack<T> g[P];
-#pragma unroll
-                for (int u = 0; u < P; ++u)
-                    if (p0 + u * nx < packs) g[u] = load_pack(dyr, p0 + u * nx, vector);
+                load_chunk(dyr, p0, packs, vector, gp);
+                if (FITS) load_chunk(dhr, p0, packs, vector, up);  // in flight with the rest
                 load_h(xr, rr, p0, packs, vector, hv);
 #pragma unroll
                 for (int u = 0; u < P; ++u) {
@@ -231,12 +249,11 @@ __global__ void add_rmsnorm_bwd(const T* __restrict__ x, const T* __restrict__ r
                     if (p < packs) {
                         const Pack<T> wp = load_pack(w, p, vector);
 #pragma unroll
-                        for (int j = 0; j < W; ++j) {
-                            gv[u][j] = widen(g[u].v[j]);
-                            s += gv[u][j] * widen(wp.v[j]) * (hv[u][j] * r);
-                        }
+                        for (int j = 0; j < W; ++j)
+                            s += widen(gp[u].v[j]) * widen(wp.v[j]) * (hv[u][j] * r);
                     }
                 }
+                if (FITS) break;
             }
             for (long long c = tail + tx; c < cols; c += nx) {
                 const float v = widen(xr[c]) + widen(rr[c]);
@@ -246,14 +263,9 @@ __global__ void add_rmsnorm_bwd(const T* __restrict__ x, const T* __restrict__ r
         const float m = row_sum(sums, s) / (float)cols;
         if (!active) continue;  // the barriers of later rows are still met
         for (long long p0 = tx; p0 < packs; p0 += nx * P) {
-            if (!fits) {
-#pragma unroll
-                for (int u = 0; u < P; ++u)
-                    if (p0 + u * nx < packs) {
-                        const Pack<T> g = load_pack(dyr, p0 + u * nx, vector);
-#pragma unroll
-                        for (int j = 0; j < W; ++j) gv[u][j] = widen(g.v[j]);
-                    }
+            if (!FITS) {
+                load_chunk(dyr, p0, packs, vector, gp);
+                load_chunk(dhr, p0, packs, vector, up);
                 load_h(xr, rr, p0, packs, vector, hv);
             }
 #pragma unroll
@@ -261,22 +273,22 @@ __global__ void add_rmsnorm_bwd(const T* __restrict__ x, const T* __restrict__ r
                 const long long p = p0 + u * nx;
                 if (p < packs) {
                     const Pack<T> wp = load_pack(w, p, vector);
-                    const Pack<T> up = load_pack(dhr, p, vector);
+                    // acc only ever serves one chunk: the launcher gives it room only if FITS
+                    float* dw = acc ? acc + u * W * nx + tx : pr + p * W;
+                    const long long step = acc ? nx : 1;
                     Pack<T> out;
 #pragma unroll
                     for (int j = 0; j < W; ++j) {
+                        const float g = widen(gp[u].v[j]);
                         const float hhat = hv[u][j] * r;
-                        const float d = r * (gv[u][j] * widen(wp.v[j]) - hhat * m) + widen(up.v[j]);
-                        out.v[j] = (T)d;
-                        if (p0 == tx)
-                            acc[u][j] += gv[u][j] * hhat;
-                        else
-                            pr[p * W + j] += gv[u][j] * hhat;
+                        out.v[j] = (T)(r * (g * widen(wp.v[j]) - hhat * m) + widen(up[u].v[j]));
+                        dw[j * step] += g * hhat;
                     }
                     store_pack(dxr, p, out, vector);
                     store_pack(drr, p, out, vector);
                 }
             }
+            if (FITS) break;
         }
         for (long long c = tail + tx; c < cols; c += nx) {
             const float g = widen(dyr[c]);
@@ -287,14 +299,33 @@ __global__ void add_rmsnorm_bwd(const T* __restrict__ x, const T* __restrict__ r
             acc_tail += g * hhat;
         }
     }
+    if (acc)
 #pragma unroll
-    for (int u = 0; u < P; ++u) {
-        const long long p = tx + u * nx;
-        if (p < packs)
+        for (int u = 0; u < P; ++u) {
+            const long long p = tx + u * nx;
+            if (p < packs)
 #pragma unroll
-            for (int j = 0; j < W; ++j) pr[p * W + j] = acc[u][j];
-    }
+                for (int j = 0; j < W; ++j) pr[p * W + j] = acc[(u * W + j) * nx + tx];
+        }
     if (tail + tx < cols) pr[tail + tx] = acc_tail;
+}
+
+// At most BWD_THREADS threads a block (the launcher's limit): 128 registers a thread.
+template <typename T>
+__global__ void __launch_bounds__(BWD_THREADS) add_rmsnorm_bwd(const T* __restrict__ x, const T* __restrict__ residual,
+                                const T* __restrict__ w, const T* __restrict__ dy,
+                                const T* __restrict__ dh, const float* __restrict__ rstd,
+                                T* __restrict__ dx, T* __restrict__ dres, float* __restrict__ part,
+                                long long rows, long long cols, bool in_shared) {
+    __shared__ float sums[MAX_WARPS];
+    extern __shared__ float dynamic[];  // in_shared: PACKS x W floats per thread
+    float* pr = part + ((long long)blockIdx.x * blockDim.y + threadIdx.y) * cols;
+    float* acc = in_shared ? dynamic + threadIdx.y * BWD_PACKS * Pack<T>::N * blockDim.x
+                           : nullptr;
+    if (cols / Pack<T>::N <= (long long)blockDim.x * BWD_PACKS)
+        bwd_rows<T, true>(x, residual, w, dy, dh, rstd, dx, dres, pr, acc, rows, cols, sums);
+    else
+        bwd_rows<T, false>(x, residual, w, dy, dh, rstd, dx, dres, pr, acc, rows, cols, sums);
 }
 
 template <typename T>

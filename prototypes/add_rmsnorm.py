@@ -38,23 +38,28 @@ from numba import cuda, float32
 
 import portkit
 
-PACKS = 4  # packs of 16 bytes per thread per row: the twin's registers (PACKS_PER_THREAD)
+PACKS = 4  # packs of 16 bytes a thread holds per row in the forward: the twin's FWD_PACKS
+BWD_PACKS = 2  # in the backward (four row tensors: twice the registers a pack)
 ROW_THREADS = 128  # threads per block at least: short rows share a block, ty rows of tx
 WARP = 32
 MAX_WARPS = 32  # 1024 threads
 FULL_MASK = 0xFFFFFFFF
+BWD_THREADS = 512  # the backward's blocks at most (the twin's __launch_bounds__)
 BWD_THREADS_PER_SM = 512  # the backward's persistent grid: blocks of this many threads per SM
-W_COLS = 32  # add_rmsnorm_bwd_w: a block sums 32 columns' partials, 32 rows at a time
+W_COLS = 16  # add_rmsnorm_bwd_w: a block sums 16 columns' partials, 32 rows at a time
 W_ROWS = 32
+SHARED_MAX = 48 * 1024
 EPS = 1e-6
 DTYPES = ("float32", "bfloat16", "float16")
 
 
-def geometry(cols, itemsize):
-    """(threads per row, rows per block): whole warps, each thread owning at most PACKS
-    packs of a row when 1024 threads allow it, and blocks of at least ROW_THREADS."""
+def geometry(cols, itemsize, packs_per_thread=PACKS, limit=1024):
+    """(threads per row, rows per block): whole warps, each thread owning at most
+    ``packs_per_thread`` packs of a row when ``limit`` threads allow it, and blocks of at
+    least ROW_THREADS."""
     packs = cols // (16 // itemsize)
-    per_row = min(1024, max(WARP, portkit.cdiv(portkit.cdiv(packs, PACKS), WARP) * WARP))
+    wanted = portkit.cdiv(portkit.cdiv(packs, packs_per_thread), WARP) * WARP
+    per_row = min(limit, max(WARP, wanted))
     return per_row, max(1, ROW_THREADS // per_row)
 
 
@@ -79,7 +84,7 @@ def row_sum(part, value):
     cuda.syncthreads()
     total = part[first]
     for i in range(1, warps):
-        total += part[first + i]
+        total += part[first + i]  # portkit: allow-int64-index
     cuda.syncthreads()  # every row has read its sums before the next call overwrites them
     return total
 
@@ -122,7 +127,8 @@ def add_rmsnorm_fwd(x, residual, w, y, h, rstd, rows, cols, eps):
 
 
 @cuda.jit
-def add_rmsnorm_bwd(x, residual, w, dy, dh, rstd, dx, dres, part, rows, cols):
+def add_rmsnorm_bwd(x, residual, w, dy, dh, rstd, dx, dres, part, rows, cols, in_shared):
+    # in_shared: the twin sums the weight gradient in shared memory (the launcher's room)
     tx = cuda.threadIdx.x
     nx = cuda.blockDim.x
     ny = cuda.blockDim.y
@@ -238,6 +244,18 @@ BENCH = [
     dtypes=DTYPES,
     same_shape=False,
     bench=BENCH,
+    tolerances=[
+        portkit.Tolerance(
+            rtol=1e-5,
+            atol=5e-4,
+            grad=True,
+            output="w",
+            case="float32-16384x4096",
+            reason="the weight gradient sums 16384 rows in float32, in another order than "
+            "torch's and with rstd a ULP apart between implementations; the terms' magnitudes "
+            "add up to about 1e4, times float32's 6e-8 is 6e-4 (H100: 1.2e-4 seen)",
+        )
+    ],
     # forward: x, residual in, y, h out; backward: x, residual, dy, dh in, dx, dres out
     bytes={
         "forward": lambda x, residual, w: _rows_bytes(x, residual, w, 4),
@@ -269,14 +287,19 @@ class AddRMSNorm:
         dx, dres, dw = k.empty_like(x), k.empty_like(x), k.empty_like(w)
         if not cols:
             return dx, dres, dw
-        per_row, per_block = geometry(cols, x.element_size())
+        per_row, per_block = geometry(cols, x.element_size(), BWD_PACKS, BWD_THREADS)
         per_sm = max(1, BWD_THREADS_PER_SM // (per_row * per_block))
         grid = min(portkit.cdiv(rows, per_block), per_sm * portkit.sm_count(k))
         parts = grid * per_block
         part = k.empty((parts, cols), torch.float32)
+        # The twin's weight-gradient sums in shared memory: BWD_PACKS x width floats a
+        # thread, when rows are one chunk and that fits the 48 KiB a launch gets by default.
+        width = 16 // x.element_size()
+        shared = per_block * per_row * BWD_PACKS * width * 4
+        in_shared = cols // width <= per_row * BWD_PACKS and shared <= SHARED_MAX
         if rows:
-            k.add_rmsnorm_bwd[grid, (per_row, per_block)](
-                x, residual, w, dy, dh, rstd, dx, dres, part, rows, cols
+            k.add_rmsnorm_bwd[grid, (per_row, per_block), shared if in_shared else 0](
+                x, residual, w, dy, dh, rstd, dx, dres, part, rows, cols, in_shared
             )
         k.add_rmsnorm_bwd_w[portkit.cdiv(cols, W_COLS), (W_COLS, W_ROWS)](part, dw, parts, cols)
         return dx, dres, dw
