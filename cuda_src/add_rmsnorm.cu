@@ -33,6 +33,7 @@
 #define FULL_MASK 0xffffffffu
 #define W_COLS 16
 #define W_ROWS 32
+#define FWD_THREADS 512
 #define BWD_THREADS 512
 
 // The prototype's float32(v).
@@ -182,8 +183,9 @@ __device__ inline void fwd_row(const T* xr, const T* rr, const T* w, T* yr, T* h
     if (tx == 0) rstd[row] = r;
 }
 
+// At most FWD_THREADS threads a block (the launcher's limit): 128 registers a thread.
 template <typename T>
-__global__ void add_rmsnorm_fwd(const T* __restrict__ x, const T* __restrict__ residual,
+__global__ void __launch_bounds__(FWD_THREADS) add_rmsnorm_fwd(const T* __restrict__ x, const T* __restrict__ residual,
                                 const T* __restrict__ w, T* __restrict__ y, T* __restrict__ h,
                                 float* __restrict__ rstd, long long rows, long long cols,
                                 float eps) {
@@ -206,8 +208,8 @@ __global__ void add_rmsnorm_fwd(const T* __restrict__ x, const T* __restrict__ r
 // dy and dh stay in registers from the first pass too.
 template <typename T, bool FITS>
 __device__ inline void bwd_rows(const T* x, const T* residual, const T* w, const T* dy,
-                                const T* dh, const float* rstd, T* dx, T* dres, float* pr,
-                                float* acc, long long rows, long long cols, float* sums) {
+                                const T* dh, const float* rstd, T* dx, T* dres, double* pr,
+                                double* acc, long long rows, long long cols, float* sums) {
     constexpr int W = Pack<T>::N;
     constexpr int P = BWD_PACKS;
     const int tx = threadIdx.x;
@@ -216,13 +218,13 @@ __device__ inline void bwd_rows(const T* x, const T* residual, const T* w, const
     const long long packs = cols / W;
     const long long tail = packs * W;
 
-    float acc_tail = 0.0f;  // a thread owns at most one tail column (cols % W < 32)
+    double acc_tail = 0.0;  // a thread owns at most one tail column (cols % W < 32)
     if (acc) {
 #pragma unroll
-        for (int i = 0; i < P * W; ++i) acc[i * nx + tx] = 0.0f;
+        for (int i = 0; i < P * W; ++i) acc[i * nx + tx] = 0.0;
     } else {
         for (long long c = tx * W; c < tail; c += nx * W)
-            for (int j = 0; j < W; ++j) pr[c + j] = 0.0f;
+            for (int j = 0; j < W; ++j) pr[c + j] = 0.0;
     }
 
     float hv[P][W];           // h of the thread's packs of the row, in float
@@ -274,7 +276,7 @@ __device__ inline void bwd_rows(const T* x, const T* residual, const T* w, const
                 if (p < packs) {
                     const Pack<T> wp = load_pack(w, p, vector);
                     // acc only ever serves one chunk: the launcher gives it room only if FITS
-                    float* dw = acc ? acc + u * W * nx + tx : pr + p * W;
+                    double* dw = acc ? acc + u * W * nx + tx : pr + p * W;
                     const long long step = acc ? nx : 1;
                     Pack<T> out;
 #pragma unroll
@@ -282,7 +284,7 @@ __device__ inline void bwd_rows(const T* x, const T* residual, const T* w, const
                         const float g = widen(gp[u].v[j]);
                         const float hhat = hv[u][j] * r;
                         out.v[j] = (T)(r * (g * widen(wp.v[j]) - hhat * m) + widen(up[u].v[j]));
-                        dw[j * step] += g * hhat;
+                        dw[j * step] += (double)(g * hhat);
                     }
                     store_pack(dxr, p, out, vector);
                     store_pack(drr, p, out, vector);
@@ -296,7 +298,7 @@ __device__ inline void bwd_rows(const T* x, const T* residual, const T* w, const
             const T d = (T)(r * (g * widen(w[c]) - hhat * m) + widen(dhr[c]));
             dxr[c] = d;
             drr[c] = d;
-            acc_tail += g * hhat;
+            acc_tail += (double)(g * hhat);
         }
     }
     if (acc)
@@ -315,12 +317,12 @@ template <typename T>
 __global__ void __launch_bounds__(BWD_THREADS) add_rmsnorm_bwd(const T* __restrict__ x, const T* __restrict__ residual,
                                 const T* __restrict__ w, const T* __restrict__ dy,
                                 const T* __restrict__ dh, const float* __restrict__ rstd,
-                                T* __restrict__ dx, T* __restrict__ dres, float* __restrict__ part,
+                                T* __restrict__ dx, T* __restrict__ dres, double* __restrict__ part,
                                 long long rows, long long cols, bool in_shared) {
     __shared__ float sums[MAX_WARPS];
-    extern __shared__ float dynamic[];  // in_shared: PACKS x W floats per thread
-    float* pr = part + ((long long)blockIdx.x * blockDim.y + threadIdx.y) * cols;
-    float* acc = in_shared ? dynamic + threadIdx.y * BWD_PACKS * Pack<T>::N * blockDim.x
+    extern __shared__ double dynamic[];  // in_shared: BWD_PACKS x W doubles per thread
+    double* pr = part + ((long long)blockIdx.x * blockDim.y + threadIdx.y) * cols;
+    double* acc = in_shared ? dynamic + threadIdx.y * BWD_PACKS * Pack<T>::N * blockDim.x
                            : nullptr;
     if (cols / Pack<T>::N <= (long long)blockDim.x * BWD_PACKS)
         bwd_rows<T, true>(x, residual, w, dy, dh, rstd, dx, dres, pr, acc, rows, cols, sums);
@@ -329,18 +331,18 @@ __global__ void __launch_bounds__(BWD_THREADS) add_rmsnorm_bwd(const T* __restri
 }
 
 template <typename T>
-__global__ void add_rmsnorm_bwd_w(const float* __restrict__ part, T* __restrict__ dw,
+__global__ void add_rmsnorm_bwd_w(const double* __restrict__ part, T* __restrict__ dw,
                                   long long parts, long long cols) {
-    __shared__ float sums[W_ROWS][W_COLS];
+    __shared__ double sums[W_ROWS][W_COLS];
     const int tx = threadIdx.x, ty = threadIdx.y;
     const long long c = (long long)blockIdx.x * W_COLS + tx;
-    float s = 0.0f;
+    double s = 0.0;
     if (c < cols)
         for (long long p = ty; p < parts; p += W_ROWS) s += part[p * cols + c];
     sums[ty][tx] = s;
     __syncthreads();
     if (ty == 0 && c < cols) {
         for (int i = 1; i < W_ROWS; ++i) s += sums[i][tx];
-        dw[c] = (T)s;
+        dw[c] = (T)(float)s;
     }
 }
