@@ -261,8 +261,7 @@ BENCH = [
     # forward: x, residual in, y, h out; backward: x, residual, dy, dh in, dx, dres out
     bytes={
         "forward": lambda x, residual, w: _rows_bytes(x, residual, w, 4),
-        "backward": lambda x, residual, w: _rows_bytes(x, residual, w, 6)
-        + x.shape[0] * 4,  # rstd
+        "backward": lambda x, residual, w: _rows_bytes(x, residual, w, 6) + x.shape[0] * 4,  # rstd
     },
 )
 class AddRMSNorm:
@@ -280,7 +279,9 @@ class AddRMSNorm:
         if rows and cols:
             per_row, per_block = geometry(cols, x.element_size(), PACKS, FWD_THREADS)
             grid = portkit.cdiv(rows, per_block)
-            k.add_rmsnorm_fwd[grid, (per_row, per_block)](x, residual, w, y, h, rstd, rows, cols, EPS)
+            k.add_rmsnorm_fwd[grid, (per_row, per_block)](
+                x, residual, w, y, h, rstd, rows, cols, EPS
+            )
         return (y, h), (x, residual, w, rstd)
 
     def backward(k, saved, dy, dh):
