@@ -36,6 +36,9 @@ HEADER = "// WRONG TWIN "
 F32_F64 = ("float32", "float64")
 SOFTMAX_WIDE = ("3x127", "4x128", "2x129", "3x1000")  # rows of more than 32 columns
 HALF_FLOATS = ("float32", "float16", "bfloat16", "float64")
+NORM_DTYPES = ("float32", "bfloat16", "float16")  # add_rmsnorm, like rmsnorm: no float64
+NORM_SHAPES = ("1x1", "3x127", "2x129", "4x1000", "37x64")
+NORM_LARGE = ("bfloat16-16384x4096", "float32-16384x4096")
 
 
 def cases(*names: str, dtypes: tuple[str, ...] = F32_F64) -> tuple[str, ...]:
@@ -295,6 +298,34 @@ MISTAKES = (
                 "bfloat16-4096x4096",
             ),
         ),
+    ),
+    Mistake(
+        "add_rmsnorm",
+        "drops_tail",
+        # Only rows with cols % W != 0 have a tail (W = 8 half, 4 float32).
+        fails=rows(
+            TWIN_FORWARD, (*cases("1x1", "3x127", "2x129", dtypes=NORM_DTYPES), "float32-2x16390")
+        ),
+        passes=(*cases("4x1000", "37x64", dtypes=NORM_DTYPES), "float32-0x8", *NORM_LARGE),
+    ),
+    Mistake(
+        "add_rmsnorm",
+        "dres_unwritten",
+        fails=rows(
+            (("twin", "backward"), ("numba", "vs twin")),
+            (*cases(*NORM_SHAPES, dtypes=NORM_DTYPES), "float32-2x16390", *NORM_LARGE),
+        ),
+        passes=("float32-0x8",),
+    ),
+    Mistake(
+        "add_rmsnorm",
+        "h_without_residual",
+        # 1x1 is not claimed: with one column hhat is about +-1 whatever h is.
+        fails=rows(
+            (("twin", "backward"), ("numba", "vs twin")),
+            (*cases(*NORM_SHAPES[1:], dtypes=NORM_DTYPES), "float32-2x16390", *NORM_LARGE),
+        ),
+        passes=("float32-0x8",),
     ),
     Mistake(
         "histogram",

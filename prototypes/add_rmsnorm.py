@@ -1,0 +1,308 @@
+"""Residual add fused with RMS normalisation, as LLaMA-style models run it between layers:
+``h = x + residual`` (the updated residual stream) and ``y = h / sqrt(mean(h**2) + eps) * w``
+over the last dimension of 2-D tensors; both ``y`` and ``h`` are outputs.
+
+Unfused, torch makes several passes over the rows (the add, the square, the mean, two
+products, two casts); fused, the forward reads x and residual once and writes y and h
+once, and the backward reads x, residual, dy and dh once and writes the two input
+gradients (equal: d/dx and d/dresidual of h are the identity) once, plus a small
+float32 buffer of per-block weight-gradient partials. ``bytes=`` below declares that traffic.
+
+Precision: float32 arithmetic for bfloat16, float16 and float32 storage (not float64, as
+``rmsnorm``: its backward is checked against the reference's autograd, no gradcheck). The
+norm is taken of h in float32, before h is rounded to the storage dtype at its store, so
+each output is rounded once; the reference computes the same in float32.
+
+Layout (the twin's, cuda_src/add_rmsnorm.cu; the prototype keeps its element-to-thread
+mapping and every summation order, so the two agree within the twin tolerance):
+
+- a row is worked by ``tx`` threads (whole warps), ``ty`` rows to a block (``geometry``):
+  thread t owns the row's 16-byte packs t, t + tx, ... (8 bfloat16/float16 or 4 float32
+  columns each), then tail column packs * width + t; the row's threads sum their squares
+  (pack by pack, column by column), then a warp butterfly (xor 16..1) and the row's warp
+  sums left to right (``row_sum``);
+- ``tx`` is chosen so that a thread owns at most PACKS packs of a row: the twin holds them
+  in registers between the reduction and the output pass (rows longer than 1024 * PACKS
+  packs are walked in chunks and re-read);
+- backward: a persistent grid (a few blocks per SM) walks the rows; each thread keeps the
+  weight gradient of the columns it owns summed over its rows (in registers in the twin,
+  in the ``part`` buffer here, the same additions in the same order) and writes one
+  partial row per block row; ``add_rmsnorm_bwd_w`` sums the partials per column, 32 of
+  them at a time, then the 32 sums left to right.
+"""
+
+import math
+
+import torch
+from numba import cuda, float32, float64
+
+import portkit
+
+PACKS = 4  # packs of 16 bytes a thread holds per row in the forward: the twin's FWD_PACKS
+BWD_PACKS = 2  # in the backward (four row tensors: twice the registers a pack)
+ROW_THREADS = 128  # threads per block at least: short rows share a block, ty rows of tx
+WARP = 32
+MAX_WARPS = 32  # 1024 threads
+FULL_MASK = 0xFFFFFFFF
+FWD_THREADS = 512  # the forward's blocks at most (the twin's __launch_bounds__)
+BWD_THREADS = 512  # the backward's blocks at most (the twin's __launch_bounds__)
+BWD_THREADS_PER_SM = 512  # the backward's persistent grid: blocks of this many threads per SM
+W_COLS = 16  # add_rmsnorm_bwd_w: a block sums 16 columns' partials, 32 rows at a time
+W_ROWS = 32
+SHARED_MAX = 48 * 1024
+EPS = 1e-6
+DTYPES = ("float32", "bfloat16", "float16")
+
+
+def geometry(cols, itemsize, packs_per_thread=PACKS, limit=1024):
+    """(threads per row, rows per block): whole warps, each thread owning at most
+    ``packs_per_thread`` packs of a row when ``limit`` threads allow it, and blocks of at
+    least ROW_THREADS."""
+    packs = cols // (16 // itemsize)
+    wanted = portkit.cdiv(portkit.cdiv(packs, packs_per_thread), WARP) * WARP
+    per_row = min(limit, max(WARP, wanted))
+    return per_row, max(1, ROW_THREADS // per_row)
+
+
+@cuda.jit(device=True)
+def warp_sum(v):
+    offset = WARP // 2
+    while offset > 0:
+        v += cuda.shfl_xor_sync(FULL_MASK, v, offset)
+        offset //= 2
+    return v
+
+
+@cuda.jit(device=True)
+def row_sum(part, value):
+    """Sum ``value`` over the threads of this thread's row (threadIdx.y), every thread of
+    the block calling it; each gets its row's sum."""
+    v = warp_sum(value)
+    warps = cuda.blockDim.x // WARP
+    first = cuda.threadIdx.y * warps
+    if cuda.threadIdx.x % WARP == 0:
+        part[first + cuda.threadIdx.x // WARP] = v
+    cuda.syncthreads()
+    total = part[first]
+    for i in range(1, warps):
+        total += part[first + i]  # portkit: allow-int64-index
+    cuda.syncthreads()  # every row has read its sums before the next call overwrites them
+    return total
+
+
+@cuda.jit
+def add_rmsnorm_fwd(x, residual, w, y, h, rstd, rows, cols, eps):
+    tx = cuda.threadIdx.x
+    nx = cuda.blockDim.x
+    row = cuda.blockIdx.x * cuda.blockDim.y + cuda.threadIdx.y
+    active = row < rows  # a whole row of threads is idle past the last row
+    part = cuda.shared.array(MAX_WARPS, dtype=float32)
+    width = 16 // x.itemsize  # columns in one of the twin's 16-byte packs
+    packs = cols // width
+    tail = packs * width
+
+    s = float32(0.0)
+    if active:
+        for p in range(tx, packs, nx):
+            for j in range(width):
+                c = p * width + j  # portkit: allow-int64-index
+                v = float32(x[row, c]) + float32(residual[row, c])
+                h[row, c] = v
+                s += v * v
+        for c in range(tail + tx, cols, nx):
+            v = float32(x[row, c]) + float32(residual[row, c])
+            h[row, c] = v
+            s += v * v
+    r = float32(1.0) / math.sqrt(row_sum(part, s) / float32(cols) + float32(eps))
+    if active:
+        for p in range(tx, packs, nx):
+            for j in range(width):
+                c = p * width + j  # portkit: allow-int64-index
+                v = float32(x[row, c]) + float32(residual[row, c])
+                y[row, c] = v * r * float32(w[c])
+        for c in range(tail + tx, cols, nx):
+            v = float32(x[row, c]) + float32(residual[row, c])
+            y[row, c] = v * r * float32(w[c])
+        if tx == 0:
+            rstd[row] = r
+
+
+@cuda.jit
+def add_rmsnorm_bwd(x, residual, w, dy, dh, rstd, dx, dres, part, rows, cols, in_shared):
+    # in_shared: the twin sums the weight gradient in shared memory (the launcher's room)
+    tx = cuda.threadIdx.x
+    nx = cuda.blockDim.x
+    ny = cuda.blockDim.y
+    prow = cuda.blockIdx.x * ny + cuda.threadIdx.y  # this thread row's partial row
+    sums = cuda.shared.array(MAX_WARPS, dtype=float32)
+    width = 16 // x.itemsize
+    packs = cols // width
+    tail = packs * width
+
+    for p in range(tx, packs, nx):  # the columns this thread owns start at 0
+        for j in range(width):
+            part[prow, p * width + j] = float64(0.0)  # portkit: allow-int64-index
+    for c in range(tail + tx, cols, nx):
+        part[prow, c] = float64(0.0)
+
+    groups = (rows + ny - 1) // ny  # portkit: allow-int64-index
+    for group in range(cuda.blockIdx.x, groups, cuda.gridDim.x):
+        row = group * ny + cuda.threadIdx.y  # portkit: allow-int64-index
+        active = row < rows
+        r = float32(0.0)
+        s = float32(0.0)  # sum of g * hhat over the row, g = dy * w, hhat = h * rstd
+        if active:
+            r = rstd[row]
+            for p in range(tx, packs, nx):
+                for j in range(width):
+                    c = p * width + j  # portkit: allow-int64-index
+                    v = float32(x[row, c]) + float32(residual[row, c])
+                    s += float32(dy[row, c]) * float32(w[c]) * (v * r)
+            for c in range(tail + tx, cols, nx):
+                v = float32(x[row, c]) + float32(residual[row, c])
+                s += float32(dy[row, c]) * float32(w[c]) * (v * r)
+        m = row_sum(sums, s) / float32(cols)
+        if active:
+            for p in range(tx, packs, nx):
+                for j in range(width):
+                    c = p * width + j  # portkit: allow-int64-index
+                    g = float32(dy[row, c])
+                    hhat = (float32(x[row, c]) + float32(residual[row, c])) * r
+                    d = r * (g * float32(w[c]) - hhat * m) + float32(dh[row, c])
+                    dx[row, c] = d
+                    dres[row, c] = d
+                    part[prow, c] += float64(g * hhat)  # portkit: allow-float64
+            for c in range(tail + tx, cols, nx):
+                g = float32(dy[row, c])
+                hhat = (float32(x[row, c]) + float32(residual[row, c])) * r
+                d = r * (g * float32(w[c]) - hhat * m) + float32(dh[row, c])
+                dx[row, c] = d
+                dres[row, c] = d
+                part[prow, c] += float64(g * hhat)  # portkit: allow-float64
+
+
+@cuda.jit
+def add_rmsnorm_bwd_w(part, dw, parts, cols):
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    c = cuda.blockIdx.x * W_COLS + tx
+    sums = cuda.shared.array((W_ROWS, W_COLS), dtype=float64)
+    s = float64(0.0)
+    if c < cols:
+        for p in range(ty, parts, W_ROWS):
+            s += part[p, c]  # portkit: allow-float64
+    sums[ty, tx] = s
+    cuda.syncthreads()
+    if ty == 0 and c < cols:
+        for i in range(1, W_ROWS):
+            s += sums[i, tx]  # portkit: allow-float64
+        dw[c] = float32(s)
+
+
+def reference(x, residual, w):
+    h = x.float() + residual.float()
+    r = torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + EPS)
+    return (h * r * w.float()).to(x.dtype), h.to(x.dtype)
+
+
+def _rows_bytes(x, residual, w, tensors):
+    """``tensors`` row-sized tensors of x's dtype, plus w and the weight gradient or y."""
+    return tensors * x.numel() * x.element_size() + 2 * w.numel() * w.element_size()
+
+
+def _cases():
+    # 1x1 and 3x127: most threads idle; 37x64: rows that do not fill the last block of
+    # 4 rows, and a backward grid (2 "SMs" in the simulator) that loops; 2x129 and the
+    # odd column counts: scalar accesses on unaligned rows, tail columns; 2x16390: rows
+    # longer than 1024 threads x PACKS packs (float32), walked in two chunks.
+    shapes = ((1, 1), (3, 127), (2, 129), (4, 1000), (37, 64))
+    cases = [
+        portkit.cases.custom(f"{dt}-{r}x{c}", [(r, c), (r, c), (c,)], dt, seed=i)
+        for dt in DTYPES
+        for i, (r, c) in enumerate(shapes)
+    ]
+    cases.append(portkit.cases.custom("float32-2x16390", [(2, 16390)] * 2 + [(16390,)], seed=5))
+    cases.append(portkit.cases.custom("float32-0x8", [(0, 8), (0, 8), (8,)], seed=6))
+    return cases + BENCH
+
+
+# portkit bench: a LLaMA-sized hidden dimension over a batch of tokens
+BENCH = [
+    portkit.cases.custom(
+        f"{dt}-16384x4096",
+        [(16384, 4096), (16384, 4096), (4096,)],
+        dt,
+        large=True,
+        gpu_only="67M elements per tensor: minutes in the simulator",
+    )
+    for dt in ("bfloat16", "float32")
+]
+
+
+@portkit.op(
+    reference=reference,
+    cases=_cases(),
+    dtypes=DTYPES,
+    same_shape=False,
+    bench=BENCH,
+    tolerances=[
+        portkit.Tolerance(
+            rtol=1e-5,
+            atol=5e-4,
+            grad=True,
+            output="w",
+            case="float32-16384x4096",
+            reason="the weight gradient adds up 16384 rows, each scaled by its rstd, which "
+            "may be a float32 ULP apart between implementations (their sums of squares differ "
+            "in order): 6e-8 of terms whose magnitudes add up to about 1e4 (H100, with float32 "
+            "partial sums: 1.2e-4 seen)",
+        )
+    ],
+    # forward: x, residual in, y, h out; backward: x, residual, dy, dh in, dx, dres out
+    bytes={
+        "forward": lambda x, residual, w: _rows_bytes(x, residual, w, 4),
+        "backward": lambda x, residual, w: _rows_bytes(x, residual, w, 6) + x.shape[0] * 4,  # rstd
+    },
+)
+class AddRMSNorm:
+    def check_inputs(x, residual, w):
+        if x.dim() != 2 or residual.shape != x.shape or w.shape != (x.shape[1],):
+            raise portkit.InputError(
+                f"add_rmsnorm takes x and residual (rows, cols) and weight (cols,); got "
+                f"{tuple(x.shape)}, {tuple(residual.shape)}, {tuple(w.shape)}"
+            )
+
+    def forward(k, x, residual, w):
+        rows, cols = x.shape
+        y, h = k.empty_like(x), k.empty_like(x)
+        rstd = k.empty((rows,), torch.float32)
+        if rows and cols:
+            per_row, per_block = geometry(cols, x.element_size(), PACKS, FWD_THREADS)
+            grid = portkit.cdiv(rows, per_block)
+            k.add_rmsnorm_fwd[grid, (per_row, per_block)](
+                x, residual, w, y, h, rstd, rows, cols, EPS
+            )
+        return (y, h), (x, residual, w, rstd)
+
+    def backward(k, saved, dy, dh):
+        x, residual, w, rstd = saved
+        rows, cols = x.shape
+        dx, dres, dw = k.empty_like(x), k.empty_like(x), k.empty_like(w)
+        if not cols:
+            return dx, dres, dw
+        per_row, per_block = geometry(cols, x.element_size(), BWD_PACKS, BWD_THREADS)
+        per_sm = max(1, BWD_THREADS_PER_SM // (per_row * per_block))
+        grid = min(portkit.cdiv(rows, per_block), per_sm * portkit.sm_count(k))
+        parts = grid * per_block
+        part = k.empty((parts, cols), torch.float64)
+        # The twin's weight-gradient sums in shared memory: BWD_PACKS x width doubles a
+        # thread, when rows are one chunk and that fits the 48 KiB a launch gets by default.
+        width = 16 // x.element_size()
+        shared = per_block * per_row * BWD_PACKS * width * 8
+        in_shared = cols // width <= per_row * BWD_PACKS and shared <= SHARED_MAX
+        if rows:
+            k.add_rmsnorm_bwd[grid, (per_row, per_block), shared if in_shared else 0](
+                x, residual, w, dy, dh, rstd, dx, dres, part, rows, cols, in_shared
+            )
+        k.add_rmsnorm_bwd_w[portkit.cdiv(cols, W_COLS), (W_COLS, W_ROWS)](part, dw, parts, cols)
+        return dx, dres, dw
