@@ -60,6 +60,16 @@ def _is_signature(value: Any) -> bool:
 
     return isinstance(value, (str, list, tuple)) or is_signature(value)
 
+# numba.cuda.cudadrv.driver names replaced by numba's simulator's (copies on host memory).
+_FROM_DRIVER = (
+    "device_memset",
+    "host_to_device",
+    "device_to_host",
+    "device_to_device",
+    "device_memory_size",
+    "driver",
+)
+
 
 def _device_names(cc: tuple[int, int]) -> tuple[SimulatedDevice, dict[str, Any]]:
     """The simulated device, and what ``numba.cuda`` and ``numba.cuda.cudadrv.devices``
@@ -158,9 +168,10 @@ def simulated_cuda(engine: str | None = None, cc: Any = None) -> Iterator[Simula
     of compute capability ``cc`` (default 9.0: ``"8.0"``, ``(8, 6)``...), the device
     yielded."""
     from numba import cuda
-    from numba.cuda.cudadrv import devices
+    from numba.cuda.cudadrv import devices, driver
     from numba.cuda.simulator import api
     from numba.cuda.simulator.cudadrv import devicearray
+    from numba.cuda.simulator.cudadrv import driver as simulated_driver
 
     device, device_names = _device_names(parse_cc(DEFAULT_CC if cc is None else cc))
     replaced: dict[str, Any] = {"jit": _simulated_jit(cuda.jit, engine), **device_names}
@@ -173,11 +184,14 @@ def simulated_cuda(engine: str | None = None, cc: Any = None) -> Iterator[Simula
             replaced[name] = getattr(api, name)
     # numba.cuda.testing's helpers (skip_unless_cc_60...) ask devices.get_context().
     on_devices = {n: device_names[n] for n in ("get_context", "gpus")}
+    on_driver = {n: getattr(simulated_driver, n) for n in _FROM_DRIVER}
     saved, saved_devices = _swap(cuda, replaced), _swap(devices, on_devices)
+    saved_driver = _swap(driver, on_driver)
     push_device(device)
     try:
         yield device
     finally:
         pop_device(device)
+        _restore(driver, saved_driver)
         _restore(devices, saved_devices)
         _restore(cuda, saved)

@@ -133,3 +133,19 @@ def test_overloads_and_resource_queries_of_a_kernel():
         lazy[1, 1](np.zeros(4, np.int32))
         regs = lazy.get_regs_per_thread()
         assert isinstance(regs, dict) and len(regs) == 2
+
+
+def test_driver_level_copies_and_device_count_use_host_memory():
+    from numba.cuda.cudadrv import driver
+
+    with simt.simulated_cuda():
+        from numba.cuda.cudadrv.driver import driver as the_driver
+
+        assert the_driver.get_device_count() == 1
+        ary = cuda.mapped_array(10, dtype=np.uint32)
+        ary.fill(123)
+        driver.device_memset(ary, 0, driver.device_memory_size(ary))
+        assert not ary.any()
+        src, dst = np.arange(8, dtype=np.int64), cuda.device_array(8, np.int64)
+        driver.host_to_device(dst, src, src.nbytes)
+        np.testing.assert_array_equal(dst.copy_to_host(), src)
