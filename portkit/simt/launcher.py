@@ -38,7 +38,8 @@ def _host(kernel: str, parameter: str, value: Any) -> Any:
     if type(value).__module__.startswith("torch"):
         return _tensor(where, value)
     if isinstance(value, np.ndarray):
-        if value.dtype.hasobject or value.dtype.kind not in "biufc":
+        record = value.dtype.names is not None  # numba types these as Record arrays
+        if value.dtype.hasobject or not (record or value.dtype.kind in "biufc"):
             raise LaunchError(f"{where} is an array of {value.dtype}, which numba cannot type")
         if value.size and not (value.flags.c_contiguous or value.flags.f_contiguous):
             raise LaunchError(

@@ -60,6 +60,7 @@ def _is_signature(value: Any) -> bool:
 
     return isinstance(value, (str, list, tuple)) or is_signature(value)
 
+
 # numba.cuda.cudadrv.driver names replaced by numba's simulator's (copies on host memory).
 _FROM_DRIVER = (
     "device_memset",
@@ -172,9 +173,14 @@ def simulated_cuda(engine: str | None = None, cc: Any = None) -> Iterator[Simula
     from numba.cuda.simulator import api
     from numba.cuda.simulator.cudadrv import devicearray
     from numba.cuda.simulator.cudadrv import driver as simulated_driver
+    from numba.cuda.simulator.reduction import Reduce
 
     device, device_names = _device_names(parse_cc(DEFAULT_CC if cc is None else cc))
     replaced: dict[str, Any] = {"jit": _simulated_jit(cuda.jit, engine), **device_names}
+    # numba's reduction kernel makes a full-mask syncwarp that lanes 2-31 never reach
+    # (undefined on a GPU; the simulator stops there): reduce on the host, as numba's
+    # simulator does.
+    replaced["reduce"] = replaced["Reduce"] = Reduce
     del replaced["get_context"]  # numba.cuda's name for it is current_context
     for name in _FROM_DEVICEARRAY:
         if hasattr(devicearray, name):
