@@ -12,24 +12,15 @@ import portkit.simt as simt
 from portkit.simt.records import SimulationFault
 
 
-def _draw_kernels():
-    from numba.cuda.random import xoroshiro128p_uniform_float32, xoroshiro128p_uniform_float64
-
+def _draw_kernel(draw):
     @cuda.jit
-    def draw32(states, out):
+    def kernel(states, out):
         i = cuda.grid(1)
         if i < out.shape[0]:
             for j in range(out.shape[1]):
-                out[i, j] = xoroshiro128p_uniform_float32(states, i)
+                out[i, j] = draw(states, i)
 
-    @cuda.jit
-    def draw64(states, out):
-        i = cuda.grid(1)
-        if i < out.shape[0]:
-            for j in range(out.shape[1]):
-                out[i, j] = xoroshiro128p_uniform_float64(states, i)
-
-    return draw32, draw64
+    return kernel
 
 
 @pytest.mark.parametrize("engine", ["lockstep", "per-thread"])
@@ -42,7 +33,8 @@ def test_xoroshiro_draws_are_bit_identical_to_numbas_cpu_generator(engine, monke
     )
 
     with simt.simulated_cuda():
-        draw32, draw64 = _draw_kernels()
+        draw32 = _draw_kernel(xoroshiro128p_uniform_float32)
+        draw64 = _draw_kernel(xoroshiro128p_uniform_float64)
         n, k = 300, 4
         states = create_xoroshiro128p_states(n, seed=1234)
         start = states.copy_to_host()
