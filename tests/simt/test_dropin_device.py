@@ -18,7 +18,7 @@ from portkit.simt.device import DeviceChoiceError
 
 
 def test_device_and_context_queries_answer_as_the_chosen_compute_capability():
-    with simt.simulated_cuda("8.0"):
+    with simt.simulated_cuda(cc="8.0"):
         assert cuda.is_available()
         device = cuda.get_current_device()
         assert device.compute_capability == (8, 0)
@@ -39,12 +39,12 @@ def test_device_and_context_queries_answer_as_the_chosen_compute_capability():
 
 def test_an_unknown_compute_capability_is_one_clear_error():
     with pytest.raises(DeviceChoiceError, match=r"'4\.2': one of .*9\.0"):
-        with simt.simulated_cuda("4.2"):
+        with simt.simulated_cuda(cc="4.2"):
             pass
 
 
 def test_detect_prints_the_simulated_device(capsys):
-    with simt.simulated_cuda("7.5"):
+    with simt.simulated_cuda(cc="7.5"):
         assert cuda.detect() is True
     printed = capsys.readouterr().out
     assert "Found 1 CUDA devices" in printed and "Tesla T4" in printed and "7.5" in printed
@@ -55,7 +55,7 @@ def test_numba_testing_helpers_do_not_reach_the_driver():
     code = textwrap.dedent(
         """
         import portkit.simt as simt
-        with simt.simulated_cuda("8.6"):
+        with simt.simulated_cuda(cc="8.6"):
             from numba.cuda import testing
             assert testing.cc_X_or_above(8, 6) and not testing.cc_X_or_above(9, 0)
 

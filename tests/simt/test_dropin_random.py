@@ -24,15 +24,14 @@ def _draw_kernel(draw):
 
 
 @pytest.mark.parametrize("engine", ["lockstep", "per-thread"])
-def test_xoroshiro_draws_are_bit_identical_to_numbas_cpu_generator(engine, monkeypatch):
-    monkeypatch.setenv("PORTKIT_SIMT_ENGINE", engine)
+def test_xoroshiro_draws_are_bit_identical_to_numbas_cpu_generator(engine):
     from numba.cuda.random import (
         create_xoroshiro128p_states,
         xoroshiro128p_uniform_float32,
         xoroshiro128p_uniform_float64,
     )
 
-    with simt.simulated_cuda():
+    with simt.simulated_cuda(engine):
         draw32 = _draw_kernel(xoroshiro128p_uniform_float32)
         draw64 = _draw_kernel(xoroshiro128p_uniform_float64)
         n, k = 300, 4
