@@ -149,3 +149,41 @@ def test_driver_level_copies_and_device_count_use_host_memory():
         src, dst = np.arange(8, dtype=np.int64), cuda.device_array(8, np.int64)
         driver.host_to_device(dst, src, src.nbytes)
         np.testing.assert_array_equal(dst.copy_to_host(), src)
+
+
+CC_SUITE = """
+from numba import cuda
+from numba.cuda.testing import skip_unless_cc_90
+
+
+@skip_unless_cc_90
+def test_needs_hopper():
+    pass
+
+
+def test_reports_the_chosen_device():
+    assert cuda.get_current_device().compute_capability == (8, 6)
+"""
+
+
+def test_pytest_option_chooses_the_compute_capability(tmp_path):
+    import os
+    from importlib.metadata import entry_points
+    from pathlib import Path
+
+    (tmp_path / "test_cc.py").write_text(CC_SUITE)
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    installed = any(e.name == "portkit" for e in entry_points(group="pytest11"))
+    plugin = [] if installed else ["-p", "portkit.pytest_plugin"]
+    options = ["--portkit-simt", "--portkit-simt-cc", "8.6", "-rs"]
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin, *options],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert "1 passed, 1 skipped" in result.stdout, result.stdout[-2000:]
+    assert "requires cc >= 9.0" in result.stdout
