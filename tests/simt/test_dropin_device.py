@@ -167,23 +167,9 @@ def test_reports_the_chosen_device():
 
 
 def test_pytest_option_chooses_the_compute_capability(tmp_path):
-    import os
-    from importlib.metadata import entry_points
-    from pathlib import Path
+    from tests.simt.plugin_run import run_pytest
 
-    (tmp_path / "test_cc.py").write_text(CC_SUITE)
-    root = Path(__file__).resolve().parents[2]
-    env = dict(os.environ, PYTHONPATH=f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
-    installed = any(e.name == "portkit" for e in entry_points(group="pytest11"))
-    plugin = [] if installed else ["-p", "portkit.pytest_plugin"]
-    options = ["--portkit-simt", "--portkit-simt-cc", "8.6", "-rs"]
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin, *options],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    options = ("--portkit-simt", "--portkit-simt-cc", "8.6", "-rs")
+    result = run_pytest(tmp_path, "test_cc.py", CC_SUITE, *options)
     assert "1 passed, 1 skipped" in result.stdout, result.stdout[-2000:]
     assert "requires cc >= 9.0" in result.stdout
