@@ -86,6 +86,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="run numba.cuda kernels of the tests in portkit's simulator (every check on): "
         "cuda.jit, cuda.to_device, cuda.device_array... are simulated; no GPU needed",
     )
+    group.addoption(
+        "--portkit-simt-cc",
+        default="9.0",
+        metavar="MAJOR.MINOR",
+        help="under --portkit-simt, the compute capability the simulated device reports "
+        "(default 9.0: an H100's attributes)",
+    )
 
 
 _SWITCH_KEY = pytest.StashKey[Any]()
@@ -138,7 +145,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("--portkit-simt", default=False):
         from portkit.simt.numba_switch import simulated_cuda
 
-        switch = simulated_cuda(settings.simt_engine)
+        switch = simulated_cuda(settings.simt_engine, config.getoption("--portkit-simt-cc"))
         switch.__enter__()  # before collection, so test modules' @cuda.jit are simulated
         config.stash[_SWITCH_KEY] = switch
 

@@ -20,10 +20,10 @@ def simulate(
     return _simulate(kernel, engine, budget, schedule)
 
 
-def simulated_cuda(engine: str | None = None) -> Any:
+def simulated_cuda(engine: str | None = None, cc: Any = None) -> Any:
     from portkit.simt.numba_switch import simulated_cuda as _simulated_cuda
 
-    return _simulated_cuda(engine)
+    return _simulated_cuda(engine, cc)
 
 
 __all__ = ["simulate", "simulated_cuda"]

@@ -23,6 +23,7 @@ import numpy as np
 
 from portkit.errors import LaunchError
 from portkit.launch.kernel_set import launch_config
+from portkit.simt.overloads import Overloads, argument_types, declared_signatures
 from portkit.simt.schedule import checked
 
 
@@ -37,7 +38,8 @@ def _host(kernel: str, parameter: str, value: Any) -> Any:
     if type(value).__module__.startswith("torch"):
         return _tensor(where, value)
     if isinstance(value, np.ndarray):
-        if value.dtype.hasobject or value.dtype.kind not in "biufc":
+        record = value.dtype.names is not None  # numba types these as Record arrays
+        if value.dtype.hasobject or not (record or value.dtype.kind in "biufc"):
             raise LaunchError(f"{where} is an array of {value.dtype}, which numba cannot type")
         if value.size and not (value.flags.c_contiguous or value.flags.f_contiguous):
             raise LaunchError(
@@ -81,7 +83,7 @@ def _tensor(where: str, tensor: Any) -> np.ndarray:
     return array.view(BFloat16Bits) if dtype_name(tensor.dtype) in BITS_VIEW else array
 
 
-class SimulatedKernel:
+class SimulatedKernel(Overloads):
     """A numba kernel that launches in portkit's simulator (``kernel[grid, block](...)``)."""
 
     def __init__(
@@ -90,6 +92,7 @@ class SimulatedKernel:
         engine: str | None = None,
         budget: float | None = None,
         schedule: str | None = None,
+        signature: Any = None,
     ) -> None:
         if not hasattr(dispatcher, "py_func"):
             raise LaunchError(
@@ -108,6 +111,10 @@ class SimulatedKernel:
         self._schedule = checked(schedule)  # fails at simulate(), not at the first launch
         self._machine: Any = None
         self.engines: list[Any] = []  # which engine ran each launch, and why
+        self.overloads: dict[tuple[Any, ...], Any] = {}
+        self.specialized = signature is not None
+        for argtypes in declared_signatures(signature) if signature is not None else ():
+            self.add_overload(argtypes)
 
     @property
     def targetoptions(self) -> dict:
@@ -159,6 +166,8 @@ class SimulatedKernel:
                     f"launched with {len(args)}"
                 )
             host = [_host(self.__name__, n, a) for n, a in zip(names, args)]
+            if not self.specialized:
+                self.add_overload(argument_types(host))
             # numba types a read-only array readonly and refuses to compile a store into
             # it: the kernel gets a writable copy here, and a store into it is the error.
             readonly = {

@@ -157,6 +157,14 @@ class SimArray:
     def __len__(self) -> int:
         return self._n0
 
+    def __getattr__(self, field: str) -> SimArray:
+        """``x.value1`` of a record array: that field of every element (the same checks)."""
+        fields = self.__dict__["_data"].dtype.fields or {}
+        if field not in fields or fields[field][0].shape:
+            raise AttributeError(f"{type(self).__name__} {self.name} has no field {field!r}")
+        parts = (self._layout, f"{self.name}.{field}", self.space, self._machine)
+        return SimArray(self._data[field], *parts, self._shadow, self._written)
+
     def __repr__(self) -> str:
         return f"<{self.space} array {self.name} {self._data.dtype} {self._shape}>"
 

@@ -18,6 +18,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from portkit.errors import LaunchError
+from portkit.simt.device import (
+    DEFAULT_CC,
+    DeviceList,
+    Event,
+    SimulatedDevice,
+    make_context,
+    parse_cc,
+    pop_device,
+    push_device,
+)
 from portkit.simt.launcher import SimulatedKernel
 
 # numba.cuda names replaced by numba's simulator's (host memory, no driver).
@@ -40,16 +51,7 @@ _FROM_API = (
     "legacy_default_stream",
     "per_thread_default_stream",
     "external_stream",
-    "Event",
-    "event",
-    "select_device",
-    "get_current_device",
-    "list_devices",
-    "detect",
-    "close",
     "defer_cleanup",
-    "current_context",
-    "gpus",
 )
 
 
@@ -57,6 +59,59 @@ def _is_signature(value: Any) -> bool:
     from numba.core.sigutils import is_signature
 
     return isinstance(value, (str, list, tuple)) or is_signature(value)
+
+
+# numba.cuda.cudadrv.driver names replaced by numba's simulator's (copies on host memory).
+_FROM_DRIVER = (
+    "device_memset",
+    "host_to_device",
+    "device_to_host",
+    "device_to_device",
+    "device_memory_size",
+    "driver",
+)
+
+
+def _device_names(cc: tuple[int, int]) -> tuple[SimulatedDevice, dict[str, Any]]:
+    """The simulated device, and what ``numba.cuda`` and ``numba.cuda.cudadrv.devices``
+    answer about devices and contexts with it (no driver is reached)."""
+    device = SimulatedDevice(cc)
+    context = make_context(device)
+    gpus = DeviceList(context)
+
+    def get_context(devnum: int = 0) -> Any:
+        return gpus[devnum]
+
+    def select_device(device_id: int) -> SimulatedDevice:
+        if device_id != 0:
+            raise LaunchError(f"select_device({device_id}): the simulator has one device, 0")
+        return device
+
+    def close() -> None:
+        gpus.closed = True
+
+    def detect() -> bool:
+        print("Found 1 CUDA devices")
+        print(f"id 0    {device.name!r:>40} {'[SUPPORTED] (simulated)':>40}")
+        print(f"{'Compute Capability':>40}: {cc[0]}.{cc[1]}")
+        print("Summary:\n\t1/1 devices are supported")
+        return True
+
+    names = {
+        "is_available": lambda: True,
+        "get_current_device": lambda: device,
+        "current_context": get_context,
+        "get_context": get_context,
+        "gpus": gpus,
+        "list_devices": lambda: gpus,
+        "select_device": select_device,
+        "close": close,
+        "detect": detect,
+        "event": Event,
+        "Event": Event,
+        "event_elapsed_time": lambda start, end: start.elapsed_time(end),
+    }
+    return device, names
 
 
 def _simulated_jit(original: Any, engine: str | None) -> Any:
@@ -75,9 +130,12 @@ def _simulated_jit(original: Any, engine: str | None) -> Any:
                 dispatcher = original(**keep)(fn)
             finally:
                 config.ENABLE_CUDASIM = simulating
-            return dispatcher if device else SimulatedKernel(dispatcher, engine)
+            if device:
+                return dispatcher
+            return SimulatedKernel(dispatcher, engine, signature=signature)
 
-        if func_or_sig is None or _is_signature(func_or_sig):
+        signature = func_or_sig if func_or_sig is not None and _is_signature(func_or_sig) else None
+        if func_or_sig is None or signature is not None:
             return wrap
         return wrap(func_or_sig)
 
@@ -85,32 +143,61 @@ def _simulated_jit(original: Any, engine: str | None) -> Any:
     return jit
 
 
+def _swap(module: Any, replaced: dict[str, Any]) -> dict[str, Any]:
+    """Set ``replaced`` on ``module``; returns what to restore (a missing name: a sentinel)."""
+    saved = {name: getattr(module, name, _MISSING) for name in replaced}
+    for name, value in replaced.items():
+        setattr(module, name, value)
+    return saved
+
+
+def _restore(module: Any, saved: dict[str, Any]) -> None:
+    for name, value in saved.items():
+        if value is _MISSING:
+            delattr(module, name)
+        else:
+            setattr(module, name, value)
+
+
+_MISSING = object()
+
+
 @contextmanager
-def simulated_cuda(engine: str | None = None) -> Iterator[None]:
+def simulated_cuda(engine: str | None = None, cc: Any = None) -> Iterator[SimulatedDevice]:
     """While on, ``numba.cuda.jit`` kernels (run by ``engine``, default auto) and
-    ``numba.cuda`` arrays are simulated."""
+    ``numba.cuda`` arrays are simulated, and device and context queries answer as a GPU
+    of compute capability ``cc`` (default 9.0: ``"8.0"``, ``(8, 6)``...), the device
+    yielded."""
     from numba import cuda
+    from numba.cuda.cudadrv import devices, driver
     from numba.cuda.simulator import api
     from numba.cuda.simulator.cudadrv import devicearray
+    from numba.cuda.simulator.cudadrv import driver as simulated_driver
+    from numba.cuda.simulator.reduction import Reduce
 
-    replaced: dict[str, Any] = {
-        "jit": _simulated_jit(cuda.jit, engine),
-        "is_available": lambda: True,
-    }
+    device, device_names = _device_names(parse_cc(DEFAULT_CC if cc is None else cc))
+    replaced: dict[str, Any] = {"jit": _simulated_jit(cuda.jit, engine), **device_names}
+    # numba's reduction kernel makes a full-mask syncwarp that lanes 2-31 never reach
+    # (undefined on a GPU; the simulator stops there): reduce on the host, as numba's
+    # simulator does.
+    replaced["reduce"] = replaced["Reduce"] = Reduce
+    del replaced["get_context"]  # numba.cuda's name for it is current_context
     for name in _FROM_DEVICEARRAY:
         if hasattr(devicearray, name):
             replaced[name] = getattr(devicearray, name)
     for name in _FROM_API:
         if hasattr(api, name):
             replaced[name] = getattr(api, name)
-    saved = {name: getattr(cuda, name) for name in replaced if hasattr(cuda, name)}
-    for name, value in replaced.items():
-        setattr(cuda, name, value)
+    # numba.cuda.testing's helpers (skip_unless_cc_60...) ask devices.get_context().
+    on_devices = {n: device_names[n] for n in ("get_context", "gpus")}
+    on_driver = {n: getattr(simulated_driver, n) for n in _FROM_DRIVER}
+    saved, saved_devices = _swap(cuda, replaced), _swap(devices, on_devices)
+    saved_driver = _swap(driver, on_driver)
+    push_device(device)
     try:
-        yield
+        yield device
     finally:
-        for name in replaced:
-            if name in saved:
-                setattr(cuda, name, saved[name])
-            else:
-                delattr(cuda, name)
+        pop_device(device)
+        _restore(driver, saved_driver)
+        _restore(devices, saved_devices)
+        _restore(cuda, saved)

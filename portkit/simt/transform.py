@@ -49,6 +49,7 @@ from portkit.simt.scalars import (
     typed_constant,
 )
 from portkit.simt.source import source_lines
+from portkit.simt.xoroshiro import simulated_random
 
 # Intrinsics that make a thread wait for others: they become yields.
 WAITING_INTRINSICS = (
@@ -86,8 +87,14 @@ class SimulatedFunction:
 
 
 def is_device_function(value: Any) -> bool:
+    """A ``cuda.jit(device=True)`` function, or a ``numba.jit`` one a kernel calls (numba
+    compiles those for the GPU too); not numba.cuda.random's, which the simulator has."""
     options = getattr(value, "targetoptions", None)
-    return hasattr(value, "py_func") and isinstance(options, dict) and bool(options.get("device"))
+    if not (hasattr(value, "py_func") and isinstance(options, dict)):
+        return False
+    if options.get("device"):
+        return True
+    return type(value).__name__ == "CPUDispatcher" and simulated_random(value) is None
 
 
 def _intrinsic_names() -> dict[int, str]:
@@ -196,6 +203,9 @@ class Rewriter:
         bf16 = simulated_bf16(value)  # numba.cuda.bf16 and its functions (scalars.py)
         if bf16 is not None:
             return bf16
+        draws = simulated_random(value)  # numba.cuda.random's device functions
+        if draws is not None:
+            return draws
         if isinstance(value, numba_types.Number):
             return NumberCast(as_dtype(value), str(value))
         if isinstance(value, (bool, int, float)):

@@ -101,28 +101,9 @@ def test_overrun_is_caught():
 
 
 def test_pytest_option_runs_an_unedited_numba_suite(tmp_path):
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
+    from tests.simt.plugin_run import run_pytest
 
-    (tmp_path / "test_kernels.py").write_text(SUITE)
-    root = Path(__file__).resolve().parents[2]
-    env = dict(os.environ, PYTHONPATH=f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
-    from importlib.metadata import entry_points
-
-    # The plugin comes in through its entry point where portkit is installed; by name
-    # elsewhere (a checkout on PYTHONPATH, as on the GPU machine).
-    installed = any(e.name == "portkit" for e in entry_points(group="pytest11"))
-    plugin = [] if installed else ["-p", "portkit.pytest_plugin"]
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin, "--portkit-simt"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    result = run_pytest(tmp_path, "test_kernels.py", SUITE, "--portkit-simt")
     assert "1 failed, 1 passed" in result.stdout, result.stdout[-2000:]
     assert "out-of-bounds write of global array a[8]" in result.stdout
     assert "thread (8, 0, 0)" in result.stdout

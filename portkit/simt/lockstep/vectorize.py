@@ -43,6 +43,7 @@ from portkit.simt.transform import (
     is_device_function,
     visible_names,
 )
+from portkit.simt.xoroshiro import simulated_random
 
 UNSUPPORTED_NODES = (
     ast.With,
@@ -153,6 +154,9 @@ class Vectorizer:
             return typed_constant(value)
         if callable(value) and getattr(math, getattr(value, "__name__", ""), None) is value:
             return getattr(self._helpers["__pk_math"], value.__name__)
+        draws = simulated_random(value, lanes=True)
+        if draws is not None:
+            return draws
         if is_device_function(value):
             return self.rewrite(value, device=True).function
         if isinstance(value, np.ndarray):
