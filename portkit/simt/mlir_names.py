@@ -55,3 +55,16 @@ def as_numba_names(scope: dict[str, Any]) -> dict[str, Any]:
 def is_mlir_kernel(dispatcher: Any) -> bool:
     """A kernel or device function built by numba-cuda-mlir's ``cuda.jit``."""
     return type(dispatcher).__module__.split(".")[0] == "numba_cuda_mlir"
+
+
+def mlir_kernel_names(op: Any) -> list[str]:
+    """The op's kernels written against numba-cuda-mlir, sorted."""
+    return sorted(name for name, k in op.kernels.items() if is_mlir_kernel(k))
+
+
+# Why portkit's compile and lint checks leave such kernels out (docs/numba-world.md).
+NOT_COMPILED = (
+    "written against numba-cuda-mlir: portkit compiles and lints numba-cuda kernels, and "
+    "numba-cuda-mlir 0.6 cannot compile without a GPU (it reads the device's compute "
+    "capability even when given cc); the numba backend compiles it on a GPU"
+)
