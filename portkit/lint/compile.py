@@ -65,9 +65,9 @@ def check_prototype(op: Op, config: ProjectConfig | None = None) -> CheckResult:
     """Compile every launched signature to PTX; with ``config``, through the disk cache."""
     t0 = time.perf_counter()
     arch = f"sm_{COMPUTE_CAPABILITY[0]}{COMPUTE_CAPABILITY[1]}"
-    not_compiled = mlir_reason(op)
-    if not_compiled:
-        return CheckResult(op.name, "all", "numba", f"compile {arch}", Outcome.SKIP, not_compiled)
+    mlir_skip = mlir_reason(op)
+    if mlir_skip:
+        return CheckResult(op.name, "all", "numba", f"compile {arch}", Outcome.SKIP, mlir_skip)
     try:
         signatures = kernel_signatures(op)
     except Exception as exc:
