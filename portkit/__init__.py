@@ -49,10 +49,13 @@ def load(name: str, implementation: str = "twin", session: Any = None):
     ``torch.ops.<namespace>.<name>_<implementation>`` (namespace from ``[tool.portkit]``,
     default ``portkit``), so torch.compile, CUDA graphs and opcheck see it. The op is read
     as its files are now; ``session`` (a ``portkit.project.session.Session`` a resident
-    process keeps and refreshes) is used instead of reading the project again."""
+    process keeps and refreshes) is used instead of reading the project again. It takes
+    CuPy arrays too (viewed through DLPack, run on CuPy's current stream) and then returns
+    CuPy arrays, without autograd (``torch_op/cupy_arrays.py``)."""
     from portkit.backends import create
     from portkit.errors import BackendUnavailable
     from portkit.project.session import Session
+    from portkit.torch_op.cupy_arrays import CupyAwareCallable
     from portkit.torch_op.load import registered_callable
 
     session = session or Session.from_environment(require=False)
@@ -62,6 +65,8 @@ def load(name: str, implementation: str = "twin", session: Any = None):
     reason = backend.unavailable_reason or backend.unsupported_reason(op_)
     if reason:
         raise BackendUnavailable(f"{implementation} cannot run op {name}: {reason}")
-    return registered_callable(
-        op_, backend.kernels(op_), config.namespace, replay=config.settings.replay
+    return CupyAwareCallable(
+        registered_callable(
+            op_, backend.kernels(op_), config.namespace, replay=config.settings.replay
+        )
     )

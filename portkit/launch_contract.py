@@ -108,6 +108,8 @@ MAX_THREADS_PER_BLOCK = 1024
 MAX_BLOCK_DIMS = (1024, 1024, 64)
 MAX_GRID_DIMS = (2**31 - 1, 65535, 65535)
 MAX_SHARED_BYTES = 227 * 1024  # opt-in maximum per block on sm_90
+# What cuLaunchKernel answers a launch beyond those limits (numba's and CuPy's errors name it).
+INVALID_LAUNCH = "CUDA_ERROR_INVALID_VALUE"
 MAX_CACHED_CONFIGS = 512  # grids follow input sizes; a model sees a few hundred at most
 
 
@@ -137,7 +139,10 @@ def _dims(value: Any, what: str, kernel: str) -> tuple[int, int, int]:
 def _within_limits(kernel: str, what: str, dims: tuple[int, ...], limits: tuple[int, ...]) -> None:
     for axis, (d, limit) in enumerate(zip(dims, limits)):
         if d > limit:
-            raise LaunchError(f"kernel {kernel}: {what} dimension {'xyz'[axis]}={d} > {limit}")
+            raise LaunchError(
+                f"kernel {kernel}: {what} dimension {'xyz'[axis]}={d} > {limit}"
+                f" ({INVALID_LAUNCH} on a GPU)"
+            )
 
 
 def launch_config(config: Any, kernel: str) -> LaunchConfig:
@@ -156,7 +161,7 @@ def launch_config(config: Any, kernel: str) -> LaunchConfig:
     if result.threads_per_block > MAX_THREADS_PER_BLOCK:
         raise LaunchError(
             f"kernel {kernel}: block {block} asks for {result.threads_per_block} threads per "
-            f"block; a GPU allows at most {MAX_THREADS_PER_BLOCK}"
+            f"block; a GPU allows at most {MAX_THREADS_PER_BLOCK} ({INVALID_LAUNCH} on a GPU)"
         )
     _within_limits(kernel, "block", block, MAX_BLOCK_DIMS)
     if any(d <= 0 for d in grid):

@@ -129,11 +129,15 @@ def test_no_other_module_keeps_a_copy_of_the_contract() -> None:
 @pytest.mark.parametrize(
     "config, message",
     [
-        ((1, 1025), "block (1025, 1, 1) asks for 1025 threads per block; a GPU allows at most"),
-        ((1, (1, 1, 65)), "block dimension z=65 > 64"),
+        (
+            (1, 1025),
+            "block (1025, 1, 1) asks for 1025 threads per block; a GPU allows at most 1024 "
+            "(CUDA_ERROR_INVALID_VALUE on a GPU)",
+        ),
+        ((1, (1, 1, 65)), "block dimension z=65 > 64 (CUDA_ERROR_INVALID_VALUE on a GPU)"),
         ((1, (0, 32)), "block (0, 32, 1) has a dimension below 1"),
         ((0, 32), "grid (0, 1, 1) has a dimension below 1, which a GPU rejects"),
-        ((2**31, 32), f"grid dimension x={2**31} > {2**31 - 1}"),
+        ((2**31, 32), f"grid dimension x={2**31} > {2**31 - 1} (CUDA_ERROR_INVALID_VALUE"),
         (((1, 1, 65536), 32), "grid dimension z=65536 > 65535"),
         ((1, 32, contract.MAX_SHARED_BYTES + 1), "bytes of dynamic shared memory; the range"),
         ((1, 32, -1), "-1 bytes of dynamic shared memory"),

@@ -65,16 +65,39 @@ def lineinfo_links(dtypes: Sequence[str]) -> bool:
     return "bfloat16" not in dtypes
 
 
+def _cuda_module(dispatcher: Any) -> Any:
+    """The ``cuda`` module that built the kernel: numba-cuda's, or numba-cuda-mlir's (the
+    same launch API: ``external_stream``, ``as_cuda_array``)."""
+    from portkit.simt.mlir_names import is_mlir_kernel
+
+    if is_mlir_kernel(dispatcher):
+        from numba_cuda_mlir import cuda as mlir_cuda
+
+        return mlir_cuda
+    from numba import cuda
+
+    return cuda
+
+
 class NumbaKernel(LaunchTarget):
     def __init__(self, dispatcher: Any) -> None:
         self._dispatcher = dispatcher
+        self._cuda = _cuda_module(dispatcher)
 
     def launch(self, config: LaunchConfig, args: Sequence[Any]) -> None:
         import torch
-        from numba import cuda
 
+        cuda = self._cuda
         stream = cuda.external_stream(torch.cuda.current_stream().cuda_stream)
-        device_args = [device_array(a) if isinstance(a, torch.Tensor) else a for a in args]
+        if cuda.__name__ == "numba.cuda":
+            device_args = [device_array(a) if isinstance(a, torch.Tensor) else a for a in args]
+        else:  # numba-cuda-mlir (no bfloat16 here: unsupported_reason)
+            device_args = [
+                cuda.as_cuda_array(prototype_view(a), sync=False)
+                if isinstance(a, torch.Tensor)
+                else a
+                for a in args
+            ]
         with warnings.catch_warnings():
             # Small grids are deliberate in edge-size cases; numba warns about each.
             # (numba-cuda raises its own copy of the class, so match the message.)
@@ -110,6 +133,21 @@ class NumbaGPU(Backend):
         super().__init__(*args, **kwargs)
         self._told_no_lineinfo: set[str] = set()  # ops already said to run without it
 
+    def unsupported_reason(self, op) -> str | None:
+        """numba-cuda-mlir kernels need that package to see the GPU too, and run without
+        bfloat16 (portkit passes bfloat16 as numba-cuda's own type)."""
+        from portkit.simt.mlir_names import mlir_kernel_names
+
+        if not mlir_kernel_names(op):
+            return None
+        if "bfloat16" in op.definition.dtypes:
+            return "bfloat16 reaches numba-cuda-mlir kernels only through the sim backend"
+        try:
+            from numba_cuda_mlir import cuda as mlir_cuda
+        except Exception as exc:  # pragma: no cover - the op imported it already
+            return f"numba_cuda_mlir cannot be imported: {exc}"
+        return None if mlir_cuda.is_available() else "numba-cuda-mlir sees no GPU"
+
     def kernels(self, op, *, poison_outputs: bool = False) -> KernelSet:
         use_cache = self.use_cache and self.config.settings.prototype_cache
         lineinfo = self.lineinfo and lineinfo_links(op.definition.dtypes)
@@ -123,6 +161,8 @@ class NumbaGPU(Backend):
         for dispatcher in op.kernels.values():
             if lineinfo:
                 dispatcher.targetoptions["lineinfo"] = True  # before the first compile
+            if _cuda_module(dispatcher).__name__ != "numba.cuda":
+                continue  # the disk cache hooks numba-cuda's internals only
             if use_cache:
                 prototype_cache.attach(dispatcher, op.name, self.config.root, self.config.cache_dir)
             else:

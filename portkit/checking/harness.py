@@ -132,10 +132,14 @@ def lint_result(op: Op, config: ProjectConfig | None = None) -> CheckResult:
     """`portkit lint`'s findings as one row: it fails on an error (a change of results),
     and on a warning only where the project sets ``lint-warnings = "error"``. With
     ``config``, through the findings cache (lint/cache.py); the row says when."""
+    from portkit.lint.compile import mlir_reason
     from portkit.lint.findings import code_findings, op_findings
     from portkit.lint.signature import signature_findings
 
     t0 = time.perf_counter()
+    not_linted = mlir_reason(op)
+    if not_linted:
+        return CheckResult(op.name, "all", "numba", "lint", Outcome.SKIP, not_linted, 0.0)
     if config is None:
         findings, cached = signature_findings(op) + code_findings(op), False
     else:

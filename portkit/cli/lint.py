@@ -66,6 +66,7 @@ def lint(op_names: tuple[str, ...], strict: bool, no_resources: bool, as_json: b
                 {**dataclasses.asdict(r), "usage": dataclasses.asdict(r.usage)}
                 for r in report.resources
             ],
+            "skipped": report.skipped,
         }
         emit(json.dumps(payload, indent=2))
     else:

@@ -318,6 +318,8 @@ def print_lint(report, console: Console, warnings_fail: bool, why: str = "") -> 
                 Text(f.fix),
             )
         console.print(table)
+    for line in report.skipped:
+        console.print(Text(f"skipped {line}"))
     errors = len(report.errors(warnings_fail))
     warnings = len(report.findings) - len(report.errors(False))
     console.print(f"{errors} error(s), {warnings} warning(s)" + (f" ({why})" if why else ""))

@@ -42,6 +42,16 @@ def kernel_signatures(op: Op) -> dict[str, set]:
     return signatures
 
 
+def mlir_reason(op: Op) -> str | None:
+    """Why the op's prototype is neither compiled nor linted here, or None."""
+    from portkit.simt.mlir_names import NOT_COMPILED, mlir_kernel_names
+
+    names = mlir_kernel_names(op)
+    return (
+        f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} {NOT_COMPILED}" if names else None
+    )
+
+
 def ptx_cache_folder(op: Op, config: ProjectConfig | None, arch: str) -> Path | None:
     """Where the PTX of this op's checked signatures is kept, or None (cache off)."""
     if config is None or not config.settings.prototype_cache:
@@ -55,6 +65,9 @@ def check_prototype(op: Op, config: ProjectConfig | None = None) -> CheckResult:
     """Compile every launched signature to PTX; with ``config``, through the disk cache."""
     t0 = time.perf_counter()
     arch = f"sm_{COMPUTE_CAPABILITY[0]}{COMPUTE_CAPABILITY[1]}"
+    mlir_skip = mlir_reason(op)
+    if mlir_skip:
+        return CheckResult(op.name, "all", "numba", f"compile {arch}", Outcome.SKIP, mlir_skip)
     try:
         signatures = kernel_signatures(op)
     except Exception as exc:

@@ -50,6 +50,7 @@ class ResourceRow:
 class LintReport:
     findings: list[Finding] = field(default_factory=list)
     resources: list[ResourceRow] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # "op: why its prototype was not linted"
 
     def errors(self, warnings_fail: bool = False) -> list[Finding]:
         """The findings that fail the lint: errors, and warnings too if asked."""
@@ -182,10 +183,17 @@ def op_findings(
 
 
 def lint_op(op: Op, config: ProjectConfig, report: LintReport, resources: bool = True) -> None:
+    from portkit.lint.compile import mlir_reason
+
     errors = compile_findings(op, config)
     report.findings += errors
     if errors:
         return  # nothing further is meaningful for code that does not compile
+    not_linted = mlir_reason(op)
+    if not_linted:  # the twin's checks still apply
+        report.skipped.append(f"{op.name}: prototype not linted: {not_linted}")
+        report.findings += signature_findings(op)
+        return
     signatures = signatures_by_dtype(op) if resources else None
     report.findings += op_findings(op, config, signatures)[0]
     if signatures is not None:

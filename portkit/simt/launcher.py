@@ -5,7 +5,8 @@
     simulate(kernel)[blocks, threads, stream, shared_bytes](x, out, n)
 
 Arguments are NumPy arrays, CPU tensors (bfloat16 too), numba's simulator arrays
-(``to_device`` under ``simulated_cuda()``), scalars or tuples of them, checked before the
+(``to_device`` under ``simulated_cuda()``), CuPy arrays and numba device arrays (copied to
+the host and back: ``host_arrays``), scalars or tuples of them, checked before the
 kernel runs as numba checks them for a GPU: a list, None, GPU memory or a non-contiguous
 view raises ``LaunchError`` naming the parameter. Arrays are written in place. Every check is
 on; a kernel bug raises ``SimulationFault`` (a ``portkit.errors.KernelError``) naming
@@ -23,14 +24,16 @@ import numpy as np
 
 from portkit.errors import LaunchError
 from portkit.launch.kernel_set import launch_config
+from portkit.simt.host_arrays import HostCopy, host_copy, refuse_device_memory
 from portkit.simt.overloads import Overloads, argument_types, declared_signatures
 from portkit.simt.schedule import checked
 
 
-def _host(kernel: str, parameter: str, value: Any) -> Any:
+def _host(kernel: str, parameter: str, value: Any, copies: list[HostCopy]) -> Any:
     """A launch argument as the machine takes it (NumPy arrays are views, so writes land),
     checked as numba checks it before a GPU launch: arrays (NumPy, CPU tensors, numba's
-    simulator arrays), scalars and tuples of them; anything else names the parameter."""
+    simulator arrays), scalars and tuples of them; anything else names the parameter.
+    GPU arrays it can copy go to the host, and their copies onto ``copies``."""
     where = f"kernel {kernel}: parameter {parameter}"
     inner = getattr(value, "_ary", None)  # numba's simulator arrays (FakeCUDAArray)
     if isinstance(inner, np.ndarray):
@@ -50,14 +53,15 @@ def _host(kernel: str, parameter: str, value: Any) -> Any:
     if isinstance(value, (bool, int, float, complex, np.generic)):
         return value
     if isinstance(value, tuple):
-        return tuple(_host(kernel, f"{parameter}[{i}]", v) for i, v in enumerate(value))
+        return tuple(_host(kernel, f"{parameter}[{i}]", v, copies) for i, v in enumerate(value))
     if hasattr(value, "__cuda_array_interface__"):
-        raise LaunchError(
-            f"{where} is GPU memory ({type(value).__name__}); the simulator runs on host "
-            f"memory: pass a NumPy array or a CPU tensor"
-        )
+        copy = host_copy(where, value)
+        if copy is None:
+            refuse_device_memory(where, value)
+        copies.append(copy)
+        return _host(kernel, parameter, copy.host, copies)
     if hasattr(value, "__array_interface__"):
-        return _host(kernel, parameter, np.asarray(value))
+        return _host(kernel, parameter, np.asarray(value), copies)
     got = "None" if value is None else f"a {type(value).__name__}"
     hint = " (pass np.array(...) for an array)" if isinstance(value, list) else ""
     raise LaunchError(
@@ -165,7 +169,8 @@ class SimulatedKernel(Overloads):
                     f"kernel {self.__name__} takes {len(names)} arguments ({', '.join(names)}), "
                     f"launched with {len(args)}"
                 )
-            host = [_host(self.__name__, n, a) for n, a in zip(names, args)]
+            copies: list[HostCopy] = []
+            host = [_host(self.__name__, n, a, copies) for n, a in zip(names, args)]
             if not self.specialized:
                 self.add_overload(argument_types(host))
             # numba types a read-only array readonly and refuses to compile a store into
@@ -177,7 +182,11 @@ class SimulatedKernel(Overloads):
             }
             for i, array in readonly.items():
                 host[i] = array.copy()
-            machine.launch(self.__name__, self.dispatcher, config, host)
+            try:
+                machine.launch(self.__name__, self.dispatcher, config, host)
+            finally:  # a fault leaves partial writes, as a NumPy argument keeps them
+                for copy in copies:
+                    copy.write_back()
             for i, array in readonly.items():
                 if host[i].tobytes() != array.tobytes():
                     raise LaunchError(

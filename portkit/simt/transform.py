@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from portkit.errors import KernelError
+from portkit.simt.mlir_names import as_numba_names
 from portkit.simt.numba_rules import (
     FunctionFacts,
     captured,
@@ -112,11 +113,12 @@ def _intrinsic_names() -> dict[int, str]:
 
 
 def visible_names(fn) -> dict[str, Any]:
-    """What a kernel's source can name: its module's globals and its closure's cells."""
+    """What a kernel's source can name: its module's globals and its closure's cells
+    (numba-cuda-mlir's ``cuda`` names as numba-cuda's: ``mlir_names``)."""
     scope = dict(fn.__globals__)
     if fn.__closure__:
         scope.update(zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__)))
-    return scope
+    return as_numba_names(scope)
 
 
 class Rewriter:

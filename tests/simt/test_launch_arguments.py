@@ -54,8 +54,9 @@ X = np.arange(8, dtype=np.float32)
         ),
         (
             (DeviceOnly(), out8(), 8),
-            "kernel double: parameter x is GPU memory (DeviceOnly); the simulator runs on "
-            "host memory: pass a NumPy array or a CPU tensor",
+            "kernel double: parameter x is GPU memory the simulator cannot copy "
+            f"({__name__}.DeviceOnly): pass a CuPy array, a numba device array, a NumPy "
+            "array or a CPU tensor",
         ),
         (
             (X[::2], np.zeros(16, np.float32)[::2], 4),

@@ -24,7 +24,10 @@ class NumbaSimulator(Backend):
 
     def unsupported_reason(self, op) -> str | None:
         from portkit.backends.numba_sim.functions import uses_warp_intrinsics
+        from portkit.simt.mlir_names import mlir_kernel_names
 
+        if mlir_kernel_names(op):
+            return "numba's simulator runs numba-cuda kernels only, not numba-cuda-mlir's"
         if uses_warp_intrinsics(op):
             return "numba's simulator has no warp intrinsics (shfl_*_sync, ballot_sync...)"
         return None
