@@ -74,7 +74,8 @@ def test_a_twin_edit_compiles_that_twin_alone_and_keeps_the_prototype_module(wat
     root = watched("wt_twin")
     engine = Engine(Session.from_environment(root), mode="check", backends=["twin-cpu"])
     first = engine.run()
-    assert sorted(first.recompiled) == ["wt_twin (twin-cpu check)", "wt_twin_other (twin-cpu check)"]
+    built = ["wt_twin (twin-cpu check)", "wt_twin_other (twin-cpu check)"]
+    assert sorted(first.recompiled) == built
     assert {v.status for v in first.verdicts.values()} == {"pass"}
     op = engine.session.op("wt_twin")
 
@@ -93,9 +94,7 @@ def test_a_twin_edit_compiles_that_twin_alone_and_keeps_the_prototype_module(wat
 
 
 def test_cases_that_failed_last_time_run_first(make_project, sources, monkeypatch):
-    cases = (
-        '[portkit.cases.custom("a-first", [(33,)]), portkit.cases.custom("b-second", [(64,)])]'
-    )
+    cases = '[portkit.cases.custom("a-first", [(33,)]), portkit.cases.custom("b-second", [(64,)])]'
     # Wrong for the second case only (n > 40), so the failing case is the last declared.
     body = "out[i] = x[i] * 2.0 if n < 40 else x[i]"
     root = make_project({"wt_order": (sources.unary_op("wt_order", body, cases=cases), None)})
