@@ -7,6 +7,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from portkit.project.session import Session
 from tests.watch.conftest import edit
 
@@ -74,3 +76,35 @@ def test_sim_and_watch_sim_ask_nothing_of_cuda(watched):
         line = next(l for l in proc.stdout.splitlines() if l.startswith("PROBE="))
         probe = json.loads(line.removeprefix("PROBE="))
         assert probe == {"code": 0, "calls": [], "torch_cuda": False}, (args, proc.stderr)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(
+    not __import__("torch").cuda.is_available(), reason="no CUDA GPU visible to PyTorch"
+)
+def test_the_gpu_twin_loads_one_library_per_cubin_content(watched):
+    """A resident process asks for the twin's kernels every run: the same content loads
+    its cubin once; an edit loads the new one (and runs it)."""
+    import torch
+
+    from portkit.backends import create
+    from portkit.backends.twin import backend as twin_backend
+    from portkit.launch.kernel_set import LaunchConfig
+
+    root = watched("res_gpu_twin")
+    session = Session.from_environment(root)
+    twin = create("twin", session.config)
+    op = session.op("res_gpu_twin")
+    loaded = len(twin_backend._LIBRARIES)
+    twin.kernels(op)
+    twin.kernels(op)
+    assert len(twin_backend._LIBRARIES) == loaded + 1
+    edit(root / "cuda_src" / "res_gpu_twin.cu", "T(2)", "T(3)")
+    session.refresh(keep_ops_on_twin_edit=True)
+    kernels = twin.kernels(session.op("res_gpu_twin"))
+    assert len(twin_backend._LIBRARIES) == loaded + 2
+    x = torch.arange(64, dtype=torch.float32, device="cuda")
+    out = torch.zeros_like(x)
+    kernels.targets["res_gpu_twin_fwd"].launch(LaunchConfig((2, 1, 1), (32, 1, 1)), [x, out, 64])
+    torch.cuda.synchronize()
+    assert torch.equal(out, x * 3)
