@@ -31,15 +31,24 @@ __all__ = [
     "sm_count",
     "load",
     "simt",
+    "check",
+    "sim",
+    "diff",
 ]
+
+# The notebook API (portkit/api), imported on first use.
+_API = ("check", "sim", "diff")
 
 
 def __getattr__(name: str) -> Any:
-    """``portkit.simt`` without importing it (and numba's checks) on ``import portkit``."""
-    if name == "simt":
-        import importlib
+    """``portkit.simt`` and the notebook API (``portkit.check``, ``sim``, ``diff``)
+    without importing them (and numba's checks) on ``import portkit``."""
+    import importlib
 
+    if name == "simt":
         return importlib.import_module("portkit.simt")
+    if name in _API:
+        return getattr(importlib.import_module("portkit.api"), name)
     raise AttributeError(f"module 'portkit' has no attribute {name!r}")
 
 

@@ -16,6 +16,7 @@ from portkit.cli.lint import lint
 from portkit.cli.list import list_ops
 from portkit.cli.port import port_command
 from portkit.cli.sim import sim
+from portkit.cli.watch import watch_command
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -33,6 +34,7 @@ def main() -> None:
       portkit list              what ops exist and what can run here
       portkit sim sigmoid       run the prototype in the CUDA simulator, on a CPU
       portkit sim sigmoid --block 1 --thread 5    ... and stop there in pdb
+      portkit watch sigmoid     re-run its checks on every save (--sim: simulator only)
       portkit check --all       equivalence + gradcheck on every backend this machine has
       portkit check vector_add --sanitize memcheck   ... under compute-sanitizer (GPU)
       portkit diff softmax      where prototype and twin part ways, down to the thread
@@ -47,6 +49,7 @@ def main() -> None:
 for _command in (list_ops, sim, check, compile_command, lint, diff_command, bench, export_command):
     main.add_command(_command)
 main.add_command(port_command)
+main.add_command(watch_command)
 
 
 if __name__ == "__main__":  # pragma: no cover

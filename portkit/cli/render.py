@@ -1,16 +1,16 @@
-"""Tables and progress for the terminal (rich), and the JSON listing."""
+"""Tables and progress for the terminal (rich), and the JSON listing. The check results' table
+is ``checking/table.py``'s (re-exported here), which the notebook API prints too."""
 
 from __future__ import annotations
 
 import time
-from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from portkit.results import CheckResult, Outcome
+from portkit.checking.table import print_results  # noqa: F401 (re-exported)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -169,89 +169,6 @@ class BlockProgress:
 
     def __exit__(self, *exc: object) -> None:
         self._close()
-
-
-def print_results(results: Sequence[CheckResult], console: Console, verbose: bool) -> bool:
-    """Print a summary table (or every row) and the failures; True if any check failed."""
-    from rich.table import Table
-    from rich.text import Text
-
-    table = Table(title="portkit check", title_justify="left")
-    for column in ("op", "implementation", "check"):
-        table.add_column(column)
-    if verbose:
-        table.add_column("case")
-        table.add_column("result")
-        table.add_column("time", justify="right")
-        table.add_column("note")
-        for r in results:
-            table.add_row(
-                r.op,
-                r.backend,
-                r.check,
-                r.case,
-                _status(r.status),
-                f"{r.seconds:.2f}s",
-                Text(_first_line(r.detail)),
-            )
-    else:
-        groups: dict[tuple[str, str, str], list[CheckResult]] = defaultdict(list)
-        for r in results:
-            groups[(r.op, r.backend, r.check)].append(r)
-        for column in ("passed", "failed", "skipped"):
-            table.add_column(column, justify="right")
-        table.add_column("time", justify="right")
-        table.add_column("note")
-        for (op, backend, check), rows in groups.items():
-            counts = {s: sum(r.status == s for r in rows) for s in Outcome}
-            note = next((r.detail for r in rows if r.status == Outcome.FAIL), "") or next(
-                (r.detail for r in rows if r.status == Outcome.SKIP), ""
-            )
-            table.add_row(
-                op,
-                backend,
-                check,
-                str(counts[Outcome.PASS]),
-                f"[red]{counts[Outcome.FAIL]}[/]" if counts[Outcome.FAIL] else "0",
-                str(counts[Outcome.SKIP]),
-                f"{sum(r.seconds for r in rows):.2f}s",
-                Text(_first_line(note)),
-            )
-    console.print(table)
-    # A declared tolerance is part of what passed: say which and why, once each.
-    declared = {
-        (r.op, r.backend, r.check, line): None
-        for r in results
-        if r.status == Outcome.PASS
-        for line in r.detail.splitlines()
-        if ", declared: " in line
-    }
-    for op, backend, check, line in declared:
-        console.print(f"{op} / {backend} / {check}: {line}", markup=False)
-    failures = [r for r in results if r.status == Outcome.FAIL]
-    for r in failures:
-        console.print(f"[red]FAIL[/] {r.op} / {r.backend} / {r.check} / {r.case}")
-        console.print(f"  {r.detail}", markup=False)
-    passed = sum(r.status == Outcome.PASS for r in results)
-    skipped = sum(r.status == Outcome.SKIP for r in results)
-    console.print(f"{passed} passed, {len(failures)} failed, {skipped} skipped")
-    return bool(failures)
-
-
-_MARKS = {
-    Outcome.PASS: "[green]pass[/]",
-    Outcome.FAIL: "[red]FAIL[/]",
-    Outcome.SKIP: "[dim]skip[/]",
-}
-
-
-def _status(status: Outcome) -> str:
-    return _MARKS[status]
-
-
-def _first_line(text: str, width: int = 90) -> str:
-    line = text.splitlines()[0] if text else ""
-    return line if len(line) <= width else line[: width - 1] + "…"
 
 
 def _widths(counts: dict[int, int]) -> str:

@@ -121,12 +121,21 @@ class Catalog:
                 self._helpers[module_name] = path
                 self._helper_stamps[path] = _digest(path)
 
-    def refresh(self) -> list[str]:
+    @property
+    def helper_files(self) -> list[Path]:
+        """The project modules the prototypes imported so far (what a watcher watches)."""
+        return sorted(set(self._helpers.values()))
+
+    def refresh(self, keep_ops_on_twin_edit: bool = False) -> list[str]:
         """Look at the folders and files again and forget every op whose prototype or twin
         changed, appeared or went away; when a project module a prototype imported changed
         (it may be shared), forget every op and that module. Returns the names forgotten,
-        sorted: they are imported again, as fresh modules, when next asked for."""
+        sorted: they are imported again, as fresh modules, when next asked for.
+        ``keep_ops_on_twin_edit``: an op whose twin alone was edited in place is kept (its
+        prototype is not imported again; backends read the twin afresh, by content)."""
         self.prototypes, self.twins = _scan(self.config)
+        if keep_ops_on_twin_edit:
+            self._restamp_edited_twins()
         changed = {p for p, d in self._helper_stamps.items() if _digest(p) != d}
         if changed:
             for module_name, path in list(self._helpers.items()):
@@ -148,6 +157,20 @@ class Catalog:
             del self._stamps[name]
             sys.modules.pop(f"{MODULE_PREFIX}.{name}", None)
         return sorted(stale)
+
+    def _restamp_edited_twins(self) -> None:
+        """Note the new content of twins edited in place whose op is otherwise unchanged."""
+        for name, files in self._stamps.items():
+            twin = self.twins.get(name)
+            if twin is None or twin not in files or set(files) != set(self._files_of(name)):
+                continue
+            others = [p for p in files if p != twin]
+            if all(_digest(p) == files[p] for p in others):
+                try:
+                    check_utf8(twin)  # else forgotten: loading it again says why
+                except OpDefinitionError:
+                    continue
+                files[twin] = _digest(twin)
 
     def get(self, name: str) -> Op:
         self._load(name)

@@ -62,7 +62,7 @@ class Session:
     def op(self, name: str) -> Op:
         return self.catalog.get(name)
 
-    def refresh(self) -> list[str]:
+    def refresh(self, keep_ops_on_twin_edit: bool = False) -> list[str]:
         """Forget the ops whose files changed since they were loaded (see
         ``Catalog.refresh``); the names forgotten."""
-        return self.catalog.refresh()
+        return self.catalog.refresh(keep_ops_on_twin_edit)

@@ -11,6 +11,7 @@ scalar, and a wrong argument is named before anything reaches the GPU.
 from __future__ import annotations
 
 import functools
+import hashlib
 import struct
 from collections.abc import Callable, Collection, Sequence
 from functools import cache
@@ -108,6 +109,8 @@ class _Plan:
 
 
 _Tensor: Any = None  # torch.Tensor, once torch is imported
+# (cubin digest, device) -> the CUlibrary loaded from it (``Twin.kernels``).
+_LIBRARIES: dict[tuple[str, int], Any] = {}
 _PLAIN_SCALARS = (int, float)  # what the production path packs without a second look
 
 
@@ -288,8 +291,14 @@ class Twin(Backend):
         arch = _current_device_arch()
         kernels, expressions = readable_twin(op, lambda path: nvrtc_syntax_check(path, arch))
         compiled = compile_twin(op.twin_path, expressions, self.config.cache_dir, arch)
-        library = load_library(compiled.cubin)
         device = torch.cuda.current_device()
+        # One CUlibrary per cubin content and device for the process: the harness asks for
+        # kernels once per case, and a resident process (portkit watch, a notebook) asks
+        # on every run; loading again each time would pile up modules on the GPU.
+        key = (hashlib.sha256(compiled.cubin).hexdigest(), device)
+        if key not in _LIBRARIES:
+            _LIBRARIES[key] = load_library(compiled.cubin)
+        library = _LIBRARIES[key]
         targets = {}
         for name, instantiations in twin_instantiations(op).items():
             kernel = kernels[name]

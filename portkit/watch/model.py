@@ -1,0 +1,184 @@
+"""What a re-run found, as data: per op a verdict, the rows or diffs behind it, and its
+problems (a mismatch or a fault, with kernel, block, thread and line where the message
+names them). ``portkit watch`` shows these; the notebook API's results expose them."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from portkit.results import CheckResult, Outcome
+
+if TYPE_CHECKING:
+    from portkit.diffing.model import CaseDiff
+    from portkit.errors import PortkitError
+
+_MISMATCH = re.compile(r"\d+ of \d+ elements differ")
+_KERNEL = re.compile(r"\bkernel (\w+)")
+_BLOCK = re.compile(r"\bblock \((\d+), (\d+), (\d+)\)")
+_THREAD = re.compile(r"\bthread \((\d+), (\d+), (\d+)\)")
+_WHERE = re.compile(r"([^\s,()\[\]]+\.(?:py|cu|cuh|h|hpp)):(\d+)")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """The first thing wrong in one case: ``kind`` is "mismatch" (values differ), "fault"
+    (a kernel or launcher raised: out of bounds, race...), "compile" or "error" (the op
+    does not load: a syntax error, with its line)."""
+
+    kind: str
+    op: str
+    case: str
+    backend: str
+    check: str
+    text: str  # the whole message
+    kernel: str | None = None
+    block: tuple[int, int, int] | None = None
+    thread: tuple[int, int, int] | None = None
+    where: str | None = None  # file:line
+
+    def line(self, width: int = 160) -> str:
+        """One line: where it happened, then the message's first line."""
+        places = [
+            f"kernel {self.kernel}" if self.kernel else "",
+            f"block {self.block}" if self.block else "",
+            f"thread {self.thread}" if self.thread else "",
+            _short(self.where) if self.where else "",
+        ]
+        head = " / ".join(p for p in (self.backend, self.check, self.case) if p)
+        first = self.text.splitlines()[0] if self.text else ""
+        if self.kernel:  # said among the places already
+            first = first.removeprefix(f"kernel {self.kernel}: ")
+        text = f"{head}: " + ", ".join(p for p in places if p) + (": " if any(places) else "")
+        text += first
+        return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _short(where: str) -> str:
+    """file:line with the file's name only (the message keeps the whole path)."""
+    path, _, line = where.rpartition(":")
+    return f"{path.rsplit('/', 1)[-1]}:{line}"
+
+
+def _triple(pattern: re.Pattern[str], text: str) -> tuple[int, int, int] | None:
+    found = pattern.search(text)
+    return tuple(int(v) for v in found.groups()) if found else None  # type: ignore[return-value]
+
+
+def problem_of(result: CheckResult) -> Problem:
+    """A failed row as a problem, with what its message says about where."""
+    text = result.detail
+    if result.check.startswith("compile"):
+        kind = "compile"
+    else:
+        kind = "mismatch" if _MISMATCH.search(text) else "fault"
+    kernel = _KERNEL.search(text)
+    where = _WHERE.search(text)
+    return Problem(
+        kind,
+        result.op,
+        result.case,
+        result.backend,
+        result.check,
+        text,
+        kernel[1] if kernel else None,
+        _triple(_BLOCK, text),
+        _triple(_THREAD, text),
+        f"{where[1]}:{where[2]}" if where else None,
+    )
+
+
+def diff_problems(op: str, diff: CaseDiff) -> list[Problem]:
+    """A diffed case's problems: the case that could not run, else each differing
+    tensor's first mismatch with the thread and line that wrote it."""
+    check = f"{diff.prototype} vs {diff.other}"
+    if diff.error:
+        return [Problem("fault", op, diff.case.name, diff.prototype, check, diff.error)]
+    found = []
+    for tensor in diff.tensors:
+        if not tensor.mismatches:
+            continue
+        first = tensor.first[0] if tensor.first else None
+        writer = first.writer if first else None
+        text = f"{tensor.name}: {tensor.mismatches} of {tensor.total} elements differ"
+        if first is not None:
+            text += f"; first at {list(first.index)}: {first.prototype:.7g} vs {first.other:.7g}"
+        found.append(
+            Problem(
+                "mismatch",
+                op,
+                diff.case.name,
+                diff.prototype,
+                check,
+                text,
+                writer.kernel if writer else None,
+                writer.block if writer else None,
+                writer.thread if writer else None,
+                f"{writer.file}:{writer.line}" if writer else None,
+            )
+        )
+    return found
+
+
+@dataclass
+class OpVerdict:
+    """One op in one re-run: its rows (check, sim) or case diffs (diff), or why it did not
+    load. ``done`` is False while its cases are still running."""
+
+    op: str
+    mode: str
+    results: list[CheckResult] = field(default_factory=list)
+    diffs: list[CaseDiff] = field(default_factory=list)
+    error: str = ""
+    exception: PortkitError | None = None  # the error, for the API to raise
+    seconds: float = 0.0
+    done: bool = False
+
+    @property
+    def problems(self) -> list[Problem]:
+        if self.error:
+            return [Problem("error", self.op, "", "", "load", self.error, where=_where(self.error))]
+        found = [problem_of(r) for r in self.results if r.status == Outcome.FAIL]
+        for diff in self.diffs:
+            found += diff_problems(self.op, diff)
+        return found
+
+    @property
+    def status(self) -> str:
+        """ "pass", "FAIL", "error" (did not load), "skip" (nothing ran) or "running"."""
+        if self.error:
+            return "error"
+        if self.problems:
+            return "FAIL"
+        if not self.done:
+            return "running"
+        ran = any(r.status == Outcome.PASS for r in self.results) or bool(self.diffs)
+        return "pass" if ran else "skip"
+
+    def failed_cases(self) -> set[str]:
+        return {p.case for p in self.problems}
+
+
+def _where(text: str) -> str | None:
+    """The line a load error names: Python's ``(x.py, line 3)`` or a ``file:line``."""
+    found = re.search(r"\(([^(),]+\.py), line (\d+)\)", text) or _WHERE.search(text)
+    return f"{found[1]}:{found[2]}" if found else None
+
+
+@dataclass
+class Rerun:
+    """One run of the watch: which ops' modules were imported again and which twins
+    compiled (the rebuild log), the verdicts of the ops the change touched, and times
+    from the run's start (the first verdict: the first case of the first op)."""
+
+    number: int
+    reimported: list[str] = field(default_factory=list)
+    recompiled: list[str] = field(default_factory=list)
+    verdicts: dict[str, OpVerdict] = field(default_factory=dict)
+    seconds: float = 0.0
+    first_verdict: float | None = None
+
+    @property
+    def failed(self) -> bool:
+        return any(v.status in ("FAIL", "error") for v in self.verdicts.values())
