@@ -302,7 +302,7 @@ class AddRMSNorm:
         in_shared = cols // width <= per_row * BWD_PACKS and shared <= SHARED_MAX
         if rows:
             k.add_rmsnorm_bwd[grid, (per_row, per_block), shared if in_shared else 0](
-                x, residual, w, dy, dh, rstd, dx, dres, part, rows, cols, in_shared
+                x, residual, w, dy, dh, rstd, dx, dres, part, rows, cols, int(in_shared)
             )
         k.add_rmsnorm_bwd_w[portkit.cdiv(cols, W_COLS), (W_COLS, W_ROWS)](part, dw, parts, cols)
         return dx, dres, dw

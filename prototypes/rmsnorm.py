@@ -112,7 +112,26 @@ BENCH = [
 ]
 
 
-@portkit.op(reference=reference, cases=_cases(), dtypes=DTYPES, same_shape=False, bench=BENCH)
+@portkit.op(
+    reference=reference,
+    cases=_cases(),
+    dtypes=DTYPES,
+    same_shape=False,
+    bench=BENCH,
+    tolerances=[
+        portkit.Tolerance(
+            rtol=0.016,
+            atol=5e-4,
+            grad=True,
+            output="w",
+            case="bfloat16-16384x4096",
+            reason="the weight gradient adds up 16384 rows in float32 (terms whose magnitudes "
+            "add up to about 1e4) before its one bfloat16 rounding; a column that nearly "
+            "cancels is a few bfloat16 ULPs off relative to itself when the two orders round "
+            "to neighbours (H100, 2026-11-24: 1 of 4096 columns, 1.8e-4 absolute)",
+        )
+    ],
+)
 class RMSNorm:
     def check_inputs(x, w):
         if x.dim() != 2 or w.shape != (x.shape[1],):

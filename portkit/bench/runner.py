@@ -26,6 +26,7 @@ from portkit.bench.tasks import (
     build_tasks,
     make_leaves,
     native_results,
+    tolerances_of,
     verify,
 )
 from portkit.bench.timing import EVENTS, MAX_COVER_US, SPIN, Clock, cover_for
@@ -102,7 +103,8 @@ class Bench:
             flops = declared(definition.ideal_flops, direction, tuple(inputs), op.name)
             self.advance(f"{op.name} {case.name} {direction}")
             mine = native[direction] if native else None
-            timings = self._time(tasks, expected, case.dtype, direction, mine)
+            tolerances = tolerances_of(op, case, direction, expected)
+            timings = self._time(tasks, expected, tolerances, direction, mine)
             row = functools.partial(
                 Measurement,
                 op.name,
@@ -141,7 +143,7 @@ class Bench:
         return measurements
 
     # -- the timing -----------------------------------------------------------------------
-    def _time(self, tasks: list[Task], expected, dtype: str, what: str, native=None):
+    def _time(self, tasks: list[Task], expected, tolerances, what: str, native=None):
         """{implementation: (GPU microseconds per timed call, host microseconds)}.
         ``native``: what torch's own row must give, where it differs from ``expected``."""
         timings: dict[str, tuple[list[float], list[float]]] = {
@@ -151,7 +153,7 @@ class Bench:
         for task in tasks:
             for call in range(self.warmup):
                 if task.live:
-                    host = self._warm(task, _wanted(task, expected, native), dtype, what)
+                    host = self._warm(task, _wanted(task, expected, native), tolerances, what)
                     # A first call compiles: not a launch (torch.compile's takes seconds).
                     if call or (self.warmup == 1 and task.role != COMPILED):
                         warm_host.append(host)
@@ -165,7 +167,7 @@ class Bench:
                 want = _wanted(task, expected, native)
                 samples, hosts = timings[task.implementation]
                 timing = task.timing
-                sample = self._sample(task, want, dtype, what, rep)
+                sample = self._sample(task, want, tolerances, what, rep)
                 if task.timing != timing:  # one method for all of a task's samples
                     samples.clear()
                     hosts.clear()
@@ -174,12 +176,12 @@ class Bench:
                     hosts.append(sample[1])
         return timings
 
-    def _sample(self, task: Task, expected, dtype: str, what: str, rep: int):
+    def _sample(self, task: Task, expected, tolerances, what: str, rep: int):
         """One accepted (GPU us, host us) for ``task``, or None if its call failed."""
         if task.timing == SPIN:
             cover = self.clock.cover_us
             for _attempt in range(MAX_ATTEMPTS):
-                sample = self._timed(task, expected, dtype, what, rep)
+                sample = self._timed(task, expected, tolerances, what, rep)
                 if sample is None or self.clock.covers(sample[1]):
                     return sample
                 # The host took longer than the GPU's spin: the GPU may have idled
@@ -189,9 +191,9 @@ class Bench:
             # and leave the other implementations the spin they had.
             self.clock.cover_us = cover
             task.timing = EVENTS
-        return self._timed(task, expected, dtype, what, rep)
+        return self._timed(task, expected, tolerances, what, rep)
 
-    def _timed(self, task: Task, expected, dtype: str, what: str, rep: int):
+    def _timed(self, task: Task, expected, tolerances, what: str, rep: int):
         """(GPU microseconds, host microseconds) of one checked call, or None on failure."""
         self.clock.prepare(spin=task.timing == SPIN)
         if task.span is not None:
@@ -215,13 +217,13 @@ class Bench:
         else:
             end = self.clock.mark()
         elapsed = self.clock.elapsed_us(start, end)
-        problem = verify(result, expected, dtype, f"{what} output")
+        problem = verify(result, expected, tolerances, f"{what} output")
         if problem:
             task.fail(Status.WRONG, f"timed call {rep + 1}: {problem}")
             return None
         return elapsed, host
 
-    def _warm(self, task: Task, expected, dtype: str, what: str) -> float:
+    def _warm(self, task: Task, expected, tolerances, what: str) -> float:
         """An untimed call, checked too; returns its host microseconds."""
         began = time.perf_counter()
         try:
@@ -230,7 +232,7 @@ class Bench:
             task.raised(exc)
             return 0.0
         host = (time.perf_counter() - began) * 1e6
-        problem = verify(result, expected, dtype, f"{what} output")
+        problem = verify(result, expected, tolerances, f"{what} output")
         if problem:
             task.fail(Status.WRONG, f"warm-up call: {problem}")
         return host

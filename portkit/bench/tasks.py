@@ -17,11 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from portkit.bench.model import COMPILED, Status
 from portkit.bench.timing import SPIN, Clock, LaunchSpan
-from portkit.checking.compare import REFERENCE_TOLERANCE, compare
+from portkit.checking.compare import Tolerance, compare
+from portkit.checking.op_contract import tolerance
 from portkit.errors import describe
 from portkit.launch.autograd import as_tuple
 
 if TYPE_CHECKING:
+    from portkit.project.cases import Case
     from portkit.project.discovery import Op
 
 COMPILE = "torch.compile"  # the implementation's name in tables, JSON and --impl
@@ -81,11 +83,14 @@ class CompiledReference:
         return self._compiled[op.name]
 
 
-def verify(actual: Sequence[Any], expected: Sequence[Any], dtype: str, what: str) -> str | None:
-    """None if every output matches the reference within its tolerance; else why not."""
+def verify(
+    actual: Sequence[Any], expected: Sequence[Any], tolerances: Sequence[Tolerance], what: str
+) -> str | None:
+    """None if every output matches the reference within its tolerance (``tolerances``,
+    one per output: the op's declared ones, else the dtype table's, as `portkit check`
+    compares); else why not."""
     import torch
 
-    tolerance = REFERENCE_TOLERANCE[dtype]
     if len(actual) != len(expected):
         return f"{what}: {len(actual)} outputs, the reference has {len(expected)}"
     for i, (a, e) in enumerate(zip(actual, expected)):
@@ -94,11 +99,22 @@ def verify(actual: Sequence[Any], expected: Sequence[Any], dtype: str, what: str
         if a is None or tuple(a.shape) != tuple(e.shape) or a.dtype != e.dtype:
             got = "nothing" if a is None else f"{tuple(a.shape)} {a.dtype}"
             return f"{what} {i}: got {got}, the reference has {tuple(e.shape)} {e.dtype}"
+        tolerance = tolerances[i]
         close = torch.isclose(a, e, rtol=tolerance.rtol, atol=tolerance.atol, equal_nan=True)
         if not bool(close.all()):
             mismatch = compare(f"{what} {i}", a, e, tolerance)
             return mismatch.report() if mismatch else f"{what} {i} differs"
     return None
+
+
+def tolerances_of(op: Op, case: Case, direction: str, expected: Sequence[Any]) -> list:
+    """One tolerance per expected output of ``direction``: what `portkit check` allows
+    an implementation against the reference (declared, else by dtype)."""
+    grad = direction == "backward"
+    return [
+        None if e is None else tolerance(op, case, grad, i, "reference", e.dtype)
+        for i, e in enumerate(expected)
+    ]
 
 
 @dataclass

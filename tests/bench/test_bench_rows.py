@@ -201,3 +201,24 @@ def test_a_compiled_reference_is_timed_and_checked(make_project, load_op, source
     )
     m = wrong[("forward", "torch.compile")]
     assert m.status is Status.WRONG and not m.failed, m
+
+
+def test_a_timed_call_is_verified_with_the_ops_declared_tolerance() -> None:
+    """Bench allows what `portkit check` allows: add_rmsnorm declares a wider tolerance
+    for its weight gradient at 16384x4096 (16384 rows summed), so an error the dtype
+    table would refuse there passes, and the same error in another case does not."""
+    import torch
+
+    from portkit.bench.tasks import tolerances_of, verify
+    from portkit.project.session import Session
+
+    op = Session.from_environment().op("add_rmsnorm")
+    big = next(c for c in op.definition.bench if c.name == "float32-16384x4096")
+    small = next(c for c in op.definition.cases if c.dtype == "float32")
+    expected = [torch.zeros(4), torch.zeros(4), torch.ones(8)]
+    actual = [torch.zeros(4), torch.zeros(4), torch.ones(8) + 3e-4]
+    declared = tolerances_of(op, big, "backward", expected)
+    assert verify(actual, expected, declared, "backward output") is None
+    table = tolerances_of(op, small, "backward", expected)
+    problem = verify(actual, expected, table, "backward output")
+    assert problem is not None and "backward output 2" in problem

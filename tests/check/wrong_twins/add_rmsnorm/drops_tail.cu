@@ -318,7 +318,7 @@ __global__ void __launch_bounds__(BWD_THREADS) add_rmsnorm_bwd(const T* __restri
                                 const T* __restrict__ w, const T* __restrict__ dy,
                                 const T* __restrict__ dh, const float* __restrict__ rstd,
                                 T* __restrict__ dx, T* __restrict__ dres, double* __restrict__ part,
-                                long long rows, long long cols, bool in_shared) {
+                                long long rows, long long cols, long long in_shared) {
     __shared__ float sums[MAX_WARPS];
     extern __shared__ double dynamic[];  // in_shared: BWD_PACKS x W doubles per thread
     double* pr = part + ((long long)blockIdx.x * blockDim.y + threadIdx.y) * cols;
