@@ -220,9 +220,11 @@ def _kernel_task(op: Op, backend: Any, direction: str, clock: Clock, args: Argum
         task.raised(exc)
         return task, None
     grad_outputs, leaves = args.grad_outputs, args.leaves
+    backward_of = definition.backward
+    assert backward_of is not None  # a backward task is built only for an op with one
 
     def backward():
-        grads = as_tuple(definition.backward(kernels, saved, *grad_outputs))
+        grads = as_tuple(backward_of(kernels, saved, *grad_outputs))
         return _of_differentiable(grads, leaves)
 
     return Task(backend.name, backend.role, backward, span), saved

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 
 def op_listing(catalog: Catalog, backends: Sequence[Backend]) -> list[dict]:
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name in catalog.names:
         if name in catalog.broken:
             rows.append({"op": name, "error": catalog.broken[name]})

@@ -66,7 +66,7 @@ def _allowed(path: str, line: int, kind: str) -> bool:
 
     def allows(text: str) -> bool:
         match = _PRAGMA.search(text)
-        return bool(match) and f"allow-{kind}" in match.group(1).split()
+        return match is not None and f"allow-{kind}" in match.group(1).split()
 
     above = linecache.getline(path, line - 1).strip()
     return allows(linecache.getline(path, line)) or (above.startswith("#") and allows(above))

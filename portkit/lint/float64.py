@@ -185,7 +185,7 @@ def _explain_float64(
     fallback = None
     for stmt in defs.get(var.name, ()):
         value = stmt.value
-        found = None
+        found: tuple[str, str | None] | None = None
         if is_ir(value, "Const") and isinstance(value.value, float):
             literal = _literal(value.value)
             found = (

@@ -88,7 +88,7 @@ def prototype_usage(dispatcher, signature: tuple, cc: tuple[int, int] = (9, 0)) 
             f"{label} does not compile for {arch}: {type(exc).__name__}: {detail}"
         ) from None
 
-    link_options = {
+    link_options: dict[str, Any] = {
         "arch": arch,
         "max_register_count": options.get("max_registers") or None,
         "lineinfo": compile_options["lineinfo"] or None,
@@ -96,9 +96,11 @@ def prototype_usage(dispatcher, signature: tuple, cc: tuple[int, int] = (9, 0)) 
     if lto:
         ltoir = bytes(code)
         shims = _half_precision_shims(signature, arch)
-        _, ptx = _nvjitlink(
+        _, linked = _nvjitlink(
             ltoir, "ltoir", label, shims, ptx=True, link_time_optimization=True, **link_options
         )
+        assert linked is not None  # asked for with ptx=True
+        ptx = linked
         log, _ = _nvjitlink(
             ltoir, "ltoir", label, shims, verbose=True, link_time_optimization=True, **link_options
         )

@@ -72,9 +72,11 @@ def grid_items(ex: Translator, dims: int, size: bool) -> list[CExpr]:
 
 def call(ex: Translator, name: str, node: ast.Call) -> CExpr | TupleExpr:
     if name in ("cuda.grid", "cuda.gridsize"):
-        if len(node.args) != 1 or not isinstance(node.args[0], ast.Constant):
+        first = node.args[0] if len(node.args) == 1 else None
+        count = first.value if isinstance(first, ast.Constant) else None
+        if not isinstance(count, int):
             raise Untranslated(f"{name} without a constant dimension count", node)
-        items = grid_items(ex, int(node.args[0].value), name == "cuda.gridsize")
+        items = grid_items(ex, count, name == "cuda.gridsize")
         return items[0] if len(items) == 1 else TupleExpr(tuple(items))
     args = [ex(a) for a in node.args] if name not in _ATOMIC_PREFIXES else []
     kwargs = {k.arg: ex(k.value) for k in node.keywords} if name not in _ATOMIC_PREFIXES else {}
@@ -137,7 +139,8 @@ def device_call(ex: Translator, callee: FunctionTypes, node: ast.Call) -> CExpr 
 
     if node.keywords:
         raise Untranslated(f"keyword arguments to {callee.name}", node)
-    texts, arg_types = [], []
+    texts: list[CExpr | None] = []  # None: an array passed by name
+    arg_types = []
     for arg in node.args:
         if isinstance(arg, ast.Name) and arg.id in ex.ctx.arrays:
             info = ex.ctx.arrays[arg.id]
@@ -146,9 +149,9 @@ def device_call(ex: Translator, callee: FunctionTypes, node: ast.Call) -> CExpr 
             texts.append(None)
             arg_types.append(tuple(ex.ctx.types.variables[arg.id]))
             continue
-        e = ex(arg)
-        texts.append(e)
-        arg_types.append(e.ntype)
+        translated = ex(arg)
+        texts.append(translated)
+        arg_types.append(translated.ntype)
     by_args = {tuple(unliteral(t) if not is_array(t) else t for t in s.args): i
                for i, s in enumerate(callee.specs)}  # fmt: skip
     chosen = []

@@ -129,7 +129,7 @@ def _with_breakpoint(fn: types.FunctionType, breakpoint: Breakpoint) -> types.Fu
     target = (breakpoint.block, breakpoint.thread)
 
     def kernel_with_breakpoint(*args):
-        me = current_thread()
+        me: Any = current_thread()  # numba's simulated CUDA thread: blockIdx, threadIdx
         here = (tuple(me.blockIdx), tuple(me.threadIdx))
         with lock:
             stop = here == target and not state["hit"]

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from portkit import cache_files
 from portkit.errors import DtypeError, TwinCompileError
@@ -106,7 +107,7 @@ def compile_twin(
     return CompiledTwin(path, arch, cubin, symbols, cubin_file, False)
 
 
-def _nvrtc(path: Path, expressions: Sequence[str], arch: str) -> object:
+def _nvrtc(path: Path, expressions: Sequence[str], arch: str) -> Any:
     """NVRTC's cubin (cuda.core's ObjectCode) or its error: a template that fails for some
     of the op's types only is a DtypeError, anything else its log as a TwinCompileError."""
     from cuda.core import Program, ProgramOptions
