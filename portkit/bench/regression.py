@@ -17,8 +17,12 @@ whatever the times.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from portkit.bench.model import Measurement, Report
+
+if TYPE_CHECKING:
+    from portkit.bench.stats import Summary
 
 DEFAULT_THRESHOLD = 0.10
 
@@ -65,7 +69,7 @@ def judge(baseline: Measurement | None, current: Measurement | None, threshold: 
     return Verdict(key, SAME, ratio)
 
 
-def _spread(old, new) -> str:
+def _spread(old: Summary, new: Summary) -> str:
     return (
         f"median {old.median:.1f} -> {new.median:.1f} us; "
         f"IQR [{old.q1:.1f}, {old.q3:.1f}] -> [{new.q1:.1f}, {new.q3:.1f}] us"

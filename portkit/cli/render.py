@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from rich.table import Table
 
     from portkit.backends import Backend
+    from portkit.lint.findings import LintReport
     from portkit.project.discovery import Catalog
 
 
@@ -175,7 +176,7 @@ def _widths(counts: dict[int, int]) -> str:
     return " ".join(f"{count}x{width}B" for width, count in sorted(counts.items())) or "-"
 
 
-def print_lint(report, console: Console, warnings_fail: bool, why: str = "") -> None:
+def print_lint(report: LintReport, console: Console, warnings_fail: bool, why: str = "") -> None:
     """The findings, then prototype and twin resources side by side. ``warnings_fail``
     (``why``: "--strict" or the project's setting) shows warnings as errors."""
     from rich.table import Table

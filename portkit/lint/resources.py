@@ -40,7 +40,9 @@ from portkit.lint.ptx import (
 )
 
 
-def prototype_usage(dispatcher, signature: tuple, cc: tuple[int, int] = (9, 0)) -> ResourceUsage:
+def prototype_usage(
+    dispatcher: Any, signature: tuple[Any, ...], cc: tuple[int, int] = (9, 0)
+) -> ResourceUsage:
     """The resources of numba kernel ``dispatcher`` compiled for ``signature`` (a tuple
     of numba types, as ``portkit.launch.trace.record_launches`` records them) and ``cc``.
 
@@ -121,7 +123,7 @@ def prototype_usage(dispatcher, signature: tuple, cc: tuple[int, int] = (9, 0)) 
     return kernel_usage(module, entry, props[entry], extra_shared)
 
 
-def twin_usage(twin_path, expression: str, arch: str = "sm_90") -> ResourceUsage:
+def twin_usage(twin_path: str | Path, expression: str, arch: str = "sm_90") -> ResourceUsage:
     """The resources of the twin kernel ``expression`` of ``twin_path`` (an NVRTC name
     expression: ``"sigmoid_fwd<float>"``, or ``"plain_kernel"`` for an ``extern "C"`` or
     non-template kernel), compiled for ``arch``.

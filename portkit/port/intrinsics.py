@@ -4,6 +4,7 @@ shuffles and votes, atomics, and calls of the op's device functions."""
 from __future__ import annotations
 
 import ast
+from typing import Any
 
 from portkit.port.context import ADD, ATOM, CExpr, Translator, TupleExpr, Untranslated
 from portkit.port.ctype import c_name, is_array, is_float, unliteral
@@ -39,7 +40,7 @@ _ATOMICS = {
 }  # fmt: skip
 
 
-def _t(name: str):
+def _t(name: str) -> Any:
     from numba.core import types
 
     return getattr(types, name)
@@ -139,14 +140,14 @@ def device_call(ex: Translator, callee: FunctionTypes, node: ast.Call) -> CExpr 
 
     if node.keywords:
         raise Untranslated(f"keyword arguments to {callee.name}", node)
-    texts: list[CExpr | None] = []  # None: an array passed by name
+    texts: list[CExpr | str] = []  # str: an array, passed by its name
     arg_types = []
     for arg in node.args:
         if isinstance(arg, ast.Name) and arg.id in ex.ctx.arrays:
             info = ex.ctx.arrays[arg.id]
             if info.ndim != 1:
                 raise Untranslated(f"{info.ndim}-D array {arg.id} passed to {callee.name}", node)
-            texts.append(None)
+            texts.append(arg.id)
             arg_types.append(tuple(ex.ctx.types.variables[arg.id]))
             continue
         translated = ex(arg)
@@ -161,9 +162,9 @@ def device_call(ex: Translator, callee: FunctionTypes, node: ast.Call) -> CExpr 
             raise Untranslated(f"call of {callee.name} with types numba did not type", node)
         chosen.append(by_args[key])
     values = []
-    for k, (arg, e) in enumerate(zip(node.args, texts)):
-        if e is None:
-            values.append(arg.id)
+    for k, e in enumerate(texts):
+        if isinstance(e, str):
+            values.append(e)
             continue
         wanted = tuple(unliteral(callee.specs[j].args[k]) for j in chosen)
         values.append(ex.cast(e, wanted).text if e.ctype != wanted else e.text)

@@ -173,7 +173,7 @@ def _text(symbol: str | bytes) -> str:
     return symbol.decode() if isinstance(symbol, bytes) else symbol
 
 
-def program_ptx(handle) -> bytes:
+def program_ptx(handle: Any) -> bytes:
     """The PTX an NVRTC program (``Program.handle``) kept after compiling to a cubin,
     NUL-terminated as the driver wants a PTX image. Read through cuda.bindings: cuda.core's
     ``compile("ptx")`` would ask for a driver, and this runs on machines without one."""

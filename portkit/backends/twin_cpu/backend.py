@@ -38,6 +38,9 @@ from portkit.launch.kernel_set import KernelSet, LaunchConfig, LaunchTarget
 if TYPE_CHECKING:
     import torch
 
+    from portkit.project.config import ProjectConfig
+    from portkit.project.discovery import Op
+
 ERROR_BYTES = 8192
 STRICT = 2
 # One launch at a time per process: the fiber runtime keeps its state in globals.
@@ -171,7 +174,7 @@ class TwinCPU(Backend):
         "AddressSanitizer, UBSan and a reversed thread order"
     )
 
-    def __init__(self, config) -> None:
+    def __init__(self, config: ProjectConfig) -> None:
         super().__init__(config)
         self._worker: CheckWorker | None = None
 
@@ -182,12 +185,13 @@ class TwinCPU(Backend):
             return "torch is not installed"
         return compiler_unavailable_reason()
 
-    def unsupported_reason(self, op) -> str | None:
+    def unsupported_reason(self, op: Op) -> str | None:
         return missing_twin_reason(op, self.config)
 
-    def kernels(self, op, *, poison_outputs: bool = False) -> KernelSet:
+    def kernels(self, op: Op, *, poison_outputs: bool = False) -> KernelSet:
         kernels, expressions = readable_twin(op, cpu_syntax_check)
         mode = "check" if poison_outputs else "plain"
+        assert op.twin_path is not None  # readable_twin checked it
         library = compile_twin_cpu(op.twin_path, expressions, self.config.cache_dir, mode)
         targets: dict[str, Any]
         if poison_outputs:
