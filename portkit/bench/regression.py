@@ -49,6 +49,7 @@ class Verdict:
 
 def judge(baseline: Measurement | None, current: Measurement | None, threshold: float) -> Verdict:
     """One pair's verdict (see the module's docstring)."""
+    # mypy: both could be None; a verdict is only asked for a pair with one side at least
     key = (current or baseline).key  # type: ignore[union-attr]
     if current is None:
         return Verdict(key, MISSING, None, "in the baseline, not in this run")

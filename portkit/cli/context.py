@@ -110,7 +110,8 @@ def parse_coords(text: str | None, what: str) -> tuple[int, int, int] | None:
         ) from None
     if not 1 <= len(values) <= 3 or min(values) < 0:
         raise click.BadParameter(f"{what} is 1 to 3 non-negative integers, got {text!r}")
-    return tuple(values + [0] * (3 - len(values)))  # type: ignore[return-value]
+    x, y, z = (*values, 0, 0)[:3]
+    return x, y, z
 
 
 def parse_shape(text: str) -> tuple[int, ...]:

@@ -77,6 +77,7 @@ def shipped_file(package: str, filename: str) -> Path:
     import importlib
 
     module = importlib.import_module(package)
+    # mypy: __file__ may be None (a namespace package); portkit's packages have a file
     return Path(module.__file__).parent / filename  # type: ignore[arg-type]
 
 

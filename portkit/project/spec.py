@@ -282,6 +282,7 @@ def op(
 
 def _as_items(value: object, single: type | tuple[type, ...]) -> tuple:
     """One item or a sequence of them, as a tuple."""
+    # mypy: object is not iterable; anything but one item is a sequence of them here
     return (value,) if isinstance(value, single) else tuple(value)  # type: ignore[arg-type]
 
 
