@@ -45,3 +45,18 @@ def test_the_configuration_refuses_an_unannotated_function(
     assert run.returncode == 1, run.stdout + run.stderr
     assert "planted.py:1: error: Function is missing a type annotation" in run.stdout
     assert "planted.py:5: error: Incompatible types in assignment" in run.stdout
+
+
+def test_the_python_310_branch_has_its_dependency() -> None:
+    # mypy checks portkit as Python 3.10 (requires-python), where project/config.py
+    # imports tomli: the package must depend on it there, not get it through pytest.
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:
+        import tomli as tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert project["requires-python"] == ">=3.10"
+    assert "import tomli as tomllib" in (REPO / "portkit/project/config.py").read_text()
+    tomli = [d for d in project["dependencies"] if d.split(">")[0].strip() == "tomli"]
+    assert len(tomli) == 1 and "python_version < '3.11'" in tomli[0], tomli

@@ -135,7 +135,6 @@ class Machine:
                 f"({', '.join(function.parameters)}), launched with {len(args)}"
             )
         bp = self.breakpoint
-        # the breakpoint, if it stops in this launch (the kernel's first)
         stop = bp if bp is not None and bp.kernel == name and name not in self._launched else None
         here = lambda file, line: self.place(self.thread_index, file, line)  # noqa: E731
         spinning = lambda frame: where_spinning(frame, self._lockstep, here)  # noqa: E731
