@@ -148,7 +148,7 @@ class Bench:
         self,
         tasks: list[Task],
         expected: Any,
-        tolerances: list[Tolerance],
+        tolerances: list[Tolerance | None],
         what: str,
         native: Any = None,
     ) -> dict[str, tuple[list[float], list[float]]]:
@@ -185,7 +185,7 @@ class Bench:
         return timings
 
     def _sample(
-        self, task: Task, expected: Any, tolerances: list[Tolerance], what: str, rep: int
+        self, task: Task, expected: Any, tolerances: list[Tolerance | None], what: str, rep: int
     ) -> tuple[float, float] | None:
         """One accepted (GPU us, host us) for ``task``, or None if its call failed."""
         if task.timing == SPIN:
@@ -204,7 +204,7 @@ class Bench:
         return self._timed(task, expected, tolerances, what, rep)
 
     def _timed(
-        self, task: Task, expected: Any, tolerances: list[Tolerance], what: str, rep: int
+        self, task: Task, expected: Any, tolerances: list[Tolerance | None], what: str, rep: int
     ) -> tuple[float, float] | None:
         """(GPU microseconds, host microseconds) of one checked call, or None on failure."""
         self.clock.prepare(spin=task.timing == SPIN)
@@ -235,7 +235,9 @@ class Bench:
             return None
         return elapsed, host
 
-    def _warm(self, task: Task, expected: Any, tolerances: list[Tolerance], what: str) -> float:
+    def _warm(
+        self, task: Task, expected: Any, tolerances: list[Tolerance | None], what: str
+    ) -> float:
         """An untimed call, checked too; returns its host microseconds."""
         began = time.perf_counter()
         try:
