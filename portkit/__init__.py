@@ -5,6 +5,7 @@ Importing portkit is cheap: torch, numba and cuda.core load only when an op runs
 """
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from portkit.errors import InputError, KernelError, LaunchError, PortkitError, TwinCompileError
@@ -52,7 +53,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'portkit' has no attribute {name!r}")
 
 
-def load(name: str, implementation: str = "twin", session: Any = None):
+def load(name: str, implementation: str = "twin", session: Any = None) -> Callable[..., Any]:
     """The op ``name`` of the current project as a differentiable function:
     ``portkit.load("sigmoid", "twin")(x)``. It is also registered as the PyTorch op
     ``torch.ops.<namespace>.<name>_<implementation>`` (namespace from ``[tool.portkit]``,

@@ -133,7 +133,8 @@ def _dims(value: Any, what: str, kernel: str) -> tuple[int, int, int]:
     items = tuple(value) if isinstance(value, (tuple, list)) else (value,)
     if not 1 <= len(items) <= 3 or not all(_is_int(i) for i in items):
         raise LaunchError(f"kernel {kernel}: {what} must be an int or 1-3 ints, got {value!r}")
-    return tuple(int(i) for i in items) + (1,) * (3 - len(items))  # type: ignore[return-value]
+    x, y, z = (*(int(i) for i in items), 1, 1)[:3]
+    return x, y, z
 
 
 def _within_limits(kernel: str, what: str, dims: tuple[int, ...], limits: tuple[int, ...]) -> None:

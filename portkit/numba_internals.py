@@ -219,7 +219,7 @@ def linked_files_left_out(data: Any) -> Iterator[None]:
     0.30.4."""
     from numba.cuda.memory_management.nrt import NRT_LIBRARY
 
-    library = getattr(data, "_codelibrary", None)
+    library: Any = getattr(data, "_codelibrary", None)
     linked = getattr(library, "_linking_files", None)
     if linked and getattr(library, "_cubin_cache", None):
         library._linking_files = {f for f in linked if f == NRT_LIBRARY}

@@ -6,10 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from portkit.api.reports import CheckReport, DiffReport
 from portkit.api.sessions import engine_for, project_session
 from portkit.project.session import Session
+
+if TYPE_CHECKING:
+    from portkit.watch.engine import Engine
+    from portkit.watch.model import OpVerdict
 
 
 def _names(value: str | Sequence[str] | None) -> list[str]:
@@ -19,7 +24,15 @@ def _names(value: str | Sequence[str] | None) -> list[str]:
     return [n.strip() for item in items for n in item.split(",") if n.strip()]
 
 
-def _run(op: str, mode: str, backends, cases, quick: bool, project, session):
+def _run(
+    op: str,
+    mode: str,
+    backends: str | Sequence[str] | None,
+    cases: str | Sequence[str] | None,
+    quick: bool,
+    project: str | Path | None,
+    session: Session | None,
+) -> tuple[Engine, OpVerdict]:
     session = session or project_session(Path(project) if project is not None else None)
     engine = engine_for(session, op, mode, _names(backends), _names(cases), quick)
     verdict = engine.run(every_op=True).verdicts[op]

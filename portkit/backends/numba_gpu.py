@@ -11,12 +11,15 @@ import sys
 import warnings
 from collections.abc import Sequence
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import portkit.backends.prototype_cache as prototype_cache
 from portkit.backends.base import Backend, cuda_unavailable_reason
 from portkit.launch.kernel_set import KernelSet, LaunchConfig, LaunchTarget
 from portkit.project.dtypes import BITS_VIEW, dtype_name, prototype_view
+
+if TYPE_CHECKING:
+    from portkit.project.discovery import Op
 
 
 def device_array(tensor: Any) -> Any:
@@ -40,7 +43,7 @@ def _bfloat16_argument_class() -> type:
     class BFloat16Argument(ArgHint):
         """numba's hook for an argument with its own type and device memory."""
 
-        def to_device(self, retr, stream=0):
+        def to_device(self, retr: list[Any], stream: Any = 0) -> Any:
             # Already on the device: no copy. numba's launch reads the pointer, layout
             # and strides from a strided memory view (a DeviceNDArray has no .ptr).
             from portkit.numba_internals import strided_memory_view
@@ -50,7 +53,7 @@ def _bfloat16_argument_class() -> type:
             return view
 
         @property
-        def _numba_type_(self):
+        def _numba_type_(self) -> Any:
             return types.Array(bf16.bfloat16, self.value.ndim, "C")
 
     return BFloat16Argument
@@ -133,7 +136,7 @@ class NumbaGPU(Backend):
         super().__init__(*args, **kwargs)
         self._told_no_lineinfo: set[str] = set()  # ops already said to run without it
 
-    def unsupported_reason(self, op) -> str | None:
+    def unsupported_reason(self, op: Op) -> str | None:
         """numba-cuda-mlir kernels need that package to see the GPU too, and run without
         bfloat16 (portkit passes bfloat16 as numba-cuda's own type)."""
         from portkit.simt.mlir_names import mlir_kernel_names
@@ -148,7 +151,7 @@ class NumbaGPU(Backend):
             return f"numba_cuda_mlir cannot be imported: {exc}"
         return None if mlir_cuda.is_available() else "numba-cuda-mlir sees no GPU"
 
-    def kernels(self, op, *, poison_outputs: bool = False) -> KernelSet:
+    def kernels(self, op: Op, *, poison_outputs: bool = False) -> KernelSet:
         use_cache = self.use_cache and self.config.settings.prototype_cache
         lineinfo = self.lineinfo and lineinfo_links(op.definition.dtypes)
         if self.lineinfo and not lineinfo and op.name not in self._told_no_lineinfo:
@@ -170,7 +173,7 @@ class NumbaGPU(Backend):
         targets = {name: NumbaKernel(d) for name, d in op.kernels.items()}
         return KernelSet(op.name, self.name, self.device, targets, poison_outputs)
 
-    def cache_report(self, ops) -> list[str]:
+    def cache_report(self, ops: Sequence[Op]) -> list[str]:
         """One line per kernel: loaded from the disk cache, compiled, or not run."""
         lines = []
         for op in ops:

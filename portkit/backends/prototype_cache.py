@@ -30,7 +30,7 @@ import sys
 import types
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from portkit import cache_files, numba_internals
 
@@ -67,7 +67,7 @@ def _is_device_function(value: Any) -> bool:
     return hasattr(value, "py_func") and isinstance(options, dict) and bool(options.get("device"))
 
 
-def _is_project_file(path: str | None, root: Path) -> bool:
+def _is_project_file(path: str | None, root: Path) -> TypeGuard[str]:
     if not path:
         return False
     try:
@@ -139,7 +139,8 @@ def _cache_classes(directory: Path) -> type:
     entry is a miss (numba would raise from pickle): the index is reset and the kernel
     compiled and saved again."""
 
-    class PortkitCache(numba_internals.directory_cache_class(directory)):
+    # mypy types no base class found at run time (numba-cuda's CUDACache)
+    class PortkitCache(numba_internals.directory_cache_class(directory)):  # type: ignore[misc]
         def load_overload(self, sig: Any, target_context: Any) -> Any:
             try:
                 return super().load_overload(sig, target_context)

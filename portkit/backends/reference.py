@@ -3,8 +3,13 @@ reference function itself and gradchecks it, proving the reference's backward.""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from portkit.backends.base import Backend
 from portkit.launch.kernel_set import KernelSet
+
+if TYPE_CHECKING:
+    from portkit.project.discovery import Op
 
 
 class TorchReference(Backend):
@@ -20,5 +25,5 @@ class TorchReference(Backend):
             return "torch is not installed"
         return None
 
-    def kernels(self, op, *, poison_outputs: bool = False) -> KernelSet:
+    def kernels(self, op: Op, *, poison_outputs: bool = False) -> KernelSet:
         raise TypeError("the torch reference has no kernels")

@@ -4,12 +4,15 @@ the default prototype backend on a CPU. numba's simulator is ``backends/numba_si
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from portkit.backends.base import Backend
 from portkit.launch.kernel_set import KernelSet, LaunchConfig, LaunchTarget
 from portkit.project.dtypes import BITS_VIEW, dtype_name, prototype_view
 from portkit.simt.debug import Breakpoint
+
+if TYPE_CHECKING:
+    from portkit.project.discovery import Op
 
 
 def host_array(tensor: Any) -> Any:
@@ -55,7 +58,7 @@ class PortkitSimulator(Backend):
             return f"numba-cuda cannot be imported: {exc}"
         return None
 
-    def kernels(self, op, *, poison_outputs: bool = False) -> KernelSet:
+    def kernels(self, op: Op, *, poison_outputs: bool = False) -> KernelSet:
         from portkit.simt.machine import Machine
 
         self.machine = Machine(

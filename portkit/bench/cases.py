@@ -12,10 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from portkit.bench.scaling import Shapes, at_shapes, at_size, gpu_sized
 from portkit.errors import PortkitError
 from portkit.project.cases import Case
+
+if TYPE_CHECKING:
+    from portkit.project.discovery import Op
 
 
 @dataclass(frozen=True)
@@ -29,7 +33,7 @@ class Wanted:
     dtype: str | None = None
 
 
-def bench_cases(op, names: Sequence[str] = (), wanted: Wanted | None = None) -> list[Case]:
+def bench_cases(op: Op, names: Sequence[str] = (), wanted: Wanted | None = None) -> list[Case]:
     wanted = wanted or Wanted(names=names)
     if wanted.shapes:
         return [at_shapes(op, wanted.shapes, wanted.dtype)]

@@ -25,8 +25,8 @@ def write_plot(report: Report, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     groups: dict[tuple[str, str, str], list] = {}
-    for m in report.measurements:
-        groups.setdefault((m.op, m.case, m.direction), []).append(m)
+    for each in report.measurements:
+        groups.setdefault((each.op, each.case, each.direction), []).append(each)
     short = {"forward": "fwd", "backward": "bwd"}
     labels = [f"{op}  {case}  {short[direction]}" for op, case, direction in groups]
     roles = list(COLOURS)

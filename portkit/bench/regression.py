@@ -17,8 +17,12 @@ whatever the times.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from portkit.bench.model import Measurement, Report
+
+if TYPE_CHECKING:
+    from portkit.bench.stats import Summary
 
 DEFAULT_THRESHOLD = 0.10
 
@@ -45,6 +49,7 @@ class Verdict:
 
 def judge(baseline: Measurement | None, current: Measurement | None, threshold: float) -> Verdict:
     """One pair's verdict (see the module's docstring)."""
+    # mypy: both could be None; a verdict is only asked for a pair with one side at least
     key = (current or baseline).key  # type: ignore[union-attr]
     if current is None:
         return Verdict(key, MISSING, None, "in the baseline, not in this run")
@@ -65,7 +70,7 @@ def judge(baseline: Measurement | None, current: Measurement | None, threshold: 
     return Verdict(key, SAME, ratio)
 
 
-def _spread(old, new) -> str:
+def _spread(old: Summary, new: Summary) -> str:
     return (
         f"median {old.median:.1f} -> {new.median:.1f} us; "
         f"IQR [{old.q1:.1f}, {old.q3:.1f}] -> [{new.q1:.1f}, {new.q3:.1f}] us"

@@ -37,6 +37,7 @@ from portkit.launch.autograd import as_tuple
 from portkit.project.cases import Case, make_grad_outputs, make_inputs
 
 if TYPE_CHECKING:
+    from portkit.checking.compare import Tolerance
     from portkit.project.discovery import Op
 
 DIRECTIONS = ("forward", "backward")
@@ -143,7 +144,14 @@ class Bench:
         return measurements
 
     # -- the timing -----------------------------------------------------------------------
-    def _time(self, tasks: list[Task], expected, tolerances, what: str, native=None):
+    def _time(
+        self,
+        tasks: list[Task],
+        expected: Any,
+        tolerances: list[Tolerance | None],
+        what: str,
+        native: Any = None,
+    ) -> dict[str, tuple[list[float], list[float]]]:
         """{implementation: (GPU microseconds per timed call, host microseconds)}.
         ``native``: what torch's own row must give, where it differs from ``expected``."""
         timings: dict[str, tuple[list[float], list[float]]] = {
@@ -176,7 +184,9 @@ class Bench:
                     hosts.append(sample[1])
         return timings
 
-    def _sample(self, task: Task, expected, tolerances, what: str, rep: int):
+    def _sample(
+        self, task: Task, expected: Any, tolerances: list[Tolerance | None], what: str, rep: int
+    ) -> tuple[float, float] | None:
         """One accepted (GPU us, host us) for ``task``, or None if its call failed."""
         if task.timing == SPIN:
             cover = self.clock.cover_us
@@ -193,7 +203,9 @@ class Bench:
             task.timing = EVENTS
         return self._timed(task, expected, tolerances, what, rep)
 
-    def _timed(self, task: Task, expected, tolerances, what: str, rep: int):
+    def _timed(
+        self, task: Task, expected: Any, tolerances: list[Tolerance | None], what: str, rep: int
+    ) -> tuple[float, float] | None:
         """(GPU microseconds, host microseconds) of one checked call, or None on failure."""
         self.clock.prepare(spin=task.timing == SPIN)
         if task.span is not None:
@@ -223,7 +235,9 @@ class Bench:
             return None
         return elapsed, host
 
-    def _warm(self, task: Task, expected, tolerances, what: str) -> float:
+    def _warm(
+        self, task: Task, expected: Any, tolerances: list[Tolerance | None], what: str
+    ) -> float:
         """An untimed call, checked too; returns its host microseconds."""
         began = time.perf_counter()
         try:
@@ -238,7 +252,7 @@ class Bench:
         return host
 
 
-def _wanted(task: Task, expected, native):
+def _wanted(task: Task, expected: Any, native: Any) -> Any:
     """What ``task``'s outputs must be: torch's own where the op widens its reference."""
     return native if native is not None and task.role in TORCH_ROLES else expected
 

@@ -11,13 +11,14 @@ from portkit.errors import PortkitError
 
 if TYPE_CHECKING:
     from portkit.project.cases import Case
+    from portkit.project.config import ProjectConfig
     from portkit.project.discovery import Op
 
 # torch eager, torch.compile of the reference, the numba prototype, the twin
 IMPLEMENTATIONS = ("torch", "torch.compile", "numba", "twin")
 
 
-def implementations(names: Sequence[str], config) -> list:
+def implementations(names: Sequence[str], config: ProjectConfig) -> list[Any]:
     """The backends (and torch.compile's stand-in) that ``names`` time."""
     from portkit.backends import create
     from portkit.bench.tasks import COMPILE, CompiledReference

@@ -84,7 +84,10 @@ class CompiledReference:
 
 
 def verify(
-    actual: Sequence[Any], expected: Sequence[Any], tolerances: Sequence[Tolerance], what: str
+    actual: Sequence[Any],
+    expected: Sequence[Any],
+    tolerances: Sequence[Tolerance | None],
+    what: str,
 ) -> str | None:
     """None if every output matches the reference within its tolerance (``tolerances``,
     one per output: the op's declared ones, else the dtype table's, as `portkit check`
@@ -100,6 +103,7 @@ def verify(
             got = "nothing" if a is None else f"{tuple(a.shape)} {a.dtype}"
             return f"{what} {i}: got {got}, the reference has {tuple(e.shape)} {e.dtype}"
         tolerance = tolerances[i]
+        assert tolerance is not None  # None only where the reference has no output
         close = torch.isclose(a, e, rtol=tolerance.rtol, atol=tolerance.atol, equal_nan=True)
         if not bool(close.all()):
             mismatch = compare(f"{what} {i}", a, e, tolerance)
@@ -107,7 +111,9 @@ def verify(
     return None
 
 
-def tolerances_of(op: Op, case: Case, direction: str, expected: Sequence[Any]) -> list:
+def tolerances_of(
+    op: Op, case: Case, direction: str, expected: Sequence[Any]
+) -> list[Tolerance | None]:
     """One tolerance per expected output of ``direction``: what `portkit check` allows
     an implementation against the reference (declared, else by dtype)."""
     grad = direction == "backward"
@@ -132,7 +138,9 @@ class Arguments:
         return [t for t in self.leaves if t.requires_grad]
 
 
-def build_tasks(op: Op, direction: str, backends: Sequence[Any], clock: Clock, args: Arguments):
+def build_tasks(
+    op: Op, direction: str, backends: Sequence[Any], clock: Clock, args: Arguments
+) -> tuple[list[Task], tuple[Any, ...] | None, list[tuple[Any, str]]]:
     """(tasks, what the kernels' forward saved (for the backward's bytes), skipped)."""
     tasks: list[Task] = []
     skipped: list[tuple[Any, str]] = []
@@ -175,19 +183,21 @@ def _compiled_task(op: Op, backend: CompiledReference, direction: str, args: Arg
     return Task(backend.name, backend.role, call, None)
 
 
-def _reference_call(function: Callable, direction: str, args: Arguments, graph_out: tuple):
+def _reference_call(
+    function: Callable[..., Any], direction: str, args: Arguments, graph_out: tuple[Any, ...]
+) -> Callable[[], tuple[Any, ...]]:
     import torch
 
     if direction == "forward":
 
-        def forward():
+        def forward() -> tuple[Any, ...]:
             with torch.no_grad():
                 return as_tuple(function(*args.inputs, *args.extra))
 
         return forward
     wanted = args.wanted
 
-    def backward():
+    def backward() -> tuple[Any, ...]:
         grads = torch.autograd.grad(
             graph_out, wanted, args.grad_outputs, retain_graph=True, allow_unused=True
         )
@@ -196,7 +206,9 @@ def _reference_call(function: Callable, direction: str, args: Arguments, graph_o
     return backward
 
 
-def _kernel_task(op: Op, backend: Any, direction: str, clock: Clock, args: Arguments):
+def _kernel_task(
+    op: Op, backend: Any, direction: str, clock: Clock, args: Arguments
+) -> tuple[Task, tuple[Any, ...] | None]:
     """The prototype's or twin's call, and (backward) what its forward saved."""
     definition = op.definition
     span = LaunchSpan(clock)
@@ -209,7 +221,7 @@ def _kernel_task(op: Op, backend: Any, direction: str, clock: Clock, args: Argum
     inputs, extra = args.inputs, args.extra
     if direction == "forward":
 
-        def forward():
+        def forward() -> tuple[Any, ...]:
             return as_tuple(definition.forward(kernels, *inputs, *extra)[0])
 
         return Task(backend.name, backend.role, forward, span), None
@@ -220,9 +232,11 @@ def _kernel_task(op: Op, backend: Any, direction: str, clock: Clock, args: Argum
         task.raised(exc)
         return task, None
     grad_outputs, leaves = args.grad_outputs, args.leaves
+    backward_of = definition.backward
+    assert backward_of is not None  # a backward task is built only for an op with one
 
-    def backward():
-        grads = as_tuple(definition.backward(kernels, saved, *grad_outputs))
+    def backward() -> tuple[Any, ...]:
+        grads = as_tuple(backward_of(kernels, saved, *grad_outputs))
         return _of_differentiable(grads, leaves)
 
     return Task(backend.name, backend.role, backward, span), saved

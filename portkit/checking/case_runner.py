@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from portkit.backends.sim import PortkitSimulator
 from portkit.checking.compare import identical
 from portkit.checking.contributions import Contributions, counting_run, from_machine
 from portkit.checking.op_contract import differentiable, gradient_positions, no_gradient_notes
@@ -88,7 +89,13 @@ class CaseRunner:
 
     # -- bookkeeping -------------------------------------------------------------
     def record(
-        self, backend: str, check: str, status: Outcome, detail: str = "", t0=None, case: str = ""
+        self,
+        backend: str,
+        check: str,
+        status: Outcome,
+        detail: str = "",
+        t0: float | None = None,
+        case: str = "",
     ) -> None:
         seconds = time.perf_counter() - t0 if t0 is not None else 0.0
         self.results.append(
@@ -155,7 +162,7 @@ class CaseRunner:
         outputs: Sequence[torch.Tensor],
         inputs: Sequence[torch.Tensor],
         guards: GuardZones | None = None,
-    ):
+    ) -> tuple[torch.Tensor | None, ...]:
         import torch
 
         grad_outputs = make_grad_outputs(self.case, outputs)
@@ -216,7 +223,7 @@ class CaseRunner:
             "output", outputs, expected_outputs, (name, "reference"), counted, notes
         )
         problems += self.modified_inputs(inputs, originals, "forward")
-        if name == "sim":  # float atomics summed into an output: their other order too
+        if isinstance(backend, PortkitSimulator):  # float atomics: their other order too
             problems += other_schedule(
                 self.op,
                 self.case,
@@ -352,7 +359,9 @@ class CaseRunner:
                     f"{str(e.dtype)[6:]}; cast in the reference or the launcher so they agree"
                 )
 
-    def modified_inputs(self, inputs, originals, stage: str) -> list[str]:
+    def modified_inputs(
+        self, inputs: Sequence[torch.Tensor], originals: Sequence[torch.Tensor], stage: str
+    ) -> list[str]:
         return [
             f"input {i} was modified by the {stage} (kernels must not write their inputs)"
             for i, (t, o) in enumerate(zip(inputs, originals))

@@ -82,7 +82,7 @@ class Mismatch:
     max_rel: float
     max_ulp: int
     first: tuple[tuple[tuple[int, ...], float, float], ...]  # (index, actual, expected)
-    tolerance: Tolerance | None
+    tolerance: Tolerance
     # Shape or dtype disagreement, when that is the whole story ({got}/{expected} fields).
     problem: str = ""
     got: str = ""  # who produced ``actual`` and ``expected``: "sim", "reference"

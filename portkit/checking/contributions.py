@@ -68,12 +68,12 @@ def counting_run(op: Op, case: Case, config: ProjectConfig) -> Contributions:
         )
     import torch
 
-    from portkit.backends import create
+    from portkit.backends.sim import PortkitSimulator
     from portkit.launch.autograd import as_tuple
     from portkit.project.cases import make_grad_outputs, make_inputs
     from portkit.torch_op.load import registered_callable
 
-    sim = create("sim", config)
+    sim = PortkitSimulator(config)
     try:
         kernels = sim.kernels(op, poison_outputs=True)
         inputs = [

@@ -106,9 +106,9 @@ class OrderedComparison:
                 f"{self.label}: within the summation-order bound; closest [{where}]: "
                 f"err {err:.2g}, bound {bound:.2g}"
             )
-        got, expected_by = (f" ({side})" if side else "" for side in self.sides)
+        by, expected_by = (f" ({side})" if side else "" for side in self.sides)
         shown = "; ".join(
-            f"[{','.join(map(str, i))}] got{got} {a!r} expected{expected_by} {e!r} (bound {b:.2g})"
+            f"[{','.join(map(str, i))}] got{by} {a!r} expected{expected_by} {e!r} (bound {b:.2g})"
             for i, a, e, b in self.first
         )
         return (

@@ -59,8 +59,8 @@ def _failure(op: Op, exc: Exception, stage: str) -> str:
 
     frames = traceback.extract_tb(exc.__traceback__)
     ours = [f for f in frames if f.filename == str(op.prototype_path)]
-    frame = (ours or frames or [None])[-1]
-    where = f" (at {frame.filename}:{frame.lineno})" if frame is not None else ""
+    deepest = ours or frames
+    where = f" (at {deepest[-1].filename}:{deepest[-1].lineno})" if deepest else ""
     message = str(exc).strip().splitlines()
     text = f"{type(exc).__name__}: {message[0]}" if message else type(exc).__name__
     what = "the reference" if stage == "forward" else "the reference's autograd"

@@ -67,11 +67,11 @@ def _run(
 ) -> tuple[torch.Tensor, ...]:
     import torch
 
-    from portkit.backends import create
+    from portkit.backends.sim import PortkitSimulator
     from portkit.launch.autograd import as_tuple
     from portkit.torch_op.load import registered_callable
 
-    sim = create("sim", config)
+    sim = PortkitSimulator(config)
     sim.schedule = schedule
     kernels = sim.kernels(op, poison_outputs=True)
     fn = registered_callable(op, kernels, config.namespace, define_now=False)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -16,6 +17,9 @@ from portkit.cli.context import (
     user_errors,
 )
 from portkit.errors import PortkitError
+
+if TYPE_CHECKING:
+    from portkit.bench.cases import Wanted
 
 # portkit.bench.session's, without importing it
 IMPLEMENTATIONS = ("torch", "torch.compile", "numba", "twin")
@@ -164,15 +168,15 @@ def bench(
     plan = [(op, bench_cases(op, wanted=wanted)) for op in ops]
     baseline = Report.load(Path(compare_path)) if compare_path else None
 
-    from portkit.bench import session
+    from portkit.bench import session as bench_session
     from portkit.bench.runner import DIRECTIONS
     from portkit.cli.render import progress_bar
 
-    session.require_gpu()
+    bench_session.require_gpu()
     directions = DIRECTIONS if direction == "both" else (direction,)
-    backends = session.implementations(impl_names or IMPLEMENTATIONS, config)
-    with progress_bar(make_console(stderr=True), session.units(plan, directions)) as advance:
-        report = session.run_bench(plan, backends, directions, reps, warmup, advance)
+    backends = bench_session.implementations(impl_names or IMPLEMENTATIONS, config)
+    with progress_bar(make_console(stderr=True), bench_session.units(plan, directions)) as advance:
+        report = bench_session.run_bench(plan, backends, directions, reps, warmup, advance)
 
     from portkit.bench.regression import compare_reports
     from portkit.bench.table import results_table, verdict_table
@@ -204,7 +208,7 @@ def bench(
     sys.exit(EXIT_FAILED_CHECKS if failed else 0)
 
 
-def _check_wanted(wanted) -> None:
+def _check_wanted(wanted: Wanted) -> None:
     """One way to choose what is timed: case names, a shape, or a size."""
     chosen = [o for o, v in (("--case", wanted.names), ("--shape", wanted.shapes),
                              ("--size", wanted.size is not None)) if v]  # fmt: skip

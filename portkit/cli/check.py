@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -18,6 +20,13 @@ from portkit.cli.context import (
     make_console,
     user_errors,
 )
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from portkit.project.config import ProjectConfig
+    from portkit.project.discovery import Op
+    from portkit.results import CheckResult
 
 # compute-sanitizer tools; kept here (not imported from portkit.sanitize) so --help
 # stays free of anything but click. tests/cli/test_sanitize_cli.py checks they agree.
@@ -164,7 +173,7 @@ def check(
     sys.exit(EXIT_FAILED_CHECKS if failed else EXIT_NOTHING_RAN if idle else 0)
 
 
-def nothing_ran(results) -> str | None:
+def nothing_ran(results: Sequence[CheckResult]) -> str | None:
     """Why nothing was checked, else None: every case row skipped (the compile and lint
     rows, case "all", do not count then: they are not what was asked), or no row at all."""
     from portkit.results import Outcome
@@ -182,7 +191,15 @@ def nothing_ran(results) -> str | None:
     return f"all {len(rows)} checks were skipped ({why})"
 
 
-def _sanitize(config, ops, case_names, tools, log_dir, emit, console) -> None:
+def _sanitize(
+    config: ProjectConfig,
+    ops: Sequence[Op],
+    case_names: Sequence[str],
+    tools: Sequence[str],
+    log_dir: Path | None,
+    emit: Callable[[str], None] | None,
+    console: Console,
+) -> None:
     """``emit``: where the JSON report goes, None without --json."""
     import time
 

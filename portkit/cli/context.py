@@ -9,11 +9,16 @@ import functools
 import math
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from portkit.errors import PortkitError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from portkit.project.session import Session
 
 EXIT_FAILED_CHECKS = 1
 EXIT_USER_ERROR = 2
@@ -61,7 +66,7 @@ def json_output(as_json: bool) -> Callable[[str], None]:
     return lambda text: click.echo(text, file=out)
 
 
-def load_project(budget: float | None = None, **settings: object):
+def load_project(budget: float | None = None, **settings: Any) -> Session:
     """The command's ``Session``: the project's configuration, the environment's settings
     (read here, once) and the op catalog. ``budget`` (``--budget``) replaces the
     configuration's ``sim-budget``; ``settings`` change switches (``--no-cache``:
@@ -83,7 +88,7 @@ budget_option = click.option(
 )
 
 
-def make_console(stderr: bool = False):
+def make_console(stderr: bool = False) -> Console:
     """A rich console; wide when not a terminal, so logs and CI keep whole tables."""
     from rich.console import Console
 
@@ -105,7 +110,8 @@ def parse_coords(text: str | None, what: str) -> tuple[int, int, int] | None:
         ) from None
     if not 1 <= len(values) <= 3 or min(values) < 0:
         raise click.BadParameter(f"{what} is 1 to 3 non-negative integers, got {text!r}")
-    return tuple(values + [0] * (3 - len(values)))  # type: ignore[return-value]
+    x, y, z = (*values, 0, 0)[:3]
+    return x, y, z
 
 
 def parse_shape(text: str) -> tuple[int, ...]:

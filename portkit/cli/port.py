@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from portkit.cli.context import EXIT_FAILED_CHECKS, load_project, make_console, user_errors
+
+if TYPE_CHECKING:
+    from portkit.project.config import ProjectConfig
+    from portkit.project.discovery import Op
+    from portkit.results import CheckResult
 
 
 @click.command("port")
@@ -63,7 +69,7 @@ def port_command(
         sys.exit(_check(config, op, draft.text))
 
 
-def _check(config, op, text: str) -> int:
+def _check(config: ProjectConfig, op: Op, text: str) -> int:
     """Check ``op`` with ``text`` as its twin in a temporary copy of the project."""
     from portkit.cli.render import print_results
 
@@ -74,7 +80,7 @@ def _check(config, op, text: str) -> int:
     return EXIT_FAILED_CHECKS if failed else 0
 
 
-def check_draft(config, op, text: str) -> list:
+def check_draft(config: ProjectConfig, op: Op, text: str) -> list[CheckResult]:
     """portkit check's results for ``op`` with ``text`` as its twin, run in a temporary
     copy of the project (prototypes and twins; the cache is shared, its keys hold the
     sources): twin-cpu and the simulator without a GPU, numba and the twin with one."""

@@ -17,11 +17,12 @@ if TYPE_CHECKING:
     from rich.table import Table
 
     from portkit.backends import Backend
+    from portkit.lint.findings import LintReport
     from portkit.project.discovery import Catalog
 
 
 def op_listing(catalog: Catalog, backends: Sequence[Backend]) -> list[dict]:
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name in catalog.names:
         if name in catalog.broken:
             rows.append({"op": name, "error": catalog.broken[name]})
@@ -175,7 +176,7 @@ def _widths(counts: dict[int, int]) -> str:
     return " ".join(f"{count}x{width}B" for width, count in sorted(counts.items())) or "-"
 
 
-def print_lint(report, console: Console, warnings_fail: bool, why: str = "") -> None:
+def print_lint(report: LintReport, console: Console, warnings_fail: bool, why: str = "") -> None:
     """The findings, then prototype and twin resources side by side. ``warnings_fail``
     (``why``: "--strict" or the project's setting) shows warnings as errors."""
     from rich.table import Table

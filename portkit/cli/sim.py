@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
@@ -21,6 +22,11 @@ from portkit.cli.context import (
 from portkit.errors import PortkitError
 from portkit.project.dtypes import DTYPES
 from portkit.simt.schedule import FORWARD, SCHEDULES
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from portkit.simt.machine import Machine
 
 
 @click.command()
@@ -107,6 +113,8 @@ def sim(
       portkit sim index_add --schedule reversed      # blocks and threads last to first
     """
     from portkit.backends import create
+    from portkit.backends.numba_sim.backend import NumbaSimulator
+    from portkit.backends.sim import PortkitSimulator
     from portkit.checking.show_case import check_breakpoint, first_forward_kernel, run_simulation
     from portkit.cli.render import BlockProgress
     from portkit.project.case_choice import check_fits, choose_case
@@ -129,7 +137,9 @@ def sim(
     if schedule != FORWARD and backend_name != "sim":
         raise click.UsageError("--schedule applies to --backend sim (numba's runs one order)")
     backend = create(backend_name, config)
-    backend.schedule = schedule
+    assert isinstance(backend, PortkitSimulator | NumbaSimulator)  # --backend's choices
+    if isinstance(backend, PortkitSimulator):  # numba's simulator runs one order
+        backend.schedule = schedule
     if backend.unavailable_reason:
         raise PortkitError(f"the simulator cannot run here: {backend.unavailable_reason}")
     if backend.unsupported_reason(op):
@@ -149,14 +159,15 @@ def sim(
     order = "" if schedule == FORWARD else f", {schedule} schedule"
     working_on(f"{op.name} case {case.name} in the simulator{order}")
     with BlockProgress(console) as progress:
-        backend.on_block = progress
+        if isinstance(backend, PortkitSimulator):  # numba's simulator reports no blocks
+            backend.on_block = progress
         ok = run_simulation(op, case, backend, console, show)
     if verbose:
         _print_engines(console, backend.machine)  # None: numba's simulator
     sys.exit(0 if ok else EXIT_FAILED_CHECKS)
 
 
-def _print_engines(console, machine) -> None:
+def _print_engines(console: Console, machine: Machine | None) -> None:
     """One line per launch: the kernel, the engine that ran it, and why."""
     if machine is None:
         console.print("engine: numba's simulator (one Python thread per CUDA thread)")

@@ -110,9 +110,9 @@ def run_side(
             outputs = as_tuple(fn(*inputs, *case.extra))
         side.outputs = tuple(o.detach() for o in outputs)
         if backward and op.definition.has_backward:
-            wanted = [t for t in inputs if t.requires_grad]
+            requiring_grad = [t for t in inputs if t.requires_grad]
             grads = torch.autograd.grad(
-                outputs, wanted, make_grad_outputs(case, outputs), allow_unused=True
+                outputs, requiring_grad, make_grad_outputs(case, outputs), allow_unused=True
             )
             side.grads = tuple(g.detach() if g is not None else None for g in grads)
         if backend.device == "cuda":
@@ -287,6 +287,7 @@ def debug_mismatch(op: Op, diff: CaseDiff, stdin: Any = None, stdout: Any = None
         raise PortkitError("no mismatch with a known writer to debug")
     tensor, element = target
     writer = element.writer
+    assert writer is not None  # the target was chosen for having one
     launch = diff.launches[writer.launch]
     index = ", ".join(map(str, element.index))
     message = (

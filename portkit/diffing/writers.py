@@ -15,7 +15,7 @@ Two sources, one question (``writer(tensor, flat_index)``):
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -117,7 +117,7 @@ class RecordedWriters:
 
 
 class ReplayedWriters:
-    def __init__(self, launches: Sequence[CapturedLaunch], dispatchers: dict[str, Any]) -> None:
+    def __init__(self, launches: Sequence[CapturedLaunch], dispatchers: Mapping[str, Any]) -> None:
         self.launches = list(launches)
         self.dispatchers = dispatchers
         self._runs: dict[tuple[int, int], tuple[LaunchRecord, list[Any]]] = {}
@@ -183,7 +183,7 @@ class ReplayedWriters:
         return None
 
 
-def _around(center: int, blocks: int):
+def _around(center: int, blocks: int) -> Iterator[int]:
     for distance in range(blocks):
         for candidate in (center - distance, center + distance):
             if 0 <= candidate < blocks:

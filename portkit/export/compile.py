@@ -80,13 +80,13 @@ def compile_arch(path: Path, expressions: Sequence[str], arch: str, ptx: bool) -
             e: (s.decode() if isinstance(s, bytes) else str(s))
             for e, s in code.symbol_mapping.items()
         }
-        text = program_ptx(program.handle) if ptx else b""
+        ptx_text = program_ptx(program.handle) if ptx else b""
     finally:
         program.close()
     missing = sorted(set(expressions) - set(symbols))
     if missing:
         raise TwinCompileError(f"twin {path}: NVRTC found no kernel for {', '.join(missing)}")
-    return ArchBuild(arch, bytes(code.code), symbols, _resources(log.getvalue()), text)
+    return ArchBuild(arch, bytes(code.code), symbols, _resources(log.getvalue()), ptx_text)
 
 
 def _resources(log: str) -> dict[str, dict[str, int]]:

@@ -15,6 +15,7 @@ import builtins
 import inspect
 import textwrap
 import types
+from pathlib import Path
 from typing import Any
 
 from portkit.errors import PortkitError
@@ -101,7 +102,7 @@ def launcher_module_source(op_name: str, cls: type, module: types.ModuleType) ->
                 pending.append((dependency, text))
     header = [
         f'"""Host launchers of op {op_name}, copied by portkit export from '
-        f'{module.__file__.rsplit("/", 1)[-1]}."""',
+        f'{Path(inspect.getfile(module)).name}."""',
         "",
         *sorted(set(imports.values())),
         "",

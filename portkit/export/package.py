@@ -25,17 +25,18 @@ import os
 import secrets
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from portkit.errors import PortkitError
 from portkit.export.lock import export_lock
 from portkit.export.names import check_package_name
 
 if TYPE_CHECKING:
-    from portkit.project.discovery import Catalog
+    from portkit.project.config import ProjectConfig
+    from portkit.project.discovery import Catalog, Op
 
 # Shipped byte for byte: what the package runs is what portkit runs.
 RUNTIME_FILES = {
@@ -76,6 +77,7 @@ def shipped_file(package: str, filename: str) -> Path:
     import importlib
 
     module = importlib.import_module(package)
+    # mypy: __file__ may be None (a namespace package); portkit's packages have a file
     return Path(module.__file__).parent / filename  # type: ignore[arg-type]
 
 
@@ -86,7 +88,7 @@ def export_package(
     archs: Sequence[str],
     package: str,
     version: str = "0.1.0",
-    on_op=None,
+    on_op: Callable[[str], None] | None = None,
 ) -> ExportResult:
     check_package_name(package)
     check_output_folder(out)
@@ -102,7 +104,15 @@ def export_package(
         return _write(ops, config, out, archs, package, version, on_op)
 
 
-def _write(ops, config, out: Path, archs, package: str, version: str, on_op) -> ExportResult:
+def _write(
+    ops: Sequence[Op],
+    config: ProjectConfig,
+    out: Path,
+    archs: Sequence[str],
+    package: str,
+    version: str,
+    on_op: Callable[[str], None] | None,
+) -> ExportResult:
     from portkit.backends.twin.build import nvrtc_version
     from portkit.export.compile import compile_arch
     from portkit.export.launcher_source import launcher_module_source
@@ -117,7 +127,7 @@ def _write(ops, config, out: Path, archs, package: str, version: str, on_op) -> 
         (root / "kernels").mkdir(parents=True)
         (root / "ops").mkdir()
         (root / "ops" / "__init__.py").write_text("")
-        manifest = {
+        manifest: dict[str, Any] = {
             "format": 1,
             "namespace": config.namespace,
             "toolkit": f"NVRTC {nvrtc_version()}",
@@ -129,6 +139,7 @@ def _write(ops, config, out: Path, archs, package: str, version: str, on_op) -> 
             cls = vars(module)[op.definition.class_name]
             source = launcher_module_source(op.name, cls, module)
             (root / "ops" / f"{op.name}.py").write_text(source)
+            assert op.twin_path is not None  # export_package refuses an op without a twin
             builds = [
                 compile_arch(op.twin_path, _expressions(op), a, a == archs[-1]) for a in archs
             ]
@@ -162,13 +173,13 @@ def _move_into_place(staging: Path, out: Path) -> None:
         raise PortkitError(f"cannot move the package into {out}: {exc.strerror}") from None
 
 
-def _expressions(op) -> list[str]:
+def _expressions(op: Op) -> list[str]:
     from portkit.backends.twin.instances import twin_expressions
 
     return twin_expressions(op)
 
 
-def _init_source(package: str, manifest: dict) -> str:
+def _init_source(package: str, manifest: dict[str, Any]) -> str:
     names = list(manifest["ops"])
     imports = "\n".join(
         f"from .ops.{n} import {manifest['ops'][n]['class']} as _{n}" for n in names
@@ -186,6 +197,7 @@ Needs torch and cuda-bindings; the kernels were compiled ahead of time for
 from pathlib import Path as _Path
 
 from ._runtime import InputError, PortkitError, register_ops as _register_ops
+from collections.abc import Callable
 {imports}
 
 _ops = _register_ops(_Path(__file__).parent, {{{table}}})

@@ -21,9 +21,10 @@ from typing import Any
 
 import torch
 
-from . import _driver_launch as driver_launch
+# Siblings only in an exported package (mypy: the [tool.mypy] overrides in pyproject.toml).
+from . import _driver_launch as driver_launch  # type: ignore[attr-defined]
 from . import _launch_contract as contract
-from . import _registration as registration
+from . import _registration as registration  # type: ignore[attr-defined]
 
 # What a launcher may use as ``portkit.X`` (launch_contract.LAUNCHER_NAMES).
 from ._launch_contract import InputError as InputError
@@ -163,7 +164,7 @@ class Kernel:
         """Check every argument as portkit's twin does, raising its message; the
         instantiation the arguments need."""
         signature = self.signature
-        dtypes = []
+        dtypes: list[str | None] = []
         for position, arg in enumerate(args):
             if isinstance(arg, torch.Tensor):
                 if not (arg.is_cuda and arg.is_contiguous()):
@@ -224,7 +225,7 @@ def input_check(name: str, entry: dict, custom: Callable | None) -> Callable:
     return check
 
 
-def register_ops(folder: Path, launchers: dict[str, type]) -> dict[str, Any]:
+def register_ops(folder: Path, launchers: dict[str, type[Any]]) -> dict[str, Any]:
     """Register every op of the package (``manifest.json``) and return its callables."""
     manifest = json.loads((folder / "manifest.json").read_text())
     callables = {}

@@ -140,7 +140,17 @@ class GuardZones:
                     op, implementation, kernel, position, args, record, before, after
                 )
 
-    def _violation(self, op, implementation, kernel, position, args, record, before, after):
+    def _violation(
+        self,
+        op: str,
+        implementation: str,
+        kernel: str,
+        position: int,
+        args: Sequence[Any],
+        record: Any,
+        before: torch.Tensor,
+        after: torch.Tensor,
+    ) -> GuardViolation:
         names = self.parameter_names.get(kernel, [])
         name = f" ({names[position]})" if position < len(names) else ""
         parts = []

@@ -77,7 +77,7 @@ class _Recorder(LaunchTarget):
         self.log.append(Launch(self.name, config, signature, described))
 
 
-def numba_type(tensor: torch.Tensor):
+def numba_type(tensor: torch.Tensor) -> Any:
     """The numba type a kernel gets for ``tensor``: its NumPy array's, except bfloat16,
     which NumPy lacks: an array of numba-cuda's bfloat16 (project/dtypes.py)."""
     import numba

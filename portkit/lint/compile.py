@@ -89,8 +89,8 @@ def check_prototype(op: Op, config: ProjectConfig | None = None) -> CheckResult:
                     + "\n".join(first[:12])
                 )
     status = Outcome.FAIL if problems else Outcome.PASS
-    from_cache = f" ({cached} from the prototype cache)" if cached else ""
-    detail = "\n".join(problems) or f"{compiled} kernel signature(s) compiled to PTX{from_cache}"
+    cache_note = f" ({cached} from the prototype cache)" if cached else ""
+    detail = "\n".join(problems) or f"{compiled} kernel signature(s) compiled to PTX{cache_note}"
     seconds = time.perf_counter() - t0
     return CheckResult(op.name, "all", "numba", f"compile {arch}", status, detail, seconds)
 
@@ -140,6 +140,7 @@ def check_twin(op: Op, config: ProjectConfig, arch: str = DEFAULT_ARCH) -> Check
     t0 = time.perf_counter()
     try:
         _, expressions = readable_twin(op, lambda path: nvrtc_syntax_check(path, arch))
+        assert op.twin_path is not None
         compiled = compile_twin(op.twin_path, expressions, config.cache_dir, arch)
     except DtypeError:
         raise  # the op's dtypes and its twin disagree: a contract error, exit 2

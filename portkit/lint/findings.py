@@ -19,7 +19,7 @@ import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from portkit.errors import PortkitError
 from portkit.launch.trace import launch_signatures, record_launches
@@ -29,6 +29,7 @@ from portkit.lint.signature import signature_findings
 from portkit.results import Outcome
 
 if TYPE_CHECKING:
+    from portkit.lint.resources import ResourceUsage
     from portkit.project.config import ProjectConfig
     from portkit.project.discovery import Op
 
@@ -43,7 +44,7 @@ class ResourceRow:
     kernel: str
     dtype: str
     side: str  # "prototype" or "twin"
-    usage: object  # portkit.lint.resources.ResourceUsage
+    usage: ResourceUsage
 
 
 @dataclass
@@ -66,7 +67,7 @@ def _allowed(path: str, line: int, kind: str) -> bool:
 
     def allows(text: str) -> bool:
         match = _PRAGMA.search(text)
-        return bool(match) and f"allow-{kind}" in match.group(1).split()
+        return match is not None and f"allow-{kind}" in match.group(1).split()
 
     above = linecache.getline(path, line - 1).strip()
     return allows(linecache.getline(path, line)) or (above.startswith("#") and allows(above))
@@ -139,7 +140,9 @@ def code_findings(
     return one_per_line(findings) + launch_fill_findings(op)
 
 
-def _in_ptx(op: Op, config: ProjectConfig | None, kernel: str, signature: tuple, raw: list):
+def _in_ptx(
+    op: Op, config: ProjectConfig | None, kernel: str, signature: tuple[Any, ...], raw: list[Any]
+) -> list[Any]:
     """The findings of ``raw`` the PTX confirms: a float64 line is kept only where the
     kernel's PTX for this signature has a float64 instruction on it (LLVM folds
     ``float32(-math.inf)`` and ``x * 2.5`` to float32). Without PTX, all are kept."""
@@ -211,7 +214,7 @@ def resource_rows(op: Op, kernel: str, dtype: str, signature: tuple) -> list[Res
             op.name, kernel, dtype, "prototype", prototype_usage(op.kernels[kernel], signature)
         )
     ]
-    if op.has_twin:
+    if op.twin_path is not None:
         twin_kernel = checked_twin_kernels(op)[kernel]
         instantiation = instantiation_for(op, twin_kernel, dtype)
         if twin_kernel.template_params and instantiation is None:

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from portkit.lint.typed_ir import (
+    Defs,
     RawFinding,
     TypedFunction,
     assignments,
@@ -21,6 +23,8 @@ from portkit.lint.typed_ir import (
 )
 
 FLOAT64 = "float64"  # the finding kind
+# Why a value is float64, and its fix (None: no fix of its own), or None: not known.
+Explanation = tuple[str, str | None] | None
 
 # --------------------------------------------------------------------------------------
 # float64 arithmetic
@@ -57,7 +61,9 @@ def float64_in(functions: list[TypedFunction]) -> Iterator[RawFinding]:
                 yield RawFinding(FLOAT64, fn, stmt.loc, message, fixes)
 
 
-def _float64_op(fn: TypedFunction, defs, stmt, expr) -> tuple[str, tuple[str, ...]] | None:
+def _float64_op(
+    fn: TypedFunction, defs: Defs, stmt: Any, expr: Any
+) -> tuple[str, tuple[str, ...]] | None:
     typemap = fn.typemap
     result = unliteral(typemap.get(stmt.target.name))
     sig = fn.calltypes.get(expr)
@@ -124,7 +130,7 @@ def _float64_op(fn: TypedFunction, defs, stmt, expr) -> tuple[str, tuple[str, ..
     return text, tuple(fixes)
 
 
-def _arithmetic_callee(ftype) -> str | None:
+def _arithmetic_callee(ftype: Any) -> str | None:
     """``math.exp``-like label if ``ftype`` is the type of an arithmetic function."""
     key = getattr(ftype, "typing_key", None)
     if key is None:
@@ -146,7 +152,7 @@ def _arithmetic_callee(ftype) -> str | None:
     return None
 
 
-def _explain_int(fn: TypedFunction, defs, var, callee: str | None) -> tuple[str, str]:
+def _explain_int(fn: TypedFunction, defs: Defs, var: Any, callee: str | None) -> tuple[str, str]:
     """Why an integer operand makes arithmetic float64 (``callee``: a function, like
     ``math.exp``, that it is an argument of; None for an operator)."""
     t = unliteral(fn.typemap.get(var.name))
@@ -161,7 +167,7 @@ def _explain_int(fn: TypedFunction, defs, var, callee: str | None) -> tuple[str,
     return f"{t} {name} promotes to float64", f"convert it: numba.float32({name})"
 
 
-def _const_value(defs, var, depth: int = 0):
+def _const_value(defs: Defs, var: Any, depth: int = 0) -> Any:
     if depth > 8:
         return None
     for stmt in defs.get(var.name, ()):
@@ -176,8 +182,8 @@ def _const_value(defs, var, depth: int = 0):
 
 
 def _explain_float64(
-    fn: TypedFunction, defs, var, line: int, visited: set
-) -> tuple[str, str | None] | None:
+    fn: TypedFunction, defs: Defs, var: Any, line: int, visited: set[str]
+) -> Explanation:
     """Why ``var`` is float64, and how to avoid it, from the statements defining it."""
     if var.name in visited or len(visited) > 16:
         return None
@@ -185,7 +191,7 @@ def _explain_float64(
     fallback = None
     for stmt in defs.get(var.name, ()):
         value = stmt.value
-        found = None
+        found: Explanation = None
         if is_ir(value, "Const") and isinstance(value.value, float):
             literal = _literal(value.value)
             found = (
@@ -214,7 +220,9 @@ def _explain_float64(
     return fallback
 
 
-def _explain_float64_expr(fn, defs, stmt, expr, line: int, visited: set):
+def _explain_float64_expr(
+    fn: TypedFunction, defs: Defs, stmt: Any, expr: Any, line: int, visited: set[str]
+) -> Explanation:
     typemap = fn.typemap
     if expr.op == "cast":
         return _explain_float64(fn, defs, expr.value, line, visited)
@@ -252,7 +260,15 @@ def _explain_float64_expr(fn, defs, stmt, expr, line: int, visited: set):
     return None
 
 
-def _from_arithmetic(fn, defs, stmt, operands, what: str, line: int, visited: set):
+def _from_arithmetic(
+    fn: TypedFunction,
+    defs: Defs,
+    stmt: Any,
+    operands: Sequence[Any],
+    what: str,
+    line: int,
+    visited: set[str],
+) -> Explanation:
     """A float64 value computed by arithmetic. On the line being explained, that
     arithmetic is a finding of its own (its fix is already there): say so, fix "".
     On another line, explain it by that arithmetic's own float64 operands."""
@@ -270,7 +286,7 @@ def _from_arithmetic(fn, defs, stmt, operands, what: str, line: int, visited: se
     return f"float64 from {what} on line {stmt.loc.line}", None
 
 
-def _global_value(defs, var):
+def _global_value(defs: Defs, var: Any) -> Any:
     for stmt in defs.get(var.name, ()):
         if is_ir(stmt.value, "Global") or is_ir(stmt.value, "FreeVar"):
             return stmt.value.value

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from portkit.lint.typed_ir import (
+    Defs,
     RawFinding,
     TypedFunction,
     definitions,
@@ -80,7 +81,7 @@ def _index_uses(fn: TypedFunction) -> Iterator[tuple[Any, Any]]:
     """(array variable, index variable) for every array getitem/setitem."""
     from numba.core import types
 
-    def is_array(var) -> bool:
+    def is_array(var: Any) -> bool:
         return isinstance(fn.typemap.get(var.name), types.Buffer)
 
     for block in fn.blocks.values():
@@ -100,8 +101,8 @@ def _index_uses(fn: TypedFunction) -> Iterator[tuple[Any, Any]]:
 
 
 def _int64_index_math(
-    fn: TypedFunction, defs, var, visited: set, direct: bool = True
-) -> Iterator[tuple]:
+    fn: TypedFunction, defs: Defs, var: Any, visited: set[str], direct: bool = True
+) -> Iterator[tuple[Any, ...]]:
     """(statement, expression, direct) for the int64 arithmetic an index value is
     computed by, following copies, casts, index tuples and the operands of that
     arithmetic; ``direct`` when its result is the index itself, not an operand."""

@@ -28,6 +28,7 @@ import inspect
 import linecache
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from portkit.lint.float64 import FLOAT64, float64_in
 from portkit.lint.int64_index import INT64_INDEX, int64_index_in
@@ -54,7 +55,7 @@ class IRFinding:
 # Public entry points
 
 
-def ir_findings(kernel_name: str, dispatcher, signature: tuple) -> list[IRFinding]:
+def ir_findings(kernel_name: str, dispatcher: Any, signature: tuple[Any, ...]) -> list[IRFinding]:
     """All findings for the kernel compiled with ``signature`` (a tuple of numba types,
     as produced by ``portkit.launch.trace.record_launches(...)[i].signature``). float64
     findings only when no floating input in ``signature`` is float64. Sorted by
@@ -70,12 +71,16 @@ def ir_findings(kernel_name: str, dispatcher, signature: tuple) -> list[IRFindin
     return _merge(kernel_name, raw)
 
 
-def float64_findings(kernel_name: str, dispatcher, signature: tuple) -> list[IRFinding]:
+def float64_findings(
+    kernel_name: str, dispatcher: Any, signature: tuple[Any, ...]
+) -> list[IRFinding]:
     """The raw float64 finder: every float64 arithmetic line, whatever the inputs are."""
     return _merge(kernel_name, float64_in(typed_functions(dispatcher, signature)))
 
 
-def int64_index_findings(kernel_name: str, dispatcher, signature: tuple) -> list[IRFinding]:
+def int64_index_findings(
+    kernel_name: str, dispatcher: Any, signature: tuple[Any, ...]
+) -> list[IRFinding]:
     """The raw int64-index finder: int64 arithmetic in a loop that indexes an array."""
     return _merge(kernel_name, int64_index_in(typed_functions(dispatcher, signature)))
 
@@ -139,7 +144,7 @@ def _function_at(fn: TypedFunction, path: str, line: int) -> str:
     return fn.name
 
 
-def _source_range_contains(py_func, path: str, line: int) -> bool:
+def _source_range_contains(py_func: Any, path: str, line: int) -> bool:
     code = getattr(py_func, "__code__", None)
     if code is None or code.co_filename != path:
         return False

@@ -40,7 +40,9 @@ from portkit.lint.ptx import (
 )
 
 
-def prototype_usage(dispatcher, signature: tuple, cc: tuple[int, int] = (9, 0)) -> ResourceUsage:
+def prototype_usage(
+    dispatcher: Any, signature: tuple[Any, ...], cc: tuple[int, int] = (9, 0)
+) -> ResourceUsage:
     """The resources of numba kernel ``dispatcher`` compiled for ``signature`` (a tuple
     of numba types, as ``portkit.launch.trace.record_launches`` records them) and ``cc``.
 
@@ -88,7 +90,7 @@ def prototype_usage(dispatcher, signature: tuple, cc: tuple[int, int] = (9, 0)) 
             f"{label} does not compile for {arch}: {type(exc).__name__}: {detail}"
         ) from None
 
-    link_options = {
+    link_options: dict[str, Any] = {
         "arch": arch,
         "max_register_count": options.get("max_registers") or None,
         "lineinfo": compile_options["lineinfo"] or None,
@@ -96,9 +98,11 @@ def prototype_usage(dispatcher, signature: tuple, cc: tuple[int, int] = (9, 0)) 
     if lto:
         ltoir = bytes(code)
         shims = _half_precision_shims(signature, arch)
-        _, ptx = _nvjitlink(
+        _, linked = _nvjitlink(
             ltoir, "ltoir", label, shims, ptx=True, link_time_optimization=True, **link_options
         )
+        assert linked is not None  # asked for with ptx=True
+        ptx = linked
         log, _ = _nvjitlink(
             ltoir, "ltoir", label, shims, verbose=True, link_time_optimization=True, **link_options
         )
@@ -119,7 +123,7 @@ def prototype_usage(dispatcher, signature: tuple, cc: tuple[int, int] = (9, 0)) 
     return kernel_usage(module, entry, props[entry], extra_shared)
 
 
-def twin_usage(twin_path, expression: str, arch: str = "sm_90") -> ResourceUsage:
+def twin_usage(twin_path: str | Path, expression: str, arch: str = "sm_90") -> ResourceUsage:
     """The resources of the twin kernel ``expression`` of ``twin_path`` (an NVRTC name
     expression: ``"sigmoid_fwd<float>"``, or ``"plain_kernel"`` for an ``extern "C"`` or
     non-template kernel), compiled for ``arch``.

@@ -5,12 +5,15 @@ definitions, loops, variable types). Nothing here needs a GPU."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Container, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from portkit import numba_internals
 from portkit.lint.compile import COMPUTE_CAPABILITY
+
+# numba IR: the statements assigning each variable (by its versioned name)
+Defs = dict[str, list[Any]]
 
 
 @dataclass(frozen=True)
@@ -25,7 +28,7 @@ class TypedFunction:
     calltypes: dict  # IR expression/statement -> numba signature
 
 
-def typed_functions(dispatcher, signature: tuple) -> list[TypedFunction]:
+def typed_functions(dispatcher: Any, signature: tuple[Any, ...]) -> list[TypedFunction]:
     """The kernel typed with ``signature``, then every device function it calls
     (transitively), each once per distinct argument types."""
     from numba.core import types
@@ -55,7 +58,7 @@ def typed_functions(dispatcher, signature: tuple) -> list[TypedFunction]:
 # Typing the call tree
 
 
-def _typed(py_func, args: tuple, cres) -> TypedFunction:
+def _typed(py_func: Any, args: tuple[Any, ...], cres: Any) -> TypedFunction:
     ann = cres.type_annotation
     return TypedFunction(
         name=py_func.__name__,
@@ -67,7 +70,7 @@ def _typed(py_func, args: tuple, cres) -> TypedFunction:
     )
 
 
-def _typed_device(disp, sig) -> TypedFunction:
+def _typed_device(disp: Any, sig: Any) -> TypedFunction:
     args = tuple(sig.args)
     cres = getattr(disp, "overloads", {}).get(args)
     if cres is None or getattr(cres, "type_annotation", None) is None:
@@ -94,7 +97,9 @@ def is_ir(obj: Any, cls: str) -> bool:
     return any(isinstance(obj, getattr(m, cls)) for m in modules if hasattr(m, cls))
 
 
-def assignments(fn: TypedFunction, ops: tuple[str, ...] | None = None, labels=None):
+def assignments(
+    fn: TypedFunction, ops: tuple[str, ...] | None = None, labels: Container[int] | None = None
+) -> Iterator[tuple[Any, Any]]:
     """(statement, expression) for each ``x = <expr>`` whose op is in ``ops``."""
     for label, block in fn.blocks.items():
         if labels is not None and label not in labels:
@@ -105,7 +110,7 @@ def assignments(fn: TypedFunction, ops: tuple[str, ...] | None = None, labels=No
                     yield stmt, stmt.value
 
 
-def definitions(fn: TypedFunction) -> dict[str, list]:
+def definitions(fn: TypedFunction) -> Defs:
     defs: dict[str, list] = {}
     for block in fn.blocks.values():
         for stmt in block.body:
@@ -118,25 +123,25 @@ def loop_blocks(blocks: dict) -> set:
     return numba_internals.loop_body_labels(blocks)
 
 
-def var_name(var) -> str:
+def var_name(var: Any) -> str:
     """A variable's source name: ``m.3`` -> ``m``; temporaries stay as they are."""
     name = getattr(var, "unversioned_name", var.name)
     return re.sub(r"\.\d+$", "", name)
 
 
-def unliteral(t):
+def unliteral(t: Any) -> Any:
     from numba.core import types
 
     return types.unliteral(t) if t is not None else t
 
 
-def is_f64(t) -> bool:
+def is_f64(t: Any) -> bool:
     from numba.core import types
 
     return unliteral(t) == types.float64
 
 
-def is_int(t) -> bool:
+def is_int(t: Any) -> bool:
     from numba.core import types
 
     return isinstance(unliteral(t), types.Integer)

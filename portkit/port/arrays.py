@@ -5,6 +5,7 @@ launch's dynamic shared memory (numba starts every dynamic array at its offset 0
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 
 from portkit.port.context import ArrayInfo, FunctionContext, Untranslated
 from portkit.port.expressions import Expressions
@@ -39,7 +40,7 @@ def declare_array(
     return [f"{prefix}{ctype} {ident}{''.join(f'[{t.text}]' for t in texts)};"]
 
 
-def _is_zero(dims: list[ast.AST], ctx: FunctionContext) -> bool:
+def _is_zero(dims: Sequence[ast.AST], ctx: FunctionContext) -> bool:
     if len(dims) != 1:
         return False
     node = dims[0]

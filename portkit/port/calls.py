@@ -7,13 +7,14 @@ is an integer in numba)."""
 from __future__ import annotations
 
 import ast
+from typing import Any
 
 from portkit.port.context import ATOM, CExpr, Translator, Untranslated
 from portkit.port.ctype import is_float, vec_map, widened
 from portkit.port.vartypes import resolved
 
 
-def math_call(ex: Translator, name: str, fn, node: ast.Call) -> CExpr:
+def math_call(ex: Translator, name: str, fn: Any, node: ast.Call) -> CExpr:
     args = [ex(a) for a in node.args]
     result = resolved(fn, *[a.ntype for a in args])
     short = name.split(".", 1)[1]
@@ -29,7 +30,7 @@ def math_call(ex: Translator, name: str, fn, node: ast.Call) -> CExpr:
     return ex.call_float(short, args, result)
 
 
-def builtin(ex: Translator, name: str, fn, node: ast.Call) -> CExpr:
+def builtin(ex: Translator, name: str, fn: Any, node: ast.Call) -> CExpr:
     from numba.core import types
 
     if name == "len":

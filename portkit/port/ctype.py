@@ -8,6 +8,7 @@ template parameters are the vectors that vary.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 Vec = tuple  # one numba type per typed signature
@@ -100,5 +101,5 @@ def c_promote(a: Any, b: Any) -> Any:
     return types.Integer.from_bitwidth(bits, signed=not unsigned)
 
 
-def vec_map(fn, *vecs: Vec) -> Vec:
+def vec_map(fn: Callable[..., Any], *vecs: Vec) -> Vec:
     return tuple(fn(*items) for items in zip(*vecs))

@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import ast
 import inspect
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from portkit.errors import PortkitError
 from portkit.port.context import DraftNeeds, Gap
 from portkit.port.ctype import is_array
 from portkit.port.functions import emit_function, parsed, placeholder
 from portkit.port.vartypes import FunctionTypes, function_types
+
+if TYPE_CHECKING:
+    from portkit.project.discovery import Op
 
 _WIDEN = {
     "float16": "__device__ inline float widen(__half v) { return __half2float(v); }",
@@ -37,7 +40,9 @@ def _line(py_func: Any) -> int:
     return inspect.getsourcelines(py_func)[1]
 
 
-def _typed(kernels: dict[str, Any], launches: dict[str, list]):
+def _typed(
+    kernels: Mapping[str, Any], launches: dict[str, list[Any]]
+) -> tuple[dict[str, FunctionTypes], dict[Any, FunctionTypes], list[str]]:
     """(kernel FunctionTypes by name, device FunctionTypes by py_func, kernels launched
     by no case)."""
     from portkit.lint.typed_ir import typed_functions
@@ -85,7 +90,7 @@ def _callees_first(device: dict[Any, FunctionTypes]) -> list[FunctionTypes]:
     return order
 
 
-def draft_op(op, kernel_names: Sequence[str] = ()) -> Draft:
+def draft_op(op: Op, kernel_names: Sequence[str] = ()) -> Draft:
     """The draft of ``op``'s twin (of the kernels named, default all), typed for the
     launches of every case that is not GPU-only."""
     from portkit.launch.trace import traced_launches
@@ -128,7 +133,9 @@ def draft_kernels(
             continue
         ft = typed[kernel]
 
-        def dims(array: str, dim: int | None, ft=ft, kernel=kernel) -> str | None:
+        def dims(
+            array: str, dim: int | None, ft: FunctionTypes = ft, kernel: str = kernel
+        ) -> str | None:
             return dimension(ft.params, launches[kernel], array, dim)
 
         body += emit_function(ft, needs, device, writes, dims) + [""]

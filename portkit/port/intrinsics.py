@@ -4,6 +4,7 @@ shuffles and votes, atomics, and calls of the op's device functions."""
 from __future__ import annotations
 
 import ast
+from typing import Any
 
 from portkit.port.context import ADD, ATOM, CExpr, Translator, TupleExpr, Untranslated
 from portkit.port.ctype import c_name, is_array, is_float, unliteral
@@ -39,7 +40,7 @@ _ATOMICS = {
 }  # fmt: skip
 
 
-def _t(name: str):
+def _t(name: str) -> Any:
     from numba.core import types
 
     return getattr(types, name)
@@ -72,9 +73,11 @@ def grid_items(ex: Translator, dims: int, size: bool) -> list[CExpr]:
 
 def call(ex: Translator, name: str, node: ast.Call) -> CExpr | TupleExpr:
     if name in ("cuda.grid", "cuda.gridsize"):
-        if len(node.args) != 1 or not isinstance(node.args[0], ast.Constant):
+        first = node.args[0] if len(node.args) == 1 else None
+        count = first.value if isinstance(first, ast.Constant) else None
+        if not isinstance(count, int):
             raise Untranslated(f"{name} without a constant dimension count", node)
-        items = grid_items(ex, int(node.args[0].value), name == "cuda.gridsize")
+        items = grid_items(ex, count, name == "cuda.gridsize")
         return items[0] if len(items) == 1 else TupleExpr(tuple(items))
     args = [ex(a) for a in node.args] if name not in _ATOMIC_PREFIXES else []
     kwargs = {k.arg: ex(k.value) for k in node.keywords} if name not in _ATOMIC_PREFIXES else {}
@@ -137,18 +140,19 @@ def device_call(ex: Translator, callee: FunctionTypes, node: ast.Call) -> CExpr 
 
     if node.keywords:
         raise Untranslated(f"keyword arguments to {callee.name}", node)
-    texts, arg_types = [], []
+    texts: list[CExpr | str] = []  # str: an array, passed by its name
+    arg_types = []
     for arg in node.args:
         if isinstance(arg, ast.Name) and arg.id in ex.ctx.arrays:
             info = ex.ctx.arrays[arg.id]
             if info.ndim != 1:
                 raise Untranslated(f"{info.ndim}-D array {arg.id} passed to {callee.name}", node)
-            texts.append(None)
+            texts.append(arg.id)
             arg_types.append(tuple(ex.ctx.types.variables[arg.id]))
             continue
-        e = ex(arg)
-        texts.append(e)
-        arg_types.append(e.ntype)
+        translated = ex(arg)
+        texts.append(translated)
+        arg_types.append(translated.ntype)
     by_args = {tuple(unliteral(t) if not is_array(t) else t for t in s.args): i
                for i, s in enumerate(callee.specs)}  # fmt: skip
     chosen = []
@@ -158,9 +162,9 @@ def device_call(ex: Translator, callee: FunctionTypes, node: ast.Call) -> CExpr 
             raise Untranslated(f"call of {callee.name} with types numba did not type", node)
         chosen.append(by_args[key])
     values = []
-    for k, (arg, e) in enumerate(zip(node.args, texts)):
-        if e is None:
-            values.append(arg.id)
+    for k, e in enumerate(texts):
+        if isinstance(e, str):
+            values.append(e)
             continue
         wanted = tuple(unliteral(callee.specs[j].args[k]) for j in chosen)
         values.append(ex.cast(e, wanted).text if e.ctype != wanted else e.text)

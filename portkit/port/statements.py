@@ -54,7 +54,8 @@ class Statements:
 
     # ---------------------------------------------------------------- output
     def line_of(self, node: ast.AST) -> int:
-        return self.ctx.first_line + node.lineno - 1
+        # statements and expressions carry a position; ast.AST itself declares none
+        return self.ctx.first_line + getattr(node, "lineno", 1) - 1
 
     def emit(self, depth: int, text: str, node: ast.AST | None = None) -> None:
         if node is None:
@@ -66,7 +67,8 @@ class Statements:
         self.lines.append(f"{INDENT * depth}{text}  {comment}")
 
     def gap(self, depth: int, problem: Untranslated, node: ast.AST) -> None:
-        where = problem.node if getattr(problem.node, "lineno", None) else node
+        found = problem.node
+        where = found if found is not None and getattr(found, "lineno", None) else node
         gap = Gap(problem.construct, self.ctx.file, self.line_of(where))
         self.ctx.needs.gaps.append(gap)
         self.lines.append(INDENT * depth + gap.directive())
@@ -152,7 +154,12 @@ class Statements:
     def _For(self, stmt: ast.For, depth: int) -> None:
         it = stmt.iter
         name, _ = resolve(it.func, self.ctx) if isinstance(it, ast.Call) else (None, None)
-        if name != "range" or stmt.orelse or not isinstance(stmt.target, ast.Name):
+        if (
+            name != "range"
+            or not isinstance(it, ast.Call)
+            or stmt.orelse
+            or not isinstance(stmt.target, ast.Name)
+        ):
             raise Untranslated("for loop over anything but range()", stmt)
         args = list(it.args)
         start = args[0] if len(args) > 1 else ast.Constant(0)
@@ -189,8 +196,8 @@ class Statements:
     def positive(self, node: ast.AST) -> bool:
         """Whether ``node`` is known to be positive: a launch dimension, ``cuda.gridsize``,
         a positive constant, a product of those, or a variable only ever set to one."""
-        if _constant(node, self.ctx.globals) is not None:
-            return _constant(node, self.ctx.globals) > 0
+        if (constant := _constant(node, self.ctx.globals)) is not None:
+            return constant > 0
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
             return self.positive(node.left) and self.positive(node.right)
         if isinstance(node, ast.Name) and node.id in self.ctx.types.variables:
@@ -242,11 +249,11 @@ class Statements:
         if len(names) != len(target.elts):
             raise Untranslated("unpacking into something but names", stmt)
         value = self.ex.any(stmt.value) if not isinstance(stmt.value, ast.Tuple) else None
-        if value is None:  # a, b = b, a: every value first, then the stores
-            items = [self.ex(v) for v in stmt.value.elts]  # type: ignore[attr-defined]
+        if isinstance(stmt.value, ast.Tuple):  # a, b = b, a: every value first, then the stores
+            items = [self.ex(v) for v in stmt.value.elts]
         elif isinstance(value, TupleExpr) and value.call is None:
             items = list(value.items)
-        elif isinstance(value, TupleExpr):
+        elif isinstance(value, TupleExpr) and value.call is not None:
             temp = f"{names[0]}_{'_'.join(names[1:])}"
             name = tuple_type(self.ctx, list(value.fields))
             self.emit(depth, f"const {name} {temp} = {value.call.text};", stmt)

@@ -24,7 +24,7 @@ _VERSION = re.compile(r"(\.\d+)+$")
 
 
 @functools.cache
-def typing_context():
+def typing_context() -> Any:
     """numba-cuda's typing context: the operator and math typing the kernels got."""
     from numba.cuda.descriptor import cuda_target
 
@@ -132,7 +132,7 @@ def _name_templates(ft: FunctionTypes) -> None:
         ft.templates[vec] = next(free)
 
 
-def resolved(fn, *vecs: Vec) -> Vec:
+def resolved(fn: Any, *vecs: Vec) -> Vec:
     """numba's result type of ``fn(*args)`` for each signature's argument types."""
     out = []
     for args in zip(*vecs):

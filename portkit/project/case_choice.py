@@ -55,7 +55,7 @@ def choose_case(
         if not small:
             raise PortkitError(f"op {op.name} has no {dtype} case small enough to simulate")
         case = max(small, key=lambda c: c.numel)
-    if case.dtype != dtype and not case_name:
+    if not case_name and dtype is not None and case.dtype != dtype:
         case = replace(case, dtype=dtype)
     if shape is not None:
         rank = {len(s) for s in case.shapes}

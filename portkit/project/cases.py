@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import torch
 
+from typing import Any
+
 from portkit.project.dtypes import DEFAULT_OP_DTYPES, DTYPES, is_float, torch_dtype
 
 __all__ = ["DTYPES", "Case", "custom", "elementwise", "make_inputs", "rows", "torch_dtype"]
@@ -148,7 +150,7 @@ def custom(
     name: str,
     shapes: Sequence[Sequence[int]],
     dtype: str = "float32",
-    **options,
+    **options: Any,
 ) -> Case:
     """A single hand-written case: ``custom("wide", [(2, 4096)], "float64")``."""
     return Case(name, tuple(tuple(s) for s in shapes), dtype, **options)

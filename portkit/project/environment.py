@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
+from typing import Any
 
 from portkit.errors import ConfigError
 
@@ -144,7 +145,7 @@ class Settings:
             pin_gpus=_read("PORTKIT_PIN_GPUS", env) != "0",
         )
 
-    def changed(self, **values: object) -> Settings:
+    def changed(self, **values: Any) -> Settings:
         return replace(self, **values)
 
     def as_environment(self) -> dict[str, str]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from portkit.errors import OpDefinitionError
 from portkit.project.cases import Case
@@ -281,11 +282,12 @@ def op(
 
 def _as_items(value: object, single: type | tuple[type, ...]) -> tuple:
     """One item or a sequence of them, as a tuple."""
+    # mypy: object is not iterable; anything but one item is a sequence of them here
     return (value,) if isinstance(value, single) else tuple(value)  # type: ignore[arg-type]
 
 
-def _plain(member: object) -> Callable | None:
-    """Accept plain functions and @staticmethod alike."""
+def _plain(member: Any) -> Any:
+    """Accept plain functions and @staticmethod alike (a class's forward, or None)."""
     if isinstance(member, staticmethod):
         return member.__func__
-    return member  # type: ignore[return-value]
+    return member

@@ -4,10 +4,21 @@ harness and failing with the harness's own report."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from _pytest._code.code import TerminalRepr, TracebackStyle
+
+    from portkit.backends import Backend
+    from portkit.project.cases import Case
+    from portkit.project.config import ProjectConfig
+    from portkit.project.discovery import Op
+    from portkit.project.environment import Settings
+    from portkit.project.session import Session
 
 BASELINE_OPTION = "--portkit-bench-baseline"
 _PROJECT_KEY = pytest.StashKey[Any]()
@@ -18,7 +29,7 @@ class CheckFailed(Exception):
     """Raised by generated tests; its message is the harness's report."""
 
 
-def project_session(config: pytest.Config):
+def project_session(config: pytest.Config) -> Session:
     """The project's ``Session`` (configuration, settings, op catalog), built once per
     test session with the settings ``pytest_configure`` read."""
     if _PROJECT_KEY not in config.stash:
@@ -30,12 +41,12 @@ def project_session(config: pytest.Config):
     return config.stash[_PROJECT_KEY]
 
 
-def project_config(config: pytest.Config):
+def project_config(config: pytest.Config) -> ProjectConfig:
     """The project's configuration (with the session's settings)."""
     return project_session(config).config
 
 
-def environment_settings(config: pytest.Config):
+def environment_settings(config: pytest.Config) -> Settings:
     """portkit's settings from the environment, read once per test session."""
     if _SETTINGS_KEY not in config.stash:
         from portkit.project.environment import Settings
@@ -44,7 +55,7 @@ def environment_settings(config: pytest.Config):
     return config.stash[_SETTINGS_KEY]
 
 
-def _marker(backend) -> str:
+def _marker(backend: Backend) -> str:
     if backend.role == "reference":
         return "reference"
     if backend.device == "cuda":
@@ -109,17 +120,27 @@ class OpFile(pytest.File):
 class PortkitItem(pytest.Item):
     """Reports a harness failure as the harness's own text, not a Python traceback."""
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style=None) -> str:
+    def repr_failure(
+        self, excinfo: pytest.ExceptionInfo[BaseException], style: TracebackStyle | None = None
+    ) -> str | TerminalRepr:
         if isinstance(excinfo.value, CheckFailed):
             return str(excinfo.value)
         return super().repr_failure(excinfo)
 
-    def reportinfo(self):
+    def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, 0, f"{self.path.stem}::{self.name}"
 
 
 class CaseItem(PortkitItem):
-    def __init__(self, *, op, case, backends, only_check: str | None, **kwargs) -> None:
+    def __init__(
+        self,
+        *,
+        op: Op,
+        case: Case,
+        backends: Sequence[Backend],
+        only_check: str | None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.op, self.case, self.backends, self.only_check = op, case, backends, only_check
         if case.large:
@@ -152,7 +173,7 @@ class CaseItem(PortkitItem):
 
 
 class CompileItem(PortkitItem):
-    def __init__(self, *, op, side: str, **kwargs) -> None:
+    def __init__(self, *, op: Op, side: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.op, self.side = op, side
         self.add_marker("compile")
@@ -171,7 +192,7 @@ class LintItem(PortkitItem):
     warning where the project sets ``lint-warnings = "error"``. A deliberate finding is
     silenced on its line with `# portkit: allow-<kind>`."""
 
-    def __init__(self, *, op, **kwargs) -> None:
+    def __init__(self, *, op: Op, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.op = op
         self.add_marker("compile")
@@ -185,7 +206,7 @@ class LintItem(PortkitItem):
 
 
 class BrokenOpItem(PortkitItem):
-    def __init__(self, *, message: str, **kwargs) -> None:
+    def __init__(self, *, message: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.message = message
 
@@ -197,7 +218,7 @@ class BenchItem(PortkitItem):
     """``portkit bench OP --compare BASELINE`` as a test, for a GPU CI job; skipped unless
     ``--portkit-bench-baseline`` names the baseline."""
 
-    def __init__(self, *, op, **kwargs) -> None:
+    def __init__(self, *, op: Op, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.op = op
         self.add_marker("bench")

@@ -34,6 +34,7 @@ class BlockHost(Protocol):
     thread_index: int
     finished_threads: list[bool]
     schedule: str  # the order threads resume in (schedule.py)
+    _shared: dict[Any, SimArray]  # the block's shared arrays (their shadows: epochs.py)
 
     def place(self, thread: int, file: str, line: int) -> Place: ...
 
@@ -103,7 +104,7 @@ class BlockRun:
         generator = self.threads[thread]
         reply, self.replies[thread] = self.replies[thread], None
         try:
-            if thread == self.target:
+            if self.debug is not None and thread == self.target:
                 self.requests[thread] = self.debug.run(generator.send, reply)
             else:
                 self.requests[thread] = generator.send(reply)
@@ -227,8 +228,8 @@ class BlockRun:
             for t in group:
                 replies[t] = result
         elif kind == "eq_sync":
-            votes = [bool(requests[t][2]) for t in group]  # numba votes on value != 0
-            same = np.bool_(all(v == votes[0] for v in votes))
+            ballot = [bool(requests[t][2]) for t in group]  # numba votes on value != 0
+            same = np.bool_(all(v == ballot[0] for v in ballot))
             for t in group:
                 replies[t] = same
         else:

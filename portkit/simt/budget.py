@@ -42,13 +42,11 @@ def launch_budget(
 ) -> Iterator[None]:
     """Run the body under a budget of ``seconds`` (None or 0: none). ``where(frame)``
     names the spinning thread and line when the alarm fires (``frame``: the running one)."""
-    usable = (
-        seconds
-        and hasattr(signal, "setitimer")
-        and threading.current_thread() is threading.main_thread()
+    usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    outer_delay, outer_interval = (
+        signal.getitimer(signal.ITIMER_REAL) if seconds and usable else (0.0, 0.0)
     )
-    outer_delay, outer_interval = signal.getitimer(signal.ITIMER_REAL) if usable else (0.0, 0.0)
-    if not usable or (outer_delay and outer_delay <= seconds):
+    if not seconds or not usable or (outer_delay and outer_delay <= seconds):
         yield
         return
     armed = [True]
@@ -105,5 +103,5 @@ def lockstep_place(engine: Any, file: str, line: int) -> Place | None:
     lane = int(active[0]) if active.size else 0
     grid = tuple(int(v) for v in engine.cuda.gridDim)
     dims = tuple(int(v) for v in engine.cuda.blockDim)
-    block = unflatten(int(chunk.block[lane]), grid)  # type: ignore[arg-type]
-    return Place(block, unflatten(int(chunk.thread[lane]), dims), file, line)  # type: ignore[arg-type]
+    block = unflatten(int(chunk.block[lane]), grid)
+    return Place(block, unflatten(int(chunk.thread[lane]), dims), file, line)

@@ -83,7 +83,7 @@ def parse_cc(value: Any) -> tuple[int, int]:
     if cc not in KNOWN:
         known = ", ".join(f"{a}.{b}" for a, b in KNOWN)
         raise DeviceChoiceError(f"simulated compute capability {value!r}: one of {known}")
-    return cc  # type: ignore[return-value]
+    return cc
 
 
 class SimulatedDevice:

@@ -108,7 +108,14 @@ def refresh_generations(
                 stamps[moved[0]] = moved[1]
 
 
-def _moved(stamps, first, warps_per_block, epoch, generation, due):
+def _moved(
+    stamps: np.ndarray,
+    first: int,
+    warps_per_block: int,
+    epoch: np.ndarray,
+    generation: np.ndarray,
+    due: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray] | None:
     """(positions, new stamps) of the stale stamps among ``stamps``, or None."""
     block = (stamps >> 32) - first
     inside = np.flatnonzero((stamps != NOBODY) & (block >= 0) & (block < epoch.size))

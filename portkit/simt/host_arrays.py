@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -75,7 +75,7 @@ def host_copy(where: str, value: Any) -> HostCopy | None:
     return HostCopy(host, lambda: value.copy_to_device(host))
 
 
-def refuse_device_memory(where: str, value: Any) -> None:
+def refuse_device_memory(where: str, value: Any) -> NoReturn:
     """GPU memory of a kind the simulator cannot copy: say which kinds it takes."""
     raise LaunchError(
         f"{where} is GPU memory the simulator cannot copy ({type(value).__module__}."

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import builtins
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -40,7 +40,7 @@ class Dim3:
     def __init__(self, x: int, y: int, z: int) -> None:
         self.x, self.y, self.z = INT64(x), INT64(y), INT64(z)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         return iter((self.x, self.y, self.z))
 
     def __repr__(self) -> str:

@@ -135,11 +135,11 @@ class Machine:
                 f"({', '.join(function.parameters)}), launched with {len(args)}"
             )
         bp = self.breakpoint
-        debugging = bp is not None and bp.kernel == name and name not in self._launched
+        stop = bp if bp is not None and bp.kernel == name and name not in self._launched else None
         here = lambda file, line: self.place(self.thread_index, file, line)  # noqa: E731
         spinning = lambda frame: where_spinning(frame, self._lockstep, here)  # noqa: E731
-        with launch_budget(None if debugging else self.budget, name, spinning):
-            return self._launch(name, dispatcher, config, args, blocks, debugging)
+        with launch_budget(None if stop is not None else self.budget, name, spinning):
+            return self._launch(name, dispatcher, config, args, blocks, stop)
 
     def _launch(
         self,
@@ -148,10 +148,10 @@ class Machine:
         config: LaunchConfig,
         args: Sequence[Any],
         blocks: Iterable[int] | None,
-        debugging: bool,
+        stop: Breakpoint | None,
     ) -> LaunchRecord:
-        bp, function = self.breakpoint, self.rewriter.rewrite(dispatcher)
-        if blocks is None and not debugging:
+        function = self.rewriter.rewrite(dispatcher)
+        if blocks is None and stop is None:
             record = self._try_lockstep(name, dispatcher, config, args)
             if record is not None:
                 self._launched.add(name)
@@ -161,7 +161,7 @@ class Machine:
             self.engines.append(EngineChoice(name, "per-thread", why))
         record = LaunchRecord(name, config)
         values = self._arguments(function, args, record, sparse=blocks is not None)
-        debug = DebugSession(bp) if debugging else None
+        debug = DebugSession(stop) if stop is not None else None
         self._launched.add(name)
 
         cuda = self.cuda
@@ -179,8 +179,8 @@ class Machine:
                 for done, block in enumerate(chosen, 1):
                     coords = unflatten(block, config.grid)
                     target = None
-                    if debug is not None and coords == tuple(bp.block):
-                        target = linear_index(bp.thread, config.block)
+                    if stop is not None and coords == tuple(stop.block):
+                        target = linear_index(stop.thread, config.block)
                     self._run_block(
                         name,
                         function,
@@ -295,7 +295,7 @@ class Machine:
                     cuda.laneid = INT64(thread % WARP_SIZE)
                     self.stamp = base | thread
                     self.thread_index = thread
-                    if thread == target:
+                    if debug is not None and thread == target:
                         debug.run(fn, *args)
                     else:
                         fn(*args)
@@ -397,7 +397,7 @@ class Machine:
     def fault(self, name: str, exc: BaseException, thread: int) -> KernelError:
         files = set(self.rewriter.files)
         frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename in files]
-        place = self.place(thread, frames[-1].filename, frames[-1].lineno) if frames else None
+        place = self.place(thread, frames[-1].filename, frames[-1].lineno or 0) if frames else None
         if isinstance(exc, MemoryFault):
             other = other_what = None
             if exc.other is not None:

@@ -38,7 +38,7 @@ class StampSource(Protocol):
     touching memory now, and the source files its line keys index."""
 
     stamp: int
-    files: list[str]
+    files: dict[str, int]  # source file -> its index in line keys
     tally: AtomicTally
 
 

@@ -61,7 +61,8 @@ class FunctionFacts:
         return name in self.parameters or name in self.definitions
 
     def fail(self, node: ast.AST, message: str) -> KernelError:
-        return KernelError(f"kernel {self.name}, {self.filename}:{node.lineno}: {message}")
+        line = getattr(node, "lineno", "?")  # statements and expressions have one
+        return KernelError(f"kernel {self.name}, {self.filename}:{line}: {message}")
 
 
 # -- allocations ---------------------------------------------------------------------------
@@ -90,7 +91,7 @@ def _not_literal(node: ast.AST, facts: FunctionFacts) -> str | None:
     if isinstance(node, ast.Call):
         return f"numba does not evaluate a call ({ast.unparse(node)}) as a shape"
     if isinstance(node, (ast.Attribute, ast.Subscript)):
-        root = node
+        root: ast.expr = node
         while isinstance(root, (ast.Attribute, ast.Subscript)):
             root = root.value
         if isinstance(root, ast.Name) and facts.is_local(root.id):

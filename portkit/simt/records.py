@@ -4,6 +4,7 @@ of who wrote each element of each global array (used by ``portkit diff``)."""
 from __future__ import annotations
 
 import linecache
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,7 +87,7 @@ class LaunchRecord:
         return line_of(key, self.files)
 
 
-def unflatten(linear: int, dims: tuple[int, int, int]) -> tuple[int, int, int]:
+def unflatten(linear: int, dims: Sequence[int]) -> tuple[int, int, int]:
     x, y = dims[0], dims[1]
     return (linear % x, (linear // x) % y, linear // (x * y))
 

@@ -235,6 +235,7 @@ class BFloat16:
     """A simulated ``__nv_bfloat16`` scalar."""
 
     __slots__ = ("bits",)
+    bits: int
 
     def __init__(self, value: Any = 0.0) -> None:
         self.bits = value.bits if isinstance(value, BFloat16) else _round_to_bfloat16(value)

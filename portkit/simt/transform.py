@@ -26,7 +26,7 @@ import copy
 import math
 import textwrap
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,7 +101,7 @@ def is_device_function(value: Any) -> bool:
 def _intrinsic_names() -> dict[int, str]:
     from numba import cuda
 
-    table = {}
+    table: dict[int, str] = {}
     for name in dir(cuda):
         value = getattr(cuda, name)
         # Some intrinsics are classes in numba-cuda (cuda.syncwarp): keep those we rewrite.
@@ -112,7 +112,7 @@ def _intrinsic_names() -> dict[int, str]:
     return table
 
 
-def visible_names(fn) -> dict[str, Any]:
+def visible_names(fn: Any) -> dict[str, Any]:
     """What a kernel's source can name: its module's globals and its closure's cells
     (numba-cuda-mlir's ``cuda`` names as numba-cuda's: ``mlir_names``)."""
     scope = dict(fn.__globals__)
@@ -212,8 +212,8 @@ class Rewriter:
             return NumberCast(as_dtype(value), str(value))
         if isinstance(value, (bool, int, float)):
             return typed_constant(value)
-        if callable(value) and getattr(math, getattr(value, "__name__", ""), None) is value:
-            return getattr(TYPED_MATH, value.__name__)
+        if callable(value) and getattr(math, name := getattr(value, "__name__", ""), None) is value:
+            return getattr(TYPED_MATH, name)
         if is_device_function(value):
             return self.rewrite(value).function
         if isinstance(value, np.ndarray):
@@ -288,9 +288,9 @@ class _ModuleProxy:
         return value
 
 
-def _own_nodes(definition: ast.FunctionDef):
+def _own_nodes(definition: ast.FunctionDef) -> Iterator[ast.AST]:
     """Nodes of a function body, not descending into nested functions or lambdas."""
-    stack = list(definition.body)
+    stack: list[ast.AST] = list(definition.body)
     while stack:
         node = stack.pop()
         yield node

@@ -82,7 +82,7 @@ class PerThreadOnly(NotImplementedError):
 
 
 def _caller() -> Any:
-    frame = sys._getframe(1)
+    frame: Any = sys._getframe(1)
     while frame.f_code.co_filename == __file__:
         frame = frame.f_back
     return frame  # the kernel's line, for the checks' records

@@ -3,9 +3,14 @@ cross-checks and not run unless asked for with ``--backend numba-sim``."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from portkit.backends.base import Backend
 from portkit.launch.kernel_set import KernelSet
 from portkit.simt.debug import Breakpoint
+
+if TYPE_CHECKING:
+    from portkit.project.discovery import Op
 
 
 class NumbaSimulator(Backend):
@@ -22,7 +27,7 @@ class NumbaSimulator(Backend):
 
         return simulator_importable()
 
-    def unsupported_reason(self, op) -> str | None:
+    def unsupported_reason(self, op: Op) -> str | None:
         from portkit.backends.numba_sim.functions import uses_warp_intrinsics
         from portkit.simt.mlir_names import mlir_kernel_names
 
@@ -32,7 +37,7 @@ class NumbaSimulator(Backend):
             return "numba's simulator has no warp intrinsics (shfl_*_sync, ballot_sync...)"
         return None
 
-    def kernels(self, op, *, poison_outputs: bool = False) -> KernelSet:
+    def kernels(self, op: Op, *, poison_outputs: bool = False) -> KernelSet:
         from portkit.backends.numba_sim.functions import SimulatedFunctions, SimulatedKernel
 
         functions = SimulatedFunctions()

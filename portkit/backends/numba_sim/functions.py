@@ -128,8 +128,8 @@ def _with_breakpoint(fn: types.FunctionType, breakpoint: Breakpoint) -> types.Fu
     settrace = sys.settrace
     target = (breakpoint.block, breakpoint.thread)
 
-    def kernel_with_breakpoint(*args):
-        me = current_thread()
+    def kernel_with_breakpoint(*args: Any) -> None:
+        me: Any = current_thread()  # numba's simulated CUDA thread: blockIdx, threadIdx
         here = (tuple(me.blockIdx), tuple(me.threadIdx))
         with lock:
             stop = here == target and not state["hit"]
@@ -171,7 +171,7 @@ class SimulatedKernel(LaunchTarget):
         self.breakpoint: Breakpoint | None = None
         self._fake = None
 
-    def _kernel(self):
+    def _kernel(self) -> Any:
         from numba.cuda.simulator.kernel import FakeCUDAKernel
 
         if self.breakpoint is not None and self.breakpoint.kernel == self.name:

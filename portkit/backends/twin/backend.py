@@ -15,7 +15,7 @@ import hashlib
 import struct
 from collections.abc import Callable, Collection, Sequence
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from portkit.backends.base import Backend, cuda_unavailable_reason
 from portkit.backends.twin import driver_launch
@@ -37,8 +37,12 @@ from portkit.launch_contract import (
 )
 from portkit.project.dtypes import dtype_name
 
+if TYPE_CHECKING:
+    from portkit.project.config import ProjectConfig
+    from portkit.project.discovery import Op
 
-def missing_twin_reason(op, config) -> str | None:
+
+def missing_twin_reason(op: Op, config: ProjectConfig) -> str | None:
     """Why a twin backend (GPU or CPU) cannot run ``op``: it has no ``cuda_src/OP.cu``."""
     if not op.has_twin:
         return f"no twin: {config.cuda_src_dir / (op.name + '.cu')} does not exist"
@@ -280,16 +284,17 @@ class Twin(Backend):
             return f"cuda.core is not importable: {exc}"
         return None
 
-    def unsupported_reason(self, op) -> str | None:
+    def unsupported_reason(self, op: Op) -> str | None:
         return missing_twin_reason(op, self.config)
 
-    def kernels(self, op, *, poison_outputs: bool = False) -> KernelSet:
+    def kernels(self, op: Op, *, poison_outputs: bool = False) -> KernelSet:
         import torch
 
         from portkit.backends.twin.driver_launch import get_kernel, load_library
 
         arch = _current_device_arch()
         kernels, expressions = readable_twin(op, lambda path: nvrtc_syntax_check(path, arch))
+        assert op.twin_path is not None  # readable_twin checked it
         compiled = compile_twin(op.twin_path, expressions, self.config.cache_dir, arch)
         device = torch.cuda.current_device()
         # One CUlibrary per cubin content and device for the process: the harness asks for

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from portkit import cache_files
 from portkit.errors import DtypeError, TwinCompileError
@@ -106,7 +107,7 @@ def compile_twin(
     return CompiledTwin(path, arch, cubin, symbols, cubin_file, False)
 
 
-def _nvrtc(path: Path, expressions: Sequence[str], arch: str) -> object:
+def _nvrtc(path: Path, expressions: Sequence[str], arch: str) -> Any:
     """NVRTC's cubin (cuda.core's ObjectCode) or its error: a template that fails for some
     of the op's types only is a DtypeError, anything else its log as a TwinCompileError."""
     from cuda.core import Program, ProgramOptions
@@ -172,7 +173,7 @@ def _text(symbol: str | bytes) -> str:
     return symbol.decode() if isinstance(symbol, bytes) else symbol
 
 
-def program_ptx(handle) -> bytes:
+def program_ptx(handle: Any) -> bytes:
     """The PTX an NVRTC program (``Program.handle``) kept after compiling to a cubin,
     NUL-terminated as the driver wants a PTX image. Read through cuda.bindings: cuda.core's
     ``compile("ptx")`` would ask for a driver, and this runs on machines without one."""

@@ -98,6 +98,7 @@ class DriverKernel:
         self._success = driver.CUresult.CUDA_SUCCESS
         self._handle = int(handle)
         codes = [STATIC_CODES.get(s) for s in self.slots]
+        # mypy does not narrow a list by all(): no code is None here
         self._static_codes = "".join(codes) if all(codes) else None  # type: ignore[arg-type]
         self._static = static_launcher() if self._static_codes is not None else None
 

@@ -60,7 +60,7 @@ def twin_instantiations(op: Op) -> dict[str, list[Instantiation]]:
         elif len(kernel.template_params) == 1:
             found[name] = [(s,) for s in scalars]
         else:
-            found[name] = sorted(launched.get(name, set()))
+            found[name] = [*sorted(launched.get(name, set()))]
     return found
 
 
@@ -110,6 +110,7 @@ def twin_expressions(op: Op) -> list[str]:
 def _require_half_headers(op: Op) -> None:
     """A template instantiated with __half or __nv_bfloat16 needs its header; NVRTC's own
     error ("identifier __half is undefined" in a name map) does not say so."""
+    assert op.twin_path is not None
     source = op.twin_path.read_text()
     for dtype, header in HALF_HEADERS.items():
         if dtype in op.definition.dtypes and header not in source:
@@ -128,5 +129,6 @@ def readable_twin(
     try:
         return checked_twin_kernels(op), twin_expressions(op)
     except TwinSignatureError:
+        assert op.twin_path is not None
         syntax_check(op.twin_path)
         raise

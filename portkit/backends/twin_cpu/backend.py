@@ -19,7 +19,7 @@ from __future__ import annotations
 import ctypes
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from portkit.backends.base import Backend
 from portkit.backends.twin.backend import bind_arguments, missing_twin_reason
@@ -34,6 +34,12 @@ from portkit.backends.twin_cpu.build import (
 from portkit.backends.twin_cpu.check_worker import CheckWorker
 from portkit.errors import KernelError
 from portkit.launch.kernel_set import KernelSet, LaunchConfig, LaunchTarget
+
+if TYPE_CHECKING:
+    import torch
+
+    from portkit.project.config import ProjectConfig
+    from portkit.project.discovery import Op
 
 ERROR_BYTES = 8192
 STRICT = 2
@@ -86,7 +92,9 @@ class CheckedLaunch(LaunchTarget):
     def launch(self, config: LaunchConfig, args: Sequence[Any]) -> None:
         scalar, values = bind_arguments(self._kernel, args, self._library.symbols)
         expression = self._kernel.expression(scalar)
-        tensors, names, slots = [], [], []
+        tensors: list[torch.Tensor] = []
+        names: list[str] = []
+        slots: list[tuple[str, Any]] = []
         where: dict[
             tuple[int, int], int
         ] = {}  # data pointer -> buffer: one buffer for an argument passed twice
@@ -100,6 +108,7 @@ class CheckedLaunch(LaunchTarget):
                 tensors.append(arg)
                 names.append(f"{param.name} (argument {position}, {_shape(arg)})")
             slots.append(("buffer", where[key]))
+        buffers = [_bytes(t) for t in tensors]
         request = {
             "library": str(self._library.path),
             "symbol": self._library.symbols[expression],
@@ -108,14 +117,14 @@ class CheckedLaunch(LaunchTarget):
             "block": config.block,
             "shared": config.shared_bytes,
             "args": slots,
-            "buffers": [_bytes(t) for t in tensors],
+            "buffers": buffers,
             "itemsizes": [t.element_size() for t in tensors],
             "schedule": True,
         }
         reply = self._worker.run(request, names)
         if "error" in reply:
             raise KernelError(reply["error"])
-        for tensor, before, after in zip(tensors, request["buffers"], reply["buffers"]):
+        for tensor, before, after in zip(tensors, buffers, reply["buffers"]):
             if after != before:  # writing an unchanged input would bump autograd's version
                 _fill(tensor, after)
         if reply["order"]:
@@ -165,7 +174,7 @@ class TwinCPU(Backend):
         "AddressSanitizer, UBSan and a reversed thread order"
     )
 
-    def __init__(self, config) -> None:
+    def __init__(self, config: ProjectConfig) -> None:
         super().__init__(config)
         self._worker: CheckWorker | None = None
 
@@ -176,12 +185,13 @@ class TwinCPU(Backend):
             return "torch is not installed"
         return compiler_unavailable_reason()
 
-    def unsupported_reason(self, op) -> str | None:
+    def unsupported_reason(self, op: Op) -> str | None:
         return missing_twin_reason(op, self.config)
 
-    def kernels(self, op, *, poison_outputs: bool = False) -> KernelSet:
+    def kernels(self, op: Op, *, poison_outputs: bool = False) -> KernelSet:
         kernels, expressions = readable_twin(op, cpu_syntax_check)
         mode = "check" if poison_outputs else "plain"
+        assert op.twin_path is not None  # readable_twin checked it
         library = compile_twin_cpu(op.twin_path, expressions, self.config.cache_dir, mode)
         targets: dict[str, Any]
         if poison_outputs:
@@ -193,5 +203,6 @@ class TwinCPU(Backend):
         return KernelSet(op.name, self.name, self.device, targets, poison_outputs)
 
     def __del__(self) -> None:
-        if getattr(self, "_worker", None) is not None:
-            self._worker.close()
+        worker = getattr(self, "_worker", None)  # absent if __init__ raised
+        if worker is not None:
+            worker.close()

@@ -16,7 +16,7 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from portkit.backends.twin_cpu import worker as protocol
 from portkit.backends.twin_cpu.build import asan_runtime
@@ -29,7 +29,8 @@ _BUFFER = re.compile(r"portkit-cpu: buffer (\d+) at (0x[0-9a-f]+) size (\d+)")
 
 class CheckWorker:
     def __init__(self) -> None:
-        self._process: subprocess.Popen | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None  # the worker's stderr: its sanitizer report
         self._lock = threading.Lock()
 
     def _start(self) -> None:
@@ -60,23 +61,25 @@ class CheckWorker:
         with self._lock:
             if self._process is None or self._process.poll() is not None:
                 self._start()
-            self._log.seek(0)
-            self._log.truncate()
+            process, log_file = self._process, self._log
+            assert process is not None and log_file is not None  # started above
+            log_file.seek(0)
+            log_file.truncate()
             try:
                 protocol.write_message(self._send, request)
                 reply = protocol.read_message(self._receive)
             except OSError:
                 reply = None
             if reply is None:
-                self._process.wait()
-                self._log.seek(0)
-                log = self._log.read().decode(errors="replace")
+                process.wait()
+                log_file.seek(0)
+                log = log_file.read().decode(errors="replace")
                 self.close()
                 raise KernelError(sanitizer_message(request["kernel"], log, names))
             return reply
 
     def close(self) -> None:
-        if getattr(self, "_log", None) is not None:
+        if self._log is not None:
             self._log.close()
             self._log = None
         if self._process is not None:
@@ -117,8 +120,8 @@ def sanitizer_message(kernel: str, log: str, names: list[str]) -> str:
     if thread:
         picked.append(thread.removeprefix("portkit-cpu: the error above happened").strip())
     if not picked:
-        tail = "\n".join(t for t in lines[-15:] if not t.startswith("portkit-cpu: buffer"))
-        return f"{kernel} ended the check worker: {tail or 'no report'}"
+        last = "\n".join(t for t in lines[-15:] if not t.startswith("portkit-cpu: buffer"))
+        return f"{kernel} ended the check worker: {last or 'no report'}"
     return f"{kernel}: " + ", ".join(p for p in picked if p)
 
 

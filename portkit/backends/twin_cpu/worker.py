@@ -20,12 +20,13 @@ import os
 import pickle
 import struct
 import sys
+from typing import Any
 
 REVERSE, STRICT = 1, 2
 ERROR_BYTES = 8192
 
 
-def read_message(fd: int):
+def read_message(fd: int) -> Any:
     header = _read_exactly(fd, 8)
     if not header:
         return None
@@ -33,7 +34,7 @@ def read_message(fd: int):
     return pickle.loads(_read_exactly(fd, size))
 
 
-def write_message(fd: int, message) -> None:
+def write_message(fd: int, message: Any) -> None:
     data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
     view = memoryview(struct.pack("<Q", len(data)) + data)
     while view:

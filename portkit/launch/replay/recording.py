@@ -147,7 +147,9 @@ def record(
     call = kernels.call = _Call(leaves)
 
     class Watch(TorchDispatchMode):
-        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None):
+        def __torch_dispatch__(
+            self, func: Any, types: Any, args: Any = (), kwargs: Any = None
+        ) -> Any:
             if not call.allocating:
                 call.spoil(f"the launcher ran {func}")
             return func(*args, **(kwargs or {}))

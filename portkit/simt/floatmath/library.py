@@ -22,6 +22,7 @@ from functools import cache
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 
 from portkit import cache_files
 from portkit.host_compiler import Compiler, find_compiler
@@ -90,7 +91,7 @@ def loaded() -> ctypes.CDLL | None:
 _SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
 
 
-def compute(name: str, dtype: np.dtype, *args: np.ndarray) -> np.ndarray:
+def compute(name: str, dtype: np.dtype, *args: npt.ArrayLike) -> np.ndarray:
     """``name`` (a C name: tanh, pow, tgamma...) of arrays, as ``dtype`` computes it.
 
     float16 is the float32 function rounded to float16, as portkit_half.h computes it."""

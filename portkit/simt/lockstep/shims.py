@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import builtins
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -38,7 +38,7 @@ def per_lane(function: Callable[..., Any], name: str, current: Any) -> Callable[
         chunk = current.chunk
         lanes = np.flatnonzero(chunk.mask)
         columns = [a[lanes].tolist() if is_lanes(a) else None for a in args]
-        kinds = [a.dtype.type if is_lanes(a) else None for a in args]
+        kinds: list[Any] = [a.dtype.type if is_lanes(a) else None for a in args]
         results = []
         for k in range(lanes.size):
             lane_args = [a if c is None else t(c[k]) for a, c, t in zip(args, columns, kinds)]
@@ -216,7 +216,7 @@ class LaneDim3:
     def __init__(self, x: Any, y: Any, z: Any) -> None:
         self.x, self.y, self.z = x, y, z
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         return iter((self.x, self.y, self.z))
 
 
@@ -228,7 +228,8 @@ class LaneCuda:
 
     def __init__(self, current: Any) -> None:
         self._current = current
-        self.threadIdx = self.blockIdx = self.blockDim = self.gridDim = None
+        zero = LaneDim3(INT64(0), INT64(0), INT64(0))  # set_chunk gives the lanes theirs
+        self.threadIdx = self.blockIdx = self.blockDim = self.gridDim = zero
         self.laneid: Any = None
 
     def set_chunk(self, chunk: Any, block_dims: tuple, grid_dims: tuple) -> None:

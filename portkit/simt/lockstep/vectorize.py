@@ -152,8 +152,8 @@ class Vectorizer:
             return NumberCast(as_dtype(value), str(value))
         if isinstance(value, (bool, int, float)):
             return typed_constant(value)
-        if callable(value) and getattr(math, getattr(value, "__name__", ""), None) is value:
-            return getattr(self._helpers["__pk_math"], value.__name__)
+        if callable(value) and getattr(math, name := getattr(value, "__name__", ""), None) is value:
+            return getattr(self._helpers["__pk_math"], name)
         draws = simulated_random(value, lanes=True)
         if draws is not None:
             return draws
@@ -286,7 +286,7 @@ class _Body:
     def branch(self, node: ast.If) -> list[ast.stmt]:
         test, saved = self.owner.fresh("c"), self.owner.fresh("s")
         body = self.block(node.body, None)
-        orelse = self.block(node.orelse, None) if node.orelse else [ast.Pass()]
+        orelse: list[ast.stmt] = self.block(node.orelse, None) if node.orelse else [ast.Pass()]
         uniform = ast.If(test=name_node(test), body=body, orelse=orelse)
         active = ctx_call("active")
         masked = [
@@ -330,7 +330,7 @@ class _Body:
             and "range" not in self.scope
             and not call.keywords
         )
-        if not is_range or not isinstance(node.target, ast.Name):
+        if not is_range or not isinstance(call, ast.Call) or not isinstance(node.target, ast.Name):
             raise Unsupported(f"line {node.lineno}: for over something other than range()")
         counter = self.owner.fresh("it")
         start = assign_to(counter, ctx_call("range_start", *[self.expr(a) for a in call.args]))
