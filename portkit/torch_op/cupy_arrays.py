@@ -37,6 +37,7 @@ class CupyAwareCallable:
 
     def __init__(self, function: Callable[..., Any]) -> None:
         self._function = function
+        self.__wrapped__ = function  # inspect.unwrap: the op's own callable
         self.__name__ = getattr(function, "__name__", "op")
 
     def __getattr__(self, name: str) -> Any:
