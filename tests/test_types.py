@@ -24,9 +24,11 @@ def _mypy(cache: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture
-def mypy_cache(request: pytest.FixtureRequest) -> Path:
-    """Kept between runs in pytest's cache, so an unchanged tree is checked in seconds."""
-    return request.config.cache.mkdir("mypy")
+def mypy_cache(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Kept between runs in pytest's cache, so an unchanged tree is checked in seconds;
+    a fresh folder where the cache is off (``-p no:cacheprovider``)."""
+    cache = getattr(request.config, "cache", None)
+    return cache.mkdir("mypy") if cache is not None else tmp_path_factory.mktemp("mypy")
 
 
 def test_portkit_type_checks(mypy_cache: Path) -> None:
