@@ -20,7 +20,6 @@ import math
 import traceback
 import warnings
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -33,6 +32,13 @@ from portkit.simt.budget import launch_budget, where_spinning
 from portkit.simt.debug import Breakpoint, DebugSession
 from portkit.simt.intrinsics import WARP_SIZE, Dim3, SimulatedCuda
 from portkit.simt.layout import Layout, memory_view, shape_of
+from portkit.simt.lockstep_launch import (
+    AUTO,
+    LOCKSTEP,
+    PER_THREAD,
+    EngineChoice,
+    try_lockstep,
+)
 from portkit.simt.memory import (
     CONST,
     GLOBAL,
@@ -51,23 +57,13 @@ from portkit.simt.records import (
     linear_index,
     unflatten,
 )
-from portkit.simt.scalars import INT64, BFloat16Bits, as_dtype, widen
+from portkit.simt.scalars import INT64, as_dtype, widen
 from portkit.simt.schedule import checked, in_order
 from portkit.simt.stamps import line_of, stamp_block, stamp_thread
 from portkit.simt.tally import AtomicTally
 from portkit.simt.transform import Rewriter, SimulatedFunction
 
-AUTO, LOCKSTEP, PER_THREAD = "auto", "lockstep", "per-thread"
 ENGINES = (AUTO, LOCKSTEP, PER_THREAD)
-
-
-@dataclass(frozen=True)
-class EngineChoice:
-    """Which engine ran one launch, and why (``portkit sim --verbose`` prints these)."""
-
-    kernel: str
-    engine: str
-    reason: str
 
 
 class Machine:
@@ -95,6 +91,7 @@ class Machine:
         self.breakpoint = breakpoint
         self.on_block = on_block
         self.records: list[LaunchRecord] = []
+        self.blocks_per_thread = 0  # blocks the per-thread engine ran (a fault's re-run too)
         self._launched: set[str] = set()
         self.budget = DEFAULT_SIM_BUDGET if budget is None else budget  # seconds; 0: none
         self.rewriter = Rewriter(
@@ -150,17 +147,31 @@ class Machine:
         blocks: Iterable[int] | None,
         stop: Breakpoint | None,
     ) -> LaunchRecord:
-        function = self.rewriter.rewrite(dispatcher)
         if blocks is None and stop is None:
-            record = self._try_lockstep(name, dispatcher, config, args)
+            record = try_lockstep(self, name, dispatcher, config, args)
             if record is not None:
                 self._launched.add(name)
                 return record
         else:
             why = "a subset of blocks (diff)" if blocks is not None else "pdb is on"
             self.engines.append(EngineChoice(name, "per-thread", why))
+        return self.run_per_thread(name, dispatcher, config, args, blocks, stop)
+
+    def run_per_thread(
+        self,
+        name: str,
+        dispatcher: Any,
+        config: LaunchConfig,
+        args: Sequence[Any],
+        blocks: Iterable[int] | None = None,
+        stop: Breakpoint | None = None,
+        seeds: Sequence[Any] | None = None,
+    ) -> LaunchRecord:
+        """Run the launch (or only ``blocks``) in the per-thread engine; ``seeds``: a
+        ``LaneShadow`` per array whose stamps the blocks' sparse shadows start from."""
+        function = self.rewriter.rewrite(dispatcher)
         record = LaunchRecord(name, config)
-        values = self._arguments(function, args, record, sparse=blocks is not None)
+        values = self._arguments(function, args, record, blocks is not None, seeds)
         debug = DebugSession(stop) if stop is not None else None
         self._launched.add(name)
 
@@ -202,14 +213,19 @@ class Machine:
         return record
 
     def _arguments(
-        self, function: SimulatedFunction, args: Sequence[Any], record: LaunchRecord, sparse: bool
+        self,
+        function: SimulatedFunction,
+        args: Sequence[Any],
+        record: LaunchRecord,
+        sparse: bool,
+        seeds: Sequence[Any] | None,
     ) -> list[Any]:
         """Kernel arguments as the per-thread engine sees them; arrays get a fresh shadow,
         recorded in ``record`` (who wrote what, for ``portkit diff``)."""
         values: list[Any] = []
-        for parameter, arg in zip(function.parameters, args):
+        for k, (parameter, arg) in enumerate(zip(function.parameters, args)):
             if isinstance(arg, np.ndarray):
-                shadow = Shadow(arg.size, sparse=sparse)
+                shadow = Shadow(arg.size, sparse, seeds[k] if seeds else None)
                 flat, layout = memory_view(arg, parameter)
                 values.append(SimArray(flat, layout, parameter, GLOBAL, self, shadow))
                 record.arrays.append(
@@ -218,54 +234,6 @@ class Machine:
             else:
                 values.append(widen(arg))
         return values
-
-    def _try_lockstep(
-        self, name: str, dispatcher: Any, config: LaunchConfig, args: Sequence[Any]
-    ) -> LaunchRecord | None:
-        """Run the launch in the lockstep engine if it applies; None (inputs untouched)
-        when it does not or when a check failed, so the per-thread engine runs it."""
-        if self.engine == PER_THREAD:
-            self.engines.append(EngineChoice(name, PER_THREAD, "chosen"))
-            return None
-        from portkit.simt.lockstep import LaneShadow, LockstepEngine, Unsupported
-
-        if self._lockstep is None:
-            self._lockstep = LockstepEngine(self.rewriter, self.files)
-        refused = self._lockstep.refused(dispatcher)
-        if refused is None and any(isinstance(a, BFloat16Bits) for a in args):
-            refused = "bfloat16 arrays (the lockstep engine has no bfloat16 arithmetic)"
-        if refused is not None:
-            self.engines.append(EngineChoice(name, PER_THREAD, refused))
-            return None
-        saved = [(a, a.copy()) for a in args if isinstance(a, np.ndarray)]
-        parameters = self.rewriter.rewrite(dispatcher).parameters
-        # NumPy shadows, not the per-thread engine's array('q'), each slot allocated at its
-        # first use: a 2^24-element launch allocates what it touches, at memset speed.
-        shadows = [LaneShadow(a.size) if isinstance(a, np.ndarray) else None for a in args]
-        self._lockstep.tally = AtomicTally()
-        try:
-            self._lockstep.launch(dispatcher, config, args, shadows, self.schedule)
-        except KernelError:
-            raise  # the launch itself is wrong (an argument): the same for both engines
-        except Exception as exc:  # Unsupported, a failed check, or anything unforeseen
-            for array, copy in saved:
-                array[...] = copy
-            why = str(exc) if isinstance(exc, Unsupported) else f"{type(exc).__name__}: {exc}"
-            self.engines.append(EngineChoice(name, PER_THREAD, f"re-run per thread: {why}"))
-            return None
-        self.tally.merge(self._lockstep.tally)
-        record = LaunchRecord(name, config)
-        for parameter, arg, shadow in zip(parameters, args, shadows):
-            if shadow is not None:
-                flat, _ = memory_view(arg, parameter)
-                record.arrays.append(ArrayRecord(parameter, flat, *shadow.record()))
-        record.files = list(self.files)
-        self.records.append(record)
-        self.engines.append(EngineChoice(name, LOCKSTEP, "vectorised"))
-        if self.on_block is not None:
-            total = config.grid[0] * config.grid[1] * config.grid[2]
-            self.on_block(total, total)
-        return record
 
     # -- one block ------------------------------------------------------------------------
     def _run_block(
@@ -286,6 +254,7 @@ class Machine:
         threads = len(thread_ids)
         self._threads = threads
         base = block << 32
+        self.blocks_per_thread += 1
         fn = function.function
         if not function.waits:
             thread = 0
