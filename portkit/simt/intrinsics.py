@@ -212,4 +212,10 @@ class SimulatedCuda:
                 f"cuda.{name} was reached through an alias the simulator cannot follow; "
                 f"call it as cuda.{name}(...) in the kernel or a device function"
             )
+        if name == "cg":
+            raise KernelError(
+                "cuda.cg (cooperative groups, this_grid().sync()) is not supported yet by "
+                "portkit's simulator: its per-thread engine runs one block at a time, and a "
+                "grid barrier needs every block's threads suspended at it together"
+            )
         raise KernelError(f"cuda.{name} is not supported by portkit's simulator")
