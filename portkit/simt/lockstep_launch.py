@@ -52,6 +52,8 @@ def try_lockstep(
     if machine._lockstep is None:
         machine._lockstep = LockstepEngine(machine.rewriter, machine.files)
     refused = machine._lockstep.refused(dispatcher)
+    if machine.rewriter.rewrite(dispatcher).grid_syncs:
+        refused = "a grid barrier (every block must be alive at once: grid_run.py)"
     if refused is None and any(isinstance(a, BFloat16Bits) for a in args):
         refused = "bfloat16 arrays (the lockstep engine has no bfloat16 arithmetic)"
     if refused is not None:

@@ -30,6 +30,7 @@ from portkit.project.config import DEFAULT_SIM_BUDGET
 from portkit.simt.block_run import BlockRun
 from portkit.simt.budget import launch_budget, where_spinning
 from portkit.simt.debug import Breakpoint, DebugSession
+from portkit.simt.grid_run import run_cooperative
 from portkit.simt.intrinsics import WARP_SIZE, Dim3, SimulatedCuda
 from portkit.simt.layout import Layout, memory_view, shape_of
 from portkit.simt.lockstep_launch import (
@@ -187,7 +188,9 @@ class Machine:
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 # A GPU computes inf - inf = NaN and wraps integer overflow silently.
                 warnings.simplefilter("ignore", RuntimeWarning)
-                for done, block in enumerate(chosen, 1):
+                if function.grid_syncs:  # every block at once, to meet at grid barriers
+                    run_cooperative(self, name, function, values, chosen, config)
+                for done, block in enumerate([] if function.grid_syncs else chosen, 1):
                     coords = unflatten(block, config.grid)
                     target = None
                     if stop is not None and coords == tuple(stop.block):
@@ -248,13 +251,10 @@ class Machine:
         target: int | None,
     ) -> None:
         cuda = self.cuda
-        cuda.blockIdx = Dim3(*coords)
-        self._block = coords
-        self._shared = {}
-        threads = len(thread_ids)
-        self._threads = threads
-        base = block << 32
+        self.enter_block(coords, {}, len(thread_ids))
         self.blocks_per_thread += 1
+        threads = len(thread_ids)
+        base = block << 32
         fn = function.function
         if not function.waits:
             thread = 0
@@ -276,6 +276,11 @@ class Machine:
             return
         BlockRun(self, name, function, args, base, thread_ids, debug, target).run()
         self.settle_shared(name)
+
+    def enter_block(self, coords: tuple[int, int, int], shared: dict, threads: int) -> None:
+        """Make the block at ``coords`` (its shared arrays ``shared``) the running one."""
+        self.cuda.blockIdx = Dim3(*coords)
+        self._block, self._shared, self._threads = coords, shared, threads
 
     def settle_shared(self, name: str) -> None:
         """At a barrier and at a block's end: a shared element read before anyone wrote

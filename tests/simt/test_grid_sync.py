@@ -1,7 +1,7 @@
-"""Cooperative groups' grid barrier (``cuda.cg.this_grid().sync()``): not simulated
-yet. A kernel using it stops with one line saying so and why; the test of what it
-should compute is a strict xfail until the per-thread engine can suspend every block at
-a grid barrier."""
+"""Cooperative groups' grid barrier (``g = cuda.cg.this_grid(); g.sync()``) in the
+simulator: every block meets at it, writes before it are seen after it by any block
+and are no race, a block that never reaches it is reported, and a grid too large to be
+resident at once is refused as a GPU refuses a cooperative launch."""
 
 from __future__ import annotations
 
@@ -9,8 +9,12 @@ import numpy as np
 import pytest
 from numba import cuda
 
-from portkit.errors import KernelError
+from portkit.errors import LaunchError
 from portkit.simt import simulate
+from portkit.simt.device import blocks_per_sm, current_device
+from portkit.simt.records import SimulationFault
+
+BLOCKS, THREADS = 4, 32
 
 
 @cuda.jit
@@ -22,27 +26,78 @@ def shift_left_after_grid_sync(x, out):
     out[i] = x[(i + 1) % x.size]
 
 
-def _launch():
-    blocks, threads = 4, 32
-    x = np.zeros(blocks * threads, np.int64)
-    out = np.zeros_like(x)
-    simulate(shift_left_after_grid_sync)[blocks, threads](x, out)
-    return out
+@cuda.jit
+def shift_left_without_grid_sync(x, out):
+    i = cuda.grid(1)
+    x[i] = i * 2
+    out[i] = x[(i + 1) % x.size]
 
 
-def test_grid_sync_stops_with_one_line_not_supported_yet():
-    with pytest.raises(KernelError) as caught:
-        _launch()
-    message = str(caught.value)
-    assert "\n" not in message
-    assert message.startswith(
-        "cuda.cg (cooperative groups, this_grid().sync()) is not supported yet"
-    )
-    assert "one block at a time" in message
+@cuda.jit
+def rotate_steps(x, steps):
+    # Each step every thread reads its right neighbour (another block at block edges),
+    # waits for the whole grid, then writes: a grid-wide rotation per step.
+    i = cuda.grid(1)
+    g = cuda.cg.this_grid()
+    for _ in range(steps):
+        value = x[(i + 1) % x.size]
+        g.sync()
+        x[i] = value
+        g.sync()
 
 
-@pytest.mark.xfail(strict=True, raises=KernelError, reason="grid sync is not simulated yet")
-def test_grid_sync_orders_writes_across_blocks():
-    out = _launch()
+@cuda.jit
+def block_1_skips_the_grid_sync(x):
+    i = cuda.grid(1)
+    if cuda.blockIdx.x == 1:
+        return
+    x[i] = 1
+    cuda.cg.this_grid().sync()
+
+
+def _arrays():
+    x = np.zeros(BLOCKS * THREADS, np.int64)
+    return x, np.zeros_like(x)
+
+
+@pytest.mark.parametrize("engine", ["auto", "per-thread"])
+def test_grid_sync_makes_other_blocks_writes_visible(engine):
+    x, out = _arrays()
+    simulate(shift_left_after_grid_sync, engine=engine)[BLOCKS, THREADS](x, out)
     n = out.size
     assert np.array_equal(out, (np.arange(n) + 1) % n * 2)
+
+
+def test_without_the_grid_sync_the_same_reads_race():
+    x, out = _arrays()
+    with pytest.raises(SimulationFault) as caught:
+        simulate(shift_left_without_grid_sync)[BLOCKS, THREADS](x, out)
+    assert caught.value.kind == "race"
+
+
+def test_grid_sync_in_a_loop_rotates_the_whole_grid():
+    x = np.arange(BLOCKS * THREADS, dtype=np.int64)
+    simulate(rotate_steps)[BLOCKS, THREADS](x, 5)
+    assert np.array_equal(x, np.roll(np.arange(BLOCKS * THREADS), -5))
+
+
+def test_a_block_that_never_reaches_the_grid_sync_is_reported():
+    x, _ = _arrays()
+    with pytest.raises(SimulationFault) as caught:
+        simulate(block_1_skips_the_grid_sync)[BLOCKS, THREADS](x)
+    fault = caught.value
+    assert fault.kind == "barrier-divergence"
+    assert f"reached by {BLOCKS - 1} of the grid's {BLOCKS} blocks" in fault.detail
+    assert "block (1, 0, 0) ended" in fault.detail
+
+
+def test_a_grid_larger_than_the_device_holds_is_refused():
+    spec = current_device().spec
+    fits = blocks_per_sm(spec, 1024) * spec.sms
+    x = np.zeros((fits + 1) * 1024, np.int64)
+    with pytest.raises(LaunchError) as caught:
+        simulate(shift_left_after_grid_sync)[fits + 1, 1024](x, x.copy())
+    message = str(caught.value)
+    assert message.startswith("CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE")
+    assert f"{fits + 1} blocks of 1024 threads" in message and f"holds {fits}" in message
+    assert "\n" not in message
