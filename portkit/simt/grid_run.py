@@ -61,7 +61,7 @@ def run_cooperative(
         run = BlockRun(machine, name, function, args, block << 32, thread_ids, None, None)
         blocks.append((coords, machine._shared, run))
     shadows = [a._shadow for a in args if isinstance(a, SimArray) and a._shadow]
-    before: list[dict[int, tuple[int, int]]] = [{} for _ in shadows]
+    kept: list[dict[int, tuple[int, int]]] = [{} for _ in shadows]
     while blocks:
         waiting = []
         for coords, shared, run in blocks:
@@ -82,14 +82,15 @@ def run_cooperative(
                 f"grid must reach it, or the GPU hangs)",
                 machine.place(run._runnable[0], *run._where(run._runnable[0])),
             )
-        for shadow, kept in zip(shadows, before):
-            _order_before(shadow, kept)
+        if waiting:
+            for shadow, earlier in zip(shadows, kept):
+                _order_before(shadow, earlier)
         for coords, shared, run in waiting:
             machine.enter_block(coords, shared, len(thread_ids))
             run.pass_grid_barrier()
         blocks = waiting
-    for shadow, kept in zip(shadows, before):
-        for flat, (stamp, line) in kept.items():
+    for shadow, earlier in zip(shadows, kept):
+        for flat, (stamp, line) in earlier.items():
             if shadow.writes[flat] == NOBODY:
                 shadow.writes[flat], shadow.write_lines[flat] = stamp, line
 
@@ -98,15 +99,18 @@ def _order_before(shadow: Any, kept: dict[int, tuple[int, int]]) -> None:
     """Forget the stamps of accesses made before a grid barrier (they are ordered before
     every later one); the write stamps go to ``kept`` for the launch's record."""
     if isinstance(shadow.writes, dict):
-        for flat, stamp in shadow.writes.items():
-            if stamp != NOBODY:
-                kept[flat] = (stamp, shadow.write_lines[flat])
-        for slot in (shadow.writes, shadow.reads, shadow.reads2):
+        written = [(f, s) for f, s in shadow.writes.items() if s != NOBODY]
+        slots: list[Any] = [shadow.writes, shadow.reads, shadow.reads2]
+        lines = shadow.write_lines
+    else:
+        stamps = np.frombuffer(shadow.writes, np.int64)
+        flats = np.flatnonzero(stamps != NOBODY)
+        written = zip(flats.tolist(), stamps[flats].tolist())
+        slots = [np.frombuffer(s, np.int64) for s in (shadow.writes, shadow.reads, shadow.reads2)]
+        lines = np.frombuffer(shadow.write_lines, np.int32)
+    kept.update((flat, (stamp, int(lines[flat]))) for flat, stamp in written)
+    for slot in slots:
+        if isinstance(slot, dict):
             slot.clear()
-        return
-    writes = np.frombuffer(shadow.writes, np.int64)
-    lines = np.frombuffer(shadow.write_lines, np.int32)
-    for flat in np.flatnonzero(writes != NOBODY).tolist():
-        kept[flat] = (int(writes[flat]), int(lines[flat]))
-    for slot in (shadow.writes, shadow.reads, shadow.reads2):
-        np.frombuffer(slot, np.int64)[:] = NOBODY
+        else:
+            slot[:] = NOBODY

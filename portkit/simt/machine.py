@@ -190,6 +190,8 @@ class Machine:
                 warnings.simplefilter("ignore", RuntimeWarning)
                 if function.grid_syncs:  # every block at once, to meet at grid barriers
                     run_cooperative(self, name, function, values, chosen, config)
+                    if self.on_block is not None:
+                        self.on_block(len(chosen), len(chosen))
                 for done, block in enumerate([] if function.grid_syncs else chosen, 1):
                     coords = unflatten(block, config.grid)
                     target = None

@@ -10,9 +10,12 @@ import pytest
 from numba import cuda
 
 from portkit.errors import LaunchError
+from portkit.launch.kernel_set import LaunchConfig
 from portkit.simt import simulate
 from portkit.simt.device import blocks_per_sm, current_device
+from portkit.simt.machine import Machine
 from portkit.simt.records import SimulationFault
+from portkit.simt.stamps import THREAD_MASK
 
 BLOCKS, THREADS = 4, 32
 
@@ -101,3 +104,16 @@ def test_a_grid_larger_than_the_device_holds_is_refused():
     assert message.startswith("CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE")
     assert f"{fits + 1} blocks of 1024 threads" in message and f"holds {fits}" in message
     assert "\n" not in message
+
+
+def test_the_launch_record_keeps_writers_from_before_the_grid_sync():
+    x, out = _arrays()
+    machine = Machine()
+    config = LaunchConfig((BLOCKS, 1, 1), (THREADS, 1, 1), 0)
+    record = machine.launch("shift", shift_left_after_grid_sync, config, [x, out])
+    writers = {r.name: np.frombuffer(r.writes, np.int64) for r in record.arrays}
+    threads = np.arange(BLOCKS * THREADS)
+    # x was written before the barrier, out after it: each element by its own thread.
+    for name in ("x", "out"):
+        assert np.array_equal(writers[name] >> 32, threads // THREADS)
+        assert np.array_equal(writers[name] & THREAD_MASK, threads % THREADS)
