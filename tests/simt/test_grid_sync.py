@@ -50,6 +50,16 @@ def rotate_steps(x, steps):
 
 
 @cuda.jit
+def guarded_shift_after_grid_sync(x, out, n):
+    i = cuda.grid(1)
+    if i >= n:
+        return  # threads past the data leave before the grid barrier
+    x[i] = i * 2
+    cuda.cg.this_grid().sync()
+    out[i] = x[(i + 1) % n]
+
+
+@cuda.jit
 def block_1_skips_the_grid_sync(x):
     i = cuda.grid(1)
     if cuda.blockIdx.x == 1:
@@ -69,6 +79,14 @@ def test_grid_sync_makes_other_blocks_writes_visible(engine):
     simulate(shift_left_after_grid_sync, engine=engine)[BLOCKS, THREADS](x, out)
     n = out.size
     assert np.array_equal(out, (np.arange(n) + 1) % n * 2)
+
+
+def test_threads_that_exited_do_not_hold_up_the_grid_sync():
+    x, out = _arrays()
+    n = x.size - 5  # the last block's 5 last threads are past the end
+    simulate(guarded_shift_after_grid_sync)[BLOCKS, THREADS](x, out, n)
+    assert np.array_equal(out[:n], (np.arange(n) + 1) % n * 2)
+    assert not out[n:].any()
 
 
 def test_without_the_grid_sync_the_same_reads_race():
