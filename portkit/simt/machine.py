@@ -137,26 +137,15 @@ class Machine:
         here = lambda file, line: self.place(self.thread_index, file, line)  # noqa: E731
         spinning = lambda frame: where_spinning(frame, self._lockstep, here)  # noqa: E731
         with launch_budget(None if stop is not None else self.budget, name, spinning):
-            return self._launch(name, dispatcher, config, args, blocks, stop)
-
-    def _launch(
-        self,
-        name: str,
-        dispatcher: Any,
-        config: LaunchConfig,
-        args: Sequence[Any],
-        blocks: Iterable[int] | None,
-        stop: Breakpoint | None,
-    ) -> LaunchRecord:
-        if blocks is None and stop is None:
-            record = try_lockstep(self, name, dispatcher, config, args)
-            if record is not None:
-                self._launched.add(name)
-                return record
-        else:
-            why = "a subset of blocks (diff)" if blocks is not None else "pdb is on"
-            self.engines.append(EngineChoice(name, "per-thread", why))
-        return self.run_per_thread(name, dispatcher, config, args, blocks, stop)
+            if blocks is None and stop is None:
+                record = try_lockstep(self, name, dispatcher, config, args)
+                if record is not None:
+                    self._launched.add(name)
+                    return record
+            else:
+                why = "a subset of blocks (diff)" if blocks is not None else "pdb is on"
+                self.engines.append(EngineChoice(name, "per-thread", why))
+            return self.run_per_thread(name, dispatcher, config, args, blocks, stop)
 
     def run_per_thread(
         self,
