@@ -29,6 +29,19 @@ def shift_left_after_grid_sync(x, out):
     out[i] = x[(i + 1) % x.size]
 
 
+@cuda.jit(device=True)
+def wait_for_the_grid():
+    cuda.cg.this_grid().sync()
+
+
+@cuda.jit
+def shift_left_after_device_grid_sync(x, out):
+    i = cuda.grid(1)
+    x[i] = i * 2
+    wait_for_the_grid()
+    out[i] = x[(i + 1) % x.size]
+
+
 @cuda.jit
 def shift_left_without_grid_sync(x, out):
     i = cuda.grid(1)
@@ -74,9 +87,10 @@ def _arrays():
 
 
 @pytest.mark.parametrize("engine", ["auto", "per-thread"])
-def test_grid_sync_makes_other_blocks_writes_visible(engine):
+@pytest.mark.parametrize("kernel", [shift_left_after_grid_sync, shift_left_after_device_grid_sync])
+def test_grid_sync_makes_other_blocks_writes_visible(engine, kernel):
     x, out = _arrays()
-    simulate(shift_left_after_grid_sync, engine=engine)[BLOCKS, THREADS](x, out)
+    simulate(kernel, engine=engine)[BLOCKS, THREADS](x, out)
     n = out.size
     assert np.array_equal(out, (np.arange(n) + 1) % n * 2)
 
