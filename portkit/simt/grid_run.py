@@ -105,7 +105,7 @@ def _order_before(shadow: Any, kept: dict[int, tuple[int, int]]) -> None:
     else:
         stamps = np.frombuffer(shadow.writes, np.int64)
         flats = np.flatnonzero(stamps != NOBODY)
-        written = zip(flats.tolist(), stamps[flats].tolist())
+        written = list(zip(flats.tolist(), stamps[flats].tolist()))
         slots = [np.frombuffer(s, np.int64) for s in (shadow.writes, shadow.reads, shadow.reads2)]
         lines = np.frombuffer(shadow.write_lines, np.int32)
     kept.update((flat, (stamp, int(lines[flat]))) for flat, stamp in written)
