@@ -18,10 +18,10 @@ from portkit.simt.records import Place, SimulationFault
 from portkit.simt.scalars import INT64
 from portkit.simt.schedule import in_order
 from portkit.simt.stamps import EPOCH_MASK, EPOCH_SHIFT, THREAD_BITS
-from portkit.simt.transform import SimulatedFunction
+from portkit.simt.transform import GRID_SYNC, SimulatedFunction
 
 FULL_MASK = 0xFFFFFFFF
-BARRIERS = ("syncthreads", "syncthreads_count", "syncthreads_and", "syncthreads_or")
+BARRIERS = ("syncthreads", "syncthreads_count", "syncthreads_and", "syncthreads_or", GRID_SYNC)
 _DONE = object()  # a finished thread's request
 
 
@@ -71,9 +71,12 @@ class BlockRun:
         self.finished = [False] * self.n
         self.epoch = 0
         self.generations = [0] * ((self.n + WARP_SIZE - 1) // WARP_SIZE)
+        self._runnable = list(range(self.n))
 
-    def run(self) -> None:
-        runnable = list(range(self.n))
+    def run(self) -> bool:
+        """Run until the block ends (False) or every thread waits at a grid barrier
+        (True: call ``pass_grid_barrier`` and ``run`` again once every block is there)."""
+        runnable = self._runnable
         while True:
             # cuda.activemask() in this round: lanes that had not exited when it began.
             # Lanes resumed together run converged on a GPU; here they run one after
@@ -86,8 +89,16 @@ class BlockRun:
                 continue
             waiting = [t for t in range(self.n) if not self.finished[t]]
             if not waiting:
-                return
+                return False
+            self._check_barrier(waiting)
+            if self.requests[waiting[0]][0] == GRID_SYNC:
+                self._runnable = waiting
+                return True
             runnable = self._answer_barrier(waiting)
+
+    def pass_grid_barrier(self) -> None:
+        """Every block of the grid reached the grid barrier: past it, as a syncthreads."""
+        self._answer_barrier(self._runnable)
 
     def _resume(self, thread: int) -> None:
         machine = self.machine
@@ -266,11 +277,14 @@ class BlockRun:
             )
 
     # -- the block barrier ----------------------------------------------------------------
-    def _answer_barrier(self, waiting: list[int]) -> list[int]:
+    def _check_barrier(self, waiting: list[int]) -> None:
+        """Every thread of the block waits at one barrier, none exited (at a grid
+        barrier exited threads are let be: a GPU since Volta does not wait for them,
+        and numba's own examples let threads past the data return before it)."""
         exited = [t for t in range(self.n) if self.finished[t]]
         first = waiting[0]
         kind = self.requests[first][0]
-        if exited:
+        if exited and kind != GRID_SYNC:
             raise self._fail(
                 first,
                 "barrier-divergence",
@@ -290,7 +304,10 @@ class BlockRun:
                     t,
                     "a thread waiting at another barrier",
                 )
-        if kind != "syncthreads":
+
+    def _answer_barrier(self, waiting: list[int]) -> list[int]:
+        kind = self.requests[waiting[0]][0]
+        if kind not in ("syncthreads", GRID_SYNC):
             predicates = [bool(self.requests[t][1]) for t in waiting]
             if kind == "syncthreads_count":
                 result: Any = INT64(sum(predicates))

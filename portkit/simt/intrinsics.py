@@ -116,10 +116,29 @@ class _Unrewritten:
         )
 
 
+class GridGroup:
+    """``cuda.cg.this_grid()``: the rewrite turns its ``sync()`` into a grid barrier."""
+
+    def sync(self) -> None:
+        raise KernelError(
+            "a grid group's sync() was reached through an alias the simulator cannot "
+            "follow; call it as g.sync() on g = cuda.cg.this_grid() in the kernel"
+        )
+
+
+class CooperativeGroups:
+    """``cuda.cg``: numba's cooperative groups, of which it has the grid."""
+
+    @staticmethod
+    def this_grid() -> GridGroup:
+        return GridGroup()
+
+
 class SimulatedCuda:
     """What ``cuda`` (numba.cuda) is inside a simulated kernel."""
 
     warpsize = INT64(WARP_SIZE)
+    cg = CooperativeGroups()
     atomic = Atomics()
     shared = _Unrewritten("shared")
     local = _Unrewritten("local")

@@ -20,7 +20,6 @@ import math
 import traceback
 import warnings
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -31,8 +30,16 @@ from portkit.project.config import DEFAULT_SIM_BUDGET
 from portkit.simt.block_run import BlockRun
 from portkit.simt.budget import launch_budget, where_spinning
 from portkit.simt.debug import Breakpoint, DebugSession
+from portkit.simt.grid_run import run_cooperative
 from portkit.simt.intrinsics import WARP_SIZE, Dim3, SimulatedCuda
 from portkit.simt.layout import Layout, memory_view, shape_of
+from portkit.simt.lockstep_launch import (
+    AUTO,
+    LOCKSTEP,
+    PER_THREAD,
+    EngineChoice,
+    try_lockstep,
+)
 from portkit.simt.memory import (
     CONST,
     GLOBAL,
@@ -51,23 +58,13 @@ from portkit.simt.records import (
     linear_index,
     unflatten,
 )
-from portkit.simt.scalars import INT64, BFloat16Bits, as_dtype, widen
+from portkit.simt.scalars import INT64, as_dtype, widen
 from portkit.simt.schedule import checked, in_order
 from portkit.simt.stamps import line_of, stamp_block, stamp_thread
 from portkit.simt.tally import AtomicTally
 from portkit.simt.transform import Rewriter, SimulatedFunction
 
-AUTO, LOCKSTEP, PER_THREAD = "auto", "lockstep", "per-thread"
 ENGINES = (AUTO, LOCKSTEP, PER_THREAD)
-
-
-@dataclass(frozen=True)
-class EngineChoice:
-    """Which engine ran one launch, and why (``portkit sim --verbose`` prints these)."""
-
-    kernel: str
-    engine: str
-    reason: str
 
 
 class Machine:
@@ -95,6 +92,7 @@ class Machine:
         self.breakpoint = breakpoint
         self.on_block = on_block
         self.records: list[LaunchRecord] = []
+        self.blocks_per_thread = 0  # blocks the per-thread engine ran (a fault's re-run too)
         self._launched: set[str] = set()
         self.budget = DEFAULT_SIM_BUDGET if budget is None else budget  # seconds; 0: none
         self.rewriter = Rewriter(
@@ -139,28 +137,31 @@ class Machine:
         here = lambda file, line: self.place(self.thread_index, file, line)  # noqa: E731
         spinning = lambda frame: where_spinning(frame, self._lockstep, here)  # noqa: E731
         with launch_budget(None if stop is not None else self.budget, name, spinning):
-            return self._launch(name, dispatcher, config, args, blocks, stop)
+            if blocks is None and stop is None:
+                record = try_lockstep(self, name, dispatcher, config, args)
+                if record is not None:
+                    self._launched.add(name)
+                    return record
+            else:
+                why = "a subset of blocks (diff)" if blocks is not None else "pdb is on"
+                self.engines.append(EngineChoice(name, "per-thread", why))
+            return self.run_per_thread(name, dispatcher, config, args, blocks, stop)
 
-    def _launch(
+    def run_per_thread(
         self,
         name: str,
         dispatcher: Any,
         config: LaunchConfig,
         args: Sequence[Any],
-        blocks: Iterable[int] | None,
-        stop: Breakpoint | None,
+        blocks: Iterable[int] | None = None,
+        stop: Breakpoint | None = None,
+        seeds: Sequence[Any] | None = None,
     ) -> LaunchRecord:
+        """Run the launch (or only ``blocks``) in the per-thread engine; ``seeds``: a
+        ``LaneShadow`` per array whose stamps the blocks' sparse shadows start from."""
         function = self.rewriter.rewrite(dispatcher)
-        if blocks is None and stop is None:
-            record = self._try_lockstep(name, dispatcher, config, args)
-            if record is not None:
-                self._launched.add(name)
-                return record
-        else:
-            why = "a subset of blocks (diff)" if blocks is not None else "pdb is on"
-            self.engines.append(EngineChoice(name, "per-thread", why))
         record = LaunchRecord(name, config)
-        values = self._arguments(function, args, record, sparse=blocks is not None)
+        values = self._arguments(function, args, record, blocks is not None, seeds)
         debug = DebugSession(stop) if stop is not None else None
         self._launched.add(name)
 
@@ -176,7 +177,11 @@ class Machine:
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 # A GPU computes inf - inf = NaN and wraps integer overflow silently.
                 warnings.simplefilter("ignore", RuntimeWarning)
-                for done, block in enumerate(chosen, 1):
+                if function.grid_syncs:  # every block at once, to meet at grid barriers
+                    run_cooperative(self, name, function, values, chosen, config)
+                    if self.on_block is not None:
+                        self.on_block(len(chosen), len(chosen))
+                for done, block in enumerate([] if function.grid_syncs else chosen, 1):
                     coords = unflatten(block, config.grid)
                     target = None
                     if stop is not None and coords == tuple(stop.block):
@@ -202,14 +207,19 @@ class Machine:
         return record
 
     def _arguments(
-        self, function: SimulatedFunction, args: Sequence[Any], record: LaunchRecord, sparse: bool
+        self,
+        function: SimulatedFunction,
+        args: Sequence[Any],
+        record: LaunchRecord,
+        sparse: bool,
+        seeds: Sequence[Any] | None,
     ) -> list[Any]:
         """Kernel arguments as the per-thread engine sees them; arrays get a fresh shadow,
         recorded in ``record`` (who wrote what, for ``portkit diff``)."""
         values: list[Any] = []
-        for parameter, arg in zip(function.parameters, args):
+        for k, (parameter, arg) in enumerate(zip(function.parameters, args)):
             if isinstance(arg, np.ndarray):
-                shadow = Shadow(arg.size, sparse=sparse)
+                shadow = Shadow(arg.size, sparse, seeds[k] if seeds else None)
                 flat, layout = memory_view(arg, parameter)
                 values.append(SimArray(flat, layout, parameter, GLOBAL, self, shadow))
                 record.arrays.append(
@@ -218,54 +228,6 @@ class Machine:
             else:
                 values.append(widen(arg))
         return values
-
-    def _try_lockstep(
-        self, name: str, dispatcher: Any, config: LaunchConfig, args: Sequence[Any]
-    ) -> LaunchRecord | None:
-        """Run the launch in the lockstep engine if it applies; None (inputs untouched)
-        when it does not or when a check failed, so the per-thread engine runs it."""
-        if self.engine == PER_THREAD:
-            self.engines.append(EngineChoice(name, PER_THREAD, "chosen"))
-            return None
-        from portkit.simt.lockstep import LaneShadow, LockstepEngine, Unsupported
-
-        if self._lockstep is None:
-            self._lockstep = LockstepEngine(self.rewriter, self.files)
-        refused = self._lockstep.refused(dispatcher)
-        if refused is None and any(isinstance(a, BFloat16Bits) for a in args):
-            refused = "bfloat16 arrays (the lockstep engine has no bfloat16 arithmetic)"
-        if refused is not None:
-            self.engines.append(EngineChoice(name, PER_THREAD, refused))
-            return None
-        saved = [(a, a.copy()) for a in args if isinstance(a, np.ndarray)]
-        parameters = self.rewriter.rewrite(dispatcher).parameters
-        # NumPy shadows, not the per-thread engine's array('q'), each slot allocated at its
-        # first use: a 2^24-element launch allocates what it touches, at memset speed.
-        shadows = [LaneShadow(a.size) if isinstance(a, np.ndarray) else None for a in args]
-        self._lockstep.tally = AtomicTally()
-        try:
-            self._lockstep.launch(dispatcher, config, args, shadows, self.schedule)
-        except KernelError:
-            raise  # the launch itself is wrong (an argument): the same for both engines
-        except Exception as exc:  # Unsupported, a failed check, or anything unforeseen
-            for array, copy in saved:
-                array[...] = copy
-            why = str(exc) if isinstance(exc, Unsupported) else f"{type(exc).__name__}: {exc}"
-            self.engines.append(EngineChoice(name, PER_THREAD, f"re-run per thread: {why}"))
-            return None
-        self.tally.merge(self._lockstep.tally)
-        record = LaunchRecord(name, config)
-        for parameter, arg, shadow in zip(parameters, args, shadows):
-            if shadow is not None:
-                flat, _ = memory_view(arg, parameter)
-                record.arrays.append(ArrayRecord(parameter, flat, *shadow.record()))
-        record.files = list(self.files)
-        self.records.append(record)
-        self.engines.append(EngineChoice(name, LOCKSTEP, "vectorised"))
-        if self.on_block is not None:
-            total = config.grid[0] * config.grid[1] * config.grid[2]
-            self.on_block(total, total)
-        return record
 
     # -- one block ------------------------------------------------------------------------
     def _run_block(
@@ -280,11 +242,9 @@ class Machine:
         target: int | None,
     ) -> None:
         cuda = self.cuda
-        cuda.blockIdx = Dim3(*coords)
-        self._block = coords
-        self._shared = {}
+        self.enter_block(coords, {}, len(thread_ids))
+        self.blocks_per_thread += 1
         threads = len(thread_ids)
-        self._threads = threads
         base = block << 32
         fn = function.function
         if not function.waits:
@@ -307,6 +267,11 @@ class Machine:
             return
         BlockRun(self, name, function, args, base, thread_ids, debug, target).run()
         self.settle_shared(name)
+
+    def enter_block(self, coords: tuple[int, int, int], shared: dict, threads: int) -> None:
+        """Make the block at ``coords`` (its shared arrays ``shared``) the running one."""
+        self.cuda.blockIdx = Dim3(*coords)
+        self._block, self._shared, self._threads = coords, shared, threads
 
     def settle_shared(self, name: str) -> None:
         """At a barrier and at a block's end: a shared element read before anyone wrote

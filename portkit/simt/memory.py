@@ -20,14 +20,13 @@ from __future__ import annotations
 
 import operator
 import sys
-from array import array
-from collections import defaultdict
 from typing import Any, Protocol
 
 import numpy as np
 
 from portkit.simt.layout import Layout
 from portkit.simt.scalars import INT64, BFloat16, BFloat16Bits, bfloat16_store, widen
+from portkit.simt.shadow import Shadow
 from portkit.simt.stamps import LINE_BITS, NOBODY, ordered
 from portkit.simt.tally import AtomicTally
 from portkit.simt.ufuncs import whole_array_ufunc
@@ -53,46 +52,6 @@ class MemoryFault(Exception):
         self.kind = kind
         self.detail = detail
         self.other = other  # (stamp, line key) of the earlier access in a race
-
-
-class Shadow:
-    """Who last wrote and read each element of one allocation, during one launch.
-
-    Two read slots: the latest reader, and another thread that read concurrently with it.
-    Whichever thread then writes, one of the two is a reader other than itself, so a
-    write racing with any earlier read is caught and the other thread can be named."""
-
-    __slots__ = (
-        "writes",
-        "write_lines",
-        "reads",
-        "read_lines",
-        "reads2",
-        "read2_lines",
-        "unwritten_reads",
-    )
-
-    def __init__(self, size: int, sparse: bool = False) -> None:
-        # Shared memory read before any thread wrote it: flat -> (stamp, line key) of the
-        # first such read. Not an error yet: if another thread of the block writes it
-        # later in the same barrier interval, it is a race (a missing barrier); if nobody
-        # does by the next barrier or the block's end, it is uninitialised.
-        self.unwritten_reads: dict[int, tuple[int, int]] = {}
-        if sparse:
-            # A few blocks of a big launch: only the elements they touch get an entry.
-            for name in self.__slots__[:-1]:
-                setattr(self, name, defaultdict(_nobody if "lines" not in name else int))
-            return
-        self.writes = array("q", [NOBODY]) * size
-        self.write_lines = array("i", [0]) * size
-        self.reads = array("q", [NOBODY]) * size
-        self.read_lines = array("i", [0]) * size
-        self.reads2 = array("q", [NOBODY]) * size
-        self.read2_lines = array("i", [0]) * size
-
-
-def _nobody() -> int:
-    return NOBODY
 
 
 class SimArray:

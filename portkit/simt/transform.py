@@ -68,6 +68,19 @@ WAITING_INTRINSICS = (
     "all_sync",
     "eq_sync",
 )
+GRID_SYNC = "grid_sync"  # the request a grid group's sync() becomes
+
+
+def _is_group_sync(node: ast.Call) -> bool:
+    func = node.func
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr == "sync"
+        and not node.args
+        and not node.keywords
+    )
+
+
 ALLOCATORS = {
     ("shared", "array"): "__pk_shared",
     ("local", "array"): "__pk_local",
@@ -85,6 +98,7 @@ class SimulatedFunction:
     waits: bool  # a generator: it yields at barriers and warp operations
     parameters: tuple[str, ...]
     filename: str
+    grid_syncs: bool = False  # it (or a device function it calls) waits at a grid barrier
 
 
 def is_device_function(value: Any) -> bool:
@@ -188,7 +202,9 @@ class Rewriter:
         waits = any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _own_nodes(definition))
         parameters = tuple(a.arg for a in definition.args.args)
         self.files.add(filename)
-        return SimulatedFunction(fn.__name__, function, waits, parameters, filename)
+        return SimulatedFunction(
+            fn.__name__, function, waits, parameters, filename, visitor.grid_syncs
+        )
 
     # -- values a kernel's names refer to ----------------------------------------------
     def simulated_value(self, value: Any) -> Any:
@@ -309,6 +325,7 @@ class _Visitor(ast.NodeTransformer):
         self.namespace = namespace
         self.loaded_names: set[str] = set()
         self._target: str | None = None  # variable an allocation is assigned to
+        self.grid_syncs = False
 
     def visit_Name(self, node: ast.Name) -> ast.AST:
         if isinstance(node.ctx, ast.Load):
@@ -354,6 +371,10 @@ class _Visitor(ast.NodeTransformer):
                 )
             request = ast.Tuple(elts=[ast.Constant(name), *node.args], ctx=ast.Load())
             return ast.copy_location(ast.Yield(value=request), node)
+        if _is_group_sync(node):  # cuda.cg.this_grid().sync(): the only .sync() numba has
+            self.grid_syncs = True
+            request = ast.Tuple(elts=[ast.Constant(GRID_SYNC)], ctx=ast.Load())
+            return ast.copy_location(ast.Yield(value=request), node)
         if helper is not None:
             site = [ast.Constant(rewriter.next_site()), ast.Constant(target or "array")]
             call = ast.Call(
@@ -369,6 +390,7 @@ class _Visitor(ast.NodeTransformer):
             call = ast.Call(
                 func=ast.Name(id=alias, ctx=ast.Load()), args=node.args, keywords=node.keywords
             )
+            self.grid_syncs |= simulated.grid_syncs
             if simulated.waits:
                 return ast.copy_location(ast.YieldFrom(value=call), node)
             return ast.copy_location(call, node)

@@ -59,6 +59,7 @@ class LockstepEngine:
         # Float atomic sums of the launch running now; the machine merges them once the
         # launch ran to the end (a launch re-run per thread counts them again).
         self.tally = AtomicTally()
+        self.failed: range | None = None  # the blocks of the chunk a failed check stopped
 
     def refused(self, dispatcher: Any) -> str | None:
         """Why this kernel cannot run in lockstep at all (known before a launch), or None."""
@@ -80,15 +81,19 @@ class LockstepEngine:
         args: Sequence[Any],
         shadows: Sequence[Any],
         schedule: str = FORWARD,
+        blocks: range | None = None,
     ) -> None:
-        """Run every block; ``shadows[k]`` is the ``LaneShadow`` of array ``k`` (filled
-        with the per-thread engine's stamps), None for a scalar. ``schedule="reversed"``
-        runs the chunks last to first and each atomic's lanes last to first: the threads'
-        atomics in the per-thread engine's reversed order."""
+        """Run every block (or ``blocks``, a run of whole chunks); ``shadows[k]`` is the
+        ``LaneShadow`` of array ``k`` (filled with the per-thread engine's stamps), None
+        for a scalar. ``schedule="reversed"`` runs the chunks last to first and each
+        atomic's lanes last to first: the threads' atomics in the per-thread engine's
+        reversed order. When a check fails, ``failed`` holds the blocks of the chunk that
+        ran then."""
+        self.failed = None
         function = self.vectorizer.rewrite(dispatcher).function
         rewritten = self.vectorizer._rewriter.rewrite(dispatcher)
         try:
-            self._run_chunks(function, rewritten, config, args, shadows, schedule)
+            self._run_chunks(function, rewritten, config, args, shadows, schedule, blocks)
         finally:
             self._proxy.chunk = None
 
@@ -105,15 +110,17 @@ class LockstepEngine:
         args: Sequence[Any],
         shadows: Sequence[Any],
         schedule: str,
+        chosen: range | None,
     ) -> None:
         waits, parameters = rewritten.waits, rewritten.parameters
         threads = config.threads_per_block
         total = int(np.prod(config.grid))
+        chosen = range(total) if chosen is None else chosen
         per_chunk = max(1, CHUNK_LANES // threads)
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore", RuntimeWarning)
-            for first in in_order(range(0, total, per_chunk), schedule):
-                blocks = min(per_chunk, total - first)
+            for first in in_order(range(chosen.start, chosen.stop, per_chunk), schedule):
+                blocks = min(per_chunk, chosen.stop - first)
                 chunk = Chunk(first, blocks, threads, config.shared_bytes, self.files)
                 chunk.kernel_waits = waits
                 chunk.reversed = schedule == REVERSED
@@ -125,12 +132,14 @@ class LockstepEngine:
                 chunk.global_shadows = [
                     v.shadow for v in values if isinstance(v, LaneArray) and v.shadow
                 ]
+                self.failed = range(first, first + blocks)
                 try:
                     function(*values)
                 except Unsupported:
                     raise
                 except Exception as exc:
                     raise Unsupported(f"{type(exc).__name__}: {exc}") from None
+                self.failed = None
 
     def _argument(self, arg: Any, shadow: Any, chunk: Chunk, parameter: str) -> Any:
         if isinstance(arg, np.ndarray):

@@ -1,0 +1,72 @@
+"""Shadow memory: who last wrote and read each element of one allocation.
+
+The per-thread engine keeps one ``Shadow`` per array: ``array('q')`` slots for a whole
+launch (36 bytes an element), dictionaries for a few blocks of a big one (``portkit
+diff``'s re-runs, a fault's re-run of one chunk of blocks).
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+
+from portkit.simt.stamps import NOBODY
+
+
+class Shadow:
+    """Who last wrote and read each element of one allocation, during one launch.
+
+    Two read slots: the latest reader, and another thread that read concurrently with it.
+    Whichever thread then writes, one of the two is a reader other than itself, so a
+    write racing with any earlier read is caught and the other thread can be named."""
+
+    __slots__ = (
+        "writes",
+        "write_lines",
+        "reads",
+        "read_lines",
+        "reads2",
+        "read2_lines",
+        "unwritten_reads",
+    )
+
+    def __init__(self, size: int, sparse: bool = False, seed: Any = None) -> None:
+        # Shared memory read before any thread wrote it: flat -> (stamp, line key) of the
+        # first such read. Not an error yet: if another thread of the block writes it
+        # later in the same barrier interval, it is a race (a missing barrier); if nobody
+        # does by the next barrier or the block's end, it is uninitialised.
+        self.unwritten_reads: dict[int, tuple[int, int]] = {}
+        if sparse:
+            # A few blocks of a big launch: only the elements they touch get an entry.
+            # ``seed`` (a LaneShadow) answers the others: what earlier blocks left.
+            for name in self.__slots__[:-1]:
+                if seed is not None and seed.has(name):
+                    setattr(self, name, _Seeded(getattr(seed, name)))
+                else:
+                    setattr(self, name, defaultdict(_nobody if "lines" not in name else int))
+            return
+        self.writes = array("q", [NOBODY]) * size
+        self.write_lines = array("i", [0]) * size
+        self.reads = array("q", [NOBODY]) * size
+        self.read_lines = array("i", [0]) * size
+        self.reads2 = array("q", [NOBODY]) * size
+        self.read2_lines = array("i", [0]) * size
+
+
+def _nobody() -> int:
+    return NOBODY
+
+
+class _Seeded(dict):
+    """A sparse slot whose elements without an entry read from ``seed``, the NumPy slot
+    another engine filled (a fault's re-run of one chunk: the blocks before it)."""
+
+    def __init__(self, seed: np.ndarray) -> None:
+        super().__init__()
+        self.seed = seed
+
+    def __missing__(self, key: int) -> int:
+        return int(self.seed[key])
