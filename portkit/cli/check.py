@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from portkit.results import CheckResult
 
 # compute-sanitizer tools; kept here (not imported from portkit.sanitize) so --help
-# stays free of anything but click. tests/cli/test_sanitize_cli.py checks they agree.
+# stays free of anything but click. tests/sanitize/test_sanitize_cli.py checks they agree.
 SANITIZER_CHOICES = ("memcheck", "racecheck", "initcheck", "synccheck", "all")
 # `--sanitize` on a machine without compute-sanitizer or a GPU: nothing was checked.
 EXIT_SANITIZER_SKIPPED = EXIT_NOTHING_RAN
