@@ -15,7 +15,7 @@ import torch
 
 from portkit.backends import create
 from portkit.checking.compare import TWIN_TOLERANCE, elementwise_errors
-from portkit.launch.autograd import as_tuple
+from portkit.launch.op_inputs import as_tuple
 from portkit.project.cases import make_grad_outputs, make_inputs
 from portkit.project.config import load_config
 from portkit.project.discovery import discover

@@ -33,7 +33,7 @@ from portkit.bench.timing import EVENTS, MAX_COVER_US, SPIN, Clock, cover_for
 from portkit.bench.traffic import declared, default_bytes
 from portkit.checking.reference_run import reference_run
 from portkit.errors import PortkitError
-from portkit.launch.autograd import as_tuple
+from portkit.launch.op_inputs import as_tuple
 from portkit.project.cases import Case, make_grad_outputs, make_inputs
 
 if TYPE_CHECKING:

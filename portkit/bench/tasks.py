@@ -20,7 +20,7 @@ from portkit.bench.timing import SPIN, Clock, LaunchSpan
 from portkit.checking.compare import Tolerance, compare
 from portkit.checking.op_contract import tolerance
 from portkit.errors import describe
-from portkit.launch.autograd import as_tuple
+from portkit.launch.op_inputs import as_tuple
 
 if TYPE_CHECKING:
     from portkit.project.cases import Case

@@ -37,8 +37,8 @@ from portkit.errors import (
     TwinSignatureError,
     describe,
 )
-from portkit.launch.autograd import as_tuple
 from portkit.launch.guards import GuardZones
+from portkit.launch.op_inputs import as_tuple
 from portkit.project.cases import Case, make_grad_outputs, make_inputs
 from portkit.results import CheckResult, Outcome
 from portkit.torch_op.load import registered_callable

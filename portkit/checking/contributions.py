@@ -69,7 +69,7 @@ def counting_run(op: Op, case: Case, config: ProjectConfig) -> Contributions:
     import torch
 
     from portkit.backends.sim import PortkitSimulator
-    from portkit.launch.autograd import as_tuple
+    from portkit.launch.op_inputs import as_tuple
     from portkit.project.cases import make_grad_outputs, make_inputs
     from portkit.torch_op.load import registered_callable
 

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from portkit.errors import ReferenceFailure
-from portkit.launch.autograd import as_tuple
+from portkit.launch.op_inputs import as_tuple
 from portkit.project.cases import make_grad_outputs
 
 if TYPE_CHECKING:

@@ -68,7 +68,7 @@ def _run(
     import torch
 
     from portkit.backends.sim import PortkitSimulator
-    from portkit.launch.autograd import as_tuple
+    from portkit.launch.op_inputs import as_tuple
     from portkit.torch_op.load import registered_callable
 
     sim = PortkitSimulator(config)

@@ -38,7 +38,7 @@ from portkit.errors import (
     TwinSignatureError,
     describe,
 )
-from portkit.launch.autograd import as_tuple
+from portkit.launch.op_inputs import as_tuple
 from portkit.project.cases import Case, make_grad_outputs, make_inputs
 from portkit.torch_op.load import registered_callable
 

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from portkit.launch.autograd import as_tuple
 from portkit.launch.kernel_set import KernelSet, LaunchConfig, LaunchTarget
+from portkit.launch.op_inputs import as_tuple
 from portkit.project.cases import Case, make_grad_outputs, make_inputs
 from portkit.project.dtypes import BITS_VIEW, dtype_name
 

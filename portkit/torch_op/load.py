@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from portkit.errors import OpDefinitionError
-from portkit.launch.autograd import check_inputs
+from portkit.launch.op_inputs import check_inputs
 from portkit.torch_op.autograd_function import Binding
 from portkit.torch_op.layout import op_layout
 from portkit.torch_op.registration import OpCallable, register

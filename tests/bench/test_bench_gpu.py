@@ -22,7 +22,7 @@ pytestmark = [
 @pytest.mark.parametrize("name", ["sigmoid", "vector_add", "elementwise_mul"])
 def test_twin_elementwise_on_views_not_16_byte_aligned(name, load_op):
     from portkit.backends import create
-    from portkit.launch.autograd import as_tuple
+    from portkit.launch.op_inputs import as_tuple
     from portkit.torch_op.load import registered_callable
 
     config, op = load_op(REPO, name)
