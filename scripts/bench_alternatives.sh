@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Time alternative twins against torch and the repository's twin, without touching cuda_src/.
+#
+#   bash scripts/bench_alternatives.sh [FILE.cu ...]      # default: scripts/tuning/*.cu
+#   BENCH_ARGS="--reps 20 --direction forward" bash scripts/bench_alternatives.sh
+#
+# A file scripts/tuning/<op>_<variant>.cu holds the same kernels (names and signatures) as
+# cuda_src/<op>.cu, written another way. For each file this runs `portkit bench <op>` twice,
+# torch and twin rows, in a scratch project whose pyproject.toml points at the repository's
+# prototypes/ and at a cuda_src/ where <op>.cu is first the repository's, then the
+# alternative (every other twin is a link to the repository's). Compare the "x torch"
+# columns of the two runs: each ratio is torch and a twin timed side by side in one run.
+set -uo pipefail
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+FILES=("$@")
+if [ ${#FILES[@]} -eq 0 ]; then
+  shopt -s nullglob
+  FILES=("$REPO"/scripts/tuning/*.cu)
+fi
+if [ ${#FILES[@]} -eq 0 ]; then
+  echo "no alternative twins: scripts/tuning/ has no .cu files" >&2
+  exit 2
+fi
+PY=${PYTHON:-python3}
+status=0
+for file in "${FILES[@]}"; do
+  stem=$(basename "$file" .cu)
+  op=""  # the longest cuda_src/<op>.cu that the file's name starts with
+  for src in "$REPO"/cuda_src/*.cu; do
+    name=$(basename "$src" .cu)
+    if [[ $stem == "${name}_"* && ${#name} -gt ${#op} ]]; then op=$name; fi
+  done
+  if [ -z "$op" ]; then
+    echo "$file: its name does not start with an op of cuda_src/ and '_'" >&2
+    status=2
+    continue
+  fi
+  for which in repository "$stem"; do
+    scratch=$(mktemp -d)
+    mkdir "$scratch/cuda_src"
+    ln -s "$REPO"/cuda_src/*.cu "$scratch/cuda_src/"
+    if [ "$which" != repository ]; then
+      rm "$scratch/cuda_src/$op.cu"
+      cp "$file" "$scratch/cuda_src/$op.cu"
+    fi
+    printf '[tool.portkit]\nprototypes = "%s/prototypes"\n' "$REPO" > "$scratch/pyproject.toml"
+    echo "=== $op: $which twin"
+    (cd "$scratch" && PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}" "$PY" -m portkit.cli bench "$op" \
+      --impl torch --impl twin ${BENCH_ARGS:-}) || status=1
+    rm -rf "$scratch"
+  done
+done
+exit $status
