@@ -1,12 +1,13 @@
 """The machine's lockstep path: a launch run by the lockstep engine, and, when one of
 its checks fails, the re-run per thread that names the fault.
 
-The re-run costs what the fault's chunk costs, not the grid: the inputs are restored,
-the chunks that ran before the failed one run again in lockstep (they passed, and the
-engine is deterministic), then the per-thread engine runs only the failed chunk's
-blocks, its sparse shadows seeded with the stamps the lockstep run left, so a race with
-an earlier block is still seen. A chunk that then runs clean (a lockstep check stricter
-than the per-thread one, or something not vectorised) sends the whole launch per thread.
+The re-run costs what the fault's chunk costs, not the grid, and no copy of the inputs:
+the failed chunk undoes what it wrote (``lockstep/journal.py``), the chunks before it
+stand (they passed), and the per-thread engine goes on from the failed chunk's first
+block to the first fault, its sparse shadows seeded with the stamps the lockstep run
+left, so a race with an earlier block is still seen. A chunk that runs clean per thread
+(a lockstep check stricter than the per-thread one, or something not vectorised) goes
+on per thread to the launch's end.
 """
 
 from __future__ import annotations
@@ -59,16 +60,14 @@ def try_lockstep(
     if refused is not None:
         machine.engines.append(EngineChoice(name, PER_THREAD, refused))
         return None
-    saved = [(a, a.copy()) for a in args if isinstance(a, np.ndarray)]
     ran = _run_lockstep(machine, dispatcher, config, args)
-    if isinstance(ran, str):
+    if isinstance(ran, tuple):
+        reason, shadows = ran
+        machine.engines.append(EngineChoice(name, PER_THREAD, f"re-run per thread: {reason}"))
         failed = machine._lockstep.failed
-        machine.engines.append(EngineChoice(name, PER_THREAD, f"re-run per thread: {ran}"))
-        _restore(saved)
-        if failed is not None:
-            _rerun_chunk(machine, name, dispatcher, config, args, failed)
-            _restore(saved)
-        return None
+        if failed is None:
+            return None  # nothing ran: the whole launch per thread
+        return _continue_per_thread(machine, name, dispatcher, config, args, failed, shadows)
     machine.tally.merge(machine._lockstep.tally)
     record = LaunchRecord(name, config)
     for parameter, arg, shadow in zip(machine.rewriter.rewrite(dispatcher).parameters, args, ran):
@@ -85,9 +84,10 @@ def try_lockstep(
 
 
 def _run_lockstep(
-    machine: Any, dispatcher: Any, config: LaunchConfig, args: Sequence[Any], blocks: Any = None
-) -> list[Any] | str:
-    """The launch's (or ``blocks``') lockstep run: its shadows, or why it stopped."""
+    machine: Any, dispatcher: Any, config: LaunchConfig, args: Sequence[Any]
+) -> list[Any] | tuple[str, list[Any]]:
+    """The launch's lockstep run: its shadows, or why it stopped and the shadows the
+    chunks before the failed one left (the failed chunk undone)."""
     from portkit.simt.lockstep import LaneShadow, Unsupported
 
     # NumPy shadows, not the per-thread engine's array('q'), each slot allocated at its
@@ -95,41 +95,30 @@ def _run_lockstep(
     shadows = [LaneShadow(a.size) if isinstance(a, np.ndarray) else None for a in args]
     machine._lockstep.tally = AtomicTally()
     try:
-        machine._lockstep.launch(dispatcher, config, args, shadows, machine.schedule, blocks)
+        machine._lockstep.launch(dispatcher, config, args, shadows, machine.schedule)
     except KernelError:
         raise  # the launch itself is wrong (an argument): the same for both engines
     except Exception as exc:  # Unsupported, a failed check, or anything unforeseen
-        return str(exc) if isinstance(exc, Unsupported) else f"{type(exc).__name__}: {exc}"
+        reason = str(exc) if isinstance(exc, Unsupported) else f"{type(exc).__name__}: {exc}"
+        return reason, shadows
     return shadows
 
 
-def _rerun_chunk(
+def _continue_per_thread(
     machine: Any,
     name: str,
     dispatcher: Any,
     config: LaunchConfig,
     args: Sequence[Any],
     failed: range,
-) -> None:
-    """Run the chunks before ``failed`` in lockstep, then ``failed``'s blocks per
-    thread; raises the fault they find. Returns (state spent) when they run clean."""
+    shadows: list[Any],
+) -> LaunchRecord:
+    """Run the blocks from ``failed`` on (in the launch's order) per thread, their
+    sparse shadows seeded with the stamps the lockstep chunks left; raises the fault
+    they find, which is the first block's to fault: a bug costs the blocks of its chunk
+    up to the faulting one. A chunk that runs clean (a lockstep check stricter than the
+    per-thread one, or something not vectorised) goes on per thread to the launch's end."""
     total = config.grid[0] * config.grid[1] * config.grid[2]
-    before = range(failed.stop, total) if machine.schedule == REVERSED else range(failed.start)
-    seeds: list[Any] = [None] * len(args)
-    if before:
-        ran = _run_lockstep(machine, dispatcher, config, args, before)
-        if isinstance(ran, str):
-            return  # not as the first run went: leave it to the whole launch per thread
-        seeds = ran
-    tally, on_block = machine.tally, machine.on_block
-    machine.tally, machine.on_block = AtomicTally(), None  # the whole launch counts them
-    try:
-        machine.run_per_thread(name, dispatcher, config, args, failed, seeds=seeds)
-    finally:
-        machine.tally, machine.on_block = tally, on_block
-    machine.records.pop()  # it ran clean: the whole launch per thread records instead
-
-
-def _restore(saved: list[tuple[np.ndarray, np.ndarray]]) -> None:
-    for array, copy in saved:
-        array[...] = copy
+    blocks = range(failed.stop) if machine.schedule == REVERSED else range(failed.start, total)
+    machine.tally.merge(machine._lockstep.tally)  # the chunks that ran to the end
+    return machine.run_per_thread(name, dispatcher, config, args, blocks, seeds=shadows)

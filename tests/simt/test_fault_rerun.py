@@ -97,7 +97,7 @@ def test_race_with_a_block_of_an_earlier_chunk_names_it():
     assert fast.blocks_per_thread == 20 - 16 + 1
 
 
-def test_a_chunk_that_runs_clean_per_thread_reruns_the_whole_launch():
+def test_a_chunk_that_runs_clean_per_thread_goes_on_per_thread():
     config = LaunchConfig((BLOCKS, 1, 1), (THREADS, 1, 1), 0)
     expected = np.zeros(4, np.int64)
     Machine(engine=PER_THREAD).launch("k", two_atomic_statements, config, [expected])
@@ -107,4 +107,34 @@ def test_a_chunk_that_runs_clean_per_thread_reruns_the_whole_launch():
     assert np.array_equal(counts, expected) and counts.sum() == 2 * BLOCKS * THREADS
     assert machine.engines[-1].engine == PER_THREAD
     assert len(machine.records) == 1
-    assert machine.blocks_per_thread == 8 + BLOCKS  # the first chunk, then every block
+    assert machine.blocks_per_thread == BLOCKS  # from the failed (first) chunk on, once each
+
+
+@cuda.jit
+def accumulate_ten_times(x, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        for _ in range(10):
+            out[i] = out[i] + x[i]
+
+
+def test_a_fault_does_not_run_the_earlier_chunks_again(monkeypatch):
+    made = []
+    chunk = lockstep_engine.Chunk
+    monkeypatch.setattr(lockstep_engine, "Chunk", lambda *a: made.append(a[0]) or chunk(*a))
+    fault, machine = _run(vecadd_unguarded, _vecadd_args())
+    assert made == [0, 8, 16, 24, 32, 40]  # each chunk once; the failed one is undone
+    assert machine.blocks_per_thread == 1
+
+
+def test_a_chunks_undo_record_holds_each_element_it_touches_once():
+    n = BLOCKS * THREADS
+    x, out = np.ones(n, np.float32), np.zeros(n, np.float32)
+    machine = Machine()
+    machine.launch(
+        "k", accumulate_ten_times, LaunchConfig((BLOCKS, 1, 1), (THREADS, 1, 1), 0), [x, out]
+    )
+    assert machine.engines[-1].engine == "lockstep"
+    assert np.all(out == 10)
+    # 8 blocks a chunk touch 256 elements of x and of out, 30 accesses each lane
+    assert machine._lockstep.journal_saved == 2 * 8 * THREADS

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from portkit.simt.lockstep.integer_sums import integer_sums
 from portkit.simt.lockstep.lanes import is_lanes
 from portkit.simt.lockstep.vectorize import Unsupported
 from portkit.simt.memory import CONST, GLOBAL, _line_key
@@ -124,6 +125,7 @@ class LaneArray:
     """An array of global, shared, local or constant memory, seen by every lane."""
 
     tally: AtomicTally | None = None  # global arrays: where float atomic sums are counted
+    journal: Any = None  # global arrays: the chunk's undo record (journal.py)
 
     def __init__(
         self,
@@ -278,10 +280,17 @@ class LaneArray:
         else:
             active = flat[chunk.mask]
             values = value[chunk.mask] if is_lanes(value) else value
-        if not _strictly_increasing(active) and np.unique(active).size != active.size:
-            raise Unsupported("several threads write one element in one statement (a race)")
         self._check_writes(active, frame)
+        if not _strictly_increasing(active) and self._repeats(active):
+            raise Unsupported("several threads write one element in one statement (a race)")
         self.data[active] = values
+
+    def _repeats(self, active: np.ndarray) -> bool:
+        """Whether two lanes wrote one element: the stamps just written are then not all
+        the lanes' own (a gather, where np.unique hashed every index)."""
+        if self.written is not None or self.shadow is None:
+            return np.unique(active).size != active.size
+        return bool(np.any(self.shadow.writes[active] != self.chunk.active_stamps()))
 
     # -- checks ----------------------------------------------------------------------------
     def _check_reads(self, active: np.ndarray, frame: Any, same: bool) -> None:
@@ -292,6 +301,8 @@ class LaneArray:
         shadow = self.shadow
         if shadow is None:
             return
+        if self.journal is not None:
+            self.journal.save(self.data, shadow, active)
         me = self.chunk.active_stamps()
         cross = self._cross_block
         if not shadow.has("writes"):  # nobody wrote any element: an input, say
@@ -337,6 +348,8 @@ class LaneArray:
         shadow = self.shadow
         if shadow is None:
             return
+        if self.journal is not None:
+            self.journal.save(self.data, shadow, active)
         me = self.chunk.active_stamps()
         cross = self._cross_block
         for slot in _STAMP_SLOTS:
@@ -367,9 +380,11 @@ class LaneArray:
         if shadow is not None and self._poisoned and np.any(shadow.writes[flats] == NOBODY):
             raise Unsupported("an atomic on uninitialised shared memory")
         data = self.data
+        if self.journal is not None:
+            self.journal.save(data, shadow, flats)
         operand = operands[0] if add_sign else None
         if add_sign and data.dtype.kind in "iu" and _integer(operand) and lanes.size:
-            olds = self._integer_sums(flats, lanes, operand, add_sign)
+            olds = integer_sums(data, flats, lanes, operand, add_sign, chunk.n)
         else:
             columns = [
                 np.broadcast_to(v, (chunk.n,))[lanes] if is_lanes(v) else None for v in operands
@@ -393,28 +408,3 @@ class LaneArray:
         if self._widen:
             result = result.astype(np.int64)
         return result
-
-    def _integer_sums(
-        self, flats: np.ndarray, lanes: np.ndarray, operand: Any, sign: int
-    ) -> np.ndarray:
-        """``atomic.add`` (or ``sub``) of integers for every lane, thread order kept:
-        integer addition wraps and is associative, so a lane's old value is the element's
-        value plus the operands of the earlier lanes on that element, and the element ends
-        with its value plus all of them: the bits the lane-by-lane loop leaves."""
-        data = self.data
-        kind = data.dtype
-        if is_lanes(operand):
-            values = np.broadcast_to(operand, (self.chunk.n,))[lanes].astype(kind)
-        else:
-            values = np.full(lanes.size, kind.type(operand), kind)  # raises as per lane
-        if sign < 0:
-            values = np.negative(values)  # wraps, as old - v does
-        order = np.argsort(flats, kind="stable")
-        positions, values = flats[order], values[order]
-        starts = np.flatnonzero(np.r_[True, positions[1:] != positions[:-1]])
-        before = np.cumsum(values, dtype=kind) - values  # earlier lanes' sum, all elements
-        group = np.repeat(np.arange(starts.size), np.diff(np.r_[starts, positions.size]))
-        olds = np.empty(lanes.size, kind)
-        olds[order] = data[positions] + (before - before[starts][group])
-        data[positions[starts]] += np.add.reduceat(values, starts, dtype=kind)
-        return olds

@@ -2,8 +2,9 @@
 
 ``LockstepEngine.launch`` returns True when the launch ran to the end with every
 check passing; it raises ``Unsupported`` (with the reason) when the kernel uses
-something it does not vectorise or when a check failed. The machine then restores the
-inputs and runs the launch per thread (``machine.py``).
+something it does not vectorise or when a check failed, after undoing what the failed
+chunk wrote (``journal.py``): the chunks before it stand, and the machine runs the
+launch per thread from that chunk on (``lockstep_launch.py``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import numpy as np
 
 from portkit.simt.lockstep.arrays import LaneArray
 from portkit.simt.lockstep.chunk import Chunk
+from portkit.simt.lockstep.journal import Journal
 from portkit.simt.lockstep.lanes import UNDEF
 from portkit.simt.lockstep.shims import LaneCuda, LaneMath, lane_builtins
 from portkit.simt.lockstep.vectorize import Unsupported, Vectorizer, builtin_namespace
@@ -60,6 +62,7 @@ class LockstepEngine:
         # launch ran to the end (a launch re-run per thread counts them again).
         self.tally = AtomicTally()
         self.failed: range | None = None  # the blocks of the chunk a failed check stopped
+        self.journal_saved = 0  # elements the last chunk saved to undo itself (tests)
 
     def refused(self, dispatcher: Any) -> str | None:
         """Why this kernel cannot run in lockstep at all (known before a launch), or None."""
@@ -89,7 +92,7 @@ class LockstepEngine:
         atomic's lanes last to first: the threads' atomics in the per-thread engine's
         reversed order. When a check fails, ``failed`` holds the blocks of the chunk that
         ran then."""
-        self.failed = None
+        self.failed, self.journal_saved = None, 0
         function = self.vectorizer.rewrite(dispatcher).function
         rewritten = self.vectorizer._rewriter.rewrite(dispatcher)
         try:
@@ -121,6 +124,8 @@ class LockstepEngine:
             warnings.simplefilter("ignore", RuntimeWarning)
             for first in in_order(range(chosen.start, chosen.stop, per_chunk), schedule):
                 blocks = min(per_chunk, chosen.stop - first)
+                self.failed = range(first, first + blocks)
+                journal, tally = Journal(first, blocks), AtomicTally()
                 chunk = Chunk(first, blocks, threads, config.shared_bytes, self.files)
                 chunk.kernel_waits = waits
                 chunk.reversed = schedule == REVERSED
@@ -129,16 +134,21 @@ class LockstepEngine:
                 values = [
                     self._argument(a, s, chunk, p) for a, s, p in zip(args, shadows, parameters)
                 ]
+                for value in values:
+                    if isinstance(value, LaneArray):
+                        value.journal, value.tally = journal, tally
                 chunk.global_shadows = [
                     v.shadow for v in values if isinstance(v, LaneArray) and v.shadow
                 ]
-                self.failed = range(first, first + blocks)
                 try:
                     function(*values)
-                except Unsupported:
-                    raise
                 except Exception as exc:
+                    journal.undo()  # the arrays and shadows as the chunks before left them
+                    if isinstance(exc, Unsupported):
+                        raise
                     raise Unsupported(f"{type(exc).__name__}: {exc}") from None
+                self.tally.merge(tally)
+                self.journal_saved = max(self.journal_saved, journal.saved)
                 self.failed = None
 
     def _argument(self, arg: Any, shadow: Any, chunk: Chunk, parameter: str) -> Any:
@@ -155,6 +165,5 @@ class LockstepEngine:
                 chunk,
                 shadow,
             )
-            array.tally = self.tally
             return array
         return widen(arg)

@@ -191,12 +191,13 @@ class Lanes:
             return tuple(self.sel(a, b) for a, b in zip(new, old))
         if not _numeric(new) or not _numeric(old):
             raise Unsupported("a divergent assignment of a non-number (array view, tuple)")
-        if np.asarray(new).dtype != np.asarray(old).dtype:
+        kind = unified(np.asarray(new).dtype, np.asarray(old).dtype)
+        if kind is None:
             raise Unsupported(
                 f"a variable that is {np.asarray(new).dtype} in some threads and "
                 f"{np.asarray(old).dtype} in others"
             )
-        return np.where(self.mask, new, old)
+        return np.where(self.mask, new, old).astype(kind, copy=False)
 
     def unpack(self, value: Any, count: int) -> Any:
         if not isinstance(value, tuple) or len(value) != count:
@@ -207,12 +208,13 @@ class Lanes:
         """Per-lane choice between two branch values (same type in every lane)."""
         if not _numeric(value_if) or not _numeric(other):
             raise Unsupported("a conditional choice between non-numbers")
-        if np.asarray(value_if).dtype != np.asarray(other).dtype:
+        kind = unified(np.asarray(value_if).dtype, np.asarray(other).dtype)
+        if kind is None:
             raise Unsupported(
                 f"a conditional expression that is {np.asarray(value_if).dtype} in some "
                 f"threads and {np.asarray(other).dtype} in others"
             )
-        return np.where(taken, value_if, other)
+        return np.where(taken, value_if, other).astype(kind, copy=False)
 
     def and_(self, left: Any, right: Any) -> Any:
         if not is_lanes(left):
@@ -264,6 +266,26 @@ class Lanes:
         second = orelse()
         self._set(saved)
         return self.merge(go, first, second)
+
+
+def unified(first: np.dtype, second: np.dtype) -> np.dtype | None:
+    """The one type numba's type inference gives a variable (or a conditional value, or
+    a function's result) that is ``first`` on one path and ``second`` on another: its
+    ``unify_pairs`` on the types the simulator holds (integers narrower than 64 bits are
+    int64 here). float32 and float64 unify to float64, a float and an integer to
+    float64, bool and a number to the number. None where numba's answer would not be
+    the simulator's (int64 and uint64: float64 in numba, uint32 held as int64 here)."""
+    if first == second:
+        return first
+    kinds = first.kind + second.kind
+    if "b" in kinds:
+        other = second if first.kind == "b" else first
+        return other if other.kind in "iuf" else None
+    if kinds == "ff":
+        return first if first.itemsize >= second.itemsize else second
+    if "f" in kinds and kinds.strip("iuf") == "":
+        return np.dtype(np.float64)
+    return None
 
 
 def _same_tuples(value: Any, current: Any) -> bool:
