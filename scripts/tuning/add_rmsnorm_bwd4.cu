@@ -163,7 +163,7 @@ __device__ inline void fwd_row(const T* xr, const T* rr, const T* w, T* yr, T* h
             }
             if (FITS) break;
         }
-        for (int c = tail + tx; c < cols; c = cols)  // one tail column at most {
+        for (int c = tail + tx; c < cols; c = cols) {  // one tail column at most
             const float v = widen(xr[c]) + widen(rr[c]);
             hr[c] = (T)v;
             s += v * v;
@@ -267,7 +267,7 @@ __device__ inline void bwd_rows(const T* x, const T* residual, const T* w, const
                 }
                 if (FITS) break;
             }
-            for (int c = tail + tx; c < cols; c = cols)  // one tail column at most {
+            for (int c = tail + tx; c < cols; c = cols) {  // one tail column at most
                 const float v = widen(xr[c]) + widen(rr[c]);
                 s += widen(dyr[c]) * widen(w[c]) * (v * r);
             }
@@ -302,7 +302,7 @@ __device__ inline void bwd_rows(const T* x, const T* residual, const T* w, const
             }
             if (FITS) break;
         }
-        for (int c = tail + tx; c < cols; c = cols)  // one tail column at most {
+        for (int c = tail + tx; c < cols; c = cols) {  // one tail column at most
             const float g = widen(dyr[c]);
             const float hhat = (widen(xr[c]) + widen(rr[c])) * r;
             const T d = (T)(r * (g * widen(w[c]) - hhat * m) + widen(dhr[c]));
