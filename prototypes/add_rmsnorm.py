@@ -21,14 +21,16 @@ mapping and every summation order, so the two agree within the twin tolerance):
   columns each), then tail column packs * width + t; the row's threads sum their squares
   (pack by pack, column by column), then a warp butterfly (xor 16..1) and the row's warp
   sums left to right (``row_sum``);
-- ``tx`` is chosen so that a thread owns at most PACKS packs of a row: the twin holds them
-  in registers between the reduction and the output pass (rows longer than 1024 * PACKS
-  packs are walked in chunks and re-read);
-- backward: a persistent grid (a few blocks per SM) walks the rows; each thread keeps the
-  weight gradient of the columns it owns summed over its rows (in registers in the twin,
-  in the ``part`` buffer here, the same additions in the same order) and writes one
-  partial row per block row; ``add_rmsnorm_bwd_w`` sums the partials per column, 32 of
-  them at a time, then the 32 sums left to right.
+- ``tx`` is chosen so that a thread owns at most FWD_ELEMS (forward) or BWD_ELEMS
+  (backward) elements of a row, whole packs: the twin holds them in registers between the
+  reduction and the output pass (longer rows are walked in chunks of 1024 threads' worth
+  and re-read);
+- backward, one pass over x, residual, dy and dh: a persistent grid (a few blocks per SM)
+  walks the rows; each thread keeps the weight gradient of the columns it owns summed over
+  its rows in float32 (in registers in the twin, in the ``part`` buffer here, the same
+  additions in the same order) and writes one partial row per block row;
+  ``add_rmsnorm_bwd_w`` sums the partials per column in float64, 32 of them at a time,
+  then the 32 sums left to right.
 """
 
 import math
@@ -38,27 +40,26 @@ from numba import cuda, float32, float64
 
 import portkit
 
-PACKS = 4  # packs of 16 bytes a thread holds per row in the forward: the twin's FWD_PACKS
-BWD_PACKS = 2  # in the backward (four row tensors: twice the registers a pack)
+FWD_ELEMS = 16  # elements of a row a thread holds in the forward (the twin's registers)
+BWD_ELEMS = 8  # in the backward (x + residual, dy, dh and the weight-gradient sums)
 ROW_THREADS = 128  # threads per block at least: short rows share a block, ty rows of tx
 WARP = 32
 MAX_WARPS = 32  # 1024 threads
 FULL_MASK = 0xFFFFFFFF
-FWD_THREADS = 512  # the forward's blocks at most (the twin's __launch_bounds__)
-BWD_THREADS = 512  # the backward's blocks at most (the twin's __launch_bounds__)
-BWD_THREADS_PER_SM = 512  # the backward's persistent grid: blocks of this many threads per SM
+ROW_THREADS_MAX = 1024  # blocks at most (the twin's __launch_bounds__: 64 registers)
+BWD_THREADS_PER_SM = 1024  # the backward's persistent grid: what 64 registers keep resident
 W_COLS = 16  # add_rmsnorm_bwd_w: a block sums 16 columns' partials, 32 rows at a time
 W_ROWS = 32
-SHARED_MAX = 48 * 1024
 EPS = 1e-6
 DTYPES = ("float32", "bfloat16", "float16")
 
 
-def geometry(cols, itemsize, packs_per_thread=PACKS, limit=1024):
-    """(threads per row, rows per block): whole warps, each thread owning at most
-    ``packs_per_thread`` packs of a row when ``limit`` threads allow it, and blocks of at
-    least ROW_THREADS."""
+def geometry(cols, itemsize, elems, limit=ROW_THREADS_MAX):
+    """(threads per row, rows per block): whole warps, each thread owning at most ``elems``
+    elements (whole 16-byte packs) of a row when ``limit`` threads allow it, and blocks of
+    at least ROW_THREADS."""
     packs = cols // (16 // itemsize)
+    packs_per_thread = max(1, elems * itemsize // 16)
     wanted = portkit.cdiv(portkit.cdiv(packs, packs_per_thread), WARP) * WARP
     per_row = min(limit, max(WARP, wanted))
     return per_row, max(1, ROW_THREADS // per_row)
@@ -128,8 +129,7 @@ def add_rmsnorm_fwd(x, residual, w, y, h, rstd, rows, cols, eps):
 
 
 @cuda.jit
-def add_rmsnorm_bwd(x, residual, w, dy, dh, rstd, dx, dres, part, rows, cols, in_shared):
-    # in_shared: the twin sums the weight gradient in shared memory (the launcher's room)
+def add_rmsnorm_bwd(x, residual, w, dy, dh, rstd, dx, dres, part, rows, cols):
     tx = cuda.threadIdx.x
     nx = cuda.blockDim.x
     ny = cuda.blockDim.y
@@ -141,9 +141,9 @@ def add_rmsnorm_bwd(x, residual, w, dy, dh, rstd, dx, dres, part, rows, cols, in
 
     for p in range(tx, packs, nx):  # the columns this thread owns start at 0
         for j in range(width):
-            part[prow, p * width + j] = float64(0.0)  # portkit: allow-int64-index
+            part[prow, p * width + j] = float32(0.0)  # portkit: allow-int64-index
     for c in range(tail + tx, cols, nx):
-        part[prow, c] = float64(0.0)
+        part[prow, c] = float32(0.0)
 
     groups = (rows + ny - 1) // ny  # portkit: allow-int64-index
     for group in range(cuda.blockIdx.x, groups, cuda.gridDim.x):
@@ -171,14 +171,14 @@ def add_rmsnorm_bwd(x, residual, w, dy, dh, rstd, dx, dres, part, rows, cols, in
                     d = r * (g * float32(w[c]) - hhat * m) + float32(dh[row, c])
                     dx[row, c] = d
                     dres[row, c] = d
-                    part[prow, c] += float64(g * hhat)  # portkit: allow-float64
+                    part[prow, c] += g * hhat
             for c in range(tail + tx, cols, nx):
                 g = float32(dy[row, c])
                 hhat = (float32(x[row, c]) + float32(residual[row, c])) * r
                 d = r * (g * float32(w[c]) - hhat * m) + float32(dh[row, c])
                 dx[row, c] = d
                 dres[row, c] = d
-                part[prow, c] += float64(g * hhat)  # portkit: allow-float64
+                part[prow, c] += g * hhat
 
 
 @cuda.jit
@@ -190,7 +190,7 @@ def add_rmsnorm_bwd_w(part, dw, parts, cols):
     s = float64(0.0)
     if c < cols:
         for p in range(ty, parts, W_ROWS):
-            s += part[p, c]  # portkit: allow-float64
+            s += float64(part[p, c])  # portkit: allow-float64
     sums[ty, tx] = s
     cuda.syncthreads()
     if ty == 0 and c < cols:
@@ -212,9 +212,10 @@ def _rows_bytes(x, residual, w, tensors):
 
 def _cases():
     # 1x1 and 3x127: most threads idle; 37x64: rows that do not fill the last block of
-    # 4 rows, and a backward grid (2 "SMs" in the simulator) that loops; 2x129 and the
-    # odd column counts: scalar accesses on unaligned rows, tail columns; 2x16390: rows
-    # longer than 1024 threads x PACKS packs (float32), walked in two chunks.
+    # 4 rows; 150x41: a backward grid (2 "SMs" in the simulator, 16 blocks of 4 rows) that
+    # loops; 2x129 and the odd column counts: scalar accesses on unaligned rows, tail
+    # columns; 2x16390 (float32) and 2x8203 (bfloat16): rows longer than 1024 threads'
+    # worth, walked in chunks (2x8203: the backward only, the forward's row fits).
     shapes = ((1, 1), (3, 127), (2, 129), (4, 1000), (37, 64))
     cases = [
         portkit.cases.custom(f"{dt}-{r}x{c}", [(r, c), (r, c), (c,)], dt, seed=i)
@@ -223,6 +224,12 @@ def _cases():
     ]
     cases.append(portkit.cases.custom("float32-2x16390", [(2, 16390)] * 2 + [(16390,)], seed=5))
     cases.append(portkit.cases.custom("float32-0x8", [(0, 8), (0, 8), (8,)], seed=6))
+    cases.append(
+        portkit.cases.custom("float16-150x41", [(150, 41)] * 2 + [(41,)], "float16", seed=7)
+    )
+    cases.append(
+        portkit.cases.custom("bfloat16-2x8203", [(2, 8203)] * 2 + [(8203,)], "bfloat16", seed=8)
+    )
     return cases + BENCH
 
 
@@ -277,7 +284,7 @@ class AddRMSNorm:
         y, h = k.empty_like(x), k.empty_like(x)
         rstd = k.empty((rows,), torch.float32)
         if rows and cols:
-            per_row, per_block = geometry(cols, x.element_size(), PACKS, FWD_THREADS)
+            per_row, per_block = geometry(cols, x.element_size(), FWD_ELEMS)
             grid = portkit.cdiv(rows, per_block)
             k.add_rmsnorm_fwd[grid, (per_row, per_block)](
                 x, residual, w, y, h, rstd, rows, cols, EPS
@@ -290,19 +297,14 @@ class AddRMSNorm:
         dx, dres, dw = k.empty_like(x), k.empty_like(x), k.empty_like(w)
         if not cols:
             return dx, dres, dw
-        per_row, per_block = geometry(cols, x.element_size(), BWD_PACKS, BWD_THREADS)
+        per_row, per_block = geometry(cols, x.element_size(), BWD_ELEMS)
         per_sm = max(1, BWD_THREADS_PER_SM // (per_row * per_block))
         grid = min(portkit.cdiv(rows, per_block), per_sm * portkit.sm_count(k))
         parts = grid * per_block
-        part = k.empty((parts, cols), torch.float64)
-        # The twin's weight-gradient sums in shared memory: BWD_PACKS x width doubles a
-        # thread, when rows are one chunk and that fits the 48 KiB a launch gets by default.
-        width = 16 // x.element_size()
-        shared = per_block * per_row * BWD_PACKS * width * 8
-        in_shared = cols // width <= per_row * BWD_PACKS and shared <= SHARED_MAX
+        part = k.empty((parts, cols), torch.float32)
         if rows:
-            k.add_rmsnorm_bwd[grid, (per_row, per_block), shared if in_shared else 0](
-                x, residual, w, dy, dh, rstd, dx, dres, part, rows, cols, int(in_shared)
+            k.add_rmsnorm_bwd[grid, (per_row, per_block)](
+                x, residual, w, dy, dh, rstd, dx, dres, part, rows, cols
             )
         k.add_rmsnorm_bwd_w[portkit.cdiv(cols, W_COLS), (W_COLS, W_ROWS)](part, dw, parts, cols)
         return dx, dres, dw
