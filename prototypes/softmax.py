@@ -1,5 +1,7 @@
 """Row-wise softmax over a 2-D tensor: one block of THREADS threads per row, a single
 pass over the row for the statistics (online softmax), warp-shuffle reductions.
+Rows of at most 4 KiB go to softmax_rows_fwd instead (its docstring): the row held in
+registers, `group` lanes a row, several rows a block.
 
 The forward reads each element twice, once for the statistics and once for the output,
 but from device memory once: a block's row (16 KiB at 4096 float32 columns) is still in
