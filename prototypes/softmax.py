@@ -1,5 +1,7 @@
 """Row-wise softmax over a 2-D tensor: one block of THREADS threads per row, a single
 pass over the row for the statistics (online softmax), warp-shuffle reductions.
+Rows of at most 4 KiB go to softmax_rows_fwd instead (its docstring): the row held in
+registers, `group` lanes a row, several rows a block.
 
 The forward reads each element twice, once for the statistics and once for the output,
 but from device memory once: a block's row (16 KiB at 4096 float32 columns) is still in
@@ -33,6 +35,7 @@ twin's `long long`."""
 
 import math
 
+import numpy as np
 import torch
 from numba import cuda, float32
 
@@ -42,6 +45,8 @@ THREADS = 128  # 4 warps per row; a multiple of WARP
 WARP = 32
 WARPS = THREADS // WARP
 FULL_MASK = 0xFFFFFFFF  # all 32 lanes take part in every shuffle
+LANE_PACKS = 8  # short rows: packs a lane holds (128 bytes: 32 float32 registers)
+HELD = 32  # LANE_PACKS packs of up to 4 columns (float32, float64)
 
 
 @cuda.jit(device=True)
@@ -69,6 +74,15 @@ def moved(s, m, big):
     if s != 0:
         return s * math.exp(m - big)
     return s
+
+
+@cuda.jit(device=True)
+def exp_from(v, m):
+    """exp(v - m), 0 for v == -inf: a row of -inf sums to 0 (its output NaN, as torch's),
+    and -inf - -inf would be NaN."""
+    if v != -float32(math.inf):
+        return math.exp(v - m)
+    return float32(0)
 
 
 @cuda.jit(device=True)
@@ -141,6 +155,66 @@ def softmax_fwd(x, out, cols):
 
 
 @cuda.jit
+def softmax_rows_fwd(x, out, rows, cols, group):
+    """Short rows (at most WARP * LANE_PACKS packs): `group` lanes per row (a power of two,
+    at most WARP), THREADS // group rows per block, the row held in registers (`held`)
+    between its one read and its one write: one exp per column, no online rescaling.
+    Lane g of a row holds packs g, g + group, ... (at most LANE_PACKS), then reads its tail
+    columns packs * width + g, ... (fewer than width a row) from memory in both passes."""
+    tid = cuda.threadIdx.x
+    g = tid % group
+    row = cuda.blockIdx.x * (THREADS // group) + tid // group
+    held = cuda.local.array(HELD, dtype=x.dtype)
+    width = 16 // x.itemsize
+    packs = cols // width
+    if row >= rows:  # past the last row: no columns, but the lanes still shuffle
+        packs = 0
+        cols = 0
+
+    m = -float32(math.inf)  # the row's maximum: held columns, tail, group butterfly
+    for u in range(LANE_PACKS):
+        p = g + u * group  # portkit: allow-int64-index
+        if p < packs:
+            for j in range(width):
+                v = x[row, p * width + j]  # portkit: allow-int64-index
+                held[u * width + j] = v  # portkit: allow-int64-index
+                if v > m:
+                    m = v
+    for c in range(packs * width + g, cols, group):
+        if x[row, c] > m:
+            m = x[row, c]
+    offset = group // 2
+    while offset > 0:
+        other = cuda.shfl_xor_sync(FULL_MASK, m, offset)
+        if other > m:
+            m = other
+        offset //= 2
+
+    s = float32(0)  # the sum, in the same order; each held column becomes its exp
+    for u in range(LANE_PACKS):
+        if g + u * group < packs:  # portkit: allow-int64-index
+            for j in range(width):
+                e = exp_from(held[u * width + j], m)  # portkit: allow-int64-index
+                held[u * width + j] = e  # portkit: allow-int64-index
+                s += e
+    for c in range(packs * width + g, cols, group):
+        s += exp_from(x[row, c], m)
+    offset = group // 2
+    while offset > 0:
+        s += cuda.shfl_xor_sync(FULL_MASK, s, offset)
+        offset //= 2
+
+    inv = float32(1) / s
+    for u in range(LANE_PACKS):
+        p = g + u * group  # portkit: allow-int64-index
+        if p < packs:
+            for j in range(width):
+                out[row, p * width + j] = held[u * width + j] * inv  # portkit: allow-int64-index
+    for c in range(packs * width + g, cols, group):
+        out[row, c] = exp_from(x[row, c], m) * inv
+
+
+@cuda.jit
 def softmax_bwd(y, dy, dx, cols):
     row = cuda.blockIdx.x
     tid = cuda.threadIdx.x
@@ -177,6 +251,21 @@ def softmax_bwd(y, dy, dx, cols):
 # portkit bench: square, many short rows, few long rows (torch's hardest of the three),
 # very short rows, and a square of 256 MiB a tensor (as the elementwise ops time)
 BENCH_SHAPES = ((4096, 4096), (16384, 1024), (1024, 32768), (32768, 256), (8192, 8192))
+# portkit.cases.rows' shapes (held in registers, by softmax_rows_fwd, up to 1024 float32
+# columns) and 2x1029: a long row (softmax_fwd) with a tail column, small enough for twin-cpu
+CHECK_SHAPES = ((1, 1), (3, 127), (4, 128), (2, 129), (3, 1000), (2, 1029))
+
+
+def short_row_group(cols, itemsize):
+    """Lanes per row for softmax_rows_fwd (the fewest, a power of two, that hold the row's
+    packs LANE_PACKS a lane), or 0 for a row too long to hold (softmax_fwd streams it)."""
+    packs = cols // (16 // itemsize)
+    if packs > WARP * LANE_PACKS:
+        return 0
+    group = 1
+    while group * LANE_PACKS < packs:
+        group *= 2
+    return group
 
 
 def reference(x):
@@ -185,7 +274,9 @@ def reference(x):
 
 @portkit.op(
     reference=reference,
-    cases=portkit.cases.rows(special=[0.3, -100000.0, 100000.0, 0.5, -0.5, float("-inf")]),
+    cases=portkit.cases.rows(
+        shapes=CHECK_SHAPES, special=[0.3, -100000.0, 100000.0, 0.5, -0.5, float("-inf")]
+    ),
     bench=[portkit.cases.custom(f"float32-{r}x{c}", [(r, c)]) for r, c in BENCH_SHAPES],
 )
 class Softmax:
@@ -196,7 +287,16 @@ class Softmax:
     def forward(k, x):
         out = k.empty_like(x)
         rows, cols = x.shape
-        if rows and cols:
+        group = short_row_group(cols, x.element_size())
+        if rows and cols and group:
+            k.softmax_rows_fwd[portkit.cdiv(rows, THREADS // group), THREADS](
+                x,
+                out,
+                rows,
+                cols,
+                np.int32(group),  # the twin's `int group`
+            )
+        elif rows and cols:
             k.softmax_fwd[rows, THREADS](x, out, cols)
         return out, (out,)
 

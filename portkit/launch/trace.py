@@ -102,12 +102,15 @@ def record_launches(op: Op, case: Case, backward: bool = True) -> list[Launch]:
 
 
 def launch_signatures(op: Op, dtype: str) -> dict[str, tuple]:
-    """Each kernel's argument types in the op's first non-empty simulator-sized case of
-    ``dtype`` (types do not depend on sizes or values, so one case speaks for all)."""
+    """Each kernel's argument types in the first non-empty simulator-sized case of
+    ``dtype`` that launches it (types do not depend on sizes, but a launcher may pick its
+    kernel by size: softmax holds short rows in registers and streams long ones)."""
+    found: dict[str, tuple] = {}
     for case in op.definition.cases:
         if case.dtype == dtype and case.numel and not case.gpu_only:
-            return {launch.kernel: launch.signature for launch in record_launches(op, case)}
-    return {}
+            for launch in record_launches(op, case):
+                found.setdefault(launch.kernel, launch.signature)
+    return found
 
 
 # definition's id -> (the definition, kept alive so that the id stays its own; the launches)

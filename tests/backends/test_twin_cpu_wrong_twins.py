@@ -74,19 +74,21 @@ CATCHES = (
     CpuCatch("softmax/float_accumulation", "float64-3x127", (("sim", "vs twin-cpu"),)),
     CpuCatch(
         "softmax/missing_syncthreads",
-        "float32-3x127",
+        "float32-2x1029",  # a long row: rows up to 1024 float32 columns share no memory
         (("twin-cpu", "forward"),),
-        ("order-dependent", "out (argument 1, 3x127 float32) differs at [0, 4]"),
+        ("order-dependent", "out (argument 1, 2x1029 float32) differs at [0, 0]"),
     ),
     CpuCatch(
         "softmax/swapped_row_col",
         "float32-3x127",
-        (*TWIN_FORWARD, ("twin-cpu", "backward")),
+        # the rows of one block (short rows: several a block) write overlapping output
+        (("twin-cpu", "forward"),),
+        ("order-dependent",),
     ),
     CpuCatch("sigmoid/accumulates_gradient", "float32-n129", (("twin-cpu", "backward"),)),
     CpuCatch(
         "softmax/barrier_skipped_past_width",
-        "float32-3x127",
+        "float32-2x1029",  # thread 0 alone has a tail column
         (("twin-cpu", "forward"),),
         ("divergent __syncthreads",),
     ),

@@ -29,12 +29,11 @@ def repo_op(name: str):
 
 
 def float32_signatures(op) -> dict[str, tuple]:
-    """Kernel name -> argument types, from the launches of the op's smallest float32 case."""
-    from portkit.launch.trace import record_launches
+    """Kernel name -> argument types, from the float32 cases that launch it (softmax picks
+    its forward kernel by row length)."""
+    from portkit.launch.trace import launch_signatures
 
-    cases = [c for c in op.definition.cases if c.dtype == "float32" and c.numel and not c.gpu_only]
-    case = min(cases, key=lambda c: c.numel)
-    return {launch.kernel: launch.signature for launch in record_launches(op, case)}
+    return launch_signatures(op, "float32")
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +49,7 @@ def usage() -> dict[str, dict[str, ResourceUsage]]:
 
 
 def test_every_kernel_of_both_ops_was_measured(usage):
-    expected = {"sigmoid_fwd", "sigmoid_bwd", "softmax_fwd", "softmax_bwd"}
+    expected = {"sigmoid_fwd", "sigmoid_bwd", "softmax_fwd", "softmax_rows_fwd", "softmax_bwd"}
     assert set(usage["prototype"]) == expected
     assert set(usage["twin"]) == expected
 

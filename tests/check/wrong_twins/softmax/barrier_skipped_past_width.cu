@@ -1,7 +1,7 @@
-// WRONG TWIN softmax/barrier_skipped_past_width: softmax_fwd waits at an extra barrier only `if (tid < cols)`, just before its real one, so in rows narrower than the block (1x1, 3x127, the 2x12 special rows, the 2x3 gradcheck rows) the threads past the width go straight to the real barrier while the others wait at the extra one: a __syncthreads() inside a divergent branch (undefined behaviour). A diff is not expected to show it reliably (the hardware barrier counts arrivals, so the values often come out right).
+// WRONG TWIN softmax/barrier_skipped_past_width: softmax_fwd (rows longer than 4 KiB) waits at an extra barrier only `if (packs * W + tid < cols)`, just before its real one, so in rows with tail columns (float32-2x1029: thread 0 alone) the threads past the row's width go straight to the real barrier while the others wait at the extra one: a __syncthreads() inside a divergent branch (undefined behaviour). A diff is not expected to show it reliably (the hardware barrier counts arrivals, so the values often come out right).
 // Catcher: compute-sanitizer synccheck ("Barrier error detected. Divergent thread(s) in
-// warp", at this line, for float32-3x127 in warp 3 where thread 127 diverges: seen on an
-// H100 with the old one-thread-per-element version, 2026-11-23); on a CPU twin-cpu's
+// warp", at this line, for float32-2x1029 in warp 0 where threads 1-31 diverge; seen on an H100 for
+// float32-3x127 with the old barrier `if (tid < cols)`, 2026-11-23); on a CPU twin-cpu's
 // check build, which stops a launch whose threads wait at different barriers.
 // Only the one added line differs from the real twin.
 // Twin of prototypes/softmax.py: one block of THREADS threads per row, online softmax
@@ -79,6 +79,100 @@ __device__ inline T warp_sum(T v) {
     return v;
 }
 
+// exp(v - m), 0 for v == -inf: a row of -inf sums to 0 (its output NaN, as torch's), and
+// -inf - -inf would be NaN.
+template <typename T>
+__device__ inline T exp_from(T v, T m) {
+    return v != negative_infinity<T>() ? exp(v - m) : T(0);
+}
+
+// Short rows (at most WARP * LANE_PACKS packs, 4 KiB: 1024 float / 512 double columns),
+// the launcher's choice for them. A block of THREADS for one 256-column row left half its
+// threads idle and a wave of 16 such blocks an SM kept only 16 KiB in flight (0.53x torch
+// at 32768x256). Here `group` lanes serve a row (the fewest, a power of two <= WARP, that
+// hold its packs LANE_PACKS a lane), THREADS / group rows a block, and the row stays in
+// registers between its one read and its one write: no second read, one exp per column,
+// no online rescaling (the maximum is known before any exp), xor butterflies inside the
+// group (offsets group / 2 .. 1), no shared memory, no barrier. Every lane issues all its
+// packs' loads (up to 128 bytes) before using any. Lane g holds packs g, g + group, ...;
+// its tail columns packs * W + g, ... (fewer than W a row) are read in both passes.
+// 80 registers (float32; 96 double), no spills: 6 blocks of 128 an SM, 96 KiB of loads in
+// flight an SM; capping them at 64 (8 blocks) spills the held row.
+#define LANE_PACKS 8
+
+template <typename T>
+__global__ void __launch_bounds__(THREADS) softmax_rows_fwd(const T* __restrict__ x,
+                                                            T* __restrict__ out, long long rows,
+                                                            long long cols, int group) {
+    constexpr int W = Pack<T>::N;
+    const int tid = threadIdx.x;
+    const int g = tid % group;
+    const long long row = (long long)blockIdx.x * (THREADS / group) + tid / group;
+    long long packs = cols / W;
+    if (row >= rows) {  // past the last row: no columns, but the lanes still shuffle
+        packs = 0;
+        cols = 0;
+    }
+    const T* xr = x + row * cols;
+    T* outr = out + row * cols;
+    const bool vector = aligned16(xr) && aligned16(outr);
+
+    Pack<T> v[LANE_PACKS];
+    if (vector) {
+        const Pack<T>* xv = reinterpret_cast<const Pack<T>*>(xr);
+#pragma unroll
+        for (int u = 0; u < LANE_PACKS; ++u)
+            if (g + u * group < packs) v[u] = xv[g + u * group];
+    } else {  // the same packs, element by element
+#pragma unroll
+        for (int u = 0; u < LANE_PACKS; ++u)
+            if (g + u * group < packs)
+#pragma unroll
+                for (int j = 0; j < W; ++j) v[u].v[j] = xr[(g + u * group) * (long long)W + j];
+    }
+
+    T m = negative_infinity<T>();  // the row's maximum: held columns, tail, butterfly
+#pragma unroll
+    for (int u = 0; u < LANE_PACKS; ++u)
+        if (g + u * group < packs)
+#pragma unroll
+            for (int j = 0; j < W; ++j) m = v[u].v[j] > m ? v[u].v[j] : m;
+    for (long long c = packs * W + g; c < cols; c += group) m = xr[c] > m ? xr[c] : m;
+    for (int offset = group / 2; offset > 0; offset /= 2) {
+        const T other = __shfl_xor_sync(FULL_MASK, m, offset);
+        m = other > m ? other : m;
+    }
+
+    T s = T(0);  // the sum, in the same order; each held column becomes its exp
+#pragma unroll
+    for (int u = 0; u < LANE_PACKS; ++u) {
+        if (g + u * group < packs) {
+#pragma unroll
+            for (int j = 0; j < W; ++j) {
+                v[u].v[j] = exp_from(v[u].v[j], m);
+                s += v[u].v[j];
+            }
+        }
+    }
+    for (long long c = packs * W + g; c < cols; c += group) s += exp_from(xr[c], m);
+    for (int offset = group / 2; offset > 0; offset /= 2) s += __shfl_xor_sync(FULL_MASK, s, offset);
+
+    const T inv = T(1) / s;
+#pragma unroll
+    for (int u = 0; u < LANE_PACKS; ++u) {
+        if (g + u * group < packs) {
+#pragma unroll
+            for (int j = 0; j < W; ++j) v[u].v[j] = v[u].v[j] * inv;
+            if (vector)
+                reinterpret_cast<Pack<T>*>(outr)[g + u * group] = v[u];
+            else
+#pragma unroll
+                for (int j = 0; j < W; ++j) outr[(g + u * group) * (long long)W + j] = v[u].v[j];
+        }
+    }
+    for (long long c = packs * W + g; c < cols; c += group) outr[c] = exp_from(xr[c], m) * inv;
+}
+
 // Loads are issued UNROLL packs at a time (all of them before any is used), then the
 // packs are processed in column order: the same order as a plain loop, so the arithmetic
 // matches the prototype's, with UNROLL loads in flight per thread.
@@ -128,7 +222,7 @@ __global__ void softmax_fwd(const T* __restrict__ x, T* __restrict__ out, long l
         part_m[warp] = big;
         part_s[warp] = s;
     }
-    if (tid < cols) __syncthreads();  // BUG: threads past the row's width skip this barrier
+    if (packs * W + tid < cols) __syncthreads();  // BUG: threads past the row's width skip this barrier
     __syncthreads();
     m = part_m[0];
 #pragma unroll
