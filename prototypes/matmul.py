@@ -158,9 +158,9 @@ def _flops(a, b):
 # The kernels sum K products in float64: torch's float32 matmul carries more error than
 # they do at K = 1000 (seen on an H100), so the reference runs in float64, rounded once.
 # Timed at 1000^3 (edge tiles: 1000 = 7 * 128 + 104) and 4096^3 (every tile full).
-BENCH = [
-    portkit.cases.custom(f"float32-{s}x{s}x{s}", [(s, s), (s, s)]) for s in (1000, 4096)
-]
+BENCH = [portkit.cases.custom(f"float32-{s}x{s}x{s}", [(s, s), (s, s)]) for s in (1000, 4096)]
+
+
 @portkit.op(
     reference=torch.matmul,
     cases=_cases(),
