@@ -387,6 +387,19 @@ def test_bench_cases_default_to_gpu_only_then_largest(make_project, load_op, sou
 # -- the command ---------------------------------------------------------------------------
 
 
+def test_matmul_is_timed_with_edge_tiles_and_full_tiles_in_flops(load_op):
+    from portkit.bench.cases import bench_cases
+
+    _, matmul = load_op(REPO, "matmul")
+    # 1000 = 7 * 128 + 104 leaves edge tiles; 4096 fills every tile of the twin
+    names = [c.name for c in bench_cases(matmul)]
+    assert names == ["float32-1000x1000x1000", "float32-4096x4096x4096"]
+    a, b = torch.zeros(3, 5), torch.zeros(5, 7)
+    flops = matmul.definition.ideal_flops
+    assert declared(flops, "forward", (a, b)) == 2 * 3 * 5 * 7
+    assert declared(flops, "backward", (a, b)) == 4 * 3 * 5 * 7  # two products of that size
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
