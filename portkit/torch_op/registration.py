@@ -253,6 +253,7 @@ _is_compiling = torch.compiler.is_compiling
 _grad_enabled = torch.is_grad_enabled
 _Tensor = torch.Tensor
 _PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)  # Parameter adds no dispatch behaviour
+_SCALARS = (int, float, bool, str, type(None))
 
 
 def _watched() -> bool:
@@ -268,6 +269,12 @@ class OpCallable:
     straight through its launchers in plain eager (see the module docstring). The eager
     path runs on every call of a model, so its checks are ordered cheapest first and
     every unusual case drops to a slower path that explains."""
+
+    # ``(self, inputs)`` -> the call's result where ``inputs`` hold another library's
+    # arrays, else NotImplemented (portkit.load sets CuPy's: torch_op/cupy_arrays.py).
+    # Asked only of inputs that are neither tensors nor plain scalars, so a call on
+    # tensors pays nothing for it.
+    other_arrays: Callable[[Any, tuple], Any] | None = None
 
     def __init__(self, registered: RegisteredOp, binding: Binding) -> None:
         self.registered, self.binding = registered, binding
@@ -287,6 +294,10 @@ class OpCallable:
                     return self._through_registered_op(inputs)
                 if i.requires_grad:
                     needs_grad = True
+            elif self.other_arrays is not None and type(i) not in _SCALARS:
+                result = self.other_arrays(self, inputs)  # CuPy arrays, say
+                if result is not NotImplemented:
+                    return result
         b = self.binding
         if needs_grad and self._differentiable and _grad_enabled():
             return self._function.apply(*inputs)
@@ -311,5 +322,9 @@ class OpCallable:
         return self.registered.forward_op._opoverload
 
     def _through_registered_op(self, inputs: tuple) -> Any:
+        if self.other_arrays is not None:
+            converted = self.other_arrays(self, inputs)
+            if converted is not NotImplemented:
+                return converted
         result = as_tuple(self.op(*inputs))[: self.outputs]
         return result if len(result) > 1 else result[0]
