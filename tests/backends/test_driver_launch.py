@@ -90,17 +90,20 @@ __global__ void scale(const T* __restrict__ x, T* __restrict__ out, T factor, lo
 """
 
 
-@pytest.fixture
-def scale_target(tmp_path, monkeypatch):
+def _twin_target(tmp_path, monkeypatch, source: str, name: str, handles: dict):
     """The twin backend's launch target for a parsed kernel, on CPU tensors (device -1)."""
     from portkit.backends.twin.backend import TwinKernelTarget
     from portkit.backends.twin.source import parse_twin
 
-    path = tmp_path / "scale.cu"
-    path.write_text(TWIN)
+    path = tmp_path / f"{name}.cu"
+    path.write_text(source)
     monkeypatch.setattr(driver_launch, "current_stream", lambda device: 99)
-    kernel = parse_twin(path)["scale"]
-    return TwinKernelTarget(kernel, {("float",): 11, ("double",): 22}, device=-1)
+    return TwinKernelTarget(parse_twin(path)[name], handles, device=-1)
+
+
+@pytest.fixture
+def scale_target(tmp_path, monkeypatch):
+    return _twin_target(tmp_path, monkeypatch, TWIN, "scale", {("float",): 11, ("double",): 22})
 
 
 def test_twin_target_picks_the_instantiation_and_packs_arguments(scale_target, launches):
@@ -218,13 +221,7 @@ __global__ void masked(const T* __restrict__ x, T* __restrict__ out, bool keep, 
 
 @pytest.fixture
 def masked_target(tmp_path, monkeypatch):
-    from portkit.backends.twin.backend import TwinKernelTarget
-    from portkit.backends.twin.source import parse_twin
-
-    path = tmp_path / "masked.cu"
-    path.write_text(MASKED)
-    monkeypatch.setattr(driver_launch, "current_stream", lambda device: 99)
-    return TwinKernelTarget(parse_twin(path)["masked"], {("float",): 11}, device=-1)
+    return _twin_target(tmp_path, monkeypatch, MASKED, "masked", {("float",): 11})
 
 
 def test_a_python_bool_takes_the_production_path_as_a_one_byte_c_bool(masked_target, launches):
