@@ -65,7 +65,7 @@ def load(name: str, implementation: str = "twin", session: Any = None) -> Callab
     from portkit.backends import create
     from portkit.errors import BackendUnavailable
     from portkit.project.session import Session
-    from portkit.torch_op.cupy_arrays import CupyAwareCallable
+    from portkit.torch_op.cupy_arrays import cupy_call
     from portkit.torch_op.load import registered_callable
 
     session = session or Session.from_environment(require=False)
@@ -75,8 +75,8 @@ def load(name: str, implementation: str = "twin", session: Any = None) -> Callab
     reason = backend.unavailable_reason or backend.unsupported_reason(op_)
     if reason:
         raise BackendUnavailable(f"{implementation} cannot run op {name}: {reason}")
-    return CupyAwareCallable(
-        registered_callable(
-            op_, backend.kernels(op_), config.namespace, replay=config.settings.replay
-        )
+    loaded = registered_callable(
+        op_, backend.kernels(op_), config.namespace, replay=config.settings.replay
     )
+    loaded.other_arrays = cupy_call
+    return loaded

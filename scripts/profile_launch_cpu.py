@@ -8,7 +8,10 @@ own per-call work (input checks, the launcher, launch configuration and argument
 plus torch's allocation and autograd. The "twin path" rows use the twin backend's own
 launch target (plans, argument packing) on CPU tensors with ``cuLaunchKernel`` and the
 stream query replaced by stubs: everything a GPU call does in Python except the driver
-call itself. ``--profile`` adds a cProfile of the twin path's forward.
+call itself. The "compiled replay" rows are ``portkit.load``'s callable with the compiled replayer
+(built against this CPU torch) launching through a no-op C function: the whole
+plain-eager call but the driver's launch. ``--profile`` adds a cProfile of the twin
+path's forward.
 On a GPU, ``scripts/bench_launch.py`` measures the real thing.
 """
 
@@ -46,7 +49,8 @@ def twin_targets_with_stubbed_driver(op) -> dict:
     from cuda.bindings import driver
 
     from portkit.backends.twin import driver_launch
-    from portkit.backends.twin.backend import TwinKernelTarget, checked_twin_kernels
+    from portkit.backends.twin.backend import TwinKernelTarget
+    from portkit.backends.twin.instances import checked_twin_kernels
 
     def launch(*args):
         LAUNCHES[0] += 1  # a count: a list of every launch would make the GC slow
@@ -59,6 +63,38 @@ def twin_targets_with_stubbed_driver(op) -> dict:
         name: TwinKernelTarget(kernel, handles, device=-1)
         for name, kernel in checked_twin_kernels(op).items()
     }
+
+
+@__import__("ctypes").CFUNCTYPE(
+    __import__("ctypes").c_int,
+    *[__import__("ctypes").c_void_p] * 1,
+    *[__import__("ctypes").c_uint] * 7,
+    *[__import__("ctypes").c_void_p] * 3,
+)
+def _no_launch(*args) -> int:  # cuLaunchKernel's signature, for the compiled replayer
+    return 0
+
+
+def compiled_replaying(op, k, namespace):
+    """``portkit.load``'s callable over ``k`` with the compiled replayer (built against
+    this CPU torch, as the CPU tests build it) launching nothing; None where it does not
+    build here."""
+    import ctypes
+
+    from portkit.launch.replay import launcher
+    from portkit.launch.replay.native import NativeReplayer, compiled_module
+    from portkit.torch_op.load import registered_callable
+
+    module = compiled_module()
+    if module is None:
+        return None
+    address = ctypes.cast(_no_launch, ctypes.c_void_p).value
+    make = launcher.make_replayer
+    launcher.make_replayer = lambda mode="auto": NativeReplayer(module, address, 0, 256)
+    try:
+        return registered_callable(op, k, namespace, replay="auto")
+    finally:
+        launcher.make_replayer = make
 
 
 def main() -> int:
@@ -75,6 +111,8 @@ def main() -> int:
     f = registered_callable(op, k, config.namespace)
     twin_k = KernelSet("sigmoid", "twinpath", "cpu", twin_targets_with_stubbed_driver(op))
     twin = registered_callable(op, twin_k, config.namespace)
+    replayed_k = KernelSet("sigmoid", "replayed", "cpu", twin_targets_with_stubbed_driver(op))
+    replayed = compiled_replaying(op, replayed_k, config.namespace)
     x = torch.randn(1024)
     xg = x.clone().requires_grad_()
     g = torch.randn(1024)
@@ -96,6 +134,14 @@ def main() -> int:
         ("twin path (driver stubbed), forward", best_us(lambda: twin(x))),
         ("twin path (driver stubbed), fwd + bwd", best_us(step(twin), calls=1000)),
     ]
+    if replayed is not None:
+        for _ in range(3):  # a signature records on its second call, replays from the third
+            replayed(x), replayed.op(x), step(replayed)()
+        rows += [
+            ("compiled replay (launch stubbed), forward", best_us(lambda: replayed(x))),
+            ("the same through torch.ops, forward", best_us(lambda: replayed.op(x))),
+            ("compiled replay, forward + backward", best_us(step(replayed), calls=1000)),
+        ]
     before = LAUNCHES[0]
     twin(x)
     assert LAUNCHES[0] == before + 1, "the twin path's forward did not reach the driver"

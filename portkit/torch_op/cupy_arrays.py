@@ -1,5 +1,6 @@
 """CuPy arrays in and out of a loaded op: ``portkit.load(...)`` callables take CuPy arrays
-as they take tensors, and then return CuPy arrays.
+as they take tensors, and then return CuPy arrays (``cupy_call``, which the callable asks
+only for inputs that are neither tensors nor scalars).
 
 The arrays are viewed, not copied: ``torch.from_dlpack(array)`` in, ``cupy.from_dlpack
 (tensor)`` out (CuPy's documented DLPack calls). The op runs on CuPy's current stream, made
@@ -31,24 +32,14 @@ def _is_cupy(value: Any) -> bool:
     return cupy is not None and isinstance(value, cupy.ndarray)
 
 
-class CupyAwareCallable:
-    """A loaded op that also takes CuPy arrays. Tensors go straight to the op, whose
-    attributes (``op``, ``binding``...) this callable shows as its own."""
-
-    def __init__(self, function: Callable[..., Any]) -> None:
-        self._function = function
-        self.__wrapped__ = function  # inspect.unwrap: the op's own callable
-        self.__name__ = getattr(function, "__name__", "op")
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._function, name)
-
-    def __call__(self, *inputs: Any) -> Any:
-        for value in inputs:
-            # Tensors first: cheap, and what torch.compile traces stops there.
-            if not isinstance(value, _TENSOR) and _is_cupy(value):
-                return call_with_cupy(self._function, self.__name__, inputs)
-        return self._function(*inputs)
+def cupy_call(function: Callable[..., Any], inputs: Sequence[Any]) -> Any:
+    """``OpCallable.other_arrays``: ``function`` on ``inputs`` if one of them is a CuPy
+    array, else NotImplemented. Only the slow path asks (an input that is neither a
+    tensor nor a scalar), so a loaded op called on tensors pays nothing for CuPy."""
+    for value in inputs:
+        if not isinstance(value, _TENSOR) and _is_cupy(value):
+            return call_with_cupy(function, function.__name__, inputs)
+    return NotImplemented
 
 
 def call_with_cupy(function: Callable[..., Any], name: str, inputs: Sequence[Any]) -> Any:

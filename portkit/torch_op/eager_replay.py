@@ -7,7 +7,9 @@ of Python on the H100 machines, more than a third of a replayed call. The compil
 replayer's ``run_eager`` asks the same questions in C++ and replays, so a hit costs one
 Python frame, ``torch.compiler.is_compiling()`` (which Dynamo folds to True, so a
 compiled graph still holds the registered op) and that call; anything else (a miss, a
-mode, a gradient) takes ``OpCallable``'s path unchanged.
+mode, a gradient) takes ``OpCallable``'s path unchanged. The registered op's Autograd
+kernel uses the same call for ``torch.ops.<ns>.<op>(...)`` in plain eager, where the op
+returns no hidden extras (registration.py).
 """
 
 from __future__ import annotations
@@ -25,6 +27,12 @@ class ReplayedOpCallable(OpCallable):
     ) -> None:
         super().__init__(registered, binding)
         self._run_eager, self._kernels = run_eager, binding.kernels
+        if registered.layout.extras == 0:  # its result is the op's: torch.ops replays too
+            registered.eager_forward = self._eager_forward
+
+    def _eager_forward(self, inputs: tuple) -> Any:
+        """The registered op's plain-eager call (its Autograd kernel asked the rest)."""
+        return self._run_eager(inputs) if self._kernels._plain_allocation else None
 
     def __call__(self, *inputs: Any) -> Any:
         # _plain_allocation: the production k (no guard zones, no poisoned outputs).

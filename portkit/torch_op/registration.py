@@ -87,20 +87,35 @@ def _unalias(results: Sequence[torch.Tensor], inputs: Sequence[Any]) -> tuple:
 
 
 class RegisteredOp:
-    """An op's two custom ops, defined on first use: a ``custom_op`` costs tens of
-    milliseconds and the first one imports much of torch, which ``portkit check`` (one
-    op per implementation, never traced) need not pay; ``define()`` makes them now."""
+    """An op's two operators, defined on first use: a definition costs milliseconds and
+    the first one imports much of torch, which ``portkit check`` (one op per
+    implementation, never traced) need not pay; ``define()`` makes them now.
+
+    They are defined with ``torch.library.Library`` (not ``custom_op``): a schema, one
+    ``CompositeExplicitAutograd`` kernel (the launcher on the real kernels), a fake
+    kernel, and an ``Autograd`` kernel of our own. That kernel is what a call through
+    ``torch.ops`` reaches first; in plain eager it runs the op at once (through the
+    compiled replayer's call where there is one), so the dispatcher's call costs one
+    Python kernel, where ``custom_op`` adds several layers of Python per call
+    (pytorch#177109). When PyTorch is watching (a mode, functorch, a subclass) or a
+    gradient is wanted, it does what ``custom_op``'s autograd kernel does: an
+    ``autograd.Function`` that redispatches below autograd, or the redispatch alone."""
 
     def __init__(self, qualname: str, layout: OpLayout, kernel_names: Sequence[str]) -> None:
         self.qualname, self.layout = qualname, layout
         self.name = qualname.split("::", 1)[1]
         self.kernel_names = tuple(kernel_names)
         self.binding: Binding | None = None
+        # The plain-eager forward that returns what the op's schema does (outputs, no
+        # extras), or None: the compiled replayer's run_eager (eager_replay.py).
+        self.eager_forward: Callable[[tuple], Any] | None = None
         self._forward_op: Any = None
         self._backward_op: Any = None
+        self._function: Any = None
 
     @property
     def forward_op(self) -> Any:
+        """``torch.ops.<namespace>.<name>.default``."""
         self.define()
         return self._forward_op
 
@@ -116,25 +131,43 @@ class RegisteredOp:
     def define(self) -> None:
         if self._forward_op is not None:
             return
-        layout, qualname = self.layout, self.qualname
-        forward_op = torch.library.custom_op(
-            qualname, self._forward_impl, mutates_args=(), schema=layout.forward_schema()
-        )
-        forward_op.register_fake(self._forward_fake)
+        layout, name = self.layout, self.name
+        namespace = self.qualname.split("::", 1)[0]
+        old = _LIBRARIES.pop(self.qualname, None)
+        if old is not None:  # an edited op: its old schema goes
+            old._destroy()
+        lib = _LIBRARIES[self.qualname] = torch.library.Library(namespace, "FRAGMENT")
+        ops = getattr(torch.ops, namespace)
+        lib.define(name + layout.forward_schema())
+        lib.impl(name, self._forward_impl, "CompositeExplicitAutograd")
+        torch.library.register_fake(self.qualname, self._forward_fake, lib=lib)
         if layout.has_backward:
-            self._backward_op = torch.library.custom_op(
-                qualname + "_backward",
-                self._backward_impl,
-                mutates_args=(),
-                schema=layout.backward_schema(),
-            )
-            self._backward_op.register_fake(self._backward_fake)
-            forward_op.register_autograd(self._autograd, setup_context=self._setup_context)
-        else:  # as in eager: the outputs do not require grad
-            forward_op.register_autograd(
-                self._no_gradient, setup_context=self._mark_non_differentiable
-            )
-        self._forward_op = forward_op
+            lib.define(name + "_backward" + layout.backward_schema())
+            lib.impl(name + "_backward", self._backward_impl, "CompositeExplicitAutograd")
+            torch.library.register_fake(self.qualname + "_backward", self._backward_fake, lib=lib)
+            self._backward_op = getattr(ops, name + "_backward").default
+        self._function = _autograd_function(self)
+        lib.impl(name, self._autograd_kernel, "Autograd", with_keyset=True)
+        self._forward_op = getattr(ops, name).default
+
+    # -- the Autograd kernel: what torch.ops.<ns>.<op>(...) runs first --------------
+    def _autograd_kernel(self, keyset: Any, *args: Any) -> Any:
+        grad = self.layout.has_backward and _grad_enabled()
+        plain = True
+        for a in args:
+            if isinstance(a, _Tensor):
+                if grad and a.requires_grad:
+                    return self._function.apply(keyset, *args)
+                if type(a) not in _PLAIN_TENSORS:
+                    plain = False
+        if not plain or _watched():
+            with _below_autograd():
+                return self._forward_op.redispatch(keyset & _AFTER_AUTOGRAD, *args)
+        if self.eager_forward is not None:  # one call into the compiled replayer
+            result = self.eager_forward(args)
+            if result is not None:
+                return _unalias_one(result, args)
+        return self._forward_impl(*args)
 
     # -- forward --------------------------------------------------------------
     def _run_forward(self, kernels: Any, args: Sequence[Any]) -> Any:
@@ -166,12 +199,10 @@ class RegisteredOp:
                 saved.append(out[first_extra + index])
         ctx.save_for_backward(*saved)
         ctx.output_meta = [(o.shape, o.dtype, o.device) for o in out[: self.layout.outputs]]
-
-    def _mark_non_differentiable(self, ctx: Any, inputs: tuple, output: Any) -> None:
-        ctx.mark_non_differentiable(*as_tuple(output))
-
-    def _no_gradient(self, ctx: Any, *grads: Any) -> tuple:
-        return (None,) * len(self.layout.input_types)
+        extras = out[self.layout.outputs :]
+        if extras:  # the caller never sees them: no gradient flows in through them
+            ctx.mark_non_differentiable(*extras)
+        ctx.set_materialize_grads(False)  # _autograd makes the zeros an output needs
 
     def _autograd(self, ctx: Any, *grads: Any) -> tuple:
         grads = tuple(
@@ -219,6 +250,39 @@ class RegisteredOp:
         return FakeKernels(self.name, device, self.kernel_names)
 
 
+def _unalias_one(result: Any, inputs: Sequence[Any]) -> Any:
+    """An op may not return its inputs: the eager result with those cloned."""
+    if isinstance(result, _Tensor):
+        return _unalias((result,), inputs)[0]
+    return _unalias(result, inputs)
+
+
+def _autograd_function(op: RegisteredOp) -> type[torch.autograd.Function]:
+    """The registered op's differentiable call, as ``custom_op`` builds it: the forward
+    redispatches below autograd to the op's kernels (or its fake one, when traced); the
+    backward is ``<op>_backward``, so AOTAutograd can trace it."""
+
+    class RegisteredFunction(torch.autograd.Function):
+        @staticmethod
+        def forward(keyset: Any, *args: Any) -> Any:
+            with _below_autograd():
+                return op._forward_op.redispatch(keyset & _AFTER_AUTOGRAD, *args)
+
+        @staticmethod
+        def setup_context(ctx: Any, inputs: tuple, output: Any) -> None:
+            op._setup_context(ctx, inputs[1:], output)
+
+        @staticmethod
+        def backward(ctx: Any, *grads: Any) -> Any:
+            return (None, *op._autograd(ctx, *grads))
+
+    RegisteredFunction.__name__ = RegisteredFunction.__qualname__ = f"{op.name}_backward_node"
+    return RegisteredFunction
+
+
+# qualname -> the torch.library.Library holding its definition (destroyed to redefine it)
+_LIBRARIES: dict[str, Any] = {}
+
 # Mirrors torch's own process-wide registry (torch.ops.<namespace>.<name> is one name per
 # process, whichever session loads it): qualname -> the op defined under it now.
 _REGISTERED: dict[str, RegisteredOp] = {}
@@ -251,8 +315,11 @@ _function_modes = torch._C._is_torch_function_mode_enabled
 _functorch_level = torch._C._functorch.peek_interpreter_stack
 _is_compiling = torch.compiler.is_compiling
 _grad_enabled = torch.is_grad_enabled
+_below_autograd = torch._C._AutoDispatchBelowAutograd
+_AFTER_AUTOGRAD = torch._C._after_autograd_keyset
 _Tensor = torch.Tensor
 _PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)  # Parameter adds no dispatch behaviour
+_SCALARS = (int, float, bool, str, type(None))
 
 
 def _watched() -> bool:
@@ -268,6 +335,12 @@ class OpCallable:
     straight through its launchers in plain eager (see the module docstring). The eager
     path runs on every call of a model, so its checks are ordered cheapest first and
     every unusual case drops to a slower path that explains."""
+
+    # ``(self, inputs)`` -> the call's result where ``inputs`` hold another library's
+    # arrays, else NotImplemented (portkit.load sets CuPy's: torch_op/cupy_arrays.py).
+    # Asked only of inputs that are neither tensors nor plain scalars, so a call on
+    # tensors pays nothing for it.
+    other_arrays: Callable[[Any, tuple], Any] | None = None
 
     def __init__(self, registered: RegisteredOp, binding: Binding) -> None:
         self.registered, self.binding = registered, binding
@@ -287,6 +360,10 @@ class OpCallable:
                     return self._through_registered_op(inputs)
                 if i.requires_grad:
                     needs_grad = True
+            elif self.other_arrays is not None and type(i) not in _SCALARS:
+                result = self.other_arrays(self, inputs)  # CuPy arrays, say
+                if result is not NotImplemented:
+                    return result
         b = self.binding
         if needs_grad and self._differentiable and _grad_enabled():
             return self._function.apply(*inputs)
@@ -308,8 +385,12 @@ class OpCallable:
     @property
     def op(self) -> Any:
         """The registered op, ``torch.ops.<namespace>.<op>_<implementation>.default``."""
-        return self.registered.forward_op._opoverload
+        return self.registered.forward_op
 
     def _through_registered_op(self, inputs: tuple) -> Any:
+        if self.other_arrays is not None:
+            converted = self.other_arrays(self, inputs)
+            if converted is not NotImplemented:
+                return converted
         result = as_tuple(self.op(*inputs))[: self.outputs]
         return result if len(result) > 1 else result[0]

@@ -90,17 +90,20 @@ __global__ void scale(const T* __restrict__ x, T* __restrict__ out, T factor, lo
 """
 
 
-@pytest.fixture
-def scale_target(tmp_path, monkeypatch):
+def _twin_target(tmp_path, monkeypatch, source: str, name: str, handles: dict):
     """The twin backend's launch target for a parsed kernel, on CPU tensors (device -1)."""
     from portkit.backends.twin.backend import TwinKernelTarget
     from portkit.backends.twin.source import parse_twin
 
-    path = tmp_path / "scale.cu"
-    path.write_text(TWIN)
+    path = tmp_path / f"{name}.cu"
+    path.write_text(source)
     monkeypatch.setattr(driver_launch, "current_stream", lambda device: 99)
-    kernel = parse_twin(path)["scale"]
-    return TwinKernelTarget(kernel, {("float",): 11, ("double",): 22}, device=-1)
+    return TwinKernelTarget(parse_twin(path)[name], handles, device=-1)
+
+
+@pytest.fixture
+def scale_target(tmp_path, monkeypatch):
+    return _twin_target(tmp_path, monkeypatch, TWIN, "scale", {("float",): 11, ("double",): 22})
 
 
 def test_twin_target_picks_the_instantiation_and_packs_arguments(scale_target, launches):
@@ -208,3 +211,38 @@ def test_a_slot_torchs_launcher_cannot_take_keeps_the_driver(monkeypatch, launch
     kernel = driver_launch.DriverKernel(1, ["pointer", "raw", "int", "int"])
     kernel.launch((1, 1, 1), (32, 1, 1), 0, 0, [1, b"\x00" * 8, 2, 3], 1)
     assert static == [] and len(launches) == 1
+
+
+MASKED = """
+template <typename T>
+__global__ void masked(const T* __restrict__ x, T* __restrict__ out, bool keep, long long n) {}
+"""
+
+
+@pytest.fixture
+def masked_target(tmp_path, monkeypatch):
+    return _twin_target(tmp_path, monkeypatch, MASKED, "masked", {("float",): 11})
+
+
+def test_a_python_bool_takes_the_production_path_as_a_one_byte_c_bool(masked_target, launches):
+    """A ``bool`` parameter: a Python bool is packed into its slot (1 byte, the rest
+    padding) by ``plain_launch`` and its launch can be replayed; an int or float there
+    still goes to the checked path (struct's "?" would turn 5 or 0.5 into true)."""
+    import torch
+
+    from portkit.launch.kernel_set import LaunchConfig
+
+    config = LaunchConfig((1, 1, 1), (32, 1, 1), 0)
+    launch = masked_target.plain_launch(config)
+    t = torch.ones(4)
+    masked_target.launch(config, [t, t, True, 4])  # the first launch builds the plan
+    for value, byte in ((True, b"\x01"), (False, b"\x00")):
+        assert launch([t, t, value, 4]) is True
+        assert launches[-1]["slots"][2][:1] == byte
+    assert len(launches) == 3
+    for doubted in (1, 0.5, None):
+        assert launch([t, t, doubted, 4]) is False
+    assert len(launches) == 3
+    step = masked_target.replay_step(config, [t, t, True, 4])
+    assert step is not None and step.values[2] is True
+    assert step.packed()[16:17] == b"\x01"

@@ -95,6 +95,9 @@ class _Plan:
         self.pointers: list[tuple[int, Any]] = []  # (position, torch dtype or None)
         self.raw: list[tuple[int, Any]] = []  # scalars without a struct code: numpy bytes
         self.scalars: list[int] = []  # struct would take a one-element tensor: refuse it
+        # (position, the Python types the production path packs there without a second
+        # look): a C bool takes a Python bool only (struct's "?" would make 5 or 0.5 True).
+        self.plain_scalars: list[tuple[int, tuple[type, ...]]] = []
         slots = []
         ctypes = instantiated_ctypes(kernel, scalar)
         for position, (param, ctype) in enumerate(zip(kernel.params, ctypes)):
@@ -104,6 +107,7 @@ class _Plan:
                 slots.append("pointer")
             elif ctype in SLOT_CODES:
                 self.scalars.append(position)
+                self.plain_scalars.append((position, _BOOL if ctype == "bool" else _PLAIN_SCALARS))
                 slots.append(ctype)
             else:
                 self.raw.append((position, getattr(np, SCALAR_TYPES[ctype])))
@@ -116,6 +120,7 @@ _Tensor: Any = None  # torch.Tensor, once torch is imported
 # (cubin digest, device) -> the CUlibrary loaded from it (``Twin.kernels``).
 _LIBRARIES: dict[tuple[str, int], Any] = {}
 _PLAIN_SCALARS = (int, float)  # what the production path packs without a second look
+_BOOL = (bool,)  # ... into a C bool (1 byte; torch's launcher code "b")
 
 
 class TwinKernelTarget(LaunchTarget):
@@ -167,9 +172,10 @@ class TwinKernelTarget(LaunchTarget):
     def plain_launch(self, config: LaunchConfig) -> Callable[[Sequence[Any]], bool]:
         """The production path for one launch configuration (``LaunchTarget``): a function
         that launches when every argument is what its dtype's plan expects (tensors of
-        that dtype on this GPU in C order, Python ints and floats for scalars, values
-        that fit) and returns True, or returns False having launched nothing, and the
-        checked path explains. One Python frame per launch: it runs on every call."""
+        that dtype on this GPU in C order, Python ints and floats for scalars and bools
+        for C ``bool``s, values that fit) and returns True, or returns False having
+        launched nothing, and the checked path explains. One Python frame per launch:
+        it runs on every call."""
         grid, block, shared = config.grid, config.block, config.shared_bytes
         warps = driver_launch.static_warps(grid, block)
         plans, positions, device = self._plans, self._deciders, self._device
@@ -194,8 +200,8 @@ class TwinKernelTarget(LaunchTarget):
                     ):
                         return False
                     values[position] = arg.data_ptr()
-                for position in plan.scalars:
-                    if type(values[position]) not in _PLAIN_SCALARS:
+                for position, plain in plan.plain_scalars:
+                    if type(values[position]) not in plain:
                         return False
                 # Packing checks each value's range before anything is launched, and a
                 # launch error is a RuntimeError: nothing caught here follows a launch.
