@@ -1,91 +1,83 @@
-"""Inclusive prefix sum along the last dimension of a 2-D tensor, in three kernels:
+"""Inclusive prefix sum along the last dimension of a 2-D tensor: one block per row, one
+pass over it (x read once, the output written once, nothing else in memory).
 
-1. ``cumsum_block_scan``: a 2-D grid (segments of SCAN columns, rows); each block scans
-   its segment in shared memory (Hillis-Steele, double-buffered so no step reads what
-   the same step writes) into a float64 scratch buffer, and writes the segment's total;
-2. ``cumsum_scan_totals``: one thread per row turns the segment totals into the offset
-   each segment starts from (an exclusive scan; a row has few segments);
-3. ``cumsum_add_back``: each element adds its segment's offset, rounded once to x's dtype.
+The block walks its row in tiles of THREADS packs of 16 bytes (width = 4 float32, 8
+half, 2 float64 elements; thread t owns pack t of a tile), summing in float64 for every
+dtype (`allow-float64`), in this order, which the twin (cuda_src/cumsum.cu) keeps:
 
-The scratch buffers are float64 for every dtype (`allow-float64`). The scan loop says
-`allow-int64-index`: numba types int32 index arithmetic as int64 whatever the spelling
-(the softmax prototype measured three). The totals kernel runs blocks of 16 threads, one
-per row, so 4096 rows make 256 blocks and fill an H100's 132 SMs. Backward: the gradient
-of an inclusive scan is the reversed scan of the reversed upstream gradient; the
-launcher flips, scans with the same kernels and flips back."""
+1. each thread sums its pack's elements left to right (its total);
+2. a warp scan of the totals with shuffles (v = up + v for d = 1, 2, 4, 8, 16); a
+   lane's offset in its warp is its left neighbour's inclusive value (0 for lane 0);
+3. lane 31 writes its warp's total to shared memory (two slots, alternating by tile, so
+   one barrier per tile suffices); each thread starts from the carry of the tiles
+   before, adds the totals of the warps before its own one by one, then its lane offset,
+   then its elements one by one, and stores each running sum rounded once to x's dtype;
+4. the carry adds the tile's warp totals one by one.
+
+The first version (a block scan into a float64 scratch buffer, a scan of the segment
+totals, an add-back pass) moved 24 bytes per float32 element where this moves 8: 218 us
+at 4096x4096 on an H100, where torch took 180. Backward: the gradient of an inclusive
+scan is the reversed scan of the reversed upstream gradient; the launcher flips, scans
+with the same kernel and flips back."""
 
 import torch
 from numba import cuda, float64
 
 import portkit
 
-SCAN = 128  # columns per block, a power of two
-TOTALS_THREADS = 16
+THREADS = 256  # a multiple of 32
+WARPS = THREADS // 32
+FULL = 0xFFFFFFFF
 DTYPES = ("float32", "float16", "bfloat16", "float64")
 
 
 @cuda.jit
-def cumsum_block_scan(x, partial, totals, cols):
-    buf = cuda.shared.array((2, SCAN), dtype=float64)
+def cumsum_rows(x, out, cols):
+    warp_totals = cuda.shared.array((2, WARPS), float64)
+    row = cuda.blockIdx.x
     tid = cuda.threadIdx.x
-    segment = cuda.blockIdx.x
-    row = cuda.blockIdx.y
-    c = segment * SCAN + tid
-
-    if c < cols:
-        buf[0, tid] = float64(x[row, c])  # portkit: allow-float64
-    else:
-        buf[0, tid] = 0.0
-    cuda.syncthreads()
-    src = 0
-    offset = 1
-    while offset < SCAN:
-        dst = 1 - src  # portkit: allow-int64-index
-        if tid >= offset:
-            # portkit: allow-float64 allow-int64-index
-            buf[dst, tid] = buf[src, tid] + buf[src, tid - offset]
-        else:
-            buf[dst, tid] = buf[src, tid]
+    lane = tid % 32
+    warp = tid // 32
+    width = 16 // x.itemsize  # elements in one of the twin's 16-byte packs
+    carry = float64(0)
+    slot = 0
+    for start in range(0, cols, THREADS * width):
+        c0 = start + tid * width  # portkit: allow-int64-index
+        total = float64(0)
+        for j in range(width):
+            if c0 + j < cols:
+                total += float64(x[row, c0 + j])  # portkit: allow-float64 allow-int64-index
+        v = total
+        d = 1
+        while d < 32:
+            up = cuda.shfl_up_sync(FULL, v, d)
+            if lane >= d:
+                v = up + v  # portkit: allow-float64
+            d *= 2
+        lane_offset = cuda.shfl_up_sync(FULL, v, 1)
+        if lane == 0:
+            lane_offset = float64(0)
+        if lane == 31:
+            warp_totals[slot, warp] = v
         cuda.syncthreads()
-        src = dst
-        offset *= 2  # portkit: allow-int64-index
-    if c < cols:
-        partial[row, c] = buf[src, tid]
-    if tid == SCAN - 1:
-        totals[row, segment] = buf[src, tid]
-
-
-@cuda.jit
-def cumsum_scan_totals(totals, offsets, rows, segments):
-    row = cuda.grid(1)
-    if row < rows:
-        running = 0.0
-        for s in range(segments):
-            offsets[row, s] = running
-            running += totals[row, s]  # portkit: allow-float64
-
-
-@cuda.jit
-def cumsum_add_back(partial, offsets, out, cols):
-    c = cuda.blockIdx.x * SCAN + cuda.threadIdx.x
-    row = cuda.blockIdx.y
-    if c < cols:
-        out[row, c] = partial[row, c] + offsets[row, cuda.blockIdx.x]  # portkit: allow-float64
+        s = carry
+        for w in range(warp):
+            s += warp_totals[slot, w]  # portkit: allow-float64
+        s += lane_offset  # portkit: allow-float64
+        for j in range(width):
+            if c0 + j < cols:
+                s += float64(x[row, c0 + j])  # portkit: allow-float64 allow-int64-index
+                out[row, c0 + j] = s  # portkit: allow-int64-index
+        for w in range(WARPS):
+            carry += warp_totals[slot, w]  # portkit: allow-float64
+        slot = 1 - slot  # portkit: allow-int64-index
 
 
 def _scan(k, x):
     rows, cols = x.shape
     out = k.empty_like(x)
     if rows and cols:
-        segments = portkit.cdiv(cols, SCAN)
-        partial = k.empty((rows, cols), torch.float64)
-        totals = k.empty((rows, segments), torch.float64)
-        offsets = k.empty((rows, segments), torch.float64)
-        k.cumsum_block_scan[(segments, rows), SCAN](x, partial, totals, cols)
-        k.cumsum_scan_totals[portkit.cdiv(rows, TOTALS_THREADS), TOTALS_THREADS](
-            totals, offsets, rows, segments
-        )
-        k.cumsum_add_back[(segments, rows), SCAN](partial, offsets, out, cols)
+        k.cumsum_rows[rows, THREADS](x, out, cols)
     return out
 
 
@@ -96,16 +88,17 @@ def reference(x):
 @portkit.op(
     reference=reference,
     cases=portkit.cases.rows(
-        shapes=((1, 1), (3, 127), (2, 129), (2, 300), (1, 1000)),
+        # 2x2503: several tiles per row (a carry), rows not 16-byte aligned.
+        shapes=((1, 1), (3, 127), (2, 129), (2, 300), (1, 1000), (2, 2503)),
         dtypes=DTYPES,
         # Values whose sums do not depend on the order of addition (the scan adds in a
         # tree, torch left to right: 1e30 + -1e30 + 0.5 is 0.5 one way and 0 the other).
         special=[float("inf"), 0.5, float("-inf"), 0.25, float("nan")],
     ),
     dtypes=DTYPES,
-    # The scan runs in a float64 scratch buffer: torch's float32 cumsum over 4096 columns
-    # carries more error than the kernels (seen on an H100), so the reference runs in
-    # float64, rounded once.
+    # The scan sums in float64: torch's float32 cumsum over 4096 columns carries more
+    # error than the kernels (seen on an H100), so the reference runs in float64, rounded
+    # once.
     reference_in="float64",
 )
 class Cumsum:
