@@ -21,8 +21,9 @@
 // - The weight and bias gradients without atomics and without a second read of x and dy
 //   (the old kernel looped one thread per column over every row: 10-20x slower than the
 //   row pass): a persistent grid (BWD_THREADS_PER_SM threads' worth of blocks per SM,
-//   ~110 registers a thread) walks the rows, each thread keeping its columns' w (widened
-//   once), and their two gradient sums, in double registers; one partial row of each per
+//   up to 128 registers a thread) walks the rows, each thread keeping its columns' dy and
+//   xhat between the passes, and their two gradient sums, in double registers (w comes
+//   from L1 each pass); one partial row of each per
 //   block at the end (132 x 4096 doubles twice at 4096 columns: 3% of the backward's
 //   traffic); layernorm_bwd_wb sums them column by column in blocks of 16 x 32 threads.
 #include <cuda_bf16.h>
@@ -226,7 +227,6 @@ __device__ inline void bwd_rows(const T* x, const T* w, const T* dy, const doubl
     const long long nx = blockDim.x;
     const long long packs = cols / W;
     const long long tail = packs * W;
-    const bool wvec = aligned16(w);
 
     double aw[P][W], ab[P][W];  // FITS: this thread's columns' sums
     double aw_tail = 0.0, ab_tail = 0.0;  // a thread owns at most one tail column
@@ -238,30 +238,29 @@ __device__ inline void bwd_rows(const T* x, const T* w, const T* dy, const doubl
         for (long long p = tx; p < packs; p += nx)
             for (int j = 0; j < W; ++j) pw[p * W + j] = pb[p * W + j] = 0.0;
 
-    double wv[P][W];  // w of the thread's packs; FITS: loaded once for every row
-    double gv[P][W], hv[P][W];  // dy and xhat of the thread's packs
-    if (FITS) load_chunk(w, tx, packs, wvec, wv);
+    double gv[P][W], hv[P][W];  // dy and xhat of the thread's packs (w: from L1 per pack)
     for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
         const long long base = row * cols;
         const T *xr = x + base, *dyr = dy + base;
         T* dxr = dx + base;
-        const bool vector = aligned16(xr) && aligned16(dyr) && aligned16(dxr) && wvec;
+        const bool vector = aligned16(xr) && aligned16(dyr) && aligned16(dxr) && aligned16(w);
         const double mu = mean[row], r = rstd[row];
         double s1 = 0.0, s2 = 0.0;  // sums of g = dy * w and of g * xhat over the row
         for (long long p0 = tx; p0 < packs; p0 += nx * P) {
             load_chunk(dyr, p0, packs, vector, gv);
             load_chunk(xr, p0, packs, vector, hv);
-            if (!FITS) load_chunk(w, p0, packs, vector, wv);
 #pragma unroll
             for (int u = 0; u < P; ++u)
-                if (p0 + u * nx < packs)
+                if (p0 + u * nx < packs) {
+                    const Pack<T> wp = load_pack(w, p0 + u * nx, vector);
 #pragma unroll
                     for (int j = 0; j < W; ++j) {
                         hv[u][j] = (hv[u][j] - mu) * r;
-                        const double g = gv[u][j] * wv[u][j];
+                        const double g = gv[u][j] * widen<double>(wp.v[j]);
                         s1 += g;
                         s2 += g * hv[u][j];
                     }
+                }
             if (FITS) break;
         }
         for (long long c = tail + tx; c < cols; c += nx) {
@@ -275,7 +274,6 @@ __device__ inline void bwd_rows(const T* x, const T* w, const T* dy, const doubl
             if (!FITS) {
                 load_chunk(dyr, p0, packs, vector, gv);
                 load_chunk(xr, p0, packs, vector, hv);
-                load_chunk(w, p0, packs, vector, wv);
 #pragma unroll
                 for (int u = 0; u < P; ++u)
 #pragma unroll
@@ -285,11 +283,12 @@ __device__ inline void bwd_rows(const T* x, const T* w, const T* dy, const doubl
             for (int u = 0; u < P; ++u) {
                 const long long p = p0 + u * nx;
                 if (p < packs) {
+                    const Pack<T> wp = load_pack(w, p, vector);
                     Pack<T> out;
 #pragma unroll
                     for (int j = 0; j < W; ++j) {
                         const double dyc = gv[u][j], xhat = hv[u][j];
-                        out.v[j] = (T)(r * (dyc * wv[u][j] - m1 - xhat * m2));
+                        out.v[j] = (T)(r * (dyc * widen<double>(wp.v[j]) - m1 - xhat * m2));
                         if (FITS) {
                             aw[u][j] += dyc * xhat;
                             ab[u][j] += dyc;

@@ -31,6 +31,7 @@ FWD_ELEMS = 16  # columns a thread holds per row in the forward (the twin's regi
 BWD_ELEMS = 8  # and in the backward (dy, xhat, w and two gradient sums per column)
 MAX_THREADS = 512  # a row's threads at most (the twin's __launch_bounds__)
 BWD_THREADS_PER_SM = 512  # the backward's persistent grid: ~110 registers a thread
+ROWS_PER_PART = 128  # at most (16384 rows on an H100's 132 SMs: 124 a block)
 WARP = 32
 MAX_WARPS = 32
 FULL_MASK = 0xFFFFFFFF
@@ -264,7 +265,10 @@ class LayerNorm:
             return dx, dw, db
         threads = row_threads(cols, x.element_size(), BWD_ELEMS)
         per_sm = max(1, BWD_THREADS_PER_SM // threads)
-        parts = max(1, min(rows, per_sm * portkit.sm_count(k)))
+        # a few blocks per SM, or ROWS_PER_PART rows a block (a simulated 2-SM grid)
+        parts = max(
+            1, min(rows, max(per_sm * portkit.sm_count(k), portkit.cdiv(rows, ROWS_PER_PART)))
+        )
         partw = k.empty((parts, cols), torch.float64)
         partb = k.empty((parts, cols), torch.float64)
         k.layernorm_bwd[parts, threads](x, w, dy, mean, rstd, dx, partw, partb, rows, cols)
