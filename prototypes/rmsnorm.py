@@ -1,85 +1,164 @@
 """RMS normalisation with a weight, as LLaMA-style models use it in bfloat16:
 ``y = x / sqrt(mean(x**2) + eps) * w`` over the last dimension of a 2-D ``x``.
 
-Half-precision storage, float32 arithmetic: every element is widened to float32 on load,
-the row's sum of squares is a float32 shared-memory tree reduction, and the result is
-rounded once at the store. The op accepts bfloat16, float16 and float32, not float64,
-so it has no gradcheck (`portkit check` says why); its backward is checked against the
-reference's autograd (run in float32 and rounded, like the kernels).
+Half-precision storage, float32 arithmetic: every element is widened to float32 on load
+and the result is rounded once at the store. The op accepts bfloat16, float16 and float32,
+not float64, so it has no gradcheck (`portkit check` says why); its backward is checked
+against the reference's autograd (run in float32 and rounded, like the kernels).
 
-Backward: ``layernorm``'s pattern without the mean: ``rmsnorm_bwd_x`` per row, and
-``rmsnorm_bwd_w``, the cross-row sum for the weight gradient, one thread per column."""
+Layout (the twin's, cuda_src/rmsnorm.cu; the prototype keeps its element-to-thread mapping
+and every summation order, so the two agree within the twin tolerance):
+
+- one block per row in the forward, ``row_threads`` threads (whole warps): thread t owns
+  the row's 16-byte packs t, t + nx, ... (8 bfloat16/float16 or 4 float32 columns each),
+  then tail column packs * width + t; it sums its squares pack by pack, column by column,
+  then a warp butterfly (xor 16..1) and the row's warps left to right (``row_sum``);
+- backward: a persistent grid (a few blocks per SM) walks the rows, one row per block at a
+  time; each thread keeps the weight gradient of the columns it owns summed over its rows
+  (in registers in the twin, in the ``part`` buffer here: the same additions in the same
+  order), float64 sums of float32 products, and leaves one partial row per block;
+  ``rmsnorm_bwd_w`` sums the partials per column, 32 at a time, then the 32 sums in order.
+  Deterministic: no atomics.
+"""
 
 import math
 
 import torch
-from numba import cuda, float32
+from numba import cuda, float32, float64
 
 import portkit
 
-THREADS = 128  # a power of two: the tree reduction halves it
-W_THREADS = 16  # one thread per column: 4096 columns make 256 blocks (an H100 has 132 SMs)
+FWD_ELEMS = 16  # columns a thread holds per row in the forward (the twin's registers)
+BWD_ELEMS = 8  # and in the backward (x and dy, plus the weight gradient sums)
+MAX_THREADS = 512  # a row's threads at most (the twin's __launch_bounds__)
+BWD_THREADS_PER_SM = 1024  # the backward's persistent grid: this many threads per SM
+ROWS_PER_PART = 128  # at most (16384 rows on an H100's 132 SMs: 124 a block)
+WARP = 32
+MAX_WARPS = 32
+FULL_MASK = 0xFFFFFFFF
+W_COLS = 16  # rmsnorm_bwd_w: a block sums 16 columns' partials, 32 rows at a time
+W_ROWS = 32
 EPS = 1e-6
 DTYPES = ("bfloat16", "float16", "float32")
 
 
+def row_threads(cols, itemsize, elems):
+    """Threads for one row: whole warps, each owning at most ``elems`` columns (in whole
+    16-byte packs) when MAX_THREADS allow it; longer rows are walked in chunks."""
+    width = 16 // itemsize
+    wanted = portkit.cdiv(portkit.cdiv(cols // width, max(1, elems // width)), WARP) * WARP
+    return min(MAX_THREADS, max(WARP, wanted))
+
+
 @cuda.jit(device=True)
-def block_sum(buf, tid, value):
-    """Sum ``value`` over the block (every thread must call it); all threads get it."""
-    buf[tid] = value
+def warp_sum(v):
+    offset = WARP // 2
+    while offset > 0:
+        v += cuda.shfl_xor_sync(FULL_MASK, v, offset)
+        offset //= 2
+    return v
+
+
+@cuda.jit(device=True)
+def row_sum(part, value):
+    """Sum ``value`` over the block (one row), every thread calling it; all get the sum."""
+    v = warp_sum(value)
+    if cuda.threadIdx.x % WARP == 0:
+        part[cuda.threadIdx.x // WARP] = v
     cuda.syncthreads()
-    stride = THREADS // 2
-    while stride > 0:
-        if tid < stride:
-            buf[tid] += buf[tid + stride]  # portkit: allow-int64-index
-        cuda.syncthreads()
-        stride //= 2  # portkit: allow-int64-index
-    total = buf[0]
-    cuda.syncthreads()  # everyone has read buf[0] before the next call overwrites it
+    total = part[0]
+    for i in range(1, cuda.blockDim.x // WARP):
+        total += part[i]  # portkit: allow-int64-index
+    cuda.syncthreads()  # every thread has read the sums before the next call overwrites them
     return total
 
 
 @cuda.jit
 def rmsnorm_fwd(x, w, out, rstd, cols, eps):
     row = cuda.blockIdx.x
-    tid = cuda.threadIdx.x
-    buf = cuda.shared.array(THREADS, dtype=float32)
+    tx = cuda.threadIdx.x
+    nx = cuda.blockDim.x
+    part = cuda.shared.array(MAX_WARPS, dtype=float32)
+    width = 16 // x.itemsize  # columns in one of the twin's 16-byte packs
+    packs = cols // width
+    tail = packs * width
 
     s = float32(0.0)
-    for c in range(tid, cols, THREADS):
+    for p in range(tx, packs, nx):
+        for j in range(width):
+            v = float32(x[row, p * width + j])  # portkit: allow-int64-index
+            s += v * v
+    for c in range(tail + tx, cols, nx):
         v = float32(x[row, c])
         s += v * v
-    r = float32(1.0) / math.sqrt(block_sum(buf, tid, s) / float32(cols) + float32(eps))
-    for c in range(tid, cols, THREADS):
+    r = float32(1.0) / math.sqrt(row_sum(part, s) / float32(cols) + float32(eps))
+    for p in range(tx, packs, nx):
+        for j in range(width):
+            c = p * width + j  # portkit: allow-int64-index
+            out[row, c] = float32(x[row, c]) * r * float32(w[c])
+    for c in range(tail + tx, cols, nx):
         out[row, c] = float32(x[row, c]) * r * float32(w[c])
-    if tid == 0:
+    if tx == 0:
         rstd[row] = r
 
 
-@cuda.jit
-def rmsnorm_bwd_x(x, w, dy, rstd, dx, cols):
-    row = cuda.blockIdx.x
-    tid = cuda.threadIdx.x
-    buf = cuda.shared.array(THREADS, dtype=float32)
-    r = rstd[row]
-
-    s = float32(0.0)  # sum of g * xhat, g = dy * w
-    for c in range(tid, cols, THREADS):
-        s += float32(dy[row, c]) * float32(w[c]) * float32(x[row, c]) * r
-    m = block_sum(buf, tid, s) / float32(cols)
-    for c in range(tid, cols, THREADS):
-        xhat = float32(x[row, c]) * r
-        dx[row, c] = r * (float32(dy[row, c]) * float32(w[c]) - xhat * m)
+@cuda.jit(device=True)
+def bwd_element(x, w, dy, dx, part, row, c, r, m):
+    """dx of one element, and its term of the weight gradient added to the block's partial."""
+    g = float32(dy[row, c])
+    xhat = float32(x[row, c]) * r
+    dx[row, c] = r * (g * float32(w[c]) - xhat * m)
+    part[cuda.blockIdx.x, c] += float64(g * xhat)  # portkit: allow-float64
 
 
 @cuda.jit
-def rmsnorm_bwd_w(x, dy, rstd, dw, rows, cols):
-    c = cuda.grid(1)
+def rmsnorm_bwd(x, w, dy, rstd, dx, part, rows, cols):
+    tx = cuda.threadIdx.x
+    nx = cuda.blockDim.x
+    sums = cuda.shared.array(MAX_WARPS, dtype=float32)
+    width = 16 // x.itemsize
+    packs = cols // width
+    tail = packs * width
+
+    for p in range(tx, packs, nx):  # the columns this thread owns
+        for j in range(width):
+            part[cuda.blockIdx.x, p * width + j] = float64(0.0)  # portkit: allow-int64-index
+    for c in range(tail + tx, cols, nx):
+        part[cuda.blockIdx.x, c] = float64(0.0)
+
+    for row in range(cuda.blockIdx.x, rows, cuda.gridDim.x):
+        r = rstd[row]
+        s = float32(0.0)  # sum of g * w * xhat over the row, xhat = x * rstd
+        for p in range(tx, packs, nx):
+            for j in range(width):
+                c = p * width + j  # portkit: allow-int64-index
+                s += float32(dy[row, c]) * float32(w[c]) * (float32(x[row, c]) * r)
+        for c in range(tail + tx, cols, nx):
+            s += float32(dy[row, c]) * float32(w[c]) * (float32(x[row, c]) * r)
+        m = row_sum(sums, s) / float32(cols)
+        for p in range(tx, packs, nx):
+            for j in range(width):
+                bwd_element(x, w, dy, dx, part, row, p * width + j, r, m)
+        for c in range(tail + tx, cols, nx):
+            bwd_element(x, w, dy, dx, part, row, c, r, m)
+
+
+@cuda.jit
+def rmsnorm_bwd_w(part, dw, parts, cols):
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    c = cuda.blockIdx.x * W_COLS + tx
+    sums = cuda.shared.array((W_ROWS, W_COLS), dtype=float64)
+    s = float64(0.0)
     if c < cols:
-        s = float32(0.0)
-        for row in range(rows):
-            s += float32(dy[row, c]) * float32(x[row, c]) * rstd[row]
-        dw[c] = s
+        for p in range(ty, parts, W_ROWS):
+            s += part[p, c]  # portkit: allow-float64
+    sums[ty, tx] = s
+    cuda.syncthreads()
+    if ty == 0 and c < cols:
+        for i in range(1, W_ROWS):
+            s += sums[i, tx]  # portkit: allow-float64
+        dw[c] = float32(s)
 
 
 def reference(x, w):
@@ -89,12 +168,15 @@ def reference(x, w):
 
 
 def _cases():
-    shapes = ((1, 1), (3, 127), (2, 129), (4, 1000))
+    # 37x64: a backward grid (2 "SMs" in the simulator) that loops over rows; 2x8200
+    # float32: rows longer than MAX_THREADS threads x FWD_ELEMS columns, walked in chunks.
+    shapes = ((1, 1), (3, 127), (2, 129), (4, 1000), (37, 64))
     cases = [
         portkit.cases.custom(f"{dt}-{r}x{c}", [(r, c), (c,)], dt, seed=i)
         for dt in DTYPES
         for i, (r, c) in enumerate(shapes)
     ]
+    cases.append(portkit.cases.custom("float32-2x8200", [(2, 8200), (8200,)], seed=5))
     shape = [(4096, 4096), (4096,)]
     # The lockstep engine has no bfloat16 arithmetic, and per thread this case would take
     # about an hour on a 2-core CI machine (64 of its rows: 40-80 s; docs/scale.md).
@@ -105,10 +187,14 @@ def _cases():
     return cases
 
 
-# portkit bench: the square case, and a transformer's bfloat16 activations
+# portkit bench: the square case, and a transformer's activations in bfloat16 and float32
 BENCH = [
-    portkit.cases.custom(f"bfloat16-{r}x{c}", [(r, c), (c,)], "bfloat16")
-    for r, c in ((4096, 4096), (16384, 4096))
+    portkit.cases.custom(f"{dt}-{r}x{c}", [(r, c), (c,)], dt)
+    for dt, r, c in (
+        ("bfloat16", 4096, 4096),
+        ("bfloat16", 16384, 4096),
+        ("float32", 16384, 4096),
+    )
 ]
 
 
@@ -125,10 +211,11 @@ BENCH = [
             grad=True,
             output="w",
             case="bfloat16-16384x4096",
-            reason="the weight gradient adds up 16384 rows in float32 (terms whose magnitudes "
-            "add up to about 1e4) before its one bfloat16 rounding; a column that nearly "
-            "cancels is a few bfloat16 ULPs off relative to itself when the two orders round "
-            "to neighbours (H100, 2026-11-24: 1 of 4096 columns, 1.8e-4 absolute)",
+            reason="the weight gradient adds up 16384 rows (terms whose magnitudes add up to "
+            "about 1e4; the reference sums in float32, the kernels in float64 partials) before "
+            "its one bfloat16 rounding; a column that nearly cancels is a few bfloat16 ULPs off "
+            "relative to itself when the two orders round to neighbours (H100, 2026-11-24: 1 "
+            "of 4096 columns, 1.8e-4 absolute)",
         )
     ],
 )
@@ -145,14 +232,23 @@ class RMSNorm:
         out = k.empty_like(x)
         rstd = k.empty((rows,), torch.float32)
         if rows and cols:
-            k.rmsnorm_fwd[rows, THREADS](x, w, out, rstd, cols, EPS)
+            threads = row_threads(cols, x.element_size(), FWD_ELEMS)
+            k.rmsnorm_fwd[rows, threads](x, w, out, rstd, cols, EPS)
         return out, (x, w, rstd)
 
     def backward(k, saved, dy):
         x, w, rstd = saved
         rows, cols = x.shape
         dx, dw = k.empty_like(x), k.empty_like(w)
-        if rows and cols:
-            k.rmsnorm_bwd_x[rows, THREADS](x, w, dy, rstd, dx, cols)
-            k.rmsnorm_bwd_w[portkit.cdiv(cols, W_THREADS), W_THREADS](x, dy, rstd, dw, rows, cols)
+        if not cols:
+            return dx, dw
+        threads = row_threads(cols, x.element_size(), BWD_ELEMS)
+        per_sm = max(1, BWD_THREADS_PER_SM // threads)
+        # a few blocks per SM, or ROWS_PER_PART rows a block (a simulated 2-SM grid)
+        parts = max(
+            1, min(rows, max(per_sm * portkit.sm_count(k), portkit.cdiv(rows, ROWS_PER_PART)))
+        )
+        part = k.empty((parts, cols), torch.float64)
+        k.rmsnorm_bwd[parts, threads](x, w, dy, rstd, dx, part, rows, cols)
+        k.rmsnorm_bwd_w[portkit.cdiv(cols, W_COLS), (W_COLS, W_ROWS)](part, dw, parts, cols)
         return dx, dw
