@@ -66,6 +66,8 @@ class Library:
 # Scalar types the driver's slot codes lack, packed here (portkit's twin packs them with
 # NumPy, which a package does not need): NumPy type name -> struct code.
 _RAW_CODES = {"int8": "b", "uint8": "B", "int16": "h"}
+_NUMBERS = (int, float)  # what torch's C++ launcher takes for a number slot
+_BOOL = (bool,)  # ... and for a C bool (one byte, its code "b")
 
 
 class _Plan:
@@ -75,6 +77,10 @@ class _Plan:
         self.pointers: list[tuple[int, Any]] = []  # (position, torch dtype or None)
         self.scalars: list[int] = []
         self.raw: list[tuple[int, str]] = []  # (position, struct code)
+        # (position, the Python types torch's launcher takes there as they are): a C bool
+        # takes a Python bool only, as in portkit's twin; an int there (5) goes through
+        # struct's "?", which makes it 1, never the raw byte torch's launcher would pass.
+        self.plain_scalars: list[tuple[int, tuple[type, ...]]] = []
         slots = []
         for position, (param, ctype) in enumerate(zip(signature.params, ctypes)):
             if param.pointer:
@@ -83,6 +89,7 @@ class _Plan:
                 slots.append("pointer")
             elif ctype in driver_launch.SLOT_CODES:
                 self.scalars.append(position)
+                self.plain_scalars.append((position, _BOOL if ctype == "bool" else _NUMBERS))
                 slots.append(ctype)
             else:
                 self.raw.append((position, "=" + _RAW_CODES[contract.SCALAR_TYPES[ctype]]))
@@ -140,7 +147,7 @@ class Kernel:
             for position, code in plan.raw:
                 values[position] = struct.pack(code, values[position])
             # torch's C++ launcher takes Python ints and floats only (as portkit's twin does)
-            plain = not plan.raw and all(type(values[p]) in (int, float) for p in plan.scalars)
+            plain = not plan.raw and all(type(values[p]) in ok for p, ok in plan.plain_scalars)
             grid, block = config.grid, config.block
             warps = driver_launch.static_warps(grid, block) if plain else 0
             stream = driver_launch.current_stream(torch.cuda.current_device())

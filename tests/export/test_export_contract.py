@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import struct
 import sys
 import types
 from pathlib import Path
@@ -95,11 +96,13 @@ def runtime(exported, monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
 
         def launch(self, grid, block, shared, stream, values, warps=0) -> None:
             launches.append((self.handle, grid, block, shared, tuple(values)))
+            module.warps.append(warps)
 
     monkeypatch.setattr(module.driver_launch, "DriverKernel", RecordingKernel)
     monkeypatch.setattr(module.driver_launch, "current_stream", lambda device: 0)
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     module.launches = launches  # type: ignore[attr-defined]
+    module.warps = []  # type: ignore[attr-defined]
     return module
 
 
@@ -180,3 +183,24 @@ def test_the_runtime_checks_launch_configurations_as_portkit_does(exported, runt
         fwd[(1, 65536), 32]
     with pytest.raises(runtime.LaunchError, match="bytes of dynamic shared memory"):
         fwd[1, 32, contract.MAX_SHARED_BYTES + 1]
+
+
+def test_an_int_for_a_c_bool_never_reaches_torch_s_launcher_as_its_byte(runtime) -> None:
+    """torch's launcher passes a C bool's value as one byte (5 stays 5); an int there
+    takes the packed launch, whose struct "?" makes it 1, as portkit's twin does."""
+    spec = {
+        "params": [
+            {"name": "x", "ctype": "float", "pointer": True},
+            {"name": "flag", "ctype": "bool", "pointer": False},
+        ],
+        "templates": [],
+        "lowered": {"": "flagged"},
+    }
+    kernel = runtime.Kernel("flagged", spec, _Library())
+    x = _on_gpu("float32")
+    kernel[1, 32](x, True)
+    kernel[1, 32](x, 5)
+    (*_, with_bool), (*_, with_int) = runtime.launches
+    assert with_bool[1] is True and runtime.warps[0] > 0  # torch's launcher, a Python bool
+    assert with_int[1] == 5 and runtime.warps[1] == 0  # packed by struct: "?" makes it 1
+    assert struct.pack("=?7x", with_int[1])[0] == 1
