@@ -17,19 +17,27 @@ the dispatcher and custom_op's Python wrappers, and three floors that say what i
 to win: a bare ``torch.empty_like``, the twin's forward kernel launched through the
 driver with its arguments packed once (``cuLaunchKernel`` and nothing else), and an
 ``autograd.Function`` whose forward and backward are torch's own sigmoid kernels (what
-any op written in Python pays for autograd). ``--profile FILE`` writes a cProfile of
+any op written in Python pays for autograd). "exported package" is sigmoid exported
+(``portkit export``) for this GPU into a temporary folder and imported with portkit and
+numba blocked, as tests/export does: its calls replay with the shipped Python replayer.
+``--profile FILE`` writes a cProfile of
 the twin's forward and forward + backward.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.abc
 import json
 import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 REPLAY_SWITCH = "PORTKIT_REPLAY"  # read by the Session portkit.load builds (docs/environment.md)
 
@@ -148,6 +156,37 @@ def write_profile(twin: Callable, x, xg, g, path: str) -> None:
         handle.write(text.getvalue())
 
 
+# Keeps portkit and numba from being imported by the exported package (as tests/export
+# does): modules already imported stay, any new import of theirs fails.
+class _BlockPortkit(importlib.abc.MetaPathFinder):
+    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+        if name.split(".")[0] in ("portkit", "numba"):
+            raise ImportError(f"blocked: {name}")
+
+
+def exported_sigmoid(folder: str) -> Callable | None:
+    """sigmoid exported (``portkit export``) for this GPU into ``folder`` and imported
+    from there with portkit and numba blocked; None (and why, on stderr) if it fails."""
+    import torch
+
+    major, minor = torch.cuda.get_device_capability()
+    out = Path(folder) / "out"
+    command = [sys.executable, "-m", "portkit.cli", "export", "sigmoid", "--out", str(out)]
+    command += ["--arch", f"sm_{major}{minor}", "--name", "bench_exported"]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=Path(__file__).parents[1])
+    if done.returncode != 0:
+        print(f"exported package: unavailable: {done.stderr.strip()}", file=sys.stderr)
+        return None
+    sys.path.insert(0, str(out))
+    blocker = _BlockPortkit()
+    sys.meta_path.insert(0, blocker)
+    try:
+        return importlib.import_module("bench_exported").sigmoid
+    finally:
+        sys.meta_path.remove(blocker)
+        sys.path.remove(str(out))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=1024)
@@ -188,6 +227,10 @@ def main() -> int:
     }
     if "twin" in impls:
         impls["twin (torch.ops, dispatcher)"] = torch.ops.portkit.sigmoid_twin
+    exported_folder = tempfile.TemporaryDirectory()
+    exported = exported_sigmoid(exported_folder.name)
+    if exported is not None:  # its Python replayer (the package replays; nothing compiled)
+        impls["exported package"] = exported
     impls["autograd.Function over torch"] = python_autograd_floor()
 
     timed: dict[str, tuple[Callable[[], object], int]] = {}

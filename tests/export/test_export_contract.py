@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import struct
 import sys
 import types
 from pathlib import Path
@@ -85,7 +86,8 @@ def runtime(exported, monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
     parent.__path__ = [str(package)]  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, name, parent)
     module = importlib.import_module(f"{name}._runtime")
-    for sub in ("_runtime", "_launch_contract", "_driver_launch", "_registration"):
+    shipped = ("_runtime", "_launch_contract", "_driver_launch", "_registration", "_replay")
+    for sub in (*shipped, "executor", "steps", "ops", "ops.rmsnorm"):
         monkeypatch.delitem(sys.modules, f"{name}.{sub}", raising=False)
     launches: list[tuple] = []
 
@@ -95,11 +97,13 @@ def runtime(exported, monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
 
         def launch(self, grid, block, shared, stream, values, warps=0) -> None:
             launches.append((self.handle, grid, block, shared, tuple(values)))
+            module.warps.append(warps)
 
     monkeypatch.setattr(module.driver_launch, "DriverKernel", RecordingKernel)
     monkeypatch.setattr(module.driver_launch, "current_stream", lambda device: 0)
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     module.launches = launches  # type: ignore[attr-defined]
+    module.warps = []  # type: ignore[attr-defined]
     return module
 
 
@@ -180,3 +184,67 @@ def test_the_runtime_checks_launch_configurations_as_portkit_does(exported, runt
         fwd[(1, 65536), 32]
     with pytest.raises(runtime.LaunchError, match="bytes of dynamic shared memory"):
         fwd[1, 32, contract.MAX_SHARED_BYTES + 1]
+
+
+def test_an_int_for_a_c_bool_never_reaches_torch_s_launcher_as_its_byte(runtime) -> None:
+    """torch's launcher passes a C bool's value as one byte (5 stays 5); an int there
+    takes the packed launch, whose struct "?" makes it 1, as portkit's twin does."""
+    spec = {
+        "params": [
+            {"name": "x", "ctype": "float", "pointer": True},
+            {"name": "flag", "ctype": "bool", "pointer": False},
+        ],
+        "templates": [],
+        "lowered": {"": "flagged"},
+    }
+    kernel = runtime.Kernel("flagged", spec, _Library())
+    x = _on_gpu("float32")
+    kernel[1, 32](x, True)
+    kernel[1, 32](x, 5)
+    (*_, with_bool), (*_, with_int) = runtime.launches
+    assert with_bool[1] is True and runtime.warps[0] > 0  # torch's launcher, a Python bool
+    assert with_int[1] == 5 and runtime.warps[1] == 0  # packed by struct: "?" makes it 1
+    assert struct.pack("=?7x", with_int[1])[0] == 1
+
+
+def test_the_runtime_replays_a_recorded_signature_without_the_launcher(
+    exported, runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The package's replayer (portkit's Python one, shipped): the first call of a
+    signature runs the launcher, later ones repeat its launches on new tensors."""
+    _, package = exported
+    monkeypatch.setattr(torch.Tensor, "is_cuda", property(lambda self: True), raising=False)
+    monkeypatch.setattr(
+        runtime.Kernels, "empty", lambda self, shape, dtype: torch.empty(tuple(shape), dtype=dtype)
+    )
+    entry = json.loads((package / "manifest.json").read_text())["ops"]["rmsnorm"]
+    parent = runtime.__name__.rsplit(".", 1)[0]
+    cls = getattr(importlib.import_module(f"{parent}.ops.rmsnorm"), entry["class"])
+    k = runtime.Kernels("rmsnorm", _kernels(runtime, package, "rmsnorm"))
+    ran = []
+
+    def launcher(kernels, *args):
+        ran.append(kernels is k)
+        return cls.forward(kernels, *args)
+
+    forward = runtime.replay.ReplayingLauncher(launcher, k, list(entry["kernels"]), flat=True)
+    x, w = torch.randn(3, 8), torch.randn(8)
+    out, (_, _, rstd) = forward(k, x, w)
+    recorded = runtime.launches.pop()
+    x2, w2 = torch.randn(3, 8), torch.randn(8)
+    out2, (saved_x, saved_w, rstd2) = forward(k, x2, w2)
+    replayed = runtime.launches.pop()
+    assert ran == [False]  # recorded once, on the recording k; replayed after
+    assert saved_x is x2 and saved_w is w2
+    assert out2.shape == out.shape and rstd2.shape == rstd.shape
+    assert replayed[:4] == recorded[:4]  # kernel, grid, block, shared bytes
+    assert replayed[4] == (
+        x2.data_ptr(),
+        w2.data_ptr(),
+        out2.data_ptr(),
+        rstd2.data_ptr(),
+        8,
+        *recorded[4][5:],
+    )
+    forward(k, torch.randn(2, 8), w)  # a new signature records again
+    assert ran == [False, False]

@@ -3,6 +3,9 @@
 The compiled replayer (``native.cpp``) does the same per call in C++; this one is the
 fallback where that cannot be built, and the executable statement of what replaying means
 (the CPU tests exercise it). Both offer ``key``, ``run``, ``add``, ``__len__``.
+
+This module and ``steps.py`` import only torch and each other: ``portkit export`` ships
+them byte for byte, and an exported package replays with them (export/replaying.py).
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from typing import Any
 
 import torch
 
-from portkit.launch.replay.steps import Recording, build_result
+from .steps import Recording, build_result  # relative: portkit export ships both files
 
 _PLAIN = (torch.Tensor, torch.nn.Parameter)  # subclasses: the launcher decides
 
@@ -41,6 +44,26 @@ def leaf_key(leaves: Sequence[Any]) -> tuple | None:
         else:
             return None
     return tuple(parts)
+
+
+def flatten(args: Sequence[Any]) -> tuple[Any, ...]:
+    """A backward's ``(saved, *grads)`` as leaves, led by a string of its structure so that
+    two structures never share a key."""
+    structure, leaves = [], []
+    for arg in args:
+        if type(arg) in (tuple, list):
+            structure.append(f"{type(arg).__name__}{len(arg)}")
+            leaves.extend(arg)
+        else:
+            structure.append("-")
+            leaves.append(arg)
+    return (",".join(structure), *leaves)
+
+
+def repeats_a_tensor(leaves: Sequence[Any]) -> bool:
+    """``f(x, x)``: a recording names tensors by position, and could not tell which."""
+    tensors = [id(leaf) for leaf in leaves if hasattr(leaf, "data_ptr")]
+    return len(tensors) != len(set(tensors))
 
 
 class PythonReplayer:

@@ -17,7 +17,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from portkit.launch.kernel_set import KernelSet
-from portkit.launch.replay.executor import MAX_SIGNATURES, PythonReplayer
+from portkit.launch.replay.executor import (
+    MAX_SIGNATURES,
+    PythonReplayer,
+    flatten,
+    repeats_a_tensor,
+)
 from portkit.launch.replay.recording import RecordingKernels, record
 from portkit.launch.replay.steps import eager_template
 
@@ -110,7 +115,7 @@ class ReplayingLauncher:
 
     def _record(self, k: Any, args: Sequence[Any], leaves: Sequence[Any]) -> Any:
         key = self.replayer.key(leaves)
-        if key is None or key in self.unreplayable or _repeats_a_tensor(leaves):
+        if key is None or key in self.unreplayable or repeats_a_tensor(leaves):
             return self._launcher(k, *args)
         # One recording at a time (the recording k is shared): another thread's call
         # meanwhile runs the launcher.
@@ -140,26 +145,6 @@ class ReplayingLauncher:
         if len(self.unreplayable) >= MAX_FAILURES and not len(self.replayer):
             self.replayer = None
         return result
-
-
-def flatten(args: Sequence[Any]) -> tuple[Any, ...]:
-    """A backward's ``(saved, *grads)`` as leaves, led by a string of its structure so that
-    two structures never share a key."""
-    structure, leaves = [], []
-    for arg in args:
-        if type(arg) in (tuple, list):
-            structure.append(f"{type(arg).__name__}{len(arg)}")
-            leaves.extend(arg)
-        else:
-            structure.append("-")
-            leaves.append(arg)
-    return (",".join(structure), *leaves)
-
-
-def _repeats_a_tensor(leaves: Sequence[Any]) -> bool:
-    """``f(x, x)``: a recording names tensors by position, and could not tell which."""
-    tensors = [id(leaf) for leaf in leaves if hasattr(leaf, "data_ptr")]
-    return len(tensors) != len(set(tensors))
 
 
 def replaying(
