@@ -91,7 +91,10 @@ def row_sum(part, value):
     return total
 
 
-@cuda.jit
+# launch_bounds as the twin's: numba left alone used more than 64 registers, and a block of
+# 1024 threads (rows over 8192 bfloat16 / 4096 float32 columns) failed to launch on an H100
+# (CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES).
+@cuda.jit(launch_bounds=ROW_THREADS_MAX)
 def add_rmsnorm_fwd(x, residual, w, y, h, rstd, rows, cols, eps):
     tx = cuda.threadIdx.x
     nx = cuda.blockDim.x
@@ -128,7 +131,7 @@ def add_rmsnorm_fwd(x, residual, w, y, h, rstd, rows, cols, eps):
             rstd[row] = r
 
 
-@cuda.jit
+@cuda.jit(launch_bounds=ROW_THREADS_MAX)
 def add_rmsnorm_bwd(x, residual, w, dy, dh, rstd, dx, dres, part, rows, cols):
     tx = cuda.threadIdx.x
     nx = cuda.blockDim.x

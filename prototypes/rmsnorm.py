@@ -216,7 +216,18 @@ BENCH = [
             "its one bfloat16 rounding; a column that nearly cancels is a few bfloat16 ULPs off "
             "relative to itself when the two orders round to neighbours (H100, 2026-11-24: 1 "
             "of 4096 columns, 1.8e-4 absolute)",
-        )
+        ),
+        portkit.Tolerance(
+            rtol=1.3e-6,
+            atol=2e-4,
+            grad=True,
+            output="w",
+            case="float32-16384x4096",
+            reason="the weight gradient adds up 16384 rows; the float32 reference rounds its "
+            "sum in float32, the kernels add float64 partials, so the reference is the less "
+            "exact of the two (H100, 2026-11-24: 113 of 4096 columns outside float32's "
+            "default, at most 5.9e-5 absolute)",
+        ),
     ],
 )
 class RMSNorm:
