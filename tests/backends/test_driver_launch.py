@@ -171,7 +171,7 @@ def test_twin_fast_path_launches_only_what_its_plan_expects(scale_target, launch
         [t, t.double(), 0.5, 4],  # a second dtype
         [t, torch.ones(4, 2)[:, 0], 0.5, 4],  # not contiguous
         [t, t, t, 4],  # a tensor for a scalar
-        [t, t, 0.5, np.int64(4)],  # a NumPy scalar: fine, but checked on the slow path
+        [t, t, 0.5, np.int32(4)],  # a NumPy scalar of another width than the slot's
         [t, t, 0.5, 2**80],  # does not fit
         [t, t, 0.5],  # too few
         [t, 7, 0.5, 4],  # an int for a pointer
@@ -179,6 +179,8 @@ def test_twin_fast_path_launches_only_what_its_plan_expects(scale_target, launch
     for args in doubted:
         assert launch(args) is False, args
     assert len(launches) == 2
+    assert launch([t, t, 0.5, np.int64(4)]) is True  # the slot's own NumPy type
+    assert struct.unpack("=q", launches[-1]["slots"][3])[0] == 4
 
 
 def test_torchs_launcher_takes_one_dimensional_whole_warp_blocks(monkeypatch, launches) -> None:
@@ -246,3 +248,32 @@ def test_a_python_bool_takes_the_production_path_as_a_one_byte_c_bool(masked_tar
     step = masked_target.replay_step(config, [t, t, True, 4])
     assert step is not None and step.values[2] is True
     assert step.packed()[16:17] == b"\x01"
+
+
+GROUPED = """
+template <typename T>
+__global__ void grouped(const T* __restrict__ x, T* __restrict__ out, int group, long long n) {}
+"""
+
+
+def test_numpy_int32_for_a_c_int_takes_the_production_path_and_replays(
+    tmp_path, monkeypatch, launches
+):
+    """lint advises numpy.int32 for a C ``int`` when 32 bits are meant, so such a call must
+    not fall to the checked path on every launch (replay refuses those): the production
+    path takes exactly the slot's NumPy type, as a Python number, and nothing wider."""
+    import numpy as np
+    import torch
+
+    from portkit.launch.kernel_set import LaunchConfig
+
+    target = _twin_target(tmp_path, monkeypatch, GROUPED, "grouped", {("float",): 11})
+    config = LaunchConfig((1, 1, 1), (32, 1, 1), 0)
+    launch = target.plain_launch(config)
+    t = torch.ones(4)
+    target.launch(config, [t, t, np.int32(8), 4])  # the first launch builds the plan
+    assert launch([t, t, np.int32(8), 4]) is True
+    assert launches[-1]["slots"][2][:4] == (8).to_bytes(4, "little")
+    assert launch([t, t, np.int64(8), 4]) is False  # not the slot's type: the checked path
+    step = target.replay_step(config, [t, t, np.int32(8), 4])
+    assert step is not None and type(step.values[2]) is int and step.values[2] == 8

@@ -96,8 +96,10 @@ class _Plan:
         self.raw: list[tuple[int, Any]] = []  # scalars without a struct code: numpy bytes
         self.scalars: list[int] = []  # struct would take a one-element tensor: refuse it
         # (position, the Python types the production path packs there without a second
-        # look): a C bool takes a Python bool only (struct's "?" would make 5 or 0.5 True).
-        self.plain_scalars: list[tuple[int, tuple[type, ...]]] = []
+        # look, the one NumPy scalar type it takes as its value): a C bool takes a Python
+        # bool only (struct's "?" would make 5 or 0.5 True); a C int takes numpy.int32, as
+        # lint advises when 32 bits are meant.
+        self.plain_scalars: list[tuple[int, tuple[type, ...], type | None]] = []
         slots = []
         ctypes = instantiated_ctypes(kernel, scalar)
         for position, (param, ctype) in enumerate(zip(kernel.params, ctypes)):
@@ -107,7 +109,11 @@ class _Plan:
                 slots.append("pointer")
             elif ctype in SLOT_CODES:
                 self.scalars.append(position)
-                self.plain_scalars.append((position, _BOOL if ctype == "bool" else _PLAIN_SCALARS))
+                if ctype == "bool":
+                    self.plain_scalars.append((position, _BOOL, None))
+                else:
+                    exact = getattr(np, SCALAR_TYPES[ctype])
+                    self.plain_scalars.append((position, _PLAIN_SCALARS, exact))
                 slots.append(ctype)
             else:
                 self.raw.append((position, getattr(np, SCALAR_TYPES[ctype])))
@@ -200,9 +206,12 @@ class TwinKernelTarget(LaunchTarget):
                     ):
                         return False
                     values[position] = arg.data_ptr()
-                for position, plain in plan.plain_scalars:
-                    if type(values[position]) not in plain:
-                        return False
+                for position, plain, exact in plan.plain_scalars:
+                    value = values[position]
+                    if type(value) not in plain:
+                        if type(value) is not exact:
+                            return False
+                        values[position] = value.item()  # torch's launcher takes Python numbers
                 # Packing checks each value's range before anything is launched, and a
                 # launch error is a RuntimeError: nothing caught here follows a launch.
                 plan.driver.launch(grid, block, shared, stream_of(device), values, warps)
@@ -230,6 +239,9 @@ class TwinKernelTarget(LaunchTarget):
         values: list[Any] = list(args)
         for position, _ in plan.pointers:
             values[position] = None
+        for position, _, exact in plan.plain_scalars:
+            if type(values[position]) is exact:
+                values[position] = values[position].item()
         grid, block = config.grid, config.block
         return ReplayLaunch(
             driver=plan.driver,
