@@ -1,12 +1,16 @@
 """Layer normalisation over the last dimension with weight and bias:
 ``y = (x - mean) / sqrt(var + eps) * w + b`` for each row of a 2-D ``x``.
 
-Every sum is float64 for every dtype (`allow-float64`): the row's mean, its variance about
-the mean (the two-pass form does not cancel), the backward's two row sums, and the weight
-and bias gradients across rows. So float64 is exact enough for gradcheck, and the others
-match the float64 reference rounded once. Mean and 1/std are saved as float64. The last
-step, ``xhat * w + b``, is float32 for float16, bfloat16 and float32 (``wide`` = 0: one
-float32 rounding of xhat, far inside the float32 tolerance) and float64 for float64.
+Every sum across threads is float64 for every dtype (`allow-float64`): the row's mean, its
+variance about the mean (the two-pass form does not cancel), the backward's two row sums,
+and the weight and bias gradients across rows. So float64 is exact enough for gradcheck,
+and the others match the float64 reference rounded once. Mean and 1/std are saved as
+float64. The last step, ``xhat * w + b``, is float32 for float16, bfloat16 and float32
+(``wide`` = 0: one float32 rounding of xhat, far inside the float32 tolerance) and float64
+for float64. The forward's narrow path (float16, bfloat16: ``row_stats32``, ``affine32``)
+keeps a thread's elements, its partial sums, x - mean and xhat in float32, each partial
+widened once for the float64 sum across threads: the twin then holds its elements in
+float registers (64 a thread, not 96) and converts once a thread, not twice an element.
 
 Layout (the twin's, cuda_src/layernorm.cu; same element-to-thread mapping and summation
 orders, so the two agree within the twin tolerance):
@@ -81,16 +85,21 @@ def affine(x, w, b, out, row, c, mu, r, wide):
         out[row, c] = float32(xhat) * float32(w[c]) + float32(b[c])
 
 
-@cuda.jit
-def layernorm_fwd(x, w, b, out, mean, rstd, cols, eps, wide):
-    row = cuda.blockIdx.x
+@cuda.jit(device=True)
+def affine32(x, w, b, out, row, c, mu32, r32):
+    """The narrow path's output: xhat in float32 from float32 x - mean and 1/std."""
+    xhat32 = (float32(x[row, c]) - mu32) * r32
+    out[row, c] = xhat32 * float32(w[c]) + float32(b[c])
+
+
+@cuda.jit(device=True)
+def row_stats(x, part, row, cols, eps):
+    """Mean and 1/std of the row, every element and partial sum in float64."""
     tx = cuda.threadIdx.x
     nx = cuda.blockDim.x
-    part = cuda.shared.array(MAX_WARPS, dtype=float64)
     width = 16 // x.itemsize  # columns in one of the twin's 16-byte packs
     packs = cols // width
     tail = packs * width
-
     s = float64(0.0)
     for p in range(tx, packs, nx):
         for j in range(width):
@@ -108,13 +117,64 @@ def layernorm_fwd(x, w, b, out, mean, rstd, cols, eps, wide):
         d = float64(x[row, c]) - mu  # portkit: allow-float64
         s += d * d  # portkit: allow-float64
     var = row_sum(part, s) / cols  # portkit: allow-float64
-    r = 1.0 / (var + eps) ** 0.5  # portkit: allow-float64
+    return mu, 1.0 / (var + eps) ** 0.5  # portkit: allow-float64
 
+
+@cuda.jit(device=True)
+def row_stats32(x, part, row, cols, eps):
+    """The narrow path's row_stats: a thread's elements and partial sums in float32, each
+    partial widened once for the float64 sum across threads; x - mean against the float32
+    mean. Returns the float64 mean and 1/std (saved) and their float32 roundings."""
+    tx = cuda.threadIdx.x
+    nx = cuda.blockDim.x
+    width = 16 // x.itemsize
+    packs = cols // width
+    tail = packs * width
+    s32 = float32(0.0)
     for p in range(tx, packs, nx):
         for j in range(width):
-            affine(x, w, b, out, row, p * width + j, mu, r, wide)
+            s32 += float32(x[row, p * width + j])  # portkit: allow-int64-index
     for c in range(tail + tx, cols, nx):
-        affine(x, w, b, out, row, c, mu, r, wide)
+        s32 += float32(x[row, c])
+    mu = row_sum(part, float64(s32)) / cols  # portkit: allow-float64
+    mu32 = float32(mu)
+
+    s32 = float32(0.0)
+    for p in range(tx, packs, nx):
+        for j in range(width):
+            d32 = float32(x[row, p * width + j]) - mu32  # portkit: allow-int64-index
+            s32 += d32 * d32
+    for c in range(tail + tx, cols, nx):
+        d32 = float32(x[row, c]) - mu32
+        s32 += d32 * d32
+    var = row_sum(part, float64(s32)) / cols  # portkit: allow-float64
+    r = 1.0 / (var + eps) ** 0.5  # portkit: allow-float64
+    return mu, r, mu32, float32(r)
+
+
+@cuda.jit
+def layernorm_fwd(x, w, b, out, mean, rstd, cols, eps, wide):
+    row = cuda.blockIdx.x
+    tx = cuda.threadIdx.x
+    nx = cuda.blockDim.x
+    part = cuda.shared.array(MAX_WARPS, dtype=float64)
+    width = 16 // x.itemsize
+    packs = cols // width
+    tail = packs * width
+    if x.itemsize == 2:  # float16, bfloat16: the narrow path
+        mu, r, mu32, r32 = row_stats32(x, part, row, cols, eps)
+        for p in range(tx, packs, nx):
+            for j in range(width):
+                affine32(x, w, b, out, row, p * width + j, mu32, r32)
+        for c in range(tail + tx, cols, nx):
+            affine32(x, w, b, out, row, c, mu32, r32)
+    else:
+        mu, r = row_stats(x, part, row, cols, eps)
+        for p in range(tx, packs, nx):
+            for j in range(width):
+                affine(x, w, b, out, row, p * width + j, mu, r, wide)
+        for c in range(tail + tx, cols, nx):
+            affine(x, w, b, out, row, c, mu, r, wide)
     if tx == 0:
         mean[row] = mu
         rstd[row] = r

@@ -1,24 +1,35 @@
 // WRONG TWIN layernorm/wb_skips_last_row: the backward adds each row's terms to the weight/bias gradient sums only for row < rows - 1, so the last row's contribution is missing from dw and db. The forward and dx are right; a diff of the backward shows grad of inputs 1 and 2 (weight, bias) off in every column of every case, by exactly the last row's dy * xhat and dy.
-// Twin of prototypes/layernorm.py: y = (x - mean) * rstd * w + b per row, every sum in
-// double for every dtype (__half, __nv_bfloat16, float, double storage), each output
+// Twin of prototypes/layernorm.py: y = (x - mean) * rstd * w + b per row, each output
 // rounded once at its store; xhat * w + b in float for the narrow types, double for double
-// (the prototype's wide flag, here the Affine<T> type). Every summation is the
-// prototype's, in its order: a thread's packs t, t + nx, ... column by column, then its
-// tail column, a warp butterfly (xor 16..1), the row's warps left to right.
+// (the prototype's wide flag, here the Affine<T> type). The sums across threads are double
+// for every dtype (__half, __nv_bfloat16, float, double storage); a thread's own partial
+// sums are double too, except in the forward for __half and __nv_bfloat16 (Hold<T>, the
+// prototype's narrow path, below). Every summation is the prototype's, in its order: a
+// thread's packs t, t + nx, ... column by column, then its tail column, a warp butterfly
+// (xor 16..1), the row's warps left to right.
 //
 // What the kernels pay for, and why (16384x4096 bfloat16 and 4096x4096 float, an H100):
 // - 16-byte loads and stores (Pack<T>: 8 bfloat16, 4 float, 2 double) whenever every row
 //   pointer is 16-byte aligned, the same packs element by element otherwise; a thread
 //   issues all its packs of a row before using any.
-// - The forward holds its columns of the row in registers, widened to double once, for
+// - The forward holds its columns of the row in registers, widened once (Hold<T>), for
 //   the mean, the variance about the mean and the output: the row crosses device memory
 //   once each way (the old kernel read it three times). cdiv(cols, FWD_ELEMS) threads a
 //   row, whole warps (256 at 4096 columns); rows longer than MAX_THREADS x FWD_ELEMS are
 //   walked in chunks and re-read (from L2).
-// - Double work is kept off the output path: conversions to and from double run at a
-//   quarter of the FP64 FMA rate on an H100 (16 a clock per SM), so an element costs two
-//   (x in, xhat out) and four double adds/multiplies; xhat * w + b is one float FMA. At
-//   16384x4096 that is ~50 us of the FP64 pipe under ~90 us of memory traffic.
+// - __half and __nv_bfloat16 forward: the row's elements, a thread's partial sums,
+//   x - mean and xhat are float (Hold<T>); each thread's partial goes to double once per
+//   reduction, the sums across threads and mean and 1/std stay double. Holding them as
+//   double cost 96 registers (2 blocks of 256 threads an SM: 2 rows, 16 KiB, in flight,
+//   the load/reduce/compute/reduce/store phases serialised) and two conversions an element
+//   at 16 a clock per SM: 227 us against torch's 121 at 16384x4096 bfloat16 (H100,
+//   2026-11-24). As float: 64 registers (4 blocks of 256 an SM), 16 elements a thread
+//   summed in float (error ~1e-6 relative, far inside the half tolerances).
+// - float and double hold double elements (float ran at 1.07x torch at 16384x4096 and
+//   0.98x at 4096x4096 that day); double work is kept off their output path: conversions
+//   to and from double run at a quarter of the FP64 FMA rate on an H100 (16 a clock per
+//   SM), so an element costs two (x in, xhat out) and four double adds/multiplies;
+//   xhat * w + b is one float FMA.
 // - The weight and bias gradients without atomics and without a second read of x and dy
 //   (the old kernel looped one thread per column over every row: 10-20x slower than the
 //   row pass): a persistent grid (BWD_THREADS_PER_SM threads' worth of blocks per SM,
@@ -55,11 +66,17 @@ template <> __device__ inline float widen<float, __nv_bfloat16>(__nv_bfloat16 v)
 template <typename T> struct Affine { using type = float; };
 template <> struct Affine<double> { using type = double; };
 
-template <typename T>
-__device__ inline T affine(double xhat, T w, T b) {
+template <typename X, typename T>
+__device__ inline T affine(X xhat, T w, T b) {
     using A = typename Affine<T>::type;
     return (T)((A)xhat * widen<A>(w) + widen<A>(b));
 }
+
+// The forward's type for a row's elements in registers and a thread's partial sums:
+// float for the 2-byte types (the prototype's narrow path), double for float and double.
+template <typename T> struct Hold { using type = double; };
+template <> struct Hold<__half> { using type = float; };
+template <> struct Hold<__nv_bfloat16> { using type = float; };
 
 // 16 bytes of T, aligned so that one copy is one 128-bit load or store.
 template <typename T>
@@ -91,10 +108,10 @@ __device__ inline void store_pack(T* row, long long p, const Pack<T>& v, bool ve
     for (int j = 0; j < Pack<T>::N; ++j) row[p * Pack<T>::N + j] = v.v[j];
 }
 
-// The packs p0, p0 + nx, ... of one chunk of a row, widened to double; loads issued together.
-template <int P, typename T>
+// The packs p0, p0 + nx, ... of one chunk of a row, widened to H; loads issued together.
+template <int P, typename T, typename H>
 __device__ inline void load_chunk(const T* row, long long p0, long long packs, bool vector,
-                                  double (&v)[P][Pack<T>::N]) {
+                                  H (&v)[P][Pack<T>::N]) {
     Pack<T> raw[P];
 #pragma unroll
     for (int u = 0; u < P; ++u)
@@ -103,7 +120,7 @@ __device__ inline void load_chunk(const T* row, long long p0, long long packs, b
     for (int u = 0; u < P; ++u)
         if (p0 + (long long)u * blockDim.x < packs)
 #pragma unroll
-            for (int j = 0; j < Pack<T>::N; ++j) v[u][j] = widen<double>(raw[u].v[j]);
+            for (int j = 0; j < Pack<T>::N; ++j) v[u][j] = widen<H>(raw[u].v[j]);
 }
 
 __device__ inline double warp_sum(double v) {
@@ -135,8 +152,9 @@ __device__ inline void fwd_row(const T* xr, const T* w, const T* b, T* yr, doubl
     const long long packs = cols / W;
     const long long tail = packs * W;
     const bool vector = aligned16(xr) && aligned16(yr) && aligned16(w) && aligned16(b);
-    double v[P][W];  // x; FITS: x - mean after the first reduction
-    double s = 0.0;
+    using H = typename Hold<T>::type;
+    H v[P][W];  // x; FITS: x - mean after the first reduction
+    H s = 0;  // this thread's partial sum; double once for the row's sum
     for (long long p0 = tx; p0 < packs; p0 += nx * P) {
         load_chunk(xr, p0, packs, vector, v);
 #pragma unroll
@@ -146,10 +164,11 @@ __device__ inline void fwd_row(const T* xr, const T* w, const T* b, T* yr, doubl
                 for (int j = 0; j < W; ++j) s += v[u][j];
         if (FITS) break;
     }
-    for (long long c = tail + tx; c < cols; c += nx) s += widen<double>(xr[c]);
-    const double mu = row_sum(part, s) / cols;
+    for (long long c = tail + tx; c < cols; c += nx) s += widen<H>(xr[c]);
+    const double mu = row_sum(part, (double)s) / cols;
+    const H m = (H)mu;
 
-    s = 0.0;
+    s = 0;
     for (long long p0 = tx; p0 < packs; p0 += nx * P) {
         if (!FITS) load_chunk(xr, p0, packs, vector, v);
 #pragma unroll
@@ -157,17 +176,18 @@ __device__ inline void fwd_row(const T* xr, const T* w, const T* b, T* yr, doubl
             if (p0 + u * nx < packs)
 #pragma unroll
                 for (int j = 0; j < W; ++j) {
-                    v[u][j] -= mu;
+                    v[u][j] -= m;
                     s += v[u][j] * v[u][j];
                 }
         if (FITS) break;
     }
     for (long long c = tail + tx; c < cols; c += nx) {
-        const double d = widen<double>(xr[c]) - mu;
+        const H d = widen<H>(xr[c]) - m;
         s += d * d;
     }
-    const double var = row_sum(part, s) / cols;
+    const double var = row_sum(part, (double)s) / cols;
     const double r = 1.0 / pow(var + eps, 0.5);
+    const H rh = (H)r;
 
     for (long long p0 = tx; p0 < packs; p0 += nx * P) {
         if (!FITS) {
@@ -175,7 +195,7 @@ __device__ inline void fwd_row(const T* xr, const T* w, const T* b, T* yr, doubl
 #pragma unroll
             for (int u = 0; u < P; ++u)
 #pragma unroll
-                for (int j = 0; j < W; ++j) v[u][j] -= mu;
+                for (int j = 0; j < W; ++j) v[u][j] -= m;
         }
 #pragma unroll
         for (int u = 0; u < P; ++u) {
@@ -184,14 +204,14 @@ __device__ inline void fwd_row(const T* xr, const T* w, const T* b, T* yr, doubl
                 const Pack<T> wp = load_pack(w, p, vector), bp = load_pack(b, p, vector);
                 Pack<T> out;
 #pragma unroll
-                for (int j = 0; j < W; ++j) out.v[j] = affine(v[u][j] * r, wp.v[j], bp.v[j]);
+                for (int j = 0; j < W; ++j) out.v[j] = affine(v[u][j] * rh, wp.v[j], bp.v[j]);
                 store_pack(yr, p, out, vector);
             }
         }
         if (FITS) break;
     }
     for (long long c = tail + tx; c < cols; c += nx)
-        yr[c] = affine((widen<double>(xr[c]) - mu) * r, w[c], b[c]);
+        yr[c] = affine((widen<H>(xr[c]) - m) * rh, w[c], b[c]);
     if (tx == 0) {
         mean[row] = mu;
         rstd[row] = r;
