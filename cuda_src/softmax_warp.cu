@@ -85,9 +85,9 @@ __device__ inline T exp_from(T v, T m) {
 // streaming kernel below paid for at 4096x4096 (0.84x torch): 36 warps an SM, each 16 KiB
 // into its row, put 76 MiB of other rows between an element's two reads, more than the
 // 50 MiB L2, so it came from DRAM again. Lane l holds packs l, l + 32, ... (at most
-// PACKS), every load issued before any is used; its tail columns packs * W + l, ... (fewer
-// than W a row) are read from memory in both passes. The max is a butterfly over the held
-// columns and tail, then each held column becomes its exp and the sum is a butterfly too.
+// PACKS), every load issued before any is used, and its tail column packs * W + l if the
+// row has one (fewer than W a row). The max is a butterfly over the tail and held columns,
+// then each held column becomes its exp and the sum (tail last) is a butterfly too.
 // PACKS is the register array's static size, so each size is its own kernel (below): a
 // kernel's registers are those of its largest path, and a 256-column row in a 32-pack
 // kernel would hold 8 of 128 floats at a quarter of the occupancy.
@@ -117,13 +117,15 @@ __device__ inline void held_row_fwd(const T* __restrict__ x, T* __restrict__ out
                 for (int j = 0; j < W; ++j) v[u].v[j] = xr[(lane + u * WARP) * (long long)W + j];
     }
 
-    T m = negative_infinity<T>();  // the row's maximum: held columns, tail, butterfly
+    const long long c = packs * W + lane;  // this lane's tail column, if the row has one
+    const T t = c < cols ? xr[c] : negative_infinity<T>();  // -inf moves neither max nor sum
+
+    T m = t;  // the row's maximum: tail, held columns, butterfly
 #pragma unroll
     for (int u = 0; u < PACKS; ++u)
         if (lane + u * WARP < packs)
 #pragma unroll
             for (int j = 0; j < W; ++j) m = v[u].v[j] > m ? v[u].v[j] : m;
-    for (long long c = packs * W + lane; c < cols; c += WARP) m = xr[c] > m ? xr[c] : m;
     m = warp_max(m);
 
     T s = T(0);  // the sum, in the same order; each held column becomes its exp
@@ -137,8 +139,7 @@ __device__ inline void held_row_fwd(const T* __restrict__ x, T* __restrict__ out
             }
         }
     }
-    for (long long c = packs * W + lane; c < cols; c += WARP) s += exp_from(xr[c], m);
-    s = warp_sum(s);
+    s = warp_sum(s + exp_from(t, m));
 
     const T inv = T(1) / s;  // one division per row
 #pragma unroll
@@ -153,7 +154,7 @@ __device__ inline void held_row_fwd(const T* __restrict__ x, T* __restrict__ out
                 for (int j = 0; j < W; ++j) outr[(lane + u * WARP) * (long long)W + j] = v[u].v[j];
         }
     }
-    for (long long c = packs * W + lane; c < cols; c += WARP) outr[c] = exp_from(xr[c], m) * inv;
+    if (c < cols) outr[c] = exp_from(t, m) * inv;
 }
 
 // Up to 64 packs (256 float columns): 8 floats a lane and few registers, so 64 warps an SM

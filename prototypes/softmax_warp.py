@@ -6,12 +6,12 @@ reduction is five shuffles with no `syncthreads`. The launcher picks the forward
 the row's 16-byte packs (4 float32 or 2 float64 columns) a lane (`forward_kernel`):
 
 - at most 32 (4096 float32 columns): the row is held in registers between its one read
-  and its one write (`held_row_fwd`, in kernels of 2, 8 and 32 packs a lane: the twin's
-  register array has a static size, and a kernel's registers are its largest path's).
-  Lane l holds packs l, l + 32, ... and reads its tail columns packs * width + l, ...
-  from memory in both passes; the row's maximum (held columns, tail, a butterfly), then
-  each held column becomes exp(x - max), the sum (same order, a butterfly), and
-  out = e * (1 / sum): one exp per column, one division per row;
+  and its one write (kernels of 2, 8 and 32 packs a lane: the twin's register array has
+  a static size, and a kernel's registers are its largest path's). Lane l holds packs
+  l, l + 32, ... and its tail column packs * width + l if the row has one; `held_stats`:
+  the row's maximum (tail, held columns, a butterfly), each held column becomes
+  exp(x - max), the sum (held, then tail, a butterfly); out = e * (1 / sum): one exp per
+  column, one division per row;
 - longer rows stream (`softmax_warp_fwd`): online statistics in one pass, in this order,
   which the twin repeats exactly:
   1. lane l walks packs l, l + 32, ... (left to right), then the tail columns
@@ -105,64 +105,114 @@ def warp_sum(v):
 
 
 @cuda.jit(device=True)
-def held_row_fwd(x, out, rows, cols, held, lane_packs):
-    """A row of at most WARP * lane_packs packs, held in `held` (lane_packs packs of up
-    to MAX_WIDTH columns) between its one read and its one write."""
-    lane = cuda.threadIdx.x % WARP
-    row = cuda.blockIdx.x * ROWS_PER_BLOCK + cuda.threadIdx.x // WARP
-    if row >= rows:  # a whole warp leaves together: the shuffles below keep all 32 lanes
-        return
-    width = 16 // x.itemsize  # columns in one of the twin's 16-byte packs
-    packs = cols // width
-
-    m = -float32(math.inf)  # the row's maximum: held columns, tail, butterfly
+def held_stats(held, lane_packs, lane, packs, width, t):
+    """The row's (max, 1 / sum) from a lane's held packs (lane + u * WARP < packs) and its
+    tail column t (-inf where it has none: it moves neither the max nor the sum); each held
+    column becomes exp(x - max). Max over the held columns, the tail, a butterfly; the sum in
+    the same order, a butterfly; one division per row. (`held` is 1-D, so the port can pass
+    it; the kernels, which index the 2-D x and out, do the loads and stores.)"""
+    m = t
     for u in range(lane_packs):
-        p = lane + u * WARP  # portkit: allow-int64-index
-        if p < packs:
+        if lane + u * WARP < packs:  # portkit: allow-int64-index
             for j in range(width):
-                v = x[row, p * width + j]  # portkit: allow-int64-index
-                held[u * width + j] = v  # portkit: allow-int64-index
-                if v > m:
-                    m = v
-    for c in range(packs * width + lane, cols, WARP):
-        if x[row, c] > m:
-            m = x[row, c]
+                if held[u * width + j] > m:  # portkit: allow-int64-index
+                    m = held[u * width + j]  # portkit: allow-int64-index
     m = warp_max(m)
-
-    s = float32(0)  # the sum, in the same order; each held column becomes its exp
+    s = float32(0)
     for u in range(lane_packs):
         if lane + u * WARP < packs:  # portkit: allow-int64-index
             for j in range(width):
                 e = exp_from(held[u * width + j], m)  # portkit: allow-int64-index
                 held[u * width + j] = e  # portkit: allow-int64-index
                 s += e
-    for c in range(packs * width + lane, cols, WARP):
-        s += exp_from(x[row, c], m)
-    s = warp_sum(s)
-
-    inv = float32(1) / s  # one division per row
-    for u in range(lane_packs):
-        p = lane + u * WARP  # portkit: allow-int64-index
-        if p < packs:
-            for j in range(width):
-                out[row, p * width + j] = held[u * width + j] * inv  # portkit: allow-int64-index
-    for c in range(packs * width + lane, cols, WARP):
-        out[row, c] = exp_from(x[row, c], m) * inv
+    s = warp_sum(s + exp_from(t, m))
+    return m, float32(1) / s
 
 
+# The three held kernels differ only in their register array's size (the twin's template
+# argument): the loads before held_stats, the stores after it.
 @cuda.jit
 def softmax_warp_held2_fwd(x, out, rows, cols):
-    held_row_fwd(x, out, rows, cols, cuda.local.array(HELD2, dtype=x.dtype), 2)
+    lane = cuda.threadIdx.x % WARP
+    row = cuda.blockIdx.x * ROWS_PER_BLOCK + cuda.threadIdx.x // WARP
+    if row >= rows:  # a whole warp leaves together: the shuffles keep all 32 lanes
+        return
+    width = 16 // x.itemsize
+    packs = cols // width
+    held = cuda.local.array(HELD2, dtype=x.dtype)
+    for u in range(2):
+        for j in range(width):
+            if lane + u * WARP < packs:  # portkit: allow-int64-index
+                held[u * width + j] = x[
+                    row, (lane + u * WARP) * width + j
+                ]  # portkit: allow-int64-index
+    c = packs * width + lane  # this lane's tail column, if the row has one
+    t = x[row, c] if c < cols else -float32(math.inf)
+    m, inv = held_stats(held, 2, lane, packs, width, t)
+    for u in range(2):
+        for j in range(width):
+            if lane + u * WARP < packs:  # portkit: allow-int64-index
+                out[row, (lane + u * WARP) * width + j] = (
+                    held[u * width + j] * inv
+                )  # portkit: allow-int64-index
+    if c < cols:
+        out[row, c] = exp_from(t, m) * inv
 
 
 @cuda.jit
 def softmax_warp_held8_fwd(x, out, rows, cols):
-    held_row_fwd(x, out, rows, cols, cuda.local.array(HELD8, dtype=x.dtype), 8)
+    lane = cuda.threadIdx.x % WARP
+    row = cuda.blockIdx.x * ROWS_PER_BLOCK + cuda.threadIdx.x // WARP
+    if row >= rows:
+        return
+    width = 16 // x.itemsize
+    packs = cols // width
+    held = cuda.local.array(HELD8, dtype=x.dtype)
+    for u in range(8):
+        for j in range(width):
+            if lane + u * WARP < packs:  # portkit: allow-int64-index
+                held[u * width + j] = x[
+                    row, (lane + u * WARP) * width + j
+                ]  # portkit: allow-int64-index
+    c = packs * width + lane
+    t = x[row, c] if c < cols else -float32(math.inf)
+    m, inv = held_stats(held, 8, lane, packs, width, t)
+    for u in range(8):
+        for j in range(width):
+            if lane + u * WARP < packs:  # portkit: allow-int64-index
+                out[row, (lane + u * WARP) * width + j] = (
+                    held[u * width + j] * inv
+                )  # portkit: allow-int64-index
+    if c < cols:
+        out[row, c] = exp_from(t, m) * inv
 
 
 @cuda.jit
 def softmax_warp_held32_fwd(x, out, rows, cols):
-    held_row_fwd(x, out, rows, cols, cuda.local.array(HELD32, dtype=x.dtype), 32)
+    lane = cuda.threadIdx.x % WARP
+    row = cuda.blockIdx.x * ROWS_PER_BLOCK + cuda.threadIdx.x // WARP
+    if row >= rows:
+        return
+    width = 16 // x.itemsize
+    packs = cols // width
+    held = cuda.local.array(HELD32, dtype=x.dtype)
+    for u in range(32):
+        for j in range(width):
+            if lane + u * WARP < packs:  # portkit: allow-int64-index
+                held[u * width + j] = x[
+                    row, (lane + u * WARP) * width + j
+                ]  # portkit: allow-int64-index
+    c = packs * width + lane
+    t = x[row, c] if c < cols else -float32(math.inf)
+    m, inv = held_stats(held, 32, lane, packs, width, t)
+    for u in range(32):
+        for j in range(width):
+            if lane + u * WARP < packs:  # portkit: allow-int64-index
+                out[row, (lane + u * WARP) * width + j] = (
+                    held[u * width + j] * inv
+                )  # portkit: allow-int64-index
+    if c < cols:
+        out[row, c] = exp_from(t, m) * inv
 
 
 @cuda.jit
