@@ -1,27 +1,36 @@
 """Row-wise softmax over a 2-D tensor, one warp per row: no shared memory, no barrier.
 
-softmax.py gives a row a block of 128 threads, which suits long rows; here a row gets a
-warp (ROWS_PER_BLOCK rows per block), which suits short and medium rows: 1024 float32
-columns are 8 packs of 16 bytes per lane, and a warp's reduction is five shuffles with
-no `syncthreads`. The statistics take one pass over the row (online softmax, as in
-softmax.py, whose `rescale`, `add_exp` and `moved` are repeated here so each op stays
-two files), in the input's dtype, in this order, which the twin repeats exactly:
+softmax.py gives a long row a block of 128 threads; here a row gets a warp
+(ROWS_PER_BLOCK rows per block), which suits short and medium rows, and a warp's
+reduction is five shuffles with no `syncthreads`. The launcher picks the forward kernel by
+the row's 16-byte packs (4 float32 or 2 float64 columns) a lane (`forward_kernel`):
 
-1. lane l walks the row's 16-byte packs l, l + 32, ... (4 float32 or 2 float64 columns
-   each, left to right), then the tail columns packs * width + l, ... (a pack of one);
-   per pack the running max moves to the pack's max if larger (one rescale of the sum),
-   then each column adds exp(x - max);
-2. a butterfly (`cuda.shfl_xor_sync`, offsets 16, 8, 4, 2, 1) for the row's maximum,
-   each lane's sum moved to it (one exp), a butterfly for the sum: every lane ends with
-   the same pair (a + b == b + a bit for bit), and no lane waits for another warp;
-3. out = exp(x - max) * (1 / sum), one division per row.
+- at most 32 (4096 float32 columns): the row is held in registers between its one read
+  and its one write (kernels of 2, 8 and 32 packs a lane: the twin's register array has
+  a static size, and a kernel's registers are its largest path's). Lane l holds packs
+  l, l + 32, ... and its tail column packs * width + l if the row has one; `held_stats`:
+  the row's maximum (tail, held columns, a butterfly), each held column becomes
+  exp(x - max), the sum (held, then tail, a butterfly); out = e * (1 / sum): one exp per
+  column, one division per row;
+- longer rows stream (`softmax_warp_fwd`): online statistics in one pass, in this order,
+  which the twin repeats exactly:
+  1. lane l walks packs l, l + 32, ... (left to right), then the tail columns
+     packs * width + l, ... (a pack of one); per pack the running max moves to the pack's
+     max if larger (one rescale of the sum), then each column adds exp(x - max);
+  2. a butterfly (`cuda.shfl_xor_sync`, offsets 16, 8, 4, 2, 1) for the row's maximum,
+     each lane's sum moved to it (one exp), a butterfly for the sum: every lane ends with
+     the same pair (a + b == b + a bit for bit), and no lane waits for another warp;
+  3. out = exp(x - max) * (1 / sum), the tail first, then each lane's packs from the last
+     to the first (the twin's second read starts where its first ended: in L2).
 
-The backward walks the row the same way for dot = sum(y * dy), then dx = y * (dy - dot).
+The statistics are in the input's dtype. `rescale`, `add_exp`, `moved` and `exp_from`
+repeat softmax.py's so each op stays two files. The backward walks the row as the
+streaming pass does for dot = sum(y * dy), then dx = y * (dy - dot).
 The twin moves each pack with one 16-byte access when the row is 16-byte aligned; the
 prototype reads the same columns with `width` scalar loads (numba has no vector load).
-The twin also issues 8 packs' loads per lane before using any: a warp per row has few
-threads per row, so each lane must keep many bytes in flight (1024 rows of 32768
-columns are only 1024 warps on 132 SMs).
+The twin also issues all its held packs' loads, or 16 packs' (streaming; 8 in the
+backward), before using any: a warp per row has few threads per row, so each lane must
+keep many bytes in flight (1024 rows of 32768 columns are only 1024 warps on 132 SMs).
 Indices are int64 (`allow-int64-index`), as the twin's `long long`."""
 
 import math
@@ -35,6 +44,8 @@ WARP = 32
 ROWS_PER_BLOCK = 4  # 4 warps, 128 threads per block
 THREADS = WARP * ROWS_PER_BLOCK
 FULL_MASK = 0xFFFFFFFF  # all 32 lanes take part in every shuffle
+MAX_WIDTH = 4  # columns in a 16-byte pack: 4 float32, 2 float64
+HELD2, HELD8, HELD32 = 2 * MAX_WIDTH, 8 * MAX_WIDTH, 32 * MAX_WIDTH  # held columns a lane
 
 
 @cuda.jit(device=True)
@@ -64,6 +75,146 @@ def moved(s, m, big):
     return s
 
 
+@cuda.jit(device=True)
+def exp_from(v, m):
+    """exp(v - m), 0 for v == -inf: a row of -inf sums to 0 (its output NaN, as torch's),
+    and -inf - -inf would be NaN."""
+    if v != -float32(math.inf):
+        return math.exp(v - m)
+    return float32(0)
+
+
+@cuda.jit(device=True)
+def warp_max(v):
+    offset = WARP // 2
+    while offset > 0:
+        other = cuda.shfl_xor_sync(FULL_MASK, v, offset)
+        if other > v:
+            v = other
+        offset //= 2
+    return v
+
+
+@cuda.jit(device=True)
+def warp_sum(v):
+    offset = WARP // 2
+    while offset > 0:
+        v += cuda.shfl_xor_sync(FULL_MASK, v, offset)
+        offset //= 2
+    return v
+
+
+@cuda.jit(device=True)
+def held_stats(held, lane_packs, lane, packs, width, t):
+    """The row's (max, 1 / sum) from a lane's held packs (lane + u * WARP < packs) and its
+    tail column t (-inf where it has none: it moves neither the max nor the sum); each held
+    column becomes exp(x - max). Max over the held columns, the tail, a butterfly; the sum in
+    the same order, a butterfly; one division per row. (`held` is 1-D, so the port can pass
+    it; the kernels, which index the 2-D x and out, do the loads and stores.)"""
+    m = t
+    for u in range(lane_packs):
+        if lane + u * WARP < packs:  # portkit: allow-int64-index
+            for j in range(width):
+                if held[u * width + j] > m:  # portkit: allow-int64-index
+                    m = held[u * width + j]  # portkit: allow-int64-index
+    m = warp_max(m)
+    s = float32(0)
+    for u in range(lane_packs):
+        if lane + u * WARP < packs:  # portkit: allow-int64-index
+            for j in range(width):
+                e = exp_from(held[u * width + j], m)  # portkit: allow-int64-index
+                held[u * width + j] = e  # portkit: allow-int64-index
+                s += e
+    s = warp_sum(s + exp_from(t, m))
+    return m, float32(1) / s
+
+
+# The three held kernels differ only in their register array's size (the twin's template
+# argument): the loads before held_stats, the stores after it.
+@cuda.jit
+def softmax_warp_held2_fwd(x, out, rows, cols):
+    lane = cuda.threadIdx.x % WARP
+    row = cuda.blockIdx.x * ROWS_PER_BLOCK + cuda.threadIdx.x // WARP
+    if row >= rows:  # a whole warp leaves together: the shuffles keep all 32 lanes
+        return
+    width = 16 // x.itemsize
+    packs = cols // width
+    held = cuda.local.array(HELD2, dtype=x.dtype)
+    for u in range(2):
+        for j in range(width):
+            if lane + u * WARP < packs:  # portkit: allow-int64-index
+                held[u * width + j] = x[
+                    row, (lane + u * WARP) * width + j
+                ]  # portkit: allow-int64-index
+    c = packs * width + lane  # this lane's tail column, if the row has one
+    t = x[row, c] if c < cols else -float32(math.inf)
+    m, inv = held_stats(held, 2, lane, packs, width, t)
+    for u in range(2):
+        for j in range(width):
+            if lane + u * WARP < packs:  # portkit: allow-int64-index
+                out[row, (lane + u * WARP) * width + j] = (
+                    held[u * width + j] * inv
+                )  # portkit: allow-int64-index
+    if c < cols:
+        out[row, c] = exp_from(t, m) * inv
+
+
+@cuda.jit
+def softmax_warp_held8_fwd(x, out, rows, cols):
+    lane = cuda.threadIdx.x % WARP
+    row = cuda.blockIdx.x * ROWS_PER_BLOCK + cuda.threadIdx.x // WARP
+    if row >= rows:
+        return
+    width = 16 // x.itemsize
+    packs = cols // width
+    held = cuda.local.array(HELD8, dtype=x.dtype)
+    for u in range(8):
+        for j in range(width):
+            if lane + u * WARP < packs:  # portkit: allow-int64-index
+                held[u * width + j] = x[
+                    row, (lane + u * WARP) * width + j
+                ]  # portkit: allow-int64-index
+    c = packs * width + lane
+    t = x[row, c] if c < cols else -float32(math.inf)
+    m, inv = held_stats(held, 8, lane, packs, width, t)
+    for u in range(8):
+        for j in range(width):
+            if lane + u * WARP < packs:  # portkit: allow-int64-index
+                out[row, (lane + u * WARP) * width + j] = (
+                    held[u * width + j] * inv
+                )  # portkit: allow-int64-index
+    if c < cols:
+        out[row, c] = exp_from(t, m) * inv
+
+
+@cuda.jit
+def softmax_warp_held32_fwd(x, out, rows, cols):
+    lane = cuda.threadIdx.x % WARP
+    row = cuda.blockIdx.x * ROWS_PER_BLOCK + cuda.threadIdx.x // WARP
+    if row >= rows:
+        return
+    width = 16 // x.itemsize
+    packs = cols // width
+    held = cuda.local.array(HELD32, dtype=x.dtype)
+    for u in range(32):
+        for j in range(width):
+            if lane + u * WARP < packs:  # portkit: allow-int64-index
+                held[u * width + j] = x[
+                    row, (lane + u * WARP) * width + j
+                ]  # portkit: allow-int64-index
+    c = packs * width + lane
+    t = x[row, c] if c < cols else -float32(math.inf)
+    m, inv = held_stats(held, 32, lane, packs, width, t)
+    for u in range(32):
+        for j in range(width):
+            if lane + u * WARP < packs:  # portkit: allow-int64-index
+                out[row, (lane + u * WARP) * width + j] = (
+                    held[u * width + j] * inv
+                )  # portkit: allow-int64-index
+    if c < cols:
+        out[row, c] = exp_from(t, m) * inv
+
+
 @cuda.jit
 def softmax_warp_fwd(x, out, rows, cols):
     lane = cuda.threadIdx.x % WARP
@@ -88,27 +239,18 @@ def softmax_warp_fwd(x, out, rows, cols):
         m, s = rescale(m, s, x[row, c])
         s = add_exp(m, s, x[row, c])
 
-    big = m  # the row's maximum, by a butterfly; then the sum, each lane's moved to it
-    offset = WARP // 2
-    while offset > 0:
-        other = cuda.shfl_xor_sync(FULL_MASK, big, offset)
-        if other > big:
-            big = other
-        offset //= 2
-    s = moved(s, m, big)
+    big = warp_max(m)  # the row's maximum, then the sum, each lane's moved to it
+    s = warp_sum(moved(s, m, big))
     m = big
-    offset = WARP // 2
-    while offset > 0:
-        s += cuda.shfl_xor_sync(FULL_MASK, s, offset)
-        offset //= 2
 
     inv = float32(1) / s  # one division per row; each column is exp(x - m) * inv
-    for p in range(lane, packs, WARP):
-        for j in range(width):
-            c = p * width + j  # portkit: allow-int64-index
-            out[row, c] = math.exp(x[row, c] - m) * inv
     for c in range(packs * width + lane, cols, WARP):
         out[row, c] = math.exp(x[row, c] - m) * inv
+    mine = (packs - lane + WARP - 1) // WARP  # this lane's packs, walked last to first
+    for k in range(mine - 1, -1, -1):
+        for j in range(width):
+            c = (lane + k * WARP) * width + j  # portkit: allow-int64-index
+            out[row, c] = math.exp(x[row, c] - m) * inv
 
 
 @cuda.jit
@@ -128,10 +270,7 @@ def softmax_warp_bwd(y, dy, dx, rows, cols):
     for c in range(packs * width + lane, cols, WARP):
         dot += y[row, c] * dy[row, c]
 
-    offset = WARP // 2
-    while offset > 0:
-        dot += cuda.shfl_xor_sync(FULL_MASK, dot, offset)
-        offset //= 2
+    dot = warp_sum(dot)
 
     for p in range(lane, packs, WARP):
         for j in range(width):
@@ -146,13 +285,32 @@ def softmax_warp_bwd(y, dy, dx, rows, cols):
 BENCH_SHAPES = ((4096, 4096), (16384, 1024), (1024, 32768), (32768, 256), (8192, 8192))
 
 
+# portkit.cases.rows' shapes, and three more so that every forward kernel has a case in
+# both dtypes: packs a lane in float32 / float64 are 3 / 5 at 300 columns (held8),
+# 8 / 16 at 1000 (held8 / held32), 17 / 33 at 2053 (held32 / streamed), 33 / 65 at 4103
+# (streamed); an odd width makes the second row unaligned (scalar accesses)
+CHECK_SHAPES = ((1, 1), (3, 127), (4, 128), (2, 129), (3, 1000), (2, 300), (2, 2053), (2, 4103))
+
+
+def forward_kernel(cols, itemsize):
+    """The forward kernel for rows of `cols` columns: the smallest register-held one that
+    holds the row's packs (2, 8 or 32 a lane), or the streaming one for longer rows."""
+    lane_packs = portkit.cdiv(cols // (16 // itemsize), WARP)
+    for held in (2, 8, 32):
+        if lane_packs <= held:
+            return f"softmax_warp_held{held}_fwd"
+    return "softmax_warp_fwd"
+
+
 def reference(x):
     return torch.softmax(x, dim=-1)
 
 
 @portkit.op(
     reference=reference,
-    cases=portkit.cases.rows(special=[0.3, -100000.0, 100000.0, 0.5, -0.5, float("-inf")]),
+    cases=portkit.cases.rows(
+        shapes=CHECK_SHAPES, special=[0.3, -100000.0, 100000.0, 0.5, -0.5, float("-inf")]
+    ),
     bench=[portkit.cases.custom(f"float32-{r}x{c}", [(r, c)]) for r, c in BENCH_SHAPES],
 )
 class SoftmaxWarp:
@@ -164,7 +322,8 @@ class SoftmaxWarp:
         out = k.empty_like(x)
         rows, cols = x.shape
         if rows and cols:
-            k.softmax_warp_fwd[portkit.cdiv(rows, ROWS_PER_BLOCK), THREADS](x, out, rows, cols)
+            kernel = getattr(k, forward_kernel(cols, x.element_size()))
+            kernel[portkit.cdiv(rows, ROWS_PER_BLOCK), THREADS](x, out, rows, cols)
         return out, (out,)
 
     def backward(k, saved, dy):

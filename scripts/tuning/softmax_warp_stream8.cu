@@ -1,0 +1,339 @@
+// Alternative to cuda_src/softmax_warp.cu for a timing run (scripts/bench_alternatives.sh):
+// the same kernels, the streaming softmax_warp_fwd (rows over 4096 float32 columns) with 8
+// packs a lane in flight instead of 16 (about 56 registers instead of 107: more warps an SM
+// at 8192x8192, half the bytes in flight a warp at 1024x32768). Keep whichever is faster.
+// Twin of prototypes/softmax_warp.py: one warp per row (ROWS_PER_BLOCK rows per block), no
+// shared memory, no barrier, arithmetic in T (float accumulation for float, as
+// torch.softmax), in the prototype's order. Rows of at most 32 packs a lane are held in
+// registers (softmax_warp_held{2,8,32}_fwd: max, then exps and sum); longer rows stream
+// (softmax_warp_fwd: online softmax, the sum rescaled at most once per pack). Lane l takes
+// packs l, l + 32, ... then tail columns left to right, then xor butterflies 16, 8, 4, 2, 1
+// for the row's max and then for the sum.
+//
+// Speed: 16-byte loads and stores (Pack<T>) when the row is 16-byte aligned, scalar
+// accesses for the same columns otherwise; each lane issues all its loads (held rows) or
+// UNROLL packs' loads (streamed rows) before using any: a warp per row has few threads per
+// row, so each needs many bytes in flight; one division per row.
+#define WARP 32
+#define ROWS_PER_BLOCK 4
+#define THREADS (WARP * ROWS_PER_BLOCK)
+#define FULL_MASK 0xffffffffu
+
+// 16 bytes of T, aligned so that one copy is one 128-bit load or store.
+template <typename T>
+struct alignas(16) Pack {
+    static constexpr int N = 16 / sizeof(T);
+    T v[N];
+};
+
+__device__ inline bool aligned16(const void* p) {
+    return (reinterpret_cast<unsigned long long>(p) & 15) == 0;
+}
+
+template <typename T>
+__device__ inline T negative_infinity() {
+    return -T(__int_as_float(0x7f800000));
+}
+
+// The running (max m, sum s of exp(x - m)) after N more columns v: the sum is rescaled
+// at most once per pack (to the pack's maximum, if larger), then each column adds one
+// exp. A branch per column would make a warp run both sides and cost up to three exps.
+template <typename T, int N>
+__device__ inline void online_update(T& m, T& s, const T (&v)[N]) {
+    T top = v[0];
+#pragma unroll
+    for (int j = 1; j < N; ++j) top = v[j] > top ? v[j] : top;
+    if (top > m) {  // a new maximum rescales the sum (s is 0 while m is -inf)
+        s = s * exp(m - top);
+        m = top;
+    }
+#pragma unroll
+    for (int j = 0; j < N; ++j)
+        if (v[j] != negative_infinity<T>()) s = s + exp(v[j] - m);  // -inf adds nothing
+}
+
+// s, a sum of exp(x - m), as a sum of exp(x - big), big >= m: one exp. An empty sum stays 0
+// (its m may be -inf, and -inf - -inf would be NaN).
+template <typename T>
+__device__ inline T moved(T s, T m, T big) {
+    return s != T(0) ? s * exp(m - big) : s;
+}
+
+template <typename T>
+__device__ inline T warp_max(T v) {
+#pragma unroll
+    for (int offset = WARP / 2; offset > 0; offset /= 2) {
+        const T other = __shfl_xor_sync(FULL_MASK, v, offset);
+        v = other > v ? other : v;
+    }
+    return v;
+}
+
+template <typename T>
+__device__ inline T warp_sum(T v) {
+#pragma unroll
+    for (int offset = WARP / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(FULL_MASK, v, offset);
+    return v;
+}
+
+// exp(v - m), 0 for v == -inf: a row of -inf sums to 0 (its output NaN, as torch's), and
+// -inf - -inf would be NaN.
+template <typename T>
+__device__ inline T exp_from(T v, T m) {
+    return v != negative_infinity<T>() ? exp(v - m) : T(0);
+}
+
+// Rows of at most 32 packs a lane (4096 float / 2048 double columns) stay in registers
+// between their one read and their one write: one exp per column, no online rescaling (the
+// maximum is known before any exp), and no second read. The second read is what the
+// streaming kernel below paid for at 4096x4096 (0.84x torch): 36 warps an SM, each 16 KiB
+// into its row, put 76 MiB of other rows between an element's two reads, more than the
+// 50 MiB L2, so it came from DRAM again. Lane l holds packs l, l + 32, ... (at most
+// PACKS), every load issued before any is used, and its tail column packs * W + l if the
+// row has one (fewer than W a row). The max is a butterfly over the tail and held columns,
+// then each held column becomes its exp and the sum (tail last) is a butterfly too.
+// PACKS is the register array's static size, so each size is its own kernel (below): a
+// kernel's registers are those of its largest path, and a 256-column row in a 32-pack
+// kernel would hold 8 of 128 floats at a quarter of the occupancy.
+template <typename T, int PACKS>
+__device__ inline void held_row_fwd(const T* __restrict__ x, T* __restrict__ out,
+                                    long long rows, long long cols) {
+    constexpr int W = Pack<T>::N;
+    const int lane = threadIdx.x % WARP;
+    const long long row = (long long)blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / WARP;
+    if (row >= rows) return;  // a whole warp leaves together
+    const T* xr = x + row * cols;
+    T* outr = out + row * cols;
+    const long long packs = cols / W;
+    const bool vector = aligned16(xr) && aligned16(outr);
+
+    Pack<T> v[PACKS];
+    if (vector) {
+        const Pack<T>* xv = reinterpret_cast<const Pack<T>*>(xr);
+#pragma unroll
+        for (int u = 0; u < PACKS; ++u)
+            if (lane + u * WARP < packs) v[u] = xv[lane + u * WARP];
+    } else {  // the same packs, element by element
+#pragma unroll
+        for (int u = 0; u < PACKS; ++u)
+            if (lane + u * WARP < packs)
+#pragma unroll
+                for (int j = 0; j < W; ++j) v[u].v[j] = xr[(lane + u * WARP) * (long long)W + j];
+    }
+
+    const long long c = packs * W + lane;  // this lane's tail column, if the row has one
+    const T t = c < cols ? xr[c] : negative_infinity<T>();  // -inf moves neither max nor sum
+
+    T m = t;  // the row's maximum: tail, held columns, butterfly
+#pragma unroll
+    for (int u = 0; u < PACKS; ++u)
+        if (lane + u * WARP < packs)
+#pragma unroll
+            for (int j = 0; j < W; ++j) m = v[u].v[j] > m ? v[u].v[j] : m;
+    m = warp_max(m);
+
+    T s = T(0);  // the sum, in the same order; each held column becomes its exp
+#pragma unroll
+    for (int u = 0; u < PACKS; ++u) {
+        if (lane + u * WARP < packs) {
+#pragma unroll
+            for (int j = 0; j < W; ++j) {
+                v[u].v[j] = exp_from(v[u].v[j], m);
+                s += v[u].v[j];
+            }
+        }
+    }
+    s = warp_sum(s + exp_from(t, m));
+
+    const T inv = T(1) / s;  // one division per row
+#pragma unroll
+    for (int u = 0; u < PACKS; ++u) {
+        if (lane + u * WARP < packs) {
+#pragma unroll
+            for (int j = 0; j < W; ++j) v[u].v[j] = v[u].v[j] * inv;
+            if (vector)
+                reinterpret_cast<Pack<T>*>(outr)[lane + u * WARP] = v[u];
+            else
+#pragma unroll
+                for (int j = 0; j < W; ++j) outr[(lane + u * WARP) * (long long)W + j] = v[u].v[j];
+        }
+    }
+    if (c < cols) outr[c] = exp_from(t, m) * inv;
+}
+
+// Up to 64 packs (256 float columns): 8 floats a lane and few registers, so 64 warps an SM
+// (1 KiB of loads each) where the 8-pack kernel's registers would allow 24.
+template <typename T>
+__global__ void __launch_bounds__(THREADS) softmax_warp_held2_fwd(const T* __restrict__ x,
+                                                                  T* __restrict__ out,
+                                                                  long long rows, long long cols) {
+    held_row_fwd<T, 2>(x, out, rows, cols);
+}
+
+// Up to 256 packs (1024 float columns): 4 KiB a warp in flight.
+template <typename T>
+__global__ void __launch_bounds__(THREADS) softmax_warp_held8_fwd(const T* __restrict__ x,
+                                                                  T* __restrict__ out,
+                                                                  long long rows, long long cols) {
+    held_row_fwd<T, 8>(x, out, rows, cols);
+}
+
+// Up to 1024 packs (4096 float columns): 128 floats a lane, so few warps an SM, but each
+// has 16 KiB in flight (an SM's loads in flight are what DRAM bandwidth needs, not warps).
+template <typename T>
+__global__ void __launch_bounds__(THREADS) softmax_warp_held32_fwd(const T* __restrict__ x,
+                                                                   T* __restrict__ out,
+                                                                   long long rows, long long cols) {
+    held_row_fwd<T, 32>(x, out, rows, cols);
+}
+
+// Longer rows stream: online statistics over the row, then a second read for the output.
+// Loads are issued UNROLL packs at a time (all of them before any is used), then the
+// packs are processed in column order: the same order as a plain loop, so the arithmetic
+// matches the prototype's. UNROLL 16 (8 KiB a warp in flight): 1024 rows of 32768 columns
+// are only 8 warps an SM, so each must keep many bytes in flight; registers do not limit
+// the warps there. The output pass walks each lane's packs backwards, tail first: the end of
+// the row was read last, so it is the part most likely still in L2 (a 128 KiB row times
+// every resident warp is more than L2 holds).
+#define UNROLL 8
+
+template <typename T>
+__global__ void softmax_warp_fwd(const T* __restrict__ x, T* __restrict__ out, long long rows,
+                                 long long cols) {
+    constexpr int W = Pack<T>::N;
+    const int lane = threadIdx.x % WARP;
+    const long long row = (long long)blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / WARP;
+    if (row >= rows) return;  // a whole warp leaves together
+    const T* xr = x + row * cols;
+    T* outr = out + row * cols;
+    const long long packs = cols / W;
+    const bool vector = aligned16(xr) && aligned16(outr);
+
+    T m = negative_infinity<T>();
+    T s = T(0);
+    if (vector) {
+        const Pack<T>* xv = reinterpret_cast<const Pack<T>*>(xr);
+        for (long long p0 = lane; p0 < packs; p0 += (long long)WARP * UNROLL) {
+            Pack<T> v[UNROLL];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u)
+                if (p0 + u * WARP < packs) v[u] = xv[p0 + u * WARP];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u)
+                if (p0 + u * WARP < packs) online_update(m, s, v[u].v);
+        }
+    } else {  // the same packs, element by element
+        for (long long p = lane; p < packs; p += WARP) {
+            T v[W];
+            for (int j = 0; j < W; ++j) v[j] = xr[p * W + j];
+            online_update(m, s, v);
+        }
+    }
+    for (long long c = packs * W + lane; c < cols; c += WARP) {
+        const T v[1] = {xr[c]};
+        online_update(m, s, v);
+    }
+
+    const T big = warp_max(m);  // the row's maximum, then the sum, each lane's moved to it
+    s = warp_sum(moved(s, m, big));
+    m = big;
+
+    const T inv = T(1) / s;  // one division per row; each column is exp(x - m) * inv
+    for (long long c = packs * W + lane; c < cols; c += WARP) outr[c] = exp(xr[c] - m) * inv;
+    const long long mine = (packs - lane + WARP - 1) / WARP;  // this lane's packs
+    if (vector) {
+        const Pack<T>* xv = reinterpret_cast<const Pack<T>*>(xr);
+        Pack<T>* ov = reinterpret_cast<Pack<T>*>(outr);
+        for (long long k0 = mine - 1; k0 >= 0; k0 -= UNROLL) {
+            Pack<T> v[UNROLL];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u)
+                if (k0 - u >= 0) v[u] = xv[lane + (k0 - u) * WARP];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+                if (k0 - u >= 0) {
+#pragma unroll
+                    for (int j = 0; j < W; ++j) v[u].v[j] = exp(v[u].v[j] - m) * inv;
+                    ov[lane + (k0 - u) * WARP] = v[u];
+                }
+            }
+        }
+    } else {
+        for (long long k = mine - 1; k >= 0; --k) {
+            const long long p = lane + k * WARP;
+            for (int j = 0; j < W; ++j) outr[p * W + j] = exp(xr[p * W + j] - m) * inv;
+        }
+    }
+}
+
+// The backward keeps 8 packs of each input in flight (its measured 1.19-1.76x torch).
+#define BWD_UNROLL 8
+
+template <typename T>
+__global__ void softmax_warp_bwd(const T* __restrict__ y, const T* __restrict__ dy,
+                                 T* __restrict__ dx, long long rows, long long cols) {
+    const int lane = threadIdx.x % WARP;
+    const long long row = (long long)blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / WARP;
+    if (row >= rows) return;
+    const T* yr = y + row * cols;
+    const T* dyr = dy + row * cols;
+    T* dxr = dx + row * cols;
+    constexpr int W = Pack<T>::N;
+    const bool vector = aligned16(yr) && aligned16(dyr) && aligned16(dxr);
+    const long long packs = cols / W;
+
+    T dot = T(0);
+    if (vector) {
+        const Pack<T>* yv = reinterpret_cast<const Pack<T>*>(yr);
+        const Pack<T>* gv = reinterpret_cast<const Pack<T>*>(dyr);
+        for (long long p0 = lane; p0 < packs; p0 += (long long)WARP * BWD_UNROLL) {
+            Pack<T> a[BWD_UNROLL], g[BWD_UNROLL];
+#pragma unroll
+            for (int u = 0; u < BWD_UNROLL; ++u) {
+                if (p0 + u * WARP < packs) {
+                    a[u] = yv[p0 + u * WARP];
+                    g[u] = gv[p0 + u * WARP];
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < BWD_UNROLL; ++u)
+                if (p0 + u * WARP < packs)
+#pragma unroll
+                    for (int j = 0; j < W; ++j) dot += a[u].v[j] * g[u].v[j];
+        }
+    } else {
+        for (long long p = lane; p < packs; p += WARP)
+            for (int j = 0; j < W; ++j) dot += yr[p * W + j] * dyr[p * W + j];
+    }
+    for (long long c = packs * W + lane; c < cols; c += WARP) dot += yr[c] * dyr[c];
+
+    dot = warp_sum(dot);
+
+    if (vector) {
+        const Pack<T>* yv = reinterpret_cast<const Pack<T>*>(yr);
+        const Pack<T>* gv = reinterpret_cast<const Pack<T>*>(dyr);
+        Pack<T>* dv = reinterpret_cast<Pack<T>*>(dxr);
+        for (long long p0 = lane; p0 < packs; p0 += (long long)WARP * BWD_UNROLL) {
+            Pack<T> a[BWD_UNROLL], g[BWD_UNROLL];
+#pragma unroll
+            for (int u = 0; u < BWD_UNROLL; ++u) {
+                if (p0 + u * WARP < packs) {
+                    a[u] = yv[p0 + u * WARP];
+                    g[u] = gv[p0 + u * WARP];
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < BWD_UNROLL; ++u) {
+                if (p0 + u * WARP < packs) {
+#pragma unroll
+                    for (int j = 0; j < W; ++j) a[u].v[j] = a[u].v[j] * (g[u].v[j] - dot);
+                    dv[p0 + u * WARP] = a[u];
+                }
+            }
+        }
+    } else {
+        for (long long p = lane; p < packs; p += WARP)
+            for (int j = 0; j < W; ++j) dxr[p * W + j] = yr[p * W + j] * (dyr[p * W + j] - dot);
+    }
+    for (long long c = packs * W + lane; c < cols; c += WARP) dxr[c] = yr[c] * (dyr[c] - dot);
+}
