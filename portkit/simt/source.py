@@ -30,3 +30,13 @@ def _register_command_line(filename: str) -> bool:
     lines = text.splitlines(keepends=True)
     linecache.cache[filename] = (len(text), None, lines, filename)
     return True
+
+
+def has_source(fn: Any) -> bool:
+    """Whether the rewrite can read ``fn``'s source (a function built by ``exec()`` of a
+    string has none)."""
+    try:
+        source_lines(fn)
+    except (OSError, TypeError):
+        return False
+    return True
