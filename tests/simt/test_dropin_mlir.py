@@ -12,6 +12,7 @@ import pytest
 import portkit.simt as simt
 from portkit.simt.launcher import SimulatedKernel
 from portkit.simt.records import SimulationFault
+from tests.simt.test_launcher import SUITE as NUMBA_SUITE
 
 mlir = pytest.importorskip(
     "numba_cuda_mlir.cuda", reason="numba_cuda_mlir is not installed (docs/numba-world.md)"
@@ -62,37 +63,14 @@ def test_device_queries_of_numba_cuda_mlir_answer_as_the_simulated_gpu():
         assert cuda.event_elapsed_time(start, end) >= 0
 
 
-SUITE = """
-import numpy as np
-from numba_cuda_mlir import cuda
-
-
-@cuda.jit
-def scale(a, factor):
-    i = cuda.grid(1)
-    if i < a.size:
-        a[i] *= factor
-
-
-@cuda.jit
-def overrun(a):
-    a[cuda.grid(1)] = 0
-
-
-def test_scale():
-    d = cuda.to_device(np.ones(50, np.float32))
-    scale[2, 32](d, 3)
-    assert (d.copy_to_host() == 3).all()
-
-
-def test_overrun_is_caught():
-    overrun[1, 32](np.zeros(8, np.float32))
-"""
+# test_launcher's numba-cuda suite, written against numba-cuda-mlir instead.
+SUITE = NUMBA_SUITE.replace("from numba import cuda\n", "from numba_cuda_mlir import cuda\n")
 
 
 def test_pytest_option_runs_an_unedited_numba_cuda_mlir_suite(tmp_path):
     from tests.simt.plugin_run import run_pytest
 
+    assert "from numba_cuda_mlir import cuda" in SUITE
     result = run_pytest(tmp_path, "test_mlir_kernels.py", SUITE, "--portkit-simt")
     assert "1 failed, 1 passed" in result.stdout, result.stdout[-2000:]
     assert "out-of-bounds write of global array a[8]" in result.stdout
