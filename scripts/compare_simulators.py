@@ -16,7 +16,12 @@ In ``doc_examples`` (all marked ``skip_on_cudasim``) the mark is lifted for both
 so both simulators try every example. A test still running after ``--test-timeout``
 seconds fails as timed out (a SIGALRM in the conftest). Prints pass/fail/skip counts
 per folder and simulator, and every test numba's simulator passes that portkit's does
-not, with the first line of its failure. Needs ``filecheck`` (numba.cuda.testing).
+not, with the first line of its failure; ``--json`` keeps each test's outcome, message
+and seconds. Needs ``filecheck`` (numba.cuda.testing).
+
+numba-cuda-mlir has no folder here: its 0.6.0 wheel ships no tests (only its test
+helpers) and it has no sdist, and no simulator of its own to compare with
+(docs/numba-world.md).
 """
 
 from __future__ import annotations
@@ -94,7 +99,8 @@ def outcomes(junit: Path) -> dict[str, dict[str, str]]:
                 message = message[0][:160] if message else ""
             elif child.tag == "skipped":
                 outcome, message = "skipped", (child.get("message") or "")[:160]
-        found[name] = {"outcome": outcome, "message": message}
+        seconds = round(float(case.get("time") or 0), 1)
+        found[name] = {"outcome": outcome, "message": message, "seconds": seconds}
     return found
 
 

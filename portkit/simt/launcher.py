@@ -17,6 +17,7 @@ engine elsewhere (``SimulatedKernel.engines`` says which ran, and why).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,6 +28,7 @@ from portkit.launch.kernel_set import launch_config
 from portkit.simt.host_arrays import HostCopy, host_copy, refuse_device_memory
 from portkit.simt.overloads import Overloads, argument_types, declared_signatures
 from portkit.simt.schedule import checked
+from portkit.simt.source import has_source
 
 
 def _host(kernel: str, parameter: str, value: Any, copies: list[HostCopy]) -> Any:
@@ -114,6 +116,7 @@ class SimulatedKernel(Overloads):
         self._engine, self._budget = engine, budget
         self._schedule = checked(schedule)  # fails at simulate(), not at the first launch
         self._machine: Any = None
+        self._sourceless: bool | None = None  # no source to rewrite: numba's simulator
         self.engines: list[Any] = []  # which engine ran each launch, and why
         self.overloads: dict[tuple[Any, ...], Any] = {}
         self.specialized = signature is not None
@@ -156,6 +159,11 @@ class SimulatedKernel(Overloads):
     def run(self, config: Any, args: Sequence[Any]) -> None:
         from portkit.simt.machine import Machine
 
+        if self._sourceless is None:
+            self._sourceless = not has_source(self.py_func)
+        if self._sourceless:
+            self._run_in_numbas_simulator(config, args)
+            return
         if self._machine is None:
             self._machine = Machine(
                 engine=self._engine, budget=self._budget, schedule=self._schedule
@@ -197,6 +205,20 @@ class SimulatedKernel(Overloads):
             self.engines += machine.engines
             machine.engines.clear()
             machine.records.clear()  # who-wrote-what is for portkit diff; do not keep it
+
+    def _run_in_numbas_simulator(self, config: Any, args: Sequence[Any]) -> None:
+        """A kernel with no source (built by ``exec()`` of a string) cannot be rewritten:
+        numba's simulator runs the function object itself, as NUMBA_ENABLE_CUDASIM
+        would, without portkit's checks."""
+        from numba.cuda.simulator.kernel import FakeCUDAKernel
+
+        warnings.warn(
+            f"kernel {self.__name__} has no source to rewrite (built by exec()?): it runs "
+            f"in numba's simulator, without portkit's checks",
+            stacklevel=3,
+        )
+        fake = FakeCUDAKernel(self.py_func, device=False)
+        fake[config.grid, config.block, 0, config.shared_bytes](*args)
 
 
 class _Launch:

@@ -10,9 +10,12 @@ imported: a kernel can name numba-cuda-mlir's objects only once its module impor
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import sys
 import types
-from typing import Any
+import warnings
+from typing import Any, NamedTuple
 
 MLIR_CUDA = "numba_cuda_mlir.cuda"
 
@@ -37,6 +40,35 @@ def _table(mlir_cuda: types.ModuleType) -> dict[int, Any]:
         table.setdefault(id(value), getattr(cuda, name))
     _tables[id(mlir_cuda)] = (mlir_cuda, table)  # the module keeps the ids' objects alive
     return table
+
+
+def forget() -> None:
+    """Drop the cached tables: ``simulated_cuda()`` swaps the module's names, and a table
+    built meanwhile would hold ids of objects freed once they are restored."""
+    _tables.clear()
+
+
+class MlirModules(NamedTuple):
+    """numba-cuda-mlir's modules ``simulated_cuda()`` switches, as numba-cuda's."""
+
+    cuda: types.ModuleType
+    devices: types.ModuleType  # its test helpers ask devices.gpus for the device
+    driver: types.ModuleType
+
+
+def installed_modules() -> MlirModules | None:
+    """numba-cuda-mlir's ``cuda`` and driver-facing modules, imported, where the package
+    is installed (importing it costs seconds; only an installed package pays)."""
+    if importlib.util.find_spec("numba_cuda_mlir") is None:
+        return None
+    try:
+        cuda = importlib.import_module(MLIR_CUDA)
+        devices = importlib.import_module("numba_cuda_mlir.numba_cuda.cudadrv.devices")
+        driver = importlib.import_module("numba_cuda_mlir.numba_cuda.cudadrv.driver")
+    except ImportError as exc:  # a broken install must not stop numba-cuda's suites
+        warnings.warn(f"numba_cuda_mlir not simulated: {exc}", stacklevel=2)
+        return None
+    return MlirModules(cuda, devices, driver)
 
 
 def as_numba_names(scope: dict[str, Any]) -> dict[str, Any]:

@@ -9,7 +9,8 @@ simulator API, host memory standing in for device memory.
 
 or ``pytest --portkit-simt`` (portkit's pytest plugin), which turns it on before tests
 are collected. What changes is what ``numba.cuda`` hands out while it is on: kernels
-jitted before keep launching on the GPU.
+jitted before keep launching on the GPU. Where numba-cuda-mlir is installed, its
+``cuda`` module (``from numba_cuda_mlir import cuda``) is switched the same way.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from portkit.simt.device import (
     push_device,
 )
 from portkit.simt.launcher import SimulatedKernel
+from portkit.simt.mlir_names import forget, installed_modules
 
 # numba.cuda names replaced by numba's simulator's (host memory, no driver).
 _FROM_DEVICEARRAY = (
@@ -162,20 +164,12 @@ def _restore(module: Any, saved: dict[str, Any]) -> None:
 _MISSING = object()
 
 
-@contextmanager
-def simulated_cuda(engine: str | None = None, cc: Any = None) -> Iterator[SimulatedDevice]:
-    """While on, ``numba.cuda.jit`` kernels (run by ``engine``, default auto) and
-    ``numba.cuda`` arrays are simulated, and device and context queries answer as a GPU
-    of compute capability ``cc`` (default 9.0: ``"8.0"``, ``(8, 6)``...), the device
-    yielded."""
-    from numba import cuda
-    from numba.cuda.cudadrv import devices, driver
+def _cuda_names(cuda: Any, engine: str | None, device_names: dict[str, Any]) -> dict[str, Any]:
+    """What a ``cuda`` module (numba-cuda's or numba-cuda-mlir's) hands out while on."""
     from numba.cuda.simulator import api
     from numba.cuda.simulator.cudadrv import devicearray
-    from numba.cuda.simulator.cudadrv import driver as simulated_driver
     from numba.cuda.simulator.reduction import Reduce
 
-    device, device_names = _device_names(parse_cc(DEFAULT_CC if cc is None else cc))
     replaced: dict[str, Any] = {"jit": _simulated_jit(cuda.jit, engine), **device_names}
     # numba's reduction kernel makes a full-mask syncwarp that lanes 2-31 never reach
     # (undefined on a GPU; the simulator stops there): reduce on the host, as numba's
@@ -188,16 +182,37 @@ def simulated_cuda(engine: str | None = None, cc: Any = None) -> Iterator[Simula
     for name in _FROM_API:
         if hasattr(api, name):
             replaced[name] = getattr(api, name)
+    return replaced
+
+
+@contextmanager
+def simulated_cuda(engine: str | None = None, cc: Any = None) -> Iterator[SimulatedDevice]:
+    """While on, ``numba.cuda.jit`` kernels (run by ``engine``, default auto) and
+    ``numba.cuda`` arrays are simulated, and device and context queries answer as a GPU
+    of compute capability ``cc`` (default 9.0: ``"8.0"``, ``(8, 6)``...), the device
+    yielded. Where numba-cuda-mlir is installed, its ``cuda`` module is switched the
+    same way (one simulated device for both)."""
+    from numba import cuda
+    from numba.cuda.cudadrv import devices, driver
+    from numba.cuda.simulator.cudadrv import driver as simulated_driver
+
+    device, device_names = _device_names(parse_cc(DEFAULT_CC if cc is None else cc))
     # numba.cuda.testing's helpers (skip_unless_cc_60...) ask devices.get_context().
     on_devices = {n: device_names[n] for n in ("get_context", "gpus")}
     on_driver = {n: getattr(simulated_driver, n) for n in _FROM_DRIVER}
-    saved, saved_devices = _swap(cuda, replaced), _swap(devices, on_devices)
-    saved_driver = _swap(driver, on_driver)
+    switched = [(cuda, _cuda_names(cuda, engine, device_names)), (devices, on_devices)]
+    switched.append((driver, on_driver))
+    mlir = installed_modules()
+    if mlir is not None:
+        switched.append((mlir.cuda, _cuda_names(mlir.cuda, engine, device_names)))
+        switched += [(mlir.devices, on_devices), (mlir.driver, on_driver)]
+    forget()
+    saved = [(module, _swap(module, names)) for module, names in switched]
     push_device(device)
     try:
         yield device
     finally:
         pop_device(device)
-        _restore(driver, saved_driver)
-        _restore(devices, saved_devices)
-        _restore(cuda, saved)
+        for module, names in reversed(saved):
+            _restore(module, names)
+        forget()

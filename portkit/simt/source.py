@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import ast
 import inspect
 import linecache
 import sys
+import textwrap
 from typing import Any
 
 COMMAND_LINE_FILE = "<string>"
@@ -30,3 +32,16 @@ def _register_command_line(filename: str) -> bool:
     lines = text.splitlines(keepends=True)
     linecache.cache[filename] = (len(text), None, lines, filename)
     return True
+
+
+def has_source(fn: Any) -> bool:
+    """Whether the rewrite can read ``fn``'s source: a ``def`` of its name. A function
+    built by ``exec()`` of a string has none; under ``python -c`` its ``<string>`` file
+    name finds the command line instead, which does not define it there."""
+    try:
+        lines, _ = source_lines(fn)
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except (OSError, TypeError, SyntaxError):
+        return False
+    first = tree.body[0] if tree.body else None
+    return isinstance(first, ast.FunctionDef) and first.name == fn.__name__

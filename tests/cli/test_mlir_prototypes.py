@@ -6,6 +6,9 @@ is on no package index portkit's CI uses: docs/numba-world.md)."""
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -107,3 +110,27 @@ def test_check_on_a_gpu_runs_both_through_numba(both, cli) -> None:
         pytest.skip("no GPU visible to PyTorch and numba-cuda-mlir")
     out = assert_clean(cli(both, "check", "--all", "--backend", "numba", "--backend", "sim"), 0)
     assert "0 failed" in out
+
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "mlir_project"
+
+
+@pytest.fixture
+def example(tmp_path) -> Path:
+    """The example project of scripts/gpu_mlir_check.sh, copied (its cache stays out)."""
+    return Path(shutil.copytree(FIXTURE, tmp_path / "mlir_project"))
+
+
+def test_the_gpu_scripts_example_op_passes_in_the_simulator(example, cli) -> None:
+    out = assert_clean(cli(example, "check", "mlir_axpb", "--backend", "sim"), 0)
+    assert "0 failed" in out
+    assert "mlir_axpb_fwd is written against numba-cuda-mlir" in out
+
+
+@pytest.mark.gpu
+def test_the_gpu_scripts_example_op_checks_and_diffs_on_a_gpu(example, cli) -> None:
+    if not torch.cuda.is_available() or not mlir.is_available():
+        pytest.skip("no GPU visible to PyTorch and numba-cuda-mlir")
+    out = assert_clean(cli(example, "check", "mlir_axpb", "--backend", "numba"), 0)
+    assert "0 failed" in out
+    assert_clean(cli(example, "diff", "mlir_axpb"), 0)
