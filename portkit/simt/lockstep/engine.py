@@ -120,6 +120,10 @@ class LockstepEngine:
         total = int(np.prod(config.grid))
         chosen = range(total) if chosen is None else chosen
         per_chunk = max(1, CHUNK_LANES // threads)
+        if not waits:  # no epochs, no generations: a stamp is the thread's index
+            for shadow in shadows:
+                if shadow is not None:
+                    shadow.use_codes(threads, total * threads)
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore", RuntimeWarning)
             for first in in_order(range(chosen.start, chosen.stop, per_chunk), schedule):

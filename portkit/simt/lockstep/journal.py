@@ -8,6 +8,10 @@ leaves the arrays and shadows as the chunks before it left them, and the per-thr
 engine goes on from there. An element already touched in this chunk carries a stamp
 of one of its blocks (every checked access leaves one), so it is not saved twice: the
 journal grows with the elements a chunk touches, not with its accesses.
+
+An element no earlier access of the launch touched (every stamp NOBODY, so every line
+0) keeps only its value: its position (int32 where the array allows) and the bytes of
+its data, 8 bytes for a float32 output, not the 24 of value, stamps and lines.
 """
 
 from __future__ import annotations
@@ -16,8 +20,10 @@ from typing import Any
 
 import numpy as np
 
-STAMPS = ("writes", "reads", "reads2")
-SLOTS = ("writes", "write_lines", "reads", "read_lines", "reads2", "read2_lines")
+from portkit.simt.lockstep.lane_shadow import LINE_SLOTS, SLOTS, STAMP_SLOTS
+from portkit.simt.stamps import NOBODY
+
+_INT32_POSITIONS = 1 << 31
 
 
 class Journal:
@@ -25,35 +31,65 @@ class Journal:
 
     def __init__(self, first: int, blocks: int) -> None:
         self.first, self.blocks = first, blocks
-        self.entries: list[tuple[np.ndarray, Any, np.ndarray, np.ndarray, dict]] = []
+        # (data, shadow, positions, old values, old slots or None for untouched elements)
+        self.entries: list[tuple[np.ndarray, Any, np.ndarray, np.ndarray, dict | None]] = []
         self._allocated: dict[int, tuple[Any, set[str]]] = {}  # slots before the chunk
         self.saved = 0  # elements saved (tests: proportional to what the chunk touches)
 
-    def save(self, data: np.ndarray, shadow: Any, active: np.ndarray) -> None:
+    def save(
+        self, data: np.ndarray, shadow: Any, active: np.ndarray, stamps: dict | None = None
+    ) -> None:
         """Keep ``data``'s and ``shadow``'s values at ``active`` (flat positions) that
-        this chunk has not touched yet, before an access changes them."""
+        this chunk has not touched yet, before an access changes them. ``stamps``: the
+        stamp slots' values at ``active`` the caller has already read."""
         if id(shadow) not in self._allocated:
             self._allocated[id(shadow)] = (shadow, {s for s in SLOTS if shadow.has(s)})
-        slots = [getattr(shadow, s) for s in STAMPS if shadow.has(s)]
-        if slots:
-            touched = np.zeros(active.size, bool)
-            for slot in slots:  # NOBODY's block is -1: never this chunk's
-                block = (slot[active] >> 32) - self.first
-                touched |= (block >= 0) & (block < self.blocks)
-            if touched.any():
-                active = active[~touched]
+        found = dict(stamps or {})
+        for name in STAMP_SLOTS:
+            if name not in found and shadow.has(name):
+                found[name] = getattr(shadow, name)[active]
+        lo, hi = shadow.block_range(self.first, self.blocks)
+        touched: Any = None
+        for values in found.values():  # NOBODY is below every chunk's range
+            mine = (values >= lo) & (values < hi)
+            touched = mine if touched is None else touched | mine
+        if touched is not None and touched.any():
+            keep = ~touched
+            active = active[keep]
+            found = {s: v[keep] for s, v in found.items()}
         if active.size == 0:
             return
-        old = {s: getattr(shadow, s)[active] for s in SLOTS if shadow.has(s)}
-        self.entries.append((data, shadow, active, data[active], old))
         self.saved += int(active.size)
+        if shadow.size < _INT32_POSITIONS:
+            active = active.astype(np.int32)
+        fresh: Any = True
+        for values in found.values():
+            fresh = fresh & (values == NOBODY)
+        if fresh is True or fresh.all():
+            self.entries.append((data, shadow, active, data[active], None))
+        else:
+            if fresh.any():
+                new = active[fresh]
+                self.entries.append((data, shadow, new, data[new], None))
+                older = ~fresh
+                active, found = active[older], {s: v[older] for s, v in found.items()}
+            old = {s: getattr(shadow, s)[active] for s in LINE_SLOTS if shadow.has(s)}
+            self.entries.append((data, shadow, active, data[active], {**found, **old}))
 
     def undo(self) -> None:
         """Put every saved value back, latest first; drop slots the chunk allocated."""
         for data, shadow, active, values, old in reversed(self.entries):
             data[active] = values
+            if old is None:  # untouched before this chunk: no stamps, no lines
+                for name in SLOTS:
+                    if shadow.has(name):
+                        getattr(shadow, name)[active] = NOBODY if name in STAMP_SLOTS else 0
+                continue
             for name, slot in old.items():
-                getattr(shadow, name)[active] = slot
+                if name in LINE_SLOTS:
+                    shadow.put_lines(name, active, slot)
+                else:
+                    getattr(shadow, name)[active] = slot
         for shadow, before in self._allocated.values():
             for name in SLOTS:
                 if shadow.has(name) and name not in before:

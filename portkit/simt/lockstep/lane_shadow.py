@@ -1,0 +1,159 @@
+"""Who last wrote and read each element of one allocation, in the lockstep engine.
+
+The six slots of ``memory.Shadow`` (write, read and second-read stamps, and the line of
+each), as NumPy arrays, each allocated at its first use: an input nobody writes never
+gets write stamps, an output nobody reads no read stamps, most arrays no second reader.
+
+Two encodings keep a big launch's bookkeeping proportionate to its data:
+
+- **stamps**: the full int64 stamp (``stamps.py``), or, for the global arrays of a
+  kernel that never waits (no barrier, no warp operation: every stamp's epoch and
+  generation stay 0), an int32 *code*, the thread's linear index in the grid
+  (``block * threads + thread``); NOBODY is -1 in both. 4 bytes an element instead of 8.
+- **lines**: a uint8 index into the shadow's table of line keys (a kernel touches an
+  array from a few lines), widened to the int32 keys themselves past 255 lines.
+  1 byte an element instead of 4.
+
+Everything outside this module that reads a slot whole (``portkit diff``'s writer
+record, the per-thread engine's seeds) gets full stamps and line keys from
+``record()`` and ``seed_value()``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from portkit.simt.stamps import NOBODY
+
+STAMP_SLOTS = ("writes", "reads", "reads2")
+LINE_SLOTS = ("write_lines", "read_lines", "read2_lines")
+SLOTS = ("writes", "write_lines", "reads", "read_lines", "reads2", "read2_lines")
+_TABLE_SIZE = 256  # line codes a uint8 holds; code 0 is key 0, "no line"
+_CODE_LIMIT = 1 << 31  # grid threads an int32 code holds
+
+
+class LaneShadow:
+    """The shadow of one allocation (a global array of a launch, or shared memory)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.threads = 0  # threads per block when stamps are int32 codes, else 0
+        self._lines: list[int] = [0]  # line keys by code
+        self._codes: dict[int, int] = {0: 0}
+        self.wide = False  # line slots hold the keys themselves (more than 255 lines)
+
+    def __getattr__(self, name: str) -> np.ndarray:  # only for a slot not yet allocated
+        if name in STAMP_SLOTS:
+            slot = np.full(self.size, NOBODY, np.int32 if self.threads else np.int64)
+        elif name in LINE_SLOTS:
+            slot = np.zeros(self.size, np.int32 if self.wide else np.uint8)
+        else:
+            raise AttributeError(name)
+        setattr(self, name, slot)
+        return slot
+
+    def has(self, slot: str) -> bool:
+        """Whether ``slot`` was allocated (an unallocated one holds NOBODY or 0 only)."""
+        return slot in self.__dict__
+
+    # -- stamps --------------------------------------------------------------------------
+    def use_codes(self, threads: int, grid_threads: int) -> bool:
+        """Hold stamps as int32 thread codes (a kernel that never waits, ``threads`` per
+        block); only before any stamp slot exists and while every code fits."""
+        if grid_threads >= _CODE_LIMIT or any(self.has(s) for s in STAMP_SLOTS):
+            return False
+        self.threads = threads
+        return True
+
+    def me(self, chunk: Any) -> np.ndarray:
+        """The active lanes' stamps in this shadow's encoding."""
+        return chunk.active_codes() if self.threads else chunk.active_stamps()
+
+    def full(self, values: np.ndarray) -> np.ndarray:
+        """Full int64 stamps of ``values`` read from a stamp slot (NOBODY stays NOBODY)."""
+        if not self.threads:
+            return values
+        wide = values.astype(np.int64)
+        block, thread = np.divmod(wide, self.threads)
+        return np.where(wide == NOBODY, np.int64(NOBODY), block << 32 | thread)
+
+    def block_range(self, first: int, blocks: int) -> tuple[int, int]:
+        """The stamp values (this encoding) of blocks ``first .. first + blocks - 1``."""
+        if self.threads:
+            return first * self.threads, (first + blocks) * self.threads
+        return first << 32, (first + blocks) << 32
+
+    # -- lines ---------------------------------------------------------------------------
+    def line_code(self, key: int) -> int:
+        """What a line slot holds for line key ``key``."""
+        if self.wide:
+            return key
+        code = self._codes.get(key)
+        if code is None:
+            if len(self._lines) == _TABLE_SIZE:
+                self._widen_lines()
+                return key
+            code = self._codes[key] = len(self._lines)
+            self._lines.append(key)
+        return code
+
+    def _widen_lines(self) -> None:
+        for name in LINE_SLOTS:
+            if self.has(name):
+                setattr(self, name, self.line_keys(getattr(self, name)))
+        self.wide = True
+
+    def line_keys(self, codes: np.ndarray) -> np.ndarray:
+        """Line keys of ``codes`` read from a line slot (or saved from one before the
+        slot widened: uint8 codes are always the table's)."""
+        if codes.dtype != np.uint8:
+            return codes
+        return np.array(self._lines, np.int32)[codes]
+
+    def put_lines(self, name: str, positions: np.ndarray, codes: np.ndarray) -> None:
+        """Put back line values saved from slot ``name`` (the slot may have widened since)."""
+        slot = getattr(self, name)
+        slot[positions] = self.line_keys(codes) if slot.dtype != codes.dtype else codes
+
+    # -- whole slots for the rest of the simulator -----------------------------------------
+    def seed_value(self, name: str, position: int) -> int:
+        """Slot ``name`` at ``position`` as the per-thread engine holds it (a full stamp,
+        a line key)."""
+        if not self.has(name):
+            return NOBODY if name in STAMP_SLOTS else 0
+        value = getattr(self, name)[position]
+        if name in STAMP_SLOTS:
+            return int(self.full(np.asarray([value]))[0])
+        return int(self.line_keys(np.asarray([value]))[0])
+
+    def record(self) -> tuple[Any, Any]:
+        """Write stamps and lines for the launch's record, decoded element by element as
+        they are read (``portkit diff`` reads a few), never copied whole."""
+        return _Decoded(self, "writes"), _Decoded(self, "write_lines")
+
+
+class _Decoded:
+    """One slot of a ``LaneShadow`` as full stamps or line keys: ``[position]`` and
+    ``np.asarray`` (the whole slot decoded, for the small launches ``portkit diff`` runs)."""
+
+    def __init__(self, shadow: LaneShadow, name: str) -> None:
+        self.shadow, self.name = shadow, name
+
+    def __len__(self) -> int:
+        return self.shadow.size
+
+    def __getitem__(self, position: int) -> int:
+        return self.shadow.seed_value(self.name, int(position))
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        shadow = self.shadow
+        if not shadow.has(self.name):
+            fill = NOBODY if self.name in STAMP_SLOTS else 0
+            values = np.full(shadow.size, fill, np.int64)
+        elif self.name in STAMP_SLOTS:
+            values = shadow.full(getattr(shadow, self.name))
+        else:
+            values = shadow.line_keys(getattr(shadow, self.name))
+        return values if dtype is None else values.astype(dtype, copy=False)
