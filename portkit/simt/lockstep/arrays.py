@@ -86,6 +86,14 @@ def _integer(value: Any) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
+def _past(item: np.ndarray, n: int) -> bool:
+    """Whether any index is negative or ``>= n``: one pass, a negative index read as
+    unsigned is past every bound."""
+    if item.dtype.kind == "i":
+        item = item.view(item.dtype.str.replace("i", "u"))
+    return bool(item.max() >= n)
+
+
 def _strictly_increasing(flat: np.ndarray) -> bool:
     return flat.size < 2 or bool(np.all(flat[1:] > flat[:-1]))
 
@@ -175,7 +183,7 @@ class LaneArray:
                     raise Unsupported(f"an index of type {item.dtype}")
                 if not full:
                     item = item[mask]
-                if item.size and (item.min() < 0 or item.max() >= self._shape[axis]):
+                if item.size and _past(item, self._shape[axis]):
                     raise Unsupported(f"out-of-bounds access of {self.space} memory")
             else:
                 try:
@@ -261,14 +269,15 @@ class LaneArray:
                 raise Unsupported("several threads write one element (a race)")
             flat = np.full(1, flat, np.int64)
         values = value[chunk.mask] if is_lanes(value) and not chunk.full_lanes else value
-        self._check_writes(flat, frame)
-        if not _strictly_increasing(flat) and self._repeats(flat):
+        if self._check_writes(flat, frame) and self._repeats(flat):
             raise Unsupported("several threads write one element in one statement (a race)")
         self.data[flat] = values
 
     def _repeats(self, active: np.ndarray) -> bool:
         """Whether two lanes wrote one element: the stamps just written are then not all
         the lanes' own (a gather, where np.unique hashed every index)."""
+        if _strictly_increasing(active):
+            return False
         if self.written is not None or self.shadow is None:
             return np.unique(active).size != active.size
         return bool(np.any(self.shadow.writes[active] != self.shadow.me(self.chunk)))
@@ -310,7 +319,11 @@ class LaneArray:
         read = found.get("reads")
         first: Any = True  # every lane is its element's first reader (or ordered after it)
         if read is not None:
-            first = (read == me) | (read == NOBODY)
+            again = read == me
+            if again.all():  # each lane read its element last (distinct lanes, elements)
+                shadow.read_lines[active] = line
+                return
+            first = again | (read == NOBODY)
             later = np.flatnonzero(~first)
             if later.size:  # the stamp rule only where the cheap tests did not decide
                 first[later] = ordered(shadow.full(read[later]), shadow.full(me[later]), cross)
@@ -336,21 +349,31 @@ class LaneArray:
                 shadow.reads2[sorted_flat[repeat]] = me[order[repeat - 1]]
                 shadow.read2_lines[sorted_flat[repeat]] = line
 
-    def _check_writes(self, active: np.ndarray, frame: Any) -> None:
+    def _check_writes(self, active: np.ndarray, frame: Any) -> bool:
+        """Check and record the active lanes' writes at ``active``; whether two of them
+        may have written one element (False where each lane wrote its element last:
+        distinct lanes have distinct stamps, so their elements are distinct)."""
         if self.written is not None:
             self.written[active] = True
-            return
+            return True
         shadow = self.shadow
         if shadow is None:
-            return
+            return True
         found = self._stamps(active)
         me = shadow.me(self.chunk)
-        for other in found.values():
-            suspect = (other != me) & (other != NOBODY)
+        again = False
+        for name, other in found.items():
+            suspect = other != me
+            if not suspect.any():  # this thread's own accesses (a state it draws from)
+                again = again or name == "writes"
+                continue
+            suspect &= other != NOBODY
             if not _all_ordered(shadow, other, me, suspect, self._cross_block):
                 raise Unsupported("a write racing with another thread's access")
-        shadow.writes[active] = me
+        if not again:
+            shadow.writes[active] = me
         shadow.write_lines[active] = shadow.line_code(_line_key(frame, self.chunk.files))
+        return not again
 
     def atomic(
         self, index: Any, update: Any, operands: tuple, frame: Any, add_sign: int = 0

@@ -50,8 +50,12 @@ class Journal:
                 found[name] = getattr(shadow, name)[active]
         lo, hi = shadow.block_range(self.first, self.blocks)
         touched: Any = None
-        for values in found.values():  # NOBODY is below every chunk's range
-            mine = (values >= lo) & (values < hi)
+        for values in found.values():
+            # lo <= v < hi in one compare: v - lo read as unsigned (NOBODY is below lo)
+            offset = np.subtract(values, values.dtype.type(lo))
+            mine = offset.view(offset.dtype.str.replace("i", "u")) < hi - lo
+            if touched is None and mine.all():
+                return  # the chunk touched every element already (a state drawn again)
             touched = mine if touched is None else touched | mine
         if touched is not None and touched.any():
             keep = ~touched
