@@ -29,7 +29,7 @@ from portkit.simt.lockstep.lane_shadow import STAMP_SLOTS, LaneShadow
 from portkit.simt.lockstep.lanes import is_lanes
 from portkit.simt.lockstep.vectorize import Unsupported
 from portkit.simt.memory import CONST, GLOBAL, _line_key
-from portkit.simt.stamps import EPOCH_SHIFT, NOBODY, THREAD_BITS, THREAD_MASK
+from portkit.simt.stamps import EPOCH_SHIFT, THREAD_BITS, THREAD_MASK
 from portkit.simt.tally import AtomicTally
 
 
@@ -310,7 +310,7 @@ class LaneArray:
         else:
             other = written != me
             if other.any():
-                nobody = written == NOBODY
+                nobody = written == shadow.nobody
                 if self._poisoned and np.any(other & nobody):
                     raise Unsupported("a read of uninitialised shared memory")
                 if not _all_ordered(shadow, written, me, other & ~nobody, cross):
@@ -323,7 +323,7 @@ class LaneArray:
             if again.all():  # each lane read its element last (distinct lanes, elements)
                 shadow.read_lines[active] = line
                 return
-            first = again | (read == NOBODY)
+            first = again | (read == shadow.nobody)
             later = np.flatnonzero(~first)
             if later.size:  # the stamp rule only where the cheap tests did not decide
                 first[later] = ordered(shadow.full(read[later]), shadow.full(me[later]), cross)
@@ -367,7 +367,7 @@ class LaneArray:
             if not suspect.any():  # this thread's own accesses (a state it draws from)
                 again = again or name == "writes"
                 continue
-            suspect &= other != NOBODY
+            suspect &= other != shadow.nobody
             if not _all_ordered(shadow, other, me, suspect, self._cross_block):
                 raise Unsupported("a write racing with another thread's access")
         if not again:
@@ -392,7 +392,7 @@ class LaneArray:
         order = -1 if chunk.reversed else 1
         flats = np.broadcast_to(flat, (chunk.active_count,))[::order]
         shadow = self.shadow
-        if shadow is not None and self._poisoned and np.any(shadow.writes[flats] == NOBODY):
+        if shadow is not None and self._poisoned and np.any(shadow.writes[flats] == shadow.nobody):
             raise Unsupported("an atomic on uninitialised shared memory")
         data = self.data
         if self.journal is not None:

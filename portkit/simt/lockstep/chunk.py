@@ -84,13 +84,14 @@ class Chunk(Lanes):
         return stamps
 
     def active_codes(self) -> np.ndarray:
-        """The active lanes' stamps as int32 thread codes (``LaneShadow.use_codes``: the
-        thread's linear index in the grid; a kernel that never waits has no epochs)."""
+        """The active lanes' stamps as int32 thread codes (``LaneShadow.use_codes``: one
+        more than the thread's linear index in the grid; a kernel that never waits has
+        no epochs)."""
         cached = self._active_codes
         if cached is not None and cached[0] is self.mask:
             return cached[1]
         if self._codes is None:
-            self._codes = (self.block * self.threads + self.thread).astype(np.int32)
+            self._codes = (self.block * self.threads + self.thread + 1).astype(np.int32)
         codes = self._codes if self.full_lanes else self._codes[self.mask]
         self._active_codes = (self.mask, codes)
         return codes

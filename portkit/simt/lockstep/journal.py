@@ -9,8 +9,8 @@ engine goes on from there. An element already touched in this chunk carries a st
 of one of its blocks (every checked access leaves one), so it is not saved twice: the
 journal grows with the elements a chunk touches, not with its accesses.
 
-An element no earlier access of the launch touched (every stamp NOBODY, so every line
-0) keeps only its value: its position (int32 where the array allows) and the bytes of
+An element no earlier access of the launch touched (every stamp nobody's, so every
+line 0) keeps only its value: its position (int32 where the array allows) and the bytes of
 its data, 8 bytes for a float32 output, not the 24 of value, stamps and lines.
 """
 
@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 
 from portkit.simt.lockstep.lane_shadow import LINE_SLOTS, SLOTS, STAMP_SLOTS
-from portkit.simt.stamps import NOBODY
 
 _INT32_POSITIONS = 1 << 31
 
@@ -51,7 +50,7 @@ class Journal:
         lo, hi = shadow.block_range(self.first, self.blocks)
         touched: Any = None
         for values in found.values():
-            # lo <= v < hi in one compare: v - lo read as unsigned (NOBODY is below lo)
+            # lo <= v < hi in one compare: v - lo read as unsigned (nobody's is below lo)
             offset = np.subtract(values, values.dtype.type(lo))
             mine = offset.view(offset.dtype.str.replace("i", "u")) < hi - lo
             if touched is None and mine.all():
@@ -68,7 +67,7 @@ class Journal:
             active = active.astype(np.int32)
         fresh: Any = True
         for values in found.values():
-            fresh = fresh & (values == NOBODY)
+            fresh = fresh & (values == shadow.nobody)
         if fresh is True or fresh.all():
             self.entries.append((data, shadow, active, data[active], None))
         else:
@@ -87,7 +86,7 @@ class Journal:
             if old is None:  # untouched before this chunk: no stamps, no lines
                 for name in SLOTS:
                     if shadow.has(name):
-                        getattr(shadow, name)[active] = NOBODY if name in STAMP_SLOTS else 0
+                        getattr(shadow, name)[active] = shadow.nobody if name in STAMP_SLOTS else 0
                 continue
             for name, slot in old.items():
                 if name in LINE_SLOTS:

@@ -8,8 +8,10 @@ Two encodings keep a big launch's bookkeeping proportionate to its data:
 
 - **stamps**: the full int64 stamp (``stamps.py``), or, for the global arrays of a
   kernel that never waits (no barrier, no warp operation: every stamp's epoch and
-  generation stay 0), an int32 *code*, the thread's linear index in the grid
-  (``block * threads + thread``); NOBODY is -1 in both. 4 bytes an element instead of 8.
+  generation stay 0), an int32 *code*, one more than the thread's linear index in the
+  grid (``block * threads + thread + 1``), so that nobody is 0 and a slot is
+  ``np.zeros``: pages the launch never touches are never backed by memory. 4 bytes an
+  element instead of 8; ``nobody`` is the value that means "no access".
 - **lines**: a uint8 index into the shadow's table of line keys (a kernel touches an
   array from a few lines), widened to the int32 keys themselves past 255 lines.
   1 byte an element instead of 4.
@@ -40,13 +42,17 @@ class LaneShadow:
     def __init__(self, size: int) -> None:
         self.size = size
         self.threads = 0  # threads per block when stamps are int32 codes, else 0
+        self.nobody = NOBODY  # what a stamp slot holds where nobody accessed
         self._lines: list[int] = [0]  # line keys by code
         self._codes: dict[int, int] = {0: 0}
         self.wide = False  # line slots hold the keys themselves (more than 255 lines)
 
     def __getattr__(self, name: str) -> np.ndarray:  # only for a slot not yet allocated
         if name in STAMP_SLOTS:
-            slot = np.full(self.size, NOBODY, np.int32 if self.threads else np.int64)
+            if self.threads:
+                slot = np.zeros(self.size, np.int32)
+            else:
+                slot = np.full(self.size, NOBODY, np.int64)
         elif name in LINE_SLOTS:
             slot = np.zeros(self.size, np.int32 if self.wide else np.uint8)
         else:
@@ -62,9 +68,9 @@ class LaneShadow:
     def use_codes(self, threads: int, grid_threads: int) -> bool:
         """Hold stamps as int32 thread codes (a kernel that never waits, ``threads`` per
         block); only before any stamp slot exists and while every code fits."""
-        if grid_threads >= _CODE_LIMIT or any(self.has(s) for s in STAMP_SLOTS):
+        if grid_threads >= _CODE_LIMIT - 1 or any(self.has(s) for s in STAMP_SLOTS):
             return False
-        self.threads = threads
+        self.threads, self.nobody = threads, 0
         return True
 
     def me(self, chunk: Any) -> np.ndarray:
@@ -75,14 +81,14 @@ class LaneShadow:
         """Full int64 stamps of ``values`` read from a stamp slot (NOBODY stays NOBODY)."""
         if not self.threads:
             return values
-        wide = values.astype(np.int64)
+        wide = values.astype(np.int64) - 1
         block, thread = np.divmod(wide, self.threads)
-        return np.where(wide == NOBODY, np.int64(NOBODY), block << 32 | thread)
+        return np.where(wide < 0, np.int64(NOBODY), block << 32 | thread)
 
     def block_range(self, first: int, blocks: int) -> tuple[int, int]:
         """The stamp values (this encoding) of blocks ``first .. first + blocks - 1``."""
         if self.threads:
-            return first * self.threads, (first + blocks) * self.threads
+            return first * self.threads + 1, (first + blocks) * self.threads + 1
         return first << 32, (first + blocks) << 32
 
     # -- lines ---------------------------------------------------------------------------
