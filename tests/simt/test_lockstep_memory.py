@@ -47,6 +47,20 @@ def block_reads_one_element_block_9_writes_it(x, out):
         out[i] = x[j]
 
 
+@cuda.jit
+def double_in_place(x):
+    i = cuda.grid(1)
+    if i < x.size:
+        x[i] = x[i] * 2.0
+
+
+@cuda.jit
+def read_own_and_next_then_write_own(x):
+    i = cuda.grid(1)
+    if i < x.size:
+        x[i] = x[i] + x[(i + 1) % x.size]
+
+
 @pytest.fixture(autouse=True)
 def small_chunks(monkeypatch):
     monkeypatch.setattr(lockstep_engine, "CHUNK_LANES", 4 * THREADS)
@@ -158,3 +172,25 @@ def test_a_grid_too_big_for_int32_codes_keeps_full_stamps():
     shadow = LaneShadow(8)
     assert not shadow.use_codes(1024, 1 << 31)
     assert shadow.writes.dtype == np.int64 and shadow.writes[0] == NOBODY
+
+
+def test_a_write_back_after_reading_its_own_elements_records_as_per_thread():
+    x = np.arange(BLOCKS * THREADS, dtype=np.float32)
+    machine, record = _launch(double_in_place, [x.copy()])
+    _, whole = _launch(double_in_place, [x.copy()], PER_THREAD)
+    assert machine.engines[-1].engine == "lockstep"
+    assert np.array_equal(
+        np.asarray(record.arrays[0].writes), np.frombuffer(whole.arrays[0].writes, np.int64)
+    )
+    lines = record.arrays[0].write_lines
+    assert record.line(lines[5]) == whole.line(whole.arrays[0].write_lines[5])
+
+
+def test_a_read_of_another_element_between_still_checks_the_write_back():
+    x = np.arange(BLOCKS * THREADS, dtype=np.float32)
+    with pytest.raises(SimulationFault) as whole:
+        _launch(read_own_and_next_then_write_own, [x.copy()], PER_THREAD)
+    with pytest.raises(SimulationFault) as fast:
+        _launch(read_own_and_next_then_write_own, [x.copy()])
+    assert fast.value.kind == whole.value.kind == "race"
+    assert fast.value.place == whole.value.place and fast.value.other == whole.value.other

@@ -287,6 +287,7 @@ class LaneArray:
         """The allocated stamp slots at ``active``, after the journal kept what it needs
         (read once, for the journal and the checks both)."""
         shadow = self.shadow
+        shadow.mine = None  # any access ends what a read left for the write after it
         found = {s: getattr(shadow, s)[active] for s in STAMP_SLOTS if shadow.has(s)}
         if self.journal is not None:
             self.journal.save(self.data, shadow, active, found)
@@ -322,6 +323,8 @@ class LaneArray:
             again = read == me
             if again.all():  # each lane read its element last (distinct lanes, elements)
                 shadow.read_lines[active] = line
+                if written is not None and not other.any() and not shadow.has("reads2"):
+                    shadow.mine = (active, me)  # every stamp here is the lane's own
                 return
             first = again | (read == shadow.nobody)
             later = np.flatnonzero(~first)
@@ -359,8 +362,15 @@ class LaneArray:
         shadow = self.shadow
         if shadow is None:
             return True
-        found = self._stamps(active)
         me = shadow.me(self.chunk)
+        mine = shadow.mine
+        if mine is not None and mine[0] is active and mine[1] is me:
+            # Written back where the lanes just read their own elements (a state drawn
+            # from): every stamp is the lane's own, the journal has the old values.
+            shadow.mine = None
+            shadow.write_lines[active] = shadow.line_code(_line_key(frame, self.chunk.files))
+            return False
+        found = self._stamps(active)
         again = False
         for name, other in found.items():
             suspect = other != me
@@ -395,6 +405,8 @@ class LaneArray:
         if shadow is not None and self._poisoned and np.any(shadow.writes[flats] == shadow.nobody):
             raise Unsupported("an atomic on uninitialised shared memory")
         data = self.data
+        if shadow is not None:
+            shadow.mine = None
         if self.journal is not None:
             self.journal.save(data, shadow, flats)
         operand = operands[0] if add_sign else None

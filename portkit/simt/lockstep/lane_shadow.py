@@ -46,6 +46,10 @@ class LaneShadow:
         self._lines: list[int] = [0]  # line keys by code
         self._codes: dict[int, int] = {0: 0}
         self.wide = False  # line slots hold the keys themselves (more than 255 lines)
+        # (positions, stamps) of a read after which every stamp slot there held the
+        # reading lane's own stamp: the write back to them (next, nothing between) needs
+        # no gather and no check (``LaneArray._check_writes``)
+        self.mine: tuple[np.ndarray, np.ndarray] | None = None
 
     def __getattr__(self, name: str) -> np.ndarray:  # only for a slot not yet allocated
         if name in STAMP_SLOTS:
