@@ -110,9 +110,11 @@ def test_an_untouched_element_is_undone_from_its_value_alone():
     shadow.write_lines[[7, 8]] = shadow.line_code(1234)
     journal = Journal(first=2, blocks=2)
     journal.save(data, shadow, np.array([0, 1, 2, 7], np.int64))
-    fresh, touched = journal.entries
-    assert fresh[4] is None and fresh[2].dtype == np.int32  # positions and values only
-    assert list(fresh[2]) == [0, 1, 2] and touched[4]["writes"].tolist() == [1 + THREADS]
+    [fresh], [touched] = journal.fresh, journal.entries
+    positions = journal.tape.view(fresh[2], fresh[4])  # positions and values only
+    assert positions.dtype == np.int32 and positions.tolist() == [0, 1, 2]
+    assert journal.tape.view(fresh[3], data.dtype).tolist() == [0, 1, 2]
+    assert touched[4]["writes"].tolist() == [1 + THREADS]
     # What the chunk does, then undoes.
     code = 2 * THREADS + 5  # block 2, thread 4: this chunk
     data[[0, 1, 2, 7]] = -1
@@ -124,6 +126,17 @@ def test_an_untouched_element_is_undone_from_its_value_alone():
     assert np.array_equal(data, np.arange(10, dtype=np.float32))
     assert shadow.writes.tolist() == [0] * 7 + [1 + THREADS] * 2 + [0]
     assert shadow.seed_value("write_lines", 7) == 1234 and shadow.write_lines[0] == 0
+
+
+def test_the_next_chunk_writes_its_undo_record_over_the_last_ones():
+    data, shadow, tape = np.arange(64, dtype=np.float64), LaneShadow(64), None
+    shadow.use_codes(THREADS, 2 * THREADS)
+    for first in range(2):
+        journal = Journal(first, 1, tape)
+        journal.save(data, shadow, np.arange(32 * first, 32 * first + 32))
+        tape = journal.tape
+        assert tape.used == 32 * 4 + 32 * 8  # int32 positions, float64 values: 384 bytes
+    assert tape.bytes.size == 384  # the second chunk's record took the first one's place
 
 
 def test_more_than_255_lines_widen_the_line_slots_and_undo_still_restores():
