@@ -25,11 +25,10 @@ from typing import Any, Protocol
 import numpy as np
 
 from portkit.simt.lockstep.integer_sums import integer_sums
-from portkit.simt.lockstep.lane_shadow import STAMP_SLOTS, LaneShadow
+from portkit.simt.lockstep.lane_shadow import STAMP_SLOTS, LaneShadow, ordered
 from portkit.simt.lockstep.lanes import is_lanes
 from portkit.simt.lockstep.vectorize import Unsupported
 from portkit.simt.memory import CONST, GLOBAL, _line_key
-from portkit.simt.stamps import EPOCH_SHIFT, THREAD_BITS, THREAD_MASK
 from portkit.simt.tally import AtomicTally
 
 
@@ -49,34 +48,6 @@ class Lanes(Protocol):
     def active_stamps(self) -> np.ndarray: ...
 
     def count_atomic(self, array: LaneArray) -> None: ...
-
-
-def ordered(other: np.ndarray, me: np.ndarray, cross_block: bool) -> np.ndarray:
-    """``memory.ordered`` for arrays of stamps. Most pairs are told apart by the bits
-    above the generation (another block, or a barrier between): the full rule runs only
-    on pairs of one block and one barrier epoch."""
-    result = (other >> EPOCH_SHIFT) != (me >> EPOCH_SHIFT)
-    rest = np.flatnonzero(~result)
-    if cross_block:  # another block: unordered in global memory
-        result &= (other >> 32) == (me >> 32)
-    if rest.size:
-        o, m = other[rest], me[rest]
-        ot, mt = o & THREAD_MASK, m & THREAD_MASK
-        new_generation = (o >> THREAD_BITS) != (m >> THREAD_BITS)
-        result[rest] = (ot == mt) | (new_generation & ((ot >> 5) == (mt >> 5)))
-    return result
-
-
-def _all_ordered(
-    shadow: LaneShadow, other: np.ndarray, me: np.ndarray, suspect: np.ndarray, cross: bool
-) -> bool:
-    """Whether every ``suspect`` lane's access ``other`` happens before its own ``me``
-    (both in ``shadow``'s encoding); the stamp rule runs on the suspects only (often
-    none: an input nobody writes)."""
-    lanes = np.flatnonzero(suspect)
-    if lanes.size == 0:
-        return True
-    return bool(np.all(ordered(shadow.full(other[lanes]), shadow.full(me[lanes]), cross)))
 
 
 def _integer(value: Any) -> bool:
@@ -314,7 +285,7 @@ class LaneArray:
                 nobody = written == shadow.nobody
                 if self._poisoned and np.any(other & nobody):
                     raise Unsupported("a read of uninitialised shared memory")
-                if not _all_ordered(shadow, written, me, other & ~nobody, cross):
+                if not shadow.all_ordered(written, me, other & ~nobody, cross):
                     raise Unsupported("a read racing with another thread's write")
         line = shadow.line_code(_line_key(frame, self.chunk.files))
         read = found.get("reads")
@@ -378,7 +349,7 @@ class LaneArray:
                 again = again or name == "writes"
                 continue
             suspect &= other != shadow.nobody
-            if not _all_ordered(shadow, other, me, suspect, self._cross_block):
+            if not shadow.all_ordered(other, me, suspect, self._cross_block):
                 raise Unsupported("a write racing with another thread's access")
         if not again:
             shadow.writes[active] = me

@@ -27,13 +27,29 @@ from typing import Any
 
 import numpy as np
 
-from portkit.simt.stamps import NOBODY
+from portkit.simt.stamps import EPOCH_SHIFT, NOBODY, THREAD_BITS, THREAD_MASK
 
 STAMP_SLOTS = ("writes", "reads", "reads2")
 LINE_SLOTS = ("write_lines", "read_lines", "read2_lines")
 SLOTS = ("writes", "write_lines", "reads", "read_lines", "reads2", "read2_lines")
 _TABLE_SIZE = 256  # line codes a uint8 holds; code 0 is key 0, "no line"
 _CODE_LIMIT = 1 << 31  # grid threads an int32 code holds
+
+
+def ordered(other: np.ndarray, me: np.ndarray, cross_block: bool) -> np.ndarray:
+    """``memory.ordered`` for arrays of stamps. Most pairs are told apart by the bits
+    above the generation (another block, or a barrier between): the full rule runs only
+    on pairs of one block and one barrier epoch."""
+    result = (other >> EPOCH_SHIFT) != (me >> EPOCH_SHIFT)
+    rest = np.flatnonzero(~result)
+    if cross_block:  # another block: unordered in global memory
+        result &= (other >> 32) == (me >> 32)
+    if rest.size:
+        o, m = other[rest], me[rest]
+        ot, mt = o & THREAD_MASK, m & THREAD_MASK
+        new_generation = (o >> THREAD_BITS) != (m >> THREAD_BITS)
+        result[rest] = (ot == mt) | (new_generation & ((ot >> 5) == (mt >> 5)))
+    return result
 
 
 class LaneShadow:
@@ -88,6 +104,17 @@ class LaneShadow:
         wide = values.astype(np.int64) - 1
         block, thread = np.divmod(wide, self.threads)
         return np.where(wide < 0, np.int64(NOBODY), block << 32 | thread)
+
+    def all_ordered(
+        self, other: np.ndarray, me: np.ndarray, suspect: np.ndarray, cross: bool
+    ) -> bool:
+        """Whether every ``suspect`` lane's access ``other`` happens before its own ``me``
+        (both in this encoding); the stamp rule runs on the suspects only (often none:
+        an input nobody writes)."""
+        lanes = np.flatnonzero(suspect)
+        if lanes.size == 0:
+            return True
+        return bool(np.all(ordered(self.full(other[lanes]), self.full(me[lanes]), cross)))
 
     def block_range(self, first: int, blocks: int) -> tuple[int, int]:
         """The stamp values (this encoding) of blocks ``first .. first + blocks - 1``."""
