@@ -41,7 +41,7 @@ class Shadow:
             # A few blocks of a big launch: only the elements they touch get an entry.
             # ``seed`` (a LaneShadow) answers the others: what earlier blocks left.
             for name in self.__slots__[:-1]:
-                if seed is not None and seed.has(name):
+                if seed is not None and seed.seeds(name):
                     setattr(self, name, _Seeded(seed, name))
                 else:
                     setattr(self, name, defaultdict(_nobody if "lines" not in name else int))

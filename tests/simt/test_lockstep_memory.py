@@ -61,6 +61,15 @@ def read_own_and_next_then_write_own(x):
         x[i] = x[i] + x[(i + 1) % x.size]
 
 
+@cuda.jit
+def two_store_lines(out):
+    i = cuda.grid(1)
+    if i % 3 == 0:
+        out[i] = 1.0
+    else:
+        out[i] = 2.0
+
+
 @pytest.fixture(autouse=True)
 def small_chunks(monkeypatch):
     monkeypatch.setattr(lockstep_engine, "CHUNK_LANES", 4 * THREADS)
@@ -83,7 +92,8 @@ def test_a_kernel_that_never_waits_keeps_int32_codes_and_uint8_lines():
     machine, record = _launch(scale, [x, out])
     assert machine.engines[-1].engine == "lockstep"
     shadow = _shadow(record, "out")
-    assert shadow.writes.dtype == np.int32 and shadow.write_lines.dtype == np.uint8
+    assert shadow.writes.dtype == np.int32
+    assert not shadow.has("write_lines")  # one line wrote it all: no array
     assert not shadow.has("reads") and not shadow.has("reads2")  # out is never read
     assert _shadow(record, "x").reads.dtype == np.int32
     assert not _shadow(record, "x").has("writes")
@@ -207,3 +217,15 @@ def test_a_read_of_another_element_between_still_checks_the_write_back():
         _launch(read_own_and_next_then_write_own, [x.copy()])
     assert fast.value.kind == whole.value.kind == "race"
     assert fast.value.place == whole.value.place and fast.value.other == whole.value.other
+
+
+def test_an_array_written_from_two_lines_gets_uint8_line_codes():
+    out = np.zeros(BLOCKS * THREADS, np.float32)
+    _, record = _launch(two_store_lines, [out])
+    _, whole = _launch(two_store_lines, [np.zeros_like(out)], PER_THREAD)
+    shadow = _shadow(record, "out")
+    assert shadow.has("write_lines") and shadow.write_lines.dtype == np.uint8
+    assert np.array_equal(
+        np.asarray(record.arrays[0].write_lines),
+        np.frombuffer(whole.arrays[0].write_lines, np.int32),
+    )

@@ -293,7 +293,7 @@ class LaneArray:
         if read is not None:
             again = read == me
             if again.all():  # each lane read its element last (distinct lanes, elements)
-                shadow.read_lines[active] = line
+                shadow.set_lines("read_lines", active, line)
                 if written is not None and not other.any() and not shadow.has("reads2"):
                     shadow.mine = (active, me)  # every stamp here is the lane's own
                 return
@@ -306,13 +306,13 @@ class LaneArray:
         reads = shadow.reads
         if first is True:
             reads[active] = me
-            shadow.read_lines[active] = line
+            shadow.set_lines("read_lines", active, line)
         else:
             reads[active[first]] = me[first]
-            shadow.read_lines[active[first]] = line
+            shadow.set_lines("read_lines", active[first], line)
             second = ~first
             shadow.reads2[active[second]] = me[second]
-            shadow.read2_lines[active[second]] = line
+            shadow.set_lines("read2_lines", active[second], line)
         if (same or not _strictly_increasing(active)) and np.any(reads[active] != me):
             # Several lanes read one element (one of them then lost the read slot, or a
             # second reader came): keep a second, distinct reader of each.
@@ -321,7 +321,7 @@ class LaneArray:
             repeat = np.flatnonzero(sorted_flat[1:] == sorted_flat[:-1]) + 1
             if repeat.size:
                 shadow.reads2[sorted_flat[repeat]] = me[order[repeat - 1]]
-                shadow.read2_lines[sorted_flat[repeat]] = line
+                shadow.set_lines("read2_lines", sorted_flat[repeat], line)
 
     def _check_writes(self, active: np.ndarray, frame: Any) -> bool:
         """Check and record the active lanes' writes at ``active``; whether two of them
@@ -339,7 +339,9 @@ class LaneArray:
             # Written back where the lanes just read their own elements (a state drawn
             # from): every stamp is the lane's own, the journal has the old values.
             shadow.mine = None
-            shadow.write_lines[active] = shadow.line_code(_line_key(frame, self.chunk.files))
+            shadow.set_lines(
+                "write_lines", active, shadow.line_code(_line_key(frame, self.chunk.files))
+            )
             return False
         found = self._stamps(active)
         again = False
@@ -353,7 +355,9 @@ class LaneArray:
                 raise Unsupported("a write racing with another thread's access")
         if not again:
             shadow.writes[active] = me
-        shadow.write_lines[active] = shadow.line_code(_line_key(frame, self.chunk.files))
+        shadow.set_lines(
+            "write_lines", active, shadow.line_code(_line_key(frame, self.chunk.files))
+        )
         return not again
 
     def atomic(
@@ -400,7 +404,7 @@ class LaneArray:
         if shadow is not None:
             stamps = shadow.me(chunk)[::order]
             shadow.writes[flats] = stamps  # in run order: the last lane wins, as per thread
-            shadow.write_lines[flats] = shadow.line_code(_line_key(frame, chunk.files))
+            shadow.set_lines("write_lines", flats, shadow.line_code(_line_key(frame, chunk.files)))
         result = np.zeros(chunk.n, data.dtype)
         result[lanes] = olds
         if self._widen:

@@ -13,8 +13,9 @@ Two encodings keep a big launch's bookkeeping proportionate to its data:
   ``np.zeros``: pages the launch never touches are never backed by memory. 4 bytes an
   element instead of 8; ``nobody`` is the value that means "no access".
 - **lines**: a uint8 index into the shadow's table of line keys (a kernel touches an
-  array from a few lines), widened to the int32 keys themselves past 255 lines.
-  1 byte an element instead of 4.
+  array from a few lines), widened to the int32 keys themselves past 255 lines: 1 byte
+  an element instead of 4; and no array at all while every access of a slot came from
+  one line (an output written by one statement): its stamped elements have that line.
 
 Everything outside this module that reads a slot whole (``portkit diff``'s writer
 record, the per-thread engine's seeds) gets full stamps and line keys from
@@ -32,6 +33,7 @@ from portkit.simt.stamps import EPOCH_SHIFT, NOBODY, THREAD_BITS, THREAD_MASK
 STAMP_SLOTS = ("writes", "reads", "reads2")
 LINE_SLOTS = ("write_lines", "read_lines", "read2_lines")
 SLOTS = ("writes", "write_lines", "reads", "read_lines", "reads2", "read2_lines")
+_STAMPS_OF = dict(zip(LINE_SLOTS, STAMP_SLOTS))
 _TABLE_SIZE = 256  # line codes a uint8 holds; code 0 is key 0, "no line"
 _CODE_LIMIT = 1 << 31  # grid threads an int32 code holds
 
@@ -62,6 +64,11 @@ class LaneShadow:
         self._lines: list[int] = [0]  # line keys by code
         self._codes: dict[int, int] = {0: 0}
         self.wide = False  # line slots hold the keys themselves (more than 255 lines)
+        # A line slot not allocated yet whose every stamped element (its stamp slot not
+        # nobody's) has one line: that line's code, no array (an output written from
+        # one line needs no per-element lines). Kept after the slot is allocated, for a
+        # failed chunk's undo that drops the slot again.
+        self._constant: dict[str, int] = {}
         # (positions, stamps) of a read after which every stamp slot there held the
         # reading lane's own stamp: the write back to them (next, nothing between) needs
         # no gather and no check (``LaneArray._check_writes``)
@@ -75,6 +82,10 @@ class LaneShadow:
                 slot = np.full(self.size, NOBODY, np.int64)
         elif name in LINE_SLOTS:
             slot = np.zeros(self.size, np.int32 if self.wide else np.uint8)
+            code = self._constant.get(name)
+            stamps = _STAMPS_OF[name]
+            if code and self.has(stamps):  # every stamped element has the one line
+                np.copyto(slot, code, where=getattr(self, stamps) != self.nobody)
         else:
             raise AttributeError(name)
         setattr(self, name, slot)
@@ -136,7 +147,15 @@ class LaneShadow:
             self._lines.append(key)
         return code
 
+    def set_lines(self, name: str, positions: Any, code: int) -> None:
+        """Line slot ``name`` at ``positions`` (just stamped) becomes ``code``."""
+        if not self.has(name) and self._constant.get(name, code) == code:
+            self._constant[name] = code
+            return
+        getattr(self, name)[positions] = code
+
     def _widen_lines(self) -> None:
+        self._constant = {n: self._lines[c] for n, c in self._constant.items()}
         for name in LINE_SLOTS:
             if self.has(name):
                 setattr(self, name, self.line_keys(getattr(self, name)))
@@ -155,11 +174,22 @@ class LaneShadow:
         slot[positions] = self.line_keys(codes) if slot.dtype != codes.dtype else codes
 
     # -- whole slots for the rest of the simulator -----------------------------------------
+    def seeds(self, name: str) -> bool:
+        """Whether slot ``name`` holds anything but NOBODY or 0 (allocated, or a line
+        slot whose one line is held without an array)."""
+        return self.has(name) or name in self._constant
+
     def seed_value(self, name: str, position: int) -> int:
         """Slot ``name`` at ``position`` as the per-thread engine holds it (a full stamp,
         a line key)."""
         if not self.has(name):
-            return NOBODY if name in STAMP_SLOTS else 0
+            if name in STAMP_SLOTS:
+                return NOBODY
+            code = self._constant.get(name, 0)
+            stamps = _STAMPS_OF[name]
+            if not code or not self.has(stamps) or getattr(self, stamps)[position] == self.nobody:
+                return 0
+            return code if self.wide else self._lines[code]
         value = getattr(self, name)[position]
         if name in STAMP_SLOTS:
             return int(self.full(np.asarray([value]))[0])
@@ -186,9 +216,8 @@ class _Decoded:
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         shadow = self.shadow
-        if not shadow.has(self.name):
-            fill = NOBODY if self.name in STAMP_SLOTS else 0
-            values = np.full(shadow.size, fill, np.int64)
+        if not shadow.has(self.name) and self.name in STAMP_SLOTS:
+            values = np.full(shadow.size, NOBODY, np.int64)
         elif self.name in STAMP_SLOTS:
             values = shadow.full(getattr(shadow, self.name))
         else:
