@@ -62,6 +62,10 @@ def host_copy(where: str, value: Any) -> HostCopy | None:
     if not cupy and not _is_numba_device_array(value):
         return None
     name = type(value).__name__
+    own = getattr(value, "_ary", None)
+    if ".simulator." in type(value).__module__ and isinstance(own, np.ndarray):
+        if own.flags.c_contiguous:  # numba's simulator's device array: host memory already
+            return HostCopy(own, lambda: None)
     if not _contiguous(value.__cuda_array_interface__):
         fix = "cupy.ascontiguousarray(...)" if cupy else "a contiguous device array"
         raise LaunchError(

@@ -11,8 +11,6 @@ from array import array
 from collections import defaultdict
 from typing import Any
 
-import numpy as np
-
 from portkit.simt.stamps import NOBODY
 
 
@@ -43,8 +41,8 @@ class Shadow:
             # A few blocks of a big launch: only the elements they touch get an entry.
             # ``seed`` (a LaneShadow) answers the others: what earlier blocks left.
             for name in self.__slots__[:-1]:
-                if seed is not None and seed.has(name):
-                    setattr(self, name, _Seeded(getattr(seed, name)))
+                if seed is not None and seed.seeds(name):
+                    setattr(self, name, _Seeded(seed, name))
                 else:
                     setattr(self, name, defaultdict(_nobody if "lines" not in name else int))
             return
@@ -61,12 +59,13 @@ def _nobody() -> int:
 
 
 class _Seeded(dict):
-    """A sparse slot whose elements without an entry read from ``seed``, the NumPy slot
-    another engine filled (a fault's re-run of one chunk: the blocks before it)."""
+    """A sparse slot whose elements without an entry read slot ``name`` of ``seed``, the
+    ``LaneShadow`` another engine filled (a fault's re-run of one chunk: the blocks
+    before it), as full stamps and line keys whatever its encoding."""
 
-    def __init__(self, seed: np.ndarray) -> None:
+    def __init__(self, seed: Any, name: str) -> None:
         super().__init__()
-        self.seed = seed
+        self.seed, self.name = seed, name
 
     def __missing__(self, key: int) -> int:
-        return int(self.seed[key])
+        return self.seed.seed_value(self.name, key)

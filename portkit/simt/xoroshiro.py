@@ -95,11 +95,35 @@ def _next_lanes(states: Any, index: Any) -> Any:
     records = states.load(index, frame)
     if not isinstance(records, np.ndarray):
         raise PerThreadOnly("every thread draws from one xoroshiro state (a race)")
-    with np.errstate(over="ignore"):
-        result, s0, s1 = _step(records["s0"].astype(_U), records["s1"].astype(_U))
     updated = np.empty_like(records)
-    updated["s0"], updated["s1"] = s0, s1
+    if records.dtype == _STATE:  # numba's states: each an (s0, s1) pair of uint64
+        pairs, out = records.view(_U).reshape(-1, 2), updated.view(_U).reshape(-1, 2)
+        result = _step_into(pairs[:, 0], pairs[:, 1], out[:, 0], out[:, 1])
+    else:
+        with np.errstate(over="ignore"):
+            result, s0, s1 = _step(records["s0"].astype(_U), records["s1"].astype(_U))
+        updated["s0"], updated["s1"] = s0, s1
     states.store(index, updated, frame)
+    return result
+
+
+_STATE = np.dtype([("s0", _U), ("s1", _U)], align=True)
+
+
+def _step_into(s0: np.ndarray, s1: np.ndarray, out0: np.ndarray, out1: np.ndarray) -> Any:
+    """``_step`` over lanes, the new state written into ``out0``/``out1`` (fewer
+    temporaries: the draw is most of a random-filling kernel's time)."""
+    result = s0 + s1
+    t = s1 ^ s0
+    spare = np.right_shift(s0, _U(9))
+    np.left_shift(s0, _U(55), out=out0)  # rotl(s0, 55) ^ t ^ (t << 14)
+    out0 |= spare
+    out0 ^= t
+    np.left_shift(t, _U(14), out=spare)
+    out0 ^= spare
+    np.left_shift(t, _U(36), out=out1)  # rotl(t, 36)
+    np.right_shift(t, _U(28), out=spare)
+    out1 |= spare
     return result
 
 

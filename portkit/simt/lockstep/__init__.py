@@ -13,7 +13,7 @@ thread. So the lockstep checks may be stricter than the per-thread ones (a false
 only costs a re-run), never laxer.
 """
 
-from portkit.simt.lockstep.arrays import LaneShadow
 from portkit.simt.lockstep.engine import LockstepEngine, Unsupported
+from portkit.simt.lockstep.lane_shadow import LaneShadow
 
 __all__ = ["LaneShadow", "LockstepEngine", "Unsupported"]

@@ -25,10 +25,10 @@ from typing import Any, Protocol
 import numpy as np
 
 from portkit.simt.lockstep.integer_sums import integer_sums
+from portkit.simt.lockstep.lane_shadow import STAMP_SLOTS, LaneShadow, ordered
 from portkit.simt.lockstep.lanes import is_lanes
 from portkit.simt.lockstep.vectorize import Unsupported
 from portkit.simt.memory import CONST, GLOBAL, _line_key
-from portkit.simt.stamps import EPOCH_SHIFT, NOBODY, THREAD_BITS, THREAD_MASK
 from portkit.simt.tally import AtomicTally
 
 
@@ -50,29 +50,6 @@ class Lanes(Protocol):
     def count_atomic(self, array: LaneArray) -> None: ...
 
 
-def ordered(other: np.ndarray, me: np.ndarray, cross_block: bool) -> np.ndarray:
-    """``memory.ordered`` for arrays of stamps. Most pairs are told apart by the bits
-    above the generation (another block, or a barrier between): the full rule runs only
-    on pairs of one block and one barrier epoch."""
-    result = (other >> EPOCH_SHIFT) != (me >> EPOCH_SHIFT)
-    rest = np.flatnonzero(~result)
-    if cross_block:  # another block: unordered in global memory
-        result &= (other >> 32) == (me >> 32)
-    if rest.size:
-        o, m = other[rest], me[rest]
-        ot, mt = o & THREAD_MASK, m & THREAD_MASK
-        new_generation = (o >> THREAD_BITS) != (m >> THREAD_BITS)
-        result[rest] = (ot == mt) | (new_generation & ((ot >> 5) == (mt >> 5)))
-    return result
-
-
-def _all_ordered(other: np.ndarray, me: np.ndarray, suspect: np.ndarray, cross: bool) -> bool:
-    """Whether every ``suspect`` lane's access ``other`` happens before its own ``me``;
-    the stamp rule runs on the suspects only (often none: an input nobody writes)."""
-    lanes = np.flatnonzero(suspect)
-    return lanes.size == 0 or bool(np.all(ordered(other[lanes], me[lanes], cross)))
-
-
 def _integer(value: Any) -> bool:
     """An atomic operand that casts to an integer array's type as the lane loop does."""
     if is_lanes(value):
@@ -80,51 +57,23 @@ def _integer(value: Any) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
+def _past(item: np.ndarray, n: int) -> bool:
+    """Whether any index is negative or ``>= n``: one pass, a negative index read as
+    unsigned is past every bound."""
+    if item.dtype.kind == "i":
+        item = item.view(item.dtype.str.replace("i", "u"))
+    return bool(item.max() >= n)
+
+
 def _strictly_increasing(flat: np.ndarray) -> bool:
     return flat.size < 2 or bool(np.all(flat[1:] > flat[:-1]))
-
-
-_STAMP_SLOTS = ("writes", "reads", "reads2")
-_LINE_SLOTS = ("write_lines", "read_lines", "read2_lines")
-
-
-class LaneShadow:
-    """Who last wrote and read each element of one allocation (``memory.Shadow``'s six
-    slots and stamps, as NumPy arrays): global arrays of a launch and shared memory.
-    A slot is allocated at its first use: an input nobody writes never gets write
-    stamps, an output nobody reads no read stamps, most arrays no second reader (a
-    2^24-element launch would otherwise fault in 36 bytes a element, 9x its data)."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-
-    def __getattr__(self, name: str) -> np.ndarray:  # only for a slot not yet allocated
-        if name in _STAMP_SLOTS:
-            slot = np.full(self.size, NOBODY, np.int64)
-        elif name in _LINE_SLOTS:
-            slot = np.zeros(self.size, np.int32)
-        else:
-            raise AttributeError(name)
-        setattr(self, name, slot)
-        return slot
-
-    def has(self, slot: str) -> bool:
-        """Whether ``slot`` was allocated (an unallocated one holds NOBODY or 0 only)."""
-        return slot in self.__dict__
-
-    def record(self) -> tuple[np.ndarray, np.ndarray]:
-        """Write stamps and lines for the launch's record, without allocating them for an
-        array nobody wrote."""
-        if self.has("writes"):
-            return self.writes, self.write_lines
-        nobody = np.broadcast_to(np.int64(NOBODY), (self.size,))
-        return nobody, np.broadcast_to(np.int32(0), (self.size,))
 
 
 class LaneArray:
     """An array of global, shared, local or constant memory, seen by every lane."""
 
     tally: AtomicTally | None = None  # global arrays: where float atomic sums are counted
+    _positions: tuple | None = None  # (index items, mask, positions) of the last access
     journal: Any = None  # global arrays: the chunk's undo record (journal.py)
 
     def __init__(
@@ -175,30 +124,48 @@ class LaneArray:
     def _items(self, index: Any) -> tuple:
         return index if type(index) is tuple else (index,)
 
-    def flat(self, index: Any) -> Any:
-        """Flat positions of one element per lane, or None for a view."""
+    def positions(self, index: Any) -> Any:
+        """Flat positions of the active lanes' elements (one per active lane, in lane
+        order, or one integer for all), or None for a view. Every index of every active
+        lane is bounds-checked, negative ones included. The last answer is kept for the
+        same index objects under the same mask (a draw loads and stores one state):
+        lane values are never changed in place."""
         items = self._items(index)
+        chunk = self.chunk
+        cached = self._positions
+        if (
+            cached is not None
+            and cached[1] is chunk.mask
+            and len(cached[0]) == len(items)
+            and all(a is b for a, b in zip(cached[0], items))
+        ):
+            return cached[2]
         if len(items) > len(self._shape):
             raise Unsupported("too many indices")
         if len(items) < len(self._shape) or any(type(i) is slice for i in items):
             return None
-        mask = self.chunk.mask
+        full, mask = chunk.full_lanes, chunk.mask
         flat = self.offset
+        if is_lanes(flat) and not full:
+            flat = flat[mask]
         for axis, item in enumerate(items):
             if is_lanes(item):
                 if item.dtype.kind not in "iu":
                     raise Unsupported(f"an index of type {item.dtype}")
-                lo, hi = item < 0, item >= self._shape[axis]
-                if np.any((lo | hi) & mask):
+                if not full:
+                    item = item[mask]
+                if item.size and _past(item, self._shape[axis]):
                     raise Unsupported(f"out-of-bounds access of {self.space} memory")
             else:
                 try:
                     item = operator.index(item)
                 except TypeError:
                     raise Unsupported("a non-integer index") from None
-                if not 0 <= item < self._shape[axis] and self.chunk.active_count:
+                if not 0 <= item < self._shape[axis] and chunk.active_count:
                     raise Unsupported(f"out-of-bounds access of {self.space} memory")
-            flat = flat + item * self._strides[axis]
+            stride = self._strides[axis]
+            flat = flat + (item if stride == 1 else item * stride)
+        self._positions = (items, mask, flat)
         return flat
 
     def view(self, index: Any) -> LaneArray:
@@ -236,7 +203,7 @@ class LaneArray:
 
     # -- loads and stores ------------------------------------------------------------------
     def load(self, index: Any, frame: Any) -> Any:
-        flat = self.flat(index)
+        flat = self.positions(index)
         if flat is None:
             return self.view(index)
         chunk = self.chunk
@@ -250,19 +217,17 @@ class LaneArray:
                 return np.int64(value)
             return value
         if chunk.full_lanes:
-            active = flat
             values = self.data[flat] if self.data.size else np.zeros(flat.size, self.data.dtype)
         else:
-            active = flat[chunk.mask]
-            values = np.zeros(flat.size, self.data.dtype)
-            values[chunk.mask] = self.data[active]
-        self._check_reads(active, frame, False)
+            values = np.zeros(chunk.n, self.data.dtype)
+            values[chunk.mask] = self.data[flat]
+        self._check_reads(flat, frame, False)
         if self._widen:
             values = values.astype(np.int64)
         return values
 
     def store(self, index: Any, value: Any, frame: Any) -> None:
-        flat = self.flat(index)
+        flat = self.positions(index)
         if flat is None:
             raise Unsupported("assigning to a slice")
         if self.space == CONST:
@@ -273,26 +238,32 @@ class LaneArray:
         if not is_lanes(flat):
             if chunk.active_count > 1:
                 raise Unsupported("several threads write one element (a race)")
-            flat = np.full(chunk.n, flat, np.int64)
-        if chunk.full_lanes:
-            active = flat
-            values = value
-        else:
-            active = flat[chunk.mask]
-            values = value[chunk.mask] if is_lanes(value) else value
-        self._check_writes(active, frame)
-        if not _strictly_increasing(active) and self._repeats(active):
+            flat = np.full(1, flat, np.int64)
+        values = value[chunk.mask] if is_lanes(value) and not chunk.full_lanes else value
+        if self._check_writes(flat, frame) and self._repeats(flat):
             raise Unsupported("several threads write one element in one statement (a race)")
-        self.data[active] = values
+        self.data[flat] = values
 
     def _repeats(self, active: np.ndarray) -> bool:
         """Whether two lanes wrote one element: the stamps just written are then not all
         the lanes' own (a gather, where np.unique hashed every index)."""
+        if _strictly_increasing(active):
+            return False
         if self.written is not None or self.shadow is None:
             return np.unique(active).size != active.size
-        return bool(np.any(self.shadow.writes[active] != self.chunk.active_stamps()))
+        return bool(np.any(self.shadow.writes[active] != self.shadow.me(self.chunk)))
 
     # -- checks ----------------------------------------------------------------------------
+    def _stamps(self, active: np.ndarray) -> dict[str, np.ndarray]:
+        """The allocated stamp slots at ``active``, after the journal kept what it needs
+        (read once, for the journal and the checks both)."""
+        shadow = self.shadow
+        shadow.mine = None  # any access ends what a read left for the write after it
+        found = {s: getattr(shadow, s)[active] for s in STAMP_SLOTS if shadow.has(s)}
+        if self.journal is not None:
+            self.journal.save(self.data, shadow, active, found)
+        return found
+
     def _check_reads(self, active: np.ndarray, frame: Any, same: bool) -> None:
         if self.written is not None:  # local memory: this lane's own writes
             if not np.all(self.written[active]):
@@ -301,65 +272,93 @@ class LaneArray:
         shadow = self.shadow
         if shadow is None:
             return
-        if self.journal is not None:
-            self.journal.save(self.data, shadow, active)
-        me = self.chunk.active_stamps()
+        found = self._stamps(active)
+        me = shadow.me(self.chunk)
         cross = self._cross_block
-        if not shadow.has("writes"):  # nobody wrote any element: an input, say
+        written = found.get("writes")
+        if written is None:  # nobody wrote any element: an input, say
             if self._poisoned and active.size:
                 raise Unsupported("a read of uninitialised shared memory")
         else:
-            written = shadow.writes[active]
             other = written != me
             if other.any():
-                nobody = written == NOBODY
+                nobody = written == shadow.nobody
                 if self._poisoned and np.any(other & nobody):
                     raise Unsupported("a read of uninitialised shared memory")
-                if not _all_ordered(written, me, other & ~nobody, cross):
+                if not shadow.all_ordered(written, me, other & ~nobody, cross):
                     raise Unsupported("a read racing with another thread's write")
-        line = _line_key(frame, self.chunk.files)
-        read = shadow.reads[active]
-        first = (read == me) | (read == NOBODY)
-        later = np.flatnonzero(~first)
-        if later.size:  # the stamp rule only where the cheap tests did not decide
-            first[later] = ordered(read[later], me[later], cross)
-        if later.size == 0 or first.all():
-            shadow.reads[active] = me
-            shadow.read_lines[active] = line
+        line = shadow.line_code(_line_key(frame, self.chunk.files))
+        read = found.get("reads")
+        first: Any = True  # every lane is its element's first reader (or ordered after it)
+        if read is not None:
+            again = read == me
+            if again.all():  # each lane read its element last (distinct lanes, elements)
+                shadow.set_lines("read_lines", active, line)
+                if written is not None and not other.any() and not shadow.has("reads2"):
+                    shadow.mine = (active, me)  # every stamp here is the lane's own
+                return
+            first = again | (read == shadow.nobody)
+            later = np.flatnonzero(~first)
+            if later.size:  # the stamp rule only where the cheap tests did not decide
+                first[later] = ordered(shadow.full(read[later]), shadow.full(me[later]), cross)
+            if later.size == 0 or first.all():
+                first = True
+        reads = shadow.reads
+        if first is True:
+            reads[active] = me
+            shadow.set_lines("read_lines", active, line)
         else:
-            shadow.reads[active[first]] = me[first]
-            shadow.read_lines[active[first]] = line
+            reads[active[first]] = me[first]
+            shadow.set_lines("read_lines", active[first], line)
             second = ~first
             shadow.reads2[active[second]] = me[second]
-            shadow.read2_lines[active[second]] = line
-        if same or not _strictly_increasing(active):
-            # Several lanes read one element: keep a second, distinct reader of each.
+            shadow.set_lines("read2_lines", active[second], line)
+        if (same or not _strictly_increasing(active)) and np.any(reads[active] != me):
+            # Several lanes read one element (one of them then lost the read slot, or a
+            # second reader came): keep a second, distinct reader of each.
             order = np.argsort(active, kind="stable")
             sorted_flat = active[order]
             repeat = np.flatnonzero(sorted_flat[1:] == sorted_flat[:-1]) + 1
             if repeat.size:
                 shadow.reads2[sorted_flat[repeat]] = me[order[repeat - 1]]
-                shadow.read2_lines[sorted_flat[repeat]] = line
+                shadow.set_lines("read2_lines", sorted_flat[repeat], line)
 
-    def _check_writes(self, active: np.ndarray, frame: Any) -> None:
+    def _check_writes(self, active: np.ndarray, frame: Any) -> bool:
+        """Check and record the active lanes' writes at ``active``; whether two of them
+        may have written one element (False where each lane wrote its element last:
+        distinct lanes have distinct stamps, so their elements are distinct)."""
         if self.written is not None:
             self.written[active] = True
-            return
+            return True
         shadow = self.shadow
         if shadow is None:
-            return
-        if self.journal is not None:
-            self.journal.save(self.data, shadow, active)
-        me = self.chunk.active_stamps()
-        cross = self._cross_block
-        for slot in _STAMP_SLOTS:
-            if not shadow.has(slot):
+            return True
+        me = shadow.me(self.chunk)
+        mine = shadow.mine
+        if mine is not None and mine[0] is active and mine[1] is me:
+            # Written back where the lanes just read their own elements (a state drawn
+            # from): every stamp is the lane's own, the journal has the old values.
+            shadow.mine = None
+            shadow.set_lines(
+                "write_lines", active, shadow.line_code(_line_key(frame, self.chunk.files))
+            )
+            return False
+        found = self._stamps(active)
+        again = False
+        for name, other in found.items():
+            suspect = other != me
+            if not suspect.any():  # this thread's own accesses (a state it draws from)
+                again = again or name == "writes"
                 continue
-            other = getattr(shadow, slot)[active]
-            if not _all_ordered(other, me, (other != me) & (other != NOBODY), cross):
+            suspect &= other != shadow.nobody
+            if not shadow.all_ordered(other, me, suspect, self._cross_block):
                 raise Unsupported("a write racing with another thread's access")
-        shadow.writes[active] = me
-        shadow.write_lines[active] = _line_key(frame, self.chunk.files)
+        if not again:
+            shadow.writes[active] = me
+        shadow.set_lines(
+            "write_lines", active, shadow.line_code(_line_key(frame, self.chunk.files))
+        )
+        return not again
 
     def atomic(
         self, index: Any, update: Any, operands: tuple, frame: Any, add_sign: int = 0
@@ -367,7 +366,7 @@ class LaneArray:
         """Read-modify-write per active lane, in thread order; returns the old values.
         ``update(old, *operands of the lane)`` is the per-thread engine's own update.
         ``add_sign`` (1: atomic.add, -1: atomic.sub) sums integers over all lanes at once."""
-        flat = self.flat(index)
+        flat = self.positions(index)
         if flat is None:
             raise Unsupported("an atomic on a view")
         if self.space == CONST:
@@ -375,11 +374,14 @@ class LaneArray:
         chunk = self.chunk
         chunk.count_atomic(self)
         lanes = np.flatnonzero(chunk.mask)[:: -1 if chunk.reversed else 1]  # schedule.py
-        flats = np.broadcast_to(flat, (chunk.n,))[lanes]
+        order = -1 if chunk.reversed else 1
+        flats = np.broadcast_to(flat, (chunk.active_count,))[::order]
         shadow = self.shadow
-        if shadow is not None and self._poisoned and np.any(shadow.writes[flats] == NOBODY):
+        if shadow is not None and self._poisoned and np.any(shadow.writes[flats] == shadow.nobody):
             raise Unsupported("an atomic on uninitialised shared memory")
         data = self.data
+        if shadow is not None:
+            shadow.mine = None
         if self.journal is not None:
             self.journal.save(data, shadow, flats)
         operand = operands[0] if add_sign else None
@@ -400,9 +402,9 @@ class LaneArray:
                 if tally is not None:
                     tally.add(data, position, old, data.dtype.type(args[0]))
         if shadow is not None:
-            stamps = chunk.active_stamps()[:: -1 if chunk.reversed else 1]
+            stamps = shadow.me(chunk)[::order]
             shadow.writes[flats] = stamps  # in run order: the last lane wins, as per thread
-            shadow.write_lines[flats] = _line_key(frame, chunk.files)
+            shadow.set_lines("write_lines", flats, shadow.line_code(_line_key(frame, chunk.files)))
         result = np.zeros(chunk.n, data.dtype)
         result[lanes] = olds
         if self._widen:

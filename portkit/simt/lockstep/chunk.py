@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from portkit.simt import epochs
-from portkit.simt.lockstep.arrays import LaneArray, LaneShadow
+from portkit.simt.lockstep.arrays import LaneArray
+from portkit.simt.lockstep.lane_shadow import LaneShadow
 from portkit.simt.lockstep.lanes import Lanes, is_lanes, truth
 from portkit.simt.lockstep.vectorize import Unsupported
 from portkit.simt.memory import CONST, LOCAL, SHARED
@@ -60,6 +61,8 @@ class Chunk(Lanes):
         self._base_stamps = self.block << 32 | self.thread
         self._stamps: np.ndarray | None = None
         self._active_stamps: tuple[np.ndarray, np.ndarray] | None = None
+        self._codes: np.ndarray | None = None
+        self._active_codes: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
     def full_lanes(self) -> bool:
@@ -79,6 +82,19 @@ class Chunk(Lanes):
         stamps = self.stamps() if self.full_lanes else self.stamps()[self.mask]
         self._active_stamps = (self.mask, stamps)
         return stamps
+
+    def active_codes(self) -> np.ndarray:
+        """The active lanes' stamps as int32 thread codes (``LaneShadow.use_codes``: one
+        more than the thread's linear index in the grid; a kernel that never waits has
+        no epochs)."""
+        cached = self._active_codes
+        if cached is not None and cached[0] is self.mask:
+            return cached[1]
+        if self._codes is None:
+            self._codes = (self.block * self.threads + self.thread + 1).astype(np.int32)
+        codes = self._codes if self.full_lanes else self._codes[self.mask]
+        self._active_codes = (self.mask, codes)
+        return codes
 
     def count_atomic(self, array: LaneArray) -> None:
         """Atomics keep thread order only if each array sees one atomic statement per chunk

@@ -17,7 +17,7 @@ import numpy as np
 
 from portkit.simt.lockstep.arrays import LaneArray
 from portkit.simt.lockstep.chunk import Chunk
-from portkit.simt.lockstep.journal import Journal
+from portkit.simt.lockstep.journal import Journal, Tape
 from portkit.simt.lockstep.lanes import UNDEF
 from portkit.simt.lockstep.shims import LaneCuda, LaneMath, lane_builtins
 from portkit.simt.lockstep.vectorize import Unsupported, Vectorizer, builtin_namespace
@@ -120,12 +120,17 @@ class LockstepEngine:
         total = int(np.prod(config.grid))
         chosen = range(total) if chosen is None else chosen
         per_chunk = max(1, CHUNK_LANES // threads)
+        if not waits:  # no epochs, no generations: a stamp is the thread's index
+            for shadow in shadows:
+                if shadow is not None:
+                    shadow.use_codes(threads, total * threads)
+        tape = Tape()  # the chunks' undo records, one after another in the same memory
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore", RuntimeWarning)
             for first in in_order(range(chosen.start, chosen.stop, per_chunk), schedule):
                 blocks = min(per_chunk, chosen.stop - first)
                 self.failed = range(first, first + blocks)
-                journal, tally = Journal(first, blocks), AtomicTally()
+                journal, tally = Journal(first, blocks, tape), AtomicTally()
                 chunk = Chunk(first, blocks, threads, config.shared_bytes, self.files)
                 chunk.kernel_waits = waits
                 chunk.reversed = schedule == REVERSED
