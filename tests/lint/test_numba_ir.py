@@ -273,7 +273,7 @@ def test_int64_index_math_outside_loops_or_plain_loop_indices_are_not_flagged(pl
 
 
 def _repo_findings() -> dict[str, dict[str, list[IRFinding]]]:
-    """op -> kernel -> findings, for the float32 signature of each repository op."""
+    """op -> kernel -> findings, for the float32 signatures of each repository op."""
     from portkit.launch.trace import record_launches
     from portkit.project.config import load_config
     from portkit.project.discovery import discover
@@ -282,13 +282,17 @@ def _repo_findings() -> dict[str, dict[str, list[IRFinding]]]:
     result: dict[str, dict[str, list[IRFinding]]] = {}
     for name in ("vector_add", "elementwise_mul", "sigmoid", "softmax"):
         op = catalog.get(name)
-        case = next(
-            c for c in op.definition.cases if c.dtype == "float32" and c.numel and not c.gpu_only
-        )
-        result[name] = {
-            launch.kernel: ir_findings(launch.kernel, op.kernels[launch.kernel], launch.signature)
-            for launch in record_launches(op, case)
-        }
+        # Every float32 case: an op may pick its kernel by size (softmax's short rows).
+        result[name] = {}
+        for case in op.definition.cases:
+            if case.dtype != "float32" or not case.numel or case.gpu_only:
+                continue
+            for launch in record_launches(op, case):
+                if launch.kernel not in result[name]:
+                    kernel = op.kernels[launch.kernel]
+                    result[name][launch.kernel] = ir_findings(
+                        launch.kernel, kernel, launch.signature
+                    )
     return result
 
 
