@@ -182,7 +182,7 @@ class ReplayingLauncher:
         production = replayer is not None and k is self._kernels
         if production:
             leaves = args if self._flat else flatten(args)
-            result = replayer.run(leaves)
+            result = replayer.run(leaves)  # type: ignore[union-attr]  # production implies a replayer
             if result is not None:
                 return result
         if self._check is not None:

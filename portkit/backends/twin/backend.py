@@ -211,7 +211,7 @@ class TwinKernelTarget(LaunchTarget):
                     if type(value) not in plain:
                         if type(value) is not exact:
                             return False
-                        values[position] = value.item()  # torch's launcher takes Python numbers
+                        values[position] = value.item()  # type: ignore[attr-defined]  # a NumPy scalar: torch's launcher takes Python numbers
                 # Packing checks each value's range before anything is launched, and a
                 # launch error is a RuntimeError: nothing caught here follows a launch.
                 plan.driver.launch(grid, block, shared, stream_of(device), values, warps)

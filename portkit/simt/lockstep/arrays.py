@@ -258,6 +258,7 @@ class LaneArray:
         """The allocated stamp slots at ``active``, after the journal kept what it needs
         (read once, for the journal and the checks both)."""
         shadow = self.shadow
+        assert shadow is not None  # checks run only on shadowed arrays
         shadow.mine = None  # any access ends what a read left for the write after it
         found = {s: getattr(shadow, s)[active] for s in STAMP_SLOTS if shadow.has(s)}
         if self.journal is not None:
