@@ -32,8 +32,9 @@
 // - ptxas (sm_90, 64 registers): the aligned one-chunk paths alone compile to 44 (bfloat16)
 //   and 62 (float) registers without spills in the forward, 64 with 12/20 bytes of spills
 //   (bfloat16) and 276/240 (float) in the backward; the unaligned and chunked paths in the
-//   same kernels spill more. scripts/tuning/add_rmsnorm_bwd4.cu: one pack a thread in the
-//   backward (float: 62 registers, no spills; 1024 threads a row at 4096 columns).
+//   same kernels spill more. BWD_ELEMS 4 (one pack a thread in the
+//   backward; float: 62 registers, no spills) ran the float32 backward in 644 us against 793
+//   on an H100 (2026-11-24, docs/bench.md); not adopted yet.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #define FWD_ELEMS 16  // elements of a row a thread holds in the forward
