@@ -1,0 +1,480 @@
+// Alternative to cuda_src/softmax.cu for a timing run (scripts/bench_alternatives.sh
+// scripts/tuning/softmax_heldhint.cu): softmax_held.cu plus cache-streaming hints on the
+// one read and one write of every row held in registers, in softmax_rows_fwd (32768x256,
+// 0.99x torch) and in the held softmax_fwd (load_stream / store_stream below: 256-byte L2
+// prefetch, no L1 allocation, evict-first stores). Time it beside softmax_held.cu: the
+// difference is the hints alone. From softmax_held.cu: softmax_fwd (the block-per-row kernel, rows over 1024
+// float32 columns) holds a row of up to THREADS x HELD packs (4096 float32 / 2048 float64
+// columns: the 4096x4096 bench case) in registers between its one read and its one write,
+// as softmax_rows_fwd does for short rows: the maximum first (thread, warp butterfly,
+// warps left to right), then one exp a column and the sum, one division, the store. Every
+// other kernel, and softmax_fwd for longer rows, is the repository's.
+//
+// Why it should beat 0.97x torch at 4096x4096 on an H100: the repository's kernel reads
+// each element twice (the second time from L1/L2, 16 KiB a row) and takes two exps an
+// element (online statistics, then the output) plus a rescale exp per pack; this one
+// reads once from DRAM and takes one exp (what torch's own kernel does), and its loads
+// are all issued before any is used (8 x 16 B a thread, 16 KiB a block). ptxas (sm_90,
+// nvcc 13.0): softmax_fwd 71 registers in float32 and float64 (the repository's 39 / 62),
+// no spills: 7 blocks of 128 an SM, 112 KiB of rows in flight; __launch_bounds__(128, 8)
+// spilled 16 / 36 bytes, so it is not capped.
+// With the hints (this file) ptxas gives softmax_fwd 60 registers (8 blocks an SM) and
+// softmax_rows_fwd 80 / 92 (float32 / float64; the repository's 80 / 96).
+//
+// It changes a summation order, so to stay the prototype's twin prototypes/softmax.py's
+// softmax_fwd needs the same branch: when packs <= THREADS * HELD (whatever the
+// alignment), thread t takes packs t, t + THREADS, ... (up to HELD) and then its tail
+// columns packs * W + t, ...; max over them in that order, xor butterfly 16..1 for the
+// warp's max, warps' maxima left to right; then s = sum of exp_from(x, m) in the same
+// order (no online rescaling), the same butterfly and warps' sums left to right; out =
+// exp_from(x, m) * (1 / s). Longer rows keep the online pass.
+// Twin of prototypes/softmax.py: one block of THREADS threads per row, online softmax
+// (running max and sum in one pass over the row, the sum rescaled at most once per
+// pack), warp-shuffle reductions, arithmetic in T (float accumulation for float, as
+// torch.softmax). The order of every reduction is
+// the prototype's, stage by stage: per-thread packs then tail columns left to right, xor
+// butterflies 16, 8, 4, 2, 1 for the warp's max, then for its sum (each thread's moved to
+// that max), then the warps' maxima and moved sums left to right.
+//
+// Speed: 16-byte loads and stores (Pack<T>) when the row is 16-byte aligned (cols a
+// multiple of 4 float / 2 double on torch's aligned allocations), scalar accesses for the
+// same columns otherwise; the second read of the row (for the output) hits L1/L2, so the
+// row crosses device memory once in and once out; UNROLL packs' loads in flight per
+// thread; one division per row (out = exp(x - m) * (1 / s)).
+#define THREADS 128
+#define WARP 32
+#define WARPS (THREADS / WARP)
+#define FULL_MASK 0xffffffffu
+
+// 16 bytes of T, aligned so that one copy is one 128-bit load or store.
+template <typename T>
+struct alignas(16) Pack {
+    static constexpr int N = 16 / sizeof(T);
+    T v[N];
+};
+
+__device__ inline bool aligned16(const void* p) {
+    return (reinterpret_cast<unsigned long long>(p) & 15) == 0;
+}
+
+// Streaming hints for the held rows' one read and one write (the streamed rows' second
+// read wants L1/L2, so their loads keep the default): nothing of a held row is read again.
+// - loads: ld.global.nc.L1::no_allocate.L2::256B -- the read-only path, no L1 line
+//   allocated (the L1 keeps no stale 256 MiB stream, and the SM's L1/smem carve-out stays
+//   free), and a hint that L2 fetch the whole 256-byte block from DRAM: the next warps'
+//   sectors are then L2 hits, fewer and larger DRAM requests (what torch's clone gets from
+//   its access pattern alone);
+// - stores: st.global.cs (evict-first): the output's lines leave L2 first, so they do not
+//   push out input blocks that the 256-byte prefetch just brought in.
+// The CPU twin (PORTKIT_CUDA_CPU) reads and writes plainly.
+template <typename T>
+__device__ __forceinline__ Pack<T> load_stream(const Pack<T>* p) {
+#ifndef PORTKIT_CUDA_CPU
+    uint4 r;
+    asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+        : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+        : "l"(p));
+    Pack<T> v;
+    memcpy(&v, &r, sizeof(v));
+    return v;
+#else
+    return *p;
+#endif
+}
+
+template <typename T>
+__device__ __forceinline__ void store_stream(Pack<T>* p, const Pack<T>& v) {
+#ifndef PORTKIT_CUDA_CPU
+    uint4 r;
+    memcpy(&r, &v, sizeof(r));
+    __stcs(reinterpret_cast<uint4*>(p), r);
+#else
+    *p = v;
+#endif
+}
+
+// One exp and one division, no branch: 1 / (1 + z) for v >= 0, z / (1 + z) below, with
+// z = exp(-|v|) <= 1. (A branch with an exp on each side made a warp of mixed signs
+// run both sides: 92% of copy bandwidth instead of the 97% of this form on an H100.)
+template <typename T>
+__device__ T stable_sigmoid(T v) {
+    const T z = exp(-fabs(v));
+    return (v >= T(0) ? T(1) : z) / (T(1) + z);
+}
+
+
+template <typename T>
+__device__ inline T negative_infinity() {
+    return -T(__int_as_float(0x7f800000));
+}
+
+// The running (max m, sum s of exp(x - m)) after N more columns v: the sum is rescaled
+// at most once per pack (to the pack's maximum, if larger), then each column adds one
+// exp. A branch per column would make a warp run both sides and cost up to three exps.
+template <typename T, int N>
+__device__ inline void online_update(T& m, T& s, const T (&v)[N]) {
+    T top = v[0];
+#pragma unroll
+    for (int j = 1; j < N; ++j) top = v[j] > top ? v[j] : top;
+    if (top > m) {  // a new maximum rescales the sum (s is 0 while m is -inf)
+        s = s * exp(m - top);
+        m = top;
+    }
+#pragma unroll
+    for (int j = 0; j < N; ++j)
+        if (v[j] != negative_infinity<T>()) s = s + exp(v[j] - m);  // -inf adds nothing
+}
+
+// s, a sum of exp(x - m), as a sum of exp(x - big), big >= m: one exp. An empty sum stays 0
+// (its m may be -inf, and -inf - -inf would be NaN).
+template <typename T>
+__device__ inline T moved(T s, T m, T big) {
+    return s != T(0) ? s * exp(m - big) : s;
+}
+
+template <typename T>
+__device__ inline T warp_max(T v) {
+#pragma unroll
+    for (int offset = WARP / 2; offset > 0; offset /= 2) {
+        const T other = __shfl_xor_sync(FULL_MASK, v, offset);
+        v = other > v ? other : v;
+    }
+    return v;
+}
+
+template <typename T>
+__device__ inline T warp_sum(T v) {
+#pragma unroll
+    for (int offset = WARP / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(FULL_MASK, v, offset);
+    return v;
+}
+
+// exp(v - m), 0 for v == -inf: a row of -inf sums to 0 (its output NaN, as torch's), and
+// -inf - -inf would be NaN.
+template <typename T>
+__device__ inline T exp_from(T v, T m) {
+    return v != negative_infinity<T>() ? exp(v - m) : T(0);
+}
+
+// Short rows (at most WARP * LANE_PACKS packs, 4 KiB: 1024 float / 512 double columns),
+// the launcher's choice for them. A block of THREADS for one 256-column row left half its
+// threads idle and a wave of 16 such blocks an SM kept only 16 KiB in flight (0.53x torch
+// at 32768x256). Here `group` lanes serve a row (the fewest, a power of two <= WARP, that
+// hold its packs LANE_PACKS a lane), THREADS / group rows a block, and the row stays in
+// registers between its one read and its one write: no second read, one exp per column,
+// no online rescaling (the maximum is known before any exp), xor butterflies inside the
+// group (offsets group / 2 .. 1), no shared memory, no barrier. Every lane issues all its
+// packs' loads (up to 128 bytes) before using any. Lane g holds packs g, g + group, ...;
+// its tail columns packs * W + g, ... (fewer than W a row) are read in both passes.
+// 80 registers (float32; 96 double), no spills: 6 blocks of 128 an SM, 96 KiB of loads in
+// flight an SM; capping them at 64 (8 blocks) spills the held row.
+#define LANE_PACKS 8
+
+template <typename T>
+__global__ void __launch_bounds__(THREADS) softmax_rows_fwd(const T* __restrict__ x,
+                                                            T* __restrict__ out, long long rows,
+                                                            long long cols, int group) {
+    constexpr int W = Pack<T>::N;
+    const int tid = threadIdx.x;
+    const int g = tid % group;
+    const long long row = (long long)blockIdx.x * (THREADS / group) + tid / group;
+    long long packs = cols / W;
+    if (row >= rows) {  // past the last row: no columns, but the lanes still shuffle
+        packs = 0;
+        cols = 0;
+    }
+    const T* xr = x + row * cols;
+    T* outr = out + row * cols;
+    const bool vector = aligned16(xr) && aligned16(outr);
+
+    Pack<T> v[LANE_PACKS];
+    if (vector) {
+        const Pack<T>* xv = reinterpret_cast<const Pack<T>*>(xr);
+#pragma unroll
+        for (int u = 0; u < LANE_PACKS; ++u)
+            if (g + u * group < packs) v[u] = load_stream(xv + g + u * group);
+    } else {  // the same packs, element by element
+#pragma unroll
+        for (int u = 0; u < LANE_PACKS; ++u)
+            if (g + u * group < packs)
+#pragma unroll
+                for (int j = 0; j < W; ++j) v[u].v[j] = xr[(g + u * group) * (long long)W + j];
+    }
+
+    T m = negative_infinity<T>();  // the row's maximum: held columns, tail, butterfly
+#pragma unroll
+    for (int u = 0; u < LANE_PACKS; ++u)
+        if (g + u * group < packs)
+#pragma unroll
+            for (int j = 0; j < W; ++j) m = v[u].v[j] > m ? v[u].v[j] : m;
+    for (long long c = packs * W + g; c < cols; c += group) m = xr[c] > m ? xr[c] : m;
+    for (int offset = group / 2; offset > 0; offset /= 2) {
+        const T other = __shfl_xor_sync(FULL_MASK, m, offset);
+        m = other > m ? other : m;
+    }
+
+    T s = T(0);  // the sum, in the same order; each held column becomes its exp
+#pragma unroll
+    for (int u = 0; u < LANE_PACKS; ++u) {
+        if (g + u * group < packs) {
+#pragma unroll
+            for (int j = 0; j < W; ++j) {
+                v[u].v[j] = exp_from(v[u].v[j], m);
+                s += v[u].v[j];
+            }
+        }
+    }
+    for (long long c = packs * W + g; c < cols; c += group) s += exp_from(xr[c], m);
+    for (int offset = group / 2; offset > 0; offset /= 2) s += __shfl_xor_sync(FULL_MASK, s, offset);
+
+    const T inv = T(1) / s;
+#pragma unroll
+    for (int u = 0; u < LANE_PACKS; ++u) {
+        if (g + u * group < packs) {
+#pragma unroll
+            for (int j = 0; j < W; ++j) v[u].v[j] = v[u].v[j] * inv;
+            if (vector)
+                store_stream(reinterpret_cast<Pack<T>*>(outr) + g + u * group, v[u]);
+            else
+#pragma unroll
+                for (int j = 0; j < W; ++j) outr[(g + u * group) * (long long)W + j] = v[u].v[j];
+        }
+    }
+    for (long long c = packs * W + g; c < cols; c += group) outr[c] = exp_from(xr[c], m) * inv;
+}
+
+// Loads are issued UNROLL packs at a time (all of them before any is used), then the
+// packs are processed in column order: the same order as a plain loop, so the arithmetic
+// matches the prototype's, with UNROLL loads in flight per thread.
+#define UNROLL 4
+
+// Rows of at most THREADS x HELD packs (4096 float / 2048 double columns) stay in registers.
+#define HELD 8
+
+// softmax_fwd for a row held in registers: max, then exps and sum, then the store.
+template <typename T>
+__device__ inline void held_row_fwd(const T* xr, T* outr, long long cols, T* part_m, T* part_s) {
+    constexpr int W = Pack<T>::N;
+    const int tid = threadIdx.x;
+    const int lane = tid % WARP;
+    const int warp = tid / WARP;
+    const long long packs = cols / W;
+    const bool vector = aligned16(xr) && aligned16(outr);
+
+    Pack<T> v[HELD];
+    if (vector) {
+        const Pack<T>* xv = reinterpret_cast<const Pack<T>*>(xr);
+#pragma unroll
+        for (int u = 0; u < HELD; ++u)
+            if (tid + u * THREADS < packs) v[u] = load_stream(xv + tid + u * THREADS);
+    } else {  // the same packs, element by element
+#pragma unroll
+        for (int u = 0; u < HELD; ++u)
+            if (tid + u * THREADS < packs)
+#pragma unroll
+                for (int j = 0; j < W; ++j) v[u].v[j] = xr[(tid + u * THREADS) * (long long)W + j];
+    }
+
+    T m = negative_infinity<T>();
+#pragma unroll
+    for (int u = 0; u < HELD; ++u)
+        if (tid + u * THREADS < packs)
+#pragma unroll
+            for (int j = 0; j < W; ++j) m = v[u].v[j] > m ? v[u].v[j] : m;
+    for (long long c = packs * W + tid; c < cols; c += THREADS) m = xr[c] > m ? xr[c] : m;
+    m = warp_max(m);
+    if (lane == 0) part_m[warp] = m;
+    __syncthreads();
+    m = part_m[0];
+#pragma unroll
+    for (int w = 1; w < WARPS; ++w) m = part_m[w] > m ? part_m[w] : m;
+
+    T s = T(0);  // each held column becomes its exp
+#pragma unroll
+    for (int u = 0; u < HELD; ++u)
+        if (tid + u * THREADS < packs)
+#pragma unroll
+            for (int j = 0; j < W; ++j) {
+                v[u].v[j] = exp_from(v[u].v[j], m);
+                s += v[u].v[j];
+            }
+    for (long long c = packs * W + tid; c < cols; c += THREADS) s += exp_from(xr[c], m);
+    s = warp_sum(s);
+    if (lane == 0) part_s[warp] = s;
+    __syncthreads();
+    s = part_s[0];
+#pragma unroll
+    for (int w = 1; w < WARPS; ++w) s += part_s[w];
+
+    const T inv = T(1) / s;  // a row of -inf: s = 0, 0 * inf = NaN, as torch
+#pragma unroll
+    for (int u = 0; u < HELD; ++u) {
+        if (tid + u * THREADS < packs) {
+#pragma unroll
+            for (int j = 0; j < W; ++j) v[u].v[j] = v[u].v[j] * inv;
+            if (vector)
+                store_stream(reinterpret_cast<Pack<T>*>(outr) + tid + u * THREADS, v[u]);
+            else
+#pragma unroll
+                for (int j = 0; j < W; ++j) outr[(tid + u * THREADS) * (long long)W + j] = v[u].v[j];
+        }
+    }
+    for (long long c = packs * W + tid; c < cols; c += THREADS) outr[c] = exp_from(xr[c], m) * inv;
+}
+
+template <typename T>
+__global__ void softmax_fwd(const T* __restrict__ x, T* __restrict__ out, long long cols) {
+    __shared__ T part_m[WARPS];
+    __shared__ T part_s[WARPS];
+    constexpr int W = Pack<T>::N;
+    const int tid = threadIdx.x;
+    const int lane = tid % WARP;
+    const int warp = tid / WARP;
+    const T* xr = x + (long long)blockIdx.x * cols;
+    T* outr = out + (long long)blockIdx.x * cols;
+    const long long packs = cols / W;
+    if (packs <= (long long)THREADS * HELD) {  // the whole row in registers (uniform per block)
+        held_row_fwd(xr, outr, cols, part_m, part_s);
+        return;
+    }
+    const bool vector = aligned16(xr) && aligned16(outr);
+
+    T m = negative_infinity<T>();
+    T s = T(0);
+    if (vector) {
+        const Pack<T>* xv = reinterpret_cast<const Pack<T>*>(xr);
+        for (long long p0 = tid; p0 < packs; p0 += (long long)THREADS * UNROLL) {
+            Pack<T> v[UNROLL];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u)
+                if (p0 + u * THREADS < packs) v[u] = xv[p0 + u * THREADS];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u)
+                if (p0 + u * THREADS < packs) online_update(m, s, v[u].v);
+        }
+    } else {  // the same packs, element by element
+        for (long long p = tid; p < packs; p += THREADS) {
+            T v[W];
+            for (int j = 0; j < W; ++j) v[j] = xr[p * W + j];
+            online_update(m, s, v);
+        }
+    }
+    for (long long c = packs * W + tid; c < cols; c += THREADS) {
+        const T v[1] = {xr[c]};
+        online_update(m, s, v);
+    }
+
+    const T big = warp_max(m);  // the warp's maximum, then its sum moved to it
+    s = warp_sum(moved(s, m, big));
+    if (lane == 0) {
+        part_m[warp] = big;
+        part_s[warp] = s;
+    }
+    __syncthreads();
+    m = part_m[0];
+#pragma unroll
+    for (int w = 1; w < WARPS; ++w) m = part_m[w] > m ? part_m[w] : m;
+    s = moved(part_s[0], part_m[0], m);
+#pragma unroll
+    for (int w = 1; w < WARPS; ++w) s += moved(part_s[w], part_m[w], m);
+
+    const T inv = T(1) / s;  // one division per row; each column is exp(x - m) * inv
+    if (vector) {
+        const Pack<T>* xv = reinterpret_cast<const Pack<T>*>(xr);
+        Pack<T>* ov = reinterpret_cast<Pack<T>*>(outr);
+        for (long long p0 = tid; p0 < packs; p0 += (long long)THREADS * UNROLL) {
+            Pack<T> v[UNROLL];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u)
+                if (p0 + u * THREADS < packs) v[u] = xv[p0 + u * THREADS];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+                if (p0 + u * THREADS < packs) {
+#pragma unroll
+                    for (int j = 0; j < W; ++j) v[u].v[j] = exp(v[u].v[j] - m) * inv;
+                    ov[p0 + u * THREADS] = v[u];
+                }
+            }
+        }
+    } else {
+        for (long long p = tid; p < packs; p += THREADS)
+            for (int j = 0; j < W; ++j) outr[p * W + j] = exp(xr[p * W + j] - m) * inv;
+    }
+    for (long long c = packs * W + tid; c < cols; c += THREADS) outr[c] = exp(xr[c] - m) * inv;
+}
+
+template <typename T>
+__global__ void softmax_bwd(const T* __restrict__ y, const T* __restrict__ dy, T* __restrict__ dx,
+                            long long cols) {
+    __shared__ T part[WARPS];
+    const int tid = threadIdx.x;
+    const int lane = tid % WARP;
+    const int warp = tid / WARP;
+    const long long base = (long long)blockIdx.x * cols;
+    const T* yr = y + base;
+    const T* dyr = dy + base;
+    T* dxr = dx + base;
+    constexpr int W = Pack<T>::N;
+    const bool vector = aligned16(yr) && aligned16(dyr) && aligned16(dxr);
+    const long long packs = cols / W;
+
+    T dot = T(0);
+    if (vector) {
+        const Pack<T>* yv = reinterpret_cast<const Pack<T>*>(yr);
+        const Pack<T>* gv = reinterpret_cast<const Pack<T>*>(dyr);
+        for (long long p0 = tid; p0 < packs; p0 += (long long)THREADS * UNROLL) {
+            Pack<T> a[UNROLL], g[UNROLL];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+                if (p0 + u * THREADS < packs) {
+                    a[u] = yv[p0 + u * THREADS];
+                    g[u] = gv[p0 + u * THREADS];
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u)
+                if (p0 + u * THREADS < packs)
+#pragma unroll
+                    for (int j = 0; j < W; ++j) dot += a[u].v[j] * g[u].v[j];
+        }
+    } else {
+        for (long long p = tid; p < packs; p += THREADS)
+            for (int j = 0; j < W; ++j) dot += yr[p * W + j] * dyr[p * W + j];
+    }
+    for (long long c = packs * W + tid; c < cols; c += THREADS) dot += yr[c] * dyr[c];
+
+    dot = warp_sum(dot);
+    if (lane == 0) part[warp] = dot;
+    __syncthreads();
+    dot = part[0];
+#pragma unroll
+    for (int w = 1; w < WARPS; ++w) dot += part[w];
+
+    if (vector) {
+        const Pack<T>* yv = reinterpret_cast<const Pack<T>*>(yr);
+        const Pack<T>* gv = reinterpret_cast<const Pack<T>*>(dyr);
+        Pack<T>* dv = reinterpret_cast<Pack<T>*>(dxr);
+        for (long long p0 = tid; p0 < packs; p0 += (long long)THREADS * UNROLL) {
+            Pack<T> a[UNROLL], g[UNROLL];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+                if (p0 + u * THREADS < packs) {
+                    a[u] = yv[p0 + u * THREADS];
+                    g[u] = gv[p0 + u * THREADS];
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+                if (p0 + u * THREADS < packs) {
+#pragma unroll
+                    for (int j = 0; j < W; ++j) a[u].v[j] = a[u].v[j] * (g[u].v[j] - dot);
+                    dv[p0 + u * THREADS] = a[u];
+                }
+            }
+        }
+    } else {
+        for (long long p = tid; p < packs; p += THREADS)
+            for (int j = 0; j < W; ++j) dxr[p * W + j] = yr[p * W + j] * (dyr[p * W + j] - dot);
+    }
+    for (long long c = packs * W + tid; c < cols; c += THREADS) dxr[c] = yr[c] * (dyr[c] - dot);
+}
