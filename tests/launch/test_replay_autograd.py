@@ -26,6 +26,7 @@ from portkit.launch.replay.launcher import ReplayingLauncher
 from portkit.launch.replay.steps import ReplayLaunch
 from portkit.torch_op.autograd_function import Binding, OpLayout
 from portkit.torch_op.registration import OpCallable, register
+from tests.launch.test_replay import c_launch as scale_launch
 
 LAYOUT = OpLayout(("Tensor",), 1, (("input", 0),), (True,), True)
 TARGETS: dict[int, Target] = {}
@@ -77,14 +78,7 @@ class Target(LaunchTarget):
         return struct.pack("=QQQq" if self.kind == "mul" else "=QQqd", *values)
 
 
-@ctypes.CFUNCTYPE(
-    ctypes.c_int,
-    ctypes.c_void_p,
-    *[ctypes.c_uint] * 7,
-    ctypes.c_void_p,
-    ctypes.POINTER(ctypes.c_void_p),
-    ctypes.c_void_p,
-)
+@type(scale_launch)  # cuLaunchKernel's signature, as test_replay.py's
 def c_launch(function, gx, gy, gz, bx, by, bz, shared, stream, params, extra) -> int:
     target = TARGETS[function]
     slots = [ctypes.cast(params[i], ctypes.POINTER(ctypes.c_uint64))[0] for i in range(4)]
