@@ -10,8 +10,10 @@ launch target (plans, argument packing) on CPU tensors with ``cuLaunchKernel`` a
 stream query replaced by stubs: everything a GPU call does in Python except the driver
 call itself. The "compiled replay" rows are ``portkit.load``'s callable with the compiled replayer
 (built against this CPU torch) launching through a no-op C function: the whole
-plain-eager call but the driver's launch. ``--profile`` adds a cProfile of the twin
-path's forward.
+plain-eager call but the driver's launch; their forward + backward (through the
+compiled replayer's autograd node, and through ``torch.ops``) are timed beside torch's
+own in interleaved rounds, medians and the median of the per-round ratios, since this
+machine is shared and noisy. ``--profile`` adds a cProfile of the twin path's forward.
 On a GPU, ``scripts/bench_launch.py`` measures the real thing.
 """
 
@@ -97,6 +99,28 @@ def compiled_replaying(op, k, namespace):
         launcher.make_replayer = make
 
 
+def paired(timed: dict, base: dict, calls: int = 1000, rounds: int = 15) -> list[tuple]:
+    """Interleaved rounds over ``timed``: per row, the median µs per call and the median
+    of the per-round ratios to the row ``base[name]`` (so that the machine's load cancels)."""
+    import statistics
+
+    samples: dict[str, list[float]] = {name: [] for name in timed}
+    for _ in range(rounds):
+        for name, fn in timed.items():
+            start = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            samples[name].append((time.perf_counter() - start) / calls * 1e6)
+    return [
+        (
+            name,
+            statistics.median(values),
+            statistics.median(v / b for v, b in zip(values, samples[base[name]])),
+        )
+        for name, values in samples.items()
+    ]
+
+
 def main() -> int:
     import torch
 
@@ -134,19 +158,39 @@ def main() -> int:
         ("twin path (driver stubbed), forward", best_us(lambda: twin(x))),
         ("twin path (driver stubbed), fwd + bwd", best_us(step(twin), calls=1000)),
     ]
+    ratios: list[tuple] = []
     if replayed is not None:
         for _ in range(3):  # a signature records on its second call, replays from the third
             replayed(x), replayed.op(x), step(replayed)()
+        node = replayed(xg).grad_fn.name()
+        assert node == f"{replayed.registered.name}Backward", node  # the C++ node, not a Function
         rows += [
             ("compiled replay (launch stubbed), forward", best_us(lambda: replayed(x))),
             ("the same through torch.ops, forward", best_us(lambda: replayed.op(x))),
-            ("compiled replay, forward + backward", best_us(step(replayed), calls=1000)),
         ]
+        timed = {
+            "torch forward + backward": step(torch.sigmoid),
+            "compiled replay, forward + backward": step(replayed),
+            "the same through torch.ops, fwd + bwd": step(replayed.op),
+            "twin path (Python Function), fwd + bwd": step(twin),
+            "torch.sigmoid, forward": lambda: torch.sigmoid(x),
+            "compiled replay, forward": lambda: replayed(x),
+            "the same through torch.ops, forward": lambda: replayed.op(x),
+        }
+        bases = {
+            n: "torch.sigmoid, forward" if n.endswith("forward") else "torch forward + backward"
+            for n in timed
+        }
+        ratios = paired(timed, bases)
     before = LAUNCHES[0]
     twin(x)
     assert LAUNCHES[0] == before + 1, "the twin path's forward did not reach the driver"
     for name, us in rows:
         print(f"{name:40} {us:7.2f} µs")
+    if ratios:
+        print("interleaved rounds (median µs; median per-round ratio to torch's own):")
+        for name, us, ratio in ratios:
+            print(f"{name:40} {us:7.2f} µs  {ratio:5.2f}x")
     if "--profile" in sys.argv:
         profile = cProfile.Profile()
         profile.runcall(lambda: [twin(x) for _ in range(20000)])

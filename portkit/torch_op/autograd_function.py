@@ -122,13 +122,25 @@ def eager_function(name: str, layout: OpLayout, binding: Binding) -> type[torch.
         @staticmethod
         @torch.autograd.function.once_differentiable
         def backward(ctx: Any, *grads: Any) -> Any:
-            if binding.backward is None:
-                raise binding.error(f"op {name} has no backward")
-            # Autograd materialises a missing gradient as zeros (set_materialize_grads is
-            # on by default), so every g is a tensor; kernels want C order.
-            grads = tuple(g.contiguous() for g in grads)
-            result = as_tuple(binding.backward(binding.kernels, ctx.saved_tensors, *grads))
-            check_gradients(name, layout, result, binding.error)
-            return tuple(r if wanted else None for r, wanted in zip(result, layout.grads))
+            return backward_gradients(ctx.saved_tensors, *grads)
 
+    backward_gradients = eager_backward(name, layout, binding)
     return EagerFunction
+
+
+def eager_backward(name: str, layout: OpLayout, binding: Binding) -> Callable[..., tuple]:
+    """``f(saved, *grads)``: the gradient per input (None where ``layout.grads`` says
+    backward gives none) from ``binding``'s backward launcher; ``EagerFunction``'s
+    backward, and the compiled replayer's where it cannot replay (eager_replay.py)."""
+
+    def backward(saved: tuple, *grads: Any) -> tuple:
+        if binding.backward is None:
+            raise binding.error(f"op {name} has no backward")
+        # Autograd materialises a missing gradient as zeros (set_materialize_grads is
+        # on by default), so every g is a tensor; kernels want C order.
+        grads = tuple(g.contiguous() for g in grads)
+        result = as_tuple(binding.backward(binding.kernels, saved, *grads))
+        check_gradients(name, layout, result, binding.error)
+        return tuple(r if wanted else None for r, wanted in zip(result, layout.grads))
+
+    return backward

@@ -10,6 +10,13 @@ compiled graph still holds the registered op) and that call; anything else (a mi
 mode, a gradient) takes ``OpCallable``'s path unchanged. The registered op's Autograd
 kernel uses the same call for ``torch.ops.<ns>.<op>(...)`` in plain eager, where the op
 returns no hidden extras (registration.py).
+
+A call that wants a gradient replays too, where the backward launcher replays with the
+compiled replayer as well (``differentiate``): ``run_eager`` gives the outputs a C++
+autograd node whose backward replays the backward's recording (native.cpp), so neither
+direction runs an ``autograd.Function``'s Python. A signature the node cannot serve
+(not recorded, an output that is an input, saved values the layout does not expect)
+takes ``OpCallable``'s ``autograd.Function``, as every call did before.
 """
 
 from __future__ import annotations
@@ -17,8 +24,30 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from portkit.torch_op.autograd_function import Binding
+import torch
+
+from portkit.launch.replay.executor import flatten
+from portkit.torch_op.autograd_function import Binding, as_tuple, eager_backward
 from portkit.torch_op.registration import OpCallable, RegisteredOp, _is_compiling
+
+
+def differentiate(forward: Any, backward: Any, registered: RegisteredOp, binding: Binding) -> None:
+    """Give ``forward``'s compiled replayer ``backward``'s (both ``ReplayingLauncher``s)
+    so that its plain-eager replays wanting a gradient get its autograd node; nothing
+    where either does not replay with the compiled replayer."""
+    replayers = (getattr(forward, "replayer", None), getattr(backward, "replayer", None))
+    layout = registered.layout
+    if not layout.has_backward or not all(hasattr(r, "set_backward") for r in replayers):
+        return
+    once = torch.autograd.function.once_differentiable(
+        eager_backward(registered.name, layout, binding)
+    )
+
+    def fallback(saved: tuple, *grads: Any) -> tuple:
+        return as_tuple(once(saved, *grads))  # once_differentiable unpacks a single one
+
+    structure = flatten(((None,) * len(layout.saved), *[None] * layout.outputs))[0]
+    replayers[0].set_backward(replayers[1], registered.name, layout.grads, structure, fallback)
 
 
 class ReplayedOpCallable(OpCallable):
@@ -27,6 +56,7 @@ class ReplayedOpCallable(OpCallable):
     ) -> None:
         super().__init__(registered, binding)
         self._run_eager, self._kernels = run_eager, binding.kernels
+        differentiate(binding.forward, binding.backward, registered, binding)
         if registered.layout.extras == 0:  # its result is the op's: torch.ops replays too
             registered.eager_forward = self._eager_forward
 

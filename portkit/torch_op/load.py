@@ -44,7 +44,13 @@ def registered_callable(
         # replay's key holds: the replaying forward runs it on the calls it does not replay.
         moved = check if definition.check_inputs is None else None
         forward = replaying(
-            forward, kernels, flat=True, check=moved, outputs=layout.outputs, mode=replay
+            forward,
+            kernels,
+            flat=True,
+            check=moved,
+            outputs=layout.outputs,
+            mode=replay,
+            saved=layout.saved,
         )
         backward = replaying(backward, kernels, flat=False, mode=replay)
         if moved is not None and isinstance(forward, ReplayingLauncher):

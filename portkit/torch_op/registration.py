@@ -153,20 +153,25 @@ class RegisteredOp:
     # -- the Autograd kernel: what torch.ops.<ns>.<op>(...) runs first --------------
     def _autograd_kernel(self, keyset: Any, *args: Any) -> Any:
         grad = self.layout.has_backward and _grad_enabled()
-        plain = True
+        plain, wanted = True, False
         for a in args:
             if isinstance(a, _Tensor):
                 if grad and a.requires_grad:
-                    return self._function.apply(keyset, *args)
+                    wanted = True
                 if type(a) not in _PLAIN_TENSORS:
                     plain = False
-        if not plain or _watched():
-            with _below_autograd():
-                return self._forward_op.redispatch(keyset & _AFTER_AUTOGRAD, *args)
-        if self.eager_forward is not None:  # one call into the compiled replayer
+        watched = not plain or _watched()
+        if not watched and self.eager_forward is not None:
+            # One call into the compiled replayer; with a gradient wanted, its outputs
+            # carry the replayer's autograd node (eager_replay.py) or it declines.
             result = self.eager_forward(args)
             if result is not None:
                 return _unalias_one(result, args)
+        if wanted:
+            return self._function.apply(keyset, *args)
+        if watched:
+            with _below_autograd():
+                return self._forward_op.redispatch(keyset & _AFTER_AUTOGRAD, *args)
         return self._forward_impl(*args)
 
     # -- forward --------------------------------------------------------------

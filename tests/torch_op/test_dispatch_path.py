@@ -38,9 +38,15 @@ def test_plain_eager_through_torch_ops_takes_the_eager_forward_only_when_unwatch
     op.eager_forward = lambda inputs: inputs[0]  # an alias of the input is cloned
     out = torch.ops.pkdispatch.double(x)
     assert torch.equal(out, x) and out.data_ptr() != x.data_ptr()
-    op.eager_forward = lambda inputs: seen.append(inputs) or inputs[0] * 5
+    # Asked with a gradient wanted too (the compiled replayer's node serves it there);
+    # a None then takes the autograd Function.
+    op.eager_forward = lambda inputs: (
+        None
+        if inputs[0].requires_grad and torch.is_grad_enabled()
+        else seen.append(inputs) or inputs[0] * 5
+    )
     xg = x.clone().requires_grad_()
-    y = torch.ops.pkdispatch.double(xg)  # a gradient: the autograd Function, not eager
+    y = torch.ops.pkdispatch.double(xg)  # a gradient, declined: the autograd Function
     y.sum().backward()
     assert torch.equal(y.detach(), x * 2) and torch.equal(xg.grad, torch.full((3,), 2.0))
     with FakeTensorMode() as mode:  # watched: the fake kernel, nothing launched

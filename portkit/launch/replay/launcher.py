@@ -75,9 +75,13 @@ class ReplayingLauncher:
         flat: bool,
         check: Callable[[Sequence[Any]], None] | None = None,
         outputs: int | None = None,
+        saved: Sequence[tuple[str, int]] | None = None,
     ) -> None:
         functools.update_wrapper(self, launcher)
         self._outputs = outputs  # a forward's number of outputs: recordings get an eager result
+        # A forward's layout of saved tensors (OpLayout.saved): with a compiled replayer,
+        # recordings name them so that replays can save them for backward (native.cpp).
+        self._saved = saved if hasattr(replayer, "set_backward") else None
         self._launcher, self._kernels, self.replayer = launcher, kernels, replayer
         # An input check that depends on the inputs' metadata only, run here before the
         # launcher rather than by the caller: a replayed signature passed it when recorded.
@@ -131,10 +135,17 @@ class ReplayingLauncher:
         result, recording, reason, retry = record(
             self._recording_kernels, self._launcher, args, leaves
         )
+        saved = None
         if recording is not None and self._outputs is not None:
             eager = eager_template(recording.result, self._outputs)
             recording = dataclasses.replace(recording, eager=eager)
-        if recording is not None and self.replayer.add(leaves, recording):
+            if self._saved is not None and eager is not None:
+                saved = saved_refs(recording.result, self._saved)
+        if recording is not None and (
+            self.replayer.add(leaves, recording)
+            if saved is None
+            else self.replayer.add(leaves, recording, saved)
+        ):
             return result
         if retry and key not in self._retried:
             self._retried.add(key)  # a first launch's checked path: record the next call
@@ -147,6 +158,28 @@ class ReplayingLauncher:
         return result
 
 
+def saved_refs(result: Any, layout: Sequence[tuple[str, int]]) -> tuple[int, ...] | None:
+    """The references of what a forward's ``(outputs, saved)`` template saves, where they
+    are what ``split_forward`` accepts for ``layout`` (an input saved is that input, an
+    output that output, an extra a tensor); None otherwise (the Python path explains)."""
+    if type(result) not in (tuple, list) or len(result) != 2:
+        return None
+    outputs, saved = (
+        [part] if type(part) is int else list(part) if type(part) in (tuple, list) else None
+        for part in result
+    )
+    if outputs is None or saved is None or len(saved) != len(layout):
+        return None
+    for (kind, index), ref in zip(layout, saved):
+        if type(ref) is not int:
+            return None
+        if kind == "input" and ref != index:
+            return None
+        if kind == "output" and (index >= len(outputs) or ref != outputs[index]):
+            return None
+    return tuple(saved)
+
+
 def replaying(
     launcher: Callable[..., Any] | None,
     kernels: KernelSet,
@@ -154,6 +187,7 @@ def replaying(
     check: Callable[[Sequence[Any]], None] | None = None,
     outputs: int | None = None,
     mode: str = "auto",
+    saved: Sequence[tuple[str, int]] | None = None,
 ) -> Any:
     """``launcher`` wrapped to replay on ``kernels`` with a replayer of its own (and to run
     ``check`` on every call it does not replay) where it can; ``launcher`` itself otherwise
@@ -163,4 +197,4 @@ def replaying(
     replayer = make_replayer(mode)
     if replayer is None:
         return launcher
-    return ReplayingLauncher(launcher, kernels, replayer, flat, check, outputs)
+    return ReplayingLauncher(launcher, kernels, replayer, flat, check, outputs, saved)

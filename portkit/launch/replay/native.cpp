@@ -7,6 +7,11 @@
 // pointers of this call on torch's current stream, and builds the result. A miss
 // returns None and the caller runs the launcher.
 //
+// run_eager(leaves) is portkit.load's whole plain-eager call. Where a gradient is wanted
+// and set_backward gave the op's backward replayer, the replayed outputs get a C++
+// autograd node of ours (ReplayNode, below) whose backward replays the backward's
+// recording, and runs the op's Python backward where it cannot.
+//
 // Built without PORTKIT_WITH_CUDA (a CPU build of torch) it replays CPU tensors with no
 // stream: that is how the CPU tests exercise this file, with a launch function of theirs.
 #include <Python.h>
@@ -17,7 +22,12 @@
 #include <ATen/ops/empty_strided.h>
 #include <c10/core/GradMode.h>
 #include <c10/core/impl/TorchDispatchModeTLS.h>
+#include <torch/csrc/Exceptions.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/functions/utils.h>
 #include <torch/csrc/autograd/python_variable.h>
+#include <torch/csrc/autograd/saved_variable.h>
+#include <torch/csrc/autograd/variable_info.h>
 #ifdef PORTKIT_WITH_CUDA
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -25,6 +35,8 @@
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -57,6 +69,51 @@ struct Plan {
   std::vector<Launch> launches;
   py::object result;  // template: tuples, lists, None, and ints as references
   py::object eager;   // what the op returns in plain eager (run_eager), or None
+  // For the autograd node: the saved tensors' references (empty: no node for this
+  // signature) and the outputs' (buffers all, each once).
+  std::vector<int64_t> saved;
+  std::vector<int64_t> outputs;
+};
+
+class Replayer;
+
+// How a replayed forward's backward runs (set_backward): the backward's replayer, and
+// the op's Python backward for what that cannot replay. Nodes share it with the forward
+// replayer and may outlive it, dying on an autograd thread: it takes the GIL to let go.
+struct Backward {
+  std::string name;
+  std::vector<bool> grads;  // per input: does backward give a gradient there
+  py::object structure;     // executor.flatten's structure string of (saved, *grads)
+  py::object owner;         // the backward's Replayer, kept alive
+  Replayer* replayer = nullptr;
+  py::object fallback;      // (saved, *grads) -> a gradient or None per input
+
+  ~Backward() {
+    if (!Py_IsInitialized()) {
+      structure.release(), owner.release(), fallback.release();  // leak at exit
+      return;
+    }
+    py::gil_scoped_acquire gil;
+    structure = py::object(), owner = py::object(), fallback = py::object();
+  }
+};
+
+// The autograd node of a replayed call (what save_for_backward and a Python Function's
+// node do, in C++): saved tensors checked against their versions, gradients in input
+// order, zeros for an output without one, a backward that replays, and the Python
+// backward (once_differentiable there) where it cannot or a graph of it is wanted.
+struct ReplayNode : public torch::autograd::Node {
+  explicit ReplayNode(std::shared_ptr<Backward> backward) : backward_(std::move(backward)) {}
+  torch::autograd::variable_list apply(torch::autograd::variable_list&& grads) override;
+  std::string name() const override { return backward_->name + "Backward"; }
+  void release_variables() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& saved : saved_) saved.reset_data();
+  }
+
+  std::shared_ptr<Backward> backward_;
+  std::vector<torch::autograd::SavedVariable> saved_;
+  std::vector<torch::autograd::VariableInfo> outputs_;
 };
 
 template <typename T>
@@ -165,22 +222,57 @@ class Replayer {
       return py::none();
     }
     bool grad = c10::GradMode::is_enabled();
+    bool wanted = false;
     for (const auto& leaf : leaves) {
       PyObject* raw = leaf.ptr();
-      if (grad && THPVariable_CheckExact(raw) && THPVariable_Unpack(raw).requires_grad()) {
-        return py::none();  // autograd must see the call
+      if (grad && THPVariable_CheckExact(raw)) {
+        const at::Tensor& tensor = THPVariable_Unpack(raw);
+        if (tensor.requires_grad()) {
+          // autograd must see the call: through our node, or the caller's Function
+          if (backward_ == nullptr) return py::none();
+          wanted = true;
+        }
+        if (tensor._fw_grad(/*level=*/0).defined()) return py::none();  // forward AD
       }
     }
     const Plan* plan = find(leaves);
     if (plan == nullptr || plan->eager.is_none()) return py::none();
-    return build(plan->eager, leaves, execute(*plan, leaves));
+    if (!wanted) return build(plan->eager, leaves, execute(*plan, leaves));
+    if (plan->outputs.empty()) return py::none();  // no node for this signature
+    return differentiable(*plan, leaves);
+  }
+
+  // Where a gradient is wanted, run_eager's replays get a ReplayNode whose backward
+  // replays with ``backward`` (another Replayer) and calls ``fallback`` where it cannot.
+  void set_backward(py::object backward, const std::string& name, std::vector<bool> grads,
+                    py::object structure, py::object fallback) {
+    auto spec = std::make_shared<Backward>();
+    spec->name = name;
+    spec->grads = std::move(grads);
+    spec->structure = std::move(structure);
+    spec->replayer = backward.cast<Replayer*>();
+    spec->owner = std::move(backward);
+    spec->fallback = std::move(fallback);
+    backward_ = std::move(spec);
+  }
+
+  // The backward's replay of (saved, *grads), as run() would do it; None on a miss.
+  py::object run_backward(const std::vector<at::Tensor>& saved,
+                          const std::vector<at::Tensor>& grads, const py::object& structure) {
+    py::tuple leaves(1 + saved.size() + grads.size());
+    leaves[0] = structure;
+    size_t i = 1;
+    for (const auto& t : saved) leaves[i++] = py::reinterpret_steal<py::object>(THPVariable_Wrap(t));
+    for (const auto& t : grads) leaves[i++] = py::reinterpret_steal<py::object>(THPVariable_Wrap(t));
+    return run(leaves);
   }
 
 
   // Remembers a recording under the key of its leaves; false where they cannot be keyed.
   // ``device``: where the buffers go, as torch writes it ("cuda:0", "cpu").
   bool add(const py::tuple& leaves, const std::string& device, const py::list& buffers,
-           const py::list& launches, const py::object& result, const py::object& eager) {
+           const py::list& launches, const py::object& result, const py::object& eager,
+           const py::object& saved) {
     std::string key;
     int leaf_device = -2;
     if (!make_key(leaves, key, leaf_device)) return false;
@@ -217,6 +309,7 @@ class Replayer {
     }
     plan.result = result;
     plan.eager = eager;
+    if (!saved.is_none()) plan_node(plan, saved.cast<std::vector<int64_t>>());
     if (plans_.size() >= capacity_) plans_.clear();
     plans_[key] = std::move(plan);
     return true;
@@ -226,6 +319,68 @@ class Replayer {
   void clear() { plans_.clear(); }
 
  private:
+  // A node is made only where every output is a buffer of its own (an output that is an
+  // input, or one tensor twice, needs the view handling of a Python Function).
+  static void plan_node(Plan& plan, std::vector<int64_t> saved) {
+    std::vector<int64_t> outputs;
+    PyObject* raw = plan.eager.ptr();
+    if (PyLong_CheckExact(raw)) {
+      outputs.push_back(PyLong_AsLongLong(raw));
+    } else if (PyTuple_CheckExact(raw)) {
+      for (const auto& item : py::reinterpret_borrow<py::tuple>(plan.eager)) {
+        outputs.push_back(item.cast<int64_t>());
+      }
+    }
+    std::vector<bool> seen(plan.buffers.size(), false);
+    for (int64_t ref : outputs) {
+      if (ref >= 0 || seen[static_cast<size_t>(-1 - ref)]) return;
+      seen[static_cast<size_t>(-1 - ref)] = true;
+    }
+    for (int64_t ref : saved) {
+      if (ref < 0 && -1 - ref >= static_cast<int64_t>(plan.buffers.size())) return;
+    }
+    plan.saved = std::move(saved);
+    plan.outputs = std::move(outputs);
+  }
+
+  // The replay with a ReplayNode as its outputs' grad_fn, saving what the forward saved.
+  py::object differentiable(const Plan& plan, const py::tuple& leaves) {
+    namespace ag = torch::autograd;
+    std::vector<at::Tensor> buffers = execute(plan, leaves);
+    auto node = c10::make_intrusive<ReplayNode>(backward_);
+    const auto& grads = backward_->grads;
+    ag::edge_list edges;
+    edges.reserve(leaves.size());
+    for (size_t i = 0; i < leaves.size(); ++i) {
+      PyObject* raw = PyTuple_GET_ITEM(leaves.ptr(), i);
+      bool tensor = THPVariable_Check(raw);
+      if (tensor && i < grads.size() && grads[i]) {
+        edges.push_back(ag::impl::gradient_edge(THPVariable_Unpack(raw)));
+      } else {
+        edges.emplace_back();
+      }
+    }
+    node->set_next_edges(std::move(edges));
+    for (int64_t ref : plan.outputs) {
+      at::Tensor& out = buffers[static_cast<size_t>(-1 - ref)];
+      if (ag::isDifferentiableType(out.scalar_type())) {
+        ag::set_history(out, node);
+      } else {
+        node->add_input_metadata(ag::Node::undefined_input());
+      }
+      node->outputs_.emplace_back(out);
+    }
+    node->saved_.reserve(plan.saved.size());
+    for (int64_t ref : plan.saved) {
+      const at::Tensor& tensor =
+          ref >= 0 ? THPVariable_Unpack(PyTuple_GET_ITEM(leaves.ptr(), ref))
+                   : buffers[static_cast<size_t>(-1 - ref)];
+      bool output = tensor.grad_fn().get() == node.get();
+      node->saved_.emplace_back(tensor, output);
+    }
+    return build(plan.eager, leaves, buffers);
+  }
+
   const Plan* find(const py::tuple& leaves) const {
     std::string key;
     int device = -2;
@@ -312,8 +467,71 @@ class Replayer {
   ErrorName error_name_;
   size_t capacity_;
   py::object functorch_level_;
+  std::shared_ptr<Backward> backward_;
   std::unordered_map<std::string, Plan> plans_;
 };
+
+// A gradient per input (undefined where none) from a backward's result, or false where
+// the result is not one: a tuple or list with one item per input, tensors or None.
+bool gradients(const py::object& result, const std::vector<bool>& wanted,
+               torch::autograd::variable_list& out) {
+  if (!PyTuple_Check(result.ptr()) && !PyList_Check(result.ptr())) return false;
+  py::sequence items = py::reinterpret_borrow<py::sequence>(result);
+  if (py::len(items) != wanted.size()) return false;
+  out.assign(wanted.size(), at::Tensor());
+  for (size_t i = 0; i < wanted.size(); ++i) {
+    py::object item = items[i];
+    if (!wanted[i] || item.is_none()) continue;
+    if (!THPVariable_Check(item.ptr())) return false;
+    out[i] = THPVariable_Unpack(item.ptr());
+  }
+  return true;
+}
+
+torch::autograd::variable_list ReplayNode::apply(torch::autograd::variable_list&& grads) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<at::Tensor> saved;
+  saved.reserve(saved_.size());
+  for (const auto& s : saved_) saved.push_back(s.unpack(getptr()));  // version checks
+  bool graph = false;  // a graph of the backward wanted: the Python backward refuses it
+  at::OptionalDeviceGuard guard;
+  for (size_t i = 0; i < grads.size(); ++i) {
+    if (!grads[i].defined()) {
+      grads[i] = outputs_[i].zeros(guard);  // as a Function's materialised gradients
+    } else {
+      graph = graph || (c10::GradMode::is_enabled() && grads[i].requires_grad());
+      grads[i] = grads[i].contiguous();  // kernels want C order
+    }
+  }
+  py::gil_scoped_acquire gil;
+  torch::autograd::variable_list out;
+  try {
+    if (!graph) {
+      py::object replayed = backward_->replayer->run_backward(saved, grads, backward_->structure);
+      if (!replayed.is_none() && gradients(replayed, backward_->grads, out)) return out;
+    }
+    py::tuple args(1 + grads.size());
+    py::tuple saved_tuple(saved.size());
+    for (size_t i = 0; i < saved.size(); ++i) {
+      saved_tuple[i] = py::reinterpret_steal<py::object>(THPVariable_Wrap(saved[i]));
+    }
+    args[0] = saved_tuple;
+    for (size_t i = 0; i < grads.size(); ++i) {
+      args[1 + i] = py::reinterpret_steal<py::object>(THPVariable_Wrap(grads[i]));
+    }
+    py::object result = backward_->fallback(*args);
+    if (!gradients(result, std::vector<bool>(backward_->grads.size(), true), out)) {
+      throw std::runtime_error("op " + backward_->name +
+                               ": backward gave a gradient that is neither a tensor nor None");
+    }
+  } catch (py::error_already_set& error) {
+    error.restore();  // the Python error itself (an OpDefinitionError, say) reaches the caller
+    python_error err;
+    err.persist();
+    throw std::move(err);
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -323,6 +541,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       .def("key", &Replayer::key)
       .def("run", &Replayer::run)
       .def("run_eager", &Replayer::run_eager)
+      .def("set_backward", &Replayer::set_backward)
       .def("add", &Replayer::add)
       .def("size", &Replayer::size)
       .def("clear", &Replayer::clear);

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +37,13 @@ class NativeReplayer:
         self.run_eager = self._native.run_eager
         self.key = self._native.key
 
-    def add(self, leaves: Sequence[Any], recording: Recording) -> bool:
+    def add(
+        self, leaves: Sequence[Any], recording: Recording, saved: tuple[int, ...] | None = None
+    ) -> bool:
         """The C++ side keeps the kernels as raw handles: their libraries stay loaded for
-        the process (nothing in portkit unloads one)."""
+        the process (nothing in portkit unloads one). ``saved``: the references of the
+        tensors a forward saves for backward, where ``set_backward`` may give its
+        replays an autograd node (``launcher.saved_refs``)."""
         launches = [
             (
                 launch.step.function,
@@ -58,7 +62,23 @@ class NativeReplayer:
             launches,
             recording.result,
             recording.eager,
+            saved,
         )
+
+    def set_backward(
+        self,
+        backward: NativeReplayer,
+        name: str,
+        grads: Sequence[bool],
+        structure: str,
+        fallback: Callable[..., Any],
+    ) -> None:
+        """Plain-eager calls that want a gradient replay too: their outputs get a C++
+        autograd node whose backward replays with ``backward`` (whose leaves are
+        ``(structure, *saved, *grads)``, as ``executor.flatten`` makes them) and calls
+        ``fallback(saved, *grads)`` (the op's Python backward, per input a gradient or
+        None) where that is a miss or a graph of the backward is wanted."""
+        self._native.set_backward(backward._native, name, list(grads), structure, fallback)
 
     def __len__(self) -> int:
         return self._native.size()
