@@ -9,9 +9,9 @@ no-ops, CPU tensors pass for CUDA ones and buffers are CPU tensors. What is left
 package's own Python per call, plus torch's allocation. Timed in interleaved rounds
 (medians): the package's forward on torch's launcher (``--no-static``: as if this torch
 had none, the ``cuLaunchKernel`` fallback), its replaying forward and replayer alone,
-beside ``portkit.load``'s compiled replayer launching through a no-op C function (where ``native.cpp`` builds
-here), ``torch.empty_like`` and ``torch.sigmoid`` on the same CPU tensor. On a GPU,
-``scripts/bench_launch.py`` measures the real thing ("exported package").
+beside ``portkit.load``'s compiled replayer launching through a no-op C function (where
+``native.cpp`` builds here), ``torch.empty_like`` and ``torch.sigmoid`` on the same CPU
+tensor. On a GPU, ``scripts/bench_launch.py`` measures the real thing ("exported package").
 """
 
 from __future__ import annotations
