@@ -19,7 +19,8 @@ driver with its arguments packed once (``cuLaunchKernel`` and nothing else), and
 ``autograd.Function`` whose forward and backward are torch's own sigmoid kernels (what
 any op written in Python pays for autograd). "exported package" is sigmoid exported
 (``portkit export``) for this GPU into a temporary folder and imported with portkit and
-numba blocked, as tests/export does: its calls replay with the shipped Python replayer.
+numba blocked, as tests/export does: its plain-eager calls replay through one prepared
+Python function per signature (export/prepared.py), launching with torch's launcher.
 ``--profile FILE`` writes a cProfile of
 the twin's forward and forward + backward.
 """
@@ -229,7 +230,7 @@ def main() -> int:
         impls["twin (torch.ops, dispatcher)"] = torch.ops.portkit.sigmoid_twin
     exported_folder = tempfile.TemporaryDirectory()
     exported = exported_sigmoid(exported_folder.name)
-    if exported is not None:  # its Python replayer (the package replays; nothing compiled)
+    if exported is not None:  # its prepared replays (nothing compiled but Python)
         impls["exported package"] = exported
     impls["autograd.Function over torch"] = python_autograd_floor()
 

@@ -8,7 +8,8 @@
       NAME/kernels/OP.sm_XY.cubin    per architecture, and OP.sm_XY.ptx for the newest
       NAME/ops/OP.py                 the op's launchers (see launcher_source)
       NAME/_runtime.py, _launch_contract.py, _registration.py, autograd_function.py,
-      _driver_launch.py, _replay.py, executor.py, steps.py   copied from portkit byte for byte
+      _driver_launch.py, _replay.py, _prepared.py, recorder.py, executor.py, steps.py
+                                     copied from portkit byte for byte
 
 Everything is written to a temporary folder beside OUT and renamed into place at the
 end, so a failure leaves nothing behind and OUT is never half-written; a lock beside OUT
@@ -47,7 +48,10 @@ RUNTIME_FILES = {
     "autograd_function.py": ("portkit.torch_op", "autograd_function.py"),
     "_driver_launch.py": ("portkit.backends.twin", "driver_launch.py"),
     "_replay.py": ("portkit.export", "replaying.py"),
-    # the Python replayer and its recordings, imported as .executor and .steps
+    "_prepared.py": ("portkit.export", "prepared.py"),
+    # the recorder's rules, the replay key and the recordings, imported as .recorder,
+    # .executor and .steps
+    "recorder.py": ("portkit.launch.replay", "recorder.py"),
     "executor.py": ("portkit.launch.replay", "executor.py"),
     "steps.py": ("portkit.launch.replay", "steps.py"),
 }

@@ -3,8 +3,9 @@ the package's cubins (or PTX on a newer GPU), and the registration of the ops at
 
 ``portkit export`` copies this file verbatim into the package as ``_runtime.py``, next to
 byte-for-byte copies of ``launch_contract.py``, ``registration.py`` and
-``driver_launch.py``. It imports only the standard library, torch and cuda.bindings
-(through ``_driver_launch``): no numba, no NVRTC, no portkit. The launch contract (the
+``driver_launch.py``, and the replayer (``_replay.py``, ``_prepared.py``). It imports only
+the standard library, torch and cuda.bindings (through ``_driver_launch``): no numba, no
+NVRTC, no portkit. The launch contract (the
 launch errors, launch-configuration limits, dtype <-> C type tables, the choice of a
 template instantiation) is portkit's own module, so a package launches by the rules
 ``portkit check`` tested. The launchers see this module as ``portkit``
@@ -24,6 +25,7 @@ import torch
 # Siblings only in an exported package (mypy: the [tool.mypy] overrides in pyproject.toml).
 from . import _driver_launch as driver_launch  # type: ignore[attr-defined]
 from . import _launch_contract as contract
+from . import _prepared as prepared  # type: ignore[attr-defined]
 from . import _registration as registration  # type: ignore[attr-defined]
 from . import _replay as replay  # type: ignore[attr-defined]
 
@@ -252,12 +254,16 @@ def register_ops(folder: Path, launchers: dict[str, type[Any]]) -> dict[str, Any
         custom = getattr(cls, "check_inputs", None)
         check = input_check(name, entry, custom)
         forward, backward = cls.forward, getattr(cls, "backward", None)
+        replaying = None
         if replay.replay_wanted():  # as portkit.load: recorded calls replay (_replay.py)
             names = list(entry["kernels"])
             # Without the author's check_inputs the check reads metadata only, which a
             # replay's key holds: the replaying forward runs it on the calls it runs.
             moved = check if custom is None else None
-            forward = replay.ReplayingLauncher(forward, k, names, flat=True, check=moved)
+            outputs = layout.outputs if moved is not None else None  # eager replay too
+            forward = replaying = replay.ReplayingLauncher(
+                forward, k, names, flat=True, check=moved, outputs=outputs
+            )
             if backward is not None:
                 backward = replay.ReplayingLauncher(backward, k, names, flat=False)
             if moved is not None:
@@ -265,7 +271,11 @@ def register_ops(folder: Path, launchers: dict[str, type[Any]]) -> dict[str, Any
         binding = registration.Binding(forward, backward, k, check, OpDefinitionError)
         qualname = f"{manifest['namespace']}::{name}"
         registered = registration.register(qualname, layout, list(entry["kernels"]), binding)
-        callables[name] = registration.OpCallable(registered, binding)
+        if replaying is not None and custom is None:  # a plain-eager call: one function
+            op = prepared.ReplayedOp(registered, binding, replaying.replayer)
+        else:
+            op = registration.OpCallable(registered, binding)
+        callables[name] = op
     return callables
 
 

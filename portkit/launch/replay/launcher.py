@@ -23,12 +23,10 @@ from portkit.launch.replay.executor import (
     flatten,
     repeats_a_tensor,
 )
+from portkit.launch.replay.recorder import MAX_FAILURES as MAX_FAILURES  # tests read it here
+from portkit.launch.replay.recorder import gives_up, not_recorded
 from portkit.launch.replay.recording import RecordingKernels, record
 from portkit.launch.replay.steps import eager_template
-
-# Signatures that could not be recorded before replay is given up for a launcher that
-# never recorded one: its calls then pay no key at all.
-MAX_FAILURES = 8
 
 
 def make_replayer(mode: str = "auto") -> Any:
@@ -150,10 +148,8 @@ class ReplayingLauncher:
         if retry and key not in self._retried:
             self._retried.add(key)  # a first launch's checked path: record the next call
             return result
-        if len(self.unreplayable) >= MAX_SIGNATURES:
-            self.unreplayable.clear()
-        self.unreplayable[key] = reason or "its leaves cannot be keyed"
-        if len(self.unreplayable) >= MAX_FAILURES and not len(self.replayer):
+        not_recorded(self.unreplayable, key, reason, MAX_SIGNATURES)
+        if gives_up(self.unreplayable, self.replayer):
             self.replayer = None
         return result
 
