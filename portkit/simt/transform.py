@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from portkit.errors import KernelError
+from portkit.simt.fp16 import simulated_fp16
 from portkit.simt.mlir_names import as_numba_names
 from portkit.simt.numba_rules import (
     FunctionFacts,
@@ -229,9 +230,9 @@ class Rewriter:
             return TYPED_MATH
         if value is numba or value is numba_types:
             return self._proxy(value)
-        bf16 = simulated_bf16(value)  # numba.cuda.bf16 and its functions (scalars.py)
-        if bf16 is not None:
-            return bf16
+        half = simulated_bf16(value) or simulated_fp16(value)  # numba.cuda.bf16 and fp16
+        if half is not None:
+            return half
         draws = simulated_random(value)  # numba.cuda.random's device functions
         if draws is not None:
             return draws
