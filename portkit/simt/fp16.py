@@ -118,33 +118,44 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
 }
 
 
-class SimulatedFP16(types.ModuleType):
-    """``numba.cuda.fp16`` as a simulated kernel sees it (both engines)."""
+class NotSimulated(KernelError, AttributeError):
+    """A half-precision function the simulator does not run (an AttributeError too, so
+    ``hasattr`` and ``getattr(..., default)`` answer as for any module)."""
 
-    def __init__(self) -> None:
-        super().__init__("fp16")
+
+class HalfModule(types.ModuleType):
+    """``numba.cuda.fp16`` or ``numba.cuda.bf16`` as a simulated kernel sees it."""
+
+    def __init__(self, name: str, functions: dict[str, Callable[..., Any]]) -> None:
+        super().__init__(name)
+        self._functions = functions
+        self._names: dict[int, str] = {}  # id of numba's function -> its name
+
+    def simulated(self, value: Any) -> Any:
+        """This module for numba's, the simulated function for one of numba's, or None."""
+        module = sys.modules.get(f"numba.cuda.{self.__name__}")
+        if module is None:
+            return None
+        if value is module:
+            return self
+        if not self._names:
+            functions = self._functions
+            self._names.update({id(getattr(module, n)): n for n in functions if hasattr(module, n)})
+        name = self._names.get(id(value))
+        return None if name is None else self._functions[name]
 
     def __getattr__(self, name: str) -> Any:
-        if name in FUNCTIONS:
-            return FUNCTIONS[name]
-        raise KernelError(
-            f"numba.cuda.fp16.{name} is not simulated; the simulator runs "
-            f"{', '.join(sorted(FUNCTIONS))} (convert to float32 for the rest)"
+        if name in self._functions:
+            return self._functions[name]
+        raise NotSimulated(
+            f"numba.cuda.{self.__name__}.{name} is not simulated; the simulator runs "
+            f"{', '.join(sorted(self._functions))} (convert to float32 for the rest)"
         )
 
 
-SIMULATED_FP16 = SimulatedFP16()
-_NAMES: dict[int, str] = {}
+SIMULATED_FP16 = HalfModule("fp16", FUNCTIONS)
 
 
 def simulated_fp16(value: Any) -> Any:
     """The simulated ``numba.cuda.fp16`` or one of its functions, or None."""
-    module = sys.modules.get("numba.cuda.fp16")
-    if module is None:
-        return None
-    if value is module:
-        return SIMULATED_FP16
-    if not _NAMES:
-        _NAMES.update({id(getattr(module, n)): n for n in FUNCTIONS if hasattr(module, n)})
-    name = _NAMES.get(id(value))
-    return None if name is None else FUNCTIONS[name]
+    return SIMULATED_FP16.simulated(value)
