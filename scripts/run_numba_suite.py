@@ -71,14 +71,18 @@ outcomes = {}
 class Result(unittest.TextTestResult):
     def _put(self, test, outcome, message=""):
         outcomes[test.id()] = {"outcome": outcome, "message": message}
-    def addSuccess(self, test):
-        self._put(test, "passed")
     def _last_line(self, test, err):
         return self._exc_info_to_string(err, test).strip().splitlines()[-1][:200]
     def addFailure(self, test, err):
         self._put(test, "failed", self._last_line(test, err))
     def addError(self, test, err):
         self._put(test, "failed", self._last_line(test, err))
+    def addSubTest(self, test, subtest, err):
+        if err is not None:  # a failed subtest fails its test (it is not reported otherwise)
+            self._put(test, "failed", f"{subtest.id()}: {self._last_line(test, err)}")
+    def addSuccess(self, test):
+        if outcomes.get(test.id(), {}).get("outcome") != "failed":
+            self._put(test, "passed")
     def addSkip(self, test, reason):
         self._put(test, "skipped", reason)
     def addExpectedFailure(self, test, err):

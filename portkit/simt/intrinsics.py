@@ -18,6 +18,7 @@ import numpy as np
 
 from portkit.errors import KernelError
 from portkit.simt import floatmath
+from portkit.simt.fp16 import SIMULATED_FP16
 from portkit.simt.scalars import INT64, NumberCast, as_dtype
 
 if TYPE_CHECKING:
@@ -140,6 +141,7 @@ class SimulatedCuda:
     warpsize = INT64(WARP_SIZE)
     cg = CooperativeGroups()
     atomic = Atomics()
+    fp16 = SIMULATED_FP16
     shared = _Unrewritten("shared")
     local = _Unrewritten("local")
     const = _Unrewritten("const")

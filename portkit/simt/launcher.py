@@ -26,7 +26,12 @@ import numpy as np
 from portkit.errors import LaunchError
 from portkit.launch.kernel_set import launch_config
 from portkit.simt.host_arrays import HostCopy, host_copy, refuse_device_memory
-from portkit.simt.overloads import Overloads, argument_types, declared_signatures
+from portkit.simt.overloads import (
+    Overloads,
+    argument_types,
+    as_declared,
+    declared_signatures,
+)
 from portkit.simt.schedule import checked
 from portkit.simt.source import has_source
 
@@ -179,7 +184,9 @@ class SimulatedKernel(Overloads):
                 )
             copies: list[HostCopy] = []
             host = [_host(self.__name__, n, a, copies) for n, a in zip(names, args)]
-            if not self.specialized:
+            if self.specialized:  # numba converts scalars to the declared types
+                host = as_declared(host, list(self.overloads))
+            else:
                 self.add_overload(argument_types(host))
             # numba types a read-only array readonly and refuses to compile a store into
             # it: the kernel gets a writable copy here, and a store into it is the error.

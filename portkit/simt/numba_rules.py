@@ -4,9 +4,13 @@ simulator rewrites it, so that what numba would refuse to compile fails at sim t
 - ``cuda.shared.array`` / ``cuda.local.array``: numba types the shape as an integer
   *literal*: an int literal, a module-level (or closure) Python int, a tuple of those, or
   a local variable assigned once from one. It does not fold arithmetic on names
-  (``TY + 2``), and an argument's value, a NumPy integer or a float is no shape. The
+  (``TY + 2``), and a kernel's argument, a NumPy integer or a float is no shape. The
   dtype is a numba type, a NumPy dtype or type, a dtype name or ``x.dtype``; not a
   Python builtin type (``float``).
+- A device function's parameter may be the shape or dtype: numba types the call with
+  literal arguments first, so it compiles where every call passes a compile-time
+  constant (a literal, a module-level int, a local assigned once from one, or the
+  caller's own such parameter); a call passing anything else is refused at the call.
 - A global NumPy array is a read-only constant in numba's compiled kernel: a store into
   it does not compile.
 - A ufunc takes its output array by position (``np.sin(x, r)``); numba refuses ``out=``.
@@ -35,15 +39,24 @@ class FunctionFacts:
     filename: str
     scope: dict[str, Any]  # globals and closure
     parameters: tuple[str, ...]
+    device: bool = False  # a device function: its callers may pass literals
     # local name -> the value of each store to it (None: not a plain ``name = value``)
     definitions: dict[str, list[ast.AST | None]] = field(default_factory=dict)
+    # parameter -> ("shape" or "dtype", the allocation it sets: "cuda.shared.array in f
+    # at line 41"): every call must pass a compile-time constant for it
+    literal_parameters: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     @classmethod
     def of(
-        cls, definition: ast.FunctionDef, name: str, filename: str, scope: dict
+        cls,
+        definition: ast.FunctionDef,
+        name: str,
+        filename: str,
+        scope: dict,
+        device: bool = False,
     ) -> FunctionFacts:
         parameters = tuple(a.arg for a in definition.args.args)
-        facts = cls(name, filename, scope, parameters)
+        facts = cls(name, filename, scope, parameters, device)
         for node in ast.walk(definition):
             if isinstance(node, ast.Assign):
                 for target in node.targets:
@@ -66,27 +79,33 @@ class FunctionFacts:
 
 
 # -- allocations ---------------------------------------------------------------------------
-def _not_literal(node: ast.AST, facts: FunctionFacts) -> str | None:
+def _not_literal(node: ast.AST, facts: FunctionFacts, needed: set[str]) -> str | None:
     """Why numba cannot type ``node`` as an integer literal (shape), None if it can or if
-    this module cannot tell."""
+    this module cannot tell. A device function's parameters it rests on go in ``needed``:
+    it is a literal where the calls pass literals."""
     if isinstance(node, ast.Constant):
         ok = isinstance(node.value, int) and not isinstance(node.value, bool)
         return None if ok else f"{node.value!r} is not an int"
     if isinstance(node, ast.Tuple):
-        return next((r for e in node.elts if (r := _not_literal(e, facts))), None)
+        return next((r for e in node.elts if (r := _not_literal(e, facts, needed))), None)
     if isinstance(node, (ast.BinOp, ast.UnaryOp)):
         operands = [n for n in ast.walk(node) if isinstance(n, (ast.Name, ast.Attribute))]
         if not operands:
             return None  # literals only: Python folds them before numba sees the code
         return f"numba does not fold arithmetic on names ({ast.unparse(node)})"
     if isinstance(node, ast.Name):
+        stores = facts.definitions.get(node.id, [])
         if node.id in facts.parameters:
-            return f"{node.id} is an argument, known only at launch"
-        if node.id in facts.definitions:
-            stores = facts.definitions[node.id]
+            if not facts.device:
+                return f"{node.id} is an argument, known only at launch"
+            if stores:
+                return f"{node.id} is a parameter assigned in the function"
+            needed.add(node.id)
+            return None
+        if stores:
             if len(stores) > 1:
                 return f"{node.id} is assigned more than once in the kernel"
-            return None if stores[0] is None else _not_literal(stores[0], facts)
+            return None if stores[0] is None else _not_literal(stores[0], facts, needed)
         return _not_literal_value(facts.scope.get(node.id, 0), node.id)
     if isinstance(node, ast.Call):
         return f"numba does not evaluate a call ({ast.unparse(node)}) as a shape"
@@ -113,26 +132,78 @@ def _shape_hint(node: ast.AST) -> str:
     )
 
 
+def _not_dtype(node: ast.AST, facts: FunctionFacts, needed: set[str]) -> str | None:
+    """Why numba refuses ``node`` as an allocation's dtype, None if it takes it or if
+    this module cannot tell (a device function's parameter goes in ``needed``)."""
+    if not isinstance(node, ast.Name):
+        return None
+    if node.id in facts.parameters and facts.device and node.id not in facts.definitions:
+        needed.add(node.id)
+        return None
+    if facts.is_local(node.id):
+        return None
+    value = facts.scope.get(node.id, getattr(builtins, node.id, None))
+    if value in (float, int, bool, complex):
+        return (
+            f"dtype {node.id} is a Python type, which numba refuses; "
+            f"write a numba or NumPy type (float32, np.float32) or x.dtype"
+        )
+    return None
+
+
+def _shape_refusal(what: str, why: str, shape: ast.AST) -> str:
+    return (
+        f"{what}'s shape must be a compile-time constant for numba (an int literal, a "
+        f"module-level int, or a tuple of those): {why}; {_shape_hint(shape)}"
+    )
+
+
 def check_allocation(call: ast.Call, what: str, facts: FunctionFacts) -> None:
-    """Raise KernelError where numba would refuse this ``cuda.shared/local.array`` call."""
+    """Raise KernelError where numba would refuse this ``cuda.shared/local.array`` call;
+    note the device function's parameters its calls must pass as constants."""
     arguments = dict(zip(("shape", "dtype"), call.args))
     arguments.update({k.arg: k.value for k in call.keywords if k.arg})
-    shape = arguments.get("shape")
-    if shape is not None and (why := _not_literal(shape, facts)):
-        raise facts.fail(
-            call,
-            f"{what}'s shape must be a compile-time constant for numba (an int literal, a "
-            f"module-level int, or a tuple of those): {why}; {_shape_hint(shape)}",
-        )
-    dtype = arguments.get("dtype")
-    if isinstance(dtype, ast.Name) and not facts.is_local(dtype.id):
-        value = facts.scope.get(dtype.id, getattr(builtins, dtype.id, None))
-        if value in (float, int, bool, complex):
-            raise facts.fail(
-                call,
-                f"{what}'s dtype {dtype.id} is a Python type, which numba refuses; "
-                f"write a numba or NumPy type (float32, np.float32) or x.dtype",
-            )
+    shape, dtype = arguments.get("shape"), arguments.get("dtype")
+    where = f"{what} in {facts.name} at line {call.lineno}"
+    needed: set[str] = set()
+    if shape is not None and (why := _not_literal(shape, facts, needed)):
+        raise facts.fail(call, _shape_refusal(what, why, shape))
+    for name in sorted(needed):
+        facts.literal_parameters.setdefault(name, ("shape", where))
+    needed = set()
+    if dtype is not None and (why := _not_dtype(dtype, facts, needed)):
+        raise facts.fail(call, f"{what}'s {why}")
+    for name in needed:
+        facts.literal_parameters.setdefault(name, ("dtype", where))
+
+
+def check_device_call(
+    call: ast.Call,
+    callee: str,
+    parameters: tuple[str, ...],
+    literal_parameters: dict[str, tuple[str, str]],
+    facts: FunctionFacts,
+) -> None:
+    """Raise KernelError where a call passes a device function something numba cannot
+    type as a constant for a parameter that sets an allocation's shape or dtype."""
+    if any(isinstance(a, ast.Starred) for a in call.args):
+        return  # which argument is which is known only at run time
+    passed = dict(zip(parameters, call.args))
+    passed.update({k.arg: k.value for k in call.keywords if k.arg})
+    for name, (kind, where) in literal_parameters.items():
+        argument = passed.get(name)  # None: the default, which this module cannot judge
+        if argument is None:
+            continue
+        needed: set[str] = set()
+        if kind == "dtype":
+            why = _not_dtype(argument, facts, needed)
+        else:
+            why = _not_literal(argument, facts, needed)
+            why = why and f"numba needs a compile-time constant there: {why}"
+        if why:
+            raise facts.fail(call, f"{callee}'s parameter {name} is the {kind} of {where}; {why}")
+        for each in needed:
+            facts.literal_parameters.setdefault(each, (kind, where))
 
 
 # -- stores into captured globals, ufunc keywords -------------------------------------------

@@ -11,6 +11,8 @@ import operator
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from portkit.simt.device import blocks_per_sm, current_device
 
 REGISTERS_PER_THREAD = 32  # what a small kernel typically gets; numba reports ptxas's count
@@ -101,3 +103,48 @@ class Overloads:
     @property
     def signatures(self) -> list[tuple[Any, ...]]:
         return list(self.overloads)
+
+
+@functools.cache
+def _typing_context() -> Any:
+    from numba.core.typing import Context
+
+    return Context()
+
+
+def _chosen(
+    actual: tuple[Any, ...], signatures: Sequence[tuple[Any, ...]]
+) -> tuple[Any, ...] | None:
+    """The declared signature numba calls: the exact match, else the first each of
+    whose argument types the launch's converts to (numba's conversion rules)."""
+    context = _typing_context()
+
+    def converts(declared: Any, given: Any) -> bool:
+        return declared == given or context.can_convert(given, declared) is not None
+
+    if actual in signatures:
+        return actual
+    for declared in signatures:
+        if len(declared) == len(actual) and all(map(converts, declared, actual)):
+            return declared
+    return None
+
+
+def as_declared(args: Sequence[Any], signatures: Sequence[tuple[Any, ...]]) -> list[Any]:
+    """A launch's scalar arguments as numba passes them to a kernel declared with
+    explicit signatures: converted to the declared type (a Python float for a float32
+    parameter is rounded to float32, an int for an int8 one wraps)."""
+    from numba.core import types
+    from numba.np.numpy_support import as_dtype
+
+    actual = argument_types(args)
+    declared = _chosen(actual, signatures) if actual is not None else None
+    if declared is None:
+        return list(args)  # numba refuses such a launch; the kernel says how it fails
+    converted = []
+    for value, kind in zip(args, declared):
+        if isinstance(kind, (types.Number, types.Boolean)) and not isinstance(value, np.ndarray):
+            with np.errstate(all="ignore"):
+                value = np.asarray(value).astype(as_dtype(kind))[()]
+        converted.append(value)
+    return converted

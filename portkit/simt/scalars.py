@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from portkit.numba_internals import BF16_FUNCTION_MODULE
 from portkit.simt import floatmath
+from portkit.simt.fp16 import HalfModule
 
 INT64 = np.int64
 FLOAT64 = np.float64
@@ -380,41 +380,12 @@ def bfloat16_store(value: Any) -> int:
     return value.bits if isinstance(value, BFloat16) else _round_to_bfloat16(value)
 
 
-class SimulatedBF16(types.ModuleType):
-    """``numba.cuda.bf16`` as a simulated kernel sees it."""
-
-    def __init__(self) -> None:
-        super().__init__("bf16")
-
-    def __getattr__(self, name: str) -> Any:
-        if name in _BF16_FUNCTIONS:
-            return _BF16_FUNCTIONS[name]
-        raise AttributeError(
-            f"numba.cuda.bf16.{name} is not simulated; the simulator runs "
-            f"{', '.join(sorted(_BF16_FUNCTIONS))} (convert to float32 for the rest)"
-        )
-
-
-SIMULATED_BF16 = SimulatedBF16()
+SIMULATED_BF16 = HalfModule("bf16", _BF16_FUNCTIONS)
 
 
 def simulated_bf16(value: Any) -> Any:
     """The simulated version of ``numba.cuda.bf16`` or of one of its functions, or None."""
-    module = sys.modules.get("numba.cuda.bf16")
-    if module is None:
-        return None
-    if value is module:
-        return SIMULATED_BF16
-    if getattr(value, "__module__", "") in (BF16_FUNCTION_MODULE, module.__name__):
-        if id(value) not in _BF16_NAMES:
-            _BF16_NAMES.update(
-                {id(getattr(module, n)): n for n in _BF16_FUNCTIONS if hasattr(module, n)}
-            )
-        if id(value) in _BF16_NAMES:
-            return _BF16_FUNCTIONS[_BF16_NAMES[id(value)]]
-    if value is getattr(module, "bfloat16", None):
+    found = SIMULATED_BF16.simulated(value)
+    if found is None and value is getattr(sys.modules.get("numba.cuda.bf16"), "bfloat16", None):
         return BFloat16
-    return None
-
-
-_BF16_NAMES: dict[int, str] = {}
+    return found

@@ -27,17 +27,19 @@ import math
 import textwrap
 import types
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from portkit.errors import KernelError
+from portkit.simt.fp16 import simulated_fp16
 from portkit.simt.mlir_names import as_numba_names
 from portkit.simt.numba_rules import (
     FunctionFacts,
     captured,
     check_allocation,
+    check_device_call,
     check_store,
     check_ufunc_call,
 )
@@ -99,6 +101,8 @@ class SimulatedFunction:
     parameters: tuple[str, ...]
     filename: str
     grid_syncs: bool = False  # it (or a device function it calls) waits at a grid barrier
+    # parameters that set an allocation's shape or dtype: calls must pass constants
+    literal_parameters: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
 def is_device_function(value: Any) -> bool:
@@ -184,7 +188,9 @@ class Rewriter:
         scope = visible_names(fn)
         namespace = dict(fn.__globals__)
         namespace.update(self._helpers)
-        facts = FunctionFacts.of(copy.deepcopy(definition), fn.__name__, filename, scope)
+        facts = FunctionFacts.of(
+            copy.deepcopy(definition), fn.__name__, filename, scope, is_device_function(dispatcher)
+        )
         visitor = _Visitor(self, scope, namespace, facts)
         definition = visitor.visit(definition)
         ast.fix_missing_locations(tree)
@@ -203,7 +209,13 @@ class Rewriter:
         parameters = tuple(a.arg for a in definition.args.args)
         self.files.add(filename)
         return SimulatedFunction(
-            fn.__name__, function, waits, parameters, filename, visitor.grid_syncs
+            fn.__name__,
+            function,
+            waits,
+            parameters,
+            filename,
+            visitor.grid_syncs,
+            facts.literal_parameters,
         )
 
     # -- values a kernel's names refer to ----------------------------------------------
@@ -218,9 +230,9 @@ class Rewriter:
             return TYPED_MATH
         if value is numba or value is numba_types:
             return self._proxy(value)
-        bf16 = simulated_bf16(value)  # numba.cuda.bf16 and its functions (scalars.py)
-        if bf16 is not None:
-            return bf16
+        half = simulated_bf16(value) or simulated_fp16(value)  # numba.cuda.bf16 and fp16
+        if half is not None:
+            return half
         draws = simulated_random(value)  # numba.cuda.random's device functions
         if draws is not None:
             return draws
@@ -361,6 +373,11 @@ class _Visitor(ast.NodeTransformer):
         helper = rewriter.allocator(value)
         if helper in ALLOCATION_RULES:
             check_allocation(node, ALLOCATION_RULES[helper], self.facts)
+        if is_device_function(value):  # before the literals below become names
+            callee = rewriter.rewrite(value)
+            check_device_call(
+                node, callee.name, callee.parameters, callee.literal_parameters, self.facts
+            )
         target, self._target = self._target, None
         self.generic_visit(node)
         name = rewriter.intrinsic_name(value)

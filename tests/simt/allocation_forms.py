@@ -102,7 +102,104 @@ def python_type(x, out):
     out[0] = s[0]
 
 
-ACCEPTED = [literal, global_tuple, global_names, folded_literals, local_alias]
+# A device function's parameter as the shape or dtype (numba-cuda's test_atomics): numba
+# types each call with literal arguments first, so what counts is what the calls pass.
+@cuda.jit(device=True)
+def fill_shared(x, out, n, dtype):
+    s = cuda.shared.array(n, dtype)
+    s[0] = x[0]
+    out[0] = s[0]
+
+
+@cuda.jit(device=True)
+def fill_local_2d(x, out, shape):
+    m = shape
+    s = cuda.local.array(m, float32)
+    s[0, 0] = x[0]
+    out[0] = s[0, 0]
+
+
+@cuda.jit(device=True)
+def fill_rows(x, out, rows):
+    s = cuda.local.array((rows, 4), float32)
+    s[0, 0] = x[0]
+    out[0] = s[0, 0]
+
+
+@cuda.jit(device=True)
+def relay(x, out, n):
+    fill_shared(x, out, n, float32)
+
+
+@cuda.jit
+def passes_literal(x, out):
+    fill_shared(x, out, 16, float32)
+
+
+@cuda.jit
+def passes_global(x, out):
+    fill_shared(x, out, TX, DTYPE)
+
+
+@cuda.jit
+def passes_tuple(x, out):
+    fill_local_2d(x, out, (TY, 8))
+
+
+@cuda.jit
+def passes_local_by_keyword(x, out):
+    n = 16
+    fill_shared(x, out, dtype=float32, n=n)
+
+
+@cuda.jit
+def passes_through_relay(x, out):
+    relay(x, out, 16)
+
+
+@cuda.jit
+def passes_rows(x, out):
+    fill_rows(x, out, 4 * 2)
+
+
+@cuda.jit
+def passes_argument(x, out):
+    fill_shared(x, out, x.shape[0], float32)
+
+
+@cuda.jit
+def passes_arithmetic(x, out):
+    fill_shared(x, out, TX * 2, float32)
+
+
+@cuda.jit
+def relays_argument(x, out):
+    relay(x, out, x.size)
+
+
+@cuda.jit
+def passes_float(x, out):
+    fill_rows(x, out, FLOAT_SIZE)
+
+
+@cuda.jit
+def passes_python_type(x, out):
+    fill_shared(x, out, 16, float)
+
+
+ACCEPTED = [
+    literal,
+    global_tuple,
+    global_names,
+    folded_literals,
+    local_alias,
+    passes_literal,
+    passes_global,
+    passes_tuple,
+    passes_local_by_keyword,
+    passes_through_relay,
+    passes_rows,
+]
 # kernel, what the one-line error says
 REFUSED = [
     (computed_shape, "numba does not fold arithmetic on names (TY + 2)"),
@@ -112,4 +209,12 @@ REFUSED = [
     (float_size, "FLOAT_SIZE is a float, not a Python int"),
     (reassigned, "n is assigned more than once in the kernel"),
     (python_type, "dtype float is a Python type"),
+    (
+        passes_argument,
+        "fill_shared's parameter n is the shape of cuda.shared.array in fill_shared at line",
+    ),
+    (passes_arithmetic, "numba does not fold arithmetic on names (TX * 2)"),
+    (relays_argument, "relay's parameter n is the shape of cuda.shared.array in fill_shared"),
+    (passes_float, "FLOAT_SIZE is a float, not a Python int"),
+    (passes_python_type, "fill_shared's parameter dtype is the dtype of cuda.shared.array"),
 ]

@@ -141,3 +141,42 @@ def test_a_kernel_from_python_dash_c(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "kernel bad: out-of-bounds write of global array x[100]" in result.stdout
     assert "<string>:9: x[i + 100] = 1" in result.stdout
+
+
+def _stores_its_scalars(out, x, n, flag):
+    out[0] = x
+    out[1] = n
+    out[2] = flag
+
+
+def test_an_explicit_signature_converts_scalar_arguments():
+    """numba converts each scalar to its declared type: a Python float for a float32
+    parameter is rounded to float32, an int for an int8 one wraps (numba-cuda's
+    test_round_to_f4_halfway passes 0.3425 to a float32 parameter)."""
+    import portkit.simt as simt
+
+    with simt.simulated_cuda():
+        declared = cuda.jit("void(float64[:], float32, int8, boolean)")(_stores_its_scalars)
+        undeclared = cuda.jit(_stores_its_scalars)
+        out, plain = np.zeros(3), np.zeros(3)
+        declared[1, 1](out, 0.3425, 300, 2)
+        undeclared[1, 1](plain, 0.3425, 300, 2)
+    assert out[0] == float(np.float32(0.3425)) and out[0] != 0.3425
+    assert out[1] == 300 - 256 and out[2] == 1.0
+    np.testing.assert_array_equal(plain, [0.3425, 300, 2])  # no signature: numba's typeof
+
+
+def test_of_several_signatures_the_matching_one_converts():
+    import portkit.simt as simt
+
+    with simt.simulated_cuda():
+        sigs = [
+            "void(float64[:], float32, int8, boolean)",
+            "void(float32[:], float64, int64, boolean)",
+        ]
+        kernel = cuda.jit(sigs)(_stores_its_scalars)
+        first, second = np.zeros(3), np.zeros(3, np.float32)
+        kernel[1, 1](first, 0.1, 300, True)
+        kernel[1, 1](second, 0.1, 300, True)
+    np.testing.assert_array_equal(first, [float(np.float32(0.1)), 300 - 256, 1])
+    np.testing.assert_array_equal(second, np.array([0.1, 300, 1], np.float32))

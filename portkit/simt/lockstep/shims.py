@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from portkit.simt import floatmath, intrinsics
+from portkit.simt.fp16 import SIMULATED_FP16
 from portkit.simt.lockstep.arrays import LaneArray
 from portkit.simt.lockstep.lanes import is_lanes
 from portkit.simt.lockstep.vectorize import Unsupported
@@ -225,6 +226,7 @@ class LaneCuda:
 
     warpsize = INT64(32)
     atomic = LaneAtomics()
+    fp16 = SIMULATED_FP16  # its functions take lane arrays as they take scalars
 
     def __init__(self, current: Any) -> None:
         self._current = current

@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from portkit.simt.fp16 import simulated_fp16
 from portkit.simt.lockstep.expressions import Expressions, Unsupported
 from portkit.simt.lockstep.syntax import assign_to, ctx_call, has_node, name_node
 from portkit.simt.scalars import NumberCast, as_dtype, typed_constant
@@ -157,6 +158,9 @@ class Vectorizer:
         draws = simulated_random(value, lanes=True)
         if draws is not None:
             return draws
+        half = simulated_fp16(value)
+        if half is not None:
+            return half
         if is_device_function(value):
             return self.rewrite(value, device=True).function
         if isinstance(value, np.ndarray):
