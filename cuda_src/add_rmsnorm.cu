@@ -9,11 +9,12 @@
 //   is 16-byte aligned (cols a multiple of the pack on torch's allocations), the same packs
 //   element by element otherwise. A thread issues the packs of every tensor it reads for
 //   a row before using any.
-// - A row's packs stay in registers (float h, and dy, dh) from the reduction to the output
-//   pass, so the row crosses device memory once each way. A thread holds FWD_ELEMS (16)
-//   elements of a row in the forward, BWD_ELEMS (8) in the backward, whatever the dtype:
-//   256 threads a row at 4096 columns forward, 512 backward. Rows longer than 1024
-//   threads' worth are walked in chunks and re-read (from L2) for the output pass.
+// - A row's packs stay in registers (float h, and dy, dh as stored) from the reduction to
+//   the output pass, so the row crosses device memory once each way. A thread holds
+//   FWD_ELEMS (16) elements of a row in the forward, BWD_ELEMS (8) in the backward (two
+//   float packs, one bfloat16/float16 pack): 256 threads a row at 4096 columns forward,
+//   512 backward, so two blocks (two rows) are in flight per SM. Rows longer than 1024 threads' worth are walked in
+//   chunks and re-read (from L2) for the output pass.
 // - Registers buy occupancy: __launch_bounds__(1024) caps both row kernels at 64
 //   registers (1024 threads per SM at least, where the 128 registers of holding 32 floats
 //   of h and of a float64 weight-gradient sum gave 512 and spilled), so that while some
@@ -22,23 +23,29 @@
 // - Short rows (cols <= 32 threads' worth) get one warp each, ty rows per block of 128
 //   threads: the reduction is then a butterfly and one barrier, the same code as long rows.
 // - One barrier pair per row (the warps' sums through 32 floats of shared memory).
-// - The backward in one pass over x, residual, dy and dh, and the weight gradient without
-//   atomics: a persistent grid (1024 threads' worth of blocks per SM, what 64 registers
-//   keep resident) walks the rows, each thread summing the weight gradient of its own
-//   columns over its rows in float registers (about 62 rows at 4096 columns), one float
-//   partial row per block row at the end (264 x 4096 floats: 0.5% of the backward's
-//   traffic each way); add_rmsnorm_bwd_w sums them per column in float64 in blocks of
-//   16 x 32 threads (256 blocks at 4096 columns).
-// - ptxas (sm_90, 64 registers): the aligned one-chunk paths alone compile to 44 (bfloat16)
-//   and 62 (float) registers without spills in the forward, 64 with 12/20 bytes of spills
-//   (bfloat16) and 276/240 (float) in the backward; the unaligned and chunked paths in the
-//   same kernels spill more. BWD_ELEMS 4 (one pack a thread in the
-//   backward; float: 62 registers, no spills) ran the float32 backward in 644 us against 793
-//   on an H100 (2026-11-24, docs/bench.md); not adopted yet.
+// - The backward moves 4 row-sized tensors for float (h read, dy, dh read, dx written),
+//   5 for bfloat16/float16 (x and residual in place of h, whose stored copy is rounded:
+//   ReadsH says why), where it moved 6: dx is written once and the launcher returns it as
+//   both inputs' gradient (autograd gives each its own .grad). One pass over the rows, and
+//   the weight gradient without atomics: a persistent grid (1024 threads' worth of blocks
+//   per SM, what 64 registers keep resident) walks the rows, each thread summing the
+//   weight gradient of its own columns over its rows in float registers (about 62 rows
+//   at 4096 columns), one float partial row per block row at the end (264 x 4096
+//   floats: under 1% of the traffic); add_rmsnorm_bwd_w sums them per
+//   column in float64 in blocks of 16 x 32 threads (256 blocks at 4096 columns).
+// - ptxas (NVRTC 13.5, sm_90, 64 registers): the aligned one-chunk paths alone compile to
+//   44 (bfloat16) and 62 (float) registers without spills in the forward, and in the
+//   backward to 61 (float) and 64 (bfloat16, float16) without spills (before, reading x
+//   and residual and writing dres: 64 with 12/20 bytes of spill stores/loads for
+//   bfloat16, 276/240 for float). The whole backward kernel spills 8/16 (float), 20/16
+//   (bfloat16) and 8/8 (float16) bytes, in its unaligned and chunked paths. One float
+//   pack a thread (1024 threads a row, one row an SM: 63 registers, no spills; 644 us
+//   against 793 last round, when it read 6 tensors) is kept complete in
+//   scripts/tuning/add_rmsnorm_bwd_one_pack.cu for a timing run.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #define FWD_ELEMS 16  // elements of a row a thread holds in the forward
-#define BWD_ELEMS 4   // and in the backward (h, dy, dh as stored, the dw sums)
+#define BWD_ELEMS 8   // and in the backward: two float packs, one bfloat16/float16 pack
 #define WARP 32
 #define MAX_WARPS 32
 #define FULL_MASK 0xffffffffu

@@ -49,7 +49,7 @@ from numba import cuda, float32, float64
 import portkit
 
 FWD_ELEMS = 16  # elements of a row a thread holds in the forward (the twin's registers)
-BWD_ELEMS = 4  # in the backward: one 16-byte pack whatever the dtype (h, dy, dh, dw sums)
+BWD_ELEMS = 8  # in the backward (h, dy, dh and the weight-gradient sums)
 ROW_THREADS = 128  # threads per block at least: short rows share a block, ty rows of tx
 WARP = 32
 MAX_WARPS = 32  # 1024 threads
