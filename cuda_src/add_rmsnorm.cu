@@ -9,11 +9,12 @@
 //   is 16-byte aligned (cols a multiple of the pack on torch's allocations), the same packs
 //   element by element otherwise. A thread issues the packs of every tensor it reads for
 //   a row before using any.
-// - A row's packs stay in registers (float h, and dy, dh) from the reduction to the output
-//   pass, so the row crosses device memory once each way. A thread holds FWD_ELEMS (16)
-//   elements of a row in the forward, BWD_ELEMS (8) in the backward, whatever the dtype:
-//   256 threads a row at 4096 columns forward, 512 backward. Rows longer than 1024
-//   threads' worth are walked in chunks and re-read (from L2) for the output pass.
+// - A row's packs stay in registers (float h, and dy, dh as stored) from the reduction to
+//   the output pass, so the row crosses device memory once each way. A thread holds
+//   FWD_ELEMS (16) elements of a row in the forward, BWD_ELEMS (8) in the backward (two
+//   float packs, one bfloat16/float16 pack): 256 threads a row at 4096 columns forward,
+//   512 backward, so two blocks (two rows) are in flight per SM. Rows longer than 1024 threads' worth are walked in
+//   chunks and re-read (from L2) for the output pass.
 // - Registers buy occupancy: __launch_bounds__(1024) caps both row kernels at 64
 //   registers (1024 threads per SM at least, where the 128 registers of holding 32 floats
 //   of h and of a float64 weight-gradient sum gave 512 and spilled), so that while some
@@ -22,23 +23,29 @@
 // - Short rows (cols <= 32 threads' worth) get one warp each, ty rows per block of 128
 //   threads: the reduction is then a butterfly and one barrier, the same code as long rows.
 // - One barrier pair per row (the warps' sums through 32 floats of shared memory).
-// - The backward in one pass over x, residual, dy and dh, and the weight gradient without
-//   atomics: a persistent grid (1024 threads' worth of blocks per SM, what 64 registers
-//   keep resident) walks the rows, each thread summing the weight gradient of its own
-//   columns over its rows in float registers (about 62 rows at 4096 columns), one float
-//   partial row per block row at the end (264 x 4096 floats: 0.5% of the backward's
-//   traffic each way); add_rmsnorm_bwd_w sums them per column in float64 in blocks of
-//   16 x 32 threads (256 blocks at 4096 columns).
-// - ptxas (sm_90, 64 registers): the aligned one-chunk paths alone compile to 44 (bfloat16)
-//   and 62 (float) registers without spills in the forward, 64 with 12/20 bytes of spills
-//   (bfloat16) and 276/240 (float) in the backward; the unaligned and chunked paths in the
-//   same kernels spill more. BWD_ELEMS 4 (one pack a thread in the
-//   backward; float: 62 registers, no spills) ran the float32 backward in 644 us against 793
-//   on an H100 (2026-11-24, docs/bench.md); not adopted yet.
+// - The backward moves 4 row-sized tensors for float (h read, dy, dh read, dx written),
+//   5 for bfloat16/float16 (x and residual in place of h, whose stored copy is rounded:
+//   ReadsH says why), where it moved 6: dx is written once and the launcher returns it as
+//   both inputs' gradient (autograd gives each its own .grad). One pass over the rows, and
+//   the weight gradient without atomics: a persistent grid (1024 threads' worth of blocks
+//   per SM, what 64 registers keep resident) walks the rows, each thread summing the
+//   weight gradient of its own columns over its rows in float registers (about 62 rows
+//   at 4096 columns), one float partial row per block row at the end (264 x 4096
+//   floats: under 1% of the traffic); add_rmsnorm_bwd_w sums them per
+//   column in float64 in blocks of 16 x 32 threads (256 blocks at 4096 columns).
+// - ptxas (NVRTC 13.5, sm_90, 64 registers): the aligned one-chunk paths alone compile to
+//   44 (bfloat16) and 62 (float) registers without spills in the forward, and in the
+//   backward to 61 (float) and 64 (bfloat16, float16) without spills (before, reading x
+//   and residual and writing dres: 64 with 12/20 bytes of spill stores/loads for
+//   bfloat16, 276/240 for float). The whole backward kernel spills 8/16 (float), 20/16
+//   (bfloat16) and 8/8 (float16) bytes, in its unaligned and chunked paths. One float
+//   pack a thread (1024 threads a row, one row an SM: 63 registers, no spills; 644 us
+//   against 793 last round, when it read 6 tensors) is kept complete in
+//   scripts/tuning/add_rmsnorm_bwd_one_pack.cu for a timing run.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #define FWD_ELEMS 16  // elements of a row a thread holds in the forward
-#define BWD_ELEMS 8   // and in the backward (x + residual as float, dy, dh, the dw sums)
+#define BWD_ELEMS 8   // and in the backward: two float packs, one bfloat16/float16 pack
 #define WARP 32
 #define MAX_WARPS 32
 #define FULL_MASK 0xffffffffu
@@ -131,6 +138,34 @@ __device__ inline void load_chunk(const T* row, int p0, int packs, bool vector, 
         if (p0 + u * (int)blockDim.x < packs) v[u] = load_pack(row, p0 + u * (int)blockDim.x, vector);
 }
 
+// The backward's h of the P packs of a chunk, in float: the saved h itself for float
+// storage (the h the norm used, bit for bit), x + residual for bfloat16 and float16, whose
+// stored h is rounded once: the weight gradient sums g * h over the rows, and that rounding
+// (2^-9 relative for bfloat16) left it outside the half dtypes' tolerances (portkit check,
+// bfloat16-4x1000 and float16-150x41), so those read two tensors, float reads one.
+template <typename T> struct ReadsH { static constexpr bool value = false; };
+template <> struct ReadsH<float> { static constexpr bool value = true; };
+
+template <int P, typename T>
+__device__ inline void load_bwd_h(const T* xr, const T* rr, const T* hr, int p0, int packs,
+                                  bool vector, float (&hv)[P][Pack<T>::N]) {
+    if (ReadsH<T>::value) {
+        Pack<T> a[P];
+        load_chunk(hr, p0, packs, vector, a);
+#pragma unroll
+        for (int u = 0; u < P; ++u)
+#pragma unroll
+            for (int j = 0; j < Pack<T>::N; ++j) hv[u][j] = widen(a[u].v[j]);
+    } else {
+        load_h(xr, rr, p0, packs, vector, hv);
+    }
+}
+
+template <typename T>
+__device__ inline float bwd_h(const T* xr, const T* rr, const T* hr, int c) {
+    return ReadsH<T>::value ? widen(hr[c]) : widen(xr[c]) + widen(rr[c]);
+}
+
 // One row of the forward. FITS: the row is one chunk (packs <= blockDim.x x P), its h
 // stays in registers for the output pass; otherwise chunks are re-read for it.
 template <typename T, bool FITS>
@@ -211,13 +246,14 @@ __global__ void __launch_bounds__(ROW_THREADS_MAX)
 }
 
 // The backward's rows, walked by a persistent grid; pr is this thread row's partial row of
-// the weight gradient. FITS: the row is one chunk: x + residual, dy and dh stay in
-// registers between the reduction and the output pass, and each thread sums the weight
-// gradient of its columns in registers (acc), stored to pr at the end. Otherwise chunks are
-// re-read and the sums are kept in pr itself (the same additions in the same order).
+// the weight gradient. FITS: the row is one chunk: h, dy and dh stay in registers as stored
+// (16-byte packs, widened where used) between the reduction and the output pass, and each
+// thread sums the weight gradient of its columns in registers (acc), stored to pr at the
+// end. Otherwise chunks are re-read and the sums are kept in pr itself (the same additions
+// in the same order).
 template <typename T, bool FITS>
-__device__ inline void bwd_rows(const T* x, const T* residual, const T* w, const T* dy,
-                                const T* dh, const float* rstd, T* dx, T* dres, float* pr,
+__device__ inline void bwd_rows(const T* x, const T* residual, const T* h, const T* w,
+                                const T* dy, const T* dh, const float* rstd, T* dx, float* pr,
                                 long long rows, int cols, float* sums) {
     constexpr int W = Pack<T>::N;
     constexpr int P = BWD_ELEMS / W > 0 ? BWD_ELEMS / W : 1;
@@ -245,17 +281,18 @@ __device__ inline void bwd_rows(const T* x, const T* residual, const T* w, const
         const long long row = group * ny + threadIdx.y;
         const bool active = row < rows;
         const long long base = (active ? row : 0) * (long long)cols;
-        const T *xr = x + base, *rr = residual + base, *dyr = dy + base, *dhr = dh + base;
-        T *dxr = dx + base, *drr = dres + base;
-        const bool vector = aligned16(xr) && aligned16(rr) && aligned16(dyr) && aligned16(dhr) &&
-                            aligned16(dxr) && aligned16(drr) && aligned16(w);
+        const T *xr = x + base, *rr = residual + base, *hr = h + base;
+        const T *dyr = dy + base, *dhr = dh + base;
+        T* dxr = dx + base;
+        const bool vector = (ReadsH<T>::value ? aligned16(hr) : aligned16(xr) && aligned16(rr)) &&
+                            aligned16(dyr) && aligned16(dhr) && aligned16(dxr) && aligned16(w);
         float r = 0.0f, s = 0.0f;  // s: sum of g * hhat over the row, g = dy * w, hhat = h * r
         if (active) {
             r = rstd[row];
             for (int p0 = tx; p0 < packs; p0 += nx * P) {
                 load_chunk(dyr, p0, packs, vector, gp);
                 if (FITS) load_chunk(dhr, p0, packs, vector, up);  // in flight with the rest
-                load_h(xr, rr, p0, packs, vector, hv);
+                load_bwd_h(xr, rr, hr, p0, packs, vector, hv);
 #pragma unroll
                 for (int u = 0; u < P; ++u) {
                     const int p = p0 + u * nx;
@@ -268,18 +305,26 @@ __device__ inline void bwd_rows(const T* x, const T* residual, const T* w, const
                 }
                 if (FITS) break;
             }
-            for (int c = tail + tx; c < cols; c = cols) {  // one tail column at most
-                const float v = widen(xr[c]) + widen(rr[c]);
-                s += widen(dyr[c]) * widen(w[c]) * (v * r);
-            }
+            for (int c = tail + tx; c < cols; c = cols)  // one tail column at most
+                s += widen(dyr[c]) * widen(w[c]) * (bwd_h(xr, rr, hr, c) * r);
         }
         const float m = row_sum(sums, s) / (float)cols;
         if (!active) continue;  // the barriers of later rows are still met
+        // dy stays in registers across the barrier as stored (4 registers a pack), not as
+        // the floats of the reduction (8 for bfloat16/float16): the empty asm hides the
+        // packs' values from the compiler, which would otherwise keep the widened copies and
+        // spill at 64 registers.
+#pragma unroll
+        for (int u = 0; u < P; ++u) {
+            unsigned* gw = reinterpret_cast<unsigned*>(&gp[u]);
+#pragma unroll
+            for (int q = 0; q < 4; ++q) asm volatile("" : "+r"(gw[q]));
+        }
         for (int p0 = tx; p0 < packs; p0 += nx * P) {
             if (!FITS) {
                 load_chunk(dyr, p0, packs, vector, gp);
                 load_chunk(dhr, p0, packs, vector, up);
-                load_h(xr, rr, p0, packs, vector, hv);
+                load_bwd_h(xr, rr, hr, p0, packs, vector, hv);
             }
 #pragma unroll
             for (int u = 0; u < P; ++u) {
@@ -298,17 +343,14 @@ __device__ inline void bwd_rows(const T* x, const T* residual, const T* w, const
                             pr[p * W + j] += g * hhat;
                     }
                     store_pack(dxr, p, out, vector);
-                    store_pack(drr, p, out, vector);
                 }
             }
             if (FITS) break;
         }
         for (int c = tail + tx; c < cols; c = cols) {  // one tail column at most
             const float g = widen(dyr[c]);
-            const float hhat = (widen(xr[c]) + widen(rr[c])) * r;
-            const T d = (T)(r * (g * widen(w[c]) - hhat * m) + widen(dhr[c]));
-            dxr[c] = d;
-            drr[c] = d;
+            const float hhat = bwd_h(xr, rr, hr, c) * r;
+            dxr[c] = (T)(r * (g * widen(w[c]) - hhat * m) + widen(dhr[c]));
             acc_tail += g * hhat;
         }
     }
@@ -323,20 +365,23 @@ __device__ inline void bwd_rows(const T* x, const T* residual, const T* w, const
     if (tail + tx < cols) pr[tail + tx] = acc_tail;
 }
 
+// dx is the gradient of both x and residual (h = x + residual): the launcher returns it
+// for both, so the row is written once. h is read for float storage, x and residual for
+// the half dtypes (ReadsH); the others are passed and not read.
 template <typename T>
 __global__ void __launch_bounds__(ROW_THREADS_MAX)
     add_rmsnorm_bwd(const T* __restrict__ x, const T* __restrict__ residual,
-                    const T* __restrict__ w, const T* __restrict__ dy, const T* __restrict__ dh,
-                    const float* __restrict__ rstd, T* __restrict__ dx, T* __restrict__ dres,
+                    const T* __restrict__ h, const T* __restrict__ w, const T* __restrict__ dy,
+                    const T* __restrict__ dh, const float* __restrict__ rstd, T* __restrict__ dx,
                     float* __restrict__ part, long long rows, long long cols) {
     __shared__ float sums[MAX_WARPS];
     float* pr = part + ((long long)blockIdx.x * blockDim.y + threadIdx.y) * cols;
     const int n = (int)cols;
     constexpr int P = BWD_ELEMS / Pack<T>::N > 0 ? BWD_ELEMS / Pack<T>::N : 1;
     if (n / Pack<T>::N <= (int)blockDim.x * P)
-        bwd_rows<T, true>(x, residual, w, dy, dh, rstd, dx, dres, pr, rows, n, sums);
+        bwd_rows<T, true>(x, residual, h, w, dy, dh, rstd, dx, pr, rows, n, sums);
     else
-        bwd_rows<T, false>(x, residual, w, dy, dh, rstd, dx, dres, pr, rows, n, sums);
+        bwd_rows<T, false>(x, residual, h, w, dy, dh, rstd, dx, pr, rows, n, sums);
 }
 
 // dw[c]: the partial rows' column c summed in float64, 32 partials at a time, then the 32

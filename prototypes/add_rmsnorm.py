@@ -4,14 +4,21 @@ over the last dimension of 2-D tensors; both ``y`` and ``h`` are outputs.
 
 Unfused, torch makes several passes over the rows (the add, the square, the mean, two
 products, two casts); fused, the forward reads x and residual once and writes y and h
-once, and the backward reads x, residual, dy and dh once and writes the two input
-gradients (equal: d/dx and d/dresidual of h are the identity) once, plus a small
-float32 buffer of per-block weight-gradient partials. ``bytes=`` below declares that traffic.
+once, and the backward reads h (float32; x and residual for bfloat16 and float16, see
+below), dy and dh once and writes the input gradient once: d/dx and d/dresidual of h are
+both the identity, so the backward returns one tensor for both, as torch's add does
+(autograd gives x.grad and residual.grad storage of their own). Add a small float32
+buffer of per-block weight-gradient partials. ``bytes=`` below declares that traffic.
 
 Precision: float32 arithmetic for bfloat16, float16 and float32 storage (not float64, as
 ``rmsnorm``: its backward is checked against the reference's autograd, no gradcheck). The
-norm is taken of h in float32, before h is rounded to the storage dtype at its store, so
-each output is rounded once; the reference computes the same in float32.
+forward's norm is taken of h in float32, before h is rounded to the storage dtype at its
+store, so each output is rounded once; the reference computes the same in float32. The
+float32 backward reads the stored h, exactly the h the norm used. For bfloat16 and
+float16 the stored h is rounded once (2^-9 / 2^-12 relative), and a backward from it
+missed the reference's gradients at those dtypes' tolerances (the weight gradient, whose
+sum of g * h over the rows cancels: bfloat16-4x1000, float16-150x41), so those read x and
+residual and add them in float32, as the forward did.
 
 Layout (the twin's, cuda_src/add_rmsnorm.cu; the prototype keeps its element-to-thread
 mapping and every summation order, so the two agree within the twin tolerance):
@@ -25,7 +32,8 @@ mapping and every summation order, so the two agree within the twin tolerance):
   (backward) elements of a row, whole packs: the twin holds them in registers between the
   reduction and the output pass (longer rows are walked in chunks of 1024 threads' worth
   and re-read);
-- backward, one pass over x, residual, dy and dh: a persistent grid (a few blocks per SM)
+- backward, one pass over h (or x and residual), dy and dh: a persistent grid (a few
+  blocks per SM)
   walks the rows; each thread keeps the weight gradient of the columns it owns summed over
   its rows in float32 (in registers in the twin, in the ``part`` buffer here, the same
   additions in the same order) and writes one partial row per block row;
@@ -41,7 +49,7 @@ from numba import cuda, float32, float64
 import portkit
 
 FWD_ELEMS = 16  # elements of a row a thread holds in the forward (the twin's registers)
-BWD_ELEMS = 8  # in the backward (x + residual, dy, dh and the weight-gradient sums)
+BWD_ELEMS = 8  # in the backward (h, dy, dh and the weight-gradient sums)
 ROW_THREADS = 128  # threads per block at least: short rows share a block, ty rows of tx
 WARP = 32
 MAX_WARPS = 32  # 1024 threads
@@ -131,14 +139,23 @@ def add_rmsnorm_fwd(x, residual, w, y, h, rstd, rows, cols, eps):
             rstd[row] = r
 
 
+@cuda.jit(device=True)
+def bwd_h(x, residual, h, row, c):
+    """The backward's h: the saved h for float32 storage, x + residual for the half dtypes
+    (their stored h is rounded; see the module docstring)."""
+    if h.itemsize == 4:
+        return float32(h[row, c])
+    return float32(x[row, c]) + float32(residual[row, c])
+
+
 @cuda.jit(launch_bounds=ROW_THREADS_MAX)
-def add_rmsnorm_bwd(x, residual, w, dy, dh, rstd, dx, dres, part, rows, cols):
+def add_rmsnorm_bwd(x, residual, h, w, dy, dh, rstd, dx, part, rows, cols):
     tx = cuda.threadIdx.x
     nx = cuda.blockDim.x
     ny = cuda.blockDim.y
     prow = cuda.blockIdx.x * ny + cuda.threadIdx.y  # this thread row's partial row
     sums = cuda.shared.array(MAX_WARPS, dtype=float32)
-    width = 16 // x.itemsize
+    width = 16 // h.itemsize
     packs = cols // width
     tail = packs * width
 
@@ -159,10 +176,10 @@ def add_rmsnorm_bwd(x, residual, w, dy, dh, rstd, dx, dres, part, rows, cols):
             for p in range(tx, packs, nx):
                 for j in range(width):
                     c = p * width + j  # portkit: allow-int64-index
-                    v = float32(x[row, c]) + float32(residual[row, c])
+                    v = bwd_h(x, residual, h, row, c)
                     s += float32(dy[row, c]) * float32(w[c]) * (v * r)
             for c in range(tail + tx, cols, nx):
-                v = float32(x[row, c]) + float32(residual[row, c])
+                v = bwd_h(x, residual, h, row, c)
                 s += float32(dy[row, c]) * float32(w[c]) * (v * r)
         m = row_sum(sums, s) / float32(cols)
         if active:
@@ -170,17 +187,13 @@ def add_rmsnorm_bwd(x, residual, w, dy, dh, rstd, dx, dres, part, rows, cols):
                 for j in range(width):
                     c = p * width + j  # portkit: allow-int64-index
                     g = float32(dy[row, c])
-                    hhat = (float32(x[row, c]) + float32(residual[row, c])) * r
-                    d = r * (g * float32(w[c]) - hhat * m) + float32(dh[row, c])
-                    dx[row, c] = d
-                    dres[row, c] = d
+                    hhat = bwd_h(x, residual, h, row, c) * r
+                    dx[row, c] = r * (g * float32(w[c]) - hhat * m) + float32(dh[row, c])
                     part[prow, c] += g * hhat
             for c in range(tail + tx, cols, nx):
                 g = float32(dy[row, c])
-                hhat = (float32(x[row, c]) + float32(residual[row, c])) * r
-                d = r * (g * float32(w[c]) - hhat * m) + float32(dh[row, c])
-                dx[row, c] = d
-                dres[row, c] = d
+                hhat = bwd_h(x, residual, h, row, c) * r
+                dx[row, c] = r * (g * float32(w[c]) - hhat * m) + float32(dh[row, c])
                 part[prow, c] += g * hhat
 
 
@@ -211,6 +224,12 @@ def reference(x, residual, w):
 def _rows_bytes(x, residual, w, tensors):
     """``tensors`` row-sized tensors of x's dtype, plus w and the weight gradient or y."""
     return tensors * x.numel() * x.element_size() + 2 * w.numel() * w.element_size()
+
+
+def _bwd_rows(x):
+    """Row-sized tensors the backward moves: h, dy, dh and dx; x and residual for h in
+    bfloat16 and float16."""
+    return 4 if x.element_size() == 4 else 5
 
 
 def _cases():
@@ -268,10 +287,13 @@ BENCH = [
             "partial sums: 1.2e-4 seen)",
         )
     ],
-    # forward: x, residual in, y, h out; backward: x, residual, dy, dh in, dx, dres out
+    # forward: x, residual in, y, h out; backward: h (float32) or x and residual (bfloat16,
+    # float16), dy, dh in, dx out (one tensor, both inputs' gradient), plus w and dw, and rstd
     bytes={
         "forward": lambda x, residual, w: _rows_bytes(x, residual, w, 4),
-        "backward": lambda x, residual, w: _rows_bytes(x, residual, w, 6) + x.shape[0] * 4,  # rstd
+        "backward": lambda x, residual, w: (
+            _rows_bytes(x, residual, w, _bwd_rows(x)) + x.shape[0] * 4
+        ),
     },
 )
 class AddRMSNorm:
@@ -292,22 +314,23 @@ class AddRMSNorm:
             k.add_rmsnorm_fwd[grid, (per_row, per_block)](
                 x, residual, w, y, h, rstd, rows, cols, EPS
             )
-        return (y, h), (x, residual, w, rstd)
+        return (y, h), (x, residual, h, w, rstd)
 
     def backward(k, saved, dy, dh):
-        x, residual, w, rstd = saved
-        rows, cols = x.shape
-        dx, dres, dw = k.empty_like(x), k.empty_like(x), k.empty_like(w)
-        if not cols:
-            return dx, dres, dw
-        per_row, per_block = geometry(cols, x.element_size(), BWD_ELEMS)
-        per_sm = max(1, BWD_THREADS_PER_SM // (per_row * per_block))
-        grid = min(portkit.cdiv(rows, per_block), per_sm * portkit.sm_count(k))
-        parts = grid * per_block
-        part = k.empty((parts, cols), torch.float32)
-        if rows:
-            k.add_rmsnorm_bwd[grid, (per_row, per_block)](
-                x, residual, w, dy, dh, rstd, dx, dres, part, rows, cols
-            )
-        k.add_rmsnorm_bwd_w[portkit.cdiv(cols, W_COLS), (W_COLS, W_ROWS)](part, dw, parts, cols)
-        return dx, dres, dw
+        x, residual, h, w, rstd = saved  # the kernel reads h (float32) or x and residual
+        rows, cols = h.shape
+        dx, dw = k.empty_like(h), k.empty_like(w)
+        if cols:
+            per_row, per_block = geometry(cols, h.element_size(), BWD_ELEMS)
+            per_sm = max(1, BWD_THREADS_PER_SM // (per_row * per_block))
+            grid = min(portkit.cdiv(rows, per_block), per_sm * portkit.sm_count(k))
+            parts = grid * per_block
+            part = k.empty((parts, cols), torch.float32)
+            if rows:
+                k.add_rmsnorm_bwd[grid, (per_row, per_block)](
+                    x, residual, h, w, dy, dh, rstd, dx, part, rows, cols
+                )
+            k.add_rmsnorm_bwd_w[portkit.cdiv(cols, W_COLS), (W_COLS, W_ROWS)](part, dw, parts, cols)
+        # d/dx and d/dresidual of h = x + residual are the same values: one tensor for
+        # both, as torch's own add backward does (autograd gives each leaf its own .grad)
+        return dx, dx, dw

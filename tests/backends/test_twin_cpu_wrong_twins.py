@@ -105,8 +105,8 @@ CATCHES = (
     CpuCatch("layernorm/wb_skips_last_row", "float32-3x127", (("twin-cpu", "backward"),)),
     CpuCatch("rmsnorm/drops_weight", "float32-3x127", TWIN_FORWARD),
     CpuCatch("add_rmsnorm/drops_tail", "bfloat16-3x127", TWIN_FORWARD),
-    CpuCatch("add_rmsnorm/dres_unwritten", "float32-3x127", (("twin-cpu", "backward"),)),
-    CpuCatch("add_rmsnorm/h_without_residual", "float32-37x64", (("twin-cpu", "backward"),)),
+    CpuCatch("add_rmsnorm/dw_without_rstd", "float32-3x127", (("twin-cpu", "backward"),)),
+    CpuCatch("add_rmsnorm/h_without_residual", "bfloat16-37x64", (("twin-cpu", "backward"),)),
     CpuCatch("matmul/drops_partial_tile", "float32-17x20x9", TWIN_FORWARD),
     CpuCatch("histogram/inclusive_hi", "float32-edges", TWIN_FORWARD),
     # `counts[b] += 1` without atomicAdd: no fiber switch can fall between the read and

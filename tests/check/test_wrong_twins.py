@@ -314,7 +314,7 @@ MISTAKES = (
     ),
     Mistake(
         "add_rmsnorm",
-        "dres_unwritten",
+        "dw_without_rstd",
         fails=rows(
             (("twin", "backward"), ("numba", "vs twin")),
             (*cases(*NORM_SHAPES, dtypes=NORM_DTYPES), "float32-2x16390", *NORM_LARGE),
@@ -324,12 +324,18 @@ MISTAKES = (
     Mistake(
         "add_rmsnorm",
         "h_without_residual",
-        # 1x1 is not claimed: with one column hhat is about +-1 whatever h is.
+        # 1x1 is not claimed: with one column hhat is about +-1 whatever h is. float32
+        # reads the saved h, so only the half dtypes recompute it.
         fails=rows(
             (("twin", "backward"), ("numba", "vs twin")),
-            (*cases(*NORM_SHAPES[1:], dtypes=NORM_DTYPES), "float32-2x16390", *NORM_LARGE),
+            (
+                *cases(*NORM_SHAPES[1:], dtypes=NORM_DTYPES[1:]),
+                "float16-150x41",
+                "bfloat16-2x8203",
+                "bfloat16-16384x4096",
+            ),
         ),
-        passes=("float32-0x8",),
+        passes=(*cases(*NORM_SHAPES, dtypes=("float32",)), "float32-2x16390", "float32-0x8"),
     ),
     Mistake(
         "histogram",

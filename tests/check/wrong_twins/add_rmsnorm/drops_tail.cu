@@ -39,7 +39,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #define FWD_ELEMS 16  // elements of a row a thread holds in the forward
-#define BWD_ELEMS 8   // and in the backward (x + residual as float, dy, dh, the dw sums)
+#define BWD_ELEMS 4   // and in the backward (h, dy, dh as stored, the dw sums)
 #define WARP 32
 #define MAX_WARPS 32
 #define FULL_MASK 0xffffffffu
@@ -132,6 +132,34 @@ __device__ inline void load_chunk(const T* row, int p0, int packs, bool vector, 
         if (p0 + u * (int)blockDim.x < packs) v[u] = load_pack(row, p0 + u * (int)blockDim.x, vector);
 }
 
+// The backward's h of the P packs of a chunk, in float: the saved h itself for float
+// storage (the h the norm used, bit for bit), x + residual for bfloat16 and float16, whose
+// stored h is rounded once: the weight gradient sums g * h over the rows, and that rounding
+// (2^-9 relative for bfloat16) left it outside the half dtypes' tolerances (portkit check,
+// bfloat16-4x1000 and float16-150x41), so those read two tensors, float reads one.
+template <typename T> struct ReadsH { static constexpr bool value = false; };
+template <> struct ReadsH<float> { static constexpr bool value = true; };
+
+template <int P, typename T>
+__device__ inline void load_bwd_h(const T* xr, const T* rr, const T* hr, int p0, int packs,
+                                  bool vector, float (&hv)[P][Pack<T>::N]) {
+    if (ReadsH<T>::value) {
+        Pack<T> a[P];
+        load_chunk(hr, p0, packs, vector, a);
+#pragma unroll
+        for (int u = 0; u < P; ++u)
+#pragma unroll
+            for (int j = 0; j < Pack<T>::N; ++j) hv[u][j] = widen(a[u].v[j]);
+    } else {
+        load_h(xr, rr, p0, packs, vector, hv);
+    }
+}
+
+template <typename T>
+__device__ inline float bwd_h(const T* xr, const T* rr, const T* hr, int c) {
+    return ReadsH<T>::value ? widen(hr[c]) : widen(xr[c]) + widen(rr[c]);
+}
+
 // One row of the forward. FITS: the row is one chunk (packs <= blockDim.x x P), its h
 // stays in registers for the output pass; otherwise chunks are re-read for it.
 template <typename T, bool FITS>
@@ -211,13 +239,14 @@ __global__ void __launch_bounds__(ROW_THREADS_MAX)
 }
 
 // The backward's rows, walked by a persistent grid; pr is this thread row's partial row of
-// the weight gradient. FITS: the row is one chunk: x + residual, dy and dh stay in
-// registers between the reduction and the output pass, and each thread sums the weight
-// gradient of its columns in registers (acc), stored to pr at the end. Otherwise chunks are
-// re-read and the sums are kept in pr itself (the same additions in the same order).
+// the weight gradient. FITS: the row is one chunk: h, dy and dh stay in registers as stored
+// (16-byte packs, widened where used) between the reduction and the output pass, and each
+// thread sums the weight gradient of its columns in registers (acc), stored to pr at the
+// end. Otherwise chunks are re-read and the sums are kept in pr itself (the same additions
+// in the same order).
 template <typename T, bool FITS>
-__device__ inline void bwd_rows(const T* x, const T* residual, const T* w, const T* dy,
-                                const T* dh, const float* rstd, T* dx, T* dres, float* pr,
+__device__ inline void bwd_rows(const T* x, const T* residual, const T* h, const T* w,
+                                const T* dy, const T* dh, const float* rstd, T* dx, float* pr,
                                 long long rows, int cols, float* sums) {
     constexpr int W = Pack<T>::N;
     constexpr int P = BWD_ELEMS / W > 0 ? BWD_ELEMS / W : 1;
@@ -245,17 +274,18 @@ __device__ inline void bwd_rows(const T* x, const T* residual, const T* w, const
         const long long row = group * ny + threadIdx.y;
         const bool active = row < rows;
         const long long base = (active ? row : 0) * (long long)cols;
-        const T *xr = x + base, *rr = residual + base, *dyr = dy + base, *dhr = dh + base;
-        T *dxr = dx + base, *drr = dres + base;
-        const bool vector = aligned16(xr) && aligned16(rr) && aligned16(dyr) && aligned16(dhr) &&
-                            aligned16(dxr) && aligned16(drr) && aligned16(w);
+        const T *xr = x + base, *rr = residual + base, *hr = h + base;
+        const T *dyr = dy + base, *dhr = dh + base;
+        T* dxr = dx + base;
+        const bool vector = (ReadsH<T>::value ? aligned16(hr) : aligned16(xr) && aligned16(rr)) &&
+                            aligned16(dyr) && aligned16(dhr) && aligned16(dxr) && aligned16(w);
         float r = 0.0f, s = 0.0f;  // s: sum of g * hhat over the row, g = dy * w, hhat = h * r
         if (active) {
             r = rstd[row];
             for (int p0 = tx; p0 < packs; p0 += nx * P) {
                 load_chunk(dyr, p0, packs, vector, gp);
                 if (FITS) load_chunk(dhr, p0, packs, vector, up);  // in flight with the rest
-                load_h(xr, rr, p0, packs, vector, hv);
+                load_bwd_h(xr, rr, hr, p0, packs, vector, hv);
 #pragma unroll
                 for (int u = 0; u < P; ++u) {
                     const int p = p0 + u * nx;
@@ -268,18 +298,26 @@ __device__ inline void bwd_rows(const T* x, const T* residual, const T* w, const
                 }
                 if (FITS) break;
             }
-            for (int c = tail + tx; c < cols; c = cols) {  // one tail column at most
-                const float v = widen(xr[c]) + widen(rr[c]);
-                s += widen(dyr[c]) * widen(w[c]) * (v * r);
-            }
+            for (int c = tail + tx; c < cols; c = cols)  // one tail column at most
+                s += widen(dyr[c]) * widen(w[c]) * (bwd_h(xr, rr, hr, c) * r);
         }
         const float m = row_sum(sums, s) / (float)cols;
         if (!active) continue;  // the barriers of later rows are still met
+        // dy stays in registers across the barrier as stored (4 registers a pack), not as
+        // the floats of the reduction (8 for bfloat16/float16): the empty asm hides the
+        // packs' values from the compiler, which would otherwise keep the widened copies and
+        // spill at 64 registers.
+#pragma unroll
+        for (int u = 0; u < P; ++u) {
+            unsigned* gw = reinterpret_cast<unsigned*>(&gp[u]);
+#pragma unroll
+            for (int q = 0; q < 4; ++q) asm volatile("" : "+r"(gw[q]));
+        }
         for (int p0 = tx; p0 < packs; p0 += nx * P) {
             if (!FITS) {
                 load_chunk(dyr, p0, packs, vector, gp);
                 load_chunk(dhr, p0, packs, vector, up);
-                load_h(xr, rr, p0, packs, vector, hv);
+                load_bwd_h(xr, rr, hr, p0, packs, vector, hv);
             }
 #pragma unroll
             for (int u = 0; u < P; ++u) {
@@ -298,17 +336,14 @@ __device__ inline void bwd_rows(const T* x, const T* residual, const T* w, const
                             pr[p * W + j] += g * hhat;
                     }
                     store_pack(dxr, p, out, vector);
-                    store_pack(drr, p, out, vector);
                 }
             }
             if (FITS) break;
         }
         for (int c = tail + tx; c < cols; c = cols) {  // one tail column at most
             const float g = widen(dyr[c]);
-            const float hhat = (widen(xr[c]) + widen(rr[c])) * r;
-            const T d = (T)(r * (g * widen(w[c]) - hhat * m) + widen(dhr[c]));
-            dxr[c] = d;
-            drr[c] = d;
+            const float hhat = bwd_h(xr, rr, hr, c) * r;
+            dxr[c] = (T)(r * (g * widen(w[c]) - hhat * m) + widen(dhr[c]));
             acc_tail += g * hhat;
         }
     }
@@ -323,20 +358,23 @@ __device__ inline void bwd_rows(const T* x, const T* residual, const T* w, const
     if (tail + tx < cols) pr[tail + tx] = acc_tail;
 }
 
+// dx is the gradient of both x and residual (h = x + residual): the launcher returns it
+// for both, so the row is written once. h is read for float storage, x and residual for
+// the half dtypes (ReadsH); the others are passed and not read.
 template <typename T>
 __global__ void __launch_bounds__(ROW_THREADS_MAX)
     add_rmsnorm_bwd(const T* __restrict__ x, const T* __restrict__ residual,
-                    const T* __restrict__ w, const T* __restrict__ dy, const T* __restrict__ dh,
-                    const float* __restrict__ rstd, T* __restrict__ dx, T* __restrict__ dres,
+                    const T* __restrict__ h, const T* __restrict__ w, const T* __restrict__ dy,
+                    const T* __restrict__ dh, const float* __restrict__ rstd, T* __restrict__ dx,
                     float* __restrict__ part, long long rows, long long cols) {
     __shared__ float sums[MAX_WARPS];
     float* pr = part + ((long long)blockIdx.x * blockDim.y + threadIdx.y) * cols;
     const int n = (int)cols;
     constexpr int P = BWD_ELEMS / Pack<T>::N > 0 ? BWD_ELEMS / Pack<T>::N : 1;
     if (n / Pack<T>::N <= (int)blockDim.x * P)
-        bwd_rows<T, true>(x, residual, w, dy, dh, rstd, dx, dres, pr, rows, n, sums);
+        bwd_rows<T, true>(x, residual, h, w, dy, dh, rstd, dx, pr, rows, n, sums);
     else
-        bwd_rows<T, false>(x, residual, w, dy, dh, rstd, dx, dres, pr, rows, n, sums);
+        bwd_rows<T, false>(x, residual, h, w, dy, dh, rstd, dx, pr, rows, n, sums);
 }
 
 // dw[c]: the partial rows' column c summed in float64, 32 partials at a time, then the 32
