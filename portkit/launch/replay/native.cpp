@@ -116,6 +116,26 @@ struct ReplayNode : public torch::autograd::Node {
   std::vector<torch::autograd::VariableInfo> outputs_;
 };
 
+// torch holds autograd nodes in std::shared_ptr up to 2.12 and in c10::intrusive_ptr
+// from 2.13 (Edge::function says which): a node is made the way this torch holds them.
+using NodePtr = decltype(torch::autograd::Edge::function);
+template <typename Ptr>
+struct NodeMaker;
+template <typename N>
+struct NodeMaker<std::shared_ptr<N>> {
+  template <typename T, typename... A>
+  static std::shared_ptr<T> make(A&&... args) {
+    return std::make_shared<T>(std::forward<A>(args)...);
+  }
+};
+template <typename N>
+struct NodeMaker<c10::intrusive_ptr<N>> {
+  template <typename T, typename... A>
+  static c10::intrusive_ptr<T> make(A&&... args) {
+    return c10::make_intrusive<T>(std::forward<A>(args)...);
+  }
+};
+
 template <typename T>
 void append(std::string& key, T value) {
   key.append(reinterpret_cast<const char*>(&value), sizeof(T));
@@ -347,7 +367,7 @@ class Replayer {
   py::object differentiable(const Plan& plan, const py::tuple& leaves) {
     namespace ag = torch::autograd;
     std::vector<at::Tensor> buffers = execute(plan, leaves);
-    auto node = c10::make_intrusive<ReplayNode>(backward_);
+    auto node = NodeMaker<NodePtr>::make<ReplayNode>(backward_);
     const auto& grads = backward_->grads;
     ag::edge_list edges;
     edges.reserve(leaves.size());
