@@ -16,6 +16,7 @@ from typing import Any
 from portkit.port.context import ArrayInfo, DraftNeeds, FunctionContext, Untranslated, resolve
 from portkit.port.ctype import is_array, unliteral
 from portkit.port.declarations import plan
+from portkit.port.expressions import Expressions
 from portkit.port.layout import dimension_parameter
 from portkit.port.spelling import c_identifier
 from portkit.port.statements import Statements, tuple_type
@@ -130,6 +131,8 @@ def emit_function(
     if types.templates:
         out.append(f"template <{', '.join(f'typename {t}' for t in types.templates.values())}>")
     qualifier = "__global__" if types.kernel else "__device__"
+    if types.kernel:
+        returns += launch_bounds(node, ctx)
     header = f"{qualifier} {returns} {types.name}({', '.join(params)}) {{"
     statements = Statements(ctx, plan(node.body, set(types.params)), comments(lines, first),
                             types.kernel)  # fmt: skip
@@ -138,6 +141,30 @@ def emit_function(
     statements.block(node.body, 1)
     statements.lines.append("}")
     return out + statements.lines
+
+
+def launch_bounds(node: ast.FunctionDef, ctx: FunctionContext) -> str:
+    """`` __launch_bounds__(MAX_THREADS)`` for ``@cuda.jit(launch_bounds=MAX_THREADS)``
+    (a tuple: its 1-3 values), else ``""``. A value whose C spelling has parentheses,
+    which the twin's kernel parser does not read there, is written as its number."""
+    for decorator in node.decorator_list:
+        keywords = decorator.keywords if isinstance(decorator, ast.Call) else []
+        for keyword in (k for k in keywords if k.arg == "launch_bounds"):
+            value = keyword.value
+            items = value.elts if isinstance(value, ast.Tuple) else [value]
+            texts = [_bound(item, ctx) for item in items]
+            return f" __launch_bounds__({', '.join(texts)})"
+    return ""
+
+
+def _bound(node: ast.expr, ctx: FunctionContext) -> str:
+    try:
+        text = Expressions(ctx)(node).text
+    except Untranslated:
+        text = "("
+    if "(" not in text:
+        return text
+    return str(eval(compile(ast.Expression(node), "launch_bounds", "eval"), ctx.globals))
 
 
 def _passed_dimension(types: FunctionTypes) -> Callable[[str, int | None], str | None]:

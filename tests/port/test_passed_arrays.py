@@ -107,3 +107,30 @@ def test_a_shared_shape_named_by_a_module_tuple_keeps_its_spelling(tmp_path):
     assert "__shared__ float flat[12];" in body
     assert "constexpr long long COLS = 16LL;" in draft.text
     compile_both(tmp_path, draft, ["k"])
+
+
+def test_launch_bounds_become_the_kernels_launch_bounds(tmp_path):
+    draft = port(
+        tmp_path,
+        """
+        THREADS = 256
+
+        @cuda.jit(launch_bounds=THREADS)
+        def one(x):
+            x[cuda.threadIdx.x] = 1.0
+
+        @cuda.jit(launch_bounds=(THREADS, 2))
+        def two(x):
+            x[cuda.threadIdx.x] = 2.0
+
+        @cuda.jit(launch_bounds=THREADS // (2 * 2))  # parentheses: written as its number
+        def cast(x):
+            x[cuda.threadIdx.x] = 3.0
+        """,
+        *(launch(k, 1, 32, torch.zeros(32)) for k in ("one", "two", "cast")),
+    )
+    assert draft.gaps == []
+    assert "__global__ void __launch_bounds__(THREADS) one(float* x) {" in draft.text
+    assert "__global__ void __launch_bounds__(THREADS, 2) two(float* x) {" in draft.text
+    assert "__global__ void __launch_bounds__(64) cast(float* x) {" in draft.text
+    compile_both(tmp_path, draft, ["one", "two", "cast"])
