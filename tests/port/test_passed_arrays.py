@@ -134,3 +134,24 @@ def test_launch_bounds_become_the_kernels_launch_bounds(tmp_path):
     assert "__global__ void __launch_bounds__(THREADS, 2) two(float* x) {" in draft.text
     assert "__global__ void __launch_bounds__(64) cast(float* x) {" in draft.text
     compile_both(tmp_path, draft, ["one", "two", "cast"])
+
+
+def test_a_device_function_asking_an_arrays_first_length_is_an_error_line(tmp_path):
+    draft = port(
+        tmp_path,
+        """
+        @cuda.jit(device=True)
+        def last(x, c):
+            return x[len(x) - 1, c]
+
+        @cuda.jit
+        def k(x, out):
+            c = cuda.threadIdx.x
+            out[c] = last(x, c)
+        """,
+        launch("k", 1, 4, mat(3, 4), torch.zeros(4)),
+    )
+    assert [g.construct for g in draft.gaps] == [
+        "dimension 0 of x in a device function, which sees no launch"
+    ]
+    assert "out[c] = last(x, (long long)blockDim.x, c);" in function(draft, "k")
