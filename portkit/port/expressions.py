@@ -205,6 +205,8 @@ class Expressions:
         text = self.ctx.dimension(array, dim)
         if text is None:
             what = "element count" if dim is None else f"dimension {dim}"
+            if not self.ctx.types.kernel:
+                raise Untranslated(f"{what} of {array} in a device function, which sees no launch")
             raise Untranslated(
                 f"{what} of {array}, which no scalar parameter or launch dimension equals "
                 "in every launch",

@@ -16,6 +16,8 @@ from typing import Any
 from portkit.port.context import ArrayInfo, DraftNeeds, FunctionContext, Untranslated, resolve
 from portkit.port.ctype import is_array, unliteral
 from portkit.port.declarations import plan
+from portkit.port.expressions import Expressions
+from portkit.port.layout import dimension_parameter
 from portkit.port.spelling import c_identifier
 from portkit.port.statements import Statements, tuple_type
 from portkit.port.vartypes import FunctionTypes, element
@@ -80,6 +82,8 @@ def emit_function(
     """The C text of one function; records the indices of the array parameters it
     writes in ``device_writes`` (for its callers' ``const``)."""
     node, lines, first, file = parsed(types.py_func)
+    if not types.kernel:
+        dimension = _passed_dimension(types)
     ctx = FunctionContext(
         types, file, types.py_func.__globals__, needs, device=device, dimension=dimension,
         source_lines=[line.rstrip("\n") for line in textwrap.dedent("".join(lines)).splitlines()],
@@ -111,6 +115,10 @@ def emit_function(
                 const = "" if name in writes else "const "
                 elem = ctx.type_name(tuple(element(t) for t in vec))
                 params.append(f"{const}{elem}* {c_identifier(name)}")
+                if not types.kernel:  # its row lengths, which the launch gives a kernel
+                    params += [
+                        f"long long {dimension_parameter(name, d)}" for d in range(1, vec[0].ndim)
+                    ]
             else:
                 params.append(
                     f"{ctx.type_name(tuple(unliteral(t) for t in vec))} {c_identifier(name)}"
@@ -123,6 +131,8 @@ def emit_function(
     if types.templates:
         out.append(f"template <{', '.join(f'typename {t}' for t in types.templates.values())}>")
     qualifier = "__global__" if types.kernel else "__device__"
+    if types.kernel:
+        returns += launch_bounds(node, ctx)
     header = f"{qualifier} {returns} {types.name}({', '.join(params)}) {{"
     statements = Statements(ctx, plan(node.body, set(types.params)), comments(lines, first),
                             types.kernel)  # fmt: skip
@@ -131,6 +141,43 @@ def emit_function(
     statements.block(node.body, 1)
     statements.lines.append("}")
     return out + statements.lines
+
+
+def launch_bounds(node: ast.FunctionDef, ctx: FunctionContext) -> str:
+    """`` __launch_bounds__(MAX_THREADS)`` for ``@cuda.jit(launch_bounds=MAX_THREADS)``
+    (a tuple: its 1-3 values), else ``""``. A value whose C spelling has parentheses,
+    which the twin's kernel parser does not read there, is written as its number."""
+    for decorator in node.decorator_list:
+        keywords = decorator.keywords if isinstance(decorator, ast.Call) else []
+        for keyword in (k for k in keywords if k.arg == "launch_bounds"):
+            value = keyword.value
+            items = value.elts if isinstance(value, ast.Tuple) else [value]
+            texts = [_bound(item, ctx) for item in items]
+            return f" __launch_bounds__({', '.join(texts)})"
+    return ""
+
+
+def _bound(node: ast.expr, ctx: FunctionContext) -> str:
+    try:
+        text = Expressions(ctx)(node).text
+    except Untranslated:
+        text = "("
+    if "(" not in text:
+        return text
+    return str(eval(compile(ast.Expression(node), "launch_bounds", "eval"), ctx.globals))
+
+
+def _passed_dimension(types: FunctionTypes) -> Callable[[str, int | None], str | None]:
+    """A device function's array lengths: past the first, its own parameters."""
+    ndims = {p: types.param_vec(i)[0].ndim for i, p in enumerate(types.params)
+             if is_array(types.param_vec(i)[0])}  # fmt: skip
+
+    def dimension(array: str, dim: int | None) -> str | None:
+        if dim is None or not 0 < dim < ndims.get(array, 0):
+            return None
+        return dimension_parameter(array, dim)
+
+    return dimension
 
 
 def return_type(ctx: FunctionContext) -> str:

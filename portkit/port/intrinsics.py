@@ -8,6 +8,7 @@ from typing import Any
 
 from portkit.port.context import ADD, ATOM, CExpr, Translator, TupleExpr, Untranslated
 from portkit.port.ctype import c_name, is_array, is_float, unliteral
+from portkit.port.spelling import c_identifier
 from portkit.port.vartypes import FunctionTypes
 
 _INDEX = ("threadIdx", "blockIdx", "blockDim", "gridDim")
@@ -133,6 +134,18 @@ def atomic(ex: Translator, op: str, node: ast.Call) -> CExpr:
     return CExpr(text, ATOM, element, element)
 
 
+def passed_array(ex: Translator, array: str, node: ast.AST) -> str:
+    """An array argument of a device function: a flat pointer (``&ta[0][0]`` for a
+    shared or local C array), then each length past the first, which C's pointer
+    loses (the callee's ``ta_dim1``)."""
+    info = ex.ctx.arrays[array]
+    pointer = c_identifier(array)
+    if info.kind != "param" and info.ndim > 1:
+        pointer = f"&{pointer}{'[0]' * info.ndim}"
+    lengths = [ex.dimension(array, d, node) for d in range(1, info.ndim)]
+    return ", ".join([pointer, *lengths])
+
+
 def device_call(ex: Translator, callee: FunctionTypes, node: ast.Call) -> CExpr | TupleExpr:
     """A call of a ``device=True`` function: each argument converted to the type the
     callee was typed with for it, so C++ deduces the same template arguments."""
@@ -140,14 +153,11 @@ def device_call(ex: Translator, callee: FunctionTypes, node: ast.Call) -> CExpr 
 
     if node.keywords:
         raise Untranslated(f"keyword arguments to {callee.name}", node)
-    texts: list[CExpr | str] = []  # str: an array, passed by its name
+    texts: list[CExpr | str] = []  # str: an array, passed as a pointer and its lengths
     arg_types = []
     for arg in node.args:
         if isinstance(arg, ast.Name) and arg.id in ex.ctx.arrays:
-            info = ex.ctx.arrays[arg.id]
-            if info.ndim != 1:
-                raise Untranslated(f"{info.ndim}-D array {arg.id} passed to {callee.name}", node)
-            texts.append(arg.id)
+            texts.append(passed_array(ex, arg.id, node))
             arg_types.append(tuple(ex.ctx.types.variables[arg.id]))
             continue
         translated = ex(arg)

@@ -13,6 +13,7 @@ import math
 from collections.abc import Sequence
 
 from portkit.launch.trace import Launch, TensorArg
+from portkit.port.spelling import c_identifier
 
 _DIMS = (
     ("gridDim.x", lambda c: c.grid[0]),
@@ -52,3 +53,8 @@ def dimension(
         if all(read(l.config) == w for l, w in zip(launches, wanted)):
             return f"(long long){spelling}"
     return None
+
+
+def dimension_parameter(array: str, dim: int) -> str:
+    """The device function's parameter holding dimension ``dim`` of its array ``array``."""
+    return f"{c_identifier(array)}_dim{dim}"

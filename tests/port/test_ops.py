@@ -42,34 +42,10 @@ def ran(rows, backend: str) -> set[str]:
     return {r["check"] for r in rows if r["backend"] == backend and r["status"] == "pass"}
 
 
-UNTRANSLATED = {"rmsnorm", "layernorm", "matmul"}
-
-
 # softmax (device functions, tuples, shared memory, shuffles) runs by default; the
 # other nine with the GPU-sized cases' marker, which the quick loop leaves out.
 @pytest.mark.parametrize(
-    "op",
-    [
-        op
-        if op == "softmax"
-        else pytest.param(
-            op,
-            marks=[pytest.mark.large]
-            + (
-                [
-                    pytest.mark.xfail(
-                        strict=True,
-                        reason="the rewritten prototype (rows held in cuda.local arrays, "
-                        "per-block partials; matmul's register tiles) has constructs the port "
-                        "does not translate yet: the draft carries #error lines",
-                    )
-                ]
-                if op in UNTRANSLATED
-                else []
-            ),
-        )
-        for op in TEN
-    ],
+    "op", [op if op == "softmax" else pytest.param(op, marks=pytest.mark.large) for op in TEN]
 )
 def test_the_draft_of_an_example_op_passes_check(make_project, cli, op):
     prototype = (REPO / "prototypes" / f"{op}.py").read_text()
