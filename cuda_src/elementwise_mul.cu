@@ -1,9 +1,10 @@
-// Twin of prototypes/elementwise_mul.py: 16-byte packs in a grid-stride loop, scalar
+// Twin of prototypes/elementwise_mul.py: 16-byte packs in a grid-stride loop over the
+// launcher's full grid (one pack a thread), scalar
 // accesses for the same elements when a pointer is not 16-byte aligned, a scalar tail
 // (cuda_src/sigmoid.cu explains the pattern).
 
-// __launch_bounds__(256, 8) on mul_fwd: at most 32 registers, so the launcher's 8 blocks
-// of 256 threads per SM are all resident. Not on mul_bwd (five streams): capped at 32
+// __launch_bounds__(256, 8) on mul_fwd: at most 32 registers, so 8 blocks of 256
+// threads per SM are resident at once. Not on mul_bwd (five streams): capped at 32
 // registers it fell from 95% to 84% of copy bandwidth on an H100 (docs/bench.md).
 
 // 16 bytes of T, aligned so that one copy is one 128-bit load or store.

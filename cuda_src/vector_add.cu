@@ -1,10 +1,11 @@
 // Twin of prototypes/vector_add.py. The pattern of every elementwise twin here
-// (cuda_src/sigmoid.cu says why): 16-byte packs in a grid-stride loop sized by the
-// launcher to the SM count, scalar accesses for the same elements when a pointer is not
-// 16-byte aligned, then a scalar tail of n % (16 / sizeof(T)) elements.
+// (cuda_src/sigmoid.cu says why): 16-byte packs in a grid-stride loop over the launcher's
+// full grid (one pack a thread: the loop runs once), scalar accesses for the same
+// elements when a pointer is not 16-byte aligned, then a scalar tail of
+// n % (16 / sizeof(T)) elements.
 
-// __launch_bounds__(256, 8): at most 32 registers, so the launcher's 8 blocks of 256
-// threads per SM are all resident.
+// __launch_bounds__(256, 8): at most 32 registers, so 8 blocks of 256 threads per SM
+// are resident at once.
 
 // 16 bytes of T, aligned so that one copy is one 128-bit load or store.
 template <typename T>

@@ -1,23 +1,21 @@
-// Alternative to cuda_src/sigmoid.cu for a timing run (scripts/bench_alternatives.sh
-// scripts/tuning/sigmoid_hint.cu): the repository's twin with cache-streaming hints on
-// its 16-byte packs (load_stream / store_stream below), nothing else changed. Why it
-// could beat 0.94x torch on an H100: the kernel is at 94-95% of copy bandwidth with one
-// 16-byte load per thread per iteration and 2048 threads an SM (32 KiB in flight an SM,
-// enough by Little's law), so what is left is DRAM efficiency, not occupancy: the 256-byte
-// L2 prefetch halves the DRAM requests per byte, and evict-first stores keep the output
-// from competing with the prefetched input in L2. ptxas (sm_90, nvcc 13.0), float: fwd and
-// bwd 32 registers, no spills (the repository's: 32 with 12 and 20 bytes of spill stores).
+// Alternative to cuda_src/sigmoid.cu for a timing run: the same kernels under
+// __launch_bounds__(256) instead of (256, 8). Capped at 32 registers, ptxas (sm_90, nvcc
+// 13.0) spills 12 bytes in sigmoid_fwd and 20 in sigmoid_bwd; with the launcher's full
+// grid (one pack a thread) the 8-blocks-per-SM residency the cap bought matters less than
+// the spills' local-memory traffic. Same element-to-thread mapping: the prototype is
+// unchanged.
 // Twin of prototypes/sigmoid.py: exp only of non-positive numbers, so +-100000 is safe.
 //
 // What makes it fast (a memory-bound op: one read and one write per element):
 // - 16-byte loads and stores (float4 / double2 through Pack<T>) when both pointers are
 //   16-byte aligned, which torch's allocations are; otherwise the same elements through
 //   scalar accesses, so the element-to-thread mapping never depends on alignment;
-// - a grid-stride loop over a grid the launcher sizes to the SM count (a few full waves
-//   of resident blocks instead of one thread per element and a tail of half-empty blocks);
+// - a full grid, one pack a thread (the grid-stride loop runs once): on an H100 at 2^26
+//   float32 it beat a grid of 8 resident blocks per SM looping over the packs (0.94 ->
+//   0.96x torch forward, docs/bench.md): the block scheduler hides the tail;
 // - float math in float (exp of a float is expf): no double on the float path;
-// - __launch_bounds__(256, 8): at most 32 registers, so the 8 blocks of 256 threads per SM
-//   that the launcher's grid assumes are all resident (one wave, no straggling blocks).
+// - __launch_bounds__(256, 8): at most 32 registers, so 8 blocks of 256 threads per SM are
+//   resident at once.
 // 16 bytes of T, aligned so that one copy is one 128-bit load or store.
 template <typename T>
 struct alignas(16) Pack {
@@ -27,43 +25,6 @@ struct alignas(16) Pack {
 
 __device__ inline bool aligned16(const void* p) {
     return (reinterpret_cast<unsigned long long>(p) & 15) == 0;
-}
-
-// Streaming hints (the only change from the repository's twin): every byte is touched once,
-// so nothing is worth keeping in L1 or L2.
-// - loads: ld.global.nc.L1::no_allocate.L2::256B -- the read-only path, no L1 line
-//   allocated (the L1 keeps no stale 256 MiB stream, and the SM's L1/smem carve-out stays
-//   free), and a hint that L2 fetch the whole 256-byte block from DRAM: the next warps'
-//   sectors are then L2 hits, fewer and larger DRAM requests (what torch's clone gets from
-//   its access pattern alone);
-// - stores: st.global.cs (evict-first): the output's lines leave L2 first, so they do not
-//   push out input blocks that the 256-byte prefetch just brought in.
-// Same element-to-thread mapping, same arithmetic: bit-identical outputs, the prototype
-// unchanged. The CPU twin (PORTKIT_CUDA_CPU) reads and writes plainly.
-template <typename T>
-__device__ __forceinline__ Pack<T> load_stream(const Pack<T>* p) {
-#ifndef PORTKIT_CUDA_CPU
-    uint4 r;
-    asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
-        : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
-        : "l"(p));
-    Pack<T> v;
-    memcpy(&v, &r, sizeof(v));
-    return v;
-#else
-    return *p;
-#endif
-}
-
-template <typename T>
-__device__ __forceinline__ void store_stream(Pack<T>* p, const Pack<T>& v) {
-#ifndef PORTKIT_CUDA_CPU
-    uint4 r;
-    memcpy(&r, &v, sizeof(r));
-    __stcs(reinterpret_cast<uint4*>(p), r);
-#else
-    *p = v;
-#endif
 }
 
 // One exp and one division, no branch: 1 / (1 + z) for v >= 0, z / (1 + z) below, with
@@ -76,7 +37,7 @@ __device__ T stable_sigmoid(T v) {
 }
 
 template <typename T>
-__global__ void __launch_bounds__(256, 8) sigmoid_fwd(const T* __restrict__ x, T* __restrict__ out, long long n) {
+__global__ void __launch_bounds__(256) sigmoid_fwd(const T* __restrict__ x, T* __restrict__ out, long long n) {
     constexpr int W = Pack<T>::N;
     const long long start = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     const long long stride = (long long)gridDim.x * blockDim.x;
@@ -86,10 +47,10 @@ __global__ void __launch_bounds__(256, 8) sigmoid_fwd(const T* __restrict__ x, T
         Pack<T>* ov = reinterpret_cast<Pack<T>*>(out);
 #pragma unroll 2
         for (long long p = start; p < packs; p += stride) {
-            Pack<T> v = load_stream(xv + p);
+            Pack<T> v = xv[p];
 #pragma unroll
             for (int j = 0; j < W; ++j) v.v[j] = stable_sigmoid(v.v[j]);
-            store_stream(ov + p, v);
+            ov[p] = v;
         }
     } else {  // the same packs, element by element
 #pragma unroll 1
@@ -101,7 +62,7 @@ __global__ void __launch_bounds__(256, 8) sigmoid_fwd(const T* __restrict__ x, T
 }
 
 template <typename T>
-__global__ void __launch_bounds__(256, 8) sigmoid_bwd(const T* __restrict__ y, const T* __restrict__ dy, T* __restrict__ dx,
+__global__ void __launch_bounds__(256) sigmoid_bwd(const T* __restrict__ y, const T* __restrict__ dy, T* __restrict__ dx,
                             long long n) {
     constexpr int W = Pack<T>::N;
     const long long start = (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -111,13 +72,12 @@ __global__ void __launch_bounds__(256, 8) sigmoid_bwd(const T* __restrict__ y, c
         const Pack<T>* yv = reinterpret_cast<const Pack<T>*>(y);
         const Pack<T>* dyv = reinterpret_cast<const Pack<T>*>(dy);
         Pack<T>* dxv = reinterpret_cast<Pack<T>*>(dx);
-#pragma unroll 4  // what nvcc chose for the plain loads; the asm ones stop it unrolling
         for (long long p = start; p < packs; p += stride) {
-            const Pack<T> s = load_stream(yv + p), g = load_stream(dyv + p);
+            const Pack<T> s = yv[p], g = dyv[p];
             Pack<T> d;
 #pragma unroll
             for (int j = 0; j < W; ++j) d.v[j] = g.v[j] * s.v[j] * (T(1) - s.v[j]);
-            store_stream(dxv + p, d);
+            dxv[p] = d;
         }
     } else {  // the same packs, element by element
 #pragma unroll 1
