@@ -109,6 +109,9 @@ class RegisteredOp:
         # The plain-eager forward that returns what the op's schema does (outputs, no
         # extras), or None: the compiled replayer's run_eager (eager_replay.py).
         self.eager_forward: Callable[[tuple], Any] | None = None
+        # Makes C++ kernels for this op (the compiled replayer's, eager_replay.py) that
+        # stand in front of the Python ones while they live; made again on a redefinition.
+        self.native_kernels: Callable[[], Any] | None = None
         self._forward_op: Any = None
         self._backward_op: Any = None
         self._function: Any = None
@@ -133,6 +136,7 @@ class RegisteredOp:
             return
         layout, name = self.layout, self.name
         namespace = self.qualname.split("::", 1)[0]
+        _NATIVE.pop(self.qualname, None)  # kernels of an old definition go before it
         old = _LIBRARIES.pop(self.qualname, None)
         if old is not None:  # an edited op: its old schema goes
             old._destroy()
@@ -149,6 +153,16 @@ class RegisteredOp:
         self._function = _autograd_function(self)
         lib.impl(name, self._autograd_kernel, "Autograd", with_keyset=True)
         self._forward_op = getattr(ops, name).default
+        if self.native_kernels is not None:
+            _NATIVE[self.qualname] = self.native_kernels()
+
+    def use_native_kernels(self, make: Callable[[], Any]) -> None:
+        """Register ``make()``'s C++ kernels for this op (now, if it is defined): a backend
+        kernel and an autograd one that call the Python kernels for what they do not do
+        themselves, deregistered when the op is redefined or bound anew."""
+        self.native_kernels = make
+        if self.defined:
+            _NATIVE[self.qualname] = make()
 
     # -- the Autograd kernel: what torch.ops.<ns>.<op>(...) runs first --------------
     def _autograd_kernel(self, keyset: Any, *args: Any) -> Any:
@@ -287,6 +301,8 @@ def _autograd_function(op: RegisteredOp) -> type[torch.autograd.Function]:
 
 # qualname -> the torch.library.Library holding its definition (destroyed to redefine it)
 _LIBRARIES: dict[str, Any] = {}
+# qualname -> the C++ kernels registered in front of its Python ones (dropped to remove them)
+_NATIVE: dict[str, Any] = {}
 
 # Mirrors torch's own process-wide registry (torch.ops.<namespace>.<name> is one name per
 # process, whichever session loads it): qualname -> the op defined under it now.
@@ -309,6 +325,9 @@ def register(
         redefine = op is not None and op.defined
         op = _REGISTERED[qualname] = RegisteredOp(qualname, layout, kernel_names)
         define_now = define_now or redefine  # torch.ops.<name> must not keep the old schema
+    elif op.binding is not binding:  # what replayed the old binding's calls is not this one's
+        _NATIVE.pop(qualname, None)
+        op.native_kernels = op.eager_forward = None
     op.binding = binding
     if define_now:
         op.define()
