@@ -60,7 +60,10 @@ class ReplayedOpCallable(OpCallable):
         if registered.layout.extras == 0:  # its result is the op's: torch.ops replays too
             registered.eager_forward = self._eager_forward
             op_kernels = getattr(binding.forward.replayer, "op_kernels", None)
-            if op_kernels is not None and self._kernels._plain_allocation:
+            # C++ kernels for the op at its device's keys; the twin's are CUDA, the CPU
+            # tests' CPU; any other device keeps the Python kernels.
+            device_type = str(self._kernels.device).split(":")[0]
+            if op_kernels is not None and device_type in ("cpu", "cuda"):
                 qualname, has_backward = registered.qualname, registered.layout.has_backward
                 device = self._kernels.device
                 registered.use_native_kernels(lambda: op_kernels(qualname, device, has_backward))
