@@ -11,27 +11,16 @@ with an input check that refuses anything but float64.
 
 from __future__ import annotations
 
-import ctypes
-import shutil
-
 import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from portkit.errors import InputError, OpDefinitionError
 from portkit.launch.kernel_set import KernelSet
-from portkit.launch.replay.launcher import ReplayingLauncher
-from portkit.torch_op.autograd_function import Binding
+from portkit.torch_op.autograd_function import Binding, OpLayout
 from portkit.torch_op.registration import _NATIVE, OpCallable, register
-from tests.launch.test_replay_autograd import (
-    CALLS,
-    LAYOUT,
-    Target,
-    _names,
-    backward,
-    c_launch,
-    forward,
-)
+from tests.launch.test_replay_autograd import CALLS, LAYOUT, Target, backward, forward
+from tests.launch.test_replay_autograd import make_op as square
 
 
 def check(inputs) -> None:
@@ -40,28 +29,9 @@ def check(inputs) -> None:
 
 
 def make_op(mode: str) -> OpCallable:
-    """``square`` with its check: "compiled" as portkit.load builds it with the compiled
-    replayer (and so the C++ kernels), "off" the Python path without replay."""
-    k = KernelSet("square", "fake", "cpu", {"mul": Target("mul"), "scale": Target("scale")})
-    qualname = f"pknativeops::square{next(_names)}"
-    if mode == "off":
-        binding = Binding(forward, backward, k, check, OpDefinitionError)
-        return OpCallable(register(qualname, LAYOUT, ["mul", "scale"], binding), binding)
-    if not (shutil.which("ninja") and shutil.which("c++")):
-        pytest.skip("no ninja or C++ compiler here to build the compiled replayer")
-    from portkit.launch.replay.native import NativeReplayer, _built, compiled_module
-    from portkit.torch_op.eager_replay import ReplayedOpCallable
-
-    module = compiled_module()
-    assert module is not None, _built.get("reason")
-    address = ctypes.cast(c_launch, ctypes.c_void_p).value
-    fwd = ReplayingLauncher(
-        forward, k, NativeReplayer(module, address, 0, 16), True, check, 1, LAYOUT.saved
-    )
-    bwd = ReplayingLauncher(backward, k, NativeReplayer(module, address, 0, 16), False)
-    binding = Binding(fwd, bwd, k, lambda a: None, OpDefinitionError)
-    registered = register(qualname, LAYOUT, ["mul", "scale"], binding)
-    return ReplayedOpCallable(registered, binding, fwd.run_eager)
+    """test_replay_autograd's ``square`` with the check: "compiled" as portkit.load builds
+    it with the compiled replayer (and so the C++ kernels), "off" the Python path."""
+    return square(mode, check=check)
 
 
 def counts(f: OpCallable) -> dict:
@@ -179,5 +149,45 @@ def test_binding_the_op_anew_deregisters_its_cpp_kernels() -> None:
     register(qualname, LAYOUT, ["mul", "scale"], binding)
     assert qualname not in _NATIVE and "native.cpp" not in torch._C._dispatch_dump(qualname)
     calls = dict(CALLS)
-    assert torch.equal(torch.ops.pknativeops.__getattr__(qualname.split("::")[1])(x), x * x)
+    op = getattr(torch.ops.pkreplaygrad, qualname.split("::")[1])
+    assert torch.equal(op(x), x * x)
     assert CALLS["forward"] == calls["forward"] + 1  # the new binding's launcher ran
+
+
+def test_redefining_the_op_deregisters_its_cpp_kernels() -> None:
+    f, x = warmed()
+    qualname = f.registered.qualname
+    layout = OpLayout(("Tensor", "float"), 1, (("input", 0),), (True, False), True)
+
+    def scaled(k, t, factor):
+        return t * factor, (t,)
+
+    register(qualname, layout, ["mul"], Binding(scaled, None, None, check, OpDefinitionError))
+    assert qualname not in _NATIVE and "native.cpp" not in torch._C._dispatch_dump(qualname)
+    op = getattr(torch.ops.pkreplaygrad, qualname.split("::")[1])
+    assert torch.equal(op(x, 3.0), x * 3.0)  # the new schema and launcher
+
+
+def test_replays_on_threads_while_new_signatures_record_do_not_deadlock() -> None:
+    """The backend kernel replays without the GIL under a shared lock while this CPU
+    build's launch function (Python, through ctypes) takes the GIL; recording a new
+    signature meanwhile takes the lock exclusively while holding the GIL."""
+    import threading
+
+    f, x = warmed()
+    results: list[bool] = []
+
+    def replay() -> None:
+        results.append(all(torch.equal(f.op(x), x * x) for _ in range(200)))
+
+    threads = [threading.Thread(target=replay, daemon=True) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for n in range(6, 16):  # new signatures: recorded (each added under the lock)
+        x_n = torch.rand(n, dtype=torch.float64)
+        for _ in range(2):
+            assert torch.equal(f.op(x_n), x_n * x_n)
+    for t in threads:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads) and results == [True, True]
+    assert counts(f)["replayed"] >= 400
