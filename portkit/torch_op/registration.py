@@ -93,10 +93,10 @@ class RegisteredOp:
 
     They are defined with ``torch.library.Library`` (not ``custom_op``): a schema, one
     ``CompositeExplicitAutograd`` kernel (the launcher on the real kernels), a fake
-    kernel, and an ``Autograd`` kernel of our own. That kernel is what a call through
-    ``torch.ops`` reaches first; in plain eager it runs the op at once (through the
-    compiled replayer's call where there is one), so the dispatcher's call costs one
-    Python kernel, where ``custom_op`` adds several layers of Python per call
+    kernel, and an ``Autograd`` kernel of our own, which ``torch.ops`` reaches first
+    (unless the compiled replayer's C++ kernels stand in front: ``use_native_kernels``);
+    in plain eager it runs the op at once, so the dispatcher's call costs one Python
+    kernel, where ``custom_op`` adds several layers of Python per call
     (pytorch#177109). When PyTorch is watching (a mode, functorch, a subclass) or a
     gradient is wanted, it does what ``custom_op``'s autograd kernel does: an
     ``autograd.Function`` that redispatches below autograd, or the redispatch alone."""
@@ -109,8 +109,7 @@ class RegisteredOp:
         # The plain-eager forward that returns what the op's schema does (outputs, no
         # extras), or None: the compiled replayer's run_eager (eager_replay.py).
         self.eager_forward: Callable[[tuple], Any] | None = None
-        # Makes C++ kernels for this op (the compiled replayer's, eager_replay.py) that
-        # stand in front of the Python ones while they live; made again on a redefinition.
+        # Makes the C++ kernels put in front of the Python ones (eager_replay.py), or None.
         self.native_kernels: Callable[[], Any] | None = None
         self._forward_op: Any = None
         self._backward_op: Any = None
@@ -136,7 +135,6 @@ class RegisteredOp:
             return
         layout, name = self.layout, self.name
         namespace = self.qualname.split("::", 1)[0]
-        _NATIVE.pop(self.qualname, None)  # kernels of an old definition go before it
         old = _LIBRARIES.pop(self.qualname, None)
         if old is not None:  # an edited op: its old schema goes
             old._destroy()
@@ -153,16 +151,19 @@ class RegisteredOp:
         self._function = _autograd_function(self)
         lib.impl(name, self._autograd_kernel, "Autograd", with_keyset=True)
         self._forward_op = getattr(ops, name).default
-        if self.native_kernels is not None:
-            _NATIVE[self.qualname] = self.native_kernels()
+        self._register_native()
 
     def use_native_kernels(self, make: Callable[[], Any]) -> None:
-        """Register ``make()``'s C++ kernels for this op (now, if it is defined): a backend
-        kernel and an autograd one that call the Python kernels for what they do not do
-        themselves, deregistered when the op is redefined or bound anew."""
+        """Put ``make()``'s C++ kernels in front of the op's Python kernels (which they
+        call for what they do not do themselves) until it is defined or bound anew."""
         self.native_kernels = make
         if self.defined:
-            _NATIVE[self.qualname] = make()
+            self._register_native()
+
+    def _register_native(self) -> None:  # an old definition's or binding's kernels go first
+        _NATIVE.pop(self.qualname, None)
+        if self.native_kernels is not None:
+            _NATIVE[self.qualname] = self.native_kernels()
 
     # -- the Autograd kernel: what torch.ops.<ns>.<op>(...) runs first --------------
     def _autograd_kernel(self, keyset: Any, *args: Any) -> Any:
@@ -176,8 +177,7 @@ class RegisteredOp:
                     plain = False
         watched = not plain or _watched()
         if not watched and self.eager_forward is not None:
-            # One call into the compiled replayer; with a gradient wanted, its outputs
-            # carry the replayer's autograd node (eager_replay.py) or it declines.
+            # The compiled replayer's call; a gradient wanted: its node, or it declines.
             result = self.eager_forward(args)
             if result is not None:
                 return _unalias_one(result, args)
