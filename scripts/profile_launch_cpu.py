@@ -11,10 +11,11 @@ stream query replaced by stubs: everything a GPU call does in Python except the 
 call itself. The "compiled replay" rows are ``portkit.load``'s callable with the compiled replayer
 (built against this CPU torch) launching through a no-op C function: the whole
 plain-eager call but the driver's launch; their forward + backward (through the
-compiled replayer's autograd node, and through ``torch.ops``) are timed beside torch's
-own in interleaved rounds, medians and the median of the per-round ratios, since this
-machine is shared and noisy. ``--profile`` adds a cProfile of the twin path's forward.
-On a GPU, ``scripts/bench_launch.py`` measures the real thing.
+compiled replayer's autograd node, and through ``torch.ops``, whose C++ kernels it
+asserts ran, and through ``torch.ops`` with those deregistered: the Python kernels) are
+timed beside torch's own in interleaved rounds, medians and the median of the per-round
+ratios, since this machine is shared and noisy. ``--profile`` adds a cProfile of the twin
+path's forward. On a GPU, ``scripts/bench_launch.py`` measures the real thing.
 """
 
 from __future__ import annotations
@@ -137,6 +138,13 @@ def main() -> int:
     twin = registered_callable(op, twin_k, config.namespace)
     replayed_k = KernelSet("sigmoid", "replayed", "cpu", twin_targets_with_stubbed_driver(op))
     replayed = compiled_replaying(op, replayed_k, config.namespace)
+    python_k = KernelSet("sigmoid", "pykernels", "cpu", twin_targets_with_stubbed_driver(op))
+    python_kernels = compiled_replaying(op, python_k, config.namespace)
+    if python_kernels is not None:  # the same op with torch.ops's Python kernels only
+        from portkit.torch_op.registration import _NATIVE
+
+        _NATIVE.pop(python_kernels.registered.qualname)
+        python_kernels.registered.native_kernels = None
     x = torch.randn(1024)
     xg = x.clone().requires_grad_()
     g = torch.randn(1024)
@@ -162,8 +170,17 @@ def main() -> int:
     if replayed is not None:
         for _ in range(3):  # a signature records on its second call, replays from the third
             replayed(x), replayed.op(x), step(replayed)()
+            python_kernels.op(x), step(python_kernels.op)()
         node = replayed(xg).grad_fn.name()
         assert node == f"{replayed.registered.name}Backward", node  # the C++ node, not a Function
+        from portkit.torch_op.registration import _NATIVE
+
+        kernels = _NATIVE[replayed.registered.qualname]  # the op's C++ kernels (native.cpp)
+        before = kernels.counts()
+        replayed.op(x), replayed.op(xg)
+        after = kernels.counts()
+        assert after["replayed"] == before["replayed"] + 1, after  # torch.ops forward: C++ only
+        assert after["nodes"] == before["nodes"] + 1, after  # with a gradient: the C++ node
         rows += [
             ("compiled replay (launch stubbed), forward", best_us(lambda: replayed(x))),
             ("the same through torch.ops, forward", best_us(lambda: replayed.op(x))),
@@ -172,10 +189,12 @@ def main() -> int:
             "torch forward + backward": step(torch.sigmoid),
             "compiled replay, forward + backward": step(replayed),
             "the same through torch.ops, fwd + bwd": step(replayed.op),
+            "torch.ops, Python kernels, fwd + bwd": step(python_kernels.op),
             "twin path (Python Function), fwd + bwd": step(twin),
             "torch.sigmoid, forward": lambda: torch.sigmoid(x),
             "compiled replay, forward": lambda: replayed(x),
             "the same through torch.ops, forward": lambda: replayed.op(x),
+            "torch.ops, Python kernels, forward": lambda: python_kernels.op(x),
         }
         bases = {
             n: "torch.sigmoid, forward" if n.endswith("forward") else "torch forward + backward"
@@ -191,6 +210,7 @@ def main() -> int:
         print("interleaved rounds (median µs; median per-round ratio to torch's own):")
         for name, us, ratio in ratios:
             print(f"{name:40} {us:7.2f} µs  {ratio:5.2f}x")
+        print("torch.ops's C++ kernels (calls):", kernels.counts())
     if "--profile" in sys.argv:
         profile = cProfile.Profile()
         profile.runcall(lambda: [twin(x) for _ in range(20000)])

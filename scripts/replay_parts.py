@@ -1,6 +1,7 @@
 """Where a replayed call's time goes, on a GPU: the compiled replayer's ``run`` with
 recordings that do less and less (nothing; one allocation; one launch; both), beside
-torch's own ``empty_like`` and torch's C++ launcher, in interleaved rounds.
+torch's own ``empty_like`` and torch's C++ launcher, in interleaved rounds; and the
+same forward through ``torch.ops`` (the op's C++ kernels, whose counts it prints).
 
     python scripts/replay_parts.py [--n 1024] [--calls 5000] [--rounds 15]
 """
@@ -68,6 +69,7 @@ def main() -> int:
         "run: one launch, CUfunction": replayer((), (into_out_f,), (1,), (x, out)),
         "run: allocation + launch (the replay)": replayer(meta, (launch,), (-1,), (x,)),
         "portkit.load forward (replayed)": lambda: sigmoid(x),
+        "torch.ops forward (C++ kernels)": lambda: sigmoid.op(x),
         "torch.empty_like": lambda: torch.empty_like(x),
         "torch StaticCudaLauncher": lambda: static(
             step.function, *step.grid, step.warps, 0, step.driver._static_codes, values, 0
@@ -90,6 +92,11 @@ def main() -> int:
             torch.cuda.synchronize()
             samples[name].append((time.perf_counter() - start) / args.calls * 1e6)
     torch.testing.assert_close(sigmoid(x), torch.sigmoid(x))
+    torch.testing.assert_close(sigmoid.op(x), torch.sigmoid(x))
+    from portkit.torch_op.registration import _NATIVE
+
+    native = _NATIVE.get(sigmoid.registered.qualname)
+    print("torch.ops's C++ kernels:", native.counts() if native else "not registered")
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, n={args.n}")
     for name, values_us in samples.items():
         print(f"{name:40} {statistics.median(values_us):6.2f} µs")

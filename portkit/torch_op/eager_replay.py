@@ -59,6 +59,14 @@ class ReplayedOpCallable(OpCallable):
         differentiate(binding.forward, binding.backward, registered, binding)
         if registered.layout.extras == 0:  # its result is the op's: torch.ops replays too
             registered.eager_forward = self._eager_forward
+            op_kernels = getattr(binding.forward.replayer, "op_kernels", None)
+            # C++ kernels for the op at its device's keys; the twin's are CUDA, the CPU
+            # tests' CPU; any other device keeps the Python kernels.
+            device_type = str(self._kernels.device).split(":")[0]
+            if op_kernels is not None and device_type in ("cpu", "cuda"):
+                qualname, has_backward = registered.qualname, registered.layout.has_backward
+                device = self._kernels.device
+                registered.use_native_kernels(lambda: op_kernels(qualname, device, has_backward))
 
     def _eager_forward(self, inputs: tuple) -> Any:
         """The registered op's plain-eager call (its Autograd kernel asked the rest)."""

@@ -93,10 +93,10 @@ class RegisteredOp:
 
     They are defined with ``torch.library.Library`` (not ``custom_op``): a schema, one
     ``CompositeExplicitAutograd`` kernel (the launcher on the real kernels), a fake
-    kernel, and an ``Autograd`` kernel of our own. That kernel is what a call through
-    ``torch.ops`` reaches first; in plain eager it runs the op at once (through the
-    compiled replayer's call where there is one), so the dispatcher's call costs one
-    Python kernel, where ``custom_op`` adds several layers of Python per call
+    kernel, and an ``Autograd`` kernel of our own, which ``torch.ops`` reaches first
+    (unless the compiled replayer's C++ kernels stand in front: ``use_native_kernels``);
+    in plain eager it runs the op at once, so the dispatcher's call costs one Python
+    kernel, where ``custom_op`` adds several layers of Python per call
     (pytorch#177109). When PyTorch is watching (a mode, functorch, a subclass) or a
     gradient is wanted, it does what ``custom_op``'s autograd kernel does: an
     ``autograd.Function`` that redispatches below autograd, or the redispatch alone."""
@@ -109,6 +109,8 @@ class RegisteredOp:
         # The plain-eager forward that returns what the op's schema does (outputs, no
         # extras), or None: the compiled replayer's run_eager (eager_replay.py).
         self.eager_forward: Callable[[tuple], Any] | None = None
+        # Makes the C++ kernels put in front of the Python ones (eager_replay.py), or None.
+        self.native_kernels: Callable[[], Any] | None = None
         self._forward_op: Any = None
         self._backward_op: Any = None
         self._function: Any = None
@@ -149,6 +151,19 @@ class RegisteredOp:
         self._function = _autograd_function(self)
         lib.impl(name, self._autograd_kernel, "Autograd", with_keyset=True)
         self._forward_op = getattr(ops, name).default
+        self._register_native()
+
+    def use_native_kernels(self, make: Callable[[], Any]) -> None:
+        """Put ``make()``'s C++ kernels in front of the op's Python kernels (which they
+        call for what they do not do themselves) until it is defined or bound anew."""
+        self.native_kernels = make
+        if self.defined:
+            self._register_native()
+
+    def _register_native(self) -> None:  # an old definition's or binding's kernels go first
+        _NATIVE.pop(self.qualname, None)
+        if self.native_kernels is not None:
+            _NATIVE[self.qualname] = self.native_kernels()
 
     # -- the Autograd kernel: what torch.ops.<ns>.<op>(...) runs first --------------
     def _autograd_kernel(self, keyset: Any, *args: Any) -> Any:
@@ -162,8 +177,7 @@ class RegisteredOp:
                     plain = False
         watched = not plain or _watched()
         if not watched and self.eager_forward is not None:
-            # One call into the compiled replayer; with a gradient wanted, its outputs
-            # carry the replayer's autograd node (eager_replay.py) or it declines.
+            # The compiled replayer's call; a gradient wanted: its node, or it declines.
             result = self.eager_forward(args)
             if result is not None:
                 return _unalias_one(result, args)
@@ -287,6 +301,8 @@ def _autograd_function(op: RegisteredOp) -> type[torch.autograd.Function]:
 
 # qualname -> the torch.library.Library holding its definition (destroyed to redefine it)
 _LIBRARIES: dict[str, Any] = {}
+# qualname -> the C++ kernels registered in front of its Python ones (dropped to remove them)
+_NATIVE: dict[str, Any] = {}
 
 # Mirrors torch's own process-wide registry (torch.ops.<namespace>.<name> is one name per
 # process, whichever session loads it): qualname -> the op defined under it now.
@@ -309,6 +325,9 @@ def register(
         redefine = op is not None and op.defined
         op = _REGISTERED[qualname] = RegisteredOp(qualname, layout, kernel_names)
         define_now = define_now or redefine  # torch.ops.<name> must not keep the old schema
+    elif op.binding is not binding:  # what replayed the old binding's calls is not this one's
+        _NATIVE.pop(qualname, None)
+        op.native_kernels = op.eager_forward = None
     op.binding = binding
     if define_now:
         op.define()

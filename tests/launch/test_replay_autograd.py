@@ -105,14 +105,14 @@ def backward(k, saved, g):
     return (grad,)
 
 
-def make_op(mode: str, backward_launcher=backward) -> OpCallable:
+def make_op(mode: str, backward_launcher=backward, check=None) -> OpCallable:
     """``square`` as portkit.load builds it: "compiled" replays both directions with the
     compiled replayer (built against this CPU torch), "off" runs the launchers in the
-    Python ``autograd.Function``."""
+    Python ``autograd.Function``. ``check``: the op's input check (none by default)."""
     k = KernelSet("square", "fake", "cpu", {"mul": Target("mul"), "scale": Target("scale")})
     qualname = f"pkreplaygrad::square{next(_names)}"
     if mode == "off":
-        binding = Binding(forward, backward_launcher, k, lambda a: None, OpDefinitionError)
+        binding = Binding(forward, backward_launcher, k, check or _no_check, OpDefinitionError)
         return OpCallable(register(qualname, LAYOUT, ["mul", "scale"], binding), binding)
     if not (shutil.which("ninja") and shutil.which("c++")):
         pytest.skip("no ninja or C++ compiler here to build the compiled replayer")
@@ -126,11 +126,15 @@ def make_op(mode: str, backward_launcher=backward) -> OpCallable:
     def replayer() -> NativeReplayer:
         return NativeReplayer(module, address, 0, 16)
 
-    fwd = ReplayingLauncher(forward, k, replayer(), True, None, 1, LAYOUT.saved)
+    fwd = ReplayingLauncher(forward, k, replayer(), True, check, 1, LAYOUT.saved)
     bwd = ReplayingLauncher(backward_launcher, k, replayer(), False)
     binding = Binding(fwd, bwd, k, lambda a: None, OpDefinitionError)
     registered = register(qualname, LAYOUT, ["mul", "scale"], binding)
     return ReplayedOpCallable(registered, binding, fwd.run_eager)
+
+
+def _no_check(inputs) -> None:
+    return None
 
 
 def warm(f: OpCallable, n: int = 5) -> None:

@@ -141,3 +141,39 @@ def test_eager_fast_path_equals_registered_op(repo) -> None:
     out = torch.ops.portkit.elementwise_mul_twin(a, b)
     out.backward(torch.ones_like(out))
     torch.testing.assert_close((out.detach(), a.grad, b.grad), expected, rtol=0, atol=0)
+
+
+def test_torch_ops_replays_through_the_cpp_cuda_kernels(repo) -> None:
+    """portkit.load's compiled replayer registers C++ kernels at CUDA and AutogradCUDA:
+    a recorded signature through torch.ops replays there (forward, with a gradient through
+    the replayer's node, and inside a CUDA graph) with portkit.load's own values."""
+    from portkit.torch_op.registration import _NATIVE
+
+    f = portkit.load("sigmoid", "twin")
+    qualname = f.registered.qualname
+    if qualname not in _NATIVE:
+        pytest.skip("the compiled replayer is not used here (see portkit's stderr line)")
+    dump = torch._C._dispatch_dump(qualname)
+    assert "native.cpp" in dump.split("CUDA: registered")[1].splitlines()[0]
+    x = torch.randn(1024, device="cuda")
+    for _ in range(3):  # the twin's first launch builds its plan; then it records
+        f.op(x), f.op(x.clone().requires_grad_()).sum().backward()
+    before = _NATIVE[qualname].counts()
+    torch.testing.assert_close(f.op(x), f(x), rtol=0, atol=0)
+    xg = x.clone().requires_grad_()
+    y = f.op(xg)
+    y.sum().backward()
+    after = _NATIVE[qualname].counts()
+    assert after["replayed"] == before["replayed"] + 1 and after["nodes"] == before["nodes"] + 1
+    xp = x.clone().requires_grad_()
+    f(xp).sum().backward()
+    torch.testing.assert_close(xg.grad, xp.grad, rtol=0, atol=0)
+    graph = torch.cuda.CUDAGraph()
+    f.op(x)
+    torch.cuda.synchronize()
+    with torch.cuda.graph(graph):
+        captured = f.op(x)
+    x.copy_(torch.randn_like(x))
+    graph.replay()
+    torch.testing.assert_close(captured, f(x), rtol=0, atol=0)
+    assert _NATIVE[qualname].counts()["replayed"] >= after["replayed"] + 2

@@ -12,13 +12,21 @@
 // autograd node of ours (ReplayNode, below) whose backward replays the backward's
 // recording, and runs the op's Python backward where it cannot.
 //
+// OpKernels registers C++ kernels for the registered op itself (torch.ops.<ns>.<op>): a
+// backend kernel that replays a recorded signature from the dispatcher's stack, with no
+// Python, and an Autograd kernel that redispatches below autograd in C++ where no
+// gradient is wanted; each calls the op's Python kernel it stands in front of otherwise.
+//
 // Built without PORTKIT_WITH_CUDA (a CPU build of torch) it replays CPU tensors with no
 // stream: that is how the CPU tests exercise this file, with a launch function of theirs.
 #include <Python.h>
 #include <pybind11/pybind11.h>
 
 #include <ATen/PythonTorchFunctionTLS.h>
+#include <ATen/core/LegacyTypeDispatch.h>
 #include <ATen/core/Tensor.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
 #include <ATen/ops/empty_strided.h>
 #include <c10/core/GradMode.h>
 #include <c10/core/impl/TorchDispatchModeTLS.h>
@@ -28,15 +36,18 @@
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/autograd/saved_variable.h>
 #include <torch/csrc/autograd/variable_info.h>
+#include <torch/library.h>
 #ifdef PORTKIT_WITH_CUDA
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #endif
 
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -69,6 +80,9 @@ struct Plan {
   std::vector<Launch> launches;
   py::object result;  // template: tuples, lists, None, and ints as references
   py::object eager;   // what the op returns in plain eager (run_eager), or None
+  // The same as references, for the op's backend kernel (OpKernels): set where it is
+  // one reference or a tuple of them.
+  std::vector<int64_t> eager_refs;
   // For the autograd node: the saved tensors' references (empty: no node for this
   // signature) and the outputs' (buffers all, each once).
   std::vector<int64_t> saved;
@@ -141,6 +155,8 @@ void append(std::string& key, T value) {
   key.append(reinterpret_cast<const char*>(&value), sizeof(T));
 }
 
+bool append_tensor(const at::Tensor& tensor, std::string& key, int& device);
+
 // Appends one leaf to the key; false where the leaf cannot be keyed (a miss, always).
 bool append_leaf(PyObject* leaf, std::string& key, int& device) {
   // ``device``: -2 until the first tensor; then that tensor's device (type and index).
@@ -181,7 +197,12 @@ bool append_leaf(PyObject* leaf, std::string& key, int& device) {
   // its own type, and fake, functorch and other wrapper tensors dispatch through Python
   // or have no storage; the launcher decides for those.
   if (!THPVariable_CheckExact(leaf)) return false;
-  const at::Tensor& tensor = THPVariable_Unpack(leaf);
+  return append_tensor(THPVariable_Unpack(leaf), key, device);
+}
+
+// A tensor's part of the key (both kinds of leaves): false for one without storage or
+// dispatching through Python, or on another device than the call's first tensor.
+bool append_tensor(const at::Tensor& tensor, std::string& key, int& device) {
   if (!tensor.has_storage() || tensor.key_set().has(c10::DispatchKey::Python)) return false;
   int where = static_cast<int>(tensor.device().type()) * 256 + tensor.get_device() + 1;
   if (device == -2) {
@@ -206,6 +227,60 @@ bool make_key(const py::tuple& leaves, std::string& key, int& device) {
   return true;
 }
 
+// The key of a dispatcher call's arguments: the bytes append_leaf writes for the Python
+// values the op's Python kernel would get for them (the dispatcher has already made a
+// Python int for a float argument a float, a bool for an int argument an int).
+bool make_key(c10::ArrayRef<c10::IValue> args, std::string& key, int& device) {
+  key.reserve(64);
+  for (const c10::IValue& value : args) {
+    if (value.isNone()) {
+      key.push_back('n');
+    } else if (value.isBool()) {
+      key.push_back(value.toBool() ? 'B' : 'b');
+    } else if (value.isInt()) {
+      key.push_back('i');
+      append(key, static_cast<long long>(value.toInt()));
+    } else if (value.isDouble()) {
+      key.push_back('f');
+      append(key, value.toDouble());
+    } else if (value.isString()) {
+      const std::string& text = value.toStringRef();
+      key.push_back('s');
+      append(key, static_cast<int64_t>(text.size()));
+      key.append(text);
+    } else if (!value.isTensor() || !append_tensor(value.toTensor(), key, device)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Takes ``lock`` without holding the GIL while it waits: a thread holding the lock may
+// need the GIL (a launch function written in Python, in the CPU tests).
+template <typename Lock>
+void lock_releasing_gil(Lock& lock) {
+  if (lock.try_lock()) return;
+  if (Py_IsInitialized() && PyGILState_Check()) {
+    py::gil_scoped_release release;
+    lock.lock();
+  } else {
+    lock.lock();
+  }
+}
+
+using SharedLock = std::shared_lock<std::shared_mutex>;
+using UniqueLock = std::unique_lock<std::shared_mutex>;
+
+// Input ``i`` of a call whose leaves are Python objects (Replayer::execute's ``input``).
+struct PythonInputs {
+  const py::tuple& leaves;
+  const at::Tensor& operator()(size_t i) const {
+    return THPVariable_Unpack(PyTuple_GET_ITEM(leaves.ptr(), i));
+  }
+};
+
+inline PythonInputs python_inputs(const py::tuple& leaves) { return PythonInputs{leaves}; }
+
 class Replayer {
  public:
   // ``functorch_level``: torch._C._functorch.peek_interpreter_stack, what OpCallable asks
@@ -226,9 +301,45 @@ class Replayer {
   }
 
   py::object run(const py::tuple& leaves) {
+    SharedLock lock(plans_mutex_, std::defer_lock);
+    lock_releasing_gil(lock);
     const Plan* plan = find(leaves);
     if (plan == nullptr) return py::none();
-    return build(plan->result, leaves, execute(*plan, leaves));
+    return build(plan->result, leaves, execute(*plan, python_inputs(leaves)));
+  }
+
+  // The op's backend kernel on a hit (OpKernels): the stack's arguments replaced by the
+  // op's outputs, an input or a tensor already returned cloned (as the Python kernel's
+  // _unalias does); false (the stack untouched) where the signature was not recorded
+  // with an eager result of ``returns`` tensors. Runs without the GIL.
+  bool run_boxed(c10::Stack& stack, size_t arguments, size_t returns) {
+    auto args = torch::jit::last(stack, arguments);
+    std::string key;
+    int device = -2;
+    if (!make_key(args, key, device)) return false;
+    SharedLock lock(plans_mutex_, std::defer_lock);
+    lock_releasing_gil(lock);
+    auto found = plans_.find(key);
+    if (found == plans_.end()) return false;
+    const Plan& plan = found->second;
+    if (plan.eager_refs.size() != returns) return false;
+    std::vector<at::Tensor> buffers =
+        execute(plan, [&](size_t i) -> const at::Tensor& { return args[i].toTensor(); });
+    std::vector<at::Tensor> outputs;
+    outputs.reserve(returns);
+    std::vector<bool> returned(buffers.size(), false);
+    for (int64_t ref : plan.eager_refs) {
+      if (ref >= 0) {
+        outputs.push_back(args[static_cast<size_t>(ref)].toTensor().clone());
+      } else {
+        size_t index = static_cast<size_t>(-1 - ref);
+        outputs.push_back(returned[index] ? buffers[index].clone() : buffers[index]);
+        returned[index] = true;
+      }
+    }
+    torch::jit::drop(stack, arguments);
+    for (auto& out : outputs) stack.emplace_back(std::move(out));
+    return true;
   }
 
   // portkit.load's op called in plain eager (OpCallable's fast path, in one call): None
@@ -255,9 +366,11 @@ class Replayer {
         if (tensor._fw_grad(/*level=*/0).defined()) return py::none();  // forward AD
       }
     }
+    SharedLock lock(plans_mutex_, std::defer_lock);
+    lock_releasing_gil(lock);
     const Plan* plan = find(leaves);
     if (plan == nullptr || plan->eager.is_none()) return py::none();
-    if (!wanted) return build(plan->eager, leaves, execute(*plan, leaves));
+    if (!wanted) return build(plan->eager, leaves, execute(*plan, python_inputs(leaves)));
     if (plan->outputs.empty()) return py::none();  // no node for this signature
     return differentiable(*plan, leaves);
   }
@@ -329,14 +442,29 @@ class Replayer {
     }
     plan.result = result;
     plan.eager = eager;
+    if (PyLong_CheckExact(eager.ptr())) {
+      plan.eager_refs.push_back(eager.cast<int64_t>());
+    } else if (PyTuple_CheckExact(eager.ptr())) {
+      plan.eager_refs = eager.cast<std::vector<int64_t>>();
+    }
     if (!saved.is_none()) plan_node(plan, saved.cast<std::vector<int64_t>>());
+    UniqueLock lock(plans_mutex_, std::defer_lock);
+    lock_releasing_gil(lock);
     if (plans_.size() >= capacity_) plans_.clear();
     plans_[key] = std::move(plan);
     return true;
   }
 
-  size_t size() const { return plans_.size(); }
-  void clear() { plans_.clear(); }
+  size_t size() {
+    SharedLock lock(plans_mutex_, std::defer_lock);
+    lock_releasing_gil(lock);
+    return plans_.size();
+  }
+  void clear() {
+    UniqueLock lock(plans_mutex_, std::defer_lock);
+    lock_releasing_gil(lock);
+    plans_.clear();
+  }
 
  private:
   // A node is made only where every output is a buffer of its own (an output that is an
@@ -366,7 +494,7 @@ class Replayer {
   // The replay with a ReplayNode as its outputs' grad_fn, saving what the forward saved.
   py::object differentiable(const Plan& plan, const py::tuple& leaves) {
     namespace ag = torch::autograd;
-    std::vector<at::Tensor> buffers = execute(plan, leaves);
+    std::vector<at::Tensor> buffers = execute(plan, python_inputs(leaves));
     auto node = NodeMaker<NodePtr>::make<ReplayNode>(backward_);
     const auto& grads = backward_->grads;
     ag::edge_list edges;
@@ -409,8 +537,10 @@ class Replayer {
     return found == plans_.end() ? nullptr : &found->second;
   }
 
-  // Allocates the plan's buffers and launches its kernels with this call's pointers.
-  std::vector<at::Tensor> execute(const Plan& plan, const py::tuple& leaves) {
+  // Allocates the plan's buffers and launches its kernels with this call's pointers
+  // (``input(i)``: the call's tensor at leaf i).
+  template <typename Input>
+  std::vector<at::Tensor> execute(const Plan& plan, const Input& input) {
     std::vector<at::Tensor> buffers;
     buffers.reserve(plan.buffers.size());
     for (const at::Tensor& meta : plan.buffers) {
@@ -426,8 +556,7 @@ class Replayer {
       std::vector<uint64_t> params = launch.params;
       for (const auto& [slot, ref] : launch.pointers) {
         const at::Tensor& tensor =
-            ref >= 0 ? THPVariable_Unpack(PyTuple_GET_ITEM(leaves.ptr(), ref))
-                     : buffers[static_cast<size_t>(-1 - ref)];
+            ref >= 0 ? input(static_cast<size_t>(ref)) : buffers[static_cast<size_t>(-1 - ref)];
         params[slot] = reinterpret_cast<uint64_t>(tensor.data_ptr());
       }
       std::vector<void*> arguments(params.size());
@@ -488,6 +617,8 @@ class Replayer {
   size_t capacity_;
   py::object functorch_level_;
   std::shared_ptr<Backward> backward_;
+  // Guards plans_: the op's backend kernel reads them without the GIL.
+  std::shared_mutex plans_mutex_;
   std::unordered_map<std::string, Plan> plans_;
 };
 
@@ -553,6 +684,174 @@ torch::autograd::variable_list ReplayNode::apply(torch::autograd::variable_list&
   return out;
 }
 
+// What the op's C++ kernels did, for tests and profiles: replays by the backend kernel,
+// its calls of the Python kernel, the Autograd kernel's redispatches below autograd,
+// its autograd nodes, and its calls of the Python Autograd kernel.
+struct Counts {
+  std::atomic<int64_t> replayed{0}, backend_python{0}, below_autograd{0}, nodes{0},
+      autograd_python{0};
+};
+
+// The op's backend kernel: a recorded signature replays; any other call goes to the
+// Python kernel (CompositeExplicitAutograd), which records, checks and raises as always.
+struct BackendKernel final : c10::OperatorKernel {
+  BackendKernel(Replayer* replayer, std::shared_ptr<Counts> counts)
+      : replayer_(replayer), counts_(std::move(counts)) {}
+
+  void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, c10::Stack* stack) {
+    const auto& schema = op.schema();
+    if (replayer_->run_boxed(*stack, schema.arguments().size(), schema.returns().size())) {
+      ++counts_->replayed;
+      return;
+    }
+    ++counts_->backend_python;
+    op.callBoxedForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd, *stack);
+  }
+
+  Replayer* replayer_;
+  std::shared_ptr<Counts> counts_;
+};
+
+// A dispatcher argument as the Python kernel would get it; nullptr where it has no such
+// form here (the caller then leaves the call to Python).
+PyObject* to_python(const c10::IValue& value) {
+  if (value.isTensor()) return THPVariable_Wrap(value.toTensor());
+  if (value.isNone()) Py_RETURN_NONE;
+  if (value.isBool()) return PyBool_FromLong(value.toBool());
+  if (value.isInt()) return PyLong_FromLongLong(value.toInt());
+  if (value.isDouble()) return PyFloat_FromDouble(value.toDouble());
+  return nullptr;
+}
+
+// The op's Autograd kernel (at the backend's autograd key, in front of the Python one at
+// the Autograd alias): no gradient wanted, the redispatch below autograd the Python
+// kernel makes, in C++; a gradient wanted in plain eager, the replay with its ReplayNode
+// (run_eager); anything else (a mode, functorch, compiling, a miss), the Python kernel.
+struct AutogradKernel final : c10::OperatorKernel {
+  AutogradKernel(Replayer* replayer, bool has_backward, py::object is_compiling,
+                 std::shared_ptr<Counts> counts)
+      : replayer_(replayer),
+        has_backward_(has_backward),
+        is_compiling_(std::move(is_compiling)),
+        counts_(std::move(counts)) {}
+
+  ~AutogradKernel() override {
+    if (!Py_IsInitialized()) {
+      is_compiling_.release();  // leak at exit
+      return;
+    }
+    py::gil_scoped_acquire gil;
+    is_compiling_ = py::object();
+  }
+
+  void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet keys, c10::Stack* stack) {
+    size_t arguments = op.schema().arguments().size();
+    bool wanted = false;
+    if (has_backward_ && c10::GradMode::is_enabled()) {
+      for (const c10::IValue& value : torch::jit::last(*stack, arguments)) {
+        wanted = wanted || (value.isTensor() && value.toTensor().requires_grad());
+      }
+    }
+    if (!wanted) {
+      ++counts_->below_autograd;
+      at::AutoDispatchBelowAutograd guard;
+      op.redispatchBoxed(keys & c10::after_autograd_keyset, stack);
+      return;
+    }
+    if (differentiable(*stack, arguments, op.schema().returns().size())) {
+      ++counts_->nodes;
+      return;
+    }
+    ++counts_->autograd_python;
+    op.callBoxedForDispatchKey(c10::DispatchKey::Autograd, *stack);
+  }
+
+  // run_eager on the stack's arguments: true with the outputs (carrying the node) on the
+  // stack in place of the arguments; false, the stack untouched, where it declines.
+  bool differentiable(c10::Stack& stack, size_t arguments, size_t returns) {
+    py::gil_scoped_acquire gil;
+    if (is_compiling_().cast<bool>()) return false;
+    auto args = torch::jit::last(stack, arguments);
+    py::tuple leaves(arguments);
+    for (size_t i = 0; i < arguments; ++i) {
+      PyObject* leaf = to_python(args[i]);
+      if (leaf == nullptr) return false;
+      PyTuple_SET_ITEM(leaves.ptr(), i, leaf);
+    }
+    py::object result;
+    try {
+      result = replayer_->run_eager(leaves);
+    } catch (py::error_already_set& error) {
+      error.restore();
+      python_error err;
+      err.persist();
+      throw std::move(err);
+    }
+    // The node's plans return buffers of their own only (plan_node): no alias to clone.
+    std::vector<at::Tensor> outputs;
+    if (THPVariable_Check(result.ptr())) {
+      outputs.push_back(THPVariable_Unpack(result.ptr()));
+    } else if (PyTuple_CheckExact(result.ptr())) {
+      for (const auto& item : py::reinterpret_borrow<py::tuple>(result)) {
+        if (!THPVariable_Check(item.ptr())) return false;
+        outputs.push_back(THPVariable_Unpack(item.ptr()));
+      }
+    }
+    if (outputs.size() != returns) return false;
+    torch::jit::drop(stack, arguments);
+    for (auto& out : outputs) stack.emplace_back(std::move(out));
+    return true;
+  }
+
+  Replayer* replayer_;
+  bool has_backward_;
+  py::object is_compiling_;
+  std::shared_ptr<Counts> counts_;
+};
+
+// The C++ kernels of op ``ns::name`` for tensors on ``device`` ("cpu" or "cuda"), over a
+// forward Replayer: registered while this object lives (a torch::Library of kind IMPL),
+// deregistered when it is destroyed, which gives the op back to its Python kernels.
+class OpKernels {
+ public:
+  OpKernels(const std::string& ns, const std::string& name, const std::string& device,
+            py::object forward, bool has_backward, py::object is_compiling)
+      : owner_(forward), counts_(std::make_shared<Counts>()) {
+    c10::DispatchKey backend = c10::DispatchKey::CPU, autograd = c10::DispatchKey::AutogradCPU;
+    if (device.rfind("cuda", 0) == 0) {
+      backend = c10::DispatchKey::CUDA, autograd = c10::DispatchKey::AutogradCUDA;
+    } else if (device != "cpu") {
+      throw std::invalid_argument("no C++ kernels for device " + device);
+    }
+    Replayer* replayer = forward.cast<Replayer*>();
+    library_ = std::make_unique<torch::Library>(torch::Library::IMPL, ns, std::nullopt,
+                                                __FILE__, __LINE__);
+    library_->impl(name.c_str(),
+                   torch::dispatch(backend, torch::CppFunction::makeFromBoxedFunctor(
+                                                std::make_unique<BackendKernel>(replayer, counts_))));
+    library_->impl(name.c_str(),
+                   torch::dispatch(autograd, torch::CppFunction::makeFromBoxedFunctor(
+                                                 std::make_unique<AutogradKernel>(
+                                                     replayer, has_backward,
+                                                     std::move(is_compiling), counts_))));
+  }
+
+  py::dict counts() const {
+    py::dict out;
+    out["replayed"] = counts_->replayed.load();
+    out["backend_python"] = counts_->backend_python.load();
+    out["below_autograd"] = counts_->below_autograd.load();
+    out["nodes"] = counts_->nodes.load();
+    out["autograd_python"] = counts_->autograd_python.load();
+    return out;
+  }
+
+ private:
+  py::object owner_;  // the forward Replayer, kept alive while its kernels are registered
+  std::shared_ptr<Counts> counts_;
+  std::unique_ptr<torch::Library> library_;  // declared last: destroyed first
+};
+
 }  // namespace
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
@@ -565,4 +864,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       .def("add", &Replayer::add)
       .def("size", &Replayer::size)
       .def("clear", &Replayer::clear);
+  py::class_<OpKernels>(m, "OpKernels")
+      .def(py::init<const std::string&, const std::string&, const std::string&, py::object,
+                    bool, py::object>())
+      .def("counts", &OpKernels::counts);
 }

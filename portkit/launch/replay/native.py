@@ -32,6 +32,7 @@ class NativeReplayer:
         import torch
 
         functorch_level = torch._C._functorch.peek_interpreter_stack
+        self._module = module
         self._native = module.Replayer(launch, error_name, capacity, functorch_level)
         self.run = self._native.run
         self.run_eager = self._native.run_eager
@@ -79,6 +80,19 @@ class NativeReplayer:
         ``fallback(saved, *grads)`` (the op's Python backward, per input a gradient or
         None) where that is a miss or a graph of the backward is wanted."""
         self._native.set_backward(backward._native, name, list(grads), structure, fallback)
+
+    def op_kernels(self, qualname: str, device: str, has_backward: bool) -> Any:
+        """C++ kernels for the registered op ``qualname`` replaying this (its forward's)
+        recordings, registered while the returned object lives (native.cpp ``OpKernels``):
+        at ``device``'s backend key, the replay from the dispatcher's stack; at its
+        autograd key, the redispatch below autograd, or with a gradient wanted the
+        replay with its autograd node; the op's Python kernels for every other call."""
+        import torch
+
+        namespace, name = qualname.split("::", 1)
+        return self._module.OpKernels(
+            namespace, name, device, self._native, has_backward, torch.compiler.is_compiling
+        )
 
     def __len__(self) -> int:
         return self._native.size()
