@@ -227,6 +227,9 @@ def main() -> int:
         if name.startswith("twin")
     }
     if "twin" in impls:
+        # torch.ops calls the op's latest binding: bind the default (compiled replayer)
+        # again, or the row would time the "no replay" binding loaded last above
+        portkit.load("sigmoid", "twin")
         impls["twin (torch.ops, dispatcher)"] = torch.ops.portkit.sigmoid_twin
     exported_folder = tempfile.TemporaryDirectory()
     exported = exported_sigmoid(exported_folder.name)
