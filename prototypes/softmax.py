@@ -170,9 +170,8 @@ def softmax_fwd(x, out, cols):
             p = tid + u * THREADS  # portkit: allow-int64-index
             if p < packs:
                 for j in range(width):
-                    out[row, p * width + j] = (
-                        held[u * width + j] * inv
-                    )  # portkit: allow-int64-index
+                    e = held[u * width + j]  # portkit: allow-int64-index
+                    out[row, p * width + j] = e * inv  # portkit: allow-int64-index
         for c in range(packs * width + tid, cols, THREADS):
             out[row, c] = exp_from(x[row, c], m) * inv
         return
