@@ -1,16 +1,34 @@
-// Twin of prototypes/softmax.py: one block of THREADS threads per row, online softmax
-// (running max and sum in one pass over the row, the sum rescaled at most once per
-// pack), warp-shuffle reductions, arithmetic in T (float accumulation for float, as
-// torch.softmax). The order of every reduction is
-// the prototype's, stage by stage: per-thread packs then tail columns left to right, xor
-// butterflies 16, 8, 4, 2, 1 for the warp's max, then for its sum (each thread's moved to
-// that max), then the warps' maxima and moved sums left to right.
+// Twin of prototypes/softmax.py, arithmetic in T (float accumulation for float, as
+// torch.softmax), warp-shuffle reductions. Three forward paths, chosen by the row's length:
+//
+// - softmax_rows_fwd, rows of at most 4 KiB (1024 float32 / 512 float64 columns): `group`
+//   lanes a row, the row held in registers (its comment);
+// - softmax_fwd, rows of at most THREADS x HELD packs (4096 float32 / 2048 float64
+//   columns): a block of THREADS threads a row, the row held in registers between its one
+//   read and its one write (held_row_fwd): the maximum first (thread, xor butterfly 16..1,
+//   warps left to right), then one exp a column and the sum (same order, no online
+//   rescaling), one division, the store. It pays for one DRAM read and one exp an element
+//   (what torch's own kernel does), all 8 x 16 B loads a thread issued before any is used
+//   (16 KiB a block in flight), and two barriers a row;
+// - softmax_fwd, longer rows: online softmax (running max and sum in one pass, the sum
+//   rescaled at most once per pack), each thread's sum moved to the warp's maximum, the
+//   warps' pairs merged left to right, then a second read of the row for the output (from
+//   L1/L2: the row crosses DRAM once in and once out), UNROLL packs' loads in flight.
+// In every path a thread takes packs t, t + THREADS, ... (or g, g + group, ...) then its
+// tail columns packs * W + t, ..., left to right: the prototype's order, stage by stage.
+//
+// Held rows' one read and one write carry cache-streaming hints (load_stream /
+// store_stream): nothing of a held row is read again.
 //
 // Speed: 16-byte loads and stores (Pack<T>) when the row is 16-byte aligned (cols a
 // multiple of 4 float / 2 double on torch's aligned allocations), scalar accesses for the
-// same columns otherwise; the second read of the row (for the output) hits L1/L2, so the
-// row crosses device memory once in and once out; UNROLL packs' loads in flight per
-// thread; one division per row (out = exp(x - m) * (1 / s)).
+// same columns otherwise; one division per row (out = exp(x - m) * (1 / s)).
+// Forward, twin / torch on an H100 (2026-11-24, medians of 20): 4096x4096 1.27,
+// 16384x1024 1.01, 1024x32768 1.14, 32768x256 1.08, 8192x8192 1.09 (the online pass for
+// every row over 1024 columns gave 0.97 / 1.01 / 1.14 / 0.99 / 1.06; the held rows
+// without the hints 1.25 / 1.00 / 0.98 / 0.99 / 1.11).
+// ptxas (sm_90, nvcc 13.0), float32 / float64 registers, no spills: softmax_fwd 60 / 70
+// (8 / 7 blocks of 128 an SM), softmax_rows_fwd 80 / 92, softmax_bwd 52 / 62.
 #define THREADS 128
 #define WARP 32
 #define WARPS (THREADS / WARP)
@@ -25,6 +43,42 @@ struct alignas(16) Pack {
 
 __device__ inline bool aligned16(const void* p) {
     return (reinterpret_cast<unsigned long long>(p) & 15) == 0;
+}
+
+// Streaming hints for the held rows' one read and one write (the streamed rows' second
+// read wants L1/L2, so their loads keep the default): nothing of a held row is read again.
+// - loads: ld.global.nc.L1::no_allocate.L2::256B -- the read-only path, no L1 line
+//   allocated (the L1 keeps no stale 256 MiB stream, and the SM's L1/smem carve-out stays
+//   free), and a hint that L2 fetch the whole 256-byte block from DRAM: the next warps'
+//   sectors are then L2 hits, fewer and larger DRAM requests (what torch's clone gets from
+//   its access pattern alone);
+// - stores: st.global.cs (evict-first): the output's lines leave L2 first, so they do not
+//   push out input blocks that the 256-byte prefetch just brought in.
+// The CPU twin (PORTKIT_CUDA_CPU) reads and writes plainly.
+template <typename T>
+__device__ __forceinline__ Pack<T> load_stream(const Pack<T>* p) {
+#ifndef PORTKIT_CUDA_CPU
+    uint4 r;
+    asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+        : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+        : "l"(p));
+    Pack<T> v;
+    memcpy(&v, &r, sizeof(v));
+    return v;
+#else
+    return *p;
+#endif
+}
+
+template <typename T>
+__device__ __forceinline__ void store_stream(Pack<T>* p, const Pack<T>& v) {
+#ifndef PORTKIT_CUDA_CPU
+    uint4 r;
+    memcpy(&r, &v, sizeof(r));
+    __stcs(reinterpret_cast<uint4*>(p), r);
+#else
+    *p = v;
+#endif
 }
 
 template <typename T>
@@ -116,7 +170,7 @@ __global__ void __launch_bounds__(THREADS) softmax_rows_fwd(const T* __restrict_
         const Pack<T>* xv = reinterpret_cast<const Pack<T>*>(xr);
 #pragma unroll
         for (int u = 0; u < LANE_PACKS; ++u)
-            if (g + u * group < packs) v[u] = xv[g + u * group];
+            if (g + u * group < packs) v[u] = load_stream(xv + g + u * group);
     } else {  // the same packs, element by element
 #pragma unroll
         for (int u = 0; u < LANE_PACKS; ++u)
@@ -158,7 +212,7 @@ __global__ void __launch_bounds__(THREADS) softmax_rows_fwd(const T* __restrict_
 #pragma unroll
             for (int j = 0; j < W; ++j) v[u].v[j] = v[u].v[j] * inv;
             if (vector)
-                reinterpret_cast<Pack<T>*>(outr)[g + u * group] = v[u];
+                store_stream(reinterpret_cast<Pack<T>*>(outr) + g + u * group, v[u]);
             else
 #pragma unroll
                 for (int j = 0; j < W; ++j) outr[(g + u * group) * (long long)W + j] = v[u].v[j];
@@ -172,6 +226,80 @@ __global__ void __launch_bounds__(THREADS) softmax_rows_fwd(const T* __restrict_
 // matches the prototype's, with UNROLL loads in flight per thread.
 #define UNROLL 4
 
+// Rows of at most THREADS x HELD packs (4096 float / 2048 double columns) stay in registers.
+#define HELD 8
+
+// softmax_fwd for a row held in registers: max, then exps and sum, then the store.
+template <typename T>
+__device__ inline void held_row_fwd(const T* xr, T* outr, long long cols, T* part_m, T* part_s) {
+    constexpr int W = Pack<T>::N;
+    const int tid = threadIdx.x;
+    const int lane = tid % WARP;
+    const int warp = tid / WARP;
+    const long long packs = cols / W;
+    const bool vector = aligned16(xr) && aligned16(outr);
+
+    Pack<T> v[HELD];
+    if (vector) {
+        const Pack<T>* xv = reinterpret_cast<const Pack<T>*>(xr);
+#pragma unroll
+        for (int u = 0; u < HELD; ++u)
+            if (tid + u * THREADS < packs) v[u] = load_stream(xv + tid + u * THREADS);
+    } else {  // the same packs, element by element
+#pragma unroll
+        for (int u = 0; u < HELD; ++u)
+            if (tid + u * THREADS < packs)
+#pragma unroll
+                for (int j = 0; j < W; ++j) v[u].v[j] = xr[(tid + u * THREADS) * (long long)W + j];
+    }
+
+    T m = negative_infinity<T>();
+#pragma unroll
+    for (int u = 0; u < HELD; ++u)
+        if (tid + u * THREADS < packs)
+#pragma unroll
+            for (int j = 0; j < W; ++j) m = v[u].v[j] > m ? v[u].v[j] : m;
+    for (long long c = packs * W + tid; c < cols; c += THREADS) m = xr[c] > m ? xr[c] : m;
+    m = warp_max(m);
+    if (lane == 0) part_m[warp] = m;
+    __syncthreads();
+    m = part_m[0];
+#pragma unroll
+    for (int w = 1; w < WARPS; ++w) m = part_m[w] > m ? part_m[w] : m;
+
+    T s = T(0);  // each held column becomes its exp
+#pragma unroll
+    for (int u = 0; u < HELD; ++u)
+        if (tid + u * THREADS < packs)
+#pragma unroll
+            for (int j = 0; j < W; ++j) {
+                v[u].v[j] = exp_from(v[u].v[j], m);
+                s += v[u].v[j];
+            }
+    for (long long c = packs * W + tid; c < cols; c += THREADS) s += exp_from(xr[c], m);
+    s = warp_sum(s);
+    if (lane == 0) part_s[warp] = s;
+    __syncthreads();
+    s = part_s[0];
+#pragma unroll
+    for (int w = 1; w < WARPS; ++w) s += part_s[w];
+
+    const T inv = T(1) / s;  // a row of -inf: s = 0, 0 * inf = NaN, as torch
+#pragma unroll
+    for (int u = 0; u < HELD; ++u) {
+        if (tid + u * THREADS < packs) {
+#pragma unroll
+            for (int j = 0; j < W; ++j) v[u].v[j] = v[u].v[j] * inv;
+            if (vector)
+                store_stream(reinterpret_cast<Pack<T>*>(outr) + tid + u * THREADS, v[u]);
+            else
+#pragma unroll
+                for (int j = 0; j < W; ++j) outr[(tid + u * THREADS) * (long long)W + j] = v[u].v[j];
+        }
+    }
+    for (long long c = packs * W + tid; c < cols; c += THREADS) outr[c] = exp_from(xr[c], m) * inv;
+}
+
 template <typename T>
 __global__ void softmax_fwd(const T* __restrict__ x, T* __restrict__ out, long long cols) {
     __shared__ T part_m[WARPS];
@@ -183,6 +311,10 @@ __global__ void softmax_fwd(const T* __restrict__ x, T* __restrict__ out, long l
     const T* xr = x + (long long)blockIdx.x * cols;
     T* outr = out + (long long)blockIdx.x * cols;
     const long long packs = cols / W;
+    if (packs <= (long long)THREADS * HELD) {  // the whole row in registers (uniform per block)
+        held_row_fwd(xr, outr, cols, part_m, part_s);
+        return;
+    }
     const bool vector = aligned16(xr) && aligned16(outr);
 
     T m = negative_infinity<T>();

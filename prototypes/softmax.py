@@ -1,12 +1,20 @@
-"""Row-wise softmax over a 2-D tensor: one block of THREADS threads per row, a single
-pass over the row for the statistics (online softmax), warp-shuffle reductions.
-Rows of at most 4 KiB go to softmax_rows_fwd instead (its docstring): the row held in
-registers, `group` lanes a row, several rows a block.
+"""Row-wise softmax over a 2-D tensor: one block of THREADS threads per row,
+warp-shuffle reductions. Rows of at most 4 KiB go to softmax_rows_fwd instead (its
+docstring): the row held in registers, `group` lanes a row, several rows a block.
 
-The forward reads each element twice, once for the statistics and once for the output,
-but from device memory once: a block's row (16 KiB at 4096 float32 columns) is still in
-L1/L2 for the second read. The kernel works in the input's dtype (float32 accumulation
-for float32, as torch.softmax does), in this order, which the twin repeats exactly:
+softmax_fwd holds a row of at most THREADS * HELD packs (4096 float32 / 2048 float64
+columns) in registers (`held`) between its one read and its one write: thread t takes
+packs t, t + THREADS, ... (at most HELD), then its tail columns packs * width + t, ...;
+the maximum over them in that order, a butterfly (`cuda.shfl_xor_sync`, offsets 16, 8,
+4, 2, 1) for the warp's maximum, the warps' maxima left to right after a barrier; then
+the sum of exp_from(x, m) in the same order (no online rescaling: the maximum is known
+before any exp), the same butterfly and the warps' sums left to right; out =
+exp_from(x, m) * (1 / s). One exp per column and one read of the row.
+
+Longer rows are read twice, once for the statistics and once for the output, but from
+device memory once: a block's row is still in L1/L2 for the second read. The kernel
+works in the input's dtype (float32 accumulation for float32, as torch.softmax does),
+in this order, which the twin repeats exactly:
 
 1. online statistics per thread: thread t walks the row's 16-byte packs t, t + THREADS,
    ... (4 float32 or 2 float64 columns each, left to right), then the tail columns
@@ -14,9 +22,9 @@ for float32, as torch.softmax does), in this order, which the twin repeats exact
    if that is larger, rescaling the running sum s of exp(x - m) once (`rescale`), then
    each column adds exp(x - m) (`add_exp`): one exp per column and no branch around it;
    a tail column is a pack of one;
-2. in each warp, a butterfly (`cuda.shfl_xor_sync`, offsets 16, 8, 4, 2, 1) for the
-   warp's maximum, each thread's sum moved to it (`moved`: one exp), and a butterfly
-   for the sum; a + b == b + a bit for bit, so every lane ends with the same pair;
+2. in each warp, a butterfly for the warp's maximum, each thread's sum moved to it
+   (`moved`: one exp), and a butterfly for the sum; a + b == b + a bit for bit, so
+   every lane ends with the same pair;
 3. lane 0 of each warp writes its pair to shared memory; after a barrier every thread
    takes the maximum of the warps' maxima, then adds their sums moved to it, left to
    right. (Merging (max, sum) pairs at every butterfly step would cost two exps per
@@ -28,8 +36,8 @@ The backward is the same walk for dot = sum(y * dy), then dx = y * (dy - dot).
 
 The twin moves each pack with one 16-byte load or store when the row is 16-byte
 aligned; numba cannot load an array slice as one vector, so the prototype reads the
-same columns with `width` scalar loads. The twin also issues 4 packs' loads before it
-uses any (more bytes in flight per thread) and processes them in the order above.
+same columns with `width` scalar loads. The twin also issues all of a held row's loads
+(4 packs' on longer rows) before it uses any, and processes them in the order above.
 Indices are int64 (`allow-int64-index`), as the
 twin's `long long`."""
 
@@ -46,7 +54,8 @@ WARP = 32
 WARPS = THREADS // WARP
 FULL_MASK = 0xFFFFFFFF  # all 32 lanes take part in every shuffle
 LANE_PACKS = 8  # short rows: packs a lane holds (128 bytes: 32 float32 registers)
-HELD = 32  # LANE_PACKS packs of up to 4 columns (float32, float64)
+HELD = 8  # softmax_fwd: packs a thread holds (rows of up to THREADS * HELD packs)
+HELD_COLS = 32  # LANE_PACKS or HELD packs of up to 4 columns (float32, float64)
 
 
 @cuda.jit(device=True)
@@ -116,6 +125,57 @@ def softmax_fwd(x, out, cols):
     width = 16 // x.itemsize  # columns in one of the twin's 16-byte packs
     packs = cols // width
 
+    if packs <= THREADS * HELD:  # the whole row held (uniform per block): max, then exps
+        held = cuda.local.array(HELD_COLS, dtype=x.dtype)
+        m = -float32(math.inf)
+        for u in range(HELD):
+            p = tid + u * THREADS  # portkit: allow-int64-index
+            if p < packs:
+                for j in range(width):
+                    v = x[row, p * width + j]  # portkit: allow-int64-index
+                    held[u * width + j] = v  # portkit: allow-int64-index
+                    if v > m:
+                        m = v
+        for c in range(packs * width + tid, cols, THREADS):
+            if x[row, c] > m:
+                m = x[row, c]
+        m = warp_max(m)
+        if lane == 0:
+            part_m[warp] = m
+        cuda.syncthreads()
+        m = part_m[0]
+        for w in range(1, WARPS):
+            if part_m[w] > m:
+                m = part_m[w]
+
+        s = float32(0)  # the sum, in the same order; each held column becomes its exp
+        for u in range(HELD):
+            if tid + u * THREADS < packs:  # portkit: allow-int64-index
+                for j in range(width):
+                    e = exp_from(held[u * width + j], m)  # portkit: allow-int64-index
+                    held[u * width + j] = e  # portkit: allow-int64-index
+                    s += e
+        for c in range(packs * width + tid, cols, THREADS):
+            s += exp_from(x[row, c], m)
+        s = warp_sum(s)
+        if lane == 0:
+            part_s[warp] = s
+        cuda.syncthreads()
+        s = part_s[0]
+        for w in range(1, WARPS):
+            s += part_s[w]
+
+        inv = float32(1) / s  # a row of -inf: s = 0, 0 * inf = NaN, as torch
+        for u in range(HELD):
+            p = tid + u * THREADS  # portkit: allow-int64-index
+            if p < packs:
+                for j in range(width):
+                    e = held[u * width + j]  # portkit: allow-int64-index
+                    out[row, p * width + j] = e * inv  # portkit: allow-int64-index
+        for c in range(packs * width + tid, cols, THREADS):
+            out[row, c] = exp_from(x[row, c], m) * inv
+        return
+
     m = -float32(math.inf)  # float32 here; float64 for a float64 x (numba unifies)
     s = float32(0)
     for p in range(tid, packs, THREADS):
@@ -164,7 +224,7 @@ def softmax_rows_fwd(x, out, rows, cols, group):
     tid = cuda.threadIdx.x
     g = tid % group
     row = cuda.blockIdx.x * (THREADS // group) + tid // group
-    held = cuda.local.array(HELD, dtype=x.dtype)
+    held = cuda.local.array(HELD_COLS, dtype=x.dtype)
     width = 16 // x.itemsize
     packs = cols // width
     if row >= rows:  # past the last row: no columns, but the lanes still shuffle
@@ -252,8 +312,9 @@ def softmax_bwd(y, dy, dx, cols):
 # very short rows, and a square of 256 MiB a tensor (as the elementwise ops time)
 BENCH_SHAPES = ((4096, 4096), (16384, 1024), (1024, 32768), (32768, 256), (8192, 8192))
 # portkit.cases.rows' shapes (held in registers, by softmax_rows_fwd, up to 1024 float32
-# columns) and 2x1029: a long row (softmax_fwd) with a tail column, small enough for twin-cpu
-CHECK_SHAPES = ((1, 1), (3, 127), (4, 128), (2, 129), (3, 1000), (2, 1029))
+# columns), 2x1029: a row held by softmax_fwd with a tail column, and 2x4101: a row
+# longer than softmax_fwd holds (the online pass) with a tail column; small for twin-cpu
+CHECK_SHAPES = ((1, 1), (3, 127), (4, 128), (2, 129), (3, 1000), (2, 1029), (2, 4101))
 
 
 def short_row_group(cols, itemsize):
