@@ -70,5 +70,11 @@ cuda = SimpleNamespace(get_current_stream=lambda: _STREAM)
 def install(monkeypatch: Any) -> ModuleType:
     """This module as ``cupy`` for one test (``monkeypatch`` undoes it)."""
     module = sys.modules[__name__]
+    # Where real CuPy is installed too (the GPU machine), its submodules leave the
+    # process for the test: a lazily imported one (cupyx's) would otherwise import while
+    # the stand-in is "cupy" (inspect.getmodule walks sys.modules) and keep the stand-in
+    # as its "cupy" for the rest of the process.
+    for name in [n for n in sys.modules if n.startswith(("cupy.", "cupyx")) or n == "cupyx"]:
+        monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "cupy", module)
     return module
