@@ -14,12 +14,8 @@ N_BENCH = 1 << 26  # portkit bench: 256 MiB per float32 tensor, five times an H1
 
 
 def grid_for(k, n, itemsize):
-    """One block per THREADS packs of 16 bytes: a full grid, each thread one pack (the
-    kernel's grid-stride loop runs once). On an H100 at 2^26 float32 (2026-11-24,
-    docs/bench.md) this beat a grid of 8 resident blocks per SM looping over the packs:
-    vector_add 0.96 -> 1.00x torch, elementwise_mul 0.96 -> 1.00 forward and 1.14 -> 1.20
-    backward, sigmoid 0.94 -> 0.96 (the block scheduler hides the tail; no loop
-    overhead), as torch's own elementwise kernels do."""
+    """One block per THREADS packs of 16 bytes: a full grid, each thread one pack
+    (prototypes/sigmoid.py says why, with the H100 figures)."""
     return portkit.cdiv(portkit.cdiv(n, 16 // itemsize), THREADS)
 
 
