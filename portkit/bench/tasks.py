@@ -79,8 +79,20 @@ class CompiledReference:
                 import torch
 
                 compiler = torch.compile
+                _keep_saved_buffers()
             self._compiled[op.name] = compiler(op.definition.reference)
         return self._compiled[op.name]
+
+
+def _keep_saved_buffers() -> None:
+    """The bench times a backward by repeating it on one graph (``retain_graph``), which
+    AOTAutograd's donated buffers refuse ("compiled with non-empty donated buffers which
+    requires ... retain_graph=False": layernorm's and rmsnorm's compiled backwards on an
+    H100, 2026-11-24). Off for the process that benches, where this torch has the switch."""
+    import torch._functorch.config as functorch_config
+
+    if hasattr(functorch_config, "donated_buffer"):
+        functorch_config.donated_buffer = False
 
 
 def verify(

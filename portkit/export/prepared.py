@@ -33,7 +33,7 @@ from typing import Any
 import torch
 
 from . import _driver_launch as driver_launch  # type: ignore[attr-defined]
-from ._registration import OpCallable  # type: ignore[attr-defined]
+from ._registration import OpCallable
 from .executor import MAX_SIGNATURES, leaf_key  # type: ignore[import-not-found]
 from .steps import Recording, eager_template  # type: ignore[import-not-found]
 
@@ -150,7 +150,7 @@ def prepare(
         grid, block = [int(g) for g in step.grid], [int(b) for b in step.block]
         shared = int(step.shared_bytes)
         if step.warps and static is not None and all(codes):
-            names[f"F{n}"], names[f"C{n}"] = int(step.driver.handle), "".join(codes)  # type: ignore[arg-type]
+            names[f"F{n}"], names[f"C{n}"] = int(step.driver.handle), "".join(codes)
             lines.append(
                 f"    static(F{n}, {grid[0]}, {grid[1]}, {grid[2]}, {int(step.warps)}, "
                 f"{shared}, C{n}, {packed}, stream({device}))"

@@ -25,7 +25,7 @@ import torch
 
 from . import _driver_launch as driver_launch  # type: ignore[attr-defined]
 from . import _launch_contract as contract
-from ._prepared import PreparedReplayer  # type: ignore[attr-defined]
+from ._prepared import PreparedReplayer
 from .executor import MAX_SIGNATURES, flatten, repeats_a_tensor  # type: ignore[import-not-found]
 from .recorder import Call, gives_up, not_recorded, record  # type: ignore[import-not-found]
 from .steps import ReplayLaunch  # type: ignore[import-not-found]

@@ -25,8 +25,8 @@ import torch
 # Siblings only in an exported package (mypy: the [tool.mypy] overrides in pyproject.toml).
 from . import _driver_launch as driver_launch  # type: ignore[attr-defined]
 from . import _launch_contract as contract
-from . import _prepared as prepared  # type: ignore[attr-defined]
-from . import _registration as registration  # type: ignore[attr-defined]
+from . import _prepared as prepared
+from . import _registration as registration
 from . import _replay as replay  # type: ignore[attr-defined]
 
 # What a launcher may use as ``portkit.X`` (launch_contract.LAUNCHER_NAMES).

@@ -60,8 +60,11 @@ def _global_shape(ctx: FunctionContext, name: str) -> ast.Tuple:
 
     value = ctx.globals[name]
     numbers = ast.Tuple([ast.Constant(v) for v in value], ast.Load())
+    source_module = inspect.getmodule(ctx.types.py_func)
+    if source_module is None:
+        return numbers
     try:
-        module = ast.parse(inspect.getsource(inspect.getmodule(ctx.types.py_func)))
+        module = ast.parse(inspect.getsource(source_module))
     except (OSError, TypeError, SyntaxError):
         return numbers
     for stmt in reversed(module.body):  # the last assignment is the value
@@ -71,6 +74,7 @@ def _global_shape(ctx: FunctionContext, name: str) -> ast.Tuple:
             and isinstance(stmt.value, ast.Tuple)
         ):
             spelled = ast.parse(ast.unparse(stmt.value), mode="eval").body
+            assert isinstance(spelled, ast.Tuple)  # the unparsed tuple parses as one
             for node in ast.walk(spelled):  # positions in the module, not in the function
                 for attr in ("lineno", "end_lineno", "col_offset", "end_col_offset"):
                     if hasattr(node, attr):

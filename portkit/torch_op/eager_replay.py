@@ -35,9 +35,12 @@ def differentiate(forward: Any, backward: Any, registered: RegisteredOp, binding
     """Give ``forward``'s compiled replayer ``backward``'s (both ``ReplayingLauncher``s)
     so that its plain-eager replays wanting a gradient get its autograd node; nothing
     where either does not replay with the compiled replayer."""
-    replayers = (getattr(forward, "replayer", None), getattr(backward, "replayer", None))
+    forward_replayer: Any = getattr(forward, "replayer", None)
+    backward_replayer: Any = getattr(backward, "replayer", None)
     layout = registered.layout
-    if not layout.has_backward or not all(hasattr(r, "set_backward") for r in replayers):
+    if not layout.has_backward or not all(
+        hasattr(r, "set_backward") for r in (forward_replayer, backward_replayer)
+    ):
         return
     once = torch.autograd.function.once_differentiable(
         eager_backward(registered.name, layout, binding)
@@ -47,7 +50,9 @@ def differentiate(forward: Any, backward: Any, registered: RegisteredOp, binding
         return as_tuple(once(saved, *grads))  # once_differentiable unpacks a single one
 
     structure = flatten(((None,) * len(layout.saved), *[None] * layout.outputs))[0]
-    replayers[0].set_backward(replayers[1], registered.name, layout.grads, structure, fallback)
+    forward_replayer.set_backward(
+        backward_replayer, registered.name, layout.grads, structure, fallback
+    )
 
 
 class ReplayedOpCallable(OpCallable):
@@ -59,7 +64,7 @@ class ReplayedOpCallable(OpCallable):
         differentiate(binding.forward, binding.backward, registered, binding)
         if registered.layout.extras == 0:  # its result is the op's: torch.ops replays too
             registered.eager_forward = self._eager_forward
-            op_kernels = getattr(binding.forward.replayer, "op_kernels", None)
+            op_kernels = getattr(getattr(binding.forward, "replayer", None), "op_kernels", None)
             # C++ kernels for the op at its device's keys; the twin's are CUDA, the CPU
             # tests' CPU; any other device keeps the Python kernels.
             device_type = str(self._kernels.device).split(":")[0]

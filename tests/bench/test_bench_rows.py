@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -222,3 +223,17 @@ def test_a_timed_call_is_verified_with_the_ops_declared_tolerance() -> None:
     table = tolerances_of(op, small, "backward", expected)
     problem = verify(actual, expected, table, "backward output")
     assert problem is not None and "backward output 2" in problem
+
+
+def test_torch_compile_s_row_keeps_the_saved_buffers_its_repeated_backward_needs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The bench repeats a backward on one graph; donated buffers would refuse that."""
+    import torch._functorch.config as functorch_config
+
+    from portkit.bench.tasks import CompiledReference
+
+    monkeypatch.setattr(functorch_config, "donated_buffer", True)
+    op = SimpleNamespace(name="scaled", definition=SimpleNamespace(reference=lambda x: x * 2))
+    CompiledReference().function(op)
+    assert functorch_config.donated_buffer is False

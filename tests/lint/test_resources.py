@@ -101,9 +101,11 @@ def test_sigmoid_twin_moves_16_byte_packs_and_the_prototype_cannot(usage):
         assert fwd.special_functions.get("ex2.approx.f32", 0) > 0, side
     prototype = usage["prototype"]["sigmoid_fwd"]
     assert prototype.local_bytes == 0 and prototype.spill_store_bytes == 0
-    # __launch_bounds__(256, 8) caps the twin at 32 registers (8 blocks of 256 per SM);
-    # the division's slow path then saves a few registers to the stack (docs/bench.md).
-    assert usage["twin"]["sigmoid_fwd"].registers <= 32
+    # No register cap (capped at 32 the division's slow path spilled, and the backward was
+    # slower on an H100): the kernel fits without spilling, 6 blocks of 256 threads an SM
+    # at least (38 registers with NVRTC 13).
+    twin = usage["twin"]["sigmoid_fwd"]
+    assert twin.spill_store_bytes == 0 and twin.registers * 256 * 6 <= 65536
     assert usage["twin"]["sigmoid_fwd"].global_loads.get(16, 0) > 0
     assert usage["twin"]["sigmoid_fwd"].global_stores.get(16, 0) > 0
     assert set(usage["prototype"]["sigmoid_fwd"].global_loads) == {4}
