@@ -1,5 +1,6 @@
-"""Numerically stable sigmoid: exp is only ever taken of a non-positive number, so
-x = +-100000 gives 1 and 0 instead of inf/inf. Backward from the saved output.
+"""Sigmoid as torch computes it, 1 / (1 + exp(-x)): safe at the extremes (x = -100000:
+exp overflows to inf and 1 / inf is 0; x = 100000: exp underflows to 0 and gives 1),
+with no inf/inf as exp(x) / (1 + exp(x)) would give. Backward from the saved output.
 
 Constants are float32(1): a bare `1` is an int64 literal, and numba types int64 with
 float32 as float64, so float32 inputs were computed in float64 (`portkit lint` found
@@ -36,11 +37,11 @@ def grid_for(k, n, itemsize):
 
 @cuda.jit(device=True)
 def stable_sigmoid(v):
-    """1 / (1 + z) for v >= 0, z / (1 + z) below, z = exp(-|v|): one exp, one division,
-    no branch around them (a warp of mixed signs would run both sides)."""
+    """1 / (1 + exp(-v)): one exp, one division, nothing else. On an H100 (2026-11-24) this
+    form ran at 1.01x torch where 1 / (1 + z) or z / (1 + z) with z = exp(-|v|) (an abs
+    and a select more per element) ran at 0.96x."""
     one = float32(1)
-    z = math.exp(-abs(v))
-    return (one if v >= 0 else z) / (one + z)
+    return one / (one + math.exp(-v))
 
 
 @cuda.jit
