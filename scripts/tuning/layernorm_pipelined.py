@@ -1,0 +1,347 @@
+"""Layer normalisation over the last dimension with weight and bias:
+``y = (x - mean) / sqrt(var + eps) * w + b`` for each row of a 2-D ``x``.
+
+Every sum across threads is float64 for every dtype (`allow-float64`): the row's mean, its
+variance about the mean (the two-pass form does not cancel), the backward's two row sums,
+and the weight and bias gradients across rows. So float64 is exact enough for gradcheck,
+and the others match the float64 reference rounded once. Mean and 1/std are saved as
+float64. The last step, ``xhat * w + b``, is float32 for float16, bfloat16 and float32
+(``wide`` = 0: one float32 rounding of xhat, far inside the float32 tolerance) and float64
+for float64. The forward's narrow path (float16, bfloat16: ``row_stats32``, ``affine32``)
+keeps a thread's elements, its partial sums, x - mean and xhat in float32, each partial
+widened once for the float64 sum across threads: the twin then holds its elements in
+float registers (64 a thread, not 96) and converts once a thread, not twice an element.
+
+Layout (the twin's, cuda_src/layernorm.cu; same element-to-thread mapping and summation
+orders, so the two agree within the twin tolerance):
+
+- forward: a persistent grid (``FWD_THREADS_PER_SM`` threads' worth of blocks an SM) walks
+  the rows, one row per block at a time, ``row_threads`` threads (whole warps); the twin
+  loads a block's next row while it reduces this one; thread t owns the
+  row's 16-byte packs t, t + nx, ... (8 bfloat16/float16, 4 float32, 2 float64 columns),
+  then tail column packs * width + t; it sums pack by pack, column by column, then a warp
+  butterfly (xor 16..1) and the row's warps left to right (``row_sum``);
+- backward: a persistent grid (a few blocks per SM) walks the rows, one row per block at a
+  time; each thread keeps the weight and bias gradients of its columns summed over its rows
+  (in registers in the twin, in ``partw``/``partb`` here: the same additions in the same
+  order) and leaves one partial row per block; ``layernorm_bwd_wb`` sums the partials per
+  column, 32 at a time, then the 32 sums in order. Deterministic: no atomics.
+"""
+
+import torch
+from numba import cuda, float32, float64
+
+import portkit
+
+FWD_ELEMS = 16  # columns a thread holds per row in the forward (the twin's registers)
+BWD_ELEMS = 8  # and in the backward (dy, xhat, w and two gradient sums per column)
+MAX_THREADS = 512  # a row's threads at most (the twin's __launch_bounds__)
+# The forward's persistent grid, by element size: the threads an SM keeps resident at the
+# twin's registers (ptxas sm_90: 79 for 2-byte types, 3 blocks of 256; 114 float32 and 128
+# float64, 2 blocks of 256). More would queue blocks behind a full SM: a second wave.
+FWD_THREADS_PER_SM = {2: 768, 4: 512, 8: 512}
+BWD_THREADS_PER_SM = 512  # the backward's persistent grid: ~110 registers a thread
+ROWS_PER_PART = 128  # at most (16384 rows on an H100's 132 SMs: 124 a block)
+WARP = 32
+MAX_WARPS = 32
+FULL_MASK = 0xFFFFFFFF
+W_COLS = 16  # layernorm_bwd_wb: a block sums 16 columns' partials, 32 rows at a time
+W_ROWS = 32
+EPS = 1e-5
+DTYPES = ("float32", "float16", "bfloat16", "float64")
+
+
+def row_threads(cols, itemsize, elems):
+    """Threads for one row: whole warps, each owning at most ``elems`` columns (in whole
+    16-byte packs) when MAX_THREADS allow it; longer rows are walked in chunks."""
+    width = 16 // itemsize
+    wanted = portkit.cdiv(portkit.cdiv(cols // width, max(1, elems // width)), WARP) * WARP
+    return min(MAX_THREADS, max(WARP, wanted))
+
+
+@cuda.jit(device=True)
+def warp_sum(v):
+    offset = WARP // 2
+    while offset > 0:
+        v += cuda.shfl_xor_sync(FULL_MASK, v, offset)  # portkit: allow-float64
+        offset //= 2
+    return v
+
+
+@cuda.jit(device=True)
+def row_sum(part, value):
+    """Sum ``value`` over the block (one row), every thread calling it; all get the sum."""
+    v = warp_sum(value)
+    if cuda.threadIdx.x % WARP == 0:
+        part[cuda.threadIdx.x // WARP] = v
+    cuda.syncthreads()
+    total = part[0]
+    for i in range(1, cuda.blockDim.x // WARP):
+        total += part[i]  # portkit: allow-float64 allow-int64-index
+    cuda.syncthreads()  # every thread has read the sums before the next call overwrites them
+    return total
+
+
+@cuda.jit(device=True)
+def affine(x, w, b, out, row, c, mu, r, wide):
+    xhat = (float64(x[row, c]) - mu) * r  # portkit: allow-float64
+    if wide:
+        out[row, c] = xhat * float64(w[c]) + float64(b[c])  # portkit: allow-float64
+    else:
+        out[row, c] = float32(xhat) * float32(w[c]) + float32(b[c])
+
+
+@cuda.jit(device=True)
+def affine32(x, w, b, out, row, c, mu32, r32):
+    """The narrow path's output: xhat in float32 from float32 x - mean and 1/std."""
+    xhat32 = (float32(x[row, c]) - mu32) * r32
+    out[row, c] = xhat32 * float32(w[c]) + float32(b[c])
+
+
+@cuda.jit(device=True)
+def row_stats(x, part, row, cols, eps):
+    """Mean and 1/std of the row, every element and partial sum in float64."""
+    tx = cuda.threadIdx.x
+    nx = cuda.blockDim.x
+    width = 16 // x.itemsize  # columns in one of the twin's 16-byte packs
+    packs = cols // width
+    tail = packs * width
+    s = float64(0.0)
+    for p in range(tx, packs, nx):
+        for j in range(width):
+            s += float64(x[row, p * width + j])  # portkit: allow-float64 allow-int64-index
+    for c in range(tail + tx, cols, nx):
+        s += float64(x[row, c])  # portkit: allow-float64
+    mu = row_sum(part, s) / cols  # portkit: allow-float64
+
+    s = float64(0.0)
+    for p in range(tx, packs, nx):
+        for j in range(width):
+            d = float64(x[row, p * width + j]) - mu  # portkit: allow-float64 allow-int64-index
+            s += d * d  # portkit: allow-float64
+    for c in range(tail + tx, cols, nx):
+        d = float64(x[row, c]) - mu  # portkit: allow-float64
+        s += d * d  # portkit: allow-float64
+    var = row_sum(part, s) / cols  # portkit: allow-float64
+    return mu, 1.0 / (var + eps) ** 0.5  # portkit: allow-float64
+
+
+@cuda.jit(device=True)
+def row_stats32(x, part, row, cols, eps):
+    """The narrow path's row_stats: a thread's elements and partial sums in float32, each
+    partial widened once for the float64 sum across threads; x - mean against the float32
+    mean. Returns the float64 mean and 1/std (saved) and their float32 roundings."""
+    tx = cuda.threadIdx.x
+    nx = cuda.blockDim.x
+    width = 16 // x.itemsize
+    packs = cols // width
+    tail = packs * width
+    s32 = float32(0.0)
+    for p in range(tx, packs, nx):
+        for j in range(width):
+            s32 += float32(x[row, p * width + j])  # portkit: allow-int64-index
+    for c in range(tail + tx, cols, nx):
+        s32 += float32(x[row, c])
+    mu = row_sum(part, float64(s32)) / cols  # portkit: allow-float64
+    mu32 = float32(mu)
+
+    s32 = float32(0.0)
+    for p in range(tx, packs, nx):
+        for j in range(width):
+            d32 = float32(x[row, p * width + j]) - mu32  # portkit: allow-int64-index
+            s32 += d32 * d32
+    for c in range(tail + tx, cols, nx):
+        d32 = float32(x[row, c]) - mu32
+        s32 += d32 * d32
+    var = row_sum(part, float64(s32)) / cols  # portkit: allow-float64
+    r = 1.0 / (var + eps) ** 0.5  # portkit: allow-float64
+    return mu, r, mu32, float32(r)
+
+
+@cuda.jit
+def layernorm_fwd(x, w, b, out, mean, rstd, rows, cols, eps, wide):
+    """A persistent grid walks the rows, one row per block at a time. The twin issues the
+    next row's loads before this row's reductions; the values and their order are these."""
+    tx = cuda.threadIdx.x
+    nx = cuda.blockDim.x
+    part = cuda.shared.array(MAX_WARPS, dtype=float64)
+    width = 16 // x.itemsize
+    packs = cols // width
+    tail = packs * width
+    for row in range(cuda.blockIdx.x, rows, cuda.gridDim.x):
+        if x.itemsize == 2:  # float16, bfloat16: the narrow path
+            mu, r, mu32, r32 = row_stats32(x, part, row, cols, eps)
+            for p in range(tx, packs, nx):
+                for j in range(width):
+                    affine32(x, w, b, out, row, p * width + j, mu32, r32)
+            for c in range(tail + tx, cols, nx):
+                affine32(x, w, b, out, row, c, mu32, r32)
+        else:
+            mu, r = row_stats(x, part, row, cols, eps)
+            for p in range(tx, packs, nx):
+                for j in range(width):
+                    affine(x, w, b, out, row, p * width + j, mu, r, wide)
+            for c in range(tail + tx, cols, nx):
+                affine(x, w, b, out, row, c, mu, r, wide)
+        if tx == 0:
+            mean[row] = mu
+            rstd[row] = r
+
+
+@cuda.jit(device=True)
+def bwd_sums(x, w, dy, row, c, mu, r, s1, s2):
+    """The row sums of g = dy * w and g * xhat, with this element added."""
+    g = float64(dy[row, c]) * float64(w[c])  # portkit: allow-float64
+    return s1 + g, s2 + g * ((float64(x[row, c]) - mu) * r)  # portkit: allow-float64
+
+
+@cuda.jit(device=True)
+def bwd_element(x, w, dy, dx, partw, partb, row, c, mu, r, m1, m2):
+    """dx of one element, and its terms of the weight and bias gradients added to the
+    block's partial rows."""
+    dyc = float64(dy[row, c])  # portkit: allow-float64
+    xhat = (float64(x[row, c]) - mu) * r  # portkit: allow-float64
+    dx[row, c] = r * (dyc * float64(w[c]) - m1 - xhat * m2)  # portkit: allow-float64
+    partw[cuda.blockIdx.x, c] += dyc * xhat  # portkit: allow-float64
+    partb[cuda.blockIdx.x, c] += dyc  # portkit: allow-float64
+
+
+@cuda.jit
+def layernorm_bwd(x, w, dy, mean, rstd, dx, partw, partb, rows, cols):
+    tx = cuda.threadIdx.x
+    nx = cuda.blockDim.x
+    sums = cuda.shared.array(MAX_WARPS, dtype=float64)
+    width = 16 // x.itemsize
+    packs = cols // width
+    tail = packs * width
+
+    for p in range(tx, packs, nx):  # the columns this thread owns
+        for j in range(width):
+            partw[cuda.blockIdx.x, p * width + j] = 0.0  # portkit: allow-int64-index
+            partb[cuda.blockIdx.x, p * width + j] = 0.0  # portkit: allow-int64-index
+    for c in range(tail + tx, cols, nx):
+        partw[cuda.blockIdx.x, c] = 0.0
+        partb[cuda.blockIdx.x, c] = 0.0
+
+    for row in range(cuda.blockIdx.x, rows, cuda.gridDim.x):
+        mu = mean[row]
+        r = rstd[row]
+        s1 = float64(0.0)
+        s2 = float64(0.0)
+        for p in range(tx, packs, nx):
+            for j in range(width):
+                s1, s2 = bwd_sums(x, w, dy, row, p * width + j, mu, r, s1, s2)
+        for c in range(tail + tx, cols, nx):
+            s1, s2 = bwd_sums(x, w, dy, row, c, mu, r, s1, s2)
+        m1 = row_sum(sums, s1) / cols  # portkit: allow-float64
+        m2 = row_sum(sums, s2) / cols  # portkit: allow-float64
+        for p in range(tx, packs, nx):
+            for j in range(width):
+                bwd_element(x, w, dy, dx, partw, partb, row, p * width + j, mu, r, m1, m2)
+        for c in range(tail + tx, cols, nx):
+            bwd_element(x, w, dy, dx, partw, partb, row, c, mu, r, m1, m2)
+
+
+@cuda.jit
+def layernorm_bwd_wb(partw, partb, dw, db, parts, cols):
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    c = cuda.blockIdx.x * W_COLS + tx
+    sums_w = cuda.shared.array((W_ROWS, W_COLS), dtype=float64)
+    sums_b = cuda.shared.array((W_ROWS, W_COLS), dtype=float64)
+    sw = float64(0.0)
+    sb = float64(0.0)
+    if c < cols:
+        for p in range(ty, parts, W_ROWS):
+            sw += partw[p, c]  # portkit: allow-float64
+            sb += partb[p, c]  # portkit: allow-float64
+    sums_w[ty, tx] = sw
+    sums_b[ty, tx] = sb
+    cuda.syncthreads()
+    if ty == 0 and c < cols:
+        for i in range(1, W_ROWS):
+            sw += sums_w[i, tx]  # portkit: allow-float64
+            sb += sums_b[i, tx]  # portkit: allow-float64
+        dw[c] = sw
+        db[c] = sb
+
+
+def reference(x, w, b):
+    return torch.nn.functional.layer_norm(x, (x.shape[-1],), w, b, EPS)
+
+
+def _cases():
+    # 37x64: a backward grid (2 "SMs" in the simulator) that loops over rows; 2x8200
+    # float32: rows longer than MAX_THREADS threads x FWD_ELEMS columns, walked in chunks.
+    shapes = ((1, 1), (3, 127), (2, 129), (4, 1000), (37, 64))
+    cases = [
+        portkit.cases.custom(f"{dt}-{r}x{c}", [(r, c), (c,), (c,)], dt, seed=i)
+        for dt in DTYPES
+        for i, (r, c) in enumerate(shapes)
+    ]
+    cases.append(portkit.cases.custom("float32-2x8200", [(2, 8200), (8200,), (8200,)], seed=5))
+    cases.append(
+        portkit.cases.custom("float32-4096x4096", [(4096, 4096), (4096,), (4096,)], large=True)
+    )
+    cases.append(
+        portkit.cases.custom("float64-gradcheck", [(2, 5), (5,), (5,)], "float64", gradcheck=True)
+    )
+    return cases
+
+
+# portkit bench: the square float32 case, and a transformer's activations
+BENCH = [
+    portkit.cases.custom(f"{dt}-{r}x{c}", [(r, c), (c,), (c,)], dt)
+    for dt, r, c in (("float32", 4096, 4096), ("bfloat16", 16384, 4096), ("float32", 16384, 4096))
+]
+
+
+# Mean, 1/std and the weight/bias gradient sums are float64 in the kernels: the reference
+# runs in float64 too, rounded once (torch's float32 sums over 4096 rows differ, H100 run).
+@portkit.op(
+    reference=reference,
+    cases=_cases(),
+    dtypes=DTYPES,
+    same_shape=False,
+    reference_in="float64",
+    bench=BENCH,
+)
+class LayerNorm:
+    def check_inputs(x, w, b):
+        if x.dim() != 2 or w.shape != (x.shape[1],) or b.shape != (x.shape[1],):
+            raise portkit.InputError(
+                f"layernorm takes x (rows, cols), weight (cols,), bias (cols,); got "
+                f"{tuple(x.shape)}, {tuple(w.shape)}, {tuple(b.shape)}"
+            )
+
+    def forward(k, x, w, b):
+        rows, cols = x.shape
+        out = k.empty_like(x)
+        mean = k.empty((rows,), torch.float64)
+        rstd = k.empty((rows,), torch.float64)
+        if rows and cols:
+            threads = row_threads(cols, x.element_size(), FWD_ELEMS)
+            per_sm = max(1, FWD_THREADS_PER_SM[x.element_size()] // threads)
+            grid = min(rows, per_sm * portkit.sm_count(k))  # persistent: rows a block
+            wide = int(x.dtype == torch.float64)  # float64: xhat * w + b in float64 too
+            k.layernorm_fwd[grid, threads](x, w, b, out, mean, rstd, rows, cols, EPS, wide)
+        return out, (x, w, mean, rstd)
+
+    def backward(k, saved, dy):
+        x, w, mean, rstd = saved
+        rows, cols = x.shape
+        dx, dw, db = k.empty_like(x), k.empty_like(w), k.empty_like(w)
+        if not cols:
+            return dx, dw, db
+        threads = row_threads(cols, x.element_size(), BWD_ELEMS)
+        per_sm = max(1, BWD_THREADS_PER_SM // threads)
+        # a few blocks per SM, or ROWS_PER_PART rows a block (a simulated 2-SM grid)
+        parts = max(
+            1, min(rows, max(per_sm * portkit.sm_count(k), portkit.cdiv(rows, ROWS_PER_PART)))
+        )
+        partw = k.empty((parts, cols), torch.float64)
+        partb = k.empty((parts, cols), torch.float64)
+        k.layernorm_bwd[parts, threads](x, w, dy, mean, rstd, dx, partw, partb, rows, cols)
+        grid = portkit.cdiv(cols, W_COLS)
+        k.layernorm_bwd_wb[grid, (W_COLS, W_ROWS)](partw, partb, dw, db, parts, cols)
+        return dx, dw, db
