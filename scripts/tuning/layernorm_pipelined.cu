@@ -1,3 +1,22 @@
+// Alternative to cuda_src/layernorm.cu for a timing run: the same kernels, the forward
+// (layernorm_fwd, which gains a `rows` argument) a persistent grid whose blocks walk rows
+// blockIdx.x, blockIdx.x + gridDim.x, ... and issue the NEXT row's 16-byte loads (and its
+// tail element) into registers before this row's two float64 reductions, so a block's
+// next 8 KiB (4096 bfloat16 columns) are in flight through both barriers and the output
+// pass instead of only between rows. Pays for: today's forward (one row a block, 64
+// registers, 4 rows an SM) issues its loads only at a row's start and then waits at the
+// mean and variance barriers, 67% of copy at 16384x4096 bfloat16 (H100, 2026-11-24).
+// Same thread-to-column mapping and summation order as fwd_row<T, true>: bit-identical.
+// Needs scripts/tuning/layernorm_pipelined.py as prototypes/layernorm.py (its launcher
+// passes rows and sizes the grid: FWD_THREADS_PER_SM); bench_alternatives.sh alone, which
+// keeps the repository's prototype, would launch it with the old arguments.
+// ptxas (nvcc 13.0, sm_90), layernorm_fwd: bfloat16 79 registers, float16 79, float 114,
+// no spills; double 128 with 36/76 bytes of spill stores/loads (it issues its next row
+// after the stores, not before: held elements and packs in flight do not fit; today's 128
+// do not spill). 79 registers give 3 blocks of 256 an SM (today 4) with every block's next
+// row in flight; float stays at 2 blocks (100 today). The long-row path
+// (fwd_rows_chunked) is __noinline__: inlined, the kernel took 114 registers at bfloat16.
+//
 // Twin of prototypes/layernorm.py: y = (x - mean) * rstd * w + b per row, each output
 // rounded once at its store; xhat * w + b in float for the narrow types, double for double
 // (the prototype's wide flag, here the Affine<T> type). The sums across threads are double
