@@ -24,8 +24,7 @@
 //   at 16 a clock per SM: 227 us against torch's 121 at 16384x4096 bfloat16 (H100,
 //   2026-11-24). As float: 64 registers (4 blocks of 256 an SM), 16 elements a thread
 //   summed in float (error ~1e-6 relative, far inside the half tolerances).
-// - float and double hold double elements (float ran at 1.07x torch at 16384x4096 and
-//   0.98x at 4096x4096 that day); double work is kept off their output path: conversions
+// - float and double hold double elements; double work is kept off their output path: conversions
 //   to and from double run at a quarter of the FP64 FMA rate on an H100 (16 a clock per
 //   SM), so an element costs two (x in, xhat out) and four double adds/multiplies;
 //   xhat * w + b is one float FMA.
@@ -37,6 +36,16 @@
 //   from L1 each pass); one partial row of each per
 //   block at the end (132 x 4096 doubles twice at 4096 columns: 3% of the backward's
 //   traffic); layernorm_bwd_wb sums them column by column in blocks of 16 x 32 threads.
+// - float forward only: a persistent grid (the launcher's FWD_THREADS_PER_SM threads'
+//   worth of blocks an SM) walks rows blockIdx.x, blockIdx.x + gridDim.x, ... and issues
+//   the NEXT row's 16-byte loads before this row's two double reductions, so its bytes
+//   are in flight through both barriers and the output pass (fwd_rows_held). Forward
+//   against torch (H100, 2026-11-24, one run each, one row a block -> pipelined): float
+//   4096x4096 0.99 -> 1.21x, 16384x4096 1.08 -> 1.33x; ptxas sm_90: 114 registers (nvcc
+//   13.0; 117 through NVRTC), no spills: 2 blocks of 256 an SM, as one row a block's 98.
+//   Not for bfloat16: 0.88 -> 0.69x at 16384x4096 (79 registers: 3 blocks an SM, not 4),
+//   nor double (its next row in flight spills at 128 registers): they keep one row a
+//   block (grid = rows), 64 and 128 registers.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #define FWD_ELEMS 16  // columns a thread holds per row in the forward
@@ -217,20 +226,155 @@ __device__ inline void fwd_row(const T* xr, const T* w, const T* b, T* yr, doubl
     }
 }
 
-// wide: the prototype's flag for xhat * w + b in float64; here Affine<T> decides it.
+// A row's raw packs and tail element, in flight while the previous row is reduced.
+template <typename T, int P>
+struct RowLoads {
+    Pack<T> raw[P];
+    T tail;
+};
+
+// Issues the loads of row xr's packs tx, tx + nx, ... and of its tail column; nothing waits
+// on them until the row is used.
+template <typename T, int P>
+__device__ inline void issue_row(const T* xr, long long packs, long long cols, bool vector,
+                                 RowLoads<T, P>& in) {
+    const long long nx = blockDim.x;
+    const long long tx = threadIdx.x;
+#pragma unroll
+    for (int u = 0; u < P; ++u)
+        if (tx + u * nx < packs) in.raw[u] = load_pack(xr, tx + u * nx, vector);
+    if (packs * Pack<T>::N + tx < cols) in.tail = xr[packs * Pack<T>::N + tx];
+}
+
+__device__ inline bool row_vector(const void* xr, const void* yr, bool wb) {
+    return wb && aligned16(xr) && aligned16(yr);
+}
+
+// The rows blockIdx.x, blockIdx.x + gridDim.x, ... of a row that is one chunk
+// (packs <= blockDim.x x P), software-pipelined: the next row's loads are issued before
+// this row's two reductions, so its bytes are in flight through both barriers and the
+// output pass. Each row's arithmetic is fwd_row<T, true>'s, in its order.
+template <typename T>
+__device__ inline void fwd_rows_held(const T* x, const T* w, const T* b, T* out, double* mean,
+                                     double* rstd, long long rows, long long cols, double eps,
+                                     double* part) {
+    constexpr int W = Pack<T>::N;
+    constexpr int P = FWD_ELEMS / W > 0 ? FWD_ELEMS / W : 1;
+    using H = typename Hold<T>::type;
+    const int tx = threadIdx.x;
+    const long long nx = blockDim.x;
+    const long long packs = cols / W;
+    const long long tail = packs * W;
+    const bool has_tail = tail + tx < cols;  // a thread owns at most one tail column
+    const bool wb = aligned16(w) && aligned16(b);
+
+    RowLoads<T, P> in;
+    long long row = blockIdx.x;
+    if (row < rows)
+        issue_row(x + row * cols, packs, cols, row_vector(x + row * cols, out + row * cols, wb),
+                  in);
+    for (; row < rows; row += gridDim.x) {
+        const long long base = row * cols;
+        T* yr = out + base;
+        const bool vector = row_vector(x + base, yr, wb);
+        H v[P][W];  // x, then x - mean after the first reduction
+#pragma unroll
+        for (int u = 0; u < P; ++u)
+            if (tx + u * nx < packs)
+#pragma unroll
+                for (int j = 0; j < W; ++j) v[u][j] = widen<H>(in.raw[u].v[j]);
+        const H xt = has_tail ? widen<H>(in.tail) : (H)0;
+
+        const long long next = row + gridDim.x;  // its loads fly while this row reduces
+        if (next < rows)
+            issue_row(x + next * cols, packs, cols,
+                      row_vector(x + next * cols, out + next * cols, wb), in);
+
+        H s = 0;
+#pragma unroll
+        for (int u = 0; u < P; ++u)
+            if (tx + u * nx < packs)
+#pragma unroll
+                for (int j = 0; j < W; ++j) s += v[u][j];
+        if (has_tail) s += xt;
+        const double mu = row_sum(part, (double)s) / cols;
+        const H m = (H)mu;
+
+        s = 0;
+#pragma unroll
+        for (int u = 0; u < P; ++u)
+            if (tx + u * nx < packs)
+#pragma unroll
+                for (int j = 0; j < W; ++j) {
+                    v[u][j] -= m;
+                    s += v[u][j] * v[u][j];
+                }
+        const H dt = xt - m;
+        if (has_tail) s += dt * dt;
+        const double var = row_sum(part, (double)s) / cols;
+        const double r = 1.0 / pow(var + eps, 0.5);
+        const H rh = (H)r;
+
+#pragma unroll
+        for (int u = 0; u < P; ++u) {
+            const long long p = tx + u * nx;
+            if (p < packs) {
+                const Pack<T> wp = load_pack(w, p, vector), bp = load_pack(b, p, vector);
+                Pack<T> o;
+#pragma unroll
+                for (int j = 0; j < W; ++j) o.v[j] = affine(v[u][j] * rh, wp.v[j], bp.v[j]);
+                store_pack(yr, p, o, vector);
+            }
+        }
+        if (has_tail) yr[tail + tx] = affine(dt * rh, w[tail + tx], b[tail + tx]);
+        if (tx == 0) {
+            mean[row] = mu;
+            rstd[row] = r;
+        }
+    }
+}
+
+// Rows longer than one chunk, one at a time. Not inlined: inlined into the kernel's row
+// loop it lifted the whole kernel from 64 to 114 registers (bfloat16, ptxas sm_90), and
+// the held path's registers are what the float grid is sized by.
+template <typename T>
+__device__ __noinline__ void fwd_rows_chunked(const T* x, const T* w, const T* b, T* out,
+                                              double* mean, double* rstd, long long rows,
+                                              long long cols, double eps, double* part) {
+    for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
+        const long long base = row * cols;
+        fwd_row<T, false>(x + base, w, b, out + base, mean, rstd, row, cols, eps, part);
+    }
+}
+
+// float: a persistent grid (the launcher's FWD_THREADS_PER_SM threads' worth of blocks an
+// SM) walks the rows, pipelined; every other T: one row a block (grid = rows), the code and
+// registers of before. wide: the prototype's flag for xhat * w + b in float64; here
+// Affine<T> decides it.
+template <typename T> struct Pipelined { static constexpr bool value = false; };
+template <> struct Pipelined<float> { static constexpr bool value = true; };
+
 template <typename T>
 __global__ void __launch_bounds__(MAX_THREADS)
     layernorm_fwd(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
                   T* __restrict__ out, double* __restrict__ mean, double* __restrict__ rstd,
-                  long long cols, double eps, long long wide) {
+                  long long rows, long long cols, double eps, long long wide) {
     __shared__ double part[MAX_WARPS];
-    const long long row = blockIdx.x;
-    const long long base = row * cols;
     constexpr int P = FWD_ELEMS / Pack<T>::N > 0 ? FWD_ELEMS / Pack<T>::N : 1;
-    if (cols / Pack<T>::N <= (long long)blockDim.x * P)
-        fwd_row<T, true>(x + base, w, b, out + base, mean, rstd, row, cols, eps, part);
-    else
-        fwd_row<T, false>(x + base, w, b, out + base, mean, rstd, row, cols, eps, part);
+    const bool fits = cols / Pack<T>::N <= (long long)blockDim.x * P;
+    if constexpr (Pipelined<T>::value) {
+        if (fits)
+            fwd_rows_held(x, w, b, out, mean, rstd, rows, cols, eps, part);
+        else
+            fwd_rows_chunked(x, w, b, out, mean, rstd, rows, cols, eps, part);
+    } else {
+        const long long row = blockIdx.x;
+        const long long base = row * cols;
+        if (fits)
+            fwd_row<T, true>(x + base, w, b, out + base, mean, rstd, row, cols, eps, part);
+        else
+            fwd_row<T, false>(x + base, w, b, out + base, mean, rstd, row, cols, eps, part);
+    }
 }
 
 // The backward's rows, walked by a persistent grid, one row per block at a time. Each

@@ -15,7 +15,10 @@ float registers (64 a thread, not 96) and converts once a thread, not twice an e
 Layout (the twin's, cuda_src/layernorm.cu; same element-to-thread mapping and summation
 orders, so the two agree within the twin tolerance):
 
-- forward: one block per row, ``row_threads`` threads (whole warps); thread t owns the
+- forward: blocks walk rows blockIdx.x, blockIdx.x + gridDim.x, ..., ``row_threads``
+  threads (whole warps) a row; float32 a persistent grid (``FWD_THREADS_PER_SM`` threads'
+  worth of blocks an SM: the twin loads a block's next row while it reduces this one), the
+  other dtypes grid = rows (one row a block); thread t owns the
   row's 16-byte packs t, t + nx, ... (8 bfloat16/float16, 4 float32, 2 float64 columns),
   then tail column packs * width + t; it sums pack by pack, column by column, then a warp
   butterfly (xor 16..1) and the row's warps left to right (``row_sum``);
@@ -34,6 +37,9 @@ import portkit
 FWD_ELEMS = 16  # columns a thread holds per row in the forward (the twin's registers)
 BWD_ELEMS = 8  # and in the backward (dy, xhat, w and two gradient sums per column)
 MAX_THREADS = 512  # a row's threads at most (the twin's __launch_bounds__)
+# float32's forward grid: the threads an SM keeps resident at the twin's 114 registers
+# (ptxas sm_90: 2 blocks of 256). More would queue blocks behind a full SM: a second wave.
+FWD_THREADS_PER_SM = 512
 BWD_THREADS_PER_SM = 512  # the backward's persistent grid: ~110 registers a thread
 ROWS_PER_PART = 128  # at most (16384 rows on an H100's 132 SMs: 124 a block)
 WARP = 32
@@ -153,31 +159,34 @@ def row_stats32(x, part, row, cols, eps):
 
 
 @cuda.jit
-def layernorm_fwd(x, w, b, out, mean, rstd, cols, eps, wide):
-    row = cuda.blockIdx.x
+def layernorm_fwd(x, w, b, out, mean, rstd, rows, cols, eps, wide):
+    """Blocks walk the rows, one row per block at a time (grid = rows: one row each). The
+    float32 twin issues the next row's loads before this row's reductions; the values and
+    their order are these."""
     tx = cuda.threadIdx.x
     nx = cuda.blockDim.x
     part = cuda.shared.array(MAX_WARPS, dtype=float64)
     width = 16 // x.itemsize
     packs = cols // width
     tail = packs * width
-    if x.itemsize == 2:  # float16, bfloat16: the narrow path
-        mu, r, mu32, r32 = row_stats32(x, part, row, cols, eps)
-        for p in range(tx, packs, nx):
-            for j in range(width):
-                affine32(x, w, b, out, row, p * width + j, mu32, r32)
-        for c in range(tail + tx, cols, nx):
-            affine32(x, w, b, out, row, c, mu32, r32)
-    else:
-        mu, r = row_stats(x, part, row, cols, eps)
-        for p in range(tx, packs, nx):
-            for j in range(width):
-                affine(x, w, b, out, row, p * width + j, mu, r, wide)
-        for c in range(tail + tx, cols, nx):
-            affine(x, w, b, out, row, c, mu, r, wide)
-    if tx == 0:
-        mean[row] = mu
-        rstd[row] = r
+    for row in range(cuda.blockIdx.x, rows, cuda.gridDim.x):
+        if x.itemsize == 2:  # float16, bfloat16: the narrow path
+            mu, r, mu32, r32 = row_stats32(x, part, row, cols, eps)
+            for p in range(tx, packs, nx):
+                for j in range(width):
+                    affine32(x, w, b, out, row, p * width + j, mu32, r32)
+            for c in range(tail + tx, cols, nx):
+                affine32(x, w, b, out, row, c, mu32, r32)
+        else:
+            mu, r = row_stats(x, part, row, cols, eps)
+            for p in range(tx, packs, nx):
+                for j in range(width):
+                    affine(x, w, b, out, row, p * width + j, mu, r, wide)
+            for c in range(tail + tx, cols, nx):
+                affine(x, w, b, out, row, c, mu, r, wide)
+        if tx == 0:
+            mean[row] = mu
+            rstd[row] = r
 
 
 @cuda.jit(device=True)
@@ -263,15 +272,16 @@ def reference(x, w, b):
 
 
 def _cases():
-    # 37x64: a backward grid (2 "SMs" in the simulator) that loops over rows; 2x8200
-    # float32: rows longer than MAX_THREADS threads x FWD_ELEMS columns, walked in chunks.
+    # 37x64: grids (2 "SMs" in the simulator) that loop over rows, float32's forward
+    # pipelined; 3x8200 float32: rows longer than MAX_THREADS threads x FWD_ELEMS columns,
+    # walked in chunks by a forward grid of 2 blocks.
     shapes = ((1, 1), (3, 127), (2, 129), (4, 1000), (37, 64))
     cases = [
         portkit.cases.custom(f"{dt}-{r}x{c}", [(r, c), (c,), (c,)], dt, seed=i)
         for dt in DTYPES
         for i, (r, c) in enumerate(shapes)
     ]
-    cases.append(portkit.cases.custom("float32-2x8200", [(2, 8200), (8200,), (8200,)], seed=5))
+    cases.append(portkit.cases.custom("float32-3x8200", [(3, 8200), (8200,), (8200,)], seed=5))
     cases.append(
         portkit.cases.custom("float32-4096x4096", [(4096, 4096), (4096,), (4096,)], large=True)
     )
@@ -313,8 +323,11 @@ class LayerNorm:
         rstd = k.empty((rows,), torch.float64)
         if rows and cols:
             threads = row_threads(cols, x.element_size(), FWD_ELEMS)
+            grid = rows  # one row a block; float32: a persistent grid, rows a block
+            if x.dtype == torch.float32:
+                grid = min(rows, max(1, FWD_THREADS_PER_SM // threads) * portkit.sm_count(k))
             wide = int(x.dtype == torch.float64)  # float64: xhat * w + b in float64 too
-            k.layernorm_fwd[rows, threads](x, w, b, out, mean, rstd, cols, EPS, wide)
+            k.layernorm_fwd[grid, threads](x, w, b, out, mean, rstd, rows, cols, EPS, wide)
         return out, (x, w, mean, rstd)
 
     def backward(k, saved, dy):

@@ -26,3 +26,9 @@ def test_half_forward_does_a_fraction_of_floats_double_work(dtype):
     half = twin_usage(TWIN, f"layernorm_fwd<{dtype}>").f64_instructions
     single = twin_usage(TWIN, "layernorm_fwd<float>").f64_instructions
     assert half * 2 < single, (half, single)
+
+
+def test_float_forward_with_its_next_row_in_flight_fits_two_blocks_of_256_threads_an_sm():
+    usage = twin_usage(TWIN, "layernorm_fwd<float>")
+    assert usage.spill_store_bytes == 0 and usage.spill_load_bytes == 0
+    assert usage.registers * 256 * 2 <= REGISTERS_PER_SM, usage.registers
