@@ -18,11 +18,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -65,20 +63,6 @@ def export(folder: Path) -> Path:
     return folder
 
 
-def rounds_us(timed: dict[str, Callable[[], object]], calls: int, rounds: int) -> dict:
-    for fn in timed.values():
-        for _ in range(200):
-            fn()
-    samples: dict[str, list[float]] = {name: [] for name in timed}
-    for _ in range(rounds):
-        for name, fn in timed.items():
-            start = time.perf_counter()
-            for _ in range(calls):
-                fn()
-            samples[name].append((time.perf_counter() - start) / calls * 1e6)
-    return {name: statistics.median(values) for name, values in samples.items()}
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=3000)
@@ -105,7 +89,7 @@ def main() -> int:
             run, leaves = forward.replayer.run, (x,)
             timed["  its replayer's run alone"] = lambda: run(leaves)
     sys.path.insert(0, str(REPO / "scripts"))
-    from profile_launch_cpu import compiled_replaying, twin_targets_with_stubbed_driver
+    from profile_launch_cpu import compiled_replaying, paired, twin_targets_with_stubbed_driver
 
     from portkit.launch.kernel_set import KernelSet
     from portkit.project.config import load_config
@@ -121,9 +105,13 @@ def main() -> int:
         timed["portkit.load, compiled replayer"] = lambda: compiled(x)
     timed["torch.empty_like"] = lambda: torch.empty_like(x)
     timed["torch.sigmoid"] = lambda: torch.sigmoid(x)
-    results = rounds_us(timed, args.calls, args.rounds)
+    for fn in timed.values():  # warm
+        for _ in range(200):
+            fn()
+    # profile_launch_cpu's interleaved rounds; the ratio column is left out here
+    results = paired(timed, dict.fromkeys(timed, "torch.sigmoid"), args.calls, args.rounds)
     print(f"torch {torch.__version__}, 1024 float32 on the CPU, launches stubbed")
-    for name, us in results.items():
+    for name, us, _ in results:
         print(f"{name:40} {us:7.2f} µs")
     return 0
 
