@@ -37,7 +37,7 @@ import portkit
 FWD_ELEMS = 16  # columns a thread holds per row in the forward (the twin's registers)
 BWD_ELEMS = 8  # and in the backward (dy, xhat, w and two gradient sums per column)
 MAX_THREADS = 512  # a row's threads at most (the twin's __launch_bounds__)
-# float32's forward grid: the threads an SM keeps resident at the twin's 114 registers
+# float32's forward grid: the threads an SM keeps resident at the twin's 114-117 registers
 # (ptxas sm_90: 2 blocks of 256). More would queue blocks behind a full SM: a second wave.
 FWD_THREADS_PER_SM = 512
 BWD_THREADS_PER_SM = 512  # the backward's persistent grid: ~110 registers a thread
