@@ -2,6 +2,7 @@
 simulator, side by side: the ground truth for the simulator's error/warning rules.
 
     python scripts/gpu_verdict_bank.py [--launches 100] [--json FILE] [--only NAME ...]
+    python scripts/gpu_verdict_bank.py --stress     # the missing-barrier races at 1,024 threads
 
 For each kernel: how many of ``--launches`` GPU launches (numba, the same inputs each
 time) left a wrong result and how many distinct results they left; then portkit's
@@ -23,7 +24,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.simt.verdict_bank import BANK, Entry, run_in_simulator, run_on_gpu  # noqa: E402
+from tests.simt.verdict_bank import (  # noqa: E402
+    BANK,
+    Entry,
+    run_in_simulator,
+    run_on_gpu,
+    stress_variants,
+)
 
 
 def gpu_available() -> bool:
@@ -68,12 +75,27 @@ def row(entry: Entry, gpu: dict[str, Any] | None, sim: dict[str, Any]) -> str:
     )
 
 
+def stress(launches: int) -> int:
+    if not gpu_available():
+        print("no GPU: --stress runs on a GPU only")
+        return 3
+    print("| kernel | GPU (numba) |\n|---|---|")
+    for entry in stress_variants():
+        gpu = run_on_gpu(entry, launches)
+        print(f"| {entry.name} | wrong {gpu['wrong']}/{launches} "
+              f"({gpu['distinct_results']} distinct) |", flush=True)
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--launches", type=int, default=100)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--only", nargs="*", default=[])
+    parser.add_argument("--stress", action="store_true", help="GPU only: the races at 1,024 threads")
     args = parser.parse_args()
+    if args.stress:
+        return stress(args.launches)
     entries = [e for e in BANK if not args.only or e.name in args.only]
     on_gpu = gpu_available()
     print("| kernel | bug | GPU (numba) | portkit simulator | agreement |")

@@ -114,20 +114,26 @@ def tree_sum(x, out, n):
         out[cuda.blockIdx.x] = s[0]
 
 
-@cuda.jit
-def tree_sum_no_barrier(x, out, n):
-    s = cuda.shared.array(THREADS, float32)
-    tid = cuda.threadIdx.x
-    i = cuda.grid(1)
-    s[tid] = x[i] if i < n else float32(0)
-    cuda.syncthreads()
-    stride = THREADS // 2
-    while stride > 0:
-        if tid < stride:
-            s[tid] += s[tid + stride]
-        stride //= 2  # the barrier that belongs in this loop is missing
-    if tid == 0:
-        out[cuda.blockIdx.x] = s[0]
+def make_tree_sum_no_barrier(threads: int) -> Any:
+    @cuda.jit
+    def tree_sum_no_barrier(x, out, n):
+        s = cuda.shared.array(threads, float32)
+        tid = cuda.threadIdx.x
+        i = cuda.grid(1)
+        s[tid] = x[i] if i < n else float32(0)
+        cuda.syncthreads()
+        stride = threads // 2
+        while stride > 0:
+            if tid < stride:
+                s[tid] += s[tid + stride]
+            stride //= 2  # the barrier that belongs in this loop is missing
+        if tid == 0:
+            out[cuda.blockIdx.x] = s[0]
+
+    return tree_sum_no_barrier
+
+
+tree_sum_no_barrier = make_tree_sum_no_barrier(THREADS)
 
 
 @cuda.jit
@@ -366,19 +372,27 @@ def stencil_no_right_edge(x, out, n):
         out[i] = left + x[i] + x[i + 1]  # the right neighbour of the last element is read anyway
 
 
-@cuda.jit
-def stencil_halo_no_barrier(x, out, n):
-    s = cuda.shared.array(HALO, float32)
-    tid = cuda.threadIdx.x
-    i = cuda.grid(1)
-    s[tid + 1] = x[i] if i < n else float32(0)
-    if tid == 0:
-        s[0] = x[i - 1] if i >= 1 else float32(0)
-    if tid == THREADS - 1:
-        s[HALO - 1] = x[i + 1] if i + 1 < n else float32(0)
-    # the cuda.syncthreads() between the loads and the reads is missing
-    if i < n:
-        out[i] = s[tid] + s[tid + 1] + s[tid + 2]
+def make_stencil_halo_no_barrier(threads: int) -> Any:
+    halo = threads + 2
+
+    @cuda.jit
+    def stencil_halo_no_barrier(x, out, n):
+        s = cuda.shared.array(halo, float32)
+        tid = cuda.threadIdx.x
+        i = cuda.grid(1)
+        s[tid + 1] = x[i] if i < n else float32(0)
+        if tid == 0:
+            s[0] = x[i - 1] if i >= 1 else float32(0)
+        if tid == threads - 1:
+            s[halo - 1] = x[i + 1] if i + 1 < n else float32(0)
+        # the cuda.syncthreads() between the loads and the reads is missing
+        if i < n:
+            out[i] = s[tid] + s[tid + 1] + s[tid + 2]
+
+    return stencil_halo_no_barrier
+
+
+stencil_halo_no_barrier = make_stencil_halo_no_barrier(THREADS)
 
 
 def stencil3(x: np.ndarray, n: int) -> np.ndarray:
@@ -412,21 +426,27 @@ def scan_double_buffer(x, out, n):
         out[i] = a[tid] if src_is_a else b[tid]
 
 
-@cuda.jit
-def scan_in_place(x, out, n):
-    a = cuda.shared.array(THREADS, float32)
-    tid = cuda.threadIdx.x
-    i = cuda.grid(1)
-    a[tid] = x[i] if i < n else float32(0)
-    cuda.syncthreads()
-    offset = 1
-    while offset < THREADS:
-        if tid >= offset:
-            a[tid] += a[tid - offset]  # reads a neighbour another thread updates this step
+def make_scan_in_place(threads: int) -> Any:
+    @cuda.jit
+    def scan_in_place(x, out, n):
+        a = cuda.shared.array(threads, float32)
+        tid = cuda.threadIdx.x
+        i = cuda.grid(1)
+        a[tid] = x[i] if i < n else float32(0)
         cuda.syncthreads()
-        offset *= 2
-    if i < n:
-        out[i] = a[tid]
+        offset = 1
+        while offset < threads:
+            if tid >= offset:
+                a[tid] += a[tid - offset]  # reads a neighbour another thread updates this step
+            cuda.syncthreads()
+            offset *= 2
+        if i < n:
+            out[i] = a[tid]
+
+    return scan_in_place
+
+
+scan_in_place = make_scan_in_place(THREADS)
 
 
 def scans_per_block(x: np.ndarray, n: int, threads: int) -> np.ndarray:
@@ -503,22 +523,28 @@ def matmul_tiled_edge_garbage(a, b, c, n):
         c[row, col] = acc
 
 
-@cuda.jit
-def matmul_tiled_no_second_barrier(a, b, c, n):
-    sa = cuda.shared.array((TILE, TILE), float32)
-    sb = cuda.shared.array((TILE, TILE), float32)
-    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
-    row, col = cuda.grid(2)
-    acc = float32(0)
-    for t in range((n + TILE - 1) // TILE):
-        sa[tx, ty] = a[row, t * TILE + ty] if row < n and t * TILE + ty < n else float32(0)
-        sb[tx, ty] = b[t * TILE + tx, col] if col < n and t * TILE + tx < n else float32(0)
-        cuda.syncthreads()
-        for k in range(TILE):
-            acc += sa[tx, k] * sb[k, ty]
-        # the barrier before the next tile's loads is missing
-    if row < n and col < n:
-        c[row, col] = acc
+def make_matmul_tiled_no_second_barrier(tile: int) -> Any:
+    @cuda.jit
+    def matmul_tiled_no_second_barrier(a, b, c, n):
+        sa = cuda.shared.array((tile, tile), float32)
+        sb = cuda.shared.array((tile, tile), float32)
+        tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+        row, col = cuda.grid(2)
+        acc = float32(0)
+        for t in range((n + tile - 1) // tile):
+            sa[tx, ty] = a[row, t * tile + ty] if row < n and t * tile + ty < n else float32(0)
+            sb[tx, ty] = b[t * tile + tx, col] if col < n and t * tile + tx < n else float32(0)
+            cuda.syncthreads()
+            for k in range(tile):
+                acc += sa[tx, k] * sb[k, ty]
+            # the barrier before the next tile's loads is missing
+        if row < n and col < n:
+            c[row, col] = acc
+
+    return matmul_tiled_no_second_barrier
+
+
+matmul_tiled_no_second_barrier = make_matmul_tiled_no_second_barrier(TILE)
 
 
 @cuda.jit
@@ -742,6 +768,32 @@ BANK: list[Entry] = [
     transpose_entry("transpose_tiled_no_barrier", transpose_tiled_no_barrier,
                     "no barrier between the tile's writes and its transposed reads"),
 ]
+
+
+def stress_variants() -> list[Entry]:
+    """The bank's four missing-barrier races at 1,024 threads a block (32 warps, more than
+    an SM's schedulers run at once), where a GPU gets to show them; at 128 threads an H200
+    ran them right in 100 of 100 launches."""
+    n, threads = 1 << 16, 1024
+    blocks, side, tile = n // threads, 200, 32
+    grid2 = ((side + tile - 1) // tile,) * 2
+    race = "no barrier (stress: 1,024 threads a block)"
+    data = lambda rng: [ints(rng, n), np.zeros(n, np.float32)]  # noqa: E731
+    return [
+        Entry("tree_sum_no_barrier@1024", "tree reduction", race, make_tree_sum_no_barrier(threads),
+              blocks, threads, lambda rng: [ints(rng, n), np.zeros(blocks, np.float32)],
+              lambda b: [b[0], b[1], n], lambda b: {1: sums_per_block(b[0], n, threads)}),
+        Entry("stencil_halo_no_barrier@1024", "stencil", race,
+              make_stencil_halo_no_barrier(threads), blocks, threads, data,
+              lambda b: [b[0], b[1], n], lambda b: {1: stencil3(b[0], n)}),
+        Entry("scan_in_place@1024", "block scan", race, make_scan_in_place(threads), blocks,
+              threads, data, lambda b: [b[0], b[1], n],
+              lambda b: {1: scans_per_block(b[0], n, threads)}),
+        Entry("matmul_tiled_no_second_barrier@32x32", "tiled matmul", race,
+              make_matmul_tiled_no_second_barrier(tile), grid2, (tile, tile),
+              lambda rng: [square(rng, side), square(rng, side), np.zeros((side, side), np.float32)],
+              lambda b: [b[0], b[1], b[2], side], lambda b: {2: (b[0] @ b[1]).astype(np.float32)}),
+    ]
 
 
 def wrong_buffers(entry: Entry, buffers: list[np.ndarray]) -> list[int]:
