@@ -34,6 +34,7 @@ class BlockHost(Protocol):
     thread_index: int
     finished_threads: list[bool]
     schedule: str  # the order threads resume in (schedule.py)
+    strict: bool  # warnings are errors (simt/warning_log.py)
     _shared: dict[Any, SimArray]  # the block's shared arrays (their shadows: epochs.py)
 
     def place(self, thread: int, file: str, line: int) -> Place: ...
@@ -41,6 +42,10 @@ class BlockHost(Protocol):
     def fault(self, name: str, exc: BaseException, thread: int) -> KernelError: ...
 
     def settle_shared(self, name: str) -> None: ...
+
+    def warn(
+        self, kind: str, detail: str, place: Place | None, other: Place | None = None
+    ) -> None: ...
 
 
 class BlockRun:
@@ -278,22 +283,13 @@ class BlockRun:
 
     # -- the block barrier ----------------------------------------------------------------
     def _check_barrier(self, waiting: list[int]) -> None:
-        """Every thread of the block waits at one barrier, none exited (at a grid
-        barrier exited threads are let be: a GPU since Volta does not wait for them,
-        and numba's own examples let threads past the data return before it)."""
+        """Every live thread of the block waits at one barrier; threads that exited count
+        as arrived (the PTX ISA's exit releases a barrier the thread held up, and every
+        GPU since Volta does so): a warning, an error in strict mode. Live threads at
+        different barriers are an error: the GPU hangs or misbehaves."""
         exited = [t for t in range(self.n) if self.finished[t]]
         first = waiting[0]
         kind = self.requests[first][0]
-        if exited and kind != GRID_SYNC:
-            raise self._fail(
-                first,
-                "barrier-divergence",
-                f"cuda.{kind} is reached by {len(waiting)} of the block's {self.n} threads; "
-                f"{len(exited)} exited without reaching it (a barrier must be reached by "
-                f"every thread of the block, or the GPU hangs or misbehaves)",
-                exited[0],
-                "a thread that exited",
-            )
         site = self._where(first)
         for t in waiting[1:]:
             if self.requests[t][0] != kind or self._where(t) != site:
@@ -304,6 +300,26 @@ class BlockRun:
                     t,
                     "a thread waiting at another barrier",
                 )
+        if exited and kind != GRID_SYNC:
+            detail = (
+                f"cuda.{kind} is reached by {len(waiting)} of the block's {self.n} threads; "
+                f"{len(exited)} exited without reaching it"
+            )
+            if self.machine.strict:
+                raise self._fail(
+                    first,
+                    "barrier-divergence",
+                    f"{detail} (strict: a barrier must be reached by every thread of the "
+                    f"block, as the CUDA C++ guide says)",
+                    exited[0],
+                    "a thread that exited",
+                )
+            votes = "" if kind == "syncthreads" else "; they cast no vote"
+            self.machine.warn(
+                "barrier-after-exit",
+                f"{detail}, which count as arrived{votes}",
+                self.machine.place(first, *site),
+            )
 
     def _answer_barrier(self, waiting: list[int]) -> list[int]:
         kind = self.requests[waiting[0]][0]

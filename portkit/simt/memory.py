@@ -25,6 +25,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from portkit.simt.layout import Layout
+from portkit.simt.memory_fault import MemoryFault
+from portkit.simt.poison import Poison, PoisonUsed
 from portkit.simt.scalars import INT64, BFloat16, BFloat16Bits, bfloat16_store, widen
 from portkit.simt.shadow import Shadow
 from portkit.simt.stamps import LINE_BITS, NOBODY, ordered
@@ -39,19 +41,18 @@ class StampSource(Protocol):
     stamp: int
     files: dict[str, int]  # source file -> its index in line keys
     tally: AtomicTally
+    strict: bool  # warnings are errors (simt/warning_log.py)
+
+    def memory_warning(
+        self, kind: str, detail: str, frame: Any, other: tuple[int, int] | None = None
+    ) -> None: ...
+
+    def defer_poison_store(self, fault: MemoryFault, frame: Any) -> None: ...
+
+    def suspect_race(self, fault: MemoryFault, frame: Any) -> None: ...
 
 
 GLOBAL, SHARED, LOCAL, CONST = "global", "shared", "local", "constant"
-
-
-class MemoryFault(Exception):
-    """A checked access failed; the machine adds block, thread and source line."""
-
-    def __init__(self, kind: str, detail: str, other: tuple[int, int] | None = None) -> None:
-        super().__init__(detail)
-        self.kind = kind
-        self.detail = detail
-        self.other = other  # (stamp, line key) of the earlier access in a race
 
 
 class SimArray:
@@ -66,6 +67,7 @@ class SimArray:
         machine: StampSource,
         shadow: Shadow | None = None,
         written: bytearray | None = None,
+        poison: dict[int, Poison] | None = None,
     ) -> None:
         self._data = data  # flat, owns or views the memory
         self._layout = layout
@@ -82,6 +84,8 @@ class SimArray:
         self._written = written  # local memory: which elements this thread wrote
         self._cross_block = space == GLOBAL
         self._poisoned = space in (SHARED, LOCAL)
+        # Elements holding an uninitialised value a thread stored (poison.py): flat -> it.
+        self._poison = poison if poison is not None or not self._poisoned else {}
         # How an element read is represented (numba's types) and how a store converts.
         self._bfloat16 = isinstance(data, BFloat16Bits)
         self._read_as = (
@@ -122,7 +126,7 @@ class SimArray:
         if field not in fields or fields[field][0].shape:
             raise AttributeError(f"{type(self).__name__} {self.name} has no field {field!r}")
         parts = (self._layout, f"{self.name}.{field}", self.space, self._machine)
-        return SimArray(self._data[field], *parts, self._shadow, self._written)
+        return SimArray(self._data[field], *parts, self._shadow, self._written, self._poison)
 
     def __repr__(self) -> str:
         return f"<{self.space} array {self.name} {self._data.dtype} {self._shape}>"
@@ -136,9 +140,12 @@ class SimArray:
             return self._view(index)
         shadow = self._shadow
         if shadow is not None:
-            self._check_read(shadow, flat)
-        elif self._written is not None and not self._written[flat]:
-            raise self._uninitialised(index)
+            if self._check_read(shadow, flat) or (self._poison and flat in self._poison):
+                return self._poisoned_read(flat, shadow)
+        elif self._written is not None and (
+            not self._written[flat] or (self._poison and flat in self._poison)
+        ):
+            return self._poisoned_read(flat, None)
         value = self._data[flat]
         read_as = self._read_as
         return read_as(value) if read_as is not None else value
@@ -152,11 +159,20 @@ class SimArray:
         if self.space == CONST:
             raise MemoryFault("const-write", f"write to constant memory {self.name}{_show(index)}")
         shadow = self._shadow
+        racing = None
         if shadow is not None:
-            self._check_write(shadow, flat)
+            racing = self._check_write(shadow, flat)
         elif self._written is not None:
             self._written[flat] = 1
-        self._data[flat] = bfloat16_store(value) if self._bfloat16 else value
+        before = self._data[flat : flat + 1].tobytes() if racing is not None else b""
+        if type(value) is Poison:
+            self._store_poison(flat, value)
+        else:
+            self._data[flat] = bfloat16_store(value) if self._bfloat16 else value
+            if self._poison:
+                self._poison.pop(flat, None)
+        if racing is not None:
+            self._racing_write(flat, before, racing)
 
     # -- indexing ----------------------------------------------------------------------
     def _element(self, index: Any, access: str) -> int | None:
@@ -210,27 +226,35 @@ class SimArray:
             self._machine,
             self._shadow,
             self._written,
+            self._poison,
         )
         return view
 
     # -- checks ------------------------------------------------------------------------
-    def _check_read(self, shadow: Shadow, flat: int) -> None:
+    def _check_read(self, shadow: Shadow, flat: int) -> bool:
+        """Check a read; True when it reads shared memory no thread wrote (poison.py)."""
         me = self._machine.stamp
         written = shadow.writes[flat]
+        unwritten = False
         if written != me:
             if written == NOBODY:
                 if self.space == SHARED:
+                    unwritten = True
                     if flat not in shadow.unwritten_reads:
                         line = _line_key(sys._getframe(2), self._machine.files)
                         shadow.unwritten_reads[flat] = (me, line)
                 elif self._poisoned:
                     raise self._uninitialised(None, flat)
             elif not ordered(written, me, self._cross_block):
-                raise MemoryFault(
+                fault = MemoryFault(
                     "race",
                     f"read of {self.name}[{self._position(flat)}]",
                     (written, shadow.write_lines[flat]),
                 )
+                if flat not in shadow.atomics or self._machine.strict:
+                    raise fault
+                # Racing with atomics only: the second schedule decides (machine.py).
+                self._machine.suspect_race(fault, sys._getframe(2))
         read = shadow.reads[flat]
         line = _line_key(sys._getframe(2), self._machine.files)
         if read == me or read == NOBODY or ordered(read, me, self._cross_block):
@@ -239,17 +263,19 @@ class SimArray:
         else:  # another thread read it concurrently: keep it, and remember this read too
             shadow.reads2[flat] = me
             shadow.read2_lines[flat] = line
+        return unwritten
 
-    def _check_write(self, shadow: Shadow, flat: int) -> None:
+    def _check_write(self, shadow: Shadow, flat: int) -> tuple[int, int] | None:
+        """Check a write; a racing earlier write (its stamp and line key) is returned,
+        to be judged by the value stored (``_racing_write``), a racing read raises."""
         me = self._machine.stamp
         cross_block = self._cross_block
         other = shadow.writes[flat]
+        racing = None
         if other != me and other != NOBODY and not ordered(other, me, cross_block):
-            raise MemoryFault(
-                "race",
-                f"write of {self.name}[{self._position(flat)}] after another thread's write",
-                (other, shadow.write_lines[flat]),
-            )
+            racing = (other, shadow.write_lines[flat])
+        if shadow.atomics:
+            shadow.atomics.discard(flat)
         for other, lines in (
             (shadow.reads[flat], shadow.read_lines),
             (shadow.reads2[flat], shadow.read2_lines),
@@ -268,6 +294,49 @@ class SimArray:
                 )
         shadow.writes[flat] = me
         shadow.write_lines[flat] = _line_key(sys._getframe(2), self._machine.files)
+        return racing
+
+    def _racing_write(self, flat: int, before: bytes, racing: tuple[int, int]) -> None:
+        """A write racing with another thread's: an error when the values differ, a
+        warning when this one stored the same bits (whichever lands last, they stay)."""
+        what = f"write of {self.name}[{self._position(flat)}] after another thread's write"
+        same = self._data[flat : flat + 1].tobytes() == before and flat not in (self._poison or {})
+        if not same or self._machine.strict:
+            raise MemoryFault("race", what + ("" if same else " of another value"), racing)
+        detail = f"{what} of the same value, with no barrier between them"
+        self._machine.memory_warning("same-value-race", detail, sys._getframe(2), racing)
+
+    def _poisoned_read(self, flat: int, shadow: Shadow | None) -> Poison:
+        """The value of an uninitialised element (poison.py): a warning for local memory
+        now (an error in strict mode), for shared memory at the next barrier
+        (``settle_unwritten_reads``: another thread may write it first, a race)."""
+        stored = self._poison.get(flat) if self._poison else None
+        if stored is not None:
+            return stored
+        fault = self._uninitialised(None, flat)
+        if shadow is None:  # local memory
+            if self._machine.strict:
+                raise fault
+            self._machine.memory_warning("uninitialised-read", fault.detail, sys._getframe(2))
+            return Poison(self._data[flat], fault.detail)
+        return Poison(self._data[flat], fault.detail, (shadow, flat))
+
+    def _store_poison(self, flat: int, value: Poison) -> None:
+        """Store an uninitialised value: to shared or local memory the element stays
+        uninitialised; to global memory it is used, an error (deferred to the barrier
+        while the shared element it came from may yet be written: then a race)."""
+        if self._poison is None:
+            where = f"{self.name}[{self._position(flat)}]"
+            fault = PoisonUsed(value, f"stored to {self.space} memory {where}")
+            if value.pending is None:
+                raise fault
+            self._machine.defer_poison_store(fault, sys._getframe(2))
+        else:
+            self._poison[flat] = Poison(value.raw, value.origin)
+        try:
+            self._data[flat] = value.raw
+        except (TypeError, ValueError, OverflowError):
+            pass  # a NaN into an integer array: the bits stay as they were
 
     def atomic_update(self, index: Any, update: Any, summand: Any = None) -> Any:
         """Read-modify-write one element as a single indivisible step; returns the old
@@ -281,9 +350,10 @@ class SimArray:
             raise MemoryFault("const-write", f"atomic on constant memory {self.name}")
         shadow = self._shadow
         if shadow is not None:
-            if self._poisoned and shadow.writes[flat] == NOBODY:
+            if self._poisoned and (shadow.writes[flat] == NOBODY or flat in self._poison):
                 raise self._uninitialised(index)
             shadow.writes[flat] = self._machine.stamp
+            shadow.atomics.add(flat)
             shadow.write_lines[flat] = _line_key(sys._getframe(2), self._machine.files)
         if self._bfloat16:
             raise MemoryFault("unsupported", f"atomics on bfloat16 array {self.name}")
