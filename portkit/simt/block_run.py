@@ -14,6 +14,7 @@ from portkit.simt import epochs
 from portkit.simt.debug import DebugSession
 from portkit.simt.intrinsics import WARP_SIZE, Dim3, SimulatedCuda
 from portkit.simt.memory import SimArray
+from portkit.simt.poison import PoisonUsed
 from portkit.simt.records import Place, SimulationFault
 from portkit.simt.scalars import INT64
 from portkit.simt.schedule import in_order
@@ -154,6 +155,14 @@ class BlockRun:
                 other_place = machine.place(other, *self._where(other))
         return SimulationFault(self.name, kind, detail, place, other_place, other_what)
 
+    def _vote(self, thread: int, position: int) -> bool:
+        """A thread's vote (a predicate of a barrier or warp vote): an uninitialised
+        value there is used, an error at the thread's wait (poison.py)."""
+        try:
+            return bool(self.requests[thread][position])
+        except PoisonUsed as exc:
+            raise self._fail(thread, exc.kind, exc.detail) from None
+
     # -- warps ----------------------------------------------------------------------------
     def _answer_warp_operations(self) -> list[int]:
         resumed: list[int] = []
@@ -233,7 +242,7 @@ class BlockRun:
         if kind == "syncwarp":
             pass
         elif kind in ("ballot_sync", "any_sync", "all_sync"):
-            votes = {t: bool(requests[t][2]) for t in group}
+            votes = {t: self._vote(t, 2) for t in group}
             if kind == "ballot_sync":
                 bits = sum(1 << (t - warp_start) for t, v in votes.items() if v)
                 result: Any = INT64(bits - (1 << 32) if bits >= 1 << 31 else bits)  # int32
@@ -244,7 +253,7 @@ class BlockRun:
             for t in group:
                 replies[t] = result
         elif kind == "eq_sync":
-            ballot = [bool(requests[t][2]) for t in group]  # numba votes on value != 0
+            ballot = [self._vote(t, 2) for t in group]  # numba votes on value != 0
             same = np.bool_(all(v == ballot[0] for v in ballot))
             for t in group:
                 replies[t] = same
@@ -324,7 +333,7 @@ class BlockRun:
     def _answer_barrier(self, waiting: list[int]) -> list[int]:
         kind = self.requests[waiting[0]][0]
         if kind not in ("syncthreads", GRID_SYNC):
-            predicates = [bool(self.requests[t][1]) for t in waiting]
+            predicates = [self._vote(t, 1) for t in waiting]
             if kind == "syncthreads_count":
                 result: Any = INT64(sum(predicates))
             elif kind == "syncthreads_and":

@@ -182,3 +182,11 @@ def histogram_peek_stored(x, hist, out, n):
     if i < n:
         cuda.atomic.add(hist, x[i] % 4, 1)
         out[i] = hist[i % 4]  # BUG: histogram_peek_stored
+
+
+@cuda.jit
+def vote_on_uninitialised(x, out, n):
+    tmp = cuda.local.array(1, float32)
+    i = cuda.grid(1)
+    c = cuda.syncthreads_count(tmp[0] > 0)  # BUG: vote_on_uninitialised
+    out[i] = c

@@ -141,6 +141,7 @@ def test_a_dropped_local_read_is_a_warning():
         ("local_math_then_index", "used as an index"),
         ("shared_atomic_operand", "used as an atomic's operand"),
         ("poison_through_shared", "stored to global memory out[0]"),
+        ("vote_on_uninitialised", "used in a branch condition"),
     ],
 )
 def test_an_uninitialised_value_used_is_an_error(name, how):
