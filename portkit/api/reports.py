@@ -48,7 +48,7 @@ class Report:
     def warnings(self) -> list[dict]:
         """The simulator's warnings, each once: kernel, kind, detail, block, thread,
         file, line, rule, count (simt/warning_log.py); never a failure."""
-        from portkit.checking.table import distinct_warnings
+        from portkit.checking.sim_warnings import distinct_warnings
 
         return [w for _, w in distinct_warnings(self.results)]
 

@@ -29,6 +29,7 @@ from portkit.checking.op_contract import tolerance as declared_or_default
 from portkit.checking.order_bound import compare_bounded
 from portkit.checking.reference_run import reference_run
 from portkit.checking.schedules import other_schedule
+from portkit.checking.sim_warnings import taken
 from portkit.errors import (
     BackwardContractError,
     DtypeError,
@@ -99,18 +100,8 @@ class CaseRunner:
         warnings: tuple[dict, ...] = (),
     ) -> None:
         seconds = time.perf_counter() - t0 if t0 is not None else 0.0
-        self.results.append(
-            CheckResult(
-                self.op.name,
-                case or self.case.name,
-                backend,
-                check,
-                status,
-                detail,
-                seconds,
-                warnings,
-            )
-        )
+        row = (self.op.name, case or self.case.name, backend, check, status, detail, seconds)
+        self.results.append(CheckResult(*row, warnings))
 
     @property
     def reproduce(self) -> str:
@@ -408,17 +399,6 @@ class CaseRunner:
                     "\n".join(problems or notes),
                     t0,
                 )
-
-
-def taken(backend: Backend) -> tuple[dict, ...]:
-    """The simulator warnings ``backend``'s machine gave since the last call (none for a
-    backend portkit does not simulate), as ``CheckResult.warnings`` holds them."""
-    machine = backend.machine
-    if machine is None:
-        return ()
-    found = tuple(w.as_dict() for w in machine.warnings)
-    machine.warnings.clear()
-    return found
 
 
 def parameter_names(op: Op) -> dict[str, list[str]]:

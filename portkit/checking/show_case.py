@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from portkit.checking.case_runner import CaseRunner
-from portkit.checking.table import distinct_warnings, print_warning
+from portkit.checking.sim_warnings import distinct_warnings, print_warning
 from portkit.errors import PortkitError
 from portkit.launch.trace import record_launches
 from portkit.project.cases import Case, make_inputs

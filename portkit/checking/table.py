@@ -8,6 +8,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from portkit.checking.sim_warnings import distinct_warnings, print_warning
 from portkit.results import CheckResult, Outcome
 
 if TYPE_CHECKING:
@@ -80,42 +81,11 @@ def print_results(results: Sequence[CheckResult], console: Console, verbose: boo
         print_warning(console, warning, f"{op} / {backend} / {check} / {case}")
     passed = sum(r.status == Outcome.PASS for r in results)
     skipped = sum(r.status == Outcome.SKIP for r in results)
-    counts = f"{passed} passed, {len(failures)} failed, {skipped} skipped"
+    summary = f"{passed} passed, {len(failures)} failed, {skipped} skipped"
     if found:
-        counts += f", {len(found)} warning{'s' if len(found) != 1 else ''}"
-    console.print(counts)
+        summary += f", {len(found)} warning{'s' if len(found) != 1 else ''}"
+    console.print(summary)
     return bool(failures)
-
-
-def distinct_warnings(
-    results: Sequence[CheckResult],
-) -> list[tuple[tuple[str, str, str, str], dict]]:
-    """Each simulator warning once (kernel, kind, file and line), with the first row
-    (op, implementation, check, case) that gave it."""
-    seen: dict[tuple, tuple[tuple[str, str, str, str], dict]] = {}
-    for r in results:
-        for w in r.warnings:
-            key = (r.op, w["kernel"], w["kind"], w["file"], w["line"])
-            seen.setdefault(key, ((r.op, r.backend, r.check, r.case), w))
-    return list(seen.values())
-
-
-def print_warning(console: Console, warning: dict, where: str = "") -> None:
-    """One simulator warning: kind, kernel, detail, thread and line, and its rule."""
-    times = f" ({warning['count']} times)" if warning["count"] > 1 else ""
-    head = f"{where}: " if where else ""
-    from rich.text import Text
-
-    title = f" {head}[{warning['kind']}] kernel {warning['kernel']}"
-    console.print(Text.assemble(("warning", "yellow"), title))
-    console.print(f"  {warning['detail']}{times}", markup=False)
-    if warning["file"]:
-        console.print(
-            f"  at block {tuple(warning['block'])}, thread {tuple(warning['thread'])}, "
-            f"{warning['file']}:{warning['line']}",
-            markup=False,
-        )
-    console.print(f"  rule: {warning['rule']}; --strict makes it an error", markup=False)
 
 
 _MARKS = {

@@ -174,7 +174,7 @@ def check(
     if as_json:
         from dataclasses import asdict
 
-        from portkit.checking.table import distinct_warnings
+        from portkit.checking.sim_warnings import distinct_warnings
 
         document = {
             "results": [asdict(r) for r in results],

@@ -60,16 +60,17 @@ from portkit.simt.records import (
 )
 from portkit.simt.scalars import INT64, as_dtype, widen
 from portkit.simt.schedule import checked, in_order
-from portkit.simt.stamps import line_of, stamp_block, stamp_thread
+from portkit.simt.stamps import line_of, stamp_thread
 from portkit.simt.tally import AtomicTally
 from portkit.simt.transform import Rewriter, SimulatedFunction
-from portkit.simt.second_schedule import Suspect, confirm, snapshot
+from portkit.simt.reporting import Reporting
+from portkit.simt.second_schedule import Suspect, confirm, other, snapshot
 from portkit.simt.warning_log import SimWarning, WarningLog
 
 ENGINES = (AUTO, LOCKSTEP, PER_THREAD)
 
 
-class Machine:
+class Machine(Reporting):
     """One simulated GPU: the rewritten functions, the launches they make, their records."""
 
     def __init__(
@@ -168,7 +169,8 @@ class Machine:
                     record = self.run_per_thread(name, dispatcher, config, args, blocks, stop)
             suspects, self._suspects = self._suspects, None
             if suspects and inputs is not None:
-                confirm(self, name, dispatcher, config, args, inputs, suspects)
+                again = Machine(engine=self.engine, budget=self.budget, schedule=other(self))
+                confirm(self, again, name, dispatcher, config, args, inputs, suspects)
         finally:  # a launch that faults keeps the warnings it gave before
             self._suspects = None
             self.warnings += self._log.warnings
@@ -319,25 +321,6 @@ class Machine:
                     raise SimulationFault(name, "uninitialised", detail, place)
                 self.warn("uninitialised-read", detail + " (the value was never used)", place)
 
-    def suspect_race(self, fault: MemoryFault, frame: Any) -> None:
-        """A read racing with another thread's atomic: judged by a second schedule at
-        the launch's end, or an error at once when the launch cannot be re-run."""
-        if self.confirming:
-            return
-        if self._suspects is None:
-            raise fault
-        if len(self._suspects) >= 8:
-            return
-        place = self.place(self.thread_index, frame.f_code.co_filename, frame.f_lineno)
-        other = self._stamp_place(*fault.other) if fault.other else None
-        self._suspects.append(Suspect(fault, place, other))
-
-    def defer_poison_store(self, fault: MemoryFault, frame: Any) -> None:
-        """An uninitialised shared value stored to global memory, reported at the next
-        barrier unless a write by another thread shows a race first (memory.py)."""
-        place = self.place(self.thread_index, frame.f_code.co_filename, frame.f_lineno)
-        self._poison_stores.append(SimulationFault(self._kernel, fault.kind, fault.detail, place))
-
     # -- allocations the rewritten kernels call ---------------------------------------------
     def _shared_array(self, site: int, name: str, shape: Any, dtype: Any) -> SimArray:
         dims = shape_of(shape)
@@ -413,27 +396,6 @@ class Machine:
     def place(self, thread: int, file: str, line: int) -> Place:
         dims = tuple(int(v) for v in self.cuda.blockDim)
         return Place(self._block, unflatten(thread, dims), file, line)
-
-    def warn(self, kind: str, detail: str, place: Place | None, other: Place | None = None) -> None:
-        """A warning of the running launch (callers raise instead in strict mode)."""
-        self._log.add(SimWarning(self._kernel, kind, detail, place, other))
-
-    def memory_warning(
-        self, kind: str, detail: str, frame: Any, other: tuple[int, int] | None = None
-    ) -> None:
-        """A warning from simulated memory, at the running thread and ``frame``'s line;
-        ``other``: (stamp, line key) of another thread's access."""
-        place = self.place(self.thread_index, frame.f_code.co_filename, frame.f_lineno)
-        self.warn(kind, detail, place, self._stamp_place(*other) if other else None)
-
-    def _stamp_place(self, stamp: int, key: int) -> Place:
-        """Where the access of ``stamp`` at line key ``key`` happened."""
-        file, line = line_of(key, list(self.files))
-        dims = tuple(int(v) for v in self.cuda.blockDim)
-        grid = tuple(int(v) for v in self.cuda.gridDim)
-        return Place(
-            unflatten(stamp_block(stamp), grid), unflatten(stamp_thread(stamp), dims), file, line
-        )
 
     def fault(self, name: str, exc: BaseException, thread: int) -> KernelError:
         files = set(self.rewriter.files)

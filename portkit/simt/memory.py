@@ -18,14 +18,13 @@ writer map that ``portkit diff`` reads (which block and thread last wrote each e
 
 from __future__ import annotations
 
-import operator
 import sys
 from typing import Any, Protocol
 
 import numpy as np
 
 from portkit.simt.layout import Layout
-from portkit.simt.memory_fault import MemoryFault
+from portkit.simt.memory_fault import MemoryFault, as_integer, out_of_bounds, show_index
 from portkit.simt.poison import Poison, PoisonUsed
 from portkit.simt.scalars import INT64, BFloat16, BFloat16Bits, bfloat16_store, widen
 from portkit.simt.shadow import Shadow
@@ -157,7 +156,7 @@ class SimArray:
                 "unsupported", f"assigning to a slice of {self.name} is not supported"
             )
         if self.space == CONST:
-            raise MemoryFault("const-write", f"write to constant memory {self.name}{_show(index)}")
+            raise MemoryFault("const-write", f"write to constant memory {self.name}{show_index(index)}")
         shadow = self._shadow
         racing = None
         if shadow is not None:
@@ -182,13 +181,13 @@ class SimArray:
                 if len(index) > self._ndim:
                     raise MemoryFault(
                         "index",
-                        f"{self.name}{_show(index)}: {len(index)} indices into a "
+                        f"{self.name}{show_index(index)}: {len(index)} indices into a "
                         f"{self._ndim}-D array of shape {self._shape}",
                     )
                 return None
             flat = self._offset
             for axis, i in enumerate(index):
-                i = _integer(i, self.name, index)
+                i = as_integer(i, self.name, index)
                 n = self._shape[axis]
                 if not 0 <= i < n:
                     raise self._out_of_bounds(index, access, axis, i, n)
@@ -198,7 +197,7 @@ class SimArray:
             if self._ndim == 0:
                 raise MemoryFault("index", f"{self.name} is 0-D and cannot be indexed")
             return None
-        i = _integer(index, self.name, index)
+        i = as_integer(index, self.name, index)
         if not 0 <= i < self._n0:
             raise self._out_of_bounds(index, access, 0, i, self._n0)
         return self._offset + i * self._s0
@@ -214,7 +213,7 @@ class SimArray:
                 strides.append(self._strides[axis] * step)
                 offset += start * self._strides[axis]
             else:
-                i = _integer(item, self.name, index)
+                i = as_integer(item, self.name, index)
                 if not 0 <= i < n:
                     raise self._out_of_bounds(index, "view", axis, i, n)
                 offset += i * self._strides[axis]
@@ -345,12 +344,13 @@ class SimArray:
         of global memory (its result depends on the order: simt/tally.py)."""
         flat = self._element(index, "atomic")
         if flat is None:
-            raise MemoryFault("index", f"atomic on {self.name}{_show(index)} needs one element")
+            raise MemoryFault("index", f"atomic on {self.name}{show_index(index)} needs one element")
         if self.space == CONST:
             raise MemoryFault("const-write", f"atomic on constant memory {self.name}")
         shadow = self._shadow
         if shadow is not None:
-            if self._poisoned and (shadow.writes[flat] == NOBODY or flat in self._poison):
+            unset = shadow.writes[flat] == NOBODY or flat in (self._poison or ())
+            if self._poisoned and unset:
                 raise self._uninitialised(index)
             shadow.writes[flat] = self._machine.stamp
             shadow.atomics.add(flat)
@@ -376,19 +376,8 @@ class SimArray:
         return ", ".join(map(str, coords))
 
     def _out_of_bounds(self, index: Any, access: str, axis: int, i: int, n: int) -> MemoryFault:
-        where = f" (dimension {axis})" if self._ndim > 1 else ""
-        if i < 0:
-            why = (
-                f"negative index {i}{where}; numba on a GPU wraps it to the end of the "
-                f"array and the C twin {access}s memory before it, so the two disagree"
-            )
-        else:
-            why = f"index {i}{where} is past the end (size {n})"
-        return MemoryFault(
-            "out-of-bounds",
-            f"out-of-bounds {access} of {self.space} array {self.name}{_show(index)} "
-            f"of shape {self._shape}: {why}",
-        )
+        where = (self.name, self.space, self._shape)
+        return out_of_bounds(*where, index, access, axis if self._ndim > 1 else None, i, n)
 
     def settle_unwritten_reads(self) -> tuple[int, int, str] | None:
         """At a barrier or the block's end: the first read of an element that no thread
@@ -401,35 +390,13 @@ class SimArray:
         return stamp, line, str(self._uninitialised(None, flat))
 
     def _uninitialised(self, index: Any, flat: int | None = None) -> MemoryFault:
-        shown = _show(index) if index is not None else f"[{self._position(flat or 0)}]"
+        shown = show_index(index) if index is not None else f"[{self._position(flat or 0)}]"
         who = "no thread of this block" if self.space == SHARED else "this thread"
         return MemoryFault(
             "uninitialised",
             f"read of uninitialised {self.space} memory {self.name}{shown}: {who} has "
             f"written it yet",
         )
-
-
-def _integer(value: Any, name: str, index: Any) -> int:
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise MemoryFault(
-            "index",
-            f"{name}{_show(index)}: index {value!r} is {type(value).__name__}, not an integer",
-        ) from None
-
-
-def _show(index: Any) -> str:
-    items = index if type(index) is tuple else (index,)
-    return "[" + ", ".join(_show_item(i) for i in items) + "]"
-
-
-def _show_item(item: Any) -> str:
-    if type(item) is slice:
-        parts = ["" if v is None else str(v) for v in (item.start, item.stop)]
-        return ":".join(parts) + ("" if item.step is None else f":{item.step}")
-    return str(item)
 
 
 def _line_key(frame: Any, files: dict[str, int]) -> int:

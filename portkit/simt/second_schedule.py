@@ -54,6 +54,7 @@ def snapshot(dispatcher: Any, args: Sequence[Any]) -> list[Any] | None:
 
 def confirm(
     machine: Any,
+    again: Any,
     name: str,
     dispatcher: Any,
     config: LaunchConfig,
@@ -61,12 +62,10 @@ def confirm(
     inputs: Sequence[Any],
     suspects: Sequence[Suspect],
 ) -> None:
-    """Run the launch again from ``inputs`` in the other schedule and judge the first of
-    ``suspects``: raise its race when an output differs, else warn (on ``machine``)."""
-    from portkit.simt.machine import Machine
-
-    other = FORWARD if machine.schedule == REVERSED else REVERSED
-    again = Machine(engine=machine.engine, budget=machine.budget, schedule=other)
+    """Run the launch again from ``inputs`` on ``again`` (a fresh machine in the other
+    schedule) and judge the first of ``suspects``: raise its race when an output differs,
+    else warn (on ``machine``)."""
+    other = again.schedule
     again.confirming = True  # its own suspects are the same race: no third run
     copies = [a.copy() if isinstance(a, np.ndarray) else a for a in inputs]
     again.launch(name, dispatcher, config, copies)  # a fault in that order: its own report
@@ -91,6 +90,11 @@ def confirm(
         first.place,
         first.other,
     )
+
+
+def other(machine: Any) -> str:
+    """The schedule ``machine`` does not run in."""
+    return FORWARD if machine.schedule == REVERSED else REVERSED
 
 
 def _difference(

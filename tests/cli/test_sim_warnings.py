@@ -115,3 +115,37 @@ def test_the_buggy_sibling_fails_without_strict(make_project, cli):
     assert "uninitialised value stored to global memory out[128]" in out
     assert "shared memory s[31]" in out
     assert "1 warning" in out  # the barrier, shown beside the error
+
+
+def test_the_notebook_api_returns_the_warnings(make_project, monkeypatch):
+    import portkit
+    from portkit.api.sessions import forget
+
+    root, line = project(make_project, "sw_api", EARLY_RETURN)
+    monkeypatch.chdir(root)
+    forget()
+    try:
+        report = portkit.sim("sw_api")
+    finally:
+        forget()
+    assert report.passed
+    (warning,) = report.warnings
+    assert warning["kind"] == "barrier-after-exit" and warning["line"] == line
+    assert "1 warning" in str(report) and "[barrier-after-exit]" in str(report)
+
+
+def test_generated_pytest_items_emit_the_warnings(make_project, pytester):
+    from tests.test_plugin import plugin_args
+
+    name = "sw_plug"
+    py = "import numba\n" + unary_op(name, EARLY_RETURN, bound="True", cases=ONE_CASE)
+    make_project({name: (py, None)}, at=pytester.path)
+    args = [*plugin_args(), "prototypes", "-p", "no:cacheprovider", "-m", "sim", "-q"]
+    result = pytester.runpytest_subprocess(*args, "-W", "always")
+    result.assert_outcomes(passed=1)
+    text = result.stdout.str()
+    assert "SimulatorWarning: [barrier-after-exit] kernel sw_plug_fwd" in text
+
+    strict = pytester.runpytest_subprocess(*args, "--portkit-strict")
+    strict.assert_outcomes(failed=1)
+    assert "reached by 1 of the block's 32 threads" in strict.stdout.str()
