@@ -7,8 +7,8 @@ everywhere make it a warning that says the result happened not to depend on the 
 Elements float atomics summed into are left out of the comparison: their order is bounded
 by ``portkit check`` (check/order_bound.py), not here.
 
-Only kernels whose source names an atomic keep a copy of their inputs (``snapshot``);
-a suspected race in any other launch is an error at once, as before the rule.
+Only kernels whose module's source names an atomic keep a copy of their inputs
+(``snapshot``); a suspected race in any other launch is an error at once, as before.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from portkit.simt.records import Place, SimulationFault
 from portkit.simt.schedule import FORWARD, REVERSED
 from portkit.simt.tally import AtomicTally
 
-_NAMES_ATOMICS: dict[int, bool] = {}
+_NAMES_ATOMICS: dict[Any, bool] = {}  # a kernel's code -> its module names an atomic
 
 
 @dataclass
@@ -39,11 +39,14 @@ class Suspect:
 
 
 def snapshot(dispatcher: Any, args: Sequence[Any]) -> list[Any] | None:
-    """Copies of the launch's inputs when the kernel names an atomic, else None."""
-    key = id(dispatcher)
+    """Copies of the launch's inputs when the kernel's module names an atomic (its device
+    functions may make them), else None."""
+    function = getattr(dispatcher, "py_func", dispatcher)
+    key = getattr(function, "__code__", None)
     if key not in _NAMES_ATOMICS:
         try:
-            source = inspect.getsource(getattr(dispatcher, "py_func", dispatcher))
+            module = inspect.getmodule(function)
+            source = inspect.getsource(module if module is not None else function)
         except (OSError, TypeError):
             source = ""
         _NAMES_ATOMICS[key] = "atomic" in source

@@ -190,3 +190,17 @@ def vote_on_uninitialised(x, out, n):
     i = cuda.grid(1)
     c = cuda.syncthreads_count(tmp[0] > 0)  # BUG: vote_on_uninitialised
     out[i] = c
+
+
+@cuda.jit
+def min_max(x, minmax):
+    """numba-examples' histogram ``min_max``: a plain read of what others update atomically;
+    the atomics' result is the same whatever each thread read."""
+    i = cuda.grid(1)
+    local_min = minmax[0]  # WARN: min_max
+    local_max = minmax[1]
+    if i < x.shape[0]:
+        local_min = min(local_min, x[i])
+        local_max = max(local_max, x[i])
+    cuda.atomic.min(minmax, 0, local_min)
+    cuda.atomic.max(minmax, 1, local_max)

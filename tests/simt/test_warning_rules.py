@@ -207,3 +207,18 @@ def test_a_stored_peek_at_an_atomic_counter_is_an_error(engine):
 def test_a_read_racing_with_atomics_is_an_error_in_strict_mode():
     fault = faulted("histogram_peek_unused", histogram_args(), 2, strict=True)
     assert fault.kind == "race"
+
+
+def test_min_max_reading_what_others_update_atomically_is_a_warning():
+    """numba-examples' histogram: portkit's simulator reported a race (issue 32); the
+    reversed schedule gives the same minmax, so it is a warning (per thread; the lockstep
+    engine, where it vectorises such a kernel, sees every read before any atomic)."""
+    x = np.array([5, -3, 9, 2, 7, 1] * 11, np.float32)
+    config = LaunchConfig((3, 1, 1), (TPB, 1, 1), 0)
+    minmax = np.array([x[0], x[0]], np.float32)
+    warning = warned("min_max", [x, minmax], 3, "per-thread")
+    assert warning.kind == "atomic-read-race" and "minmax[0]" in warning.detail
+    np.testing.assert_array_equal(minmax, [-3, 9])
+    minmax = np.array([x[0], x[0]], np.float32)
+    Machine().launch("min_max", rule_kernels.min_max, config, [x, minmax])  # no fault
+    np.testing.assert_array_equal(minmax, [-3, 9])
