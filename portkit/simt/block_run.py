@@ -1,7 +1,8 @@
 """One block of a kernel that waits: every thread is a generator, run up to its next
 wait in thread order; then the warp operations whose lanes have all arrived are
-answered, then the barrier once every thread has. Whatever cannot be answered is the
-kernel's bug (a barrier some threads never reach, a mask naming a lane that exited)."""
+answered, then the barrier once every live thread has (threads that exited count as
+arrived: a warning, simt/warning_log.py). Whatever cannot be answered is the kernel's
+bug (threads waiting at different barriers, a mask naming a lane that exited)."""
 
 from __future__ import annotations
 

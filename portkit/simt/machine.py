@@ -9,9 +9,11 @@ answered: a warp operation once every lane named in its mask has arrived, a
 ``syncthreads`` once every thread of the block has. The order is fixed, so the same
 launch on the same inputs runs the same way every time.
 
-Whatever cannot be answered is the kernel's bug, and is reported as such: a barrier
-some threads of the block never reach, a shuffle whose mask names a lane that exited
-or waits elsewhere, a lane that reads from a lane outside the mask.
+Whatever cannot be answered is the kernel's bug, and is reported as such: threads of a
+block waiting at different barriers, a shuffle whose mask names a lane that exited
+or waits elsewhere, a lane that reads from a lane outside the mask. What GPUs run
+right though the CUDA guide leaves it undefined (threads that exited before a
+barrier...) is a warning, kept per launch (simt/warning_log.py; strict: an error).
 """
 
 from __future__ import annotations

@@ -5,12 +5,15 @@ buffer for shared and local memory) with a shape, strides and an offset, so view
 multi-dimensional indexing work as in numba. Each access is checked:
 
 - bounds, per dimension, negative indices included (a GPU does not wrap them);
-- shared and local memory start poisoned, and reading an element no thread of the
-  block (or, for local memory, this thread) has written is an error;
+- shared and local memory start poisoned: reading an element no thread of the block
+  (or, for local memory, this thread) has written gives a ``Poison`` (poison.py), an
+  error where it is used, a warning where it is dropped;
 - races: every element remembers the last writer and reader as a *stamp*
   (block, barrier epoch, thread), so two threads of a block touching one element
   between two barriers, one of them writing, or two blocks touching one element of
-  global memory with a write among them, is reported with both threads and lines.
+  global memory with a write among them, is reported with both threads and lines
+  (two writes of the same bits, and a read racing with atomics, are judged further:
+  ``_racing_write``, second_schedule.py).
 
 The write stamps of global memory outlive the launch: they are the recorded
 writer map that ``portkit diff`` reads (which block and thread last wrote each element).
@@ -156,7 +159,8 @@ class SimArray:
                 "unsupported", f"assigning to a slice of {self.name} is not supported"
             )
         if self.space == CONST:
-            raise MemoryFault("const-write", f"write to constant memory {self.name}{show_index(index)}")
+            where = f"{self.name}{show_index(index)}"
+            raise MemoryFault("const-write", f"write to constant memory {where}")
         shadow = self._shadow
         racing = None
         if shadow is not None:
@@ -299,7 +303,7 @@ class SimArray:
         """A write racing with another thread's: an error when the values differ, a
         warning when this one stored the same bits (whichever lands last, they stay)."""
         what = f"write of {self.name}[{self._position(flat)}] after another thread's write"
-        same = self._data[flat : flat + 1].tobytes() == before and flat not in (self._poison or {})
+        same = self._data[flat : flat + 1].tobytes() == before
         if not same or self._machine.strict:
             raise MemoryFault("race", what + ("" if same else " of another value"), racing)
         detail = f"{what} of the same value, with no barrier between them"
@@ -344,7 +348,8 @@ class SimArray:
         of global memory (its result depends on the order: simt/tally.py)."""
         flat = self._element(index, "atomic")
         if flat is None:
-            raise MemoryFault("index", f"atomic on {self.name}{show_index(index)} needs one element")
+            where = f"{self.name}{show_index(index)}"
+            raise MemoryFault("index", f"atomic on {where} needs one element")
         if self.space == CONST:
             raise MemoryFault("const-write", f"atomic on constant memory {self.name}")
         shadow = self._shadow
