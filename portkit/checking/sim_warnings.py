@@ -4,6 +4,7 @@ shown once each (kernel, kind, line) with the rule that applies, and counted."""
 
 from __future__ import annotations
 
+import linecache
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -49,9 +50,10 @@ def print_warning(console: Console, warning: dict, where: str = "") -> None:
     console.print(Text.assemble(("warning", "yellow"), title))
     console.print(f"  {warning['detail']}{times}", markup=False)
     if warning["file"]:
+        source = linecache.getline(warning["file"], warning["line"]).strip()
         console.print(
             f"  at block {tuple(warning['block'])}, thread {tuple(warning['thread'])}, "
-            f"{warning['file']}:{warning['line']}",
+            f"{warning['file']}:{warning['line']}: {source}",
             markup=False,
         )
     console.print(f"  rule: {warning['rule']}; --strict makes it an error", markup=False)

@@ -18,8 +18,8 @@ from portkit.simt.records import Place
 # The rule behind each warning kind, as the reports print it.
 RULES = {
     "barrier-after-exit": (
-        "threads that returned count as arrived at a block barrier: the PTX ISA's exit "
-        "releases a barrier the exiting thread held up (bar.red counts no vote for it)"
+        "threads that returned count as arrived at a block barrier: PTX's barrier.sync "
+        "and barrier.red wait for the non-exited threads only (the exited cast no vote)"
     ),
     "uninitialised-read": (
         "an uninitialised value is an error only when used (stored to global memory, "
