@@ -30,6 +30,9 @@ class CheckResult:
     status: Outcome
     detail: str = ""  # why it failed or was skipped, or a note on a pass
     seconds: float = 0.0
+    # Simulator warnings of this check's launches (simt/warning_log.py ``as_dict``):
+    # kernel, kind, detail, block, thread, file, line, rule, count. Never a failure.
+    warnings: tuple[dict, ...] = ()
 
     @property
     def failed(self) -> bool:

@@ -45,6 +45,14 @@ class Report:
         return [p for p in self.problems if p.kind != "mismatch"]
 
     @property
+    def warnings(self) -> list[dict]:
+        """The simulator's warnings, each once: kernel, kind, detail, block, thread,
+        file, line, rule, count (simt/warning_log.py); never a failure."""
+        from portkit.checking.sim_warnings import distinct_warnings
+
+        return [w for _, w in distinct_warnings(self.results)]
+
+    @property
     def passed(self) -> bool:
         """Something ran and nothing failed."""
         return not self.problems and any(r.status == Outcome.PASS for r in self.results)

@@ -67,6 +67,7 @@ class PortkitSimulator(Backend):
             engine=self.config.settings.simt_engine,
             budget=self.config.sim_budget,
             schedule=self.schedule,
+            strict=self.config.strict,
         )
         targets = {
             name: SimulatedLaunch(name, dispatcher, self.machine)

@@ -29,6 +29,7 @@ from portkit.checking.op_contract import tolerance as declared_or_default
 from portkit.checking.order_bound import compare_bounded
 from portkit.checking.reference_run import reference_run
 from portkit.checking.schedules import other_schedule
+from portkit.checking.sim_warnings import taken
 from portkit.errors import (
     BackwardContractError,
     DtypeError,
@@ -96,13 +97,11 @@ class CaseRunner:
         detail: str = "",
         t0: float | None = None,
         case: str = "",
+        warnings: tuple[dict, ...] = (),
     ) -> None:
         seconds = time.perf_counter() - t0 if t0 is not None else 0.0
-        self.results.append(
-            CheckResult(
-                self.op.name, case or self.case.name, backend, check, status, detail, seconds
-            )
-        )
+        row = (self.op.name, case or self.case.name, backend, check, status, detail, seconds)
+        self.results.append(CheckResult(*row, warnings))
 
     @property
     def reproduce(self) -> str:
@@ -213,7 +212,8 @@ class CaseRunner:
             self.record(name, "backward", Outcome.FAIL, f"{exc}{self.reproduce}", t0)
             return None
         except Exception as exc:  # a kernel's or launcher's error fails this check only
-            self.record(name, "forward", Outcome.FAIL, f"{describe(exc)}{self.reproduce}", t0)
+            detail = f"{describe(exc)}{self.reproduce}"
+            self.record(name, "forward", Outcome.FAIL, detail, t0, warnings=taken(backend))
             return None
         self.require_reference_dtypes(name, outputs, expected_outputs)
         machine = backend.machine  # declared on Backend: None unless portkit simulates it
@@ -242,6 +242,7 @@ class CaseRunner:
             Outcome.FAIL if problems else Outcome.PASS,
             "\n".join(problems or notes),
             t0,
+            warnings=taken(backend),
         )
         run.outputs = tuple(o.detach() for o in outputs)
 
@@ -252,7 +253,8 @@ class CaseRunner:
                 if device == "cuda":
                     torch.cuda.synchronize()
             except Exception as exc:
-                self.record(name, "backward", Outcome.FAIL, f"{describe(exc)}{self.reproduce}", t0)
+                detail = f"{describe(exc)}{self.reproduce}"
+                self.record(name, "backward", Outcome.FAIL, detail, t0, warnings=taken(backend))
                 return run
             counted = self.contributions(backend, machine, outputs, grads)
             notes = no_gradient_notes(self.op, self.case)
@@ -261,7 +263,8 @@ class CaseRunner:
             )
             problems += self.modified_inputs(inputs, originals, "backward")
             detail = "\n".join(problems or notes)
-            self.record(name, "backward", Outcome.FAIL if problems else Outcome.PASS, detail, t0)
+            status = Outcome.FAIL if problems else Outcome.PASS
+            self.record(name, "backward", status, detail, t0, warnings=taken(backend))
             run.grads = grads
             if self.case.gradcheck:
                 # The simulator is slow; gradcheck's fast mode checks one random

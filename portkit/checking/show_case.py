@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from portkit.checking.case_runner import CaseRunner
+from portkit.checking.sim_warnings import distinct_warnings, print_warning
 from portkit.errors import PortkitError
 from portkit.launch.trace import record_launches
 from portkit.project.cases import Case, make_inputs
@@ -121,6 +122,13 @@ def run_simulation(op: Op, case: Case, backend: Backend, console: Console, show:
         console.print(f"{mark} {label} ({result.seconds:.2f} s)")
         if result.detail:
             console.print(f"     {result.detail}", markup=False)
+    found = distinct_warnings(runner.results)
+    for _, warning in found:
+        print_warning(console, warning)
     ok = run is not None and not any(r.failed for r in runner.results)
-    console.print("[bold green]PASS[/]" if ok else "[bold red]FAIL[/]")
+    verdict = "[bold green]PASS[/]" if ok else "[bold red]FAIL[/]"
+    if found:
+        plural = "s" if len(found) != 1 else ""
+        verdict += f" ({len(found)} simulator warning{plural}: not errors unless --strict)"
+    console.print(verdict)
     return ok

@@ -8,6 +8,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from portkit.checking.sim_warnings import distinct_warnings, print_warning
 from portkit.results import CheckResult, Outcome
 
 if TYPE_CHECKING:
@@ -75,9 +76,15 @@ def print_results(results: Sequence[CheckResult], console: Console, verbose: boo
     for r in failures:
         console.print(f"[red]FAIL[/] {r.op} / {r.backend} / {r.check} / {r.case}")
         console.print(f"  {r.detail}", markup=False)
+    found = distinct_warnings(results)
+    for (op, backend, check, case), warning in found:
+        print_warning(console, warning, f"{op} / {backend} / {check} / {case}")
     passed = sum(r.status == Outcome.PASS for r in results)
     skipped = sum(r.status == Outcome.SKIP for r in results)
-    console.print(f"{passed} passed, {len(failures)} failed, {skipped} skipped")
+    summary = f"{passed} passed, {len(failures)} failed, {skipped} skipped"
+    if found:
+        summary += f", {len(found)} warning{'s' if len(found) != 1 else ''}"
+    console.print(summary)
     return bool(failures)
 
 

@@ -18,6 +18,7 @@ from portkit.cli.context import (
     json_output,
     load_project,
     make_console,
+    strict_option,
     user_errors,
 )
 
@@ -83,6 +84,7 @@ EXIT_SANITIZER_SKIPPED = EXIT_NOTHING_RAN
     help="Where --sanitize keeps the raw logs (default: the cache dir's sanitize/<time>).",
 )
 @budget_option
+@strict_option
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 @user_errors
 def check(
@@ -98,6 +100,7 @@ def check(
     sanitize_log_dir: Path | None,
     as_json: bool,
     budget: float | None = None,
+    strict: bool = False,
 ) -> None:
     """Run the equivalence and gradcheck suite for OPs on every backend this machine has.
 
@@ -108,7 +111,9 @@ def check(
     numba, the twin, and prototype against twin. Every tensor a kernel sees sits between
     guard zones; a store past its end fails the check. Exits 1 if any check fails,
     3 if nothing ran (every requested check skipped, e.g. --backend twin without a GPU,
-    or no ops), with one line saying why.
+    or no ops), with one line saying why. Simulator warnings (what the CUDA C++ guide
+    leaves undefined but GPUs run right) are shown and counted, never a failure unless
+    --strict or [tool.portkit] strict = true; --json lists them per result.
 
     \b
     Examples:
@@ -124,7 +129,7 @@ def check(
     from portkit.cli.render import print_results, progress_bar
 
     emit = json_output(as_json)
-    session = load_project(budget, **({"prototype_cache": False} if no_cache else {}))
+    session = load_project(budget, strict, **({"prototype_cache": False} if no_cache else {}))
     config, catalog = session.config, session.catalog
     if all_ops == bool(op_names):
         raise click.UsageError("name one or more OPs, or pass --all")
@@ -169,7 +174,13 @@ def check(
     if as_json:
         from dataclasses import asdict
 
-        emit(json.dumps({"results": [asdict(r) for r in results]}, indent=1))
+        from portkit.checking.sim_warnings import distinct_warnings
+
+        document = {
+            "results": [asdict(r) for r in results],
+            "warnings": len(distinct_warnings(results)),  # as the summary line counts them
+        }
+        emit(json.dumps(document, indent=1))
     sys.exit(EXIT_FAILED_CHECKS if failed else EXIT_NOTHING_RAN if idle else 0)
 
 

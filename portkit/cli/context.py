@@ -66,14 +66,15 @@ def json_output(as_json: bool) -> Callable[[str], None]:
     return lambda text: click.echo(text, file=out)
 
 
-def load_project(budget: float | None = None, **settings: Any) -> Session:
+def load_project(budget: float | None = None, strict: bool = False, **settings: Any) -> Session:
     """The command's ``Session``: the project's configuration, the environment's settings
     (read here, once) and the op catalog. ``budget`` (``--budget``) replaces the
-    configuration's ``sim-budget``; ``settings`` change switches (``--no-cache``:
+    configuration's ``sim-budget``; ``strict`` (``--strict``) makes simulator warnings
+    errors; ``settings`` change switches (``--no-cache``:
     ``prototype_cache=False``) without touching ``os.environ``."""
     from portkit.project.session import Session
 
-    session = Session.from_environment(budget=budget)
+    session = Session.from_environment(budget=budget, strict=strict)
     if settings:
         session.configure(**settings)
     return session
@@ -85,6 +86,15 @@ budget_option = click.option(
     metavar="SECONDS",
     help="Stop a simulated launch that runs longer than this and name the thread and "
     "line it spins at (default: [tool.portkit] sim-budget, else 300; 0: no limit).",
+)
+
+
+strict_option = click.option(
+    "--strict",
+    is_flag=True,
+    help="Simulator warnings (a barrier after threads returned, an uninitialised value "
+    "never used, threads storing one value, a race the outputs do not depend on) are "
+    "errors, as the CUDA C++ guide's letter has it (default: [tool.portkit] strict).",
 )
 
 

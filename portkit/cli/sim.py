@@ -16,6 +16,7 @@ from portkit.cli.context import (
     make_console,
     parse_coords,
     parse_shape,
+    strict_option,
     user_errors,
     working_on,
 )
@@ -76,6 +77,7 @@ if TYPE_CHECKING:
     "float atomics into one element sum in the other order (sim backend only).",
 )
 @budget_option
+@strict_option
 @user_errors
 def sim(
     op_name: str,
@@ -92,6 +94,7 @@ def sim(
     verbose: bool = False,
     schedule: str = FORWARD,
     budget: float | None = None,
+    strict: bool = False,
 ) -> None:
     """Run OP's prototype in the CUDA simulator on the CPU and compare it with the reference.
 
@@ -99,8 +102,12 @@ def sim(
     backward) next to the reference, then a verdict; exits 1 if they differ. No GPU
     and no environment variable needed. The simulator stops at the first kernel bug it
     sees (out-of-bounds access, race, uninitialised shared memory, divergent barrier,
-    bad warp mask) and names array, index, block, thread and line. A bar shows
-    progress over blocks when a launch takes more than two seconds.
+    bad warp mask, an uninitialised value used) and names array, index, block, thread
+    and line. What the CUDA C++ guide leaves undefined but GPUs run right (threads that
+    returned before a barrier, an uninitialised value never used, threads storing the
+    same value, a race the outputs do not depend on) is a warning, printed with kernel,
+    thread, line and rule and counted in the verdict; --strict makes warnings errors.
+    A bar shows progress over blocks when a launch takes more than two seconds.
 
     \b
     Examples:
@@ -111,6 +118,7 @@ def sim(
       portkit sim softmax --backend numba-sim        # numba's simulator instead
       portkit sim softmax --verbose                  # which engine ran, and why
       portkit sim index_add --schedule reversed      # blocks and threads last to first
+      portkit sim softmax --strict                   # simulator warnings are errors
     """
     from portkit.backends import create
     from portkit.backends.numba_sim.backend import NumbaSimulator
@@ -120,7 +128,7 @@ def sim(
     from portkit.project.case_choice import check_fits, choose_case
     from portkit.simt.debug import Breakpoint
 
-    session = load_project(budget)
+    session = load_project(budget, strict)
     config, catalog = session.config, session.catalog
     op = catalog.get(op_name)
     if size is not None and shape is not None:

@@ -10,6 +10,7 @@ A project is the nearest folder, from the working directory up, that holds a
     namespace  = "portkit"      # torch.library namespace of the registered ops
     lint-warnings = "warning"   # "error": lint warnings fail lint, check and pytest too
     sim-budget = 300            # seconds one simulated launch may run (0: no limit)
+    strict     = false          # simulator warnings are errors (docs/simulator.md)
 
 Nothing is read at import time: a ``Session`` (project/session.py) calls ``load_config``
 and adds the ``Settings`` it read from the environment; a config from ``load_config`` alone
@@ -31,7 +32,15 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-_KNOWN_KEYS = {"prototypes", "cuda-src", "cache-dir", "namespace", "lint-warnings", "sim-budget"}
+_KNOWN_KEYS = {
+    "prototypes",
+    "cuda-src",
+    "cache-dir",
+    "namespace",
+    "lint-warnings",
+    "sim-budget",
+    "strict",
+}
 LINT_WARNINGS = ("warning", "error")  # what a lint warning is to lint, check and pytest
 DEFAULT_NAMESPACE = "portkit"
 # Seconds one simulated launch may run before it is stopped as spinning: GPU-sized
@@ -49,6 +58,9 @@ class ProjectConfig:
     lint_warnings_fail: bool = False  # lint-warnings = "error"
     configured: bool = False  # pyproject.toml has a [tool.portkit] table
     sim_budget: float = DEFAULT_SIM_BUDGET  # seconds per simulated launch; 0: no limit
+    # Simulator warnings (what the CUDA C++ guide leaves undefined but GPUs run right,
+    # simt/warning_log.py) are errors: strict = true, or --strict.
+    strict: bool = False
     # The session's switches (prototype cache, simulator engine...), passed down with the
     # configuration so that nothing below the session reads the environment.
     settings: Settings = field(default_factory=Settings)
@@ -105,6 +117,11 @@ def load_config(start: Path | None = None) -> ProjectConfig:
             f"{pyproject}: [tool.portkit] sim-budget must be a number of seconds >= 0 "
             f"(0: no limit), got {budget!r}"
         )
+    strict = table.pop("strict", False)
+    if not isinstance(strict, bool):
+        raise ConfigError(
+            f"{pyproject}: [tool.portkit] strict must be true or false, got {strict!r}"
+        )
     for key, value in table.items():
         if not isinstance(value, str):
             what = "a string" if key in ("namespace", "lint-warnings") else "a string path"
@@ -133,4 +150,5 @@ def load_config(start: Path | None = None) -> ProjectConfig:
         lint_warnings_fail=lint_warnings == "error",
         configured=configured,
         sim_budget=float(budget),
+        strict=strict,
     )

@@ -32,17 +32,20 @@ class Session:
         settings: Settings | None = None,
         budget: float | None = None,
         require: bool = True,
+        strict: bool = False,
     ) -> Session:
         """The project at or above ``start`` (default: the working directory) with the
         settings of ``environ`` (default: ``os.environ``, the one place it is read), or
         ``settings`` already read. ``budget`` replaces ``sim-budget``; ``require``:
-        outside a project is an error."""
+        outside a project is an error; ``strict`` (``--strict``) turns ``strict`` on."""
         config = load_config(start)
         if require:
             require_project(config)
         config = replace(config, settings=settings or Settings.from_environment(environ))
         if budget is not None:
             config = replace(config, sim_budget=budget)
+        if strict:
+            config = replace(config, strict=True)
         return cls.of(config)
 
     @classmethod

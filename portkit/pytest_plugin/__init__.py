@@ -80,6 +80,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--portkit-under-sanitizer", choices=SANITIZE_TOOLS, default=None, help=argparse.SUPPRESS
     )
     group.addoption(
+        "--portkit-strict",
+        action="store_true",
+        default=False,
+        help="simulator warnings (a barrier after threads returned, an uninitialised "
+        "value never used, threads storing one value...) fail the generated tests, as "
+        "[tool.portkit] strict = true does",
+    )
+    group.addoption(
         "--portkit-simt",
         action="store_true",
         default=False,

@@ -4,6 +4,7 @@ harness and failing with the harness's own report."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,7 +37,10 @@ def project_session(config: pytest.Config) -> Session:
         from portkit.project.session import Session
 
         config.stash[_PROJECT_KEY] = Session.from_environment(
-            config.rootpath, settings=environment_settings(config), require=False
+            config.rootpath,
+            settings=environment_settings(config),
+            require=False,
+            strict=bool(config.getoption("portkit_strict", False)),
         )
     return config.stash[_PROJECT_KEY]
 
@@ -164,6 +168,18 @@ class CaseItem(PortkitItem):
                 problems = [f"{r.backend} {r.check}: {r.detail}" for r in results if r.failed]
                 raise CheckFailed("no comparison was possible:\n" + "\n".join(problems))
             results = wanted
+        from portkit.simt.warning_log import SimulatorWarning
+
+        for result in results:  # shown in pytest's warnings summary, never a failure
+            for w in result.warnings:
+                where = f" at block {w['block']} thread {w['thread']} {w['file']}:{w['line']}"
+                warnings.warn(
+                    SimulatorWarning(
+                        f"[{w['kind']}] kernel {w['kernel']}: {w['detail']}{where} "
+                        f"(rule: {w['rule']}; --portkit-strict makes it an error)"
+                    ),
+                    stacklevel=1,
+                )
         failures = [r for r in results if r.status == Outcome.FAIL]
         if failures:
             raise CheckFailed("\n".join(f"{r.backend} {r.check}: {r.detail}" for r in failures))

@@ -1,7 +1,8 @@
 """One block of a kernel that waits: every thread is a generator, run up to its next
 wait in thread order; then the warp operations whose lanes have all arrived are
-answered, then the barrier once every thread has. Whatever cannot be answered is the
-kernel's bug (a barrier some threads never reach, a mask naming a lane that exited)."""
+answered, then the barrier once every live thread has (threads that exited count as
+arrived: a warning, simt/warning_log.py). Whatever cannot be answered is the kernel's
+bug (threads waiting at different barriers, a mask naming a lane that exited)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from portkit.simt import epochs
 from portkit.simt.debug import DebugSession
 from portkit.simt.intrinsics import WARP_SIZE, Dim3, SimulatedCuda
 from portkit.simt.memory import SimArray
+from portkit.simt.poison import PoisonUsed
 from portkit.simt.records import Place, SimulationFault
 from portkit.simt.scalars import INT64
 from portkit.simt.schedule import in_order
@@ -34,6 +36,7 @@ class BlockHost(Protocol):
     thread_index: int
     finished_threads: list[bool]
     schedule: str  # the order threads resume in (schedule.py)
+    strict: bool  # warnings are errors (simt/warning_log.py)
     _shared: dict[Any, SimArray]  # the block's shared arrays (their shadows: epochs.py)
 
     def place(self, thread: int, file: str, line: int) -> Place: ...
@@ -41,6 +44,10 @@ class BlockHost(Protocol):
     def fault(self, name: str, exc: BaseException, thread: int) -> KernelError: ...
 
     def settle_shared(self, name: str) -> None: ...
+
+    def warn(
+        self, kind: str, detail: str, place: Place | None, other: Place | None = None
+    ) -> None: ...
 
 
 class BlockRun:
@@ -149,6 +156,14 @@ class BlockRun:
                 other_place = machine.place(other, *self._where(other))
         return SimulationFault(self.name, kind, detail, place, other_place, other_what)
 
+    def _vote(self, thread: int, position: int) -> bool:
+        """A thread's vote (a predicate of a barrier or warp vote): an uninitialised
+        value there is used, an error at the thread's wait (poison.py)."""
+        try:
+            return bool(self.requests[thread][position])
+        except PoisonUsed as exc:
+            raise self._fail(thread, exc.kind, exc.detail) from None
+
     # -- warps ----------------------------------------------------------------------------
     def _answer_warp_operations(self) -> list[int]:
         resumed: list[int] = []
@@ -228,7 +243,7 @@ class BlockRun:
         if kind == "syncwarp":
             pass
         elif kind in ("ballot_sync", "any_sync", "all_sync"):
-            votes = {t: bool(requests[t][2]) for t in group}
+            votes = {t: self._vote(t, 2) for t in group}
             if kind == "ballot_sync":
                 bits = sum(1 << (t - warp_start) for t, v in votes.items() if v)
                 result: Any = INT64(bits - (1 << 32) if bits >= 1 << 31 else bits)  # int32
@@ -239,7 +254,7 @@ class BlockRun:
             for t in group:
                 replies[t] = result
         elif kind == "eq_sync":
-            ballot = [bool(requests[t][2]) for t in group]  # numba votes on value != 0
+            ballot = [self._vote(t, 2) for t in group]  # numba votes on value != 0
             same = np.bool_(all(v == ballot[0] for v in ballot))
             for t in group:
                 replies[t] = same
@@ -278,22 +293,13 @@ class BlockRun:
 
     # -- the block barrier ----------------------------------------------------------------
     def _check_barrier(self, waiting: list[int]) -> None:
-        """Every thread of the block waits at one barrier, none exited (at a grid
-        barrier exited threads are let be: a GPU since Volta does not wait for them,
-        and numba's own examples let threads past the data return before it)."""
+        """Every live thread of the block waits at one barrier; threads that exited count
+        as arrived (the PTX ISA's exit releases a barrier the thread held up, and every
+        GPU since Volta does so): a warning, an error in strict mode. Live threads at
+        different barriers are an error: the GPU hangs or misbehaves."""
         exited = [t for t in range(self.n) if self.finished[t]]
         first = waiting[0]
         kind = self.requests[first][0]
-        if exited and kind != GRID_SYNC:
-            raise self._fail(
-                first,
-                "barrier-divergence",
-                f"cuda.{kind} is reached by {len(waiting)} of the block's {self.n} threads; "
-                f"{len(exited)} exited without reaching it (a barrier must be reached by "
-                f"every thread of the block, or the GPU hangs or misbehaves)",
-                exited[0],
-                "a thread that exited",
-            )
         site = self._where(first)
         for t in waiting[1:]:
             if self.requests[t][0] != kind or self._where(t) != site:
@@ -304,11 +310,31 @@ class BlockRun:
                     t,
                     "a thread waiting at another barrier",
                 )
+        if exited and kind != GRID_SYNC:
+            detail = (
+                f"cuda.{kind} is reached by {len(waiting)} of the block's {self.n} threads; "
+                f"{len(exited)} exited without reaching it"
+            )
+            if self.machine.strict:
+                raise self._fail(
+                    first,
+                    "barrier-divergence",
+                    f"{detail} (strict: a barrier must be reached by every thread of the "
+                    f"block, as the CUDA C++ guide says)",
+                    exited[0],
+                    "a thread that exited",
+                )
+            votes = "" if kind == "syncthreads" else "; they cast no vote"
+            self.machine.warn(
+                "barrier-after-exit",
+                f"{detail}, which count as arrived{votes}",
+                self.machine.place(first, *site),
+            )
 
     def _answer_barrier(self, waiting: list[int]) -> list[int]:
         kind = self.requests[waiting[0]][0]
         if kind not in ("syncthreads", GRID_SYNC):
-            predicates = [bool(self.requests[t][1]) for t in waiting]
+            predicates = [self._vote(t, 1) for t in waiting]
             if kind == "syncthreads_count":
                 result: Any = INT64(sum(predicates))
             elif kind == "syncthreads_and":

@@ -19,6 +19,7 @@ import numpy as np
 from portkit.errors import KernelError
 from portkit.simt import floatmath
 from portkit.simt.fp16 import SIMULATED_FP16
+from portkit.simt.poison import Poison, PoisonUsed
 from portkit.simt.scalars import INT64, NumberCast, as_dtype
 
 if TYPE_CHECKING:
@@ -52,6 +53,8 @@ def _atomic(update: Callable[[Any, Any], Any], sums: bool = False) -> Callable[.
     """``sums``: add and sub, whose float results depend on the order (simt/tally.py)."""
 
     def atomic(array: SimArray, index: Any, value: Any) -> Any:
+        if type(value) is Poison:
+            raise PoisonUsed(value, "used as an atomic's operand")
         value = array.dtype.type(value)  # numba's signature: (dtype, array, index, dtype)
         summand = value if sums else None
         return array.atomic_update(index, lambda old: update(old, value), summand)

@@ -34,6 +34,7 @@ from portkit.simt.overloads import (
 )
 from portkit.simt.schedule import checked
 from portkit.simt.source import has_source
+from portkit.simt.warning_log import SimulatorWarning
 
 
 def _host(kernel: str, parameter: str, value: Any, copies: list[HostCopy]) -> Any:
@@ -123,6 +124,7 @@ class SimulatedKernel(Overloads):
         self._machine: Any = None
         self._sourceless: bool | None = None  # no source to rewrite: numba's simulator
         self.engines: list[Any] = []  # which engine ran each launch, and why
+        self.warnings: list[Any] = []  # the launches' SimWarnings (simt/warning_log.py)
         self.overloads: dict[tuple[Any, ...], Any] = {}
         self.specialized = signature is not None
         for argtypes in declared_signatures(signature) if signature is not None else ():
@@ -211,6 +213,10 @@ class SimulatedKernel(Overloads):
         finally:
             self.engines += machine.engines
             machine.engines.clear()
+            for found in machine.warnings:  # shown as Python warnings, kept on the kernel
+                warnings.warn(SimulatorWarning(found.one_line()), stacklevel=3)
+            self.warnings += machine.warnings
+            machine.warnings.clear()
             machine.records.clear()  # who-wrote-what is for portkit diff; do not keep it
 
     def _run_in_numbas_simulator(self, config: Any, args: Sequence[Any]) -> None:

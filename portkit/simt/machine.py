@@ -9,9 +9,11 @@ answered: a warp operation once every lane named in its mask has arrived, a
 ``syncthreads`` once every thread of the block has. The order is fixed, so the same
 launch on the same inputs runs the same way every time.
 
-Whatever cannot be answered is the kernel's bug, and is reported as such: a barrier
-some threads of the block never reach, a shuffle whose mask names a lane that exited
-or waits elsewhere, a lane that reads from a lane outside the mask.
+Whatever cannot be answered is the kernel's bug, and is reported as such: threads of a
+block waiting at different barriers, a shuffle whose mask names a lane that exited
+or waits elsewhere, a lane that reads from a lane outside the mask. What GPUs run
+right though the CUDA guide leaves it undefined (threads that exited before a
+barrier...) is a warning, kept per launch (simt/warning_log.py; strict: an error).
 """
 
 from __future__ import annotations
@@ -60,14 +62,17 @@ from portkit.simt.records import (
 )
 from portkit.simt.scalars import INT64, as_dtype, widen
 from portkit.simt.schedule import checked, in_order
-from portkit.simt.stamps import line_of, stamp_block, stamp_thread
+from portkit.simt.stamps import line_of, stamp_thread
 from portkit.simt.tally import AtomicTally
 from portkit.simt.transform import Rewriter, SimulatedFunction
+from portkit.simt.reporting import Reporting
+from portkit.simt.second_schedule import Suspect, confirm, other, snapshot
+from portkit.simt.warning_log import SimWarning, WarningLog
 
 ENGINES = (AUTO, LOCKSTEP, PER_THREAD)
 
 
-class Machine:
+class Machine(Reporting):
     """One simulated GPU: the rewritten functions, the launches they make, their records."""
 
     def __init__(
@@ -77,8 +82,18 @@ class Machine:
         engine: str | None = None,
         budget: float | None = None,
         schedule: str | None = None,
+        strict: bool = False,
     ) -> None:
         self.schedule = checked(schedule)  # the order blocks and threads run in
+        # Warnings (simt/warning_log.py) are errors, as the CUDA C++ guide's letter has it.
+        self.strict = strict
+        self.warnings: list[SimWarning] = []  # every launch's, in launch order
+        self._log = WarningLog()  # the running launch's
+        self._kernel = ""  # the running launch's kernel
+        # Reads racing with atomics, for the second schedule (second_schedule.py); None
+        # where the launch keeps no copy of its inputs (then such a race is an error).
+        self._suspects: list[Suspect] | None = None
+        self.confirming = False  # this machine is a second schedule's
         # The session's choice (PORTKIT_SIMT_ENGINE) arrives as ``engine``.
         self.engine = engine or AUTO
         if self.engine not in ENGINES:
@@ -114,6 +129,7 @@ class Machine:
         self._threads = 1
         self.finished_threads: list[bool] = []
         self._shared_bytes = 0
+        self._poison_stores: list[SimulationFault] = []  # see defer_poison_store
 
     # -- launching ----------------------------------------------------------------------
     def launch(
@@ -136,16 +152,32 @@ class Machine:
         stop = bp if bp is not None and bp.kernel == name and name not in self._launched else None
         here = lambda file, line: self.place(self.thread_index, file, line)  # noqa: E731
         spinning = lambda frame: where_spinning(frame, self._lockstep, here)  # noqa: E731
-        with launch_budget(None if stop is not None else self.budget, name, spinning):
-            if blocks is None and stop is None:
-                record = try_lockstep(self, name, dispatcher, config, args)
-                if record is not None:
-                    self._launched.add(name)
-                    return record
-            else:
-                why = "a subset of blocks (diff)" if blocks is not None else "pdb is on"
-                self.engines.append(EngineChoice(name, "per-thread", why))
-            return self.run_per_thread(name, dispatcher, config, args, blocks, stop)
+        self._log, self._kernel = WarningLog(), name
+        inputs = None
+        if not self.confirming and stop is None and blocks is None:
+            inputs = snapshot(dispatcher, args)
+        self._suspects = [] if inputs is not None else None
+        try:
+            with launch_budget(None if stop is not None else self.budget, name, spinning):
+                record = None
+                if blocks is None and stop is None:
+                    record = try_lockstep(self, name, dispatcher, config, args)
+                    if record is not None:
+                        self._launched.add(name)
+                else:
+                    why = "a subset of blocks (diff)" if blocks is not None else "pdb is on"
+                    self.engines.append(EngineChoice(name, "per-thread", why))
+                if record is None:
+                    record = self.run_per_thread(name, dispatcher, config, args, blocks, stop)
+            suspects, self._suspects = self._suspects, None
+            if suspects and inputs is not None:
+                again = Machine(engine=self.engine, budget=self.budget, schedule=other(self))
+                confirm(self, again, name, dispatcher, config, args, inputs, suspects)
+        finally:  # a launch that faults keeps the warnings it gave before
+            self._suspects = None
+            self.warnings += self._log.warnings
+        record.warnings = self._log.warnings
+        return record
 
     def run_per_thread(
         self,
@@ -275,7 +307,11 @@ class Machine:
 
     def settle_shared(self, name: str) -> None:
         """At a barrier and at a block's end: a shared element read before anyone wrote
-        it, and still written by no other thread since, was read uninitialised."""
+        it, and still written by no other thread since, was read uninitialised: an
+        error where its value reached global memory, else a warning (poison.py)."""
+        stores, self._poison_stores = self._poison_stores, []
+        if stores:
+            raise stores[0]
         for array in self._shared.values():
             unwritten = array.settle_unwritten_reads()
             if unwritten is not None:
@@ -283,7 +319,9 @@ class Machine:
                 file, line = line_of(key, list(self.files))
                 dims = tuple(int(v) for v in self.cuda.blockDim)
                 place = Place(self._block, unflatten(stamp_thread(stamp), dims), file, line)
-                raise SimulationFault(name, "uninitialised", detail, place)
+                if self.strict:
+                    raise SimulationFault(name, "uninitialised", detail, place)
+                self.warn("uninitialised-read", detail + " (the value was never used)", place)
 
     # -- allocations the rewritten kernels call ---------------------------------------------
     def _shared_array(self, site: int, name: str, shape: Any, dtype: Any) -> SimArray:
@@ -316,9 +354,11 @@ class Machine:
             else np.full(self._shared_bytes, 0xFF, np.uint8)
         )
         data = raw[: count * dtype.itemsize].view(dtype)
-        same = [a._shadow for a in others if a.dtype.itemsize == dtype.itemsize]
-        shadow = same[0] if same else Shadow(data.size)
-        return SimArray(data, Layout.contiguous((data.size,)), name, SHARED, self, shadow)
+        same = [a for a in others if a.dtype.itemsize == dtype.itemsize]
+        shadow = same[0]._shadow if same else Shadow(data.size)
+        poison = same[0]._poison if same else None
+        layout = Layout.contiguous((data.size,))
+        return SimArray(data, layout, name, SHARED, self, shadow, None, poison)
 
     def _local_array(self, site: int, name: str, shape: Any, dtype: Any) -> SimArray:
         dims = shape_of(shape)
@@ -366,16 +406,7 @@ class Machine:
         if isinstance(exc, MemoryFault):
             other = other_what = None
             if exc.other is not None:
-                stamp, key = exc.other
-                file, line = line_of(key, list(self.files))
-                dims = tuple(int(v) for v in self.cuda.blockDim)
-                grid = tuple(int(v) for v in self.cuda.gridDim)
-                other = Place(
-                    unflatten(stamp_block(stamp), grid),
-                    unflatten(stamp_thread(stamp), dims),
-                    file,
-                    line,
-                )
+                other = self._stamp_place(*exc.other)
                 other_what = "the other access"
             detail = exc.detail
             if exc.kind == "race":

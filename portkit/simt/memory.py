@@ -5,12 +5,15 @@ buffer for shared and local memory) with a shape, strides and an offset, so view
 multi-dimensional indexing work as in numba. Each access is checked:
 
 - bounds, per dimension, negative indices included (a GPU does not wrap them);
-- shared and local memory start poisoned, and reading an element no thread of the
-  block (or, for local memory, this thread) has written is an error;
+- shared and local memory start poisoned: reading an element no thread of the block
+  (or, for local memory, this thread) has written gives a ``Poison`` (poison.py), an
+  error where it is used, a warning where it is dropped;
 - races: every element remembers the last writer and reader as a *stamp*
   (block, barrier epoch, thread), so two threads of a block touching one element
   between two barriers, one of them writing, or two blocks touching one element of
-  global memory with a write among them, is reported with both threads and lines.
+  global memory with a write among them, is reported with both threads and lines
+  (two writes of the same bits, and a read racing with atomics, are judged further:
+  ``_racing_write``, second_schedule.py).
 
 The write stamps of global memory outlive the launch: they are the recorded
 writer map that ``portkit diff`` reads (which block and thread last wrote each element).
@@ -18,13 +21,14 @@ writer map that ``portkit diff`` reads (which block and thread last wrote each e
 
 from __future__ import annotations
 
-import operator
 import sys
 from typing import Any, Protocol
 
 import numpy as np
 
 from portkit.simt.layout import Layout
+from portkit.simt.memory_fault import MemoryFault, as_integer, out_of_bounds, show_index
+from portkit.simt.poison import Poison, PoisonUsed
 from portkit.simt.scalars import INT64, BFloat16, BFloat16Bits, bfloat16_store, widen
 from portkit.simt.shadow import Shadow
 from portkit.simt.stamps import LINE_BITS, NOBODY, ordered
@@ -39,19 +43,18 @@ class StampSource(Protocol):
     stamp: int
     files: dict[str, int]  # source file -> its index in line keys
     tally: AtomicTally
+    strict: bool  # warnings are errors (simt/warning_log.py)
+
+    def memory_warning(
+        self, kind: str, detail: str, frame: Any, other: tuple[int, int] | None = None
+    ) -> None: ...
+
+    def defer_poison_store(self, fault: MemoryFault, frame: Any) -> None: ...
+
+    def suspect_race(self, fault: MemoryFault, frame: Any) -> None: ...
 
 
 GLOBAL, SHARED, LOCAL, CONST = "global", "shared", "local", "constant"
-
-
-class MemoryFault(Exception):
-    """A checked access failed; the machine adds block, thread and source line."""
-
-    def __init__(self, kind: str, detail: str, other: tuple[int, int] | None = None) -> None:
-        super().__init__(detail)
-        self.kind = kind
-        self.detail = detail
-        self.other = other  # (stamp, line key) of the earlier access in a race
 
 
 class SimArray:
@@ -66,6 +69,7 @@ class SimArray:
         machine: StampSource,
         shadow: Shadow | None = None,
         written: bytearray | None = None,
+        poison: dict[int, Poison] | None = None,
     ) -> None:
         self._data = data  # flat, owns or views the memory
         self._layout = layout
@@ -82,6 +86,8 @@ class SimArray:
         self._written = written  # local memory: which elements this thread wrote
         self._cross_block = space == GLOBAL
         self._poisoned = space in (SHARED, LOCAL)
+        # Elements holding an uninitialised value a thread stored (poison.py): flat -> it.
+        self._poison = poison if poison is not None or not self._poisoned else {}
         # How an element read is represented (numba's types) and how a store converts.
         self._bfloat16 = isinstance(data, BFloat16Bits)
         self._read_as = (
@@ -122,7 +128,7 @@ class SimArray:
         if field not in fields or fields[field][0].shape:
             raise AttributeError(f"{type(self).__name__} {self.name} has no field {field!r}")
         parts = (self._layout, f"{self.name}.{field}", self.space, self._machine)
-        return SimArray(self._data[field], *parts, self._shadow, self._written)
+        return SimArray(self._data[field], *parts, self._shadow, self._written, self._poison)
 
     def __repr__(self) -> str:
         return f"<{self.space} array {self.name} {self._data.dtype} {self._shape}>"
@@ -136,9 +142,12 @@ class SimArray:
             return self._view(index)
         shadow = self._shadow
         if shadow is not None:
-            self._check_read(shadow, flat)
-        elif self._written is not None and not self._written[flat]:
-            raise self._uninitialised(index)
+            if self._check_read(shadow, flat) or (self._poison and flat in self._poison):
+                return self._poisoned_read(flat, shadow)
+        elif self._written is not None and (
+            not self._written[flat] or (self._poison and flat in self._poison)
+        ):
+            return self._poisoned_read(flat, None)
         value = self._data[flat]
         read_as = self._read_as
         return read_as(value) if read_as is not None else value
@@ -150,13 +159,23 @@ class SimArray:
                 "unsupported", f"assigning to a slice of {self.name} is not supported"
             )
         if self.space == CONST:
-            raise MemoryFault("const-write", f"write to constant memory {self.name}{_show(index)}")
+            where = f"{self.name}{show_index(index)}"
+            raise MemoryFault("const-write", f"write to constant memory {where}")
         shadow = self._shadow
+        racing = None
         if shadow is not None:
-            self._check_write(shadow, flat)
+            racing = self._check_write(shadow, flat)
         elif self._written is not None:
             self._written[flat] = 1
-        self._data[flat] = bfloat16_store(value) if self._bfloat16 else value
+        before = self._data[flat : flat + 1].tobytes() if racing is not None else b""
+        if type(value) is Poison:
+            self._store_poison(flat, value)
+        else:
+            self._data[flat] = bfloat16_store(value) if self._bfloat16 else value
+            if self._poison:
+                self._poison.pop(flat, None)
+        if racing is not None:
+            self._racing_write(flat, before, racing)
 
     # -- indexing ----------------------------------------------------------------------
     def _element(self, index: Any, access: str) -> int | None:
@@ -166,13 +185,13 @@ class SimArray:
                 if len(index) > self._ndim:
                     raise MemoryFault(
                         "index",
-                        f"{self.name}{_show(index)}: {len(index)} indices into a "
+                        f"{self.name}{show_index(index)}: {len(index)} indices into a "
                         f"{self._ndim}-D array of shape {self._shape}",
                     )
                 return None
             flat = self._offset
             for axis, i in enumerate(index):
-                i = _integer(i, self.name, index)
+                i = as_integer(i, self.name, index)
                 n = self._shape[axis]
                 if not 0 <= i < n:
                     raise self._out_of_bounds(index, access, axis, i, n)
@@ -182,7 +201,7 @@ class SimArray:
             if self._ndim == 0:
                 raise MemoryFault("index", f"{self.name} is 0-D and cannot be indexed")
             return None
-        i = _integer(index, self.name, index)
+        i = as_integer(index, self.name, index)
         if not 0 <= i < self._n0:
             raise self._out_of_bounds(index, access, 0, i, self._n0)
         return self._offset + i * self._s0
@@ -198,7 +217,7 @@ class SimArray:
                 strides.append(self._strides[axis] * step)
                 offset += start * self._strides[axis]
             else:
-                i = _integer(item, self.name, index)
+                i = as_integer(item, self.name, index)
                 if not 0 <= i < n:
                     raise self._out_of_bounds(index, "view", axis, i, n)
                 offset += i * self._strides[axis]
@@ -210,27 +229,35 @@ class SimArray:
             self._machine,
             self._shadow,
             self._written,
+            self._poison,
         )
         return view
 
     # -- checks ------------------------------------------------------------------------
-    def _check_read(self, shadow: Shadow, flat: int) -> None:
+    def _check_read(self, shadow: Shadow, flat: int) -> bool:
+        """Check a read; True when it reads shared memory no thread wrote (poison.py)."""
         me = self._machine.stamp
         written = shadow.writes[flat]
+        unwritten = False
         if written != me:
             if written == NOBODY:
                 if self.space == SHARED:
+                    unwritten = True
                     if flat not in shadow.unwritten_reads:
                         line = _line_key(sys._getframe(2), self._machine.files)
                         shadow.unwritten_reads[flat] = (me, line)
                 elif self._poisoned:
                     raise self._uninitialised(None, flat)
             elif not ordered(written, me, self._cross_block):
-                raise MemoryFault(
+                fault = MemoryFault(
                     "race",
                     f"read of {self.name}[{self._position(flat)}]",
                     (written, shadow.write_lines[flat]),
                 )
+                if flat not in shadow.atomics or self._machine.strict:
+                    raise fault
+                # Racing with atomics only: the second schedule decides (machine.py).
+                self._machine.suspect_race(fault, sys._getframe(2))
         read = shadow.reads[flat]
         line = _line_key(sys._getframe(2), self._machine.files)
         if read == me or read == NOBODY or ordered(read, me, self._cross_block):
@@ -239,17 +266,19 @@ class SimArray:
         else:  # another thread read it concurrently: keep it, and remember this read too
             shadow.reads2[flat] = me
             shadow.read2_lines[flat] = line
+        return unwritten
 
-    def _check_write(self, shadow: Shadow, flat: int) -> None:
+    def _check_write(self, shadow: Shadow, flat: int) -> tuple[int, int] | None:
+        """Check a write; a racing earlier write (its stamp and line key) is returned,
+        to be judged by the value stored (``_racing_write``), a racing read raises."""
         me = self._machine.stamp
         cross_block = self._cross_block
         other = shadow.writes[flat]
+        racing = None
         if other != me and other != NOBODY and not ordered(other, me, cross_block):
-            raise MemoryFault(
-                "race",
-                f"write of {self.name}[{self._position(flat)}] after another thread's write",
-                (other, shadow.write_lines[flat]),
-            )
+            racing = (other, shadow.write_lines[flat])
+        if shadow.atomics:
+            shadow.atomics.discard(flat)
         for other, lines in (
             (shadow.reads[flat], shadow.read_lines),
             (shadow.reads2[flat], shadow.read2_lines),
@@ -268,6 +297,49 @@ class SimArray:
                 )
         shadow.writes[flat] = me
         shadow.write_lines[flat] = _line_key(sys._getframe(2), self._machine.files)
+        return racing
+
+    def _racing_write(self, flat: int, before: bytes, racing: tuple[int, int]) -> None:
+        """A write racing with another thread's: an error when the values differ, a
+        warning when this one stored the same bits (whichever lands last, they stay)."""
+        what = f"write of {self.name}[{self._position(flat)}] after another thread's write"
+        same = self._data[flat : flat + 1].tobytes() == before
+        if not same or self._machine.strict:
+            raise MemoryFault("race", what + ("" if same else " of another value"), racing)
+        detail = f"{what} of the same value, with no barrier between them"
+        self._machine.memory_warning("same-value-race", detail, sys._getframe(2), racing)
+
+    def _poisoned_read(self, flat: int, shadow: Shadow | None) -> Poison:
+        """The value of an uninitialised element (poison.py): a warning for local memory
+        now (an error in strict mode), for shared memory at the next barrier
+        (``settle_unwritten_reads``: another thread may write it first, a race)."""
+        stored = self._poison.get(flat) if self._poison else None
+        if stored is not None:
+            return stored
+        fault = self._uninitialised(None, flat)
+        if shadow is None:  # local memory
+            if self._machine.strict:
+                raise fault
+            self._machine.memory_warning("uninitialised-read", fault.detail, sys._getframe(2))
+            return Poison(self._data[flat], fault.detail)
+        return Poison(self._data[flat], fault.detail, (shadow, flat))
+
+    def _store_poison(self, flat: int, value: Poison) -> None:
+        """Store an uninitialised value: to shared or local memory the element stays
+        uninitialised; to global memory it is used, an error (deferred to the barrier
+        while the shared element it came from may yet be written: then a race)."""
+        if self._poison is None:
+            where = f"{self.name}[{self._position(flat)}]"
+            fault = PoisonUsed(value, f"stored to {self.space} memory {where}")
+            if value.pending is None:
+                raise fault
+            self._machine.defer_poison_store(fault, sys._getframe(2))
+        else:
+            self._poison[flat] = Poison(value.raw, value.origin)
+        try:
+            self._data[flat] = value.raw
+        except (TypeError, ValueError, OverflowError):
+            pass  # a NaN into an integer array: the bits stay as they were
 
     def atomic_update(self, index: Any, update: Any, summand: Any = None) -> Any:
         """Read-modify-write one element as a single indivisible step; returns the old
@@ -276,14 +348,17 @@ class SimArray:
         of global memory (its result depends on the order: simt/tally.py)."""
         flat = self._element(index, "atomic")
         if flat is None:
-            raise MemoryFault("index", f"atomic on {self.name}{_show(index)} needs one element")
+            where = f"{self.name}{show_index(index)}"
+            raise MemoryFault("index", f"atomic on {where} needs one element")
         if self.space == CONST:
             raise MemoryFault("const-write", f"atomic on constant memory {self.name}")
         shadow = self._shadow
         if shadow is not None:
-            if self._poisoned and shadow.writes[flat] == NOBODY:
+            unset = shadow.writes[flat] == NOBODY or flat in (self._poison or ())
+            if self._poisoned and unset:
                 raise self._uninitialised(index)
             shadow.writes[flat] = self._machine.stamp
+            shadow.atomics.add(flat)
             shadow.write_lines[flat] = _line_key(sys._getframe(2), self._machine.files)
         if self._bfloat16:
             raise MemoryFault("unsupported", f"atomics on bfloat16 array {self.name}")
@@ -306,19 +381,8 @@ class SimArray:
         return ", ".join(map(str, coords))
 
     def _out_of_bounds(self, index: Any, access: str, axis: int, i: int, n: int) -> MemoryFault:
-        where = f" (dimension {axis})" if self._ndim > 1 else ""
-        if i < 0:
-            why = (
-                f"negative index {i}{where}; numba on a GPU wraps it to the end of the "
-                f"array and the C twin {access}s memory before it, so the two disagree"
-            )
-        else:
-            why = f"index {i}{where} is past the end (size {n})"
-        return MemoryFault(
-            "out-of-bounds",
-            f"out-of-bounds {access} of {self.space} array {self.name}{_show(index)} "
-            f"of shape {self._shape}: {why}",
-        )
+        where = (self.name, self.space, self._shape)
+        return out_of_bounds(*where, index, access, axis if self._ndim > 1 else None, i, n)
 
     def settle_unwritten_reads(self) -> tuple[int, int, str] | None:
         """At a barrier or the block's end: the first read of an element that no thread
@@ -331,35 +395,13 @@ class SimArray:
         return stamp, line, str(self._uninitialised(None, flat))
 
     def _uninitialised(self, index: Any, flat: int | None = None) -> MemoryFault:
-        shown = _show(index) if index is not None else f"[{self._position(flat or 0)}]"
+        shown = show_index(index) if index is not None else f"[{self._position(flat or 0)}]"
         who = "no thread of this block" if self.space == SHARED else "this thread"
         return MemoryFault(
             "uninitialised",
             f"read of uninitialised {self.space} memory {self.name}{shown}: {who} has "
             f"written it yet",
         )
-
-
-def _integer(value: Any, name: str, index: Any) -> int:
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise MemoryFault(
-            "index",
-            f"{name}{_show(index)}: index {value!r} is {type(value).__name__}, not an integer",
-        ) from None
-
-
-def _show(index: Any) -> str:
-    items = index if type(index) is tuple else (index,)
-    return "[" + ", ".join(_show_item(i) for i in items) + "]"
-
-
-def _show_item(item: Any) -> str:
-    if type(item) is slice:
-        parts = ["" if v is None else str(v) for v in (item.start, item.stop)]
-        return ":".join(parts) + ("" if item.step is None else f":{item.step}")
-    return str(item)
 
 
 def _line_key(frame: Any, files: dict[str, int]) -> int:

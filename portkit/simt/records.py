@@ -75,6 +75,7 @@ class LaunchRecord:
     config: LaunchConfig
     arrays: list[ArrayRecord] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
+    warnings: list[Any] = field(default_factory=list)  # its SimWarnings (warning_log.py)
 
     def coordinates(self, stamp: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
         """(block, thread) of a write stamp."""

@@ -25,6 +25,7 @@ import numpy as np
 
 from portkit.simt import floatmath
 from portkit.simt.fp16 import HalfModule
+from portkit.simt.poison import Poison, PoisonUsed, first_poison
 
 INT64 = np.int64
 FLOAT64 = np.float64
@@ -67,6 +68,8 @@ class NumberCast:
         self._narrow_int = self._type in _NARROW_INTS
 
     def __call__(self, value: Any = 0) -> Any:
+        if type(value) is Poison:  # an uninitialised value stays one (poison.py)
+            return value.like(self, value)
         if self._narrow_int:
             # Wrap to the type's width as a C cast does, then hold it as int64.
             return INT64(np.asarray(value).astype(self.dtype, casting="unsafe"))
@@ -104,20 +107,37 @@ def _promote(values: tuple[Any, ...], result: Any) -> Any:
 def typed_max(*values: Any) -> Any:
     if len(values) == 1:
         values = tuple(values[0])
-    return _promote(values, builtins.max(values))
+    try:
+        return _promote(values, builtins.max(values))
+    except PoisonUsed:  # max of an uninitialised value is one (poison.py)
+        return _poisoned(values)
 
 
 def typed_min(*values: Any) -> Any:
     if len(values) == 1:
         values = tuple(values[0])
-    return _promote(values, builtins.min(values))
+    try:
+        return _promote(values, builtins.min(values))
+    except PoisonUsed:
+        return _poisoned(values)
 
 
-def typed_float(value: Any = 0.0) -> np.float64:
+def _poisoned(values: Any) -> Any:
+    poison = first_poison(values)
+    if poison is None:
+        raise
+    return poison.like(lambda *_: poison.raw)
+
+
+def typed_float(value: Any = 0.0) -> Any:
+    if type(value) is Poison:
+        return value.like(FLOAT64, value)
     return FLOAT64(value)
 
 
-def typed_int(value: Any = 0) -> np.int64:
+def typed_int(value: Any = 0) -> Any:
+    if type(value) is Poison:
+        return value.like(lambda v: INT64(int(v)), value)
     return INT64(int(value))
 
 
@@ -170,6 +190,11 @@ def _typed_math_function(name: str, function: Callable[..., Any]) -> Callable[..
             return kind(floatmath.compute(c_name, np.dtype(kind), *args)[()])
         try:
             result = function(*args)
+        except PoisonUsed:  # a math function of an uninitialised value is one (poison.py)
+            poison = first_poison(args)
+            if poison is None:
+                raise
+            return poison.like(typed, *args)
         except (OverflowError, ValueError, ZeroDivisionError):
             if ufunc is None:
                 raise

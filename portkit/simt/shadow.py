@@ -29,6 +29,7 @@ class Shadow:
         "reads2",
         "read2_lines",
         "unwritten_reads",
+        "atomics",
     )
 
     def __init__(self, size: int, sparse: bool = False, seed: Any = None) -> None:
@@ -37,10 +38,13 @@ class Shadow:
         # later in the same barrier interval, it is a race (a missing barrier); if nobody
         # does by the next barrier or the block's end, it is uninitialised.
         self.unwritten_reads: dict[int, tuple[int, int]] = {}
+        # Elements whose last write was an atomic: a read racing with it is confirmed by
+        # a second schedule (machine.py), not reported at once.
+        self.atomics: set[int] = set()
         if sparse:
             # A few blocks of a big launch: only the elements they touch get an entry.
             # ``seed`` (a LaneShadow) answers the others: what earlier blocks left.
-            for name in self.__slots__[:-1]:
+            for name in self.__slots__[:-2]:
                 if seed is not None and seed.seeds(name):
                     setattr(self, name, _Seeded(seed, name))
                 else:

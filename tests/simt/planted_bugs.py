@@ -86,7 +86,7 @@ def divergent_syncthreads(x, out, n):
     if i < n:
         buf[tid] = x[i]
         cuda.syncthreads()  # BUG: divergent_syncthreads
-        out[i] = buf[THREADS - 1 - tid]
+        out[i] = buf[THREADS - 1 - tid]  # USE: divergent_syncthreads
 
 
 @cuda.jit

@@ -138,12 +138,27 @@ def test_ufunc_over_each_threads_row(engine):
     np.testing.assert_array_equal(out, 2 * x)
 
 
-def test_threads_that_all_write_one_output_race():
+def test_threads_that_all_write_one_output_race_with_the_same_values():
+    """Every thread stores the same values to all of r: whichever lands last, r holds
+    them. A warning (a same-value race), shown as a Python warning; strict: an error."""
     x = np.arange(4, dtype=np.float32)
     from portkit.simt.records import SimulationFault
+    from portkit.simt.warning_log import SimulatorWarning
+
+    kernel = simt.simulate(everyone_writes)
+    r = np.zeros_like(x)
+    with pytest.warns(SimulatorWarning, match=r"\[same-value-race\] kernel everyone_writes"):
+        kernel[1, 2](r, x)
+    np.testing.assert_allclose(r, np.sin(x))
+    assert [w.kind for w in kernel.warnings] == ["same-value-race"]
+    assert kernel.warnings[0].count == 4  # thread 1 rewrites each of the 4 elements
+    from portkit.launch.kernel_set import LaunchConfig
+    from portkit.simt.machine import Machine
 
     with pytest.raises(SimulationFault, match="race"):
-        simt.simulate(everyone_writes)[1, 2](np.zeros_like(x), x)
+        Machine(strict=True).launch(
+            "everyone_writes", everyone_writes, LaunchConfig((1, 1, 1), (2, 1, 1), 0), [r, x]
+        )
 
 
 def test_ufunc_out_keyword_is_refused_as_numba_does():
