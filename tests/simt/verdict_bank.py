@@ -19,6 +19,7 @@ as a wrong result, as the GPU leaves no other trace of an out-of-bounds access.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -829,9 +830,13 @@ def run_in_simulator(entry: Entry, seed: int = 0, strict: bool = False) -> dict[
     from portkit.simt import simulate
 
     buffers = entry.make(np.random.default_rng(seed))
+    kernel = simulate(entry.kernel)
     try:
-        simulate(entry.kernel)[entry.grid, entry.block](*entry.args(buffers))
+        with warnings.catch_warnings():  # kept on the kernel: shown in the verdict instead
+            warnings.simplefilter("ignore")
+            kernel[entry.grid, entry.block](*entry.args(buffers))
     except Exception as exc:  # a simulator report: the kind names the rule
         return {"verdict": "error", "kind": getattr(exc, "kind", type(exc).__name__),
-                "detail": str(exc).splitlines()[0], "wrong": None}
-    return {"verdict": "ok", "kind": "", "detail": "", "wrong": bool(wrong_buffers(entry, buffers))}
+                "detail": str(exc).splitlines()[0], "wrong": None, "warnings": []}
+    return {"verdict": "ok", "kind": "", "detail": "", "wrong": bool(wrong_buffers(entry, buffers)),
+            "warnings": sorted({w.kind for w in kernel.warnings})}
