@@ -14,7 +14,8 @@ from collections.abc import Callable, Iterator
 
 from portkit.mutate.model import Mutant
 
-Edit = tuple[ast.AST, str, str]  # (node whose span is replaced, replacement, description)
+Node = ast.stmt | ast.expr  # what has a span in the source
+Edit = tuple[Node, str, str]  # (node whose span is replaced, replacement, description)
 
 
 def _dotted(node: ast.AST) -> str:
@@ -47,15 +48,15 @@ def _barriers(node: ast.AST) -> Iterator[Edit]:
 
 def _bounds(node: ast.AST) -> Iterator[Edit]:
     if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Lt):
-        new = ast.Compare(node.left, [ast.LtE()], node.comparators)
-        yield node, ast.unparse(new), f"`{ast.unparse(node)}` made `<=`"
+        le = ast.Compare(node.left, [ast.LtE()], node.comparators)
+        yield node, ast.unparse(le), f"`{ast.unparse(node)}` made `<=`"
     if _call_name(node) == "range" and isinstance(node, ast.Call) and node.args:
         at = 1 if len(node.args) >= 2 else 0
         stop = node.args[at]
         args = [*node.args]
         args[at] = _plus_one(stop)
-        new = ast.Call(node.func, args, [])
-        yield node, ast.unparse(new), f"range stop {ast.unparse(stop)} made inclusive (+ 1)"
+        call = ast.Call(node.func, args, [])
+        yield node, ast.unparse(call), f"range stop {ast.unparse(stop)} made inclusive (+ 1)"
 
 
 def _plus_one(node: ast.expr) -> ast.expr:
@@ -149,7 +150,7 @@ OPERATORS: dict[str, Callable[[ast.AST], Iterator[Edit]]] = {
 }
 
 
-def _splice(text: str, offsets: list[int], node: ast.AST, replacement: str) -> str:
+def _splice(text: str, offsets: list[int], node: Node, replacement: str) -> str:
     """``text`` with ``node``'s span replaced; the lines it spanned kept as blank lines."""
     start = offsets[node.lineno - 1] + _column(text, offsets, node.lineno, node.col_offset)
     end_line = node.end_lineno or node.lineno
@@ -185,6 +186,7 @@ def prototype_mutants(text: str, file: str, kinds: set[str] | None = None) -> li
         for node in nodes:
             for target, replacement, description in operator(node):
                 source = _splice(text, offsets, target, replacement)
-                line = getattr(target, "lineno", 0)
-                mutants.append(Mutant(kind, "prototype", file, line, description, source))
+                mutants.append(
+                    Mutant(kind, "prototype", file, target.lineno, description, source)
+                )
     return mutants
