@@ -123,10 +123,23 @@ def _bounds(line: CodeLine) -> Iterator[Edit]:
     if line.code.lstrip().startswith(("#", "template")):
         return
     for m in _LESS.finditer(line.code):
-        left = re.findall(r"[\w.\]\[)(]+", line.code[: m.start()])
-        right = re.findall(r"[\w.]+", line.code[m.end() :])
-        what = f"{left[-1] if left else ''} < {right[0] if right else ''}".strip()
-        yield m.start(), m.end(), "<=", f"`{what}` made `<=`"
+        left = _operand(line.code[: m.start()][::-1], opening=")]")[::-1]
+        what = f"{left} < {_operand(line.code[m.end() :], opening='([')}"
+        yield m.start(), m.end(), "<=", f"`{what.strip()}` made `<=`"
+
+
+def _operand(text: str, opening: str) -> str:
+    """The operand at the start of ``text`` (given reversed for a left operand): up to a
+    bracket that closes at depth 0, `&&`, `||`, `;`, `,`, `?` or an assignment's `=`."""
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch in "()[]":
+            depth += 1 if ch in opening else -1
+        assignment = ch == "=" and "=" not in text[i - 1 : i] + text[i + 1 : i + 2]
+        assignment = assignment and text[i - 1 : i] not in ("<", ">", "!")
+        if depth < 0 or (depth == 0 and (ch in ";,?" or assignment or text[i : i + 2] in ("&&", "||"))):
+            return text[:i].strip()
+    return text.strip()
 
 
 def _indices(line: CodeLine) -> Iterator[Edit]:

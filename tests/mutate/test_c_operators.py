@@ -52,6 +52,8 @@ def test_bound_makes_each_less_than_a_less_or_equal():
     # `template <typename T>`, `<<` and casts are not comparisons
     assert all("template" not in text for _, text in found)
     assert len(found) == 3
+    described = {m.description for m in mutants("bound")}
+    assert described == {"`p < packs` made `<=`", "`c < n` made `<=`", "`i < n` made `<=`"}
 
 
 def test_index_shifts_a_plain_subscript_but_not_a_declaration():
