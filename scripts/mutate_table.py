@@ -46,7 +46,8 @@ def table(folder: Path) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     kinds: dict[str, Counter[str]] = {k: Counter() for k in KINDS}
-    for path in sorted(folder.glob("*.json"), key=lambda p: OPS.index(p.stem) if p.stem in OPS else 99):
+    order = {op: i for i, op in enumerate(OPS)}
+    for path in sorted(folder.glob("*.json"), key=lambda p: order.get(p.stem, len(OPS))):
         text = path.read_text().strip()
         if not text:
             continue

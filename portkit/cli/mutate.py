@@ -43,6 +43,7 @@ DEFAULT_MUTANT_BUDGET = 60.0
     help="At most N mutants per op, taken in turn from each kind and side.",
 )
 @click.option("--quick", is_flag=True, help="Only the non-large cases.")
+@click.option("--case", "case_names", multiple=True, help="Only cases with this name (repeatable).")
 @click.option(
     "--max-survivors",
     type=click.FloatRange(0, 1),
@@ -60,6 +61,7 @@ def mutate(
     kinds: tuple[str, ...],
     limit: int | None,
     quick: bool,
+    case_names: tuple[str, ...],
     max_survivors: float,
     verbose: bool,
     as_json: bool,
@@ -99,14 +101,21 @@ def mutate(
         raise click.UsageError("--kinds needs a kind, e.g. --kinds barrier")
     check_kinds(chosen)
     ops = [catalog.get(n) for n in (catalog.names if all_ops else op_names)]
+    if case_names:
+        for op in ops if op_names else ():
+            if not op.has_any_case(case_names):
+                op.case(case_names[0])  # raises, naming the op and listing its cases
+        ops = [op for op in ops if op.has_any_case(case_names)]
     if not ops:
-        click.echo(f"nothing ran: no ops in {config.prototypes_dir}", err=True)
+        why = f"no op has case(s) {', '.join(case_names)}" if case_names else "no ops"
+        click.echo(f"nothing ran: {why} in {config.prototypes_dir}", err=True)
         sys.exit(EXIT_NOTHING_RAN)
     console = make_console(stderr=as_json)
     backends = create_all(config)
     runs, planned, scores = [], [], []
     for op in ops:
-        run = MutationRun(op, config, backends, quick)
+        own = frozenset(c.name for c in op.definition.cases if c.name in case_names)
+        run = MutationRun(op, config, backends, quick, own)
         score = OpScore(op.name)
         for side, chosen_backends in run.sides.items():
             if not chosen_backends:

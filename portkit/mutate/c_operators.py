@@ -137,7 +137,8 @@ def _operand(text: str, opening: str) -> str:
             depth += 1 if ch in opening else -1
         assignment = ch == "=" and "=" not in text[i - 1 : i] + text[i + 1 : i + 2]
         assignment = assignment and text[i - 1 : i] not in ("<", ">", "!")
-        if depth < 0 or (depth == 0 and (ch in ";,?" or assignment or text[i : i + 2] in ("&&", "||"))):
+        logical = text[i : i + 2] in ("&&", "||")
+        if depth < 0 or (depth == 0 and (ch in ";,?" or assignment or logical)):
             return text[:i].strip()
     return text.strip()
 

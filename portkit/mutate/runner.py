@@ -92,9 +92,11 @@ class MutationRun:
     config: ProjectConfig
     backends: Sequence[Backend]
     quick: bool = False
+    case_names: frozenset[str] = frozenset()  # only these cases (`--case`); none: all
 
     def __post_init__(self) -> None:
-        self.cases: list[Case] = [c for _, c in plan_suite([self.op], set(), self.quick)]
+        plan = plan_suite([self.op], set(self.case_names), self.quick)
+        self.cases: list[Case] = [case for _, case in plan]
         self.sides = side_backends(self.backends, self.op)
 
     def baseline(self) -> CheckResult | None:
@@ -195,4 +197,6 @@ def check_kinds(kinds: set[str]) -> None:
 
     unknown = sorted(kinds - set(KINDS))
     if unknown:
-        raise PortkitError(f"unknown mutation kind(s) {', '.join(unknown)}; kinds: {', '.join(KINDS)}")
+        raise PortkitError(
+            f"unknown mutation kind(s) {', '.join(unknown)}; kinds: {', '.join(KINDS)}"
+        )
