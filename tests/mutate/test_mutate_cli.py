@@ -41,9 +41,9 @@ def test_kind_names_of_the_cli_are_the_model_kinds():
 
 @needs_cxx
 def test_guards_removed_are_killed_by_cases_past_the_block(make_project, sources, cli):
-    root = make_project(
-        {"mg1": (sources.unary_op("mg1", cases=EDGE_CASES), sources.unary_twin("mg1"))}
-    )
+    # a print() at import (run again for every prototype mutant) must not corrupt --json
+    noisy = 'print("hello from mg1")\n' + sources.unary_op("mg1", cases=EDGE_CASES)
+    root = make_project({"mg1": (noisy, sources.unary_twin("mg1"))})
     before = {p: p.read_text() for p in root.rglob("*.py")} | {
         p: p.read_text() for p in root.rglob("*.cu")
     }
@@ -55,6 +55,7 @@ def test_guards_removed_are_killed_by_cases_past_the_block(make_project, sources
     assert by["prototype"].startswith("sim forward float32-n1")
     assert by["twin"].startswith("twin-cpu forward")
     assert any("out-of-bounds" in m["detail"] for m in op["mutants"])
+    assert "hello from mg1" in result.stderr
     after = {p: p.read_text() for p in before}
     assert after == before  # the user's files were never written
 
