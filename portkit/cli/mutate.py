@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import click
 
@@ -18,6 +20,13 @@ from portkit.cli.context import (
     make_console,
     user_errors,
 )
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from portkit.mutate.report import OpScore
+    from portkit.project.config import ProjectConfig
+    from portkit.project.discovery import Op
 
 # Kinds, kept here (not imported from portkit.mutate) so that --help imports only click;
 # tests/mutate/test_cli.py checks that they match portkit.mutate.model.KINDS.
@@ -86,10 +95,8 @@ def mutate(
       portkit mutate softmax --kinds barrier,shuffle --quick
       portkit mutate --all --limit 20 --quick --json
     """
-    from portkit.backends import create_all
-    from portkit.cli.render import progress_bar
-    from portkit.mutate.report import OpScore, print_scores, too_many_survivors
-    from portkit.mutate.runner import MutationRun, check_kinds, mutants_of, run_mutants, select
+    from portkit.mutate.report import print_scores, too_many_survivors
+    from portkit.mutate.runner import check_kinds, private_cache
 
     emit = json_output(as_json)
     session = load_project(budget if budget is not None else DEFAULT_MUTANT_BUDGET)
@@ -111,34 +118,8 @@ def mutate(
         click.echo(f"nothing ran: {why} in {config.prototypes_dir}", err=True)
         sys.exit(EXIT_NOTHING_RAN)
     console = make_console(stderr=as_json)
-    backends = create_all(config)
-    runs, planned, scores = [], [], []
-    for op in ops:
-        own = frozenset(c.name for c in op.definition.cases if c.name in case_names)
-        run = MutationRun(op, config, backends, quick, own)
-        score = OpScore(op.name)
-        for side, chosen_backends in run.sides.items():
-            if not chosen_backends:
-                score.skipped.append(f"{side} not mutated: no {side} backend runs it here")
-        found = [m for m in mutants_of(op, config, chosen or None) if run.sides.get(m.side)]
-        score.generated = len(found)
-        runs.append(run)
-        planned.append(select(found, limit))
-        scores.append(score)
-    broken = []
-    with progress_bar(console, sum(len(p) + 1 for p in planned), "mutating") as advance:
-        for run, mutants, score in zip(runs, planned, scores):
-            advance(f"{run.op.name}: the unmutated op")
-            failure = run.baseline()
-            if failure is not None:
-                broken.append(
-                    f"{run.op.name} fails its own check before any mutation "
-                    f"({failure.backend} {failure.check} {failure.case}); fix it first"
-                )
-                for _ in mutants:
-                    advance(f"{run.op.name}: skipped")
-                continue
-            score.results = run_mutants(run, mutants, advance)
+    with private_cache(config) as scratch:
+        scores, broken = _mutate_ops(ops, scratch, chosen, limit, quick, case_names, console)
     print_scores(scores, console, verbose)
     for line in broken:
         console.print(f"[red]{line}[/]", soft_wrap=True)
@@ -161,3 +142,49 @@ def mutate(
     if broken or failing:
         sys.exit(EXIT_FAILED_CHECKS)
     sys.exit(0 if ran else EXIT_NOTHING_RAN)
+
+
+def _mutate_ops(
+    ops: Sequence[Op],
+    config: ProjectConfig,
+    kinds: set[str],
+    limit: int | None,
+    quick: bool,
+    case_names: tuple[str, ...],
+    console: Console,
+) -> tuple[list[OpScore], list[str]]:
+    """Each op's score, and a line for each op that fails its own checks (not mutated)."""
+    from portkit.backends import create_all
+    from portkit.cli.render import progress_bar
+    from portkit.mutate.report import OpScore
+    from portkit.mutate.runner import MutationRun, mutants_of, run_mutants, select
+
+    backends = create_all(config)
+    runs, planned, scores = [], [], []
+    for op in ops:
+        own = frozenset(c.name for c in op.definition.cases if c.name in case_names)
+        run = MutationRun(op, config, backends, quick, own)
+        score = OpScore(op.name)
+        for side, chosen_backends in run.sides.items():
+            if not chosen_backends:
+                score.skipped.append(f"{side} not mutated: no {side} backend runs it here")
+        found = [m for m in mutants_of(op, config, kinds or None) if run.sides.get(m.side)]
+        score.generated = len(found)
+        runs.append(run)
+        planned.append(select(found, limit))
+        scores.append(score)
+    broken: list[str] = []
+    with progress_bar(console, sum(len(p) + 1 for p in planned), "mutating") as advance:
+        for run, mutants, score in zip(runs, planned, scores):
+            advance(f"{run.op.name}: the unmutated op")
+            failure = run.baseline()
+            if failure is not None:
+                broken.append(
+                    f"{run.op.name} fails its own check before any mutation "
+                    f"({failure.backend} {failure.check} {failure.case}); fix it first"
+                )
+                for _ in mutants:
+                    advance(f"{run.op.name}: skipped")
+                continue
+            score.results = run_mutants(run, mutants, advance)
+    return scores, broken

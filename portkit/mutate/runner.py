@@ -192,6 +192,17 @@ def run_mutants(
     return results
 
 
+@contextmanager
+def private_cache(config: ProjectConfig) -> Iterator[ProjectConfig]:
+    """``config`` with a cache folder of its own, removed afterwards: every twin mutant is
+    a build of its own, and hundreds of them would fill the user's twin cache."""
+    folder = Path(tempfile.mkdtemp(prefix="portkit-mutate-cache-"))
+    try:
+        yield replace(config, cache_dir=folder)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def check_kinds(kinds: set[str]) -> None:
     from portkit.mutate.model import KINDS
 
