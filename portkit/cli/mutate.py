@@ -14,7 +14,6 @@ import click
 from portkit.cli.context import (
     EXIT_FAILED_CHECKS,
     EXIT_NOTHING_RAN,
-    budget_option,
     json_output,
     load_project,
     make_console,
@@ -31,8 +30,9 @@ if TYPE_CHECKING:
 # Kinds, kept here (not imported from portkit.mutate) so that --help imports only click;
 # tests/mutate/test_cli.py checks that they match portkit.mutate.model.KINDS.
 KIND_NAMES = ("barrier", "bound", "index", "int32", "atomic", "accum", "tail", "shuffle", "guard")
-# Seconds one simulated launch of a mutant may run: a mutant that spins (a loop bound
-# made unreachable) is stopped and counted killed by the budget, not waited on for 300 s.
+# Seconds one simulated launch of a mutant may run with --quick (no GPU-sized case, whose
+# launches take minutes on a CPU): a mutant that spins is stopped and counted killed by
+# the budget, not waited on for the project's sim-budget (300 s by default).
 DEFAULT_MUTANT_BUDGET = 60.0
 
 
@@ -61,7 +61,14 @@ DEFAULT_MUTANT_BUDGET = 60.0
     help="Exit 1 when more than this share of an op's mutants that ran survived.",
 )
 @click.option("-v", "--verbose", is_flag=True, help="A row for every mutant, killed ones too.")
-@budget_option
+@click.option(
+    "--budget",
+    type=click.FloatRange(min=0, max=1e9),
+    metavar="SECONDS",
+    help="Stop a mutant's simulated launch that runs longer than this: it is killed by the "
+    f"budget (default with --quick: {DEFAULT_MUTANT_BUDGET:g}; else [tool.portkit] "
+    "sim-budget, as check: GPU-sized cases take minutes; 0: no limit).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 @user_errors
 def mutate(
@@ -99,7 +106,9 @@ def mutate(
     from portkit.mutate.runner import check_kinds, private_cache
 
     emit = json_output(as_json)
-    session = load_project(budget if budget is not None else DEFAULT_MUTANT_BUDGET)
+    if budget is None and quick:
+        budget = DEFAULT_MUTANT_BUDGET
+    session = load_project(budget)
     config, catalog = session.config, session.catalog
     if all_ops == bool(op_names):
         raise click.UsageError("name one or more OPs, or pass --all")
