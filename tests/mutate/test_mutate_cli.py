@@ -155,20 +155,27 @@ def test_mutate_help_imports_nothing_heavy():
     assert "--max-survivors" in proc.stdout
 
 
-def test_the_case_added_to_rmsnorm_kills_the_dropped_row_sum_barrier():
-    """docs/mutate.md: row_sum's second barrier (prototypes/rmsnorm.py) dropped survived
-    every case until float32-20x1000 (a 4-warp backward block looping over rows)."""
+@pytest.mark.parametrize(
+    "op_name, line, older",
+    [
+        ("rmsnorm", 72, ("float32-37x64", "float32-4x1000")),
+        ("add_rmsnorm", 98, ("float32-37x64", "float16-150x41", "float32-4x1000")),
+    ],
+)
+def test_the_case_added_kills_the_dropped_row_sum_barrier(op_name, line, older):
+    """docs/mutate.md: row_sum's second barrier dropped survived every case until
+    float32-20x1000 (4-warp backward blocks looping over rows)."""
     from portkit.backends import create_all
     from portkit.mutate.runner import MutationRun, mutants_of, run_mutants
     from portkit.project.session import Session
 
     session = Session.from_environment(REPO)
-    op = session.op("rmsnorm")
+    op = session.op(op_name)
     sim = create_all(session.config, ["sim"])
     (barrier,) = [
         m
         for m in mutants_of(op, session.config, {"barrier"})
-        if m.file == "prototypes/rmsnorm.py" and m.line == 72
+        if m.file == f"prototypes/{op_name}.py" and m.line == line
     ]
 
     def judged(*cases: str):
@@ -176,7 +183,7 @@ def test_the_case_added_to_rmsnorm_kills_the_dropped_row_sum_barrier():
         (result,) = run_mutants(run, [barrier])
         return result
 
-    assert judged("float32-37x64", "float32-4x1000").status == SURVIVED
+    assert judged(*older).status == SURVIVED
     found = judged("float32-20x1000")
     assert (found.status, found.by) == (KILLED, "sim backward float32-20x1000")
     assert "data race" in found.detail
