@@ -58,6 +58,8 @@ def test_guards_removed_are_killed_by_cases_past_the_block(make_project, sources
     assert "hello from mg1" in result.stderr
     after = {p: p.read_text() for p in before}
     assert after == before  # the user's files were never written
+    # and the mutants' twin builds went to a cache folder of the run's own
+    assert not (root / ".portkit-cache" / "twins-cpu").exists()
 
 
 @needs_cxx
