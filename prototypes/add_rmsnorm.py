@@ -252,6 +252,11 @@ def _cases():
     cases.append(
         portkit.cases.custom("bfloat16-2x8203", [(2, 8203)] * 2 + [(8203,)], "bfloat16", seed=8)
     )
+    # 20x1000 float32: backward blocks of one 4-warp row that loop over rows (16 blocks for
+    # 20 rows), so row_sum's second barrier is what keeps the next row's sums from
+    # overwriting this row's before every warp has read them (150x41 loops with one warp a
+    # row). Added because `portkit mutate` dropped that barrier unseen (docs/mutate.md).
+    cases.append(portkit.cases.custom("float32-20x1000", [(20, 1000)] * 2 + [(1000,)], seed=9))
     return cases + BENCH
 
 

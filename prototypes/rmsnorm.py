@@ -177,6 +177,11 @@ def _cases():
         for i, (r, c) in enumerate(shapes)
     ]
     cases.append(portkit.cases.custom("float32-2x8200", [(2, 8200), (8200,)], seed=5))
+    # 20x1000 float32: a backward block of 4 warps that loops over rows (16 blocks for
+    # 20 rows), so row_sum's second barrier is what keeps the next row's sums from
+    # overwriting this row's before every warp has read them. Added because `portkit
+    # mutate rmsnorm` dropped that barrier and no other case noticed (docs/mutate.md).
+    cases.append(portkit.cases.custom("float32-20x1000", [(20, 1000), (1000,)], seed=6))
     shape = [(4096, 4096), (4096,)]
     # The lockstep engine has no bfloat16 arithmetic, and per thread this case would take
     # about an hour on a 2-core CI machine (64 of its rows: 40-80 s; docs/scale.md).

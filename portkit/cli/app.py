@@ -14,6 +14,7 @@ from portkit.cli.diff import diff_command
 from portkit.cli.export import export_command
 from portkit.cli.lint import lint
 from portkit.cli.list import list_ops
+from portkit.cli.mutate import mutate
 from portkit.cli.port import port_command
 from portkit.cli.sim import sim
 from portkit.cli.watch import watch_command
@@ -43,6 +44,7 @@ def main() -> None:
       portkit bench --all       torch, prototype and twin timed side by side (GPU)
       pytest prototypes         the same suite as generated pytest tests
       portkit export sigmoid --out build/k   the twins as a package without portkit
+      portkit mutate sigmoid    do the cases catch mutants of the twin and prototype?
     """
 
 
@@ -50,6 +52,7 @@ for _command in (list_ops, sim, check, compile_command, lint, diff_command, benc
     main.add_command(_command)
 main.add_command(port_command)
 main.add_command(watch_command)
+main.add_command(mutate)
 
 
 if __name__ == "__main__":  # pragma: no cover
