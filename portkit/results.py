@@ -30,6 +30,9 @@ class CheckResult:
     status: Outcome
     detail: str = ""  # why it failed or was skipped, or a note on a pass
     seconds: float = 0.0
+    # The largest error over its bound among the tensors compared (below 1 passes);
+    # None where nothing was compared. `portkit check --seeds N` reports the worst.
+    margin: float | None = None
 
     @property
     def failed(self) -> bool:

@@ -26,9 +26,9 @@ from portkit.checking.contributions import Contributions, counting_run, from_mac
 from portkit.checking.op_contract import differentiable, gradient_positions, no_gradient_notes
 from portkit.checking.op_contract import label as contract_label
 from portkit.checking.op_contract import tolerance as declared_or_default
-from portkit.checking.order_bound import compare_bounded
-from portkit.checking.reference_run import reference_run
+from portkit.checking.reference_run import ControlRuns, control_run, reference_run
 from portkit.checking.schedules import other_schedule
+from portkit.checking.tensor_check import Control, check_tensor
 from portkit.errors import (
     BackwardContractError,
     DtypeError,
@@ -86,6 +86,8 @@ class CaseRunner:
     settings: CheckSettings = field(default_factory=CheckSettings)
     # Float atomic sums per output and gradient (check/contributions.py), counted once.
     _contributions: Contributions | None = None
+    # The measured control's reference runs per device (check/control.py), or why not.
+    _controls: dict[str, ControlRuns | str] = field(default_factory=dict)
 
     # -- bookkeeping -------------------------------------------------------------
     def record(
@@ -96,17 +98,27 @@ class CaseRunner:
         detail: str = "",
         t0: float | None = None,
         case: str = "",
+        margin: float | None = None,
     ) -> None:
         seconds = time.perf_counter() - t0 if t0 is not None else 0.0
         self.results.append(
             CheckResult(
-                self.op.name, case or self.case.name, backend, check, status, detail, seconds
+                self.op.name,
+                case or self.case.name,
+                backend,
+                check,
+                status,
+                detail,
+                seconds,
+                margin,
             )
         )
 
     @property
     def reproduce(self) -> str:
         rerun = self.rerun or f"portkit check {self.op.name} --case {self.case.name}"
+        if self.case.seed_round and not self.rerun:  # one of --seeds N's rounds
+            rerun += f" --seeds {self.case.seed_round + 1}"
         return f" [seed {self.case.seed}; reproduce: {rerun}]"
 
     def build_failed(self, backend: str) -> bool:
@@ -134,6 +146,20 @@ class CaseRunner:
         if isinstance(found, ReferenceFailure):
             raise found
         return found
+
+    def control(self, device: str) -> ControlRuns | None:
+        """The reference in float64 and in the kernels' precision (check/control.py), once
+        per device; None (the dtype table applies) where the reference cannot run so."""
+        if device not in self._controls:
+            inputs = self.differentiable(self.inputs(device))
+            try:
+                self._controls[device] = control_run(
+                    self.op, self.case, inputs, self.op.definition.has_backward
+                )
+            except Exception as exc:  # e.g. a reference op without a float64 kernel
+                self._controls[device] = f"{type(exc).__name__}: {exc}"
+        found = self._controls[device]
+        return found if isinstance(found, ControlRuns) else None
 
     def reference_failed(self, name: str, device: str) -> bool:
         """Whether the reference raised on ``device``; if so ``name`` is marked as not
@@ -219,8 +245,9 @@ class CaseRunner:
         machine = backend.machine  # declared on Backend: None unless portkit simulates it
         counted = self.contributions(backend, machine, outputs)
         notes: list[str] = []
+        margins: list[float] = []
         problems = self.compare_all(
-            "output", outputs, expected_outputs, (name, "reference"), counted, notes
+            "output", outputs, expected_outputs, (name, "reference"), counted, notes, margins
         )
         problems += self.modified_inputs(inputs, originals, "forward")
         if isinstance(backend, PortkitSimulator):  # float atomics: their other order too
@@ -242,6 +269,7 @@ class CaseRunner:
             Outcome.FAIL if problems else Outcome.PASS,
             "\n".join(problems or notes),
             t0,
+            margin=max(margins, default=None),
         )
         run.outputs = tuple(o.detach() for o in outputs)
 
@@ -256,12 +284,14 @@ class CaseRunner:
                 return run
             counted = self.contributions(backend, machine, outputs, grads)
             notes = no_gradient_notes(self.op, self.case)
+            margins = []
             problems = self.compare_all(
-                "grad", grads, expected_grads, (name, "reference"), counted, notes
+                "grad", grads, expected_grads, (name, "reference"), counted, notes, margins
             )
             problems += self.modified_inputs(inputs, originals, "backward")
             detail = "\n".join(problems or notes)
-            self.record(name, "backward", Outcome.FAIL if problems else Outcome.PASS, detail, t0)
+            outcome = Outcome.FAIL if problems else Outcome.PASS
+            self.record(name, "backward", outcome, detail, t0, margin=max(margins, default=None))
             run.grads = grads
             if self.case.gradcheck:
                 # The simulator is slow; gradcheck's fast mode checks one random
@@ -295,12 +325,14 @@ class CaseRunner:
         sides: tuple[str, str],
         counted: Contributions | None = None,
         notes: list[str] | None = None,
+        margins: list[float] | None = None,
     ) -> list[str]:
         """Problems of ``actual`` (made by ``sides[0]``) against ``expected`` (by
         ``sides[1]``: "reference" or a twin's name); ``kind`` "output" or "grad".
-        Elements float atomics summed (``counted``) meet the summation-order bound
+        Against the reference, floats meet the measured control (check/control.py);
+        elements float atomics summed (``counted``) meet the summation-order bound
         (check/order_bound.py); its passing verdicts and any declared tolerance used go
-        to ``notes``, so that a pass shows them too."""
+        to ``notes``, so that a pass shows them too; each tensor's margin to ``margins``."""
         grad = kind == "grad"
         if len(actual) != len(expected):
             what = "grads" if grad else "outputs"
@@ -310,6 +342,7 @@ class CaseRunner:
         if counted is not None and counted.note and counted.note not in notes:
             notes.append(counted.note)
         positions = gradient_positions(self.op, self.case) if grad else range(len(actual))
+        controls = self.controls_for(kind, sides[1], actual)
         problems = []
         for index, (position, a, e) in enumerate(zip(positions, actual, expected)):
             label = contract_label(self.op, grad, position)
@@ -325,10 +358,30 @@ class CaseRunner:
             if tolerance.reason:
                 notes.append(f"{label}: {tolerance.describe()}")
             bound = bounds[index] if index < len(bounds) else None
-            found, passed = compare_bounded(label, a, e, tolerance, bound, sides, self.reproduce)
-            problems += found
-            notes += passed
+            control = controls[index] if index < len(controls) else None
+            verdict = check_tensor(label, a, e, tolerance, bound, sides, self.reproduce, control)
+            problems += verdict.problems
+            notes += verdict.notes
+            if margins is not None:
+                margins.append(verdict.margin)
         return problems
+
+    def controls_for(self, kind: str, against: str, actual: Sequence) -> list[Control | None]:
+        """The measured control of each tensor compared against the reference."""
+        devices = [t.device.type for t in actual if t is not None]
+        if against != "reference" or not devices:
+            return []
+        runs = self.control(devices[0])
+        if runs is None:
+            return []
+        grad = kind == "grad"
+        wide = runs.wide_grads if grad else runs.wide_outputs
+        low = runs.low_grads if grad else runs.low_outputs
+        factor = self.op.definition.error_factor[1 if grad else 0]
+        return [
+            Control(w, lo, runs.low_dtype, factor) if w is not None and lo is not None else None
+            for w, lo in zip(wide, low)
+        ]
 
     def contributions(
         self,
@@ -382,12 +435,13 @@ class CaseRunner:
                 counted = self.contributions(proto.backend)
                 sides = (proto.backend.name, twin.backend.name)
                 notes: list[str] = []
+                margins: list[float] = []
                 problems = self.compare_all(
-                    "output", proto.outputs, twin.outputs, sides, counted, notes
+                    "output", proto.outputs, twin.outputs, sides, counted, notes, margins
                 )
                 if proto.grads and twin.grads:
                     problems += self.compare_all(
-                        "grad", proto.grads, twin.grads, sides, counted, notes
+                        "grad", proto.grads, twin.grads, sides, counted, notes, margins
                     )
                 self.record(
                     proto.backend.name,
@@ -395,6 +449,7 @@ class CaseRunner:
                     Outcome.FAIL if problems else Outcome.PASS,
                     "\n".join(problems or notes),
                     t0,
+                    margin=max(margins, default=None),
                 )
 
 
