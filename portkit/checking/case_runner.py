@@ -21,17 +21,21 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from portkit.backends.sim import PortkitSimulator
-from portkit.checking.compare import identical
 from portkit.checking.contributions import Contributions, counting_run, from_machine
-from portkit.checking.op_contract import differentiable, gradient_positions, no_gradient_notes
+from portkit.checking.op_contract import (
+    differentiable,
+    gradient_positions,
+    modified_inputs,
+    no_gradient_notes,
+    require_reference_dtypes,
+)
 from portkit.checking.op_contract import label as contract_label
 from portkit.checking.op_contract import tolerance as declared_or_default
 from portkit.checking.reference_run import ControlRuns, control_run, reference_run
 from portkit.checking.schedules import other_schedule
-from portkit.checking.tensor_check import Control, check_tensor
+from portkit.checking.tensor_check import Control, check_tensor, controls
 from portkit.errors import (
     BackwardContractError,
-    DtypeError,
     ReferenceFailure,
     TwinCompileError,
     TwinSignatureError,
@@ -241,7 +245,7 @@ class CaseRunner:
         except Exception as exc:  # a kernel's or launcher's error fails this check only
             self.record(name, "forward", Outcome.FAIL, f"{describe(exc)}{self.reproduce}", t0)
             return None
-        self.require_reference_dtypes(name, outputs, expected_outputs)
+        require_reference_dtypes(self.op, self.case, name, outputs, expected_outputs)
         machine = backend.machine  # declared on Backend: None unless portkit simulates it
         counted = self.contributions(backend, machine, outputs)
         notes: list[str] = []
@@ -249,7 +253,7 @@ class CaseRunner:
         problems = self.compare_all(
             "output", outputs, expected_outputs, (name, "reference"), counted, notes, margins
         )
-        problems += self.modified_inputs(inputs, originals, "forward")
+        problems += modified_inputs(inputs, originals, "forward")
         if isinstance(backend, PortkitSimulator):  # float atomics: their other order too
             problems += other_schedule(
                 self.op,
@@ -288,7 +292,7 @@ class CaseRunner:
             problems = self.compare_all(
                 "grad", grads, expected_grads, (name, "reference"), counted, notes, margins
             )
-            problems += self.modified_inputs(inputs, originals, "backward")
+            problems += modified_inputs(inputs, originals, "backward")
             detail = "\n".join(problems or notes)
             outcome = Outcome.FAIL if problems else Outcome.PASS
             self.record(name, "backward", outcome, detail, t0, margin=max(margins, default=None))
@@ -371,17 +375,7 @@ class CaseRunner:
         devices = [t.device.type for t in actual if t is not None]
         if against != "reference" or not devices:
             return []
-        runs = self.control(devices[0])
-        if runs is None:
-            return []
-        grad = kind == "grad"
-        wide = runs.wide_grads if grad else runs.wide_outputs
-        low = runs.low_grads if grad else runs.low_outputs
-        factor = self.op.definition.error_factor[1 if grad else 0]
-        return [
-            Control(w, lo, runs.low_dtype, factor) if w is not None and lo is not None else None
-            for w, lo in zip(wide, low)
-        ]
+        return controls(self.control(devices[0]), kind == "grad", self.op.definition.error_factor)
 
     def contributions(
         self,
@@ -401,56 +395,11 @@ class CaseRunner:
             self._contributions = counting_run(self.op, self.case, backend.config)
         return self._contributions
 
-    def require_reference_dtypes(self, name: str, outputs: Sequence, expected: Sequence) -> None:
-        """A reference and an implementation that return different dtypes break the
-        contract (no tolerance can compare them): an OpDefinitionError, not a failed row."""
-        for index, (a, e) in enumerate(zip(outputs, expected)):
-            if a.dtype != e.dtype:
-                raise DtypeError(
-                    f"op {self.op.name}, case {self.case.name}: output {index} of the {name} "
-                    f"implementation is {str(a.dtype)[6:]} but the reference returns "
-                    f"{str(e.dtype)[6:]}; cast in the reference or the launcher so they agree"
-                )
-
-    def modified_inputs(
-        self, inputs: Sequence[torch.Tensor], originals: Sequence[torch.Tensor], stage: str
-    ) -> list[str]:
-        return [
-            f"input {i} was modified by the {stage} (kernels must not write their inputs)"
-            for i, (t, o) in enumerate(zip(inputs, originals))
-            if not identical(t.detach(), o)
-        ]
-
     # -- prototype against twin --------------------------------------------------
     def cross_compare(self, runs: Sequence[ImplementationRun]) -> None:
-        twins = [r for r in runs if r.backend.role == "twin"]
-        prototypes = [r for r in runs if r.backend.role == "prototype"]
-        for twin in twins:
-            for proto in prototypes:
-                if proto.backend.device != twin.backend.device or not proto.outputs:
-                    continue
-                if not twin.outputs:
-                    continue
-                t0 = time.perf_counter()
-                counted = self.contributions(proto.backend)
-                sides = (proto.backend.name, twin.backend.name)
-                notes: list[str] = []
-                margins: list[float] = []
-                problems = self.compare_all(
-                    "output", proto.outputs, twin.outputs, sides, counted, notes, margins
-                )
-                if proto.grads and twin.grads:
-                    problems += self.compare_all(
-                        "grad", proto.grads, twin.grads, sides, counted, notes, margins
-                    )
-                self.record(
-                    proto.backend.name,
-                    f"vs {twin.backend.name}",
-                    Outcome.FAIL if problems else Outcome.PASS,
-                    "\n".join(problems or notes),
-                    t0,
-                    margin=max(margins, default=None),
-                )
+        from portkit.checking.twin_compare import cross_compare
+
+        cross_compare(self, runs)
 
 
 def parameter_names(op: Op) -> dict[str, list[str]]:

@@ -203,7 +203,10 @@ def control_compare(
     def fig(t: torch.Tensor, flat: int) -> float:
         return float(t.reshape(-1)[flat])
 
-    worst = (0,) * 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+    nowhere: tuple[int, ...] = ()
+    worst: tuple[tuple[int, ...], float, float, float, float, float, float] = (
+        nowhere, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+    )
     if a.numel():
         worst = point(at) + (
             fig(err, at),
@@ -223,7 +226,7 @@ def control_compare(
         low=str(low_dtype).removeprefix("torch."),
         dtype=str(actual.dtype).removeprefix("torch."),
         margin=float(flat_ratio.max()) if flat_ratio.numel() else 0.0,
-        worst=worst,  # type: ignore[arg-type]
+        worst=worst,
         first=first,
         sides=sides,
         nonfinite=int((bad & ~finite).sum()),

@@ -20,6 +20,8 @@ from portkit.checking.order_bound import OrderBound, compare_bounded, compare_su
 if TYPE_CHECKING:
     import torch
 
+    from portkit.checking.reference_run import ControlRuns
+
 
 @dataclass(frozen=True)
 class Control:
@@ -88,6 +90,21 @@ def check_tensor(
         verdict.problems.append(result.report(reproduce))
     verdict.margin = max(verdict.margin, result.margin)
     return verdict
+
+
+def controls(
+    runs: ControlRuns | None, grad: bool, factors: tuple[float, float]
+) -> list[Control | None]:
+    """Each output's (or gradient's) control from the reference's control runs."""
+    if runs is None:
+        return []
+    wide = runs.wide_grads if grad else runs.wide_outputs
+    low = runs.low_grads if grad else runs.low_outputs
+    factor = factors[1 if grad else 0]
+    return [
+        Control(w, lo, runs.low_dtype, factor) if w is not None and lo is not None else None
+        for w, lo in zip(wide, low)
+    ]
 
 
 def measurable(control: Control) -> bool:

@@ -47,9 +47,10 @@ def test_statuses_are_written_as_plain_strings(make_project, sources, cli):
     statuses = {(r["backend"], r["check"]): r["status"] for r in rows}
     assert statuses[("sim", "forward")] == "fail"
     assert statuses[("twin", "run")] == "skip"  # no GPU here, or twin-less on one
-    assert all(
-        list(r) == ["op", "case", "backend", "check", "status", "detail", "seconds"] for r in rows
-    )
+    fields = ["op", "case", "backend", "check", "status", "detail", "seconds", "margin"]
+    assert all(list(r) == fields for r in rows)
+    # A compared row carries its margin (largest error over its bound); others None.
+    assert {(r["backend"], r["check"]): r["margin"] for r in rows}[("twin", "run")] is None
     assert '"status": "fail",' in text and '"status": "skip",' in text
 
 
