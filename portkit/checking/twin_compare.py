@@ -6,16 +6,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Any
 
 from portkit.results import Outcome
 
-if TYPE_CHECKING:
-    from portkit.checking.case_runner import CaseRunner, ImplementationRun
 
-
-def cross_compare(runner: CaseRunner, runs: Sequence[ImplementationRun]) -> None:
-    """One ``vs <twin>`` row per prototype and twin that ran on one device."""
+def cross_compare(runner: Any, runs: Sequence[Any]) -> None:
+    """One ``vs <twin>`` row per prototype and twin that ran on one device. ``runner`` is
+    the case's ``CaseRunner`` and ``runs`` its ``ImplementationRun``s (case_runner.py,
+    which calls this: typed loosely so that the two modules do not import each other)."""
     twins = [r for r in runs if r.backend.role == "twin"]
     prototypes = [r for r in runs if r.backend.role == "prototype"]
     for twin in twins:
