@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from portkit.backends.sim import PortkitSimulator
 from portkit.checking.contributions import Contributions, counting_run, from_machine
+from portkit.checking.control import controlled
 from portkit.checking.op_contract import (
     differentiable,
     gradient_positions,
@@ -372,9 +373,10 @@ class CaseRunner:
 
     def controls_for(self, kind: str, against: str, actual: Sequence) -> list[Control | None]:
         """The measured control of each tensor compared against the reference."""
-        devices = [t.device.type for t in actual if t is not None]
-        if against != "reference" or not devices:
+        floats = [t for t in actual if t is not None and controlled(t.dtype)]
+        if against != "reference" or not floats:  # nothing the control would bound
             return []
+        devices = [t.device.type for t in floats]
         return controls(self.control(devices[0]), kind == "grad", self.op.definition.error_factor)
 
     def contributions(
