@@ -94,3 +94,13 @@ def test_a_wrong_twin_fails_with_ulps_and_multiples_of_torchs_error(make_project
 def test_segment_sum_passes_check(check_op):
     result, rows = check_op("segment_sum")
     assert result.exit_code == 0, [r for r in rows if r["status"] == "fail"]
+
+
+def test_bench_does_not_grow_a_case_that_makes_its_own_inputs(make_project, load_op):
+    from portkit.bench.scaling import at_shapes, gpu_sized
+    from portkit.errors import PortkitError
+
+    _, op = load_op(make_project({"segment_sum": (PROTOTYPE, None)}), "segment_sum")
+    assert gpu_sized(op).name == "float32-cancelling"  # the largest, left at its own size
+    with pytest.raises(PortkitError, match=r"case float32-cancelling makes its own inputs"):
+        at_shapes(op, ((8192 * 32, 1),))
