@@ -33,6 +33,9 @@ class CheckResult:
     # Simulator warnings of this check's launches (simt/warning_log.py ``as_dict``):
     # kernel, kind, detail, block, thread, file, line, rule, count. Never a failure.
     warnings: tuple[dict, ...] = ()
+    # The largest error over its bound among the tensors compared (below 1 passes);
+    # None where nothing was compared. `portkit check --seeds N` reports the worst.
+    margin: float | None = None
 
     @property
     def failed(self) -> bool:

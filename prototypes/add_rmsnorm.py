@@ -216,9 +216,11 @@ def add_rmsnorm_bwd_w(part, dw, parts, cols):
 
 
 def reference(x, residual, w):
-    h = x.float() + residual.float()
+    # float32 for half precision (as the kernels), float64 for the control's float64 run
+    wide = torch.promote_types(x.dtype, torch.float32)
+    h = x.to(wide) + residual.to(wide)
     r = torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + EPS)
-    return (h * r * w.float()).to(x.dtype), h.to(x.dtype)
+    return (h * r * w.to(wide)).to(x.dtype), h.to(x.dtype)
 
 
 def _rows_bytes(x, residual, w, tensors):

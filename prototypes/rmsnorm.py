@@ -162,9 +162,10 @@ def rmsnorm_bwd_w(part, dw, parts, cols):
 
 
 def reference(x, w):
-    wide = x.float()
+    # float32 for half precision (as the kernels), float64 for the control's float64 run
+    wide = x.to(torch.promote_types(x.dtype, torch.float32))
     r = torch.rsqrt(wide.pow(2).mean(-1, keepdim=True) + EPS)
-    return (wide * r * w.float()).to(x.dtype)
+    return (wide * r * w.to(wide.dtype)).to(x.dtype)
 
 
 def _cases():

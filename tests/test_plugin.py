@@ -223,3 +223,14 @@ def test_gpu_items_without_a_gpu_are_skipped_with_their_reason(pytester, project
     for line in summary:  # "SKIPPED [n] prototypes/op.py: <reason>"
         reason = line.split(": ", 1)[1]
         assert reason in (reasons["numba"], reasons["twin"]) or "GPU" in reason, line
+
+
+def test_portkit_seeds_runs_every_case_with_n_seeds_and_lists_the_worst_margins(
+    pytester, project
+):
+    result = run(pytester, "-m", "sim", "--portkit-seeds", "3", "-k", GOOD)
+    assert result.parseoutcomes()["passed"] == 3
+    text = "\n".join(result.outlines)
+    assert "portkit: worst margin over 3 seeds (1 = the bound)" in text
+    margins = re.findall(rf"^([\d.e+-]+)  prototypes/{GOOD}\.py::sim\[", text, re.M)
+    assert len(margins) == 3 and all(0 <= float(m) < 1 for m in margins), text

@@ -175,6 +175,11 @@ def _ranks(case: Case) -> tuple[int, ...]:
 
 def _rescaled(op: Op, base: Case, given: Shapes) -> ScaledCase:
     """``base`` with its first ``len(given)`` inputs at ``given``, the others following."""
+    if base.inputs is not None:  # its own function draws them, at its own shapes only
+        raise PortkitError(
+            f"op {op.name}: case {base.name} makes its own inputs (inputs=), which cannot "
+            f"follow a new shape; declare bench= cases, or use kinds= for structured inputs"
+        )
     peers = [c for c in (*op.definition.bench, *op.definition.cases) if _ranks(c) == _ranks(base)]
     sources = [(k, j) for k, shape in enumerate(given) for j in range(len(shape))]
     shapes = list(given)

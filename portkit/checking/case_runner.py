@@ -21,18 +21,23 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from portkit.backends.sim import PortkitSimulator
-from portkit.checking.compare import identical
 from portkit.checking.contributions import Contributions, counting_run, from_machine
-from portkit.checking.op_contract import differentiable, gradient_positions, no_gradient_notes
+from portkit.checking.control import controlled
+from portkit.checking.op_contract import (
+    differentiable,
+    gradient_positions,
+    modified_inputs,
+    no_gradient_notes,
+    require_reference_dtypes,
+)
 from portkit.checking.op_contract import label as contract_label
 from portkit.checking.op_contract import tolerance as declared_or_default
-from portkit.checking.order_bound import compare_bounded
-from portkit.checking.reference_run import reference_run
+from portkit.checking.reference_run import ControlRuns, control_run, reference_run
 from portkit.checking.schedules import other_schedule
 from portkit.checking.sim_warnings import taken
+from portkit.checking.tensor_check import Control, check_tensor, controls
 from portkit.errors import (
     BackwardContractError,
-    DtypeError,
     ReferenceFailure,
     TwinCompileError,
     TwinSignatureError,
@@ -87,6 +92,8 @@ class CaseRunner:
     settings: CheckSettings = field(default_factory=CheckSettings)
     # Float atomic sums per output and gradient (check/contributions.py), counted once.
     _contributions: Contributions | None = None
+    # The measured control's reference runs per device (check/control.py), or why not.
+    _controls: dict[str, ControlRuns | str] = field(default_factory=dict)
 
     # -- bookkeeping -------------------------------------------------------------
     def record(
@@ -97,15 +104,18 @@ class CaseRunner:
         detail: str = "",
         t0: float | None = None,
         case: str = "",
+        margin: float | None = None,
         warnings: tuple[dict, ...] = (),
     ) -> None:
         seconds = time.perf_counter() - t0 if t0 is not None else 0.0
         row = (self.op.name, case or self.case.name, backend, check, status, detail, seconds)
-        self.results.append(CheckResult(*row, warnings))
+        self.results.append(CheckResult(*row, warnings=warnings, margin=margin))
 
     @property
     def reproduce(self) -> str:
         rerun = self.rerun or f"portkit check {self.op.name} --case {self.case.name}"
+        if self.case.seed_round and not self.rerun:  # one of --seeds N's rounds
+            rerun += f" --seeds {self.case.seed_round + 1}"
         return f" [seed {self.case.seed}; reproduce: {rerun}]"
 
     def build_failed(self, backend: str) -> bool:
@@ -133,6 +143,20 @@ class CaseRunner:
         if isinstance(found, ReferenceFailure):
             raise found
         return found
+
+    def control(self, device: str) -> ControlRuns | None:
+        """The reference in float64 and in the kernels' precision (check/control.py), once
+        per device; None (the dtype table applies) where the reference cannot run so."""
+        if device not in self._controls:
+            inputs = self.differentiable(self.inputs(device))
+            try:
+                self._controls[device] = control_run(
+                    self.op, self.case, inputs, self.op.definition.has_backward
+                )
+            except Exception as exc:  # e.g. a reference op without a float64 kernel
+                self._controls[device] = f"{type(exc).__name__}: {exc}"
+        found = self._controls[device]
+        return found if isinstance(found, ControlRuns) else None
 
     def reference_failed(self, name: str, device: str) -> bool:
         """Whether the reference raised on ``device``; if so ``name`` is marked as not
@@ -215,14 +239,15 @@ class CaseRunner:
             detail = f"{describe(exc)}{self.reproduce}"
             self.record(name, "forward", Outcome.FAIL, detail, t0, warnings=taken(backend))
             return None
-        self.require_reference_dtypes(name, outputs, expected_outputs)
+        require_reference_dtypes(self.op, self.case, name, outputs, expected_outputs)
         machine = backend.machine  # declared on Backend: None unless portkit simulates it
         counted = self.contributions(backend, machine, outputs)
         notes: list[str] = []
+        margins: list[float] = []
         problems = self.compare_all(
-            "output", outputs, expected_outputs, (name, "reference"), counted, notes
+            "output", outputs, expected_outputs, (name, "reference"), counted, notes, margins
         )
-        problems += self.modified_inputs(inputs, originals, "forward")
+        problems += modified_inputs(inputs, originals, "forward")
         if isinstance(backend, PortkitSimulator):  # float atomics: their other order too
             problems += other_schedule(
                 self.op,
@@ -243,6 +268,7 @@ class CaseRunner:
             "\n".join(problems or notes),
             t0,
             warnings=taken(backend),
+            margin=max(margins, default=None),
         )
         run.outputs = tuple(o.detach() for o in outputs)
 
@@ -258,13 +284,15 @@ class CaseRunner:
                 return run
             counted = self.contributions(backend, machine, outputs, grads)
             notes = no_gradient_notes(self.op, self.case)
+            margins = []
             problems = self.compare_all(
-                "grad", grads, expected_grads, (name, "reference"), counted, notes
+                "grad", grads, expected_grads, (name, "reference"), counted, notes, margins
             )
-            problems += self.modified_inputs(inputs, originals, "backward")
+            problems += modified_inputs(inputs, originals, "backward")
             detail = "\n".join(problems or notes)
-            status = Outcome.FAIL if problems else Outcome.PASS
-            self.record(name, "backward", status, detail, t0, warnings=taken(backend))
+            outcome = Outcome.FAIL if problems else Outcome.PASS
+            margin = max(margins, default=None)
+            self.record(name, "backward", outcome, detail, t0, margin=margin, warnings=taken(backend))
             run.grads = grads
             if self.case.gradcheck:
                 # The simulator is slow; gradcheck's fast mode checks one random
@@ -298,12 +326,14 @@ class CaseRunner:
         sides: tuple[str, str],
         counted: Contributions | None = None,
         notes: list[str] | None = None,
+        margins: list[float] | None = None,
     ) -> list[str]:
         """Problems of ``actual`` (made by ``sides[0]``) against ``expected`` (by
         ``sides[1]``: "reference" or a twin's name); ``kind`` "output" or "grad".
-        Elements float atomics summed (``counted``) meet the summation-order bound
+        Against the reference, floats meet the measured control (check/control.py);
+        elements float atomics summed (``counted``) meet the summation-order bound
         (check/order_bound.py); its passing verdicts and any declared tolerance used go
-        to ``notes``, so that a pass shows them too."""
+        to ``notes``, so that a pass shows them too; each tensor's margin to ``margins``."""
         grad = kind == "grad"
         if len(actual) != len(expected):
             what = "grads" if grad else "outputs"
@@ -313,6 +343,7 @@ class CaseRunner:
         if counted is not None and counted.note and counted.note not in notes:
             notes.append(counted.note)
         positions = gradient_positions(self.op, self.case) if grad else range(len(actual))
+        controls = self.controls_for(kind, sides[1], actual)
         problems = []
         for index, (position, a, e) in enumerate(zip(positions, actual, expected)):
             label = contract_label(self.op, grad, position)
@@ -328,10 +359,21 @@ class CaseRunner:
             if tolerance.reason:
                 notes.append(f"{label}: {tolerance.describe()}")
             bound = bounds[index] if index < len(bounds) else None
-            found, passed = compare_bounded(label, a, e, tolerance, bound, sides, self.reproduce)
-            problems += found
-            notes += passed
+            control = controls[index] if index < len(controls) else None
+            verdict = check_tensor(label, a, e, tolerance, bound, sides, self.reproduce, control)
+            problems += verdict.problems
+            notes += verdict.notes
+            if margins is not None:
+                margins.append(verdict.margin)
         return problems
+
+    def controls_for(self, kind: str, against: str, actual: Sequence) -> list[Control | None]:
+        """The measured control of each tensor compared against the reference."""
+        floats = [t for t in actual if t is not None and controlled(t.dtype)]
+        if against != "reference" or not floats:  # nothing the control would bound
+            return []
+        devices = [t.device.type for t in floats]
+        return controls(self.control(devices[0]), kind == "grad", self.op.definition.error_factor)
 
     def contributions(
         self,
@@ -351,54 +393,11 @@ class CaseRunner:
             self._contributions = counting_run(self.op, self.case, backend.config)
         return self._contributions
 
-    def require_reference_dtypes(self, name: str, outputs: Sequence, expected: Sequence) -> None:
-        """A reference and an implementation that return different dtypes break the
-        contract (no tolerance can compare them): an OpDefinitionError, not a failed row."""
-        for index, (a, e) in enumerate(zip(outputs, expected)):
-            if a.dtype != e.dtype:
-                raise DtypeError(
-                    f"op {self.op.name}, case {self.case.name}: output {index} of the {name} "
-                    f"implementation is {str(a.dtype)[6:]} but the reference returns "
-                    f"{str(e.dtype)[6:]}; cast in the reference or the launcher so they agree"
-                )
-
-    def modified_inputs(
-        self, inputs: Sequence[torch.Tensor], originals: Sequence[torch.Tensor], stage: str
-    ) -> list[str]:
-        return [
-            f"input {i} was modified by the {stage} (kernels must not write their inputs)"
-            for i, (t, o) in enumerate(zip(inputs, originals))
-            if not identical(t.detach(), o)
-        ]
-
     # -- prototype against twin --------------------------------------------------
     def cross_compare(self, runs: Sequence[ImplementationRun]) -> None:
-        twins = [r for r in runs if r.backend.role == "twin"]
-        prototypes = [r for r in runs if r.backend.role == "prototype"]
-        for twin in twins:
-            for proto in prototypes:
-                if proto.backend.device != twin.backend.device or not proto.outputs:
-                    continue
-                if not twin.outputs:
-                    continue
-                t0 = time.perf_counter()
-                counted = self.contributions(proto.backend)
-                sides = (proto.backend.name, twin.backend.name)
-                notes: list[str] = []
-                problems = self.compare_all(
-                    "output", proto.outputs, twin.outputs, sides, counted, notes
-                )
-                if proto.grads and twin.grads:
-                    problems += self.compare_all(
-                        "grad", proto.grads, twin.grads, sides, counted, notes
-                    )
-                self.record(
-                    proto.backend.name,
-                    f"vs {twin.backend.name}",
-                    Outcome.FAIL if problems else Outcome.PASS,
-                    "\n".join(problems or notes),
-                    t0,
-                )
+        from portkit.checking.twin_compare import cross_compare
+
+        cross_compare(self, runs)
 
 
 def parameter_names(op: Op) -> dict[str, list[str]]:

@@ -5,9 +5,17 @@ both read it, so they label and bound the same comparison the same way."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from portkit.checking.compare import REFERENCE_TOLERANCE, TWIN_TOLERANCE, Tolerance, tolerance_for
+from portkit.checking.compare import (
+    REFERENCE_TOLERANCE,
+    TWIN_TOLERANCE,
+    Tolerance,
+    identical,
+    tolerance_for,
+)
+from portkit.errors import DtypeError
 from portkit.project.dtypes import is_float
 from portkit.project.tolerances import pick_tolerance
 from portkit.torch_op.layout import no_gradient_inputs
@@ -72,4 +80,29 @@ def no_gradient_notes(op: Op, case: Case) -> list[str]:
     return [
         f"{op.definition.input_label(i)}: no gradient ({why})"
         for i, why in sorted(no_gradient(op, case).items())
+    ]
+
+
+def require_reference_dtypes(
+    op: Op, case: Case, name: str, outputs: Sequence, expected: Sequence
+) -> None:
+    """A reference and an implementation that return different dtypes break the
+    contract (no tolerance can compare them): an OpDefinitionError, not a failed row."""
+    for index, (a, e) in enumerate(zip(outputs, expected)):
+        if a.dtype != e.dtype:
+            raise DtypeError(
+                f"op {op.name}, case {case.name}: output {index} of the {name} "
+                f"implementation is {str(a.dtype)[6:]} but the reference returns "
+                f"{str(e.dtype)[6:]}; cast in the reference or the launcher so they agree"
+            )
+
+
+def modified_inputs(
+    inputs: Sequence[torch.Tensor], originals: Sequence[torch.Tensor], stage: str
+) -> list[str]:
+    """Inputs a kernel wrote (kernels must not write their inputs)."""
+    return [
+        f"input {i} was modified by the {stage} (kernels must not write their inputs)"
+        for i, (t, o) in enumerate(zip(inputs, originals))
+        if not identical(t.detach(), o)
     ]

@@ -86,10 +86,19 @@ class OrderedComparison:
     worst: tuple[tuple[int, ...], float, float, float, float]  # index, got, expected, err, bound
     first: tuple[tuple[tuple[int, ...], float, float, float], ...]  # index, got, expected, bound
     sides: tuple[str, str] = ("", "")  # who got and who expected ("sim", "twin-cpu")
+    formula: str = "atol + rtol*S + 2*gamma_n*S"  # what the bound is made of, for the report
 
     @property
     def failed(self) -> bool:
         return self.bad > 0
+
+    @property
+    def margin(self) -> float:
+        """The worst element's error over its bound (< 1 passes)."""
+        if self.failed:
+            return float("inf")
+        *_, err, bound = self.worst
+        return err / bound if bound > 0 else (0.0 if err == 0 else float("inf"))
 
     @property
     def label(self) -> str:
@@ -113,7 +122,7 @@ class OrderedComparison:
         )
         return (
             f"{self.label}: {self.bad} of {self.summed} summed elements differ by more than "
-            f"the summation-order bound (atol + rtol*S + 2*gamma_n*S, docs/design.md); worst "
+            f"the summation-order bound ({self.formula}, docs/design.md); worst "
             f"[{where}] err {err:.3g}, bound {bound:.2g}; first: {shown}{seed_note}"
         )
 
@@ -128,15 +137,21 @@ class BoundErrors:
 
 
 def bound_errors(
-    actual: torch.Tensor, expected: torch.Tensor, tolerance: Tolerance, bound: OrderBound
+    actual: torch.Tensor,
+    expected: torch.Tensor,
+    tolerance: Tolerance,
+    bound: OrderBound,
+    allowed: torch.Tensor | None = None,
 ) -> BoundErrors:
-    """The summed elements against the bound: NaN equals NaN, an infinity only itself."""
+    """The summed elements against the bound (``allowed``: a bound computed elsewhere,
+    the measured control's): NaN equals NaN, an infinity only itself."""
     import torch
 
     summed = bound.count > 0
     a = actual.detach().cpu().to(torch.float64)
     e = expected.detach().cpu().to(torch.float64)
-    allowed = allowed_error(bound, expected, tolerance)
+    if allowed is None:
+        allowed = allowed_error(bound, expected, tolerance)
     nan_a, nan_e = torch.isnan(a), torch.isnan(e)
     finite = torch.isfinite(a) & torch.isfinite(e)
     err = torch.where(finite, (a - e).abs(), torch.zeros_like(a))
@@ -153,6 +168,8 @@ def compare_summed(
     bound: OrderBound,
     got_by: str = "",
     expected_by: str = "",
+    allowed: torch.Tensor | None = None,
+    formula: str = "",
 ) -> tuple[torch.Tensor, OrderedComparison]:
     """The elements ``bound`` counts, against it. Returns ``actual`` with those elements
     replaced by ``expected``'s (for the plain comparison of the rest) and the verdict;
@@ -161,7 +178,7 @@ def compare_summed(
 
     summed = bound.count > 0
     a, e = actual.detach().cpu(), expected.detach().cpu()
-    errors = bound_errors(a, e, tolerance, bound)
+    errors = bound_errors(a, e, tolerance, bound, allowed)
     bad, err, allowed = errors.bad, errors.err, errors.allowed
     ratio = torch.where(summed, err / allowed.clamp_min(1e-300), -1.0)
     ratio = torch.where(bad, torch.inf, ratio)
@@ -183,8 +200,9 @@ def compare_summed(
         worst,
         first,
         (got_by, expected_by),
+        *((formula,) if formula else ()),
     )
-    return torch.where(summed, e, a), verdict
+    return torch.where(summed, e.to(a.dtype), a), verdict
 
 
 def compare_bounded(

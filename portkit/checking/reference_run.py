@@ -12,9 +12,11 @@ to. A native run still decides the output dtypes and the seeded upstream gradien
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from portkit.checking.control import low_precision
 from portkit.errors import ReferenceFailure
 from portkit.launch.op_inputs import as_tuple
 from portkit.project.cases import make_grad_outputs
@@ -103,3 +105,51 @@ def _grads(case: Case, native: Sequence, outputs: Sequence, inputs: Sequence) ->
     wanted = [t for t in inputs if t.requires_grad]
     grads = torch.autograd.grad(outputs, wanted, grad_outputs, allow_unused=True)
     return tuple(g.detach() if g is not None else None for g in grads)
+
+
+@dataclass(frozen=True)
+class ControlRuns:
+    """The reference in float64 (``wide``: outputs and gradients unrounded) and in the
+    precision the kernels compute in (``low``: rounded to the native dtypes), for the
+    measured control (check/control.py). ``low_dtype`` is the low run's float dtype."""
+
+    wide_outputs: tuple
+    wide_grads: tuple
+    low_outputs: tuple
+    low_grads: tuple
+    low_dtype: torch.dtype
+
+
+def control_run(
+    op: Op, case: Case, inputs: Sequence[torch.Tensor], backward: bool
+) -> ControlRuns:
+    """Two more runs of the reference for the control; raises what the reference raises
+    (the caller falls back to the dtype table: a reference that cannot run in float64)."""
+    import torch
+
+    definition = op.definition
+    native = as_tuple(definition.reference(*inputs, *case.extra))
+    floats = [t.dtype for t in inputs if t.dtype.is_floating_point]
+    low_dtype = low_precision(floats[0]) if floats else torch.float32
+
+    def run(dtype_of: Callable[[torch.dtype], torch.dtype]) -> tuple[tuple, tuple]:
+        copies = [
+            t.detach().to(dtype_of(t.dtype)).requires_grad_(t.requires_grad)
+            if t.dtype.is_floating_point
+            else t
+            for t in inputs
+        ]
+        outputs = as_tuple(definition.reference(*copies, *case.extra))
+        grads = _grads(case, native, outputs, copies) if backward else ()
+        return tuple(o.detach() for o in outputs), grads
+
+    wide_outputs, wide_grads = run(lambda d: torch.float64)
+    low_outputs, low_grads = run(low_precision)
+    wanted = [t for t in inputs if t.requires_grad]
+    return ControlRuns(
+        wide_outputs,
+        wide_grads,
+        tuple(o.to(n.dtype) for o, n in zip(low_outputs, native)),
+        tuple(g.to(t.dtype) if g is not None else None for g, t in zip(low_grads, wanted)),
+        low_dtype,
+    )

@@ -83,6 +83,14 @@ EXIT_SANITIZER_SKIPPED = EXIT_NOTHING_RAN
     default=None,
     help="Where --sanitize keeps the raw logs (default: the cache dir's sanitize/<time>).",
 )
+@click.option(
+    "--seeds",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Run every case with N seeds (its own and the next N-1) and report the worst "
+    "margin per check: the largest error over its bound, 1 being the bound.",
+)
 @budget_option
 @strict_option
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
@@ -99,6 +107,7 @@ def check(
     sanitize: tuple[str, ...],
     sanitize_log_dir: Path | None,
     as_json: bool,
+    seeds: int = 1,
     budget: float | None = None,
     strict: bool = False,
 ) -> None:
@@ -123,6 +132,7 @@ def check(
       portkit check softmax --case float64-gradcheck -v
       portkit check vector_add --sanitize memcheck
       portkit check --all --sanitize all --json
+      portkit check --all --quick --seeds 20  # the worst margin of each check
     """
     from portkit.backends import create_all
     from portkit.checking.harness import plan_suite, run_suite
@@ -154,15 +164,28 @@ def check(
     if backend_names and not names:
         raise click.UsageError("--backend needs a backend name, e.g. --backend sim")
     backends = create_all(config, names or None)
-    with progress_bar(console, len(plan) + (0 if no_compile else len(ops)), "checking") as advance:
-        results = run_suite(
-            plan,
-            backends,
-            config,
-            compile_first=not no_compile,
-            advance=advance,
-        )
+    margins: list = []
+    steps = len(plan) * seeds + (0 if no_compile else len(ops))
+    with progress_bar(console, steps, "checking") as advance:
+        if seeds > 1:
+            from portkit.checking.seeds import run_seeds
+
+            results, margins = run_seeds(
+                plan, backends, config, seeds, compile_first=not no_compile, advance=advance
+            )
+        else:
+            results = run_suite(
+                plan,
+                backends,
+                config,
+                compile_first=not no_compile,
+                advance=advance,
+            )
     failed = print_results(results, console, verbose)
+    if margins:
+        console.print(f"worst margin per check over {seeds} seeds (1 = the bound):")
+        for worst in margins:
+            console.print(f"  {worst.line()}", soft_wrap=True, markup=False)
     idle = None if failed else nothing_ran(results)
     if idle:
         console.print(f"nothing ran: {idle}", soft_wrap=True)
@@ -176,12 +199,23 @@ def check(
 
         from portkit.checking.sim_warnings import distinct_warnings
 
-        document = {
-            "results": [asdict(r) for r in results],
+        report: dict = {
+            "results": [_finite(asdict(r)) for r in results],
             "warnings": len(distinct_warnings(results)),  # as the summary line counts them
         }
-        emit(json.dumps(document, indent=1))
+        if margins:
+            report["worst_margins"] = [_finite(asdict(w)) for w in margins]
+        emit(json.dumps(report, indent=1))
     sys.exit(EXIT_FAILED_CHECKS if failed else EXIT_NOTHING_RAN if idle else 0)
+
+
+def _finite(row: dict) -> dict:
+    """Strict JSON has no Infinity: a margin past every bound (NaN/Inf where the other
+    side differs) is written "inf"."""
+    margin = row.get("margin")
+    if isinstance(margin, float) and margin == float("inf"):
+        row["margin"] = "inf"
+    return row
 
 
 def nothing_ran(results: Sequence[CheckResult]) -> str | None:

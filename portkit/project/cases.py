@@ -7,7 +7,7 @@ the device), so a seed printed in a failure reproduces it anywhere.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -17,8 +17,33 @@ if TYPE_CHECKING:
 from typing import Any
 
 from portkit.project.dtypes import DEFAULT_OP_DTYPES, DTYPES, is_float, torch_dtype
+from portkit.project.input_kinds import (
+    InputKind,
+    bounded,
+    duplicates,
+    indices,
+    offsets,
+    permutation,
+    positive,
+)
 
-__all__ = ["DTYPES", "Case", "custom", "elementwise", "make_inputs", "rows", "torch_dtype"]
+__all__ = [
+    "DTYPES",
+    "Case",
+    "bounded",
+    "custom",
+    "duplicates",
+    "elementwise",
+    "indices",
+    "make_inputs",
+    "offsets",
+    "permutation",
+    "positive",
+    "rows",
+    "torch_dtype",
+]
+# A case's own input maker: (CPU generator, the case's torch dtype, device) -> tensors.
+InputMaker = Callable[..., Sequence["torch.Tensor"]]
 
 # Sizes around a block of 128 and one that is not a multiple of any block size.
 EDGE_SIZES = (0, 1, 127, 128, 129, 1000)
@@ -50,6 +75,14 @@ class Case:
     input_dtypes: tuple[str, ...] = ()
     # Integer inputs are drawn uniformly from [low, high).
     int_range: tuple[int, int] = (-100, 100)
+    # Structured inputs: a kind per input (None: the default draw), e.g.
+    # ``(None, offsets(total=(0, 0)))`` (project/input_kinds.py) ...
+    kinds: tuple[InputKind | None, ...] = ()
+    # ... or a function making all of them: f(generator, dtype, device) -> tensors, the
+    # generator a seeded CPU one (draw on the CPU: a seed means the same inputs anywhere).
+    inputs: InputMaker | None = field(default=None, compare=False)
+    # Which of ``--seeds N``'s rounds this is (0: the case's own seed); for the rerun line.
+    seed_round: int = 0
 
     def __post_init__(self) -> None:
         for dtype in (self.dtype, *self.input_dtypes):
@@ -67,6 +100,31 @@ class Case:
                 raise ValueError(f"case {self.name!r}: shape {shape} must be non-negative ints")
         if self.gradcheck and self.dtype != "float64":
             raise ValueError(f"case {self.name!r}: gradcheck needs float64, not {self.dtype}")
+        self._check_kinds()
+
+    def _check_kinds(self) -> None:
+        where = f"case {self.name!r}"
+        if self.inputs is not None and not callable(self.inputs):
+            raise ValueError(f"{where}: inputs= takes f(generator, dtype, device) -> tensors")
+        if self.inputs is not None and self.kinds:
+            raise ValueError(f"{where}: give inputs= or kinds=, not both")
+        if not self.kinds:
+            return
+        if len(self.kinds) != len(self.shapes):
+            raise ValueError(
+                f"{where}: {len(self.kinds)} kinds for {len(self.shapes)} inputs (None where "
+                f"an input takes the default draw)"
+            )
+        for index, (kind, dtype) in enumerate(zip(self.kinds, self.dtypes)):
+            if kind is None:
+                continue
+            if not isinstance(kind, InputKind):
+                raise ValueError(f"{where}: kinds[{index}] is {kind!r}, not an input kind")
+            name = type(kind).__name__.lower()
+            if kind.integer == is_float(dtype) or dtype == "bool":
+                wanted = "an integer" if kind.integer else "a float"
+                raise ValueError(f"{where}: input {index} is {dtype}; {name} needs {wanted} dtype")
+            kind.validate(self.shapes, index, f"{where}, input {index} ({name})")
 
     @property
     def gpu_only_reason(self) -> str:
@@ -164,9 +222,15 @@ def make_inputs(case: Case, device: str) -> list[torch.Tensor]:
     import torch
 
     generator = torch.Generator().manual_seed(case.seed)
+    if case.inputs is not None:
+        return _made(case, generator, device)
     tensors = []
     for index, (shape, name) in enumerate(zip(case.shapes, case.dtypes)):
         dtype = torch_dtype(name)
+        kind = case.kinds[index] if case.kinds else None
+        if kind is not None:
+            tensors.append(kind.draw(generator, shape, dtype, case.shapes).to(device))
+            continue
         if not is_float(name):
             low, high = (0, 2) if name == "bool" else case.int_range
             if name == "uint8":
@@ -182,6 +246,26 @@ def make_inputs(case: Case, device: str) -> list[torch.Tensor]:
             flat[:count] = values.repeat(3)[:count]
         tensors.append(t.to(device))
     return tensors
+
+
+def _made(case: Case, generator: torch.Generator, device: str) -> list[torch.Tensor]:
+    """The tensors ``case.inputs`` makes, checked against the case's shapes and dtypes."""
+    import torch
+
+    assert case.inputs is not None
+    made = list(case.inputs(generator, torch_dtype(case.dtype), device))
+    where = f"case {case.name!r}: inputs="
+    if len(made) != len(case.shapes):
+        raise ValueError(f"{where} made {len(made)} tensors; the case has {len(case.shapes)}")
+    for index, (t, shape, name) in enumerate(zip(made, case.shapes, case.dtypes)):
+        if not isinstance(t, torch.Tensor):
+            raise ValueError(f"{where} input {index} is {type(t).__name__}, not a tensor")
+        if tuple(t.shape) != shape or t.dtype != torch_dtype(name):
+            raise ValueError(
+                f"{where} input {index} is {str(t.dtype)[6:]} {tuple(t.shape)}; the case "
+                f"says {name} {shape}"
+            )
+    return [t.contiguous().to(device) for t in made]
 
 
 def make_grad_outputs(case: Case, outputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:

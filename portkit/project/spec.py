@@ -60,6 +60,9 @@ class OpDefinition:
     # Float inputs that carry no gradient (constant tables, masks), by position or by the
     # forward's parameter name; inputs the backward returns None for are added by layout.
     no_grad: tuple[int | str, ...] = ()
+    # The measured control's factors (check/control.py): an output may be this many times
+    # torch's own error in the kernels' precision, (forward, gradients).
+    error_factor: tuple[float, float] = (2.0, 5.0)
 
     def __post_init__(self) -> None:
         where = f"@portkit.op class {self.class_name}"
@@ -103,6 +106,16 @@ class OpDefinition:
         if self.backward is not None:
             _require_params(where, "backward", self.backward, minimum=3)
         self._check_tolerances(where)
+        factors = self.error_factor
+        if not (
+            isinstance(factors, tuple)
+            and len(factors) == 2
+            and all(_positive_number(f) for f in factors)
+        ):
+            raise OpDefinitionError(
+                f"{where}: error_factor is (forward, gradients), two numbers >= 1, "
+                f"got {factors!r}"
+            )
         for item in self.no_grad:
             if isinstance(item, bool) or not isinstance(item, (int, str)):
                 raise OpDefinitionError(f"{where}: no_grad holds {item!r}; use names or positions")
@@ -179,6 +192,17 @@ class OpDefinition:
         return None
 
 
+def _positive_number(value: object) -> bool:
+    import math
+
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value >= 1
+    )
+
+
 def _check_cost_model(where: str, label: str, model: object) -> None:
     if model is None or callable(model):
         return
@@ -219,6 +243,7 @@ def op(
     reference_in: str | None = None,
     tolerances: Sequence[Tolerance] | Tolerance = (),
     no_grad: Sequence[int | str] | int | str = (),
+    error_factor: tuple[float, float] = (2.0, 5.0),
 ) -> Callable[[type], type]:
     """Declare the class below as an op.
 
@@ -249,6 +274,9 @@ def op(
                 where the selectors match; the reason is shown wherever it is used.
     no_grad:    float inputs without a gradient (constant tables, masks), by the
                 forward's parameter name or position: ``no_grad=("cos", "sin")``.
+    error_factor: (forward, gradients): how many times torch's own error (its reference
+                in the kernels' precision against float64) an output or gradient may
+                show; default (2, 5), as FlashAttention's tests (check/control.py).
     """
 
     def decorate(cls: type) -> type:
@@ -273,6 +301,7 @@ def op(
             reference_in=reference_in,
             tolerances=_as_items(tolerances, Tolerance),
             no_grad=_as_items(no_grad, (int, str)),
+            error_factor=tuple(error_factor) if isinstance(error_factor, list) else error_factor,
         )
         setattr(cls, OP_ATTRIBUTE, definition)
         return cls

@@ -88,6 +88,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "[tool.portkit] strict = true does",
     )
     group.addoption(
+        "--portkit-seeds",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run every case item with N seeds (its own and the next N-1) and list the "
+        "worst margin per item (largest error over its bound) at the end",
+    )
+    group.addoption(
         "--portkit-simt",
         action="store_true",
         default=False,
@@ -232,3 +240,24 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     if file_path.parent.resolve() != project.prototypes_dir.resolve():
         return None
     return OpFile.from_parent(parent, path=file_path)
+
+
+def pytest_terminal_summary(
+    terminalreporter: Any, exitstatus: int, config: pytest.Config
+) -> None:
+    """With --portkit-seeds N: the items closest to their bound, worst first."""
+    seeds = config.getoption("--portkit-seeds", default=1)
+    if seeds <= 1:
+        return
+    found = [
+        (value, report.nodeid)
+        for reports in terminalreporter.stats.values()
+        for report in reports
+        if getattr(report, "when", "") == "call"
+        for name, value in getattr(report, "user_properties", ())
+        if name == "portkit_worst_margin"
+    ]
+    if found:
+        terminalreporter.section(f"portkit: worst margin over {seeds} seeds (1 = the bound)")
+        for value, nodeid in sorted(found, key=lambda f: -f[0])[:20]:
+            terminalreporter.write_line(f"{value:.3g}  {nodeid}")

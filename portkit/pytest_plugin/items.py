@@ -152,6 +152,7 @@ class CaseItem(PortkitItem):
 
     def runtest(self) -> None:
         from portkit.checking.harness import run_case
+        from portkit.checking.seeds import seeded
         from portkit.results import Outcome
 
         settings = None
@@ -160,7 +161,13 @@ class CaseItem(PortkitItem):
             from portkit.sanitize.tools import prepare_checks
 
             settings = prepare_checks(tool, self.backends)
-        results = run_case(self.op, self.case, self.backends, settings)
+        results = []
+        seeds = max(1, self.config.getoption("--portkit-seeds", default=1) or 1)
+        for round_ in range(seeds):  # --portkit-seeds N: one run per seed
+            results += run_case(self.op, seeded(self.case, round_), self.backends, settings)
+        margins = [r.margin for r in results if r.margin is not None]
+        if seeds > 1 and margins:
+            self.user_properties.append(("portkit_worst_margin", max(margins)))
         if self.only_check:
             wanted = [r for r in results if r.check == self.only_check]
             if not wanted:

@@ -131,22 +131,28 @@ def test_backward_modifying_its_input_is_caught(run):
 
 
 def test_low_precision_is_caught(run):
+    """A float32 output against the measured control (checking/control.py): the report
+    counts the elements outside it and says how far in ULPs and in torch's errors."""
+    from portkit.checking.control import control_compare
+
     body = "s = 1.0 / (1.0 + math.exp(-x[i]))\nout[i] = math.floor(s * 100.0 + 0.5) / 100.0"
     results, _, case = run("chk_round", body, reference=SIGMOID)
     forward = results["forward"]
     assert forward.status == "fail"
-    e = torch.sigmoid(make_inputs(case, "cpu")[0])
-    rounded = torch.floor(e.double() * 100 + 0.5) / 100
-    bad = ~torch.isclose(rounded.float(), e, rtol=1.3e-6, atol=1e-5)
-    first = int(bad.nonzero()[0])
-    assert_report(
-        forward.detail,
-        count=int(bad.sum()),
-        index=first,
-        got=float(rounded.float()[first]),
-        expected=float(e[first]),
-    )
-    max_abs = float(re.search(r"max abs err ([0-9.e+-]+),", forward.detail).group(1))
+    x = make_inputs(case, "cpu")[0]
+    exact = torch.sigmoid(x.double())
+    rounded = (torch.floor(exact * 100 + 0.5) / 100).float()
+    verdict = control_compare("output 0", rounded, exact, torch.sigmoid(x), 2.0, torch.float32)
+    assert verdict.bad > 100  # rounding to 1/100 is thousands of float32 ULPs
+    detail = forward.detail
+    assert f"output 0: {verdict.bad} of 129 elements differ" in detail
+    assert "got (sim) vs expected (reference in float64)" in detail
+    assert "(bound: 2x torch's float32 error against float64 + 2 ULP of float32)" in detail
+    assert re.search(r"ULP of float32, [\d.e+]+x torch's float32 error; bound 2x", detail)
+    (index, got, want), *_ = [(i, a, e) for i, a, e, _, _ in verdict.first]
+    assert f"first: [{index[0]}] got {got!r} expected {want!r}" in detail
+    assert "seed 7" in detail and "--case float32-n129" in detail
+    max_abs = float(re.search(r"worst \[\d+\]: err ([0-9.e+-]+),", detail).group(1))
     assert 1e-3 < max_abs <= 0.005 + 1e-6
 
 

@@ -47,11 +47,11 @@ def test_statuses_are_written_as_plain_strings(make_project, sources, cli):
     statuses = {(r["backend"], r["check"]): r["status"] for r in rows}
     assert statuses[("sim", "forward")] == "fail"
     assert statuses[("twin", "run")] == "skip"  # no GPU here, or twin-less on one
-    assert all(
-        list(r) == ["op", "case", "backend", "check", "status", "detail", "seconds", "warnings"]
-        for r in rows
-    )
+    fields = ["op", "case", "backend", "check", "status", "detail", "seconds", "warnings"]
+    assert all(list(r) == [*fields, "margin"] for r in rows)
     assert all(r["warnings"] == [] for r in rows)  # this kernel gives no simulator warning
+    # A compared row carries its margin (largest error over its bound); others None.
+    assert {(r["backend"], r["check"]): r["margin"] for r in rows}[("twin", "run")] is None
     assert '"status": "fail",' in text and '"status": "skip",' in text
 
 

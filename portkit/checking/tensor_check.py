@@ -1,0 +1,146 @@
+"""One compared tensor, by whichever rule applies, with its margin.
+
+Against the reference, a float output narrower than float64 meets the measured control
+(check/control.py) unless the op declares a ``portkit.Tolerance`` for it; elements float
+atomics summed meet the control plus the summation-order term (check/order_bound.py).
+Everything else (prototype against twin, float64, integers, a declared tolerance) meets
+its tolerance as before. Every verdict carries its margin: the largest error over its
+bound (below 1 passes), which ``--seeds`` reports as the worst over seeds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from portkit.checking.compare import Tolerance, elementwise_errors
+from portkit.checking.control import control_bound, control_compare, controlled
+from portkit.checking.order_bound import OrderBound, compare_bounded, compare_summed, order_term
+
+if TYPE_CHECKING:
+    import torch
+
+    from portkit.checking.reference_run import ControlRuns
+
+
+@dataclass(frozen=True)
+class Control:
+    """The control for one tensor: torch in float64 and in the low precision."""
+
+    wide: torch.Tensor
+    low: torch.Tensor
+    low_dtype: torch.dtype
+    factor: float
+
+
+@dataclass
+class TensorVerdict:
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    margin: float = 0.0
+
+
+def check_tensor(
+    what: str,
+    actual: torch.Tensor,
+    expected: torch.Tensor,
+    tolerance: Tolerance,
+    bound: OrderBound | None,
+    sides: tuple[str, str],
+    reproduce: str,
+    control: Control | None,
+) -> TensorVerdict:
+    """``actual`` against ``expected`` (or against ``control.wide`` where the control
+    applies: ``control`` given, no declared tolerance, a float narrower than float64)."""
+    usable = (
+        control is not None
+        and not tolerance.reason
+        and controlled(actual.dtype)
+        and actual.dtype == expected.dtype
+        and actual.shape == expected.shape == control.wide.shape == control.low.shape
+        and measurable(control)
+    )
+    if not usable or control is None:
+        problems, notes = compare_bounded(
+            what, actual, expected, tolerance, bound, sides, reproduce
+        )
+        return TensorVerdict(problems, notes, table_margin(actual, expected, tolerance, bound))
+    verdict = TensorVerdict()
+    skip = None
+    if bound is not None:  # atomic sums: the control plus every order's spread
+        allowed, _ = control_bound(actual.dtype, control.wide, control.low, control.factor)
+        allowed = allowed + order_term(bound, actual.dtype)
+        _, summed = compare_summed(
+            what,
+            actual,
+            control.wide,
+            tolerance,
+            bound,
+            *sides,
+            allowed=allowed,
+            formula=f"{control.factor:g}x torch's error + 2 ULP + 2*gamma_n*S",
+        )
+        (verdict.problems if summed.failed else verdict.notes).append(summed.report(reproduce))
+        verdict.margin = summed.margin
+        skip = bound.count > 0
+    result = control_compare(
+        what, actual, control.wide, control.low, control.factor, control.low_dtype, skip, sides
+    )
+    if result.failed:
+        verdict.problems.append(result.report(reproduce))
+    verdict.margin = max(verdict.margin, result.margin)
+    return verdict
+
+
+def controls(
+    runs: ControlRuns | None, grad: bool, factors: tuple[float, float]
+) -> list[Control | None]:
+    """Each output's (or gradient's) control from the reference's control runs."""
+    if runs is None:
+        return []
+    wide = runs.wide_grads if grad else runs.wide_outputs
+    low = runs.low_grads if grad else runs.low_outputs
+    factor = factors[1 if grad else 0]
+    return [
+        Control(w, lo, runs.low_dtype, factor) if w is not None and lo is not None else None
+        for w, lo in zip(wide, low)
+    ]
+
+
+def measurable(control: Control) -> bool:
+    """Whether torch's low-precision run differs from its float64 run anywhere: where it
+    does not, there is no error to scale (an exact op such as a gather, or a reference
+    that does not compute in float64, e.g. one that calls ``.float()``) and the dtype
+    table applies."""
+    import torch
+
+    wide = control.wide.detach().to(torch.float64)
+    low = control.low.detach().to(torch.float64)
+    finite = torch.isfinite(wide) & torch.isfinite(low)
+    return bool(((wide != low) & finite).any())
+
+
+def table_margin(
+    actual: torch.Tensor, expected: torch.Tensor, tolerance: Tolerance, bound: OrderBound | None
+) -> float:
+    """The largest |error| / (atol + rtol * |expected|) (inf where NaN/Inf or an exact
+    comparison differs); 0 for tensors that cannot be compared (their problem is reported)."""
+    import torch
+
+    if actual.shape != expected.shape or actual.dtype != expected.dtype or not actual.numel():
+        return 0.0
+    a, e = actual.detach().cpu(), expected.detach().cpu()
+    errors = elementwise_errors(a, e, tolerance)
+    if bound is not None:  # judged by the order bound; its verdict carries its own margin
+        keep = bound.count == 0
+        errors_bad, diff = errors.bad & keep, torch.where(keep, errors.abs, 0.0)
+    else:
+        errors_bad, diff = errors.bad, errors.abs
+    if bool((errors_bad & ~errors.finite).any()):
+        return float("inf")
+    if not a.dtype.is_floating_point:
+        return float("inf") if bool(errors_bad.any()) else 0.0
+    scale = e.to(diff.dtype).abs().nan_to_num(0.0, 0.0, 0.0)
+    allowed = tolerance.atol + tolerance.rtol * scale
+    ratio = torch.where(allowed > 0, diff / allowed.clamp_min(1e-300), diff * float("inf"))
+    return float(ratio.nan_to_num(0.0).max())
