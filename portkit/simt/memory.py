@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import operator
 import sys
+from collections.abc import Iterator
 from typing import Any, Protocol
 
 import numpy as np
@@ -115,6 +116,12 @@ class SimArray:
 
     def __len__(self) -> int:
         return self._n0
+
+    def __iter__(self) -> Iterator[Any]:
+        """``for v in arr`` (and ``enumerate``, ``zip``, copies): the first axis's elements,
+        each read checked; not Python's ``__getitem__`` probing one past the end."""
+        for i in range(self._n0):
+            yield self[i]
 
     def __getattr__(self, field: str) -> SimArray:
         """``x.value1`` of a record array: that field of every element (the same checks)."""

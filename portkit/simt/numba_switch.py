@@ -209,10 +209,25 @@ def simulated_cuda(engine: str | None = None, cc: Any = None) -> Iterator[Simula
     forget()
     saved = [(module, _swap(module, names)) for module, names in switched]
     push_device(device)
+    simulating = _announce(1, "1")
     try:
         yield device
     finally:
+        _announce(*simulating)
         pop_device(device)
         for module, names in reversed(saved):
             _restore(module, names)
         forget()
+
+
+def _announce(on: Any, variable: str | None) -> tuple[Any, str | None]:
+    """Tell code that asks "am I simulated?" (numba's ``config.ENABLE_CUDASIM``: its test
+    helpers, ``skip_on_cudasim``) and child processes (``NUMBA_ENABLE_CUDASIM``, which
+    gives them numba's simulator) whether CUDA is simulated; returns the previous state."""
+    from numba.cuda.core import config
+
+    from portkit.project.environment import set_process_variable
+
+    previous = config.ENABLE_CUDASIM
+    config.ENABLE_CUDASIM = on
+    return previous, set_process_variable("NUMBA_ENABLE_CUDASIM", variable)
