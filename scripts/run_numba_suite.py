@@ -63,29 +63,42 @@ QUICK_MODULES = [
     "test_random",
 ]
 
+# One process runs modules in order, appending a JSON line per event to a log: a test that
+# starts, a test's outcome, a module done. A test that crashes the process (numba's tests
+# include some that exit or segfault under a simulator) is the one started without an
+# outcome; the next process resumes after its module.
 _BOOT = """
 import json, sys, unittest
+log = open(sys.argv[2], "a", buffering=1)
+def put(**event):
+    log.write(json.dumps(event) + "\\n")
 import numba.cuda
 if sys.argv[1] == "portkit":
     import portkit.simt
     switch = portkit.simt.simulated_cuda()
     switch.__enter__()
-outcomes = {}
+failed = set()
 
 class Result(unittest.TextTestResult):
     def _put(self, test, outcome, message=""):
-        outcomes[test.id()] = {"outcome": outcome, "message": message}
+        put(test=test.id(), outcome=outcome, message=message)
     def _last_line(self, test, err):
         return self._exc_info_to_string(err, test).strip().splitlines()[-1][:200]
+    def startTest(self, test):
+        put(test=test.id(), outcome="started")
+        super().startTest(test)
     def addFailure(self, test, err):
+        failed.add(test.id())
         self._put(test, "failed", self._last_line(test, err))
     def addError(self, test, err):
+        failed.add(test.id())
         self._put(test, "failed", self._last_line(test, err))
     def addSubTest(self, test, subtest, err):
         if err is not None:  # a failed subtest fails its test (it is not reported otherwise)
+            failed.add(test.id())
             self._put(test, "failed", f"{subtest.id()}: {self._last_line(test, err)}")
     def addSuccess(self, test):
-        if outcomes.get(test.id(), {}).get("outcome") != "failed":
+        if test.id() not in failed:
             self._put(test, "passed")
     def addSkip(self, test, reason):
         self._put(test, "skipped", reason)
@@ -96,14 +109,17 @@ class Result(unittest.TextTestResult):
 
 loader = unittest.TestLoader()
 for module in sys.argv[4:]:
+    put(module=module, outcome="started")
     try:
         suite = loader.loadTestsFromName(f"numba.cuda.tests.{sys.argv[3]}.{module}")
     except Exception as exc:
-        outcomes[module] = {"outcome": "failed", "message": f"import: {exc}"[:200]}
-        continue
-    runner = unittest.TextTestRunner(resultclass=Result, verbosity=0, stream=open("/dev/null", "w"))
-    runner.run(suite)
-json.dump(outcomes, open(sys.argv[2], "w"))
+        put(test=module, outcome="failed", message=f"import: {exc}"[:200])
+    else:
+        runner = unittest.TextTestRunner(
+            resultclass=Result, verbosity=0, stream=open("/dev/null", "w")
+        )
+        runner.run(suite)
+    put(module=module, outcome="done")
 """
 
 
@@ -113,27 +129,50 @@ def tests_folder(folder: str) -> Path:
     return Path(tests.__file__).parent / folder
 
 
+def _read_log(path: Path) -> tuple[dict[str, dict], list[str]]:
+    """Each test's last event, and the modules started (in order)."""
+    tests: dict[str, dict] = {}
+    modules: list[str] = []
+    for line in path.read_text().splitlines() if path.exists() else []:
+        event = json.loads(line)
+        if "module" in event:
+            if event["outcome"] == "started":
+                modules.append(event["module"])
+        else:
+            tests[event["test"]] = {"outcome": event["outcome"], "message": event.get("message", "")}
+    return tests, modules
+
+
 def run(simulator: str, folder: str, modules: list[str], timeout: int) -> dict:
-    """One fresh process running ``modules`` of ``folder`` under ``simulator``."""
+    """``modules`` of ``folder`` under ``simulator``: a fresh process, and another after
+    the module of any test that ended the process."""
     with tempfile.TemporaryDirectory() as tmp:
-        report = Path(tmp) / "outcomes.json"
+        log = Path(tmp) / "events.jsonl"
         env = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
         if simulator == "numba":
             env["NUMBA_ENABLE_CUDASIM"] = "1"
         else:
             env.pop("NUMBA_ENABLE_CUDASIM", None)
-        command = [sys.executable, "-c", _BOOT, simulator, str(report), folder, *modules]
         start = time.perf_counter()
-        try:
-            subprocess.run(
-                command, env=env, cwd=tmp, timeout=timeout, capture_output=True, check=False
-            )
-        except subprocess.TimeoutExpired:
-            timed_out = True
-        else:
-            timed_out = False
+        timed_out, remaining, ended = False, list(modules), ""
+        while remaining and not timed_out:
+            command = [sys.executable, "-c", _BOOT, simulator, str(log), folder, *remaining]
+            left = timeout - (time.perf_counter() - start)
+            try:
+                done = subprocess.run(
+                    command, env=env, cwd=tmp, timeout=max(left, 1), capture_output=True,
+                    text=True, check=False,
+                )
+                ended = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+            except subprocess.TimeoutExpired:
+                timed_out, ended = True, "timed out"
+            _, started = _read_log(log)
+            remaining = modules[modules.index(started[-1]) + 1 :] if started else []
+        tests, _ = _read_log(log)
+        for name, test in tests.items():
+            if test["outcome"] == "started":  # it ended the process
+                tests[name] = {"outcome": "failed", "message": f"ended the process: {ended}"[:200]}
         wall = time.perf_counter() - start
-        tests = json.loads(report.read_text()) if report.exists() else {}
         return {"timed_out": timed_out, "wall": wall, "tests": tests}
 
 

@@ -50,6 +50,7 @@ from portkit.simt.memory import (
     SimArray,
     poisoned,
 )
+from portkit.simt.kernel_exceptions import raised
 from portkit.simt.records import (
     ArrayRecord,
     LaunchRecord,
@@ -381,5 +382,5 @@ class Machine:
             if exc.kind == "race":
                 detail = f"data race: {detail} with no barrier between them"
             return SimulationFault(name, exc.kind, detail, place, other, other_what or "")
-        message = f"{type(exc).__name__}: {exc}"
-        return SimulationFault(name, "exception", f"raised {message}", place)
+        dims = tuple(int(v) for v in self.cuda.blockDim)
+        return raised(name, exc, place, self._block, unflatten(thread, dims))

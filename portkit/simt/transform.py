@@ -116,6 +116,16 @@ def is_device_function(value: Any) -> bool:
     return type(value).__name__ == "CPUDispatcher" and simulated_random(value) is None
 
 
+def is_called_kernel(value: Any) -> bool:
+    """A kernel (``cuda.jit`` without ``device=True``, simulated under the switch) that a
+    kernel calls: numba compiles it as a device function there."""
+    return type(value).__name__ == "SimulatedKernel" and hasattr(value, "py_func")
+
+
+def _callable(value: Any) -> bool:
+    return is_device_function(value) or is_called_kernel(value)
+
+
 def _intrinsic_names() -> dict[int, str]:
     from numba import cuda
 
@@ -189,7 +199,7 @@ class Rewriter:
         namespace = dict(fn.__globals__)
         namespace.update(self._helpers)
         facts = FunctionFacts.of(
-            copy.deepcopy(definition), fn.__name__, filename, scope, is_device_function(dispatcher)
+            copy.deepcopy(definition), fn.__name__, filename, scope, _callable(dispatcher)
         )
         visitor = _Visitor(self, scope, namespace, facts)
         definition = visitor.visit(definition)
@@ -242,7 +252,7 @@ class Rewriter:
             return typed_constant(value)
         if callable(value) and getattr(math, name := getattr(value, "__name__", ""), None) is value:
             return getattr(TYPED_MATH, name)
-        if is_device_function(value):
+        if _callable(value):
             return self.rewrite(value).function
         if isinstance(value, np.ndarray):
             return self.captured(value)
@@ -373,7 +383,7 @@ class _Visitor(ast.NodeTransformer):
         helper = rewriter.allocator(value)
         if helper in ALLOCATION_RULES:
             check_allocation(node, ALLOCATION_RULES[helper], self.facts)
-        if is_device_function(value):  # before the literals below become names
+        if _callable(value):  # before the literals below become names
             callee = rewriter.rewrite(value)
             check_device_call(
                 node, callee.name, callee.parameters, callee.literal_parameters, self.facts
@@ -400,7 +410,7 @@ class _Visitor(ast.NodeTransformer):
                 keywords=node.keywords,
             )
             return ast.copy_location(call, node)
-        if is_device_function(value):
+        if _callable(value):
             simulated = rewriter.rewrite(value)
             alias = f"__pk_device_{simulated.name}_{id(value)}"
             self.namespace[alias] = simulated.function
