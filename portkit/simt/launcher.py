@@ -25,6 +25,7 @@ import numpy as np
 
 from portkit.errors import LaunchError
 from portkit.launch.kernel_set import launch_config
+from portkit.simt.launch_errors import LaunchTypeError, check_dimensions, unconfigured
 from portkit.simt.host_arrays import HostCopy, host_copy, refuse_device_memory
 from portkit.simt.overloads import (
     Overloads,
@@ -139,6 +140,7 @@ class SimulatedKernel(Overloads):
                 f"kernel {self.__name__}: launch with [grid, block], [grid, block, stream] or "
                 f"[grid, block, stream, shared_bytes], got [{configuration!r}]"
             )
+        check_dimensions(self.__name__, items[0], items[1])
         shared = int(items[3]) if len(items) == 4 else 0
         return _Launch(self, launch_config((items[0], items[1], shared), self.__name__))
 
@@ -156,10 +158,7 @@ class SimulatedKernel(Overloads):
         return None
 
     def __call__(self, *args: Any) -> Any:
-        raise LaunchError(
-            f"kernel {self.__name__} needs a launch configuration: "
-            f"{self.__name__}[grid, block](...)"
-        )
+        raise unconfigured(self.__name__)
 
     def run(self, config: Any, args: Sequence[Any]) -> None:
         from portkit.simt.machine import Machine
@@ -178,14 +177,14 @@ class SimulatedKernel(Overloads):
             code = self.py_func.__code__
             names = code.co_varnames[: code.co_argcount]
             if len(args) != len(names):
-                raise LaunchError(
+                raise LaunchTypeError(
                     f"kernel {self.__name__} takes {len(names)} arguments ({', '.join(names)}), "
                     f"launched with {len(args)}"
                 )
             copies: list[HostCopy] = []
             host = [_host(self.__name__, n, a, copies) for n, a in zip(names, args)]
             if self.specialized:  # numba converts scalars to the declared types
-                host = as_declared(host, list(self.overloads))
+                host = as_declared(self.__name__, host, list(self.overloads))
             else:
                 self.add_overload(argument_types(host))
             # numba types a read-only array readonly and refuses to compile a store into

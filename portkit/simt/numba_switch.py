@@ -206,6 +206,10 @@ def simulated_cuda(engine: str | None = None, cc: Any = None) -> Iterator[Simula
     if mlir is not None:
         switched.append((mlir.cuda, _cuda_names(mlir.cuda, engine, device_names)))
         switched += [(mlir.devices, on_devices), (mlir.driver, on_driver)]
+    testing = _numba_testing()
+    if testing is not None:
+        # numba's answer under its simulator is "every cc"; the simulated device has one.
+        switched.append((testing, {"cc_X_or_above": lambda *cc: device.compute_capability >= cc}))
     forget()
     saved = [(module, _swap(module, names)) for module, names in switched]
     push_device(device)
@@ -218,6 +222,16 @@ def simulated_cuda(engine: str | None = None, cc: Any = None) -> Iterator[Simula
         for module, names in reversed(saved):
             _restore(module, names)
         forget()
+
+
+def _numba_testing() -> Any:
+    """numba.cuda.testing (its skip helpers), or None where it cannot be imported (it
+    needs filecheck, a test dependency)."""
+    try:
+        from numba.cuda import testing
+    except ImportError:
+        return None
+    return testing
 
 
 def _announce(on: Any, variable: str | None) -> tuple[Any, str | None]:

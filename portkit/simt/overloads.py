@@ -130,17 +130,28 @@ def _chosen(
     return None
 
 
-def as_declared(args: Sequence[Any], signatures: Sequence[tuple[Any, ...]]) -> list[Any]:
+def as_declared(
+    kernel: str, args: Sequence[Any], signatures: Sequence[tuple[Any, ...]]
+) -> list[Any]:
     """A launch's scalar arguments as numba passes them to a kernel declared with
     explicit signatures: converted to the declared type (a Python float for a float32
-    parameter is rounded to float32, an int for an int8 one wraps)."""
+    parameter is rounded to float32, an int for an int8 one wraps). Arguments matching
+    none of the signatures are numba's ``TypeError``."""
     from numba.core import types
     from numba.np.numpy_support import as_dtype
 
+    from portkit.simt.launch_errors import LaunchTypeError
+
     actual = argument_types(args)
-    declared = _chosen(actual, signatures) if actual is not None else None
+    if actual is None:
+        return list(args)  # an argument numba cannot type: the kernel says how it fails
+    declared = _chosen(actual, signatures)
     if declared is None:
-        return list(args)  # numba refuses such a launch; the kernel says how it fails
+        shown = ", ".join(str(t) for t in actual)
+        raise LaunchTypeError(
+            f"kernel {kernel}: No matching definition for argument type(s) {shown}; "
+            f"declared: {'; '.join(str(s) for s in signatures)}"
+        )
     converted = []
     for value, kind in zip(args, declared):
         if isinstance(kind, (types.Number, types.Boolean)) and not isinstance(value, np.ndarray):

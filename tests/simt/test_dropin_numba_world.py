@@ -1,0 +1,177 @@
+"""The drop-in as numba's own tests see it: the switch says "simulated" where numba's
+tests ask, and kernels written for numba behave as numba's simulator runs them (array
+iteration, kernels calling kernels, a kernel's own exception type, numba's launch
+error types)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import portkit.simt as simt
+from portkit.errors import KernelError, LaunchError
+from portkit.simt import simulate
+from portkit.simt.records import SimulationFault
+
+ENGINES = ["per-thread", "lockstep"]
+
+
+def test_the_switch_sets_numbas_simulator_flag_and_the_childrens_variable_and_restores_them():
+    from numba.cuda.core import config
+
+    before_flag, before_env = config.ENABLE_CUDASIM, os.environ.get("NUMBA_ENABLE_CUDASIM")
+    assert not before_flag
+    with simt.simulated_cuda():
+        assert config.ENABLE_CUDASIM
+        assert os.environ["NUMBA_ENABLE_CUDASIM"] == "1"
+        child = subprocess.run(
+            [sys.executable, "-c", "from numba.cuda.core import config; "
+             "print(config.ENABLE_CUDASIM)"],
+            capture_output=True, text=True, timeout=120, check=True,
+        )
+        assert child.stdout.strip() == "1"
+    assert config.ENABLE_CUDASIM == before_flag
+    assert os.environ.get("NUMBA_ENABLE_CUDASIM") == before_env
+
+
+SUITE = """
+import subprocess, sys
+import numpy as np
+from numba import cuda
+from numba.cuda.testing import skip_on_cudasim, skip_unless_cudasim
+from numba.cuda.core.config import ENABLE_CUDASIM
+
+SIMULATED_AT_IMPORT = ENABLE_CUDASIM
+
+@skip_on_cudasim("needs a GPU")
+def test_gpu_branch():
+    raise AssertionError("ran the GPU branch")
+
+@skip_unless_cudasim("simulator only")
+def test_simulator_branch():
+    assert SIMULATED_AT_IMPORT
+
+def test_a_child_process_is_simulated_too():
+    code = "from numba import cuda; print(cuda.is_available(), cuda.jit.__module__)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout
+    assert out.startswith("True numba.cuda.simulator"), out
+"""
+
+
+def test_pytest_option_makes_import_time_skips_take_the_simulator_branch(tmp_path):
+    from tests.simt.plugin_run import run_pytest
+
+    result = run_pytest(tmp_path, "test_flagged.py", SUITE, "--portkit-simt", "-rs")
+    assert "2 passed, 1 skipped" in result.stdout, result.stdout[-2000:]
+    assert "needs a GPU" in result.stdout
+
+
+@cuda.jit
+def _iterate(a, rec, out):
+    total = 0.0
+    for v in a:
+        total += v
+    for i, v in enumerate(a):
+        total += i * v
+    for x, y in zip(a, a):
+        total += x * y
+    out[cuda.threadIdx.x] = total
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_iterating_over_an_array_reads_its_elements_and_not_one_past_the_end(engine):
+    a = np.arange(4.0)
+    out = np.zeros(4)
+    simulate(_iterate, engine=engine)[1, 4](a, a, out)
+    expected = a.sum() + (np.arange(4) * a).sum() + (a * a).sum()
+    assert out.tolist() == [expected] * 4
+
+
+def test_a_kernel_may_call_a_plain_cuda_jit_function_as_numba_compiles_it_for_the_device():
+    with simt.simulated_cuda():
+
+        @cuda.jit
+        def double(a, i):
+            a[i] = i * 2
+
+        @cuda.jit
+        def caller(a):
+            double(a, cuda.threadIdx.x)
+
+        a = np.zeros(4)
+        caller[1, 4](a)
+        assert a.tolist() == [0.0, 2.0, 4.0, 6.0]
+
+
+class _Custom(Exception):
+    pass
+
+
+@cuda.jit
+def _raises(x, a):
+    if x == 1:
+        raise IndexError("past the edge")
+    if x == 2:
+        raise _Custom
+    if x == 3:
+        raise KeyError("missing")
+    a[cuda.threadIdx.x] = x
+
+
+@pytest.mark.parametrize(
+    ("x", "kind", "words"),
+    [
+        (1, IndexError, "tid=[0, 0, 0] ctaid=[0, 0, 0]: past the edge"),
+        (2, _Custom, "tid=[0, 0, 0] ctaid=[0, 0, 0]"),
+        (3, KeyError, "tid=[0, 0, 0] ctaid=[0, 0, 0]: 'missing'"),
+    ],
+)
+def test_a_kernels_exception_arrives_as_its_own_type_with_the_place_added(x, kind, words):
+    with pytest.raises(kind) as caught:
+        simulate(_raises)[1, 1](x, np.zeros(1))
+    fault = caught.value
+    assert isinstance(fault, SimulationFault) and isinstance(fault, KernelError)
+    assert words in str(fault)
+    assert "kernel _raises" in str(fault) and "block (0, 0, 0), thread (0, 0, 0)" in str(fault)
+    assert fault.place is not None and fault.place.line > 0
+
+
+@cuda.jit
+def _noop(x):
+    pass
+
+
+@pytest.mark.parametrize(
+    ("launch", "kind", "words"),
+    [
+        (lambda k: k[(1, 2, 3, 4), (5, 6)], ValueError, "griddim must be a sequence of 1, 2 or 3"),
+        (lambda k: k[1, (3, 4, 5, 6)], ValueError, "blockdim must be a sequence of 1, 2 or 3"),
+        (lambda k: k[2.0, 3], TypeError, "griddim must be a sequence of integers, got [2.0]"),
+        (lambda k: k[2, 3.0], TypeError, "blockdim must be a sequence of integers, got [3.0]"),
+        (lambda k: k(0), ValueError, "launch configuration was not specified"),
+        (lambda k: k[1, 1](0, 1), TypeError, "takes 1 arguments"),
+    ],
+)
+def test_launch_mistakes_raise_the_types_numba_raises(launch, kind, words):
+    with pytest.raises(kind) as caught:
+        launch(simulate(_noop))
+    assert isinstance(caught.value, LaunchError)
+    assert words in str(caught.value)
+
+
+def test_a_launch_matching_no_declared_signature_is_numbas_type_error():
+    def add(r, x, y):
+        r[0] = x + y
+
+    with simt.simulated_cuda():
+        kernel = cuda.jit(["void(int64[::1], int64, int64)", "void(float64[::1], f8, f8)"])(add)
+        r = np.zeros(1, dtype=np.float64)
+        kernel[1, 1](r, 1.5, 2.5)
+        assert r[0] == 4.0
+        with pytest.raises(TypeError, match="No matching definition"):
+            kernel[1, 1](np.zeros(1, dtype=np.complex128), 1j, 1j)
