@@ -26,6 +26,7 @@ import numpy as np
 from portkit.errors import LaunchError
 from portkit.launch.kernel_set import launch_config
 from portkit.simt.launch_errors import LaunchTypeError, check_dimensions, unconfigured
+from portkit.simt.arg_hints import prepared
 from portkit.simt.host_arrays import HostCopy, host_copy, refuse_device_memory
 from portkit.simt.overloads import (
     Overloads,
@@ -125,6 +126,7 @@ class SimulatedKernel(Overloads):
         self._sourceless: bool | None = None  # no source to rewrite: numba's simulator
         self.engines: list[Any] = []  # which engine ran each launch, and why
         self.overloads: dict[tuple[Any, ...], Any] = {}
+        self.extensions: list[Any] = []  # numba's argument extensions (arg_hints.py)
         self.specialized = signature is not None
         for argtypes in declared_signatures(signature) if signature is not None else ():
             self.add_overload(argtypes)
@@ -173,6 +175,7 @@ class SimulatedKernel(Overloads):
                 engine=self._engine, budget=self._budget, schedule=self._schedule
             )
         machine = self._machine
+        args = prepared(self.extensions, args)
         try:
             code = self.py_func.__code__
             names = code.co_varnames[: code.co_argcount]

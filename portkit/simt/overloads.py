@@ -115,19 +115,32 @@ def _typing_context() -> Any:
 def _chosen(
     actual: tuple[Any, ...], signatures: Sequence[tuple[Any, ...]]
 ) -> tuple[Any, ...] | None:
-    """The declared signature numba calls: the exact match, else the first each of
-    whose argument types the launch's converts to (numba's conversion rules)."""
+    """The declared signature numba calls: the exact match, else the one whose
+    conversions of the launch's types rate best (fewest unsafe, then safe, then
+    promoting conversions: numba's overload rating), the first of equals."""
+    from numba.core.typeconv import Conversion
+
     context = _typing_context()
-
-    def converts(declared: Any, given: Any) -> bool:
-        return declared == given or context.can_convert(given, declared) is not None
-
     if actual in signatures:
         return actual
+    best: tuple[tuple[int, int, int], tuple[Any, ...]] | None = None
     for declared in signatures:
-        if len(declared) == len(actual) and all(map(converts, declared, actual)):
-            return declared
-    return None
+        if len(declared) != len(actual):
+            continue
+        counts = {Conversion.unsafe: 0, Conversion.safe: 0, Conversion.promote: 0}
+        for formal, given in zip(declared, actual):
+            if formal == given:
+                continue
+            kind = context.can_convert(given, formal)
+            if kind is None:
+                break
+            if kind in counts:
+                counts[kind] += 1
+        else:
+            rating = (counts[Conversion.unsafe], counts[Conversion.safe], counts[Conversion.promote])
+            if best is None or rating < best[0]:
+                best = (rating, declared)
+    return None if best is None else best[1]
 
 
 def as_declared(
