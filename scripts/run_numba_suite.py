@@ -82,8 +82,9 @@ failed = set()
 class Result(unittest.TextTestResult):
     def _put(self, test, outcome, message=""):
         put(test=test.id(), outcome=outcome, message=message)
-    def _last_line(self, test, err):
-        return self._exc_info_to_string(err, test).strip().splitlines()[-1][:200]
+    def _last_line(self, test, err):  # the exception's type and its message's first line
+        text = str(err[1]).strip()
+        return f"{type(err[1]).__name__}: {text.splitlines()[0] if text else ''}"[:200]
     def startTest(self, test):
         put(test=test.id(), outcome="started")
         super().startTest(test)

@@ -175,6 +175,7 @@ def _cuda_names(cuda: Any, engine: str | None, device_names: dict[str, Any]) -> 
     # (undefined on a GPU; the simulator stops there): reduce on the host, as numba's
     # simulator does.
     replaced["reduce"] = replaced["Reduce"] = Reduce
+    replaced["devicearray"] = devicearray  # cuda.devicearray.auto_device..., as numba's simulator
     del replaced["get_context"]  # numba.cuda's name for it is current_context
     for name in _FROM_DEVICEARRAY:
         if hasattr(devicearray, name):

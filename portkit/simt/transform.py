@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from portkit.errors import KernelError
+import portkit.simt.array_methods  # noqa: F401  (installs reshape/view/real/imag on SimArray)
 from portkit.simt.fp16 import simulated_fp16
 from portkit.simt.mlir_names import as_numba_names
 from portkit.simt.numba_rules import (
@@ -124,6 +125,12 @@ def is_called_kernel(value: Any) -> bool:
 
 def _callable(value: Any) -> bool:
     return is_device_function(value) or is_called_kernel(value)
+
+
+def is_bool(value: Any, literal: bool) -> bool:
+    """``value is True`` as numba compiles it: a boolean (Python's or NumPy's) equal to
+    the literal; anything else is not the ``True``/``False`` object."""
+    return isinstance(value, (bool, np.bool_)) and bool(value) == literal
 
 
 def _intrinsic_names() -> dict[int, str]:
@@ -361,6 +368,27 @@ class _Visitor(ast.NodeTransformer):
         name = self.rewriter.next_constant()
         self.namespace[name] = value
         return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), node)
+
+    def visit_Compare(self, node: ast.Compare) -> ast.AST:
+        """``x is True`` / ``x is not False``: numba compares a boolean's value (the
+        simulator's booleans are NumPy's, never the ``True`` object)."""
+        right = node.comparators[0]
+        literal = right.value if isinstance(right, ast.Constant) else None
+        self.generic_visit(node)  # before: the literal becomes a typed constant's name
+        if len(node.ops) != 1 or not isinstance(node.ops[0], (ast.Is, ast.IsNot)):
+            return node
+        if not isinstance(literal, bool):
+            return node
+        self.namespace["__pk_is_bool"] = is_bool
+        call = ast.Call(
+            func=ast.Name(id="__pk_is_bool", ctx=ast.Load()),
+            args=[node.left, ast.Constant(literal)],
+            keywords=[],
+        )
+        result: ast.expr = call
+        if isinstance(node.ops[0], ast.IsNot):
+            result = ast.UnaryOp(op=ast.Not(), operand=call)
+        return ast.copy_location(result, node)
 
     def visit_Assign(self, node: ast.Assign) -> ast.AST:
         for each in node.targets:

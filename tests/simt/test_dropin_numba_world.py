@@ -175,3 +175,43 @@ def test_a_launch_matching_no_declared_signature_is_numbas_type_error():
         assert r[0] == 4.0
         with pytest.raises(TypeError, match="No matching definition"):
             kernel[1, 1](np.zeros(1, dtype=np.complex128), 1j, 1j)
+
+
+@cuda.jit
+def _views(a, c, words, out):
+    grid = a.reshape(2, -1)
+    out[0] = grid[1, 0]
+    as_int = words[4:8].view(np.int32)
+    out[1] = as_int[0]
+    c.imag[1] = 7.0
+    cuda.atomic.add(c.real, 0, 2.0)
+    out[2] = c.real[1]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_reshape_view_real_and_imag_are_views_of_the_same_memory(engine):
+    a = np.arange(6.0)
+    c = np.array([1 + 2j, 3 + 4j])
+    words = np.arange(16, dtype=np.uint8)
+    out = np.zeros(3)
+    simulate(_views, engine=engine)[1, 1](a, c, words, out)
+    assert out.tolist() == [3.0, float(words[4:8].view(np.int32)[0]), 3.0]
+    assert c.tolist() == [3 + 2j, 3 + 7j]
+
+
+@cuda.jit
+def _is_true(flag, out):
+    if flag is True:
+        out[cuda.threadIdx.x] = 1
+    if flag is not False:
+        out[cuda.threadIdx.x] += 10
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_is_true_compares_a_boolean_argument_as_numba_does(engine):
+    out = np.zeros(2, dtype=np.int64)
+    simulate(_is_true, engine=engine)[1, 2](True, out)
+    assert out.tolist() == [11, 11]
+    out[:] = 0
+    simulate(_is_true, engine=engine)[1, 2](False, out)
+    assert out.tolist() == [0, 0]

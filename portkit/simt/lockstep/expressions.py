@@ -8,14 +8,24 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+import numpy as np
+
 from portkit.simt.lockstep.syntax import ctx_call, lambda_of, name_node
 from portkit.simt.scalars import typed_constant
-from portkit.simt.transform import ALLOCATORS, WAITING_INTRINSICS, is_device_function
+from portkit.simt.transform import ALLOCATORS, WAITING_INTRINSICS, is_bool, is_device_function
 
 
 class Unsupported(Exception):
     """The lockstep engine cannot run this (construct, value or fault); the per-thread
     engine runs the launch instead. The message says why."""
+
+
+def _lanes_is_bool(value: Any, literal: bool) -> Any:
+    if isinstance(value, np.ndarray):  # one value per lane (lanes.is_lanes)
+        if value.dtype != np.bool_:
+            return np.zeros(value.shape, dtype=np.bool_)
+        return value == literal
+    return is_bool(value, literal)
 
 
 class Expressions(ast.NodeTransformer):
@@ -60,6 +70,23 @@ class Expressions(ast.NodeTransformer):
         if isinstance(node.op, ast.Not):
             return ast.copy_location(ctx_call("not_", node.operand), node)
         return node
+
+    def visit_Compare(self, node: ast.Compare) -> ast.AST:
+        """``x is True``: numba compares a boolean's value (per lane for lane values)."""
+        right = node.comparators[0]
+        literal = right.value if isinstance(right, ast.Constant) else None
+        self.generic_visit(node)
+        if len(node.ops) != 1 or not isinstance(node.ops[0], (ast.Is, ast.IsNot)):
+            return node
+        if not isinstance(literal, bool):
+            return node
+        self.body.namespace["__pk_is_bool"] = _lanes_is_bool
+        call: ast.expr = ast.Call(
+            func=name_node("__pk_is_bool"), args=[node.left, ast.Constant(literal)], keywords=[]
+        )
+        if isinstance(node.ops[0], ast.IsNot):
+            call = ctx_call("not_", call)
+        return ast.copy_location(call, node)
 
     def visit_IfExp(self, node: ast.IfExp) -> ast.AST:
         self.generic_visit(node)
