@@ -17,6 +17,7 @@ engine elsewhere (``SimulatedKernel.engines`` says which ran, and why).
 
 from __future__ import annotations
 
+import enum
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -51,7 +52,8 @@ def _host(kernel: str, parameter: str, value: Any, copies: list[HostCopy]) -> An
         return _tensor(where, value)
     if isinstance(value, np.ndarray):
         record = value.dtype.names is not None  # numba types these as Record arrays
-        if value.dtype.hasobject or not (record or value.dtype.kind in "biufc"):
+        # numba types bytes (CharSeq), str (UnicodeCharSeq), datetime64 and timedelta64
+        if value.dtype.hasobject or not (record or value.dtype.kind in "biufcSUmM"):
             raise LaunchError(f"{where} is an array of {value.dtype}, which numba cannot type")
         if value.size and not (value.flags.c_contiguous or value.flags.f_contiguous):
             raise LaunchError(
@@ -59,10 +61,12 @@ def _host(kernel: str, parameter: str, value: Any, copies: list[HostCopy]) -> An
                 f"only contiguous host arrays to a GPU: pass np.ascontiguousarray(...)"
             )
         return value
-    if isinstance(value, (bool, int, float, complex, np.generic)):
-        return value
+    if isinstance(value, (bool, int, float, complex, np.generic, enum.Enum)):
+        return value  # numba types Enum and IntEnum members by their class
     if isinstance(value, tuple):
-        return tuple(_host(kernel, f"{parameter}[{i}]", v, copies) for i, v in enumerate(value))
+        items = [_host(kernel, f"{parameter}[{i}]", v, copies) for i, v in enumerate(value)]
+        # a namedtuple stays one (x.field in the kernel), as numba types it
+        return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
     if hasattr(value, "__cuda_array_interface__"):
         copy = host_copy(where, value)
         if copy is None:

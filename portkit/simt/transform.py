@@ -117,6 +117,19 @@ def is_device_function(value: Any) -> bool:
     return type(value).__name__ == "CPUDispatcher" and simulated_random(value) is None
 
 
+def _stand_in(dispatcher: Any, holder: list[Any]) -> SimulatedFunction:
+    """What a recursive call of a function still being rewritten calls: the rewritten
+    function, once ``Rewriter.rewrite`` puts it first in ``holder``."""
+    fn = dispatcher.py_func
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return holder[0](*args, **kwargs)
+
+    code = fn.__code__
+    parameters = code.co_varnames[: code.co_argcount]
+    return SimulatedFunction(fn.__name__, call, False, parameters, code.co_filename)
+
+
 def is_called_kernel(value: Any) -> bool:
     """A kernel (``cuda.jit`` without ``device=True``, simulated under the switch) that a
     kernel calls: numba compiles it as a device function there."""
@@ -172,6 +185,8 @@ class Rewriter:
         self._helpers = helpers
         self.files: set[str] = set()  # source files of rewritten functions
         self._done: dict[int, SimulatedFunction] = {}
+        # functions being rewritten, for a recursive call: a stand-in calling the result
+        self._pending: dict[int, tuple[SimulatedFunction, list[Any]]] = {}
         self._numba_cuda = cuda
         self._intrinsics = _intrinsic_names()
         self._sites = 0
@@ -181,9 +196,26 @@ class Rewriter:
 
     def rewrite(self, dispatcher: Any) -> SimulatedFunction:
         key = id(dispatcher)
-        if key not in self._done:
-            self._done[key] = self._rewrite(dispatcher)
-        return self._done[key]
+        if key in self._done:
+            return self._done[key]
+        if key in self._pending:  # a recursive call (numba compiles recursion)
+            stand_in, holder = self._pending[key]
+            holder.append(None)  # mark: called recursively
+            return stand_in
+        holder: list[Any] = []
+        self._pending[key] = (_stand_in(dispatcher, holder), holder)
+        try:
+            done = self._rewrite(dispatcher)
+        finally:
+            del self._pending[key]
+        if done.waits and holder:
+            raise KernelError(
+                f"{done.name} calls itself and waits at a barrier or warp operation: the "
+                f"simulator runs recursion without barriers only"
+            )
+        holder.insert(0, done.function)
+        self._done[key] = done
+        return done
 
     # -- one function ------------------------------------------------------------------
     def _rewrite(self, dispatcher: Any) -> SimulatedFunction:

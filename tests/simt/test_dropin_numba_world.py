@@ -215,3 +215,51 @@ def test_is_true_compares_a_boolean_argument_as_numba_does(engine):
     out[:] = 0
     simulate(_is_true, engine=engine)[1, 2](False, out)
     assert out.tolist() == [0, 0]
+
+
+@cuda.jit(device=True)
+def _fib(n):
+    if n < 2:
+        return n
+    return _fib(n - 1) + _fib(n - 2)
+
+
+@cuda.jit
+def _fibs(out):
+    i = cuda.threadIdx.x
+    out[i] = _fib(i)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_recursive_device_function_runs_as_numba_compiles_it(engine):
+    out = np.zeros(8, dtype=np.int64)
+    simulate(_fibs, engine=engine)[1, 8](out)
+    assert out.tolist() == [0, 1, 1, 2, 3, 5, 8, 13]
+
+
+@cuda.jit
+def _arguments(point, colour, dates, words, out, deltas, names):
+    out[0] = point.x + point.y
+    out[1] = colour == _Colour.RED
+    deltas[0] = dates[1] - dates[0]
+    names[0] = b"XYZ"
+    out[2] = len(words)
+
+
+class _Colour(__import__("enum").IntEnum):
+    RED = 1
+    GREEN = 2
+
+
+def test_namedtuple_enum_datetime_and_bytes_arguments_reach_the_kernel():
+    from collections import namedtuple
+
+    point = namedtuple("Point", ("x", "y"))(3, 4)
+    dates = np.array(["2005-02-01", "2005-03-01"], dtype="datetime64[D]")
+    deltas = np.zeros(1, dtype="timedelta64[D]")
+    names = np.zeros(2, dtype="S4")
+    out = np.zeros(3, dtype=np.int64)
+    simulate(_arguments)[1, 1](point, _Colour.RED, dates, names, out, deltas, names)
+    assert out.tolist() == [7, 1, 2]
+    assert deltas[0] == np.timedelta64(28, "D")
+    assert names.tolist() == [b"XYZ", b""]

@@ -28,6 +28,18 @@ def _lanes_is_bool(value: Any, literal: bool) -> Any:
     return is_bool(value, literal)
 
 
+def _without_recursion(owner: Any, value: Any) -> Any:
+    """The lane version of a device function; recursion is not vectorised."""
+    calling = owner.__dict__.setdefault("_pk_calling", set())
+    if id(value) in calling:
+        raise Unsupported(f"{value.py_func.__name__} calls itself (recursion)")
+    calling.add(id(value))
+    try:
+        return owner.rewrite(value, device=True)
+    finally:
+        calling.discard(id(value))
+
+
 class Expressions(ast.NodeTransformer):
     def __init__(self, body: Any) -> None:  # vectorize._Body
         self.body = body
@@ -112,7 +124,7 @@ class Expressions(ast.NodeTransformer):
             call.keywords = node.keywords
             return ast.copy_location(call, node)
         if is_device_function(value):
-            function = body.owner.rewrite(value, device=True)
+            function = _without_recursion(body.owner, value)
             alias = body.owner.fresh(f"device_{function.name}_")
             body.namespace[alias] = function.function
             return ast.copy_location(
