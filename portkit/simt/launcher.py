@@ -26,9 +26,9 @@ import numpy as np
 
 from portkit.errors import LaunchError
 from portkit.launch.kernel_set import launch_config
-from portkit.simt.launch_errors import LaunchTypeError, check_dimensions, unconfigured
 from portkit.simt.arg_hints import prepared
 from portkit.simt.host_arrays import HostCopy, host_copy, refuse_device_memory
+from portkit.simt.launch_errors import LaunchTypeError, check_dimensions, unconfigured
 from portkit.simt.overloads import (
     Overloads,
     argument_types,
@@ -125,6 +125,7 @@ class SimulatedKernel(Overloads):
         self.__name__ = self.py_func.__name__
         self.__doc__ = self.py_func.__doc__
         self._engine, self._budget = engine, budget
+        self.debug = False  # cuda.jit(debug=True): float division by zero raises
         self._schedule = checked(schedule)  # fails at simulate(), not at the first launch
         self._machine: Any = None
         self._sourceless: bool | None = None  # no source to rewrite: numba's simulator
@@ -175,9 +176,10 @@ class SimulatedKernel(Overloads):
             self._run_in_numbas_simulator(config, args)
             return
         if self._machine is None:
-            self._machine = Machine(
-                engine=self._engine, budget=self._budget, schedule=self._schedule
-            )
+            # debug: per thread, so a masked-off lane's division never raises
+            engine = "per-thread" if self.debug else self._engine
+            self._machine = Machine(engine=engine, budget=self._budget, schedule=self._schedule)
+            self._machine.divide = "raise" if self.debug else "ignore"
         machine = self._machine
         args = prepared(self.extensions, args)
         try:

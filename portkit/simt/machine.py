@@ -71,6 +71,8 @@ ENGINES = (AUTO, LOCKSTEP, PER_THREAD)
 class Machine:
     """One simulated GPU: the rewritten functions, the launches they make, their records."""
 
+    divide = "ignore"  # "raise": float division by zero raises (cuda.jit(debug=True))
+
     def __init__(
         self,
         breakpoint: Breakpoint | None = None,
@@ -175,7 +177,7 @@ class Machine:
         total = gx * gy * gz
         chosen = in_order(range(total) if blocks is None else sorted(set(blocks)), self.schedule)
         try:
-            with warnings.catch_warnings(), np.errstate(all="ignore"):
+            with warnings.catch_warnings(), np.errstate(all="ignore", divide=self.divide):
                 # A GPU computes inf - inf = NaN and wraps integer overflow silently.
                 warnings.simplefilter("ignore", RuntimeWarning)
                 if function.grid_syncs:  # every block at once, to meet at grid barriers

@@ -32,6 +32,7 @@ from portkit.simt.device import (
 )
 from portkit.simt.launcher import SimulatedKernel
 from portkit.simt.mlir_names import forget, installed_modules
+from portkit.simt.vector_types import vector_types
 
 # numba.cuda names replaced by numba's simulator's (host memory, no driver).
 _FROM_DEVICEARRAY = (
@@ -134,7 +135,11 @@ def _simulated_jit(original: Any, engine: str | None) -> Any:
                 config.ENABLE_CUDASIM = simulating
             if device:
                 return dispatcher
-            return SimulatedKernel(dispatcher, engine, signature=signature)
+            kernel = SimulatedKernel(dispatcher, engine, signature=signature)
+            # debug=True: a float division by zero stops the kernel (numba's Python error
+            # model on a GPU; FloatingPointError as numba's simulator raises it)
+            kernel.debug = bool(options.get("debug"))
+            return kernel
 
         signature = func_or_sig if func_or_sig is not None and _is_signature(func_or_sig) else None
         if func_or_sig is None or signature is not None:
@@ -175,6 +180,7 @@ def _cuda_names(cuda: Any, engine: str | None, device_names: dict[str, Any]) -> 
     # (undefined on a GPU; the simulator stops there): reduce on the host, as numba's
     # simulator does.
     replaced["reduce"] = replaced["Reduce"] = Reduce
+    replaced.update(vector_types())  # cuda.float32x4 on the host too (numba's tests)
     replaced["devicearray"] = devicearray  # cuda.devicearray.auto_device..., as numba's simulator
     del replaced["get_context"]  # numba.cuda's name for it is current_context
     for name in _FROM_DEVICEARRAY:

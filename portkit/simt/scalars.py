@@ -168,6 +168,8 @@ def _typed_math_function(name: str, function: Callable[..., Any]) -> Callable[..
         ):
             kind = _float_result(args)
             return kind(floatmath.compute(c_name, np.dtype(kind), *args)[()])
+        if name == "ldexp" and len(args) == 2:  # Python's takes an int only, not np.int32
+            args = (args[0], operator.index(args[1]))
         try:
             result = function(*args)
         except (OverflowError, ValueError, ZeroDivisionError):

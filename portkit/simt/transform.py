@@ -32,8 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from portkit.errors import KernelError
 import portkit.simt.array_methods  # noqa: F401  (installs reshape/view/real/imag on SimArray)
+from portkit.errors import KernelError
 from portkit.simt.fp16 import simulated_fp16
 from portkit.simt.mlir_names import as_numba_names
 from portkit.simt.numba_rules import (
@@ -53,6 +53,7 @@ from portkit.simt.scalars import (
     typed_constant,
 )
 from portkit.simt.source import source_lines
+from portkit.simt.vector_types import simulated_vector_type
 from portkit.simt.xoroshiro import simulated_random
 
 # Intrinsics that make a thread wait for others: they become yields.
@@ -282,10 +283,13 @@ class Rewriter:
         half = simulated_bf16(value) or simulated_fp16(value)  # numba.cuda.bf16 and fp16
         if half is not None:
             return half
+        vector = simulated_vector_type(value)  # cuda.float32x4 imported by name
+        if vector is not None:
+            return vector
         draws = simulated_random(value)  # numba.cuda.random's device functions
         if draws is not None:
             return draws
-        if isinstance(value, numba_types.Number):
+        if isinstance(value, (numba_types.Number, numba_types.Boolean)):
             return NumberCast(as_dtype(value), str(value))
         if isinstance(value, (bool, int, float)):
             return typed_constant(value)

@@ -263,3 +263,32 @@ def test_namedtuple_enum_datetime_and_bytes_arguments_reach_the_kernel():
     assert out.tolist() == [7, 1, 2]
     assert deltas[0] == np.timedelta64(28, "D")
     assert names.tolist() == [b"XYZ", b""]
+
+
+def test_boolean_shared_arrays_vector_types_ldexp_and_debug_division():
+    import math
+
+    from numba import types
+
+    with simt.simulated_cuda():
+
+        @cuda.jit
+        def kernel(flags, out, exponent):
+            seen = cuda.shared.array(2, dtype=types.boolean)
+            seen[0] = flags[0]
+            seen[1] = not flags[0]
+            v = cuda.float64x4(1.0, 2.0, 3.0, 4.0)
+            w = cuda.float32x2(cuda.float32x1(5.0), 6.0)
+            out[0] = v.w + w.x
+            out[1] = math.ldexp(1.5, exponent)
+            out[2] = 1.0 if seen[1] else 0.0
+
+        @cuda.jit(debug=True, opt=False)
+        def divide(r, x):
+            r[0] = 1.0 / x[0]
+
+        out = np.zeros(3)
+        kernel[1, 1](np.array([False]), out, np.int32(3))
+        assert out.tolist() == [9.0, 12.0, 1.0]
+        with pytest.raises(FloatingPointError):
+            divide[1, 1](np.zeros(1), np.zeros(1))
