@@ -133,6 +133,7 @@ class SimulatedKernel(Overloads):
         self.overloads: dict[tuple[Any, ...], Any] = {}
         self.extensions: list[Any] = []  # numba's argument extensions (arg_hints.py)
         self.specialized = signature is not None
+        self._one = signature is not None and not isinstance(signature, list)
         for argtypes in declared_signatures(signature) if signature is not None else ():
             self.add_overload(argtypes)
 
@@ -193,7 +194,7 @@ class SimulatedKernel(Overloads):
             copies: list[HostCopy] = []
             host = [_host(self.__name__, n, a, copies) for n, a in zip(names, args)]
             if self.specialized:  # numba converts scalars to the declared types
-                host = as_declared(self.__name__, host, list(self.overloads))
+                host = as_declared(self.__name__, host, list(self.overloads), self._one)
             else:
                 self.add_overload(argument_types(host))
             # numba types a read-only array readonly and refuses to compile a store into

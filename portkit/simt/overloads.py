@@ -144,12 +144,14 @@ def _chosen(
 
 
 def as_declared(
-    kernel: str, args: Sequence[Any], signatures: Sequence[tuple[Any, ...]]
+    kernel: str, args: Sequence[Any], signatures: Sequence[tuple[Any, ...]], one: bool = False
 ) -> list[Any]:
     """A launch's scalar arguments as numba passes them to a kernel declared with
     explicit signatures: converted to the declared type (a Python float for a float32
     parameter is rounded to float32, an int for an int8 one wraps). Arguments matching
-    none of the signatures are numba's ``TypeError``."""
+    none of a list of signatures are numba's ``TypeError``; a kernel declared with one
+    signature (``one``, numba's "specialized") takes them unchecked, an array of another
+    dtype of the same size reinterpreted as the declared one, as numba passes it."""
     from numba.core import types
     from numba.np.numpy_support import as_dtype
 
@@ -159,6 +161,8 @@ def as_declared(
     if actual is None:
         return list(args)  # an argument numba cannot type: the kernel says how it fails
     declared = _chosen(actual, signatures)
+    if declared is None and one and len(signatures[0]) == len(actual):
+        declared = signatures[0]
     if declared is None:
         shown = ", ".join(str(t) for t in actual)
         raise LaunchTypeError(
@@ -170,5 +174,19 @@ def as_declared(
         if isinstance(kind, (types.Number, types.Boolean)) and not isinstance(value, np.ndarray):
             with np.errstate(all="ignore"):
                 value = np.asarray(value).astype(as_dtype(kind))[()]
+        elif isinstance(kind, types.Array) and isinstance(value, np.ndarray):
+            wanted = _dtype_of(kind.dtype)
+            if wanted is not None and wanted != value.dtype:
+                if wanted.itemsize == value.dtype.itemsize:
+                    value = value.view(wanted)
         converted.append(value)
     return converted
+
+
+def _dtype_of(kind: Any) -> np.dtype | None:
+    from numba.np.numpy_support import as_dtype
+
+    try:
+        return np.dtype(as_dtype(kind))
+    except Exception:  # a numba type NumPy has no dtype for: keep the array as it is
+        return None

@@ -292,3 +292,24 @@ def test_boolean_shared_arrays_vector_types_ldexp_and_debug_division():
         assert out.tolist() == [9.0, 12.0, 1.0]
         with pytest.raises(FloatingPointError):
             divide[1, 1](np.zeros(1), np.zeros(1))
+
+
+@cuda.jit
+def _rounds(x, out, whole):
+    i = cuda.threadIdx.x
+    out[i] = round(x[i], 3)
+    whole[i] = round(x[i]) * 2
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_round_keeps_float32_and_rounds_as_numba_cuda(engine):
+    # 0.3425 in float32 is 0.34250001: scaled by 1000.0 in float64 (numba-cuda's
+    # round_ndigits) it rounds to 0.343; NumPy's float32 round scales in float32, meets
+    # 342.5 exactly and rounds to even (0.342)
+    assert round(np.float32(0.3425), 3) == np.float32(0.342)
+    x = np.array([0.3425, 2.5], dtype=np.float32)
+    out = np.zeros(2, dtype=np.float32)
+    whole = np.zeros(2, dtype=np.int64)
+    simulate(_rounds, engine=engine)[1, 2](x, out, whole)
+    assert out.tolist() == [np.float32(0.343), np.float32(2.5)]
+    assert whole.tolist() == [0, 4]
