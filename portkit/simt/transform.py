@@ -118,6 +118,23 @@ def is_device_function(value: Any) -> bool:
     return type(value).__name__ == "CPUDispatcher" and simulated_random(value) is None
 
 
+def without_alignment(node: ast.Call) -> list[ast.keyword]:
+    """An allocation's keywords less ``alignment=``, checked as numba checks it (a
+    constant power of two): simulated memory has no addresses to align."""
+    kept = []
+    for keyword in node.keywords:
+        if keyword.arg != "alignment":
+            kept.append(keyword)
+            continue
+        value = keyword.value.value if isinstance(keyword.value, ast.Constant) else 0
+        if value is not None and (type(value) is not int or value <= 0 or value & (value - 1)):
+            raise KernelError(
+                f"line {node.lineno}: alignment must be a constant power of two, "
+                f"got {ast.unparse(keyword.value)}"
+            )
+    return kept
+
+
 def _stand_in(dispatcher: Any, holder: list[Any]) -> SimulatedFunction:
     """What a recursive call of a function still being rewritten calls: the rewritten
     function, once ``Rewriter.rewrite`` puts it first in ``holder``."""
@@ -445,6 +462,8 @@ class _Visitor(ast.NodeTransformer):
         value = rewriter.resolve(node.func, self.scope)
         check_ufunc_call(node, value, self.facts)
         helper = rewriter.allocator(value)
+        if helper is not None:
+            node.keywords = without_alignment(node)
         if helper in ALLOCATION_RULES:
             check_allocation(node, ALLOCATION_RULES[helper], self.facts)
         if _callable(value):  # before the literals below become names

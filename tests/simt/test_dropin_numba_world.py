@@ -313,3 +313,29 @@ def test_round_keeps_float32_and_rounds_as_numba_cuda(engine):
     simulate(_rounds, engine=engine)[1, 2](x, out, whole)
     assert out.tolist() == [np.float32(0.343), np.float32(2.5)]
     assert whole.tolist() == [0, 4]
+
+
+@cuda.jit
+def _aligned(out):
+    buffer = cuda.local.array(4, dtype=np.uint8, alignment=16)
+    tile = cuda.shared.array(2, dtype=np.float32, alignment=128)
+    buffer[0] = 3
+    tile[0] = 2.0
+    out[0] = buffer[0] * tile[0]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_alignment_of_local_and_shared_arrays_is_accepted(engine):
+    out = np.zeros(1, dtype=np.float32)
+    simulate(_aligned, engine=engine)[1, 1](out)
+    assert out[0] == 6.0
+
+
+def test_an_alignment_that_is_not_a_power_of_two_is_refused():
+    @cuda.jit
+    def bad(out):
+        buffer = cuda.local.array(4, dtype=np.uint8, alignment=12)
+        out[0] = buffer[0]
+
+    with pytest.raises(KernelError, match="alignment must be a constant power of two"):
+        simulate(bad)[1, 1](np.zeros(1))

@@ -12,7 +12,13 @@ import numpy as np
 
 from portkit.simt.lockstep.syntax import ctx_call, lambda_of, name_node
 from portkit.simt.scalars import typed_constant
-from portkit.simt.transform import ALLOCATORS, WAITING_INTRINSICS, is_bool, is_device_function
+from portkit.simt.transform import (
+    ALLOCATORS,
+    WAITING_INTRINSICS,
+    is_bool,
+    is_device_function,
+    without_alignment,
+)
 
 
 class Unsupported(Exception):
@@ -110,6 +116,8 @@ class Expressions(ast.NodeTransformer):
         rewriter = body.owner._rewriter
         value = rewriter.resolve(node.func, body.scope)
         target = None
+        if rewriter.allocator(value) is not None:
+            node.keywords = without_alignment(node)
         self.generic_visit(node)
         name = rewriter.intrinsic_name(value)
         if name in WAITING_INTRINSICS:
