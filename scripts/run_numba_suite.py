@@ -140,7 +140,8 @@ def _read_log(path: Path) -> tuple[dict[str, dict], list[str]]:
             if event["outcome"] == "started":
                 modules.append(event["module"])
         else:
-            tests[event["test"]] = {"outcome": event["outcome"], "message": event.get("message", "")}
+            message = event.get("message", "")
+            tests[event["test"]] = {"outcome": event["outcome"], "message": message}
     return tests, modules
 
 
@@ -161,8 +162,13 @@ def run(simulator: str, folder: str, modules: list[str], timeout: int) -> dict:
             left = timeout - (time.perf_counter() - start)
             try:
                 done = subprocess.run(
-                    command, env=env, cwd=tmp, timeout=max(left, 1), capture_output=True,
-                    text=True, check=False,
+                    command,
+                    env=env,
+                    cwd=tmp,
+                    timeout=max(left, 1),
+                    capture_output=True,
+                    text=True,
+                    check=False,
                 )
                 ended = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
             except subprocess.TimeoutExpired:

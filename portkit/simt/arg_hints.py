@@ -18,8 +18,8 @@ _HINTS = ("In", "Out", "InOut")
 def _is_hint(value: Any) -> bool:
     """numba.cuda.args' hints (and its simulator's copy of them)."""
     kind = type(value)
-    return kind.__name__ in _HINTS and kind.__module__.startswith("numba") and hasattr(
-        value, "value"
+    return (
+        kind.__name__ in _HINTS and kind.__module__.startswith("numba") and hasattr(value, "value")
     )
 
 

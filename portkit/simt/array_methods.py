@@ -79,9 +79,7 @@ def view(self: SimArray, dtype: Any) -> SimArray:
     if new == self._data.dtype:
         return self
     if not _c_contiguous(self._shape, self._strides):
-        raise MemoryFault(
-            "unsupported", f"view of {self.name}: numba views contiguous arrays only"
-        )
+        raise MemoryFault("unsupported", f"view of {self.name}: numba views contiguous arrays only")
     old = self._data.dtype.itemsize
     size = math.prod(self._shape)
     raw = self._data[self._offset : self._offset + size].view(np.uint8)
@@ -102,9 +100,7 @@ def _part(self: SimArray, which: int, what: str) -> SimArray:
             return self
         raise MemoryFault("unsupported", f"{self.name}.imag of a real array")
     floats = self._data.view(np.dtype(f"f{kind.itemsize // 2}"))
-    layout = Layout(
-        self._shape, tuple(2 * s for s in self._strides), 2 * self._offset + which
-    )
+    layout = Layout(self._shape, tuple(2 * s for s in self._strides), 2 * self._offset + which)
     return SimArray(floats, layout, f"{self.name}.{what}", self.space, self._machine)
 
 

@@ -10,7 +10,6 @@ kernel on a GPU say it), so a test that matches numba's text matches portkit's.
 
 from __future__ import annotations
 
-import functools
 from portkit.simt.records import Place, SimulationFault
 
 
@@ -18,10 +17,18 @@ def _text(self: BaseException) -> str:
     return str(self.args[0]) if self.args else ""
 
 
-@functools.cache
-def _both(kind: type[BaseException]) -> type[SimulationFault] | None:
-    """The class that is ``kind`` and a ``SimulationFault``, or None where Python cannot
-    make one (an exception type whose C layout conflicts: ``OSError``'s family...)."""
+_BOTH: dict[type, type[SimulationFault] | None] = {}
+
+
+def _both(kind: type) -> type[SimulationFault] | None:
+    """The class that is ``kind`` and a ``SimulationFault`` (made once per type), or None
+    where Python cannot make one (a type whose C layout conflicts: ``OSError``'s...)."""
+    if kind not in _BOTH:
+        _BOTH[kind] = _combined(kind)
+    return _BOTH[kind]
+
+
+def _combined(kind: type) -> type[SimulationFault] | None:
     try:
         return type(
             kind.__name__,

@@ -32,6 +32,7 @@ from portkit.simt.budget import launch_budget, where_spinning
 from portkit.simt.debug import Breakpoint, DebugSession
 from portkit.simt.grid_run import run_cooperative
 from portkit.simt.intrinsics import WARP_SIZE, Dim3, SimulatedCuda
+from portkit.simt.kernel_exceptions import raised
 from portkit.simt.layout import Layout, memory_view, shape_of
 from portkit.simt.lockstep_launch import (
     AUTO,
@@ -50,7 +51,6 @@ from portkit.simt.memory import (
     SimArray,
     poisoned,
 )
-from portkit.simt.kernel_exceptions import raised
 from portkit.simt.records import (
     ArrayRecord,
     LaunchRecord,
@@ -71,7 +71,7 @@ ENGINES = (AUTO, LOCKSTEP, PER_THREAD)
 class Machine:
     """One simulated GPU: the rewritten functions, the launches they make, their records."""
 
-    divide = "ignore"  # "raise": float division by zero raises (cuda.jit(debug=True))
+    divide: Any = "ignore"  # "raise": float division by zero raises (cuda.jit(debug=True))
 
     def __init__(
         self,

@@ -123,7 +123,7 @@ def _chosen(
     context = _typing_context()
     if actual in signatures:
         return actual
-    best: tuple[tuple[int, int, int], tuple[Any, ...]] | None = None
+    best: tuple[tuple[int, ...], tuple[Any, ...]] | None = None
     for declared in signatures:
         if len(declared) != len(actual):
             continue
@@ -137,7 +137,8 @@ def _chosen(
             if kind in counts:
                 counts[kind] += 1
         else:
-            rating = (counts[Conversion.unsafe], counts[Conversion.safe], counts[Conversion.promote])
+            order = (Conversion.unsafe, Conversion.safe, Conversion.promote)
+            rating = tuple(counts[c] for c in order)
             if best is None or rating < best[0]:
                 best = (rating, declared)
     return None if best is None else best[1]

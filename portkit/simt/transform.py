@@ -26,7 +26,7 @@ import copy
 import math
 import textwrap
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +36,14 @@ import portkit.simt.array_methods  # noqa: F401  (installs reshape/view/real/ima
 from portkit.errors import KernelError
 from portkit.simt.fp16 import simulated_fp16
 from portkit.simt.mlir_names import as_numba_names
+from portkit.simt.module_proxy import _is_namespace, _ModuleProxy
+from portkit.simt.numba_forms import (
+    bool_literal,
+    is_bool,
+    is_bool_call,
+    is_called_kernel,
+    without_alignment,
+)
 from portkit.simt.numba_rules import (
     FunctionFacts,
     captured,
@@ -44,6 +52,7 @@ from portkit.simt.numba_rules import (
     check_store,
     check_ufunc_call,
 )
+from portkit.simt.recursion import Recursion
 from portkit.simt.scalars import (
     TYPED_BUILTINS,
     TYPED_MATH,
@@ -52,7 +61,7 @@ from portkit.simt.scalars import (
     simulated_bf16,
     typed_constant,
 )
-from portkit.simt.source import source_lines
+from portkit.simt.source import own_nodes, source_lines
 from portkit.simt.vector_types import simulated_vector_type
 from portkit.simt.xoroshiro import simulated_random
 
@@ -118,50 +127,8 @@ def is_device_function(value: Any) -> bool:
     return type(value).__name__ == "CPUDispatcher" and simulated_random(value) is None
 
 
-def without_alignment(node: ast.Call) -> list[ast.keyword]:
-    """An allocation's keywords less ``alignment=``, checked as numba checks it (a
-    constant power of two): simulated memory has no addresses to align."""
-    kept = []
-    for keyword in node.keywords:
-        if keyword.arg != "alignment":
-            kept.append(keyword)
-            continue
-        value = keyword.value.value if isinstance(keyword.value, ast.Constant) else 0
-        if value is not None and (type(value) is not int or value <= 0 or value & (value - 1)):
-            raise KernelError(
-                f"line {node.lineno}: alignment must be a constant power of two, "
-                f"got {ast.unparse(keyword.value)}"
-            )
-    return kept
-
-
-def _stand_in(dispatcher: Any, holder: list[Any]) -> SimulatedFunction:
-    """What a recursive call of a function still being rewritten calls: the rewritten
-    function, once ``Rewriter.rewrite`` puts it first in ``holder``."""
-    fn = dispatcher.py_func
-
-    def call(*args: Any, **kwargs: Any) -> Any:
-        return holder[0](*args, **kwargs)
-
-    code = fn.__code__
-    parameters = code.co_varnames[: code.co_argcount]
-    return SimulatedFunction(fn.__name__, call, False, parameters, code.co_filename)
-
-
-def is_called_kernel(value: Any) -> bool:
-    """A kernel (``cuda.jit`` without ``device=True``, simulated under the switch) that a
-    kernel calls: numba compiles it as a device function there."""
-    return type(value).__name__ == "SimulatedKernel" and hasattr(value, "py_func")
-
-
 def _callable(value: Any) -> bool:
     return is_device_function(value) or is_called_kernel(value)
-
-
-def is_bool(value: Any, literal: bool) -> bool:
-    """``value is True`` as numba compiles it: a boolean (Python's or NumPy's) equal to
-    the literal; anything else is not the ``True``/``False`` object."""
-    return isinstance(value, (bool, np.bool_)) and bool(value) == literal
 
 
 def _intrinsic_names() -> dict[int, str]:
@@ -203,8 +170,7 @@ class Rewriter:
         self._helpers = helpers
         self.files: set[str] = set()  # source files of rewritten functions
         self._done: dict[int, SimulatedFunction] = {}
-        # functions being rewritten, for a recursive call: a stand-in calling the result
-        self._pending: dict[int, tuple[SimulatedFunction, list[Any]]] = {}
+        self._recursion = Recursion()
         self._numba_cuda = cuda
         self._intrinsics = _intrinsic_names()
         self._sites = 0
@@ -214,26 +180,17 @@ class Rewriter:
 
     def rewrite(self, dispatcher: Any) -> SimulatedFunction:
         key = id(dispatcher)
-        if key in self._done:
-            return self._done[key]
-        if key in self._pending:  # a recursive call (numba compiles recursion)
-            stand_in, holder = self._pending[key]
-            holder.append(None)  # mark: called recursively
-            return stand_in
-        holder: list[Any] = []
-        self._pending[key] = (_stand_in(dispatcher, holder), holder)
-        try:
-            done = self._rewrite(dispatcher)
-        finally:
-            del self._pending[key]
-        if done.waits and holder:
-            raise KernelError(
-                f"{done.name} calls itself and waits at a barrier or warp operation: the "
-                f"simulator runs recursion without barriers only"
-            )
-        holder.insert(0, done.function)
-        self._done[key] = done
-        return done
+        if key not in self._done:
+            stand_in = self._recursion.calling(dispatcher)
+            if stand_in is not None:  # a recursive call (numba compiles recursion)
+                (call, parameters), fn = stand_in, dispatcher.py_func
+                filename = fn.__code__.co_filename
+                return SimulatedFunction(fn.__name__, call, False, parameters, filename)
+            with self._recursion.rewriting(dispatcher) as finish:
+                done = self._rewrite(dispatcher)
+            finish(done.function, done.waits)
+            self._done[key] = done
+        return self._done[key]
 
     # -- one function ------------------------------------------------------------------
     def _rewrite(self, dispatcher: Any) -> SimulatedFunction:
@@ -272,7 +229,7 @@ class Rewriter:
         exec(code, namespace)  # defines the rewritten function in its private namespace
         function = namespace[definition.name]
         function.__defaults__ = tuple(self.simulated_value(d) for d in fn.__defaults__ or ())
-        waits = any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _own_nodes(definition))
+        waits = any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in own_nodes(definition))
         parameters = tuple(a.arg for a in definition.args.args)
         self.files.add(filename)
         return SimulatedFunction(
@@ -369,34 +326,6 @@ class Rewriter:
         return f"__pk_k{self._constants}"
 
 
-def _is_namespace(value: Any) -> bool:
-    """Objects of numba's whose attributes a kernel may name (stub namespaces)."""
-    return type(value).__module__.startswith("numba")
-
-
-class _ModuleProxy:
-    """``numba`` (or ``numba.types``) as a simulated kernel sees it."""
-
-    def __init__(self, module: types.ModuleType, convert: Callable[[Any], Any]) -> None:
-        self._module, self._convert = module, convert
-
-    def __getattr__(self, name: str) -> Any:
-        value = self._convert(getattr(self._module, name))
-        setattr(self, name, value)
-        return value
-
-
-def _own_nodes(definition: ast.FunctionDef) -> Iterator[ast.AST]:
-    """Nodes of a function body, not descending into nested functions or lambdas."""
-    stack: list[ast.AST] = list(definition.body)
-    while stack:
-        node = stack.pop()
-        yield node
-        for child in ast.iter_child_nodes(node):
-            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-                stack.append(child)
-
-
 class _Visitor(ast.NodeTransformer):
     def __init__(
         self, rewriter: Rewriter, scope: dict[str, Any], namespace: dict, facts: FunctionFacts
@@ -423,25 +352,9 @@ class _Visitor(ast.NodeTransformer):
         return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), node)
 
     def visit_Compare(self, node: ast.Compare) -> ast.AST:
-        """``x is True`` / ``x is not False``: numba compares a boolean's value (the
-        simulator's booleans are NumPy's, never the ``True`` object)."""
-        right = node.comparators[0]
-        literal = right.value if isinstance(right, ast.Constant) else None
-        self.generic_visit(node)  # before: the literal becomes a typed constant's name
-        if len(node.ops) != 1 or not isinstance(node.ops[0], (ast.Is, ast.IsNot)):
-            return node
-        if not isinstance(literal, bool):
-            return node
-        self.namespace["__pk_is_bool"] = is_bool
-        call = ast.Call(
-            func=ast.Name(id="__pk_is_bool", ctx=ast.Load()),
-            args=[node.left, ast.Constant(literal)],
-            keywords=[],
-        )
-        result: ast.expr = call
-        if isinstance(node.ops[0], ast.IsNot):
-            result = ast.UnaryOp(op=ast.Not(), operand=call)
-        return ast.copy_location(result, node)
+        literal = bool_literal(node)  # before the literal becomes a typed constant's name
+        self.generic_visit(node)
+        return is_bool_call(node, literal, self.namespace, "__pk_is_bool", is_bool)
 
     def visit_Assign(self, node: ast.Assign) -> ast.AST:
         for each in node.targets:

@@ -30,9 +30,15 @@ def test_the_switch_sets_numbas_simulator_flag_and_the_childrens_variable_and_re
         assert config.ENABLE_CUDASIM
         assert os.environ["NUMBA_ENABLE_CUDASIM"] == "1"
         child = subprocess.run(
-            [sys.executable, "-c", "from numba.cuda.core import config; "
-             "print(config.ENABLE_CUDASIM)"],
-            capture_output=True, text=True, timeout=120, check=True,
+            [
+                sys.executable,
+                "-c",
+                "from numba.cuda.core import config; print(config.ENABLE_CUDASIM)",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
         )
         assert child.stdout.strip() == "1"
     assert config.ENABLE_CUDASIM == before_flag

@@ -20,7 +20,6 @@ in the per-thread engine, which reports it with the exact thread and line.
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterator
 from typing import Any, Protocol
 
 import numpy as np
@@ -120,12 +119,6 @@ class LaneArray:
 
     def __len__(self) -> int:
         return self._shape[0] if self._shape else 0
-
-    def __iter__(self) -> Iterator[Any]:
-        """``for v in arr``: the first axis's elements, not ``__getitem__`` probing one past
-        the end (Python's fallback iteration)."""
-        for i in range(len(self)):
-            yield self[i]
 
     # -- indexing ------------------------------------------------------------------------
     def _items(self, index: Any) -> tuple:

@@ -11,14 +11,9 @@ from typing import Any
 import numpy as np
 
 from portkit.simt.lockstep.syntax import ctx_call, lambda_of, name_node
+from portkit.simt.numba_forms import bool_literal, is_bool, is_bool_call, without_alignment
 from portkit.simt.scalars import typed_constant
-from portkit.simt.transform import (
-    ALLOCATORS,
-    WAITING_INTRINSICS,
-    is_bool,
-    is_device_function,
-    without_alignment,
-)
+from portkit.simt.transform import ALLOCATORS, WAITING_INTRINSICS, is_device_function
 
 
 class Unsupported(Exception):
@@ -91,20 +86,12 @@ class Expressions(ast.NodeTransformer):
 
     def visit_Compare(self, node: ast.Compare) -> ast.AST:
         """``x is True``: numba compares a boolean's value (per lane for lane values)."""
-        right = node.comparators[0]
-        literal = right.value if isinstance(right, ast.Constant) else None
+        literal = bool_literal(node)
         self.generic_visit(node)
-        if len(node.ops) != 1 or not isinstance(node.ops[0], (ast.Is, ast.IsNot)):
-            return node
-        if not isinstance(literal, bool):
-            return node
-        self.body.namespace["__pk_is_bool"] = _lanes_is_bool
-        call: ast.expr = ast.Call(
-            func=name_node("__pk_is_bool"), args=[node.left, ast.Constant(literal)], keywords=[]
-        )
-        if isinstance(node.ops[0], ast.IsNot):
-            call = ctx_call("not_", call)
-        return ast.copy_location(call, node)
+        result = is_bool_call(node, literal, self.body.namespace, "__pk_is_bool", _lanes_is_bool)
+        if isinstance(result, ast.UnaryOp):  # `is not`: per lane
+            result = ast.copy_location(ctx_call("not_", result.operand), node)
+        return result
 
     def visit_IfExp(self, node: ast.IfExp) -> ast.AST:
         self.generic_visit(node)
