@@ -251,7 +251,9 @@ def main() -> None:
     for name, t in differences.items():
         print(f"- {name}: {t['outcome']}: {t['message']}")
     if args.json:
-        args.json.write_text(json.dumps({"counts": counts, "differences": differences}, indent=2))
+        tests = {f: {s: r["tests"] for s, r in by.items()} for f, by in results.items()}
+        summary = {"counts": counts, "differences": differences, "tests": tests}
+        args.json.write_text(json.dumps(summary, indent=2))
 
 
 if __name__ == "__main__":
