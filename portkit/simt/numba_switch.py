@@ -48,6 +48,8 @@ _FROM_DEVICEARRAY = (
     "is_cuda_array",
 )
 _FROM_API = (
+    "is_bfloat16_supported",  # False, as numba's simulator says: its tests skip alike
+    "is_fp8_supported",
     "synchronize",
     "stream",
     "default_stream",
@@ -66,6 +68,7 @@ def _is_signature(value: Any) -> bool:
 
 # numba.cuda.cudadrv.driver names replaced by numba's simulator's (copies on host memory).
 _FROM_DRIVER = (
+    "_have_nvjitlink",  # no linker in a simulator: skip_if_nvjitlink_missing skips
     "device_memset",
     "host_to_device",
     "device_to_host",
@@ -200,7 +203,9 @@ def simulated_cuda(engine: str | None = None, cc: Any = None) -> Iterator[Simula
     yielded. Where numba-cuda-mlir is installed, its ``cuda`` module is switched the
     same way (one simulated device for both)."""
     from numba import cuda
+    from numba.cuda import api as real_api
     from numba.cuda.cudadrv import devices, driver
+    from numba.cuda.simulator import api as simulated_api
     from numba.cuda.simulator.cudadrv import driver as simulated_driver
 
     device, device_names = _device_names(parse_cc(DEFAULT_CC if cc is None else cc))
@@ -209,6 +214,9 @@ def simulated_cuda(engine: str | None = None, cc: Any = None) -> Iterator[Simula
     on_driver = {n: getattr(simulated_driver, n) for n in _FROM_DRIVER}
     switched = [(cuda, _cuda_names(cuda, engine, device_names)), (devices, on_devices)]
     switched.append((driver, on_driver))
+    # numba.cuda.api's own answers (tests import is_fp8_supported from there)
+    supports = ("is_bfloat16_supported", "is_fp8_supported")
+    switched.append((real_api, {n: getattr(simulated_api, n) for n in supports}))
     mlir = installed_modules()
     if mlir is not None:
         switched.append((mlir.cuda, _cuda_names(mlir.cuda, engine, device_names)))
