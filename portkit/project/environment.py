@@ -94,6 +94,13 @@ VARIABLES: tuple[Variable, ...] = (
         "process",
     ),
     Variable(
+        "NUMBA_ENABLE_CUDASIM",
+        "",
+        "process setup: `pytest --portkit-simt` and `simulated_cuda()` set it to 1 while on "
+        "(restored after), so child processes get numba's simulator",
+        "process",
+    ),
+    Variable(
         "NUMBA_*",
         "",
         "numba's own settings; part of the lint findings' cache key",
@@ -168,6 +175,18 @@ _FIELD_VARIABLES = {
     "replay": "PORTKIT_REPLAY",
     "pin_gpus": "PORTKIT_PIN_GPUS",
 }
+
+
+def set_process_variable(name: str, value: str | None) -> str | None:
+    """Set a process-setup variable of the table for this process and its children
+    (None: remove it); returns its previous value (None where it was unset), to restore."""
+    assert _BY_NAME[name].kind == "process", name
+    previous = os.environ.get(name)
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
+    return previous
 
 
 def tool_path(name: str, environ: Mapping[str, str] | None = None) -> str | None:

@@ -21,6 +21,7 @@ from portkit.simt import floatmath
 from portkit.simt.fp16 import SIMULATED_FP16
 from portkit.simt.poison import Poison, PoisonUsed
 from portkit.simt.scalars import INT64, NumberCast, as_dtype
+from portkit.simt.vector_types import vector_types
 
 if TYPE_CHECKING:
     from portkit.simt.memory import SimArray
@@ -222,8 +223,12 @@ class SimulatedCuda:
         from numba import cuda
         from numba.core import types as numba_types
 
+        vector = vector_types().get(name)
+        if vector is not None:
+            setattr(self, name, vector)
+            return vector
         value = getattr(cuda, name, None)
-        if isinstance(value, numba_types.Number):
+        if isinstance(value, (numba_types.Number, numba_types.Boolean)):
             cast = NumberCast(as_dtype(value), name)
             setattr(self, name, cast)
             return cast

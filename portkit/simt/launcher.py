@@ -17,6 +17,7 @@ engine elsewhere (``SimulatedKernel.engines`` says which ran, and why).
 
 from __future__ import annotations
 
+import enum
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -25,7 +26,9 @@ import numpy as np
 
 from portkit.errors import LaunchError
 from portkit.launch.kernel_set import launch_config
+from portkit.simt.arg_hints import prepared
 from portkit.simt.host_arrays import HostCopy, host_copy, refuse_device_memory
+from portkit.simt.launch_errors import LaunchTypeError, check_dimensions, unconfigured
 from portkit.simt.overloads import (
     Overloads,
     argument_types,
@@ -50,7 +53,8 @@ def _host(kernel: str, parameter: str, value: Any, copies: list[HostCopy]) -> An
         return _tensor(where, value)
     if isinstance(value, np.ndarray):
         record = value.dtype.names is not None  # numba types these as Record arrays
-        if value.dtype.hasobject or not (record or value.dtype.kind in "biufc"):
+        # numba types bytes (CharSeq), str (UnicodeCharSeq), datetime64 and timedelta64
+        if value.dtype.hasobject or not (record or value.dtype.kind in "biufcSUmM"):
             raise LaunchError(f"{where} is an array of {value.dtype}, which numba cannot type")
         if value.size and not (value.flags.c_contiguous or value.flags.f_contiguous):
             raise LaunchError(
@@ -58,10 +62,12 @@ def _host(kernel: str, parameter: str, value: Any, copies: list[HostCopy]) -> An
                 f"only contiguous host arrays to a GPU: pass np.ascontiguousarray(...)"
             )
         return value
-    if isinstance(value, (bool, int, float, complex, np.generic)):
-        return value
+    if isinstance(value, (bool, int, float, complex, np.generic, enum.Enum)):
+        return value  # numba types Enum and IntEnum members by their class
     if isinstance(value, tuple):
-        return tuple(_host(kernel, f"{parameter}[{i}]", v, copies) for i, v in enumerate(value))
+        items = [_host(kernel, f"{parameter}[{i}]", v, copies) for i, v in enumerate(value)]
+        # a namedtuple stays one (x.field in the kernel), as numba types it
+        return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
     if hasattr(value, "__cuda_array_interface__"):
         copy = host_copy(where, value)
         if copy is None:
@@ -120,13 +126,16 @@ class SimulatedKernel(Overloads):
         self.__name__ = self.py_func.__name__
         self.__doc__ = self.py_func.__doc__
         self._engine, self._budget = engine, budget
+        self.debug = False  # cuda.jit(debug=True): float division by zero raises
         self._schedule = checked(schedule)  # fails at simulate(), not at the first launch
         self._machine: Any = None
         self._sourceless: bool | None = None  # no source to rewrite: numba's simulator
         self.engines: list[Any] = []  # which engine ran each launch, and why
         self.warnings: list[Any] = []  # the launches' SimWarnings (simt/warning_log.py)
         self.overloads: dict[tuple[Any, ...], Any] = {}
+        self.extensions: list[Any] = []  # numba's argument extensions (arg_hints.py)
         self.specialized = signature is not None
+        self._one = signature is not None and not isinstance(signature, list)
         for argtypes in declared_signatures(signature) if signature is not None else ():
             self.add_overload(argtypes)
 
@@ -141,6 +150,7 @@ class SimulatedKernel(Overloads):
                 f"kernel {self.__name__}: launch with [grid, block], [grid, block, stream] or "
                 f"[grid, block, stream, shared_bytes], got [{configuration!r}]"
             )
+        check_dimensions(self.__name__, items[0], items[1])
         shared = int(items[3]) if len(items) == 4 else 0
         return _Launch(self, launch_config((items[0], items[1], shared), self.__name__))
 
@@ -158,10 +168,7 @@ class SimulatedKernel(Overloads):
         return None
 
     def __call__(self, *args: Any) -> Any:
-        raise LaunchError(
-            f"kernel {self.__name__} needs a launch configuration: "
-            f"{self.__name__}[grid, block](...)"
-        )
+        raise unconfigured(self.__name__)
 
     def run(self, config: Any, args: Sequence[Any]) -> None:
         from portkit.simt.machine import Machine
@@ -172,22 +179,24 @@ class SimulatedKernel(Overloads):
             self._run_in_numbas_simulator(config, args)
             return
         if self._machine is None:
-            self._machine = Machine(
-                engine=self._engine, budget=self._budget, schedule=self._schedule
-            )
+            # debug: per thread, so a masked-off lane's division never raises
+            engine = "per-thread" if self.debug else self._engine
+            self._machine = Machine(engine=engine, budget=self._budget, schedule=self._schedule)
+            self._machine.divide = "raise" if self.debug else "ignore"
         machine = self._machine
+        args = prepared(self.extensions, args)
         try:
             code = self.py_func.__code__
             names = code.co_varnames[: code.co_argcount]
             if len(args) != len(names):
-                raise LaunchError(
+                raise LaunchTypeError(
                     f"kernel {self.__name__} takes {len(names)} arguments ({', '.join(names)}), "
                     f"launched with {len(args)}"
                 )
             copies: list[HostCopy] = []
             host = [_host(self.__name__, n, a, copies) for n, a in zip(names, args)]
             if self.specialized:  # numba converts scalars to the declared types
-                host = as_declared(host, list(self.overloads))
+                host = as_declared(self.__name__, host, list(self.overloads), self._one)
             else:
                 self.add_overload(argument_types(host))
             # numba types a read-only array readonly and refuses to compile a store into

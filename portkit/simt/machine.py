@@ -34,6 +34,7 @@ from portkit.simt.budget import launch_budget, where_spinning
 from portkit.simt.debug import Breakpoint, DebugSession
 from portkit.simt.grid_run import run_cooperative
 from portkit.simt.intrinsics import WARP_SIZE, Dim3, SimulatedCuda
+from portkit.simt.kernel_exceptions import raised
 from portkit.simt.layout import Layout, memory_view, shape_of
 from portkit.simt.lockstep_launch import (
     AUTO,
@@ -50,7 +51,6 @@ from portkit.simt.memory import (
     MemoryFault,
     Shadow,
     SimArray,
-    poisoned,
 )
 from portkit.simt.records import (
     ArrayRecord,
@@ -60,13 +60,14 @@ from portkit.simt.records import (
     linear_index,
     unflatten,
 )
+from portkit.simt.reporting import Reporting
 from portkit.simt.scalars import INT64, as_dtype, widen
 from portkit.simt.schedule import checked, in_order
+from portkit.simt.second_schedule import Suspect, confirm, other, snapshot
+from portkit.simt.shadow import poisoned
 from portkit.simt.stamps import line_of, stamp_thread
 from portkit.simt.tally import AtomicTally
 from portkit.simt.transform import Rewriter, SimulatedFunction
-from portkit.simt.reporting import Reporting
-from portkit.simt.second_schedule import Suspect, confirm, other, snapshot
 from portkit.simt.warning_log import SimWarning, WarningLog
 
 ENGINES = (AUTO, LOCKSTEP, PER_THREAD)
@@ -74,6 +75,8 @@ ENGINES = (AUTO, LOCKSTEP, PER_THREAD)
 
 class Machine(Reporting):
     """One simulated GPU: the rewritten functions, the launches they make, their records."""
+
+    divide: Any = "ignore"  # "raise": float division by zero raises (cuda.jit(debug=True))
 
     def __init__(
         self,
@@ -206,7 +209,7 @@ class Machine(Reporting):
         total = gx * gy * gz
         chosen = in_order(range(total) if blocks is None else sorted(set(blocks)), self.schedule)
         try:
-            with warnings.catch_warnings(), np.errstate(all="ignore"):
+            with warnings.catch_warnings(), np.errstate(all="ignore", divide=self.divide):
                 # A GPU computes inf - inf = NaN and wraps integer overflow silently.
                 warnings.simplefilter("ignore", RuntimeWarning)
                 if function.grid_syncs:  # every block at once, to meet at grid barriers
@@ -412,5 +415,5 @@ class Machine(Reporting):
             if exc.kind == "race":
                 detail = f"data race: {detail} with no barrier between them"
             return SimulationFault(name, exc.kind, detail, place, other, other_what or "")
-        message = f"{type(exc).__name__}: {exc}"
-        return SimulationFault(name, "exception", f"raised {message}", place)
+        dims = tuple(int(v) for v in self.cuda.blockDim)
+        return raised(name, exc, place, self._block, unflatten(thread, dims))

@@ -22,6 +22,7 @@ writer map that ``portkit diff`` reads (which block and thread last wrote each e
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from typing import Any, Protocol
 
 import numpy as np
@@ -121,6 +122,12 @@ class SimArray:
 
     def __len__(self) -> int:
         return self._n0
+
+    def __iter__(self) -> Iterator[Any]:
+        """``for v in arr`` (and ``enumerate``, ``zip``, copies): the first axis's elements,
+        each read checked; not Python's ``__getitem__`` probing one past the end."""
+        for i in range(self._n0):
+            yield self[i]
 
     def __getattr__(self, field: str) -> SimArray:
         """``x.value1`` of a record array: that field of every element (the same checks)."""
@@ -410,10 +417,3 @@ def _line_key(frame: Any, files: dict[str, int]) -> int:
     if number is None:
         number = files[filename] = len(files)
     return number << LINE_BITS | frame.f_lineno
-
-
-def poisoned(size: int, dtype: np.dtype) -> np.ndarray:
-    """Fresh shared or local memory: NaN or a recognisable pattern, never a lucky zero."""
-    if dtype.kind == "f":
-        return np.full(size, np.nan, dtype)
-    return np.full(size, 0x5A5A5A5A5A5A5A5A, np.uint64).astype(dtype)

@@ -32,6 +32,7 @@ from portkit.simt.device import (
 )
 from portkit.simt.launcher import SimulatedKernel
 from portkit.simt.mlir_names import forget, installed_modules
+from portkit.simt.vector_types import vector_types
 
 # numba.cuda names replaced by numba's simulator's (host memory, no driver).
 _FROM_DEVICEARRAY = (
@@ -47,6 +48,8 @@ _FROM_DEVICEARRAY = (
     "is_cuda_array",
 )
 _FROM_API = (
+    "is_bfloat16_supported",  # False, as numba's simulator says: its tests skip alike
+    "is_fp8_supported",
     "synchronize",
     "stream",
     "default_stream",
@@ -65,6 +68,7 @@ def _is_signature(value: Any) -> bool:
 
 # numba.cuda.cudadrv.driver names replaced by numba's simulator's (copies on host memory).
 _FROM_DRIVER = (
+    "_have_nvjitlink",  # no linker in a simulator: skip_if_nvjitlink_missing skips
     "device_memset",
     "host_to_device",
     "device_to_host",
@@ -134,7 +138,11 @@ def _simulated_jit(original: Any, engine: str | None) -> Any:
                 config.ENABLE_CUDASIM = simulating
             if device:
                 return dispatcher
-            return SimulatedKernel(dispatcher, engine, signature=signature)
+            kernel = SimulatedKernel(dispatcher, engine, signature=signature)
+            # debug=True: a float division by zero stops the kernel (numba's Python error
+            # model on a GPU; FloatingPointError as numba's simulator raises it)
+            kernel.debug = bool(options.get("debug"))
+            return kernel
 
         signature = func_or_sig if func_or_sig is not None and _is_signature(func_or_sig) else None
         if func_or_sig is None or signature is not None:
@@ -175,6 +183,8 @@ def _cuda_names(cuda: Any, engine: str | None, device_names: dict[str, Any]) -> 
     # (undefined on a GPU; the simulator stops there): reduce on the host, as numba's
     # simulator does.
     replaced["reduce"] = replaced["Reduce"] = Reduce
+    replaced.update(vector_types())  # cuda.float32x4 on the host too (numba's tests)
+    replaced["devicearray"] = devicearray  # cuda.devicearray.auto_device..., as numba's simulator
     del replaced["get_context"]  # numba.cuda's name for it is current_context
     for name in _FROM_DEVICEARRAY:
         if hasattr(devicearray, name):
@@ -193,7 +203,9 @@ def simulated_cuda(engine: str | None = None, cc: Any = None) -> Iterator[Simula
     yielded. Where numba-cuda-mlir is installed, its ``cuda`` module is switched the
     same way (one simulated device for both)."""
     from numba import cuda
+    from numba.cuda import api as real_api
     from numba.cuda.cudadrv import devices, driver
+    from numba.cuda.simulator import api as simulated_api
     from numba.cuda.simulator.cudadrv import driver as simulated_driver
 
     device, device_names = _device_names(parse_cc(DEFAULT_CC if cc is None else cc))
@@ -202,17 +214,49 @@ def simulated_cuda(engine: str | None = None, cc: Any = None) -> Iterator[Simula
     on_driver = {n: getattr(simulated_driver, n) for n in _FROM_DRIVER}
     switched = [(cuda, _cuda_names(cuda, engine, device_names)), (devices, on_devices)]
     switched.append((driver, on_driver))
+    # numba.cuda.api's own answers (tests import is_fp8_supported from there)
+    supports = ("is_bfloat16_supported", "is_fp8_supported")
+    switched.append((real_api, {n: getattr(simulated_api, n) for n in supports}))
     mlir = installed_modules()
     if mlir is not None:
         switched.append((mlir.cuda, _cuda_names(mlir.cuda, engine, device_names)))
         switched += [(mlir.devices, on_devices), (mlir.driver, on_driver)]
+    testing = _numba_testing()
+    if testing is not None:
+        # numba's answer under its simulator is "every cc"; the simulated device has one.
+        switched.append((testing, {"cc_X_or_above": lambda *cc: device.compute_capability >= cc}))
     forget()
     saved = [(module, _swap(module, names)) for module, names in switched]
     push_device(device)
+    simulating = _announce(1, "1")
     try:
         yield device
     finally:
+        _announce(*simulating)
         pop_device(device)
         for module, names in reversed(saved):
             _restore(module, names)
         forget()
+
+
+def _numba_testing() -> Any:
+    """numba.cuda.testing (its skip helpers), or None where it cannot be imported (it
+    needs filecheck, a test dependency)."""
+    try:
+        from numba.cuda import testing
+    except ImportError:
+        return None
+    return testing
+
+
+def _announce(on: Any, variable: str | None) -> tuple[Any, str | None]:
+    """Tell code that asks "am I simulated?" (numba's ``config.ENABLE_CUDASIM``: its test
+    helpers, ``skip_on_cudasim``) and child processes (``NUMBA_ENABLE_CUDASIM``, which
+    gives them numba's simulator) whether CUDA is simulated; returns the previous state."""
+    from numba.cuda.core import config
+
+    from portkit.project.environment import set_process_variable
+
+    previous = config.ENABLE_CUDASIM
+    config.ENABLE_CUDASIM = on
+    return previous, set_process_variable("NUMBA_ENABLE_CUDASIM", variable)

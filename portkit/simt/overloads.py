@@ -115,36 +115,79 @@ def _typing_context() -> Any:
 def _chosen(
     actual: tuple[Any, ...], signatures: Sequence[tuple[Any, ...]]
 ) -> tuple[Any, ...] | None:
-    """The declared signature numba calls: the exact match, else the first each of
-    whose argument types the launch's converts to (numba's conversion rules)."""
+    """The declared signature numba calls: the exact match, else the one whose
+    conversions of the launch's types rate best (fewest unsafe, then safe, then
+    promoting conversions: numba's overload rating), the first of equals."""
+    from numba.core.typeconv import Conversion
+
     context = _typing_context()
-
-    def converts(declared: Any, given: Any) -> bool:
-        return declared == given or context.can_convert(given, declared) is not None
-
     if actual in signatures:
         return actual
+    best: tuple[tuple[int, ...], tuple[Any, ...]] | None = None
     for declared in signatures:
-        if len(declared) == len(actual) and all(map(converts, declared, actual)):
-            return declared
-    return None
+        if len(declared) != len(actual):
+            continue
+        counts = {Conversion.unsafe: 0, Conversion.safe: 0, Conversion.promote: 0}
+        for formal, given in zip(declared, actual):
+            if formal == given:
+                continue
+            kind = context.can_convert(given, formal)
+            if kind is None:
+                break
+            if kind in counts:
+                counts[kind] += 1
+        else:
+            order = (Conversion.unsafe, Conversion.safe, Conversion.promote)
+            rating = tuple(counts[c] for c in order)
+            if best is None or rating < best[0]:
+                best = (rating, declared)
+    return None if best is None else best[1]
 
 
-def as_declared(args: Sequence[Any], signatures: Sequence[tuple[Any, ...]]) -> list[Any]:
+def as_declared(
+    kernel: str, args: Sequence[Any], signatures: Sequence[tuple[Any, ...]], one: bool = False
+) -> list[Any]:
     """A launch's scalar arguments as numba passes them to a kernel declared with
     explicit signatures: converted to the declared type (a Python float for a float32
-    parameter is rounded to float32, an int for an int8 one wraps)."""
+    parameter is rounded to float32, an int for an int8 one wraps). Arguments matching
+    none of a list of signatures are numba's ``TypeError``; a kernel declared with one
+    signature (``one``, numba's "specialized") takes them unchecked, an array of another
+    dtype of the same size reinterpreted as the declared one, as numba passes it."""
     from numba.core import types
     from numba.np.numpy_support import as_dtype
 
+    from portkit.simt.launch_errors import LaunchTypeError
+
     actual = argument_types(args)
-    declared = _chosen(actual, signatures) if actual is not None else None
+    if actual is None:
+        return list(args)  # an argument numba cannot type: the kernel says how it fails
+    declared = _chosen(actual, signatures)
+    if declared is None and one and len(signatures[0]) == len(actual):
+        declared = signatures[0]
     if declared is None:
-        return list(args)  # numba refuses such a launch; the kernel says how it fails
+        shown = ", ".join(str(t) for t in actual)
+        raise LaunchTypeError(
+            f"kernel {kernel}: No matching definition for argument type(s) {shown}; "
+            f"declared: {'; '.join(str(s) for s in signatures)}"
+        )
     converted = []
     for value, kind in zip(args, declared):
         if isinstance(kind, (types.Number, types.Boolean)) and not isinstance(value, np.ndarray):
             with np.errstate(all="ignore"):
                 value = np.asarray(value).astype(as_dtype(kind))[()]
+        elif isinstance(kind, types.Array) and isinstance(value, np.ndarray):
+            wanted = _dtype_of(kind.dtype)
+            if wanted is not None and wanted != value.dtype:
+                if wanted.itemsize == value.dtype.itemsize:
+                    value = value.view(wanted)
         converted.append(value)
     return converted
+
+
+def _dtype_of(kind: Any) -> np.dtype | None:
+    from numba.np.numpy_support import as_dtype
+
+    try:
+        return np.dtype(as_dtype(kind))
+    except Exception:  # a numba type NumPy has no dtype for: keep the array as it is
+        return None

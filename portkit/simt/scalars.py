@@ -26,6 +26,7 @@ import numpy as np
 from portkit.simt import floatmath
 from portkit.simt.fp16 import HalfModule
 from portkit.simt.poison import Poison, PoisonUsed, first_poison
+from portkit.simt.rounding import typed_round
 
 INT64 = np.int64
 FLOAT64 = np.float64
@@ -188,6 +189,8 @@ def _typed_math_function(name: str, function: Callable[..., Any]) -> Callable[..
         ):
             kind = _float_result(args)
             return kind(floatmath.compute(c_name, np.dtype(kind), *args)[()])
+        if name == "ldexp" and len(args) == 2:  # Python's takes an int only, not np.int32
+            args = (args[0], operator.index(args[1]))
         try:
             result = function(*args)
         except PoisonUsed:  # a math function of an uninitialised value is one (poison.py)
@@ -237,6 +240,7 @@ TYPED_BUILTINS: dict[str, Any] = {
     "int": typed_int,
     "range": typed_range,
     "len": typed_len,
+    "round": typed_round,  # rounding.py
 }
 
 

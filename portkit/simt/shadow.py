@@ -11,6 +11,8 @@ from array import array
 from collections import defaultdict
 from typing import Any
 
+import numpy as np
+
 from portkit.simt.stamps import NOBODY
 
 
@@ -73,3 +75,9 @@ class _Seeded(dict):
 
     def __missing__(self, key: int) -> int:
         return self.seed.seed_value(self.name, key)
+
+def poisoned(size: int, dtype: np.dtype) -> np.ndarray:
+    """Fresh shared or local memory: NaN or a recognisable pattern, never a lucky zero."""
+    if dtype.kind == "f":
+        return np.full(size, np.nan, dtype)
+    return np.full(size, 0x5A5A5A5A5A5A5A5A, np.uint64).astype(dtype)

@@ -8,6 +8,7 @@ import inspect
 import linecache
 import sys
 import textwrap
+from collections.abc import Iterator
 from typing import Any
 
 COMMAND_LINE_FILE = "<string>"
@@ -45,3 +46,14 @@ def has_source(fn: Any) -> bool:
         return False
     first = tree.body[0] if tree.body else None
     return isinstance(first, ast.FunctionDef) and first.name == fn.__name__
+
+
+def own_nodes(definition: ast.FunctionDef) -> Iterator[ast.AST]:
+    """Nodes of a function body, not descending into nested functions or lambdas."""
+    stack: list[ast.AST] = list(definition.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                stack.append(child)

@@ -26,15 +26,24 @@ import copy
 import math
 import textwrap
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+import portkit.simt.array_methods  # noqa: F401  (installs reshape/view/real/imag on SimArray)
 from portkit.errors import KernelError
 from portkit.simt.fp16 import simulated_fp16
 from portkit.simt.mlir_names import as_numba_names
+from portkit.simt.module_proxy import _is_namespace, _ModuleProxy
+from portkit.simt.numba_forms import (
+    bool_literal,
+    is_bool,
+    is_bool_call,
+    is_called_kernel,
+    without_alignment,
+)
 from portkit.simt.numba_rules import (
     FunctionFacts,
     captured,
@@ -43,6 +52,7 @@ from portkit.simt.numba_rules import (
     check_store,
     check_ufunc_call,
 )
+from portkit.simt.recursion import Recursion
 from portkit.simt.scalars import (
     TYPED_BUILTINS,
     TYPED_MATH,
@@ -51,7 +61,8 @@ from portkit.simt.scalars import (
     simulated_bf16,
     typed_constant,
 )
-from portkit.simt.source import source_lines
+from portkit.simt.source import own_nodes, source_lines
+from portkit.simt.vector_types import simulated_vector_type
 from portkit.simt.xoroshiro import simulated_random
 
 # Intrinsics that make a thread wait for others: they become yields.
@@ -116,6 +127,10 @@ def is_device_function(value: Any) -> bool:
     return type(value).__name__ == "CPUDispatcher" and simulated_random(value) is None
 
 
+def _callable(value: Any) -> bool:
+    return is_device_function(value) or is_called_kernel(value)
+
+
 def _intrinsic_names() -> dict[int, str]:
     from numba import cuda
 
@@ -155,6 +170,7 @@ class Rewriter:
         self._helpers = helpers
         self.files: set[str] = set()  # source files of rewritten functions
         self._done: dict[int, SimulatedFunction] = {}
+        self._recursion = Recursion()
         self._numba_cuda = cuda
         self._intrinsics = _intrinsic_names()
         self._sites = 0
@@ -165,7 +181,15 @@ class Rewriter:
     def rewrite(self, dispatcher: Any) -> SimulatedFunction:
         key = id(dispatcher)
         if key not in self._done:
-            self._done[key] = self._rewrite(dispatcher)
+            stand_in = self._recursion.calling(dispatcher)
+            if stand_in is not None:  # a recursive call (numba compiles recursion)
+                (call, parameters), fn = stand_in, dispatcher.py_func
+                filename = fn.__code__.co_filename
+                return SimulatedFunction(fn.__name__, call, False, parameters, filename)
+            with self._recursion.rewriting(dispatcher) as finish:
+                done = self._rewrite(dispatcher)
+            finish(done.function, done.waits)
+            self._done[key] = done
         return self._done[key]
 
     # -- one function ------------------------------------------------------------------
@@ -189,7 +213,7 @@ class Rewriter:
         namespace = dict(fn.__globals__)
         namespace.update(self._helpers)
         facts = FunctionFacts.of(
-            copy.deepcopy(definition), fn.__name__, filename, scope, is_device_function(dispatcher)
+            copy.deepcopy(definition), fn.__name__, filename, scope, _callable(dispatcher)
         )
         visitor = _Visitor(self, scope, namespace, facts)
         definition = visitor.visit(definition)
@@ -205,7 +229,7 @@ class Rewriter:
         exec(code, namespace)  # defines the rewritten function in its private namespace
         function = namespace[definition.name]
         function.__defaults__ = tuple(self.simulated_value(d) for d in fn.__defaults__ or ())
-        waits = any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _own_nodes(definition))
+        waits = any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in own_nodes(definition))
         parameters = tuple(a.arg for a in definition.args.args)
         self.files.add(filename)
         return SimulatedFunction(
@@ -233,16 +257,19 @@ class Rewriter:
         half = simulated_bf16(value) or simulated_fp16(value)  # numba.cuda.bf16 and fp16
         if half is not None:
             return half
+        vector = simulated_vector_type(value)  # cuda.float32x4 imported by name
+        if vector is not None:
+            return vector
         draws = simulated_random(value)  # numba.cuda.random's device functions
         if draws is not None:
             return draws
-        if isinstance(value, numba_types.Number):
+        if isinstance(value, (numba_types.Number, numba_types.Boolean)):
             return NumberCast(as_dtype(value), str(value))
         if isinstance(value, (bool, int, float)):
             return typed_constant(value)
         if callable(value) and getattr(math, name := getattr(value, "__name__", ""), None) is value:
             return getattr(TYPED_MATH, name)
-        if is_device_function(value):
+        if _callable(value):
             return self.rewrite(value).function
         if isinstance(value, np.ndarray):
             return self.captured(value)
@@ -299,34 +326,6 @@ class Rewriter:
         return f"__pk_k{self._constants}"
 
 
-def _is_namespace(value: Any) -> bool:
-    """Objects of numba's whose attributes a kernel may name (stub namespaces)."""
-    return type(value).__module__.startswith("numba")
-
-
-class _ModuleProxy:
-    """``numba`` (or ``numba.types``) as a simulated kernel sees it."""
-
-    def __init__(self, module: types.ModuleType, convert: Callable[[Any], Any]) -> None:
-        self._module, self._convert = module, convert
-
-    def __getattr__(self, name: str) -> Any:
-        value = self._convert(getattr(self._module, name))
-        setattr(self, name, value)
-        return value
-
-
-def _own_nodes(definition: ast.FunctionDef) -> Iterator[ast.AST]:
-    """Nodes of a function body, not descending into nested functions or lambdas."""
-    stack: list[ast.AST] = list(definition.body)
-    while stack:
-        node = stack.pop()
-        yield node
-        for child in ast.iter_child_nodes(node):
-            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-                stack.append(child)
-
-
 class _Visitor(ast.NodeTransformer):
     def __init__(
         self, rewriter: Rewriter, scope: dict[str, Any], namespace: dict, facts: FunctionFacts
@@ -352,6 +351,11 @@ class _Visitor(ast.NodeTransformer):
         self.namespace[name] = value
         return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), node)
 
+    def visit_Compare(self, node: ast.Compare) -> ast.AST:
+        literal = bool_literal(node)  # before the literal becomes a typed constant's name
+        self.generic_visit(node)
+        return is_bool_call(node, literal, self.namespace, "__pk_is_bool", is_bool)
+
     def visit_Assign(self, node: ast.Assign) -> ast.AST:
         for each in node.targets:
             check_store(each, self.facts)
@@ -371,9 +375,11 @@ class _Visitor(ast.NodeTransformer):
         value = rewriter.resolve(node.func, self.scope)
         check_ufunc_call(node, value, self.facts)
         helper = rewriter.allocator(value)
+        if helper is not None:
+            node.keywords = without_alignment(node)
         if helper in ALLOCATION_RULES:
             check_allocation(node, ALLOCATION_RULES[helper], self.facts)
-        if is_device_function(value):  # before the literals below become names
+        if _callable(value):  # before the literals below become names
             callee = rewriter.rewrite(value)
             check_device_call(
                 node, callee.name, callee.parameters, callee.literal_parameters, self.facts
@@ -400,7 +406,7 @@ class _Visitor(ast.NodeTransformer):
                 keywords=node.keywords,
             )
             return ast.copy_location(call, node)
-        if is_device_function(value):
+        if _callable(value):
             simulated = rewriter.rewrite(value)
             alias = f"__pk_device_{simulated.name}_{id(value)}"
             self.namespace[alias] = simulated.function

@@ -612,12 +612,6 @@ def test_uint32_difference_is_uint64():
     assert out[0] == 2.0**64 - 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="simulator bug: round() is not in TYPED_BUILTINS, so round(float32) is a Python "
-    "int and round(x) * x a float32 (NumPy's weak Python scalars); numba: int64 * float32 "
-    "is float64",
-)
 def test_round_of_float32_is_int64():
     x = np.array([1.1, 3.3, -2.7, 0.3], np.float32)
     out = np.zeros(4)

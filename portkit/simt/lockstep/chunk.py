@@ -21,6 +21,7 @@ from portkit.simt.lockstep.lanes import Lanes, is_lanes, truth
 from portkit.simt.lockstep.vectorize import Unsupported
 from portkit.simt.memory import CONST, LOCAL, SHARED
 from portkit.simt.scalars import as_dtype
+from portkit.simt.shadow import poisoned
 from portkit.simt.stamps import EPOCH_MASK, EPOCH_SHIFT, THREAD_BITS
 
 WARP = 32
@@ -137,7 +138,7 @@ class Chunk(Lanes):
         array = self._shared.get(key)
         if array is None:
             size = math.prod(dims)
-            data = _poisoned(size * self.blocks, dtype)
+            data = poisoned(size * self.blocks, dtype)
             shape, strides = _contiguous(dims)
             offset = self.block_local * size
             array = LaneArray(
@@ -163,7 +164,7 @@ class Chunk(Lanes):
     def local(self, site: int, name: str, shape: Any, dtype: Any) -> LaneArray:
         dims = _shape(shape)
         size = math.prod(dims)
-        data = _poisoned(size * self.n, as_dtype(dtype))
+        data = poisoned(size * self.n, as_dtype(dtype))
         shape, strides = _contiguous(dims)
         offset = np.arange(self.n, dtype=np.int64) * size
         written = np.zeros(size * self.n, bool)
@@ -318,9 +319,3 @@ def _contiguous(dims: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]
         strides.append(step)
         step *= n
     return tuple(dims), tuple(reversed(strides))
-
-
-def _poisoned(size: int, dtype: np.dtype) -> np.ndarray:
-    if dtype.kind == "f":
-        return np.full(size, np.nan, dtype)
-    return np.full(size, 0x5A5A5A5A5A5A5A5A, np.uint64).astype(dtype)

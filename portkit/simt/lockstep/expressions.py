@@ -8,7 +8,10 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+import numpy as np
+
 from portkit.simt.lockstep.syntax import ctx_call, lambda_of, name_node
+from portkit.simt.numba_forms import bool_literal, is_bool, is_bool_call, without_alignment
 from portkit.simt.scalars import typed_constant
 from portkit.simt.transform import ALLOCATORS, WAITING_INTRINSICS, is_device_function
 
@@ -16,6 +19,26 @@ from portkit.simt.transform import ALLOCATORS, WAITING_INTRINSICS, is_device_fun
 class Unsupported(Exception):
     """The lockstep engine cannot run this (construct, value or fault); the per-thread
     engine runs the launch instead. The message says why."""
+
+
+def _lanes_is_bool(value: Any, literal: bool) -> Any:
+    if isinstance(value, np.ndarray):  # one value per lane (lanes.is_lanes)
+        if value.dtype != np.bool_:
+            return np.zeros(value.shape, dtype=np.bool_)
+        return value == literal
+    return is_bool(value, literal)
+
+
+def _without_recursion(owner: Any, value: Any) -> Any:
+    """The lane version of a device function; recursion is not vectorised."""
+    calling = owner.__dict__.setdefault("_pk_calling", set())
+    if id(value) in calling:
+        raise Unsupported(f"{value.py_func.__name__} calls itself (recursion)")
+    calling.add(id(value))
+    try:
+        return owner.rewrite(value, device=True)
+    finally:
+        calling.discard(id(value))
 
 
 class Expressions(ast.NodeTransformer):
@@ -61,6 +84,15 @@ class Expressions(ast.NodeTransformer):
             return ast.copy_location(ctx_call("not_", node.operand), node)
         return node
 
+    def visit_Compare(self, node: ast.Compare) -> ast.AST:
+        """``x is True``: numba compares a boolean's value (per lane for lane values)."""
+        literal = bool_literal(node)
+        self.generic_visit(node)
+        result = is_bool_call(node, literal, self.body.namespace, "__pk_is_bool", _lanes_is_bool)
+        if isinstance(result, ast.UnaryOp):  # `is not`: per lane
+            result = ast.copy_location(ctx_call("not_", result.operand), node)
+        return result
+
     def visit_IfExp(self, node: ast.IfExp) -> ast.AST:
         self.generic_visit(node)
         call = ctx_call("ifexp", node.test, lambda_of(node.body), lambda_of(node.orelse))
@@ -71,6 +103,8 @@ class Expressions(ast.NodeTransformer):
         rewriter = body.owner._rewriter
         value = rewriter.resolve(node.func, body.scope)
         target = None
+        if rewriter.allocator(value) is not None:
+            node.keywords = without_alignment(node)
         self.generic_visit(node)
         name = rewriter.intrinsic_name(value)
         if name in WAITING_INTRINSICS:
@@ -85,7 +119,7 @@ class Expressions(ast.NodeTransformer):
             call.keywords = node.keywords
             return ast.copy_location(call, node)
         if is_device_function(value):
-            function = body.owner.rewrite(value, device=True)
+            function = _without_recursion(body.owner, value)
             alias = body.owner.fresh(f"device_{function.name}_")
             body.namespace[alias] = function.function
             return ast.copy_location(

@@ -177,7 +177,7 @@ def lane_builtins(current: Any) -> dict[str, Any]:
         "float": _float,
         "abs": _abs,
         "len": _len,
-        "round": per_lane(builtins.round, "round", current),
+        "round": per_lane(TYPED_BUILTINS["round"], "round", current),
         "pow": per_lane(builtins.pow, "pow", current),
         "bool": per_lane(lambda v: np.bool_(v), "bool", current),
     }
