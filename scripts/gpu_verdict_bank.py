@@ -92,7 +92,9 @@ def main() -> int:
     parser.add_argument("--launches", type=int, default=100)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--only", nargs="*", default=[])
-    parser.add_argument("--stress", action="store_true", help="GPU only: the races at 1,024 threads")
+    parser.add_argument(
+        "--stress", action="store_true", help="GPU only: the races at 1,024 threads"
+    )
     args = parser.parse_args()
     if args.stress:
         return stress(args.launches)

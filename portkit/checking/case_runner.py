@@ -291,8 +291,8 @@ class CaseRunner:
             problems += modified_inputs(inputs, originals, "backward")
             detail = "\n".join(problems or notes)
             outcome = Outcome.FAIL if problems else Outcome.PASS
-            margin = max(margins, default=None)
-            self.record(name, "backward", outcome, detail, t0, margin=margin, warnings=taken(backend))
+            margin, warned = max(margins, default=None), taken(backend)
+            self.record(name, "backward", outcome, detail, t0, margin=margin, warnings=warned)
             run.grads = grads
             if self.case.gradcheck:
                 # The simulator is slow; gradcheck's fast mode checks one random

@@ -17,10 +17,9 @@ from typing import TYPE_CHECKING
 from portkit.results import CheckResult
 
 if TYPE_CHECKING:
+    from portkit.backends import Backend
     from portkit.checking.case_runner import CheckSettings
     from portkit.project.cases import Case
-
-    from portkit.backends import Backend
     from portkit.project.config import ProjectConfig
     from portkit.project.discovery import Op
 

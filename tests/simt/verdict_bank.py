@@ -792,7 +792,8 @@ def stress_variants() -> list[Entry]:
               lambda b: {1: scans_per_block(b[0], n, threads)}),
         Entry("matmul_tiled_no_second_barrier@32x32", "tiled matmul", race,
               make_matmul_tiled_no_second_barrier(tile), grid2, (tile, tile),
-              lambda rng: [square(rng, side), square(rng, side), np.zeros((side, side), np.float32)],
+              lambda rng: [square(rng, side), square(rng, side),
+                           np.zeros((side, side), np.float32)],
               lambda b: [b[0], b[1], b[2], side], lambda b: {2: (b[0] @ b[1]).astype(np.float32)}),
     ]
 

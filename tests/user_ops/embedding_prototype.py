@@ -6,9 +6,9 @@ by the case, so neither the launcher nor the reference clamps them.
 
 import torch
 from numba import cuda
+from portkit.cases import custom, duplicates, indices
 
 import portkit
-from portkit.cases import custom, duplicates, indices
 
 THREADS = 128
 

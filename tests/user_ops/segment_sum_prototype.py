@@ -10,9 +10,9 @@ error of torch's own float32 sum (the measured control), not to a guessed atol: 
 
 import torch
 from numba import cuda
+from portkit.cases import custom, offsets
 
 import portkit
-from portkit.cases import custom, offsets
 
 THREADS = 128
 ROWS_PER_SEGMENT = 32
