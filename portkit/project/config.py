@@ -10,6 +10,8 @@ A project is the nearest folder, from the working directory up, that holds a
     namespace  = "portkit"      # torch.library namespace of the registered ops
     lint-warnings = "warning"   # "error": lint warnings fail lint, check and pytest too
     sim-budget = 300            # seconds one simulated launch may run (0: no limit)
+    lockstep-fallback = "allow" # "error": a launch the lockstep engine hands to the
+                                # per-thread engine fails (CI); PORTKIT_LOCKSTEP_FALLBACK wins
 
 Nothing is read at import time: a ``Session`` (project/session.py) calls ``load_config``
 and adds the ``Settings`` it read from the environment; a config from ``load_config`` alone
@@ -31,7 +33,15 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-_KNOWN_KEYS = {"prototypes", "cuda-src", "cache-dir", "namespace", "lint-warnings", "sim-budget"}
+_KNOWN_KEYS = {
+    "prototypes",
+    "cuda-src",
+    "cache-dir",
+    "namespace",
+    "lint-warnings",
+    "sim-budget",
+    "lockstep-fallback",
+}
 LINT_WARNINGS = ("warning", "error")  # what a lint warning is to lint, check and pytest
 DEFAULT_NAMESPACE = "portkit"
 # Seconds one simulated launch may run before it is stopped as spinning: GPU-sized
@@ -49,6 +59,7 @@ class ProjectConfig:
     lint_warnings_fail: bool = False  # lint-warnings = "error"
     configured: bool = False  # pyproject.toml has a [tool.portkit] table
     sim_budget: float = DEFAULT_SIM_BUDGET  # seconds per simulated launch; 0: no limit
+    lockstep_fallback: str = "allow"  # "error": a per-thread fallback fails the launch
     # The session's switches (prototype cache, simulator engine...), passed down with the
     # configuration so that nothing below the session reads the environment.
     settings: Settings = field(default_factory=Settings)
@@ -107,7 +118,8 @@ def load_config(start: Path | None = None) -> ProjectConfig:
         )
     for key, value in table.items():
         if not isinstance(value, str):
-            what = "a string" if key in ("namespace", "lint-warnings") else "a string path"
+            words = ("namespace", "lint-warnings", "lockstep-fallback")
+            what = "a string" if key in words else "a string path"
             raise ConfigError(f"{pyproject}: [tool.portkit] {key} must be {what}")
     namespace = table.get("namespace", DEFAULT_NAMESPACE)
     if not namespace.isidentifier():
@@ -121,6 +133,12 @@ def load_config(start: Path | None = None) -> ProjectConfig:
             f'{pyproject}: [tool.portkit] lint-warnings must be "warning" or "error", '
             f"not {lint_warnings!r}"
         )
+    fallback = table.get("lockstep-fallback", "allow")
+    if fallback not in ("allow", "error"):
+        raise ConfigError(
+            f'{pyproject}: [tool.portkit] lockstep-fallback must be "allow" or "error", '
+            f"not {fallback!r}"
+        )
     cache = table.get("cache-dir")
     cache_dir = (root / cache) if cache else default_cache_dir()
     return ProjectConfig(
@@ -133,4 +151,5 @@ def load_config(start: Path | None = None) -> ProjectConfig:
         lint_warnings_fail=lint_warnings == "error",
         configured=configured,
         sim_budget=float(budget),
+        lockstep_fallback=fallback,
     )

@@ -31,6 +31,7 @@ from portkit.simt.block_run import BlockRun
 from portkit.simt.budget import launch_budget, where_spinning
 from portkit.simt.debug import Breakpoint, DebugSession
 from portkit.simt.grid_run import run_cooperative
+from portkit.simt.interrupts import passes_through
 from portkit.simt.intrinsics import WARP_SIZE, Dim3, SimulatedCuda
 from portkit.simt.layout import Layout, memory_view, shape_of
 from portkit.simt.lockstep_launch import (
@@ -77,8 +78,11 @@ class Machine:
         engine: str | None = None,
         budget: float | None = None,
         schedule: str | None = None,
+        lockstep_fallback: str = "allow",
     ) -> None:
         self.schedule = checked(schedule)  # the order blocks and threads run in
+        # "error": a launch that falls back to the per-thread engine fails (CI).
+        self.lockstep_fallback = lockstep_fallback
         # The session's choice (PORTKIT_SIMT_ENGINE) arrives as ``engine``.
         self.engine = engine or AUTO
         if self.engine not in ENGINES:
@@ -262,6 +266,8 @@ class Machine:
             except KernelError:
                 raise
             except Exception as exc:
+                if passes_through(exc):  # a signal handler's timeout, MemoryError: not a fault
+                    raise
                 raise self.fault(name, exc, thread) from None
             self.settle_shared(name)
             return
