@@ -17,13 +17,11 @@ in the project's cache folder, beside ``portkit compile``'s.
 
 from __future__ import annotations
 
-import inspect
-import os
-import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import portkit.backends.prototype_cache as prototype_cache
+from portkit.backends.numba_reasons import why_not
 from portkit.backends.ptx import ARCH, COMPUTE_CAPABILITY, signature_ptx
 from portkit.errors import KernelError
 
@@ -40,7 +38,6 @@ class NumbaRejects(KernelError):
 
 # (content key, kernel, argument types) -> None (numba compiles it) or the one-line reason
 _VERDICTS: dict[tuple[str, str, str], str | None] = {}
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 class TypeCheck:
@@ -81,16 +78,14 @@ class TypeCheck:
         return _VERDICTS[key]
 
     def _compile(self, name: str, sig: tuple, types: str) -> str | None:
-        from numba.core.errors import NumbaError
-
         folder = self._folder()
         kernel = self._op.kernels[name]
         try:
-            signature_ptx(kernel, folder, name, sig)
-        except NumbaError as exc:
-            return rejection(name, kernel.py_func, types, str(exc))
-        except Exception:  # no NVVM here, or numba failed itself: no verdict, simulate
+            signature_ptx(kernel, folder, name, sig, ask_driver=False)
+        except (ImportError, OSError):  # no NVVM or CUDA toolkit here: no verdict, simulate
             return None
+        except Exception as exc:  # numba's rejection, or numba failing on the kernel
+            return rejection(name, kernel.py_func, types, exc)
         return None
 
     def _folder(self) -> Path | None:
@@ -117,49 +112,13 @@ def _signature(args: Sequence[Any]) -> tuple | None:
         return None
 
 
-def rejection(name: str, py_func: Any, types: str, message: str) -> str:
+def rejection(name: str, py_func: Any, types: str, exc: BaseException) -> str:
     """numba's error as one line: the kernel, the prototype's file and line, the reason."""
-    text = _ANSI.sub("", message)
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    lines = [line for line in lines if not line.startswith("Failed in cuda mode pipeline")]
-    reason = lines[0] if lines else type(message).__name__
-    called = None
-    if "found for signature" in reason:
-        wanted = next((line[4:] for line in lines if line.startswith(">>> ")), "")
-        function = re.search(r"Function\(<[\w ]*?'?([\w.]+)'?(?: at 0x\w+)?>\)", reason)
-        label = function.group(1).removeprefix("numba.cuda.stubs.") if function else "a function"
-        called = label.rsplit(".", 1)[-1]
-        reason = f"no implementation of {label} for {wanted or 'these argument types'}"
-        if any(line == "No match." for line in lines):
-            reason += " (no match)"
-    file, line = _where(text, py_func, called)
+    reason, file, line = why_not(py_func, exc)
     return (
         f"kernel {name} ({file}:{line}): numba cannot compile it for {ARCH} with "
-        f"arguments ({types}): {reason.rstrip(':. ')}"
+        f"arguments ({types}): {reason}"
     )
-
-
-def _where(text: str, py_func: Any, called: str | None) -> tuple[str, int]:
-    """The file and line numba names, else the first line of the kernel that calls
-    ``called``, else the kernel's ``def``."""
-    file = py_func.__code__.co_filename
-    found = re.search(r"During: .* at (.+?) \((\d+)\)", text) or re.search(
-        r'File "(.+?)", line (\d+)', text
-    )
-    if found:
-        named = found.group(1)
-        if os.path.isfile(named):
-            return os.path.abspath(named), int(found.group(2))
-        return file, int(found.group(2))
-    try:
-        source, first = inspect.getsourcelines(py_func)
-    except (OSError, TypeError):
-        return file, py_func.__code__.co_firstlineno
-    if called:
-        for offset, text_line in enumerate(source):
-            if re.search(rf"\b{re.escape(called)}\s*\(", text_line):
-                return file, first + offset
-    return file, first
 
 
 def forget() -> None:

@@ -36,11 +36,16 @@ def ptx_cache_folder(op: Op, config: ProjectConfig | None, arch: str = ARCH) -> 
 
 
 def signature_ptx(
-    kernel: Any, folder: Path | None, name: str, sig: tuple, lineinfo: bool = False
+    kernel: Any,
+    folder: Path | None,
+    name: str,
+    sig: tuple,
+    lineinfo: bool = False,
+    ask_driver: bool = True,
 ) -> tuple[str, bool]:
     """The PTX of ``kernel`` (a dispatcher named ``name``) for ``sig`` (from ``folder``
     when it is there), and whether it came from there. Raises numba's error when the
-    kernel does not compile."""
+    kernel does not compile. ``ask_driver=False``: no CUDA driver call, GPU or not."""
     from numba import cuda
 
     signature = hashlib.sha256(f"{name}{tuple(map(str, sig))}".encode()).hexdigest()
@@ -49,7 +54,7 @@ def signature_ptx(
     stored = cache_files.load(entry) if entry is not None else None
     if stored is not None:  # digest-checked: a truncated entry is compiled again
         return stored[0].decode(), True
-    with device_compute_capability(COMPUTE_CAPABILITY):
+    with device_compute_capability(COMPUTE_CAPABILITY, ask_driver):
         ptx, _ = cuda.compile_ptx(
             kernel.py_func, sig, cc=COMPUTE_CAPABILITY, lineinfo=lineinfo
         )

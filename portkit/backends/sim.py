@@ -37,6 +37,8 @@ class SimulatedLaunch(LaunchTarget):
         import torch
 
         if self._types is not None:  # what numba cannot compile is red before it runs
+            # The simulator's own numba rules (simt/numba_rules.py) say it better: first.
+            self._machine.rewriter.rewrite(self._dispatcher)
             self._types.check(self.name, args)
         host_args = [host_array(a) if isinstance(a, torch.Tensor) else a for a in args]
         self._machine.launch(self.name, self._dispatcher, config, host_args)
@@ -62,8 +64,6 @@ class PortkitSimulator(Backend):
         except Exception as exc:  # pragma: no cover - depends on the install
             return f"numba-cuda cannot be imported: {exc}"
         return None
-
-    reports_cache = True  # `portkit check -v`: the launches that fell back per thread
 
     def __init__(self, config: ProjectConfig) -> None:
         super().__init__(config)
@@ -101,7 +101,7 @@ class PortkitSimulator(Backend):
                 self._fallbacks[key] = self._fallbacks.get(key, 0) + 1
         self.machine.engines.clear()
 
-    def cache_report(self, ops: Sequence[Op]) -> list[str]:
+    def engine_report(self) -> list[str]:
         """How many launches fell back from the lockstep engine per thread, and why."""
         self._count_engines()
         lines = [

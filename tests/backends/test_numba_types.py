@@ -146,12 +146,14 @@ def test_rejection_is_one_line_from_numbas_message():
     def kernel(out):
         cuda.atomic.add(out, 0, 1.0)  # noqa: F821
 
+    from numba.core.errors import TypingError
+
     message = (
         "\x1b[1mNo implementation of function Function(<class 'numba.cuda.stubs.atomic.add'>) "
         "found for signature:\n \n >>> add(array(float16, 1d, C), Literal[int](0), float16)\n"
         " \nThere are 2 candidate implementations:\n  No match.\x1b[0m\n"
     )
-    line = numba_types.rejection("k", kernel, "array(float16, 1d, C)", message)
+    line = numba_types.rejection("k", kernel, "array(float16, 1d, C)", TypingError(message))
     assert "\n" not in line and "\x1b" not in line
     assert line.startswith("kernel k (")
     assert f"test_numba_types.py:{kernel.__code__.co_firstlineno + 1})" in line
