@@ -116,12 +116,12 @@ def _construct(py_func: Any, containers: bool) -> tuple[str, str, int] | None:
 
 def _walk(tree: ast.AST) -> Iterator[ast.AST]:
     """Nodes in source order (ast.walk is breadth first)."""
-    nodes = [n for n in ast.walk(tree) if hasattr(n, "lineno")]
+    nodes = [n for n in ast.walk(tree) if isinstance(n, ast.stmt | ast.expr)]
     return iter(sorted(nodes, key=lambda n: (n.lineno, n.col_offset)))
 
 
 def _what(node: ast.AST, name: str, containers: bool) -> str | None:
-    if isinstance(node, ast.Try | ast.TryStar):
+    if isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
         return "try/except"
     if isinstance(node, ast.Assign | ast.AugAssign):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]

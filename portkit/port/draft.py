@@ -58,7 +58,8 @@ def _typed(
             why = "no case launches it, so numba has no types for it"
             untyped[name] = (why, file.rsplit("/", 1)[-1], _line(dispatcher.py_func))
             continue
-        specs, found = [], {}
+        specs: list[Any] = []
+        found: dict[Any, dict[tuple, Any]] = {}
         try:
             for signature in signatures:
                 functions = typed_functions(dispatcher, signature)

@@ -136,10 +136,10 @@ class Settings:
 
     prototype_cache: bool = True  # PORTKIT_PROTOTYPE_CACHE / --no-cache
     simt_engine: str = "auto"  # PORTKIT_SIMT_ENGINE
-    lockstep_fallback: str = ""  # PORTKIT_LOCKSTEP_FALLBACK; "": [tool.portkit]'s
     sim_math: str = "library"  # PORTKIT_SIM_MATH
     replay: str = "auto"  # PORTKIT_REPLAY
     pin_gpus: bool = True  # PORTKIT_PIN_GPUS
+    lockstep_fallback: str = ""  # PORTKIT_LOCKSTEP_FALLBACK; "": [tool.portkit]'s
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> Settings:

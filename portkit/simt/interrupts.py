@@ -48,9 +48,9 @@ def _roots() -> tuple[tuple[str, ...], str, tuple[str, ...]]:
     """The engine's own folders; the standard library's; the installed packages'."""
     own = [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]  # portkit/
     for name in ("numpy", "numba", "numba.cuda"):
-        module = sys.modules.get(name)
-        if module is not None and getattr(module, "__file__", None):
-            own.append(os.path.dirname(os.path.abspath(module.__file__)))
+        file = getattr(sys.modules.get(name), "__file__", None)
+        if file:
+            own.append(os.path.dirname(os.path.abspath(file)))
     paths = sysconfig.get_paths()
     site = tuple({os.path.abspath(paths["purelib"]), os.path.abspath(paths["platlib"])})
     return tuple(own), os.path.abspath(paths["stdlib"]), site

@@ -12,6 +12,7 @@ finishes first, as it does under a signal.
 from __future__ import annotations
 
 import ctypes
+import os
 import sys
 import threading
 import time
@@ -62,6 +63,10 @@ class Watchdog:
         self._alarms: list[Alarm] = []
         self._thread: threading.Thread | None = None
 
+    def after_fork(self) -> None:
+        """A forked child has no watchdog thread, and its lock may be held: start over."""
+        self.__init__()  # type: ignore[misc]
+
     def arm(self, seconds: float, thread: int, where: Callable[..., str]) -> Alarm:
         """An alarm that stops ``thread`` (a ``threading.get_ident()``) in ``seconds``
         unless disarmed; ``where(frame)`` names the place it stopped."""
@@ -96,3 +101,4 @@ def _raise_in(thread: int, exception: type[BaseException] | None) -> None:
 
 
 WATCHDOG = Watchdog()
+os.register_at_fork(after_in_child=WATCHDOG.after_fork)

@@ -104,3 +104,13 @@ def test_notebook_sim_in_a_thread_stops_at_the_budget(make_project, sources, mon
     assert "kernel fb_spin_fwd: still running after 0.3 s" in " ".join(
         report.failed[0].detail.split()
     )
+
+
+def test_the_setting_travels_to_a_child_process():
+    from portkit.project.environment import Settings
+
+    settings = Settings.from_environment({"PORTKIT_LOCKSTEP_FALLBACK": "Error"})
+    assert settings.lockstep_fallback == "error"
+    assert settings.as_environment() == {"PORTKIT_LOCKSTEP_FALLBACK": "error"}
+    assert Settings.from_environment(settings.as_environment()) == settings
+    assert Settings.from_environment({}).lockstep_fallback == ""

@@ -115,7 +115,10 @@ def test_signal_handler_exception_propagates_without_a_rerun(engine, raised):
     if threading.current_thread() is not threading.main_thread():
         pytest.skip("signals reach the main thread only")
 
+    fired: list[float] = []
+
     def handler(signum, frame):
+        fired.append(time.monotonic())
         raise raised("timed out")
 
     kernel = simulate(grid_ids, engine=engine, budget=0)
@@ -129,7 +132,10 @@ def test_signal_handler_exception_propagates_without_a_rerun(engine, raised):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-    assert time.monotonic() - started < 10
+    arrived = time.monotonic()
+    # No re-run: the handler's exception arrives at once (a per-thread re-run of 5.7e9
+    # threads would take hours); loose bounds, for a loaded machine.
+    assert len(fired) == 1 and arrived - fired[0] < 5 and arrived - started < 60
     assert not any("re-run" in c.reason or c.fallback for c in kernel.engines), kernel.engines
 
 
