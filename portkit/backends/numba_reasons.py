@@ -38,8 +38,9 @@ def why_not(py_func: Any, exc: BaseException) -> tuple[str, str, int]:
     if isinstance(exc, NumbaError):
         return explain(py_func, message)
     first = (message.strip().splitlines() or [""])[0]
-    why = f"numba failed on it ({type(exc).__name__}: {first})"
-    return why, py_func.__code__.co_filename, py_func.__code__.co_firstlineno
+    file, line = _where(message, py_func, None)
+    first = re.sub(r"\.? Raised from .*$", "", first)
+    return f"numba failed on it ({type(exc).__name__}: {first})", file, line
 
 
 def explain(py_func: Any, message: str) -> tuple[str, str, int]:
@@ -65,8 +66,10 @@ def _where(text: str, py_func: Any, called: str | None) -> tuple[str, int]:
     """The file and line numba names, else the first line of the kernel that calls
     ``called``, else the kernel's ``def``."""
     file = py_func.__code__.co_filename
-    found = re.search(r"During: .* at (.+?) \((\d+)\)", text) or re.search(
-        r'File "(.+?)", line (\d+)', text
+    found = (
+        re.search(r"During: .* at (.+?) \((\d+)\)", text)
+        or re.search(r'File "(.+?)", line (\d+)', text)
+        or re.search(r"Raised from (.+?) \((\d+)\)", text)
     )
     if found:
         named = found.group(1)

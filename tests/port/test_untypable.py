@@ -41,6 +41,11 @@ CASES = {
         "pu_comprehension.py:15: kernel pu_comprehension_fwd (numba cannot compile it: a "
         "comprehension (a list, set or dict))",
     ),
+    "pu_star": (
+        "a, *b = (x[i], x[i], x[i])\nout[i] = a * 2.0",
+        "pu_star.py:15: kernel pu_star_fwd (numba cannot compile it: numba failed on it "
+        "(UnsupportedBytecodeError: Use of unsupported opcode (UNPACK_EX) found))",
+    ),
     "pu_half": (
         "out[i] = x[i] * 2.0\ncuda.atomic.add(out, i, x[i] - x[i])",
         "pu_half.py:16: kernel pu_half_fwd (numba cannot compile it: no implementation of "
