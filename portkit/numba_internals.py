@@ -105,15 +105,17 @@ def half_precision_shim_sources() -> tuple[str, ...]:
 
 
 @contextmanager
-def device_compute_capability(cc: tuple[int, int]) -> Iterator[None]:
+def device_compute_capability(cc: tuple[int, int], ask_driver: bool = True) -> Iterator[None]:
     """numba-cuda asks the driver for the current device's compute capability when it
     compiles a ``device=True`` function, which fails on a machine with no GPU. There, and
     only there, ``numba.cuda.dispatcher.get_current_device`` answers ``cc`` for the
-    duration of the compile. Tested: numba-cuda 0.30.4."""
+    duration of the compile; ``ask_driver=False``: everywhere, without asking whether a
+    GPU is there (the simulator's type check starts no CUDA driver). Tested: numba-cuda
+    0.30.4."""
     from numba import cuda
     from numba.cuda import dispatcher
 
-    if cuda.is_available():
+    if ask_driver and cuda.is_available():
         yield
         return
     original = dispatcher.get_current_device

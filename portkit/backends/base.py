@@ -68,6 +68,11 @@ class Backend(ABC):
         """One line per kernel on where it came from; only where ``reports_cache``."""
         return []
 
+    def engine_report(self) -> list[str]:
+        """``portkit check -v``: which engine ran the launches, where that says more
+        than the results (the simulator's lockstep fallbacks)."""
+        return []
+
 
 def cuda_unavailable_reason() -> str | None:
     """Shared probe for backends that need an NVIDIA GPU through PyTorch."""

@@ -7,11 +7,13 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from portkit.backends.base import Backend
+from portkit.backends.numba_types import TypeCheck
 from portkit.launch.kernel_set import KernelSet, LaunchConfig, LaunchTarget
 from portkit.project.dtypes import BITS_VIEW, dtype_name, prototype_view
 from portkit.simt.debug import Breakpoint
 
 if TYPE_CHECKING:
+    from portkit.project.config import ProjectConfig
     from portkit.project.discovery import Op
 
 
@@ -27,12 +29,17 @@ def host_array(tensor: Any) -> Any:
 class SimulatedLaunch(LaunchTarget):
     """A launch target running one kernel on portkit's simulated machine."""
 
-    def __init__(self, name: str, dispatcher: Any, machine: Any) -> None:
+    def __init__(self, name: str, dispatcher: Any, machine: Any, types: Any = None) -> None:
         self.name, self._dispatcher, self._machine = name, dispatcher, machine
+        self._types = types  # numba's type check (backends/numba_types.py), or None
 
     def launch(self, config: LaunchConfig, args: Sequence[Any]) -> None:
         import torch
 
+        if self._types is not None:  # what numba cannot compile is red before it runs
+            # The simulator's own numba rules (simt/numba_rules.py) say it better: first.
+            self._machine.rewriter.rewrite(self._dispatcher)
+            self._types.check(self.name, args)
         host_args = [host_array(a) if isinstance(a, torch.Tensor) else a for a in args]
         self._machine.launch(self.name, self._dispatcher, config, host_args)
 
@@ -58,9 +65,15 @@ class PortkitSimulator(Backend):
             return f"numba-cuda cannot be imported: {exc}"
         return None
 
+    def __init__(self, config: ProjectConfig) -> None:
+        super().__init__(config)
+        self._launches = 0  # launches of the machines before the current one
+        self._fallbacks: dict[tuple[str, str], int] = {}  # (kernel, reason): launches
+
     def kernels(self, op: Op, *, poison_outputs: bool = False) -> KernelSet:
         from portkit.simt.machine import Machine
 
+        self._count_engines()
         self.machine = Machine(
             self.breakpoint,
             self.on_block,
@@ -68,9 +81,34 @@ class PortkitSimulator(Backend):
             budget=self.config.sim_budget,
             schedule=self.schedule,
             strict=self.config.strict,
+            lockstep_fallback=self.config.settings.lockstep_fallback
+            or self.config.lockstep_fallback,
         )
+        types = TypeCheck(op, self.config)
         targets = {
-            name: SimulatedLaunch(name, dispatcher, self.machine)
+            name: SimulatedLaunch(name, dispatcher, self.machine, types)
             for name, dispatcher in op.kernels.items()
         }
         return KernelSet(op.name, self.name, self.device, targets, poison_outputs)
+
+    def _count_engines(self) -> None:
+        """Move the last machine's engine choices into the backend's counts."""
+        if self.machine is None:
+            return
+        self._launches += len(self.machine.engines)
+        for choice in self.machine.engines:
+            if choice.fallback:
+                key = (choice.kernel, choice.reason)
+                self._fallbacks[key] = self._fallbacks.get(key, 0) + 1
+        self.machine.engines.clear()
+
+    def engine_report(self) -> list[str]:
+        """How many launches fell back from the lockstep engine per thread, and why."""
+        self._count_engines()
+        lines = [
+            f"sim: lockstep fallbacks: {sum(self._fallbacks.values())} of {self._launches} "
+            f"launch(es)"
+        ]
+        for (kernel, reason), n in sorted(self._fallbacks.items()):
+            lines.append(f"sim: {kernel}: per-thread, {n} launch(es): {reason}")
+        return lines

@@ -191,6 +191,8 @@ def check(
         console.print(f"nothing ran: {idle}", soft_wrap=True)
     if verbose:
         for backend in backends:
+            for line in backend.engine_report():
+                console.print(line, soft_wrap=True)
             if backend.reports_cache and not backend.unavailable_reason:
                 for line in backend.cache_report(ops):
                     console.print(line, soft_wrap=True)

@@ -182,3 +182,5 @@ def _print_engines(console: Console, machine: Machine | None) -> None:
         return
     for choice in machine.engines:
         console.print(f"engine: {choice.kernel}: {choice.engine} ({choice.reason})")
+    fallbacks = sum(choice.fallback for choice in machine.engines)
+    console.print(f"lockstep fallbacks: {fallbacks} of {len(machine.engines)} launch(es)")

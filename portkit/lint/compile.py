@@ -6,22 +6,20 @@ that only record their argument types, then compiles every kernel with those typ
 for sm_90 through numba's ``compile_ptx``, and every twin through NVRTC.
 
 A signature that compiled is remembered on disk (its PTX, under the prototype cache's
-content key, backends/prototype_cache.py), so an unchanged op is not compiled again in
-the next process; a failure is never remembered.
+content key: backends/ptx.py, shared with the simulator's type check before a launch),
+so an unchanged op is not compiled again in the next process; a failure is never
+remembered.
 """
 
 from __future__ import annotations
 
-import hashlib
 import time
 from typing import TYPE_CHECKING
 
-import portkit.backends.prototype_cache as prototype_cache
-from portkit import cache_files
+from portkit.backends.ptx import COMPUTE_CAPABILITY, ptx_cache_folder, signature_ptx
 from portkit.backends.twin.build import DEFAULT_ARCH, compile_twin
 from portkit.errors import DtypeError, PortkitError
 from portkit.launch.trace import launch_signatures
-from portkit.numba_internals import device_compute_capability
 from portkit.results import CheckResult, Outcome
 
 if TYPE_CHECKING:
@@ -29,9 +27,6 @@ if TYPE_CHECKING:
 
     from portkit.project.config import ProjectConfig
     from portkit.project.discovery import Op
-
-COMPUTE_CAPABILITY = (9, 0)
-
 
 def kernel_signatures(op: Op) -> dict[str, set]:
     """The argument types each kernel is launched with, over one case of each dtype."""
@@ -50,15 +45,6 @@ def mlir_reason(op: Op) -> str | None:
     return (
         f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} {NOT_COMPILED}" if names else None
     )
-
-
-def ptx_cache_folder(op: Op, config: ProjectConfig | None, arch: str) -> Path | None:
-    """Where the PTX of this op's checked signatures is kept, or None (cache off)."""
-    if config is None or not config.settings.prototype_cache:
-        return None
-    options = {"check": "compile_ptx", "cc": COMPUTE_CAPABILITY}
-    key = prototype_cache.cache_key(op.kernels.values(), config.root, options)
-    return prototype_cache.entry_directory(config.cache_dir, op.name, key) / f"ptx-{arch}"
 
 
 def check_prototype(op: Op, config: ProjectConfig | None = None) -> CheckResult:
@@ -98,37 +84,13 @@ def check_prototype(op: Op, config: ProjectConfig | None = None) -> CheckResult:
 def _signature_ptx(
     op: Op, folder: Path | None, name: str, sig: tuple, lineinfo: bool = False
 ) -> tuple[str, bool]:
-    """The PTX of kernel ``name`` for ``sig`` (from ``folder`` when it is there), and
-    whether it came from there. Raises numba's error when the kernel does not compile."""
-    from numba import cuda
-
-    signature = hashlib.sha256(f"{name}{tuple(map(str, sig))}".encode()).hexdigest()
-    suffix = "-lineinfo" if lineinfo else ""
-    entry = folder / f"{name}-{signature[:20]}{suffix}.ptx" if folder else None
-    stored = cache_files.load(entry) if entry is not None else None
-    if stored is not None:  # digest-checked: a truncated entry is compiled again
-        return stored[0].decode(), True
-    with device_compute_capability(COMPUTE_CAPABILITY):
-        py_func = op.kernels[name].py_func
-        ptx, _ = cuda.compile_ptx(py_func, sig, cc=COMPUTE_CAPABILITY, lineinfo=lineinfo)
-    if entry is not None:
-        _remember(entry, ptx)
-    return ptx, False
+    return signature_ptx(op.kernels[name], folder, name, sig, lineinfo)
 
 
 def lineinfo_ptx(op: Op, config: ProjectConfig | None, name: str, sig: tuple) -> str:
     """Kernel ``name``'s PTX for ``sig`` with ``.loc`` line info, through the PTX cache."""
     arch = f"sm_{COMPUTE_CAPABILITY[0]}{COMPUTE_CAPABILITY[1]}"
     return _signature_ptx(op, ptx_cache_folder(op, config, arch), name, sig, lineinfo=True)[0]
-
-
-def _remember(entry: Path, ptx: str) -> None:
-    """Keep the PTX of a signature that compiled; a cache that cannot be written is no
-    reason to fail a compile check."""
-    try:
-        cache_files.store(entry, ptx)
-    except OSError:
-        pass
 
 
 def check_twin(op: Op, config: ProjectConfig, arch: str = DEFAULT_ARCH) -> CheckResult | None:

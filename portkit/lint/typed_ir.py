@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from portkit import numba_internals
-from portkit.lint.compile import COMPUTE_CAPABILITY
+from portkit.backends.ptx import COMPUTE_CAPABILITY
 
 # numba IR: the statements assigning each variable (by its versioned name)
 Defs = dict[str, list[Any]]

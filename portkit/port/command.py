@@ -53,4 +53,4 @@ def write_draft(draft: Draft, out: Path, force: bool) -> str:
 
 def gap_report(draft: Draft) -> list[str]:
     """One line per construct left as ``#error`` in the draft."""
-    return [f"{g.file}:{g.line}: {g.construct} is not translated" for g in draft.gaps]
+    return [gap.report() for gap in draft.gaps]

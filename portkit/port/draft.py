@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from portkit.backends.numba_reasons import why_not
 from portkit.errors import PortkitError
 from portkit.port.context import DraftNeeds, Gap
 from portkit.port.ctype import is_array
@@ -42,31 +43,43 @@ def _line(py_func: Any) -> int:
 
 def _typed(
     kernels: Mapping[str, Any], launches: dict[str, list[Any]]
-) -> tuple[dict[str, FunctionTypes], dict[Any, FunctionTypes], list[str]]:
-    """(kernel FunctionTypes by name, device FunctionTypes by py_func, kernels launched
-    by no case)."""
+) -> tuple[dict[str, FunctionTypes], dict[Any, FunctionTypes], dict[str, tuple[str, str, int]]]:
+    """(kernel FunctionTypes by name, device FunctionTypes by py_func, the kernels that
+    have no types: why, file name, line)."""
     from portkit.lint.typed_ir import typed_functions
 
     typed: dict[str, FunctionTypes] = {}
     device_specs: dict[Any, dict[tuple, Any]] = {}
-    unlaunched = []
+    untyped: dict[str, tuple[str, str, int]] = {}
     for name, dispatcher in kernels.items():
         signatures = list(dict.fromkeys(launch.signature for launch in launches.get(name, [])))
         if not signatures:
-            unlaunched.append(name)
+            file = inspect.getsourcefile(dispatcher.py_func) or "?"
+            why = "no case launches it, so numba has no types for it"
+            untyped[name] = (why, file.rsplit("/", 1)[-1], _line(dispatcher.py_func))
             continue
-        specs = []
-        for signature in signatures:
-            functions = typed_functions(dispatcher, signature)
-            specs.append(functions[0])
-            for fn in functions[1:]:
-                device_specs.setdefault(fn.py_func, {}).setdefault(fn.args, fn)
+        specs: list[Any] = []
+        found: dict[Any, dict[tuple, Any]] = {}
+        try:
+            for signature in signatures:
+                functions = typed_functions(dispatcher, signature)
+                specs.append(functions[0])
+                for fn in functions[1:]:
+                    found.setdefault(fn.py_func, {}).setdefault(fn.args, fn)
+        except Exception as exc:  # numba refuses the kernel: its #error, not a traceback
+            reason, file, line = why_not(dispatcher.py_func, exc)
+            why = f"numba cannot compile it: {reason}"
+            untyped[name] = (why, file.rsplit("/", 1)[-1], line)
+            continue
+        for py_func, by_args in found.items():
+            for args, fn in by_args.items():
+                device_specs.setdefault(py_func, {}).setdefault(args, fn)
         typed[name] = function_types(dispatcher.py_func, specs, kernel=True)
     device = {
         py_func: function_types(py_func, list(specs.values()), kernel=False)
         for py_func, specs in device_specs.items()
     }
-    return typed, device, unlaunched
+    return typed, device, untyped
 
 
 def _callees_first(device: dict[Any, FunctionTypes]) -> list[FunctionTypes]:
@@ -116,7 +129,7 @@ def draft_kernels(
     from portkit.port.layout import dimension
 
     order = sorted(kernels, key=lambda n: _line(kernels[n].py_func))
-    typed, device, unlaunched = _typed(kernels, launches)
+    typed, device, untyped = _typed(kernels, launches)
     needs = DraftNeeds()
     writes: dict[Any, set[int]] = {}
     body: list[str] = []
@@ -124,11 +137,9 @@ def draft_kernels(
     for ft in _callees_first(device):
         body += emit_function(ft, needs, device, writes, no_dims) + [""]
     for kernel in order:
-        py_func = kernels[kernel].py_func
-        if kernel in unlaunched:
-            file = inspect.getsourcefile(py_func) or "?"
-            reason = "no case launches it, so numba has no types for it"
-            body += placeholder(kernel, reason, needs, file.rsplit("/", 1)[-1], _line(py_func))
+        if kernel in untyped:
+            reason, file, line = untyped[kernel]
+            body += placeholder(kernel, reason, needs, file, line)
             body.append("")
             continue
         ft = typed[kernel]

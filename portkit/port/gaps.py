@@ -21,6 +21,12 @@ class Gap:
     construct: str
     file: str
     line: int
+    function: str = ""  # "kernel k" or "device function f" it sits in ("": in the name)
+
+    def report(self) -> str:
+        """The line ``portkit port`` prints for it."""
+        inside = f"{self.function}: " if self.function else ""
+        return f"{self.file}:{self.line}: {inside}{self.construct} is not translated"
 
     def directive(self) -> str:
         text = f"portkit port: {self.construct} at {self.file}:{self.line} is not translated"

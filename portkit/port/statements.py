@@ -69,7 +69,9 @@ class Statements:
     def gap(self, depth: int, problem: Untranslated, node: ast.AST) -> None:
         found = problem.node
         where = found if found is not None and getattr(found, "lineno", None) else node
-        gap = Gap(problem.construct, self.ctx.file, self.line_of(where))
+        kind = "kernel" if self.ctx.types.kernel else "device function"
+        inside = f"{kind} {self.ctx.types.py_func.__name__}"
+        gap = Gap(problem.construct, self.ctx.file, self.line_of(where), inside)
         self.ctx.needs.gaps.append(gap)
         self.lines.append(INDENT * depth + gap.directive())
 

@@ -11,6 +11,8 @@ A project is the nearest folder, from the working directory up, that holds a
     lint-warnings = "warning"   # "error": lint warnings fail lint, check and pytest too
     sim-budget = 300            # seconds one simulated launch may run (0: no limit)
     strict     = false          # simulator warnings are errors (docs/simulator.md)
+    lockstep-fallback = "allow" # "error": a launch the lockstep engine hands to the
+                                # per-thread engine fails (CI); PORTKIT_LOCKSTEP_FALLBACK wins
 
 Nothing is read at import time: a ``Session`` (project/session.py) calls ``load_config``
 and adds the ``Settings`` it read from the environment; a config from ``load_config`` alone
@@ -40,6 +42,7 @@ _KNOWN_KEYS = {
     "lint-warnings",
     "sim-budget",
     "strict",
+    "lockstep-fallback",
 }
 LINT_WARNINGS = ("warning", "error")  # what a lint warning is to lint, check and pytest
 DEFAULT_NAMESPACE = "portkit"
@@ -61,6 +64,7 @@ class ProjectConfig:
     # Simulator warnings (what the CUDA C++ guide leaves undefined but GPUs run right,
     # simt/warning_log.py) are errors: strict = true, or --strict.
     strict: bool = False
+    lockstep_fallback: str = "allow"  # "error": a per-thread fallback fails the launch
     # The session's switches (prototype cache, simulator engine...), passed down with the
     # configuration so that nothing below the session reads the environment.
     settings: Settings = field(default_factory=Settings)
@@ -124,7 +128,8 @@ def load_config(start: Path | None = None) -> ProjectConfig:
         )
     for key, value in table.items():
         if not isinstance(value, str):
-            what = "a string" if key in ("namespace", "lint-warnings") else "a string path"
+            words = ("namespace", "lint-warnings", "lockstep-fallback")
+            what = "a string" if key in words else "a string path"
             raise ConfigError(f"{pyproject}: [tool.portkit] {key} must be {what}")
     namespace = table.get("namespace", DEFAULT_NAMESPACE)
     if not namespace.isidentifier():
@@ -137,6 +142,12 @@ def load_config(start: Path | None = None) -> ProjectConfig:
         raise ConfigError(
             f'{pyproject}: [tool.portkit] lint-warnings must be "warning" or "error", '
             f"not {lint_warnings!r}"
+        )
+    fallback = table.get("lockstep-fallback", "allow")
+    if fallback not in ("allow", "error"):
+        raise ConfigError(
+            f'{pyproject}: [tool.portkit] lockstep-fallback must be "allow" or "error", '
+            f"not {fallback!r}"
         )
     cache = table.get("cache-dir")
     cache_dir = (root / cache) if cache else default_cache_dir()
@@ -151,4 +162,5 @@ def load_config(start: Path | None = None) -> ProjectConfig:
         configured=configured,
         sim_budget=float(budget),
         strict=strict,
+        lockstep_fallback=fallback,
     )

@@ -22,6 +22,7 @@ from portkit.errors import ConfigError
 SIMT_ENGINES = ("auto", "lockstep", "per-thread")
 REPLAY_MODES = ("auto", "python", "off")  # auto: compiled where it builds, else Python
 SIM_MATHS = ("library", "numpy")
+LOCKSTEP_FALLBACKS = ("", "allow", "error")  # "": the project's lockstep-fallback
 _OFF = ("0", "false", "no", "off")
 
 
@@ -45,6 +46,14 @@ VARIABLES: tuple[Variable, ...] = (
         "PORTKIT_SIMT_ENGINE",
         "auto",
         "the simulator's engine: auto, lockstep or per-thread (docs/simulator.md)",
+        "setting",
+    ),
+    Variable(
+        "PORTKIT_LOCKSTEP_FALLBACK",
+        "",
+        "error: a simulated launch that falls back from the lockstep engine to the "
+        "per-thread engine fails (for CI); allow: it runs; unset: [tool.portkit] "
+        "lockstep-fallback decides (default allow)",
         "setting",
     ),
     Variable(
@@ -137,6 +146,7 @@ class Settings:
     sim_math: str = "library"  # PORTKIT_SIM_MATH
     replay: str = "auto"  # PORTKIT_REPLAY
     pin_gpus: bool = True  # PORTKIT_PIN_GPUS
+    lockstep_fallback: str = ""  # PORTKIT_LOCKSTEP_FALLBACK; "": [tool.portkit]'s
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -146,6 +156,11 @@ class Settings:
             prototype_cache=_read("PORTKIT_PROTOTYPE_CACHE", env).lower() not in _OFF,
             simt_engine=_choice(
                 "PORTKIT_SIMT_ENGINE", _read("PORTKIT_SIMT_ENGINE", env) or "auto", SIMT_ENGINES
+            ),
+            lockstep_fallback=_choice(
+                "PORTKIT_LOCKSTEP_FALLBACK",
+                _read("PORTKIT_LOCKSTEP_FALLBACK", env).lower(),
+                LOCKSTEP_FALLBACKS,
             ),
             sim_math=sim_math(env),
             replay="off" if replay in _OFF else "python" if replay == "python" else "auto",
@@ -171,6 +186,7 @@ class Settings:
 _FIELD_VARIABLES = {
     "prototype_cache": "PORTKIT_PROTOTYPE_CACHE",
     "simt_engine": "PORTKIT_SIMT_ENGINE",
+    "lockstep_fallback": "PORTKIT_LOCKSTEP_FALLBACK",
     "sim_math": "PORTKIT_SIM_MATH",
     "replay": "PORTKIT_REPLAY",
     "pin_gpus": "PORTKIT_PIN_GPUS",

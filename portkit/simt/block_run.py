@@ -13,6 +13,7 @@ import numpy as np
 from portkit.errors import KernelError
 from portkit.simt import epochs
 from portkit.simt.debug import DebugSession
+from portkit.simt.interrupts import passes_through
 from portkit.simt.intrinsics import WARP_SIZE, Dim3, SimulatedCuda
 from portkit.simt.memory import SimArray
 from portkit.simt.poison import PoisonUsed
@@ -132,6 +133,8 @@ class BlockRun:
         except KernelError:
             raise
         except Exception as exc:
+            if passes_through(exc):  # a signal handler's timeout, MemoryError: not a fault
+                raise
             raise machine.fault(self.name, exc, thread) from None
 
     def _where(self, thread: int) -> tuple[str, int]:

@@ -1,17 +1,18 @@
 """A time budget on every simulated launch, so a kernel that never finishes (a loop whose
 condition never fails) stops with its kernel, block, thread and line instead of spinning.
 
-The budget is wall-clock seconds per launch, enforced with ``SIGALRM``: the alarm's
-handler runs between two bytecodes of whatever Python code is running (the kernel, in
-either engine), and raises there. Only the main thread receives signals, so elsewhere a
-launch runs without a budget; an outer alarm due sooner (pytest-timeout's) is left alone.
+The budget is wall-clock seconds per launch, enforced by one watchdog thread
+(``simt/watchdog.py``): when a launch's deadline passes, the watchdog names the
+spinning thread and line from the launching thread's live frames, then raises
+``_Expired`` in that thread (``PyThreadState_SetAsyncExc``) between two of its
+bytecodes, inside whatever Python code runs (the kernel, in either engine). Unlike a
+signal this works in any thread (a notebook's worker, a ``threading.Thread``) and
+leaves ``SIGALRM`` to its owner (pytest-timeout's alarm still fires).
 """
 
 from __future__ import annotations
 
-import signal
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
@@ -21,19 +22,11 @@ import numpy as np
 
 from portkit.errors import KernelError
 from portkit.simt.records import Place, unflatten
+from portkit.simt.watchdog import WATCHDOG, Expired
 
 
 class BudgetExceeded(KernelError):
     """A launch ran past its budget: the kernel spins, or the budget is too small."""
-
-
-class _Expired(BaseException):
-    """Raised by the alarm inside the kernel; a BaseException, so no ``except Exception``
-    of the kernel or of the engines (which re-run failures per thread) swallows it."""
-
-    def __init__(self, where: str) -> None:
-        super().__init__(where)
-        self.where = where
 
 
 @contextmanager
@@ -41,39 +34,34 @@ def launch_budget(
     seconds: float | None, kernel: str, where: Callable[[FrameType | None], str]
 ) -> Iterator[None]:
     """Run the body under a budget of ``seconds`` (None or 0: none). ``where(frame)``
-    names the spinning thread and line when the alarm fires (``frame``: the running one)."""
-    usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
-    outer_delay, outer_interval = (
-        signal.getitimer(signal.ITIMER_REAL) if seconds and usable else (0.0, 0.0)
-    )
-    if not seconds or not usable or (outer_delay and outer_delay <= seconds):
+    names the spinning thread and line when the budget runs out (``frame``: the
+    launching thread's innermost one)."""
+    if not seconds:
         yield
         return
-    armed = [True]
-
-    def expire(signum: int, frame: FrameType | None) -> None:
-        if armed[0]:
-            armed[0] = False
-            raise _Expired(where(frame))
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    started = time.monotonic()
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    alarm = WATCHDOG.arm(seconds, threading.get_ident(), where)
     try:
         yield
-    except _Expired as exc:
+    except Expired:
+        if not alarm.fired:  # another budget's (an outer launch's): not ours to name
+            raise
         raise BudgetExceeded(
             f"kernel {kernel}: still running after {seconds:g} s (the budget of one "
-            f"simulated launch) at {exc.where}; a loop that never ends? A longer launch "
+            f"simulated launch) at {alarm.where}; a loop that never ends? A longer launch "
             f"needs --budget SECONDS or [tool.portkit] sim-budget"
         ) from None
     finally:
-        armed[0] = False
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-        if outer_delay:
-            left = outer_delay - (time.monotonic() - started)
-            signal.setitimer(signal.ITIMER_REAL, max(left, 1e-3), outer_interval)
+        _disarm(alarm)
+
+
+def _disarm(alarm: Any) -> None:
+    """Disarm, even when the ``Expired`` sent as the launch ended arrives in here."""
+    while True:
+        try:
+            alarm.disarm()
+            return
+        except Expired:
+            continue
 
 
 def where_spinning(

@@ -12,7 +12,7 @@ on per thread to the launch's end.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +20,7 @@ import numpy as np
 
 from portkit.errors import KernelError
 from portkit.launch.kernel_set import LaunchConfig
+from portkit.simt.interrupts import passes_through
 from portkit.simt.layout import memory_view
 from portkit.simt.records import ArrayRecord, LaunchRecord
 from portkit.simt.scalars import BFloat16Bits
@@ -29,22 +30,33 @@ from portkit.simt.tally import AtomicTally
 AUTO, LOCKSTEP, PER_THREAD = "auto", "lockstep", "per-thread"
 
 
+FALLBACKS = ("allow", "error")  # [tool.portkit] lockstep-fallback, PORTKIT_LOCKSTEP_FALLBACK
+
+
+class LockstepFallback(KernelError):
+    """A launch ran per thread where lockstep was wanted, under lockstep-fallback = "error"."""
+
+
 @dataclass(frozen=True)
 class EngineChoice:
-    """Which engine ran one launch, and why (``portkit sim --verbose`` prints these)."""
+    """Which engine ran one launch, and why (``portkit sim --verbose`` prints these).
+    ``fallback``: the lockstep engine was tried or meant and the per-thread engine ran
+    the launch (all of it, or from a chunk on) to its end."""
 
     kernel: str
     engine: str
     reason: str
+    fallback: bool = False
 
 
 def try_lockstep(
     machine: Any, name: str, dispatcher: Any, config: LaunchConfig, args: Sequence[Any]
 ) -> LaunchRecord | None:
     """Run the launch in ``machine``'s lockstep engine if it applies. None (inputs as
-    they were) when it does not or when a check failed and the failed chunk ran clean
-    per thread: the per-thread engine then runs the whole launch. A fault the chunk's
-    re-run finds is raised."""
+    they were) when the kernel is not chosen for it: the per-thread engine then runs the
+    whole launch. A fault the per-thread re-run of a failed chunk finds is raised; a
+    fallback is recorded in ``machine.engines`` and, under ``machine.lockstep_fallback
+    == "error"``, raised as ``LockstepFallback``."""
     if machine.engine == PER_THREAD:
         machine.engines.append(EngineChoice(name, PER_THREAD, "chosen"))
         return None
@@ -58,16 +70,20 @@ def try_lockstep(
     if refused is None and any(isinstance(a, BFloat16Bits) for a in args):
         refused = "bfloat16 arrays (the lockstep engine has no bfloat16 arithmetic)"
     if refused is not None:
-        machine.engines.append(EngineChoice(name, PER_THREAD, refused))
-        return None
+        return _fall_back(
+            machine, name, refused, lambda: machine.run_per_thread(name, dispatcher, config, args)
+        )
     ran = _run_lockstep(machine, dispatcher, config, args)
     if isinstance(ran, tuple):
         reason, shadows = ran
-        machine.engines.append(EngineChoice(name, PER_THREAD, f"re-run per thread: {reason}"))
         failed = machine._lockstep.failed
-        if failed is None:
-            return None  # nothing ran: the whole launch per thread
-        return _continue_per_thread(machine, name, dispatcher, config, args, failed, shadows)
+        if failed is None:  # nothing ran: the whole launch per thread
+            rest = lambda: machine.run_per_thread(name, dispatcher, config, args)  # noqa: E731
+        else:
+            rest = lambda: _continue_per_thread(  # noqa: E731
+                machine, name, dispatcher, config, args, failed, shadows
+            )
+        return _fall_back(machine, name, f"re-run per thread: {reason}", rest)
     machine.tally.merge(machine._lockstep.tally)
     record = LaunchRecord(name, config)
     for parameter, arg, shadow in zip(machine.rewriter.rewrite(dispatcher).parameters, args, ran):
@@ -83,11 +99,31 @@ def try_lockstep(
     return record
 
 
+def _fall_back(
+    machine: Any, name: str, reason: str, run: Callable[[], LaunchRecord]
+) -> LaunchRecord:
+    """Run the launch (or its rest) per thread. A fault it finds is raised: the launch
+    has a bug, not a fallback. One that runs to the end is a fallback: counted in
+    ``machine.engines``, and under lockstep-fallback = "error" the launch's error."""
+    at = len(machine.engines)
+    machine.engines.append(EngineChoice(name, PER_THREAD, reason))
+    record = run()
+    machine.engines[at] = EngineChoice(name, PER_THREAD, reason, fallback=True)
+    if getattr(machine, "lockstep_fallback", "allow") == "error":
+        raise LockstepFallback(
+            f"kernel {name}: ran in the per-thread engine, not in lockstep: {reason} "
+            f'(lockstep-fallback = "error"; PORTKIT_LOCKSTEP_FALLBACK=allow lets it run)'
+        )
+    return record
+
+
 def _run_lockstep(
     machine: Any, dispatcher: Any, config: LaunchConfig, args: Sequence[Any]
 ) -> list[Any] | tuple[str, list[Any]]:
     """The launch's lockstep run: its shadows, or why it stopped and the shadows the
-    chunks before the failed one left (the failed chunk undone)."""
+    chunks before the failed one left (the failed chunk undone). Only the engine's own
+    signal stops it here (``Unsupported``: a construct not vectorised or a check that
+    failed); a timeout, an interrupt, MemoryError or the budget pass through."""
     from portkit.simt.lockstep import LaneShadow, Unsupported
 
     # NumPy shadows, not the per-thread engine's array('q'), each slot allocated at its
@@ -98,9 +134,13 @@ def _run_lockstep(
         machine._lockstep.launch(dispatcher, config, args, shadows, machine.schedule)
     except KernelError:
         raise  # the launch itself is wrong (an argument): the same for both engines
-    except Exception as exc:  # Unsupported, a failed check, or anything unforeseen
-        reason = str(exc) if isinstance(exc, Unsupported) else f"{type(exc).__name__}: {exc}"
-        return reason, shadows
+    except Exception as exc:
+        if isinstance(exc, Unsupported):
+            return str(exc), shadows
+        if passes_through(exc):
+            raise
+        # The engine's own code failed outside a chunk (a case it did not foresee).
+        return f"not vectorised: {type(exc).__name__}: {exc}", shadows
     return shadows
 
 

@@ -19,7 +19,6 @@ barrier...) is a warning, kept per launch (simt/warning_log.py; strict: an error
 from __future__ import annotations
 
 import math
-import traceback
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -33,8 +32,8 @@ from portkit.simt.block_run import BlockRun
 from portkit.simt.budget import launch_budget, where_spinning
 from portkit.simt.debug import Breakpoint, DebugSession
 from portkit.simt.grid_run import run_cooperative
+from portkit.simt.interrupts import passes_through
 from portkit.simt.intrinsics import WARP_SIZE, Dim3, SimulatedCuda
-from portkit.simt.kernel_exceptions import raised
 from portkit.simt.layout import Layout, memory_view, shape_of
 from portkit.simt.lockstep_launch import (
     AUTO,
@@ -48,7 +47,6 @@ from portkit.simt.memory import (
     GLOBAL,
     LOCAL,
     SHARED,
-    MemoryFault,
     Shadow,
     SimArray,
 )
@@ -86,6 +84,7 @@ class Machine(Reporting):
         budget: float | None = None,
         schedule: str | None = None,
         strict: bool = False,
+        lockstep_fallback: str = "allow",
     ) -> None:
         self.schedule = checked(schedule)  # the order blocks and threads run in
         # Warnings (simt/warning_log.py) are errors, as the CUDA C++ guide's letter has it.
@@ -97,6 +96,8 @@ class Machine(Reporting):
         # where the launch keeps no copy of its inputs (then such a race is an error).
         self._suspects: list[Suspect] | None = None
         self.confirming = False  # this machine is a second schedule's
+        # "error": a launch that falls back to the per-thread engine fails (CI).
+        self.lockstep_fallback = lockstep_fallback
         # The session's choice (PORTKIT_SIMT_ENGINE) arrives as ``engine``.
         self.engine = engine or AUTO
         if self.engine not in ENGINES:
@@ -297,6 +298,8 @@ class Machine(Reporting):
             except KernelError:
                 raise
             except Exception as exc:
+                if passes_through(exc):  # a signal handler's timeout, MemoryError: not a fault
+                    raise
                 raise self.fault(name, exc, thread) from None
             self.settle_shared(name)
             return
@@ -396,24 +399,3 @@ class Machine(Reporting):
             if t < self._threads and not (self.finished_threads and self.finished_threads[t]):
                 mask |= 1 << lane
         return mask
-
-    # -- reporting ------------------------------------------------------------------------
-    def place(self, thread: int, file: str, line: int) -> Place:
-        dims = tuple(int(v) for v in self.cuda.blockDim)
-        return Place(self._block, unflatten(thread, dims), file, line)
-
-    def fault(self, name: str, exc: BaseException, thread: int) -> KernelError:
-        files = set(self.rewriter.files)
-        frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename in files]
-        place = self.place(thread, frames[-1].filename, frames[-1].lineno or 0) if frames else None
-        if isinstance(exc, MemoryFault):
-            other = other_what = None
-            if exc.other is not None:
-                other = self._stamp_place(*exc.other)
-                other_what = "the other access"
-            detail = exc.detail
-            if exc.kind == "race":
-                detail = f"data race: {detail} with no barrier between them"
-            return SimulationFault(name, exc.kind, detail, place, other, other_what or "")
-        dims = tuple(int(v) for v in self.cuda.blockDim)
-        return raised(name, exc, place, self._block, unflatten(thread, dims))

@@ -5,9 +5,12 @@ for the next barrier (poison.py). A mixin: the machine holds the state it names.
 
 from __future__ import annotations
 
+import traceback
 from typing import Any
 
+from portkit.errors import KernelError
 from portkit.simt.intrinsics import SimulatedCuda
+from portkit.simt.kernel_exceptions import raised
 from portkit.simt.memory_fault import MemoryFault
 from portkit.simt.records import Place, SimulationFault, unflatten
 from portkit.simt.second_schedule import Suspect
@@ -26,9 +29,28 @@ class Reporting:
     _kernel: str
     _suspects: list[Suspect] | None
     _poison_stores: list[SimulationFault]
+    _block: tuple[int, int, int]
+    rewriter: Any  # the machine's kernel rewriter: the files its frames come from
 
     def place(self, thread: int, file: str, line: int) -> Place:
-        raise NotImplementedError  # the machine's: its running block
+        dims = tuple(int(v) for v in self.cuda.blockDim)
+        return Place(self._block, unflatten(thread, dims), file, line)
+
+    def fault(self, name: str, exc: BaseException, thread: int) -> KernelError:
+        files = set(self.rewriter.files)
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename in files]
+        place = self.place(thread, frames[-1].filename, frames[-1].lineno or 0) if frames else None
+        if isinstance(exc, MemoryFault):
+            other = other_what = None
+            if exc.other is not None:
+                other = self._stamp_place(*exc.other)
+                other_what = "the other access"
+            detail = exc.detail
+            if exc.kind == "race":
+                detail = f"data race: {detail} with no barrier between them"
+            return SimulationFault(name, exc.kind, detail, place, other, other_what or "")
+        dims = tuple(int(v) for v in self.cuda.blockDim)
+        return raised(name, exc, place, self._block, unflatten(thread, dims))
 
     def warn(
         self, kind: str, detail: str, place: Place | None, other: Place | None = None

@@ -437,7 +437,10 @@ def test_bad_config_key(make_project, cli):
         load_config(root)
     message = str(info.value)
     assert "unknown key(s) in [tool.portkit]: prototype-dir" in message
-    known = "known keys: cache-dir, cuda-src, lint-warnings, namespace, prototypes, sim-budget"
+    known = (
+        "known keys: cache-dir, cuda-src, lint-warnings, lockstep-fallback, namespace, "
+        "prototypes, sim-budget"
+    )
     assert known in message
     assert str(root / "pyproject.toml") in message
     for command in (["list"], ["sim", "anything"], ["check", "--all"], ["compile"]):

@@ -13,7 +13,7 @@ import pytest
 from numba import cuda, float32, int64
 
 from portkit.errors import PortkitError, TwinCompileError
-from portkit.lint.compile import device_compute_capability
+from portkit.numba_internals import device_compute_capability
 from portkit.lint.ptx import KernelProperties, PtxModule, ResourceUsage, kernel_usage
 from portkit.lint.resources import prototype_usage, twin_usage
 

@@ -65,7 +65,7 @@ def test_gaps_are_listed_and_the_exit_code_is_1(project, cli):
     assert result.exit_code == 1
     lines = result.stderr.splitlines()
     assert lines == [
-        "pgap.py:15: for loop over anything but range() is not translated",
+        "pgap.py:15: kernel pgap_fwd: for loop over anything but range() is not translated",
         "1 constructs not translated: see the #error lines",
     ]
     text = (root / "cuda_src" / "pgap.cu").read_text()

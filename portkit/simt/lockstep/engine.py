@@ -21,6 +21,7 @@ from portkit.simt.lockstep.journal import Journal, Tape
 from portkit.simt.lockstep.lanes import UNDEF
 from portkit.simt.lockstep.shims import LaneCuda, LaneMath, lane_builtins
 from portkit.simt.lockstep.vectorize import Unsupported, Vectorizer, builtin_namespace
+from portkit.simt.interrupts import passes_through
 from portkit.simt.memory import GLOBAL
 from portkit.simt.scalars import widen
 from portkit.simt.schedule import FORWARD, REVERSED, in_order
@@ -74,6 +75,8 @@ class LockstepEngine:
             except Unsupported as exc:
                 self._refused[key] = str(exc)
             except Exception as exc:  # anything the rewrite did not foresee: per thread
+                if passes_through(exc):
+                    raise
                 self._refused[key] = f"not vectorised: {type(exc).__name__}: {exc}"
         return self._refused[key] or None
 
@@ -149,8 +152,8 @@ class LockstepEngine:
                     function(*values)
                 except Exception as exc:
                     journal.undo()  # the arrays and shadows as the chunks before left them
-                    if isinstance(exc, Unsupported):
-                        raise
+                    if isinstance(exc, Unsupported) or passes_through(exc):
+                        raise  # a timeout from a signal handler, MemoryError: no re-run
                     raise Unsupported(f"{type(exc).__name__}: {exc}") from None
                 self.tally.merge(tally)
                 self.journal_saved = max(self.journal_saved, journal.saved)
