@@ -40,8 +40,10 @@ def blocks_3_and_20_write_one_element(out):
 
 @cuda.jit
 def two_atomic_statements(counts):
-    cuda.atomic.add(counts, cuda.blockIdx.x % 4, 1)
-    cuda.atomic.add(counts, cuda.threadIdx.x % 4, 1)
+    # The first old value is used, so the two statements' order is per thread (two
+    # dropped ones would run in lockstep: lockstep/unordered.py).
+    seen = cuda.atomic.add(counts, cuda.blockIdx.x % 4, 1)
+    cuda.atomic.add(counts, cuda.threadIdx.x % 4, 1 + seen - seen)
 
 
 @pytest.fixture(autouse=True)

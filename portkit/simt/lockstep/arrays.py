@@ -27,6 +27,7 @@ import numpy as np
 from portkit.simt.lockstep.integer_sums import integer_sums
 from portkit.simt.lockstep.lane_shadow import STAMP_SLOTS, LaneShadow, ordered
 from portkit.simt.lockstep.lanes import is_lanes
+from portkit.simt.lockstep.unordered import accumulate, last_writers, last_writers_known
 from portkit.simt.lockstep.vectorize import Unsupported
 from portkit.simt.memory import CONST, GLOBAL, _line_key
 from portkit.simt.tally import AtomicTally
@@ -362,18 +363,29 @@ class LaneArray:
         return not again
 
     def atomic(
-        self, index: Any, update: Any, operands: tuple, frame: Any, add_sign: int = 0
+        self,
+        index: Any,
+        update: Any,
+        operands: tuple,
+        frame: Any,
+        add_sign: int = 0,
+        unused: str | None = None,
     ) -> Any:
         """Read-modify-write per active lane, in thread order; returns the old values.
         ``update(old, *operands of the lane)`` is the per-thread engine's own update.
-        ``add_sign`` (1: atomic.add, -1: atomic.sub) sums integers over all lanes at once."""
+        ``add_sign`` (1: atomic.add, -1: atomic.sub) sums integers over all lanes at once.
+        ``unused``: the statement drops the old values and its operation is one whose
+        result no order changes (``unordered.py``): integer add/sub, and, or, xor, max,
+        min; such atomics may run again on the array in this chunk (a loop)."""
         flat = self.positions(index)
         if flat is None:
             raise Unsupported("an atomic on a view")
         if self.space == CONST:
             raise Unsupported("an atomic on constant memory")
         chunk = self.chunk
-        chunk.count_atomic(self)
+        operand = operands[0]
+        kind = unused if unused and self.data.dtype.kind in "iu" and _integer(operand) else None
+        again = chunk.count_atomic(self, kind)
         lanes = np.flatnonzero(chunk.mask)[:: -1 if chunk.reversed else 1]  # schedule.py
         order = -1 if chunk.reversed else 1
         flats = np.broadcast_to(flat, (chunk.active_count,))[::order]
@@ -383,9 +395,21 @@ class LaneArray:
         data = self.data
         if shadow is not None:
             shadow.mine = None
+        if again and shadow is not None and not last_writers_known(chunk, shadow):
+            raise Unsupported("atomics on one array in a chunk whose stamps do not order them")
         if self.journal is not None:
             self.journal.save(data, shadow, flats)
-        operand = operands[0] if add_sign else None
+        if kind is not None:
+            if lanes.size:
+                accumulate(kind, data, flats, lanes, operand, add_sign, chunk.n)
+            if shadow is not None:
+                line = shadow.line_code(_line_key(frame, chunk.files))
+                if again:  # earlier atomics of this chunk: keep each element's last writer
+                    last_writers(shadow, chunk, flats[::order], line)
+                else:
+                    shadow.writes[flats] = shadow.me(chunk)[::order]
+                    shadow.set_lines("write_lines", flats, line)
+            return None
         if add_sign and data.dtype.kind in "iu" and _integer(operand) and lanes.size:
             olds = integer_sums(data, flats, lanes, operand, add_sign, chunk.n)
         else:

@@ -21,7 +21,8 @@ from portkit.simt import floatmath, intrinsics
 from portkit.simt.fp16 import SIMULATED_FP16
 from portkit.simt.lockstep.arrays import LaneArray
 from portkit.simt.lockstep.lanes import is_lanes
-from portkit.simt.lockstep.vectorize import Unsupported
+from portkit.simt.lockstep.unordered import UNORDERED
+from portkit.simt.lockstep.vectorize import UNUSED_ATOMICS, Unsupported
 from portkit.simt.scalars import INT64, TYPED_BUILTINS, TYPED_MATH, NumberCast, as_dtype
 
 # Every shim that needs the chunk running now reads it from ``current``: the engine's own
@@ -180,23 +181,31 @@ def lane_builtins(current: Any) -> dict[str, Any]:
         "round": per_lane(builtins.round, "round", current),
         "pow": per_lane(builtins.pow, "pow", current),
         "bool": per_lane(lambda v: np.bool_(v), "bool", current),
+        UNUSED_ATOMICS: LaneAtomics(unused=True),
     }
 
 
-def _lane_atomic(update: Callable[[Any, Any], Any], add_sign: int = 0) -> Callable[..., Any]:
+def _lane_atomic(
+    update: Callable[[Any, Any], Any], add_sign: int = 0, unused: str | None = None
+) -> Callable[..., Any]:
     def atomic(array: Any, index: Any, value: Any) -> Any:
         if not isinstance(array, LaneArray):
             raise Unsupported("an atomic on something other than an array")
         cast = array.dtype.type
         return array.atomic(
-            index, lambda old, v: update(old, cast(v)), (value,), sys._getframe(1), add_sign
+            index, lambda old, v: update(old, cast(v)), (value,), sys._getframe(1), add_sign, unused
         )
 
     return atomic
 
 
 class LaneAtomics:
-    """``cuda.atomic``: per lane in thread order, with the per-thread engine's updates."""
+    """``cuda.atomic``: per lane in thread order, with the per-thread engine's updates.
+    ``unused``: the atomics of statements that drop the old value (the rewrite calls
+    these for ``cuda.atomic.add(...)`` as a statement), which may run unordered."""
+
+    def __init__(self, unused: bool = False) -> None:
+        self._unused = unused
 
     def __getattr__(self, name: str) -> Any:
         if name in ("cas", "compare_and_swap"):
@@ -206,7 +215,8 @@ class LaneAtomics:
         update = cells["update"].cell_contents if "update" in cells else None
         if update is None:
             raise Unsupported(f"cuda.atomic.{name}")
-        value = _lane_atomic(update, {"add": 1, "sub": -1}.get(name, 0))
+        unused = UNORDERED.get(name) if self._unused else None
+        value = _lane_atomic(update, {"add": 1, "sub": -1}.get(name, 0), unused)
         setattr(self, name, value)
         return value
 

@@ -46,6 +46,8 @@ from portkit.simt.transform import (
 )
 from portkit.simt.xoroshiro import simulated_random
 
+UNUSED_ATOMICS = "__pk_atomic_unused"  # cuda.atomic for statements that drop the old value
+
 UNSUPPORTED_NODES = (
     ast.With,
     ast.AsyncWith,
@@ -223,7 +225,13 @@ class _Body:
         if isinstance(node, ast.Expr):
             if isinstance(node.value, ast.Constant):
                 return []  # a docstring
-            return [ast.Expr(value=self.expr(node.value))]
+            value = self.expr(node.value)
+            if self.unused_atomic(node.value) and isinstance(value, ast.Call):
+                # Its old value is dropped: the atomic may run unordered (unordered.py).
+                value.func = ast.Attribute(
+                    value=name_node(UNUSED_ATOMICS), attr=node.value.func.attr, ctx=ast.Load()
+                )
+            return [ast.Expr(value=value)]
         if isinstance(node, ast.Pass):
             return [node]
         if isinstance(node, ast.Assign):
@@ -248,6 +256,17 @@ class _Body:
         if isinstance(node, ast.Continue):
             return [ast.Expr(value=ctx_call("cont", name_node(self.loops[-1])))]
         raise Unsupported(f"line {node.lineno}: {type(node).__name__} is not vectorised")
+
+    def unused_atomic(self, node: ast.expr) -> bool:
+        """Whether ``node`` is a call of ``cuda.atomic.<op>`` (a statement: its value is
+        dropped)."""
+        from numba import cuda
+
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            return False
+        value = self.owner._rewriter.resolve(node.func, self.scope)
+        atomic = getattr(cuda.atomic, node.func.attr, None)
+        return atomic is not None and value is atomic
 
     def assign(self, target: ast.expr, value: ast.expr) -> list[ast.stmt]:
         if isinstance(target, ast.Name):
