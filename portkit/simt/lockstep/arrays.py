@@ -58,11 +58,15 @@ def _integer(value: Any) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
+_UNSIGNED = {np.dtype(f"i{size}"): np.dtype(f"u{size}") for size in (1, 2, 4, 8)}
+
+
 def _past(item: np.ndarray, n: int) -> bool:
     """Whether any index is negative or ``>= n``: one pass, a negative index read as
     unsigned is past every bound."""
-    if item.dtype.kind == "i":
-        item = item.view(item.dtype.str.replace("i", "u"))
+    unsigned = _UNSIGNED.get(item.dtype)
+    if unsigned is not None:
+        item = item.view(unsigned)
     return bool(item.max() >= n)
 
 
@@ -76,6 +80,7 @@ class LaneArray:
     tally: AtomicTally | None = None  # global arrays: where float atomic sums are counted
     _positions: tuple | None = None  # (index items, mask, positions) of the last access
     journal: Any = None  # global arrays: the chunk's undo record (journal.py)
+    unwritten = False  # a parameter no thread writes: reads unrecorded (unwritten.py)
 
     def __init__(
         self,
@@ -210,7 +215,8 @@ class LaneArray:
         chunk = self.chunk
         if not is_lanes(flat):
             if chunk.active_count:
-                self._check_reads(np.full(chunk.active_count, flat, np.int64), frame, True)
+                if not self.unwritten:
+                    self._check_reads(np.full(chunk.active_count, flat, np.int64), frame, True)
                 value = self.data[flat]
             else:
                 value = self.data.dtype.type(0)
@@ -219,12 +225,13 @@ class LaneArray:
             return value
         if chunk.full_lanes:
             values = self.data[flat] if self.data.size else np.zeros(flat.size, self.data.dtype)
-        else:
-            values = np.zeros(chunk.n, self.data.dtype)
+            if self._widen:
+                values = values.astype(np.int64)
+        else:  # narrow integers widen as they land (the same values)
+            values = np.zeros(chunk.n, np.int64 if self._widen else self.data.dtype)
             values[chunk.mask] = self.data[flat]
-        self._check_reads(flat, frame, False)
-        if self._widen:
-            values = values.astype(np.int64)
+        if not self.unwritten:
+            self._check_reads(flat, frame, False)
         return values
 
     def store(self, index: Any, value: Any, frame: Any) -> None:
@@ -233,6 +240,8 @@ class LaneArray:
             raise Unsupported("assigning to a slice")
         if self.space == CONST:
             raise Unsupported("a write to constant memory")
+        if self.unwritten:  # unwritten.py missed a way to write it: per thread, to be sure
+            raise Unsupported("a write to an array the kernel only reads")
         chunk = self.chunk
         if not chunk.active_count:
             return
@@ -380,8 +389,8 @@ class LaneArray:
         flat = self.positions(index)
         if flat is None:
             raise Unsupported("an atomic on a view")
-        if self.space == CONST:
-            raise Unsupported("an atomic on constant memory")
+        if self.space == CONST or self.unwritten:
+            raise Unsupported("an atomic on constant memory or an array the kernel only reads")
         chunk = self.chunk
         operand = operands[0]
         kind = unused if unused and self.data.dtype.kind in "iu" and _integer(operand) else None

@@ -122,20 +122,34 @@ class LaneMath:
         return value
 
 
+def _dtype(value: Any) -> np.dtype:
+    return value.dtype if isinstance(value, (np.ndarray, np.generic)) else np.asarray(value).dtype
+
+
 def _pairwise(pick: Callable[[Any, Any], Any], name: str) -> Callable[..., Any]:
     scalar = TYPED_BUILTINS[name]
+    commons: dict[tuple, np.dtype] = {}  # the result's type, by the arguments' types
 
     def apply(*values: Any) -> Any:
-        if not any(is_lanes(v) for v in values):
+        if len(values) == 2:  # the common case, without the generic loops
+            first, second = values
+            if not isinstance(first, np.ndarray) and not isinstance(second, np.ndarray):
+                return scalar(first, second)
+            key: tuple = (_dtype(first), _dtype(second))
+        elif not any(is_lanes(v) for v in values):
             return scalar(*values)
-        if len(values) < 2:
+        elif len(values) < 2:
             raise Unsupported(f"{name}() of one per-thread value")
-        types = {np.asarray(v).dtype for v in values}
-        if any(t.kind not in "iufb" for t in types):
-            raise Unsupported(f"{name}() of {types}")
-        common = np.result_type(
-            *(np.int64(0) if t.kind in "iu" and t.itemsize < 8 else np.zeros(1, t) for t in types)
-        )
+        else:
+            key = tuple(_dtype(v) for v in values)
+        common = commons.get(key)
+        if common is None:
+            types = set(key)
+            if any(t.kind not in "iufb" for t in types):
+                raise Unsupported(f"{name}() of {types}")
+            common = commons[key] = np.result_type(
+                *(np.int64(0) if t.kind in "iu" and t.itemsize < 8 else np.zeros(1, t) for t in types)
+            )
         result = values[0]
         for v in values[1:]:
             result = pick(v, result)

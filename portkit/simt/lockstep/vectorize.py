@@ -29,7 +29,7 @@ import inspect
 import math
 import textwrap
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -37,6 +37,7 @@ import numpy as np
 from portkit.simt.fp16 import simulated_fp16
 from portkit.simt.lockstep.expressions import Expressions, Unsupported
 from portkit.simt.lockstep.syntax import assign_to, ctx_call, has_node, name_node
+from portkit.simt.lockstep.unwritten import unwritten_parameters
 from portkit.simt.scalars import NumberCast, as_dtype, typed_constant
 from portkit.simt.transform import (
     WAITING_INTRINSICS,
@@ -81,6 +82,9 @@ class VectorFunction:
     name: str
     function: Callable[..., Any]
     parameters: tuple[str, ...]
+    # Parameters only read element by element, with their subscripts' index counts
+    # (unwritten.py): unwritten in a launch where each count is the array's dimensions.
+    unwritten: dict[str, frozenset[int]] = field(default_factory=dict)
 
 
 class Vectorizer:
@@ -125,6 +129,7 @@ class Vectorizer:
         namespace = dict(fn.__globals__)
         namespace.update(self._helpers)
         parameters = tuple(a.arg for a in definition.args.args)
+        unwritten = unwritten_parameters(definition, parameters, scope)
         body = _Body(self, scope, namespace, device)
         definition.body = body.function_body(definition, parameters)
         ast.fix_missing_locations(tree)
@@ -137,7 +142,7 @@ class Vectorizer:
         exec(code, namespace)
         function = namespace[definition.name]
         function.__defaults__ = tuple(self.vector_value(d) for d in fn.__defaults__ or ())
-        return VectorFunction(fn.__name__, function, parameters)
+        return VectorFunction(fn.__name__, function, parameters, unwritten)
 
     def vector_value(self, value: Any) -> Any:
         """What a global or closure value of a kernel is in the lockstep engine."""
@@ -185,6 +190,7 @@ class _Body:
         self.device = device
         self.loaded: set[str] = set()
         self.loops: list[str] = []  # names of the enclosing loops' frames
+        self.last_loop: ast.stmt | None = None  # a loop that is the kernel's last statement
 
     def function_body(self, definition: ast.FunctionDef, parameters: tuple[str, ...]) -> list:
         assigned = sorted(
@@ -201,6 +207,8 @@ class _Body:
         ]
         prologue += [assign_to(name, name_node("__pk_U")) for name in assigned]
         leave = ast.Return(value=ctx_call("leave", name_node("__pk_F"), name_node("__pk_rv")))
+        if not self.device and isinstance(definition.body[-1], (ast.While, ast.For)):
+            self.last_loop = definition.body[-1]
         body = self.block(definition.body, escape=leave)
         return [ast.copy_location(s, definition) for s in prologue] + body + [leave]
 
@@ -245,7 +253,8 @@ class _Body:
         if isinstance(node, ast.If):
             return self.branch(node)
         if isinstance(node, ast.While):
-            return self.loop(node.test, None, node.body)
+            # The test rewritten too: a subscript, ``and``/``or`` per lane.
+            return self.loop(self.expr(node.test), None, node.body, node is self.last_loop)
         if isinstance(node, ast.For):
             return self.for_range(node)
         if isinstance(node, ast.Return):
@@ -325,7 +334,11 @@ class _Body:
         ]
 
     def loop(
-        self, test: ast.expr, prelude: list[ast.stmt] | None, body: list[ast.stmt]
+        self,
+        test: ast.expr,
+        prelude: list[ast.stmt] | None,
+        body: list[ast.stmt],
+        last: bool = False,
     ) -> list[ast.stmt]:
         frame = self.owner.fresh("L")
         self.loops.append(frame)
@@ -339,7 +352,7 @@ class _Body:
             ],
         )
         return [
-            assign_to(frame, ctx_call("loop_enter")),
+            assign_to(frame, ctx_call("loop_enter", *([ast.Constant(True)] if last else []))),
             ast.While(test=condition, body=inner, orelse=[]),
             ast.Expr(value=ctx_call("loop_exit", name_node(frame))),
         ]
@@ -359,7 +372,7 @@ class _Body:
         start = assign_to(counter, ctx_call("range_start", *[self.expr(a) for a in call.args]))
         step = self.assign(node.target, ctx_call("range_next", name_node(counter)))
         test = ctx_call("range_test", name_node(counter))
-        return [start] + self.loop(test, step, node.body)
+        return [start] + self.loop(test, step, node.body, node is self.last_loop)
 
     # -- expressions ---------------------------------------------------------------------
     def expr(self, node: ast.expr) -> ast.expr:
