@@ -170,7 +170,9 @@ class LaneArray:
                 if not 0 <= item < self._shape[axis] and chunk.active_count:
                     raise Unsupported(f"out-of-bounds access of {self.space} memory")
             stride = self._strides[axis]
-            flat = flat + (item if stride == 1 else item * stride)
+            step = item if stride == 1 else item * stride
+            # No copy for offset 0: positions, like lane values, are never changed in place.
+            flat = step if type(flat) is int and flat == 0 else flat + step
         self._positions = (items, mask, flat)
         return flat
 

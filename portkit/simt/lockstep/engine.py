@@ -101,6 +101,7 @@ class LockstepEngine:
             self._run_chunks(function, rewritten, config, args, shadows, schedule, blocks)
         finally:
             self._proxy.chunk = None
+            self.vectorizer.bind(self._proxy)
 
     @property
     def running_chunk(self) -> Chunk | None:
@@ -137,6 +138,7 @@ class LockstepEngine:
                 chunk.kernel_waits = waits
                 chunk.reversed = schedule == REVERSED
                 self._proxy.chunk = chunk
+                self.vectorizer.bind(chunk)
                 self.cuda.set_chunk(chunk, config.block, config.grid)
                 values = [
                     self._argument(a, s, chunk, p) for a, s, p in zip(args, shadows, parameters)

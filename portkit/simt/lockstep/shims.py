@@ -126,7 +126,9 @@ def _dtype(value: Any) -> np.dtype:
     return value.dtype if isinstance(value, (np.ndarray, np.generic)) else np.asarray(value).dtype
 
 
-def _pairwise(pick: Callable[[Any, Any], Any], name: str) -> Callable[..., Any]:
+def _pairwise(
+    pick: Callable[[Any, Any], Any], name: str, exact: Callable[[Any, Any], Any]
+) -> Callable[..., Any]:
     scalar = TYPED_BUILTINS[name]
     commons: dict[tuple, np.dtype] = {}  # the result's type, by the arguments' types
 
@@ -150,6 +152,9 @@ def _pairwise(pick: Callable[[Any, Any], Any], name: str) -> Callable[..., Any]:
             common = commons[key] = np.result_type(
                 *(np.int64(0) if t.kind in "iu" and t.itemsize < 8 else np.zeros(1, t) for t in types)
             )
+        if len(key) == 2 and key[0] == key[1] == common and common.kind in "iu":
+            # Two integers of one type: np.minimum/maximum pick the same element.
+            return exact(values[1], values[0])
         result = values[0]
         for v in values[1:]:
             result = pick(v, result)
@@ -186,8 +191,8 @@ def lane_builtins(current: Any) -> dict[str, Any]:
     """The builtins for lanes of one engine (``current``: its holder of the chunk)."""
     return {
         # Python's max keeps the first of equal values and skips NaN only in later places.
-        "max": _pairwise(lambda v, best: np.where(v > best, v, best), "max"),
-        "min": _pairwise(lambda v, best: np.where(v < best, v, best), "min"),
+        "max": _pairwise(lambda v, best: np.where(v > best, v, best), "max", np.maximum),
+        "min": _pairwise(lambda v, best: np.where(v < best, v, best), "min", np.minimum),
         "int": _int(current),
         "float": _float,
         "abs": _abs,

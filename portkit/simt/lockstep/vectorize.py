@@ -96,6 +96,14 @@ class Vectorizer:
         self._helpers = helpers  # vector builtins, math, cuda
         self._done: dict[int, VectorFunction] = {}
         self._count = 0
+        self._namespaces: list[dict[str, Any]] = []  # of every rewritten function
+
+    def bind(self, ctx: Any) -> None:
+        """Make ``ctx`` (the chunk running now, or the engine's proxy between chunks) what
+        every rewritten function calls ``__pk_ctx``: the chunk itself spares each call of
+        the rewritten code the proxy's lookup."""
+        for namespace in self._namespaces:
+            namespace["__pk_ctx"] = ctx
 
     def rewrite(self, dispatcher: Any, device: bool = False) -> VectorFunction:
         key = id(dispatcher)
@@ -140,6 +148,7 @@ class Vectorizer:
                 namespace[name] = self._helpers[name]
         code = compile(tree, fn.__code__.co_filename, "exec")
         exec(code, namespace)
+        self._namespaces.append(namespace)
         function = namespace[definition.name]
         function.__defaults__ = tuple(self.vector_value(d) for d in fn.__defaults__ or ())
         return VectorFunction(fn.__name__, function, parameters, unwritten)
