@@ -242,11 +242,17 @@ class _Body:
         if isinstance(node, ast.Expr):
             if isinstance(node.value, ast.Constant):
                 return []  # a docstring
-            value = self.expr(node.value)
-            if self.unused_atomic(node.value) and isinstance(value, ast.Call):
+            call = node.value
+            value = self.expr(call)
+            if (
+                isinstance(call, ast.Call)
+                and isinstance(call.func, ast.Attribute)
+                and self.unused_atomic(call)
+                and isinstance(value, ast.Call)
+            ):
                 # Its old value is dropped: the atomic may run unordered (unordered.py).
                 value.func = ast.Attribute(
-                    value=name_node(UNUSED_ATOMICS), attr=node.value.func.attr, ctx=ast.Load()
+                    value=name_node(UNUSED_ATOMICS), attr=call.func.attr, ctx=ast.Load()
                 )
             return [ast.Expr(value=value)]
         if isinstance(node, ast.Pass):
