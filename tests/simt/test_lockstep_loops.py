@@ -68,6 +68,21 @@ def last_loop_with_break(data, out):
 
 
 @cuda.jit
+def equal_trips_with_break_and_continue(data, out, m):
+    # range(i, i + m): bounds differ per thread, the trip count does not.
+    i = cuda.grid(1)
+    if i < out.size:
+        total = 0
+        for k in range(i, i + m):
+            if data[k] % 3 == 0:
+                continue
+            if data[k] == 7:
+                break
+            total += data[k]
+        out[i] = total
+
+
+@cuda.jit
 def scan_past_the_end(data, out):
     i = cuda.grid(1)
     if i < out.size:
@@ -158,6 +173,25 @@ def test_lanes_leaving_the_last_loop_by_break_end_as_per_thread():
     copies, fault, engine = _compare(last_loop_with_break, [data, np.zeros(200, np.int32)], 3, 128)
     assert fault is None and engine.engine == LOCKSTEP, engine.reason
     assert copies[1].any()
+
+
+def test_equal_trip_counts_with_break_and_continue_run_as_per_thread():
+    data = np.random.default_rng(3).integers(0, 10, 300).astype(np.int32)
+    copies, fault, engine = _compare(
+        equal_trips_with_break_and_continue, [data, np.zeros(250, np.int64), 40], 2, 128
+    )
+    assert fault is None and engine.engine == LOCKSTEP, engine.reason
+    expected = []
+    for i in range(250):
+        total = 0
+        for k in range(i, i + 40):
+            if data[k] % 3 == 0:
+                continue
+            if data[k] == 7:
+                break
+            total += int(data[k])
+        expected.append(total)
+    assert copies[1].tolist() == expected
 
 
 @pytest.mark.parametrize(

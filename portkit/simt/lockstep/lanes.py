@@ -194,17 +194,36 @@ class Lanes:
         if int(step) == 0:
             raise Unsupported("range() with step 0")
         as_int = (lambda v: v.astype(np.int64)) if is_lanes(start) else np.int64
-        return [as_int(start), stop, np.int64(step)]
+        return [as_int(start), stop, np.int64(step), self._trips(start, stop, int(step))]
+
+    def _trips(self, start: Any, stop: Any, step: int) -> int | None:
+        """The trip count of a range whose bounds differ between the lanes entering it
+        but not their difference (``range(i, i + j)``): every lane loops that often, so
+        the loop's test is that count, not a comparison per lane. None otherwise."""
+        if not (is_lanes(start) or is_lanes(stop)):
+            return None
+        if np.asarray(start).dtype.kind != "i" or np.asarray(stop).dtype.kind != "i":
+            return None
+        span = (stop - start) if step > 0 else (start - stop)
+        if self.active_count != self.n:
+            span = span[self.mask]
+        if span.size == 0 or span.min() != span.max():
+            return None
+        return max(0, -(-int(span[0]) // abs(step)))
 
     @staticmethod
     def range_test(counter: list) -> Any:
-        value, stop, step = counter
+        value, stop, step, trips = counter
+        if trips is not None:
+            return trips > 0
         return value < stop if step > 0 else value > stop
 
     @staticmethod
     def range_next(counter: list) -> Any:
         value = counter[0]
         counter[0] = value + counter[2]
+        if counter[3] is not None:
+            counter[3] -= 1
         return value
 
     # -- values ----------------------------------------------------------------------------

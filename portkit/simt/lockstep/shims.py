@@ -130,7 +130,9 @@ def _pairwise(
     pick: Callable[[Any, Any], Any], name: str, exact: Callable[[Any, Any], Any]
 ) -> Callable[..., Any]:
     scalar = TYPED_BUILTINS[name]
-    commons: dict[tuple, np.dtype] = {}  # the result's type, by the arguments' types
+    # By the arguments' types: the result's type, and whether ``exact`` gives it (two
+    # integers of one type: np.minimum/maximum pick the same element as ``pick``).
+    commons: dict[tuple, tuple[np.dtype, bool]] = {}
 
     def apply(*values: Any) -> Any:
         if len(values) == 2:  # the common case, without the generic loops
@@ -144,16 +146,18 @@ def _pairwise(
             raise Unsupported(f"{name}() of one per-thread value")
         else:
             key = tuple(_dtype(v) for v in values)
-        common = commons.get(key)
-        if common is None:
+        entry = commons.get(key)
+        if entry is None:
             types = set(key)
             if any(t.kind not in "iufb" for t in types):
                 raise Unsupported(f"{name}() of {types}")
-            common = commons[key] = np.result_type(
+            common = np.result_type(
                 *(np.int64(0) if t.kind in "iu" and t.itemsize < 8 else np.zeros(1, t) for t in types)
             )
-        if len(key) == 2 and key[0] == key[1] == common and common.kind in "iu":
-            # Two integers of one type: np.minimum/maximum pick the same element.
+            same = len(key) == 2 and key[0] == key[1] == common and common.kind in "iu"
+            entry = commons[key] = (common, same)
+        common, same = entry
+        if same:
             return exact(values[1], values[0])
         result = values[0]
         for v in values[1:]:
