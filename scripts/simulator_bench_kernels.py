@@ -219,7 +219,9 @@ def _find_contiguous(stop: int, rng: np.random.Generator) -> Case:
     start, length = stop // 3, min(17, stop // 3)
     target = int(prefix[start + length] - prefix[start])
     # The run must be the only one with that sum (two would race on answer[0]).
-    runs = [(i, j) for i in range(stop) for j in np.flatnonzero(prefix[i : stop] - prefix[i] == target)]
+    runs = [
+        (i, j) for i in range(stop) for j in np.flatnonzero(prefix[i:stop] - prefix[i] == target)
+    ]
     assert runs == [(start, length)], runs
     answer = np.zeros(1, np.uint32)
     chosen = seq[start : start + length]
@@ -247,6 +249,8 @@ KERNELS = [
     Kernel("warp_sum", "warp reduction", warp_sum, _reduction(WARP), "threads", numba=False),
     Kernel("matmul_tiled", "tiled matmul", matmul_tiled, _matmul, "multiply-adds"),
     Kernel("histogram", "atomics histogram, grid-stride", histogram, _histogram, "elements"),
-    Kernel("histogram_1", "atomics histogram, one per thread", histogram_1, _histogram_1, "elements"),
+    Kernel(
+        "histogram_1", "atomics histogram, one per thread", histogram_1, _histogram_1, "elements"
+    ),
     Kernel("find_contiguous", "unequal loops", find_contiguous, _find_contiguous, "loop steps"),
 ]

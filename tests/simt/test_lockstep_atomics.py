@@ -83,7 +83,8 @@ def _launch(engine, kernel, args, grid, block, schedule=None):
     copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
     fault = None
     try:
-        machine.launch(kernel.__name__, kernel, LaunchConfig((grid, 1, 1), (block, 1, 1), 0), copies)
+        config = LaunchConfig((grid, 1, 1), (block, 1, 1), 0)
+        machine.launch(kernel.__name__, kernel, config, copies)
     except SimulationFault as exc:
         fault = (exc.kind, exc.detail, exc.place, exc.other)
     records = [  # element by element: a re-run per thread keeps sparse ones

@@ -121,7 +121,8 @@ def _launch(engine, kernel, args, grid, block):
     copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
     fault = None
     try:
-        machine.launch(kernel.__name__, kernel, LaunchConfig((grid, 1, 1), (block, 1, 1), 0), copies)
+        config = LaunchConfig((grid, 1, 1), (block, 1, 1), 0)
+        machine.launch(kernel.__name__, kernel, config, copies)
     except SimulationFault as exc:
         fault = (exc.kind, exc.detail, exc.place, exc.other)
     return copies, fault, machine.engines[-1]

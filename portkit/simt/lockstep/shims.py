@@ -152,7 +152,10 @@ def _pairwise(
             if any(t.kind not in "iufb" for t in types):
                 raise Unsupported(f"{name}() of {types}")
             common = np.result_type(
-                *(np.int64(0) if t.kind in "iu" and t.itemsize < 8 else np.zeros(1, t) for t in types)
+                *(
+                    np.int64(0) if t.kind in "iu" and t.itemsize < 8 else np.zeros(1, t)
+                    for t in types
+                )
             )
             same = len(key) == 2 and key[0] == key[1] == common and common.kind in "iu"
             entry = commons[key] = (common, same)

@@ -45,7 +45,13 @@ _UFUNCS = {
 
 
 def accumulate(
-    kind: str, data: np.ndarray, flats: np.ndarray, lanes: np.ndarray, operand: Any, sign: int, n: int
+    kind: str,
+    data: np.ndarray,
+    flats: np.ndarray,
+    lanes: np.ndarray,
+    operand: Any,
+    sign: int,
+    n: int,
 ) -> None:
     """``data[flats[k]] = op(data[flats[k]], operand of lane lanes[k])`` for every k, the
     operand cast to ``data``'s type as the per-thread update casts it (an array wraps; a
