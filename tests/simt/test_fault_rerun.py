@@ -40,8 +40,10 @@ def blocks_3_and_20_write_one_element(out):
 
 @cuda.jit
 def two_atomic_statements(counts):
-    cuda.atomic.add(counts, cuda.blockIdx.x % 4, 1)
-    cuda.atomic.add(counts, cuda.threadIdx.x % 4, 1)
+    # The first old value is used, so the two statements' order is per thread (two
+    # dropped ones would run in lockstep: lockstep/unordered.py).
+    seen = cuda.atomic.add(counts, cuda.blockIdx.x % 4, 1)
+    cuda.atomic.add(counts, cuda.threadIdx.x % 4, 1 + seen - seen)
 
 
 @pytest.fixture(autouse=True)
@@ -116,6 +118,15 @@ def accumulate_ten_times(x, out):
     if i < out.size:
         for _ in range(10):
             out[i] = out[i] + x[i]
+        x[i] = x[i] * 1  # x may be written: its reads are recorded too (unwritten.py)
+
+
+@cuda.jit
+def accumulate_ten_times_read_only(x, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        for _ in range(10):
+            out[i] = out[i] + x[i]
 
 
 def test_a_fault_does_not_run_the_earlier_chunks_again(monkeypatch):
@@ -136,5 +147,16 @@ def test_a_chunks_undo_record_holds_each_element_it_touches_once():
     )
     assert machine.engines[-1].engine == "lockstep"
     assert np.all(out == 10)
-    # 8 blocks a chunk touch 256 elements of x and of out, 30 accesses each lane
+    # 8 blocks a chunk touch 256 elements of x and of out, 32 accesses each lane
     assert machine._lockstep.journal_saved == 2 * 8 * THREADS
+
+
+def test_an_input_no_thread_writes_costs_the_undo_record_nothing():
+    n = BLOCKS * THREADS
+    x, out = np.ones(n, np.float32), np.zeros(n, np.float32)
+    machine = Machine()
+    config = LaunchConfig((BLOCKS, 1, 1), (THREADS, 1, 1), 0)
+    machine.launch("k", accumulate_ten_times_read_only, config, [x, out])
+    assert machine.engines[-1].engine == "lockstep"
+    assert np.all(out == 10)
+    assert machine._lockstep.journal_saved == 8 * THREADS  # out's elements only

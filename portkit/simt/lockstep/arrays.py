@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from portkit.simt.lockstep.integer_sums import integer_sums
+from portkit.simt.lockstep.lane_atomics import lane_atomic
 from portkit.simt.lockstep.lane_shadow import STAMP_SLOTS, LaneShadow, ordered
 from portkit.simt.lockstep.lanes import is_lanes
 from portkit.simt.lockstep.vectorize import Unsupported
@@ -47,21 +47,18 @@ class Lanes(Protocol):
 
     def active_stamps(self) -> np.ndarray: ...
 
-    def count_atomic(self, array: LaneArray) -> None: ...
+    def count_atomic(self, array: LaneArray, unordered: str | None = None) -> bool: ...
 
 
-def _integer(value: Any) -> bool:
-    """An atomic operand that casts to an integer array's type as the lane loop does."""
-    if is_lanes(value):
-        return value.dtype.kind in "iu"
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+_UNSIGNED = {np.dtype(f"i{size}"): np.dtype(f"u{size}") for size in (1, 2, 4, 8)}
 
 
 def _past(item: np.ndarray, n: int) -> bool:
     """Whether any index is negative or ``>= n``: one pass, a negative index read as
     unsigned is past every bound."""
-    if item.dtype.kind == "i":
-        item = item.view(item.dtype.str.replace("i", "u"))
+    unsigned = _UNSIGNED.get(item.dtype)
+    if unsigned is not None:
+        item = item.view(unsigned)
     return bool(item.max() >= n)
 
 
@@ -75,6 +72,7 @@ class LaneArray:
     tally: AtomicTally | None = None  # global arrays: where float atomic sums are counted
     _positions: tuple | None = None  # (index items, mask, positions) of the last access
     journal: Any = None  # global arrays: the chunk's undo record (journal.py)
+    unwritten = False  # a parameter no thread writes: reads unrecorded (unwritten.py)
 
     def __init__(
         self,
@@ -164,7 +162,9 @@ class LaneArray:
                 if not 0 <= item < self._shape[axis] and chunk.active_count:
                     raise Unsupported(f"out-of-bounds access of {self.space} memory")
             stride = self._strides[axis]
-            flat = flat + (item if stride == 1 else item * stride)
+            step = item if stride == 1 else item * stride
+            # No copy for offset 0: positions, like lane values, are never changed in place.
+            flat = step if type(flat) is int and flat == 0 else flat + step
         self._positions = (items, mask, flat)
         return flat
 
@@ -209,7 +209,8 @@ class LaneArray:
         chunk = self.chunk
         if not is_lanes(flat):
             if chunk.active_count:
-                self._check_reads(np.full(chunk.active_count, flat, np.int64), frame, True)
+                if not self.unwritten:
+                    self._check_reads(np.full(chunk.active_count, flat, np.int64), frame, True)
                 value = self.data[flat]
             else:
                 value = self.data.dtype.type(0)
@@ -218,12 +219,13 @@ class LaneArray:
             return value
         if chunk.full_lanes:
             values = self.data[flat] if self.data.size else np.zeros(flat.size, self.data.dtype)
-        else:
-            values = np.zeros(chunk.n, self.data.dtype)
+            if self._widen:
+                values = values.astype(np.int64)
+        else:  # narrow integers widen as they land (the same values)
+            values = np.zeros(chunk.n, np.int64 if self._widen else self.data.dtype)
             values[chunk.mask] = self.data[flat]
-        self._check_reads(flat, frame, False)
-        if self._widen:
-            values = values.astype(np.int64)
+        if not self.unwritten:
+            self._check_reads(flat, frame, False)
         return values
 
     def store(self, index: Any, value: Any, frame: Any) -> None:
@@ -232,6 +234,8 @@ class LaneArray:
             raise Unsupported("assigning to a slice")
         if self.space == CONST:
             raise Unsupported("a write to constant memory")
+        if self.unwritten:  # unwritten.py missed a way to write it: per thread, to be sure
+            raise Unsupported("a write to an array the kernel only reads")
         chunk = self.chunk
         if not chunk.active_count:
             return
@@ -362,52 +366,13 @@ class LaneArray:
         return not again
 
     def atomic(
-        self, index: Any, update: Any, operands: tuple, frame: Any, add_sign: int = 0
+        self,
+        index: Any,
+        update: Any,
+        operands: tuple,
+        frame: Any,
+        add_sign: int = 0,
+        unused: str | None = None,
     ) -> Any:
-        """Read-modify-write per active lane, in thread order; returns the old values.
-        ``update(old, *operands of the lane)`` is the per-thread engine's own update.
-        ``add_sign`` (1: atomic.add, -1: atomic.sub) sums integers over all lanes at once."""
-        flat = self.positions(index)
-        if flat is None:
-            raise Unsupported("an atomic on a view")
-        if self.space == CONST:
-            raise Unsupported("an atomic on constant memory")
-        chunk = self.chunk
-        chunk.count_atomic(self)
-        lanes = np.flatnonzero(chunk.mask)[:: -1 if chunk.reversed else 1]  # schedule.py
-        order = -1 if chunk.reversed else 1
-        flats = np.broadcast_to(flat, (chunk.active_count,))[::order]
-        shadow = self.shadow
-        if shadow is not None and self._poisoned and np.any(shadow.writes[flats] == shadow.nobody):
-            raise Unsupported("an atomic on uninitialised shared memory")
-        data = self.data
-        if shadow is not None:
-            shadow.mine = None
-        if self.journal is not None:
-            self.journal.save(data, shadow, flats)
-        operand = operands[0] if add_sign else None
-        if add_sign and data.dtype.kind in "iu" and _integer(operand) and lanes.size:
-            olds = integer_sums(data, flats, lanes, operand, add_sign, chunk.n)
-        else:
-            columns = [
-                np.broadcast_to(v, (chunk.n,))[lanes] if is_lanes(v) else None for v in operands
-            ]
-            olds = np.zeros(lanes.size, data.dtype)
-            # Float sums depend on the order: counted per element (simt/tally.py).
-            tally = self.tally if add_sign and data.dtype.kind == "f" else None
-            for k, position in enumerate(flats.tolist()):
-                args = [v if c is None else c[k] for v, c in zip(operands, columns)]
-                old = data[position]
-                data[position] = update(old, *args)
-                olds[k] = old
-                if tally is not None:
-                    tally.add(data, position, old, data.dtype.type(args[0]))
-        if shadow is not None:
-            stamps = shadow.me(chunk)[::order]
-            shadow.writes[flats] = stamps  # in run order: the last lane wins, as per thread
-            shadow.set_lines("write_lines", flats, shadow.line_code(_line_key(frame, chunk.files)))
-        result = np.zeros(chunk.n, data.dtype)
-        result[lanes] = olds
-        if self._widen:
-            result = result.astype(np.int64)
-        return result
+        """Read-modify-write per active lane, in thread order (``lane_atomics.py``)."""
+        return lane_atomic(self, index, update, operands, frame, add_sign, unused)

@@ -56,7 +56,7 @@ class Chunk(Lanes):
         self.files = files
         self._shared: dict[Any, LaneArray] = {}
         self._const: dict[int, LaneArray] = {}
-        self._atomics: set[int] = set()
+        self._atomics: dict[int, str | None] = {}  # array -> unordered kind (or None)
         self.kernel_waits = False  # set by the engine: the kernel has barriers or warp ops
         self.reversed = False  # set by the engine: atomics run their lanes last to first
         self._base_stamps = self.block << 32 | self.thread
@@ -97,13 +97,18 @@ class Chunk(Lanes):
         self._active_codes = (self.mask, codes)
         return codes
 
-    def count_atomic(self, array: LaneArray) -> None:
+    def count_atomic(self, array: LaneArray, unordered: str | None = None) -> bool:
         """Atomics keep thread order only if each array sees one atomic statement per chunk
-        (lanes in order are then threads in order); a second one runs per thread."""
+        (lanes in order are then threads in order); a second one runs per thread, unless
+        every one on the array is of one ``unordered`` kind (``unordered.py``). Whether
+        an atomic ran on the array in this chunk before."""
         key = id(array.data)
         if key in self._atomics:
-            raise Unsupported("two atomic statements on one array (their order is per thread)")
-        self._atomics.add(key)
+            if unordered is None or self._atomics[key] != unordered:
+                raise Unsupported("two atomic statements on one array (their order is per thread)")
+            return True
+        self._atomics[key] = unordered
+        return False
 
     # -- memory ------------------------------------------------------------------------------
     def load(self, array: Any, index: Any) -> Any:

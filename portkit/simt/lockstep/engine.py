@@ -64,6 +64,7 @@ class LockstepEngine:
         self.tally = AtomicTally()
         self.failed: range | None = None  # the blocks of the chunk a failed check stopped
         self.journal_saved = 0  # elements the last chunk saved to undo itself (tests)
+        self._unwritten: dict[str, frozenset[int]] = {}  # of the kernel launched now
 
     def refused(self, dispatcher: Any) -> str | None:
         """Why this kernel cannot run in lockstep at all (known before a launch), or None."""
@@ -96,12 +97,14 @@ class LockstepEngine:
         reversed order. When a check fails, ``failed`` holds the blocks of the chunk that
         ran then."""
         self.failed, self.journal_saved = None, 0
-        function = self.vectorizer.rewrite(dispatcher).function
+        vector = self.vectorizer.rewrite(dispatcher)
+        function, self._unwritten = vector.function, vector.unwritten
         rewritten = self.vectorizer._rewriter.rewrite(dispatcher)
         try:
             self._run_chunks(function, rewritten, config, args, shadows, schedule, blocks)
         finally:
             self._proxy.chunk = None
+            self.vectorizer.bind(self._proxy)
 
     @property
     def running_chunk(self) -> Chunk | None:
@@ -138,13 +141,15 @@ class LockstepEngine:
                 chunk.kernel_waits = waits
                 chunk.reversed = schedule == REVERSED
                 self._proxy.chunk = chunk
+                self.vectorizer.bind(chunk)
                 self.cuda.set_chunk(chunk, config.block, config.grid)
                 values = [
                     self._argument(a, s, chunk, p) for a, s, p in zip(args, shadows, parameters)
                 ]
-                for value in values:
+                for value, parameter in zip(values, parameters):
                     if isinstance(value, LaneArray):
                         value.journal, value.tally = journal, tally
+                        value.unwritten = self._unwritten.get(parameter) == {value.ndim}
                 chunk.global_shadows = [
                     v.shadow for v in values if isinstance(v, LaneArray) and v.shadow
                 ]

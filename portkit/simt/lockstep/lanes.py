@@ -39,12 +39,16 @@ def is_lanes(value: Any) -> bool:
 
 
 class _Loop:
-    __slots__ = ("saved", "brk", "cont")
+    __slots__ = ("saved", "brk", "cont", "last")
 
-    def __init__(self, saved: np.ndarray, lanes: int) -> None:
+    def __init__(self, saved: np.ndarray, last: bool) -> None:
         self.saved = saved
-        self.brk = np.zeros(lanes, bool)
-        self.cont = np.zeros(lanes, bool)
+        # The kernel's last statement: a lane that leaves it has nothing left to run.
+        self.last = last
+        # Lanes that ran ``break`` / ``continue`` in this loop; None while none has (a
+        # loop step then tests nothing for them).
+        self.brk: np.ndarray | None = None
+        self.cont: np.ndarray | None = None
 
 
 class Lanes:
@@ -125,35 +129,58 @@ class Lanes:
         self._set(saved & ~self.dead & ~self.parked)
 
     # -- loops -----------------------------------------------------------------------------
-    def loop_enter(self) -> _Loop:
-        return _Loop(self.mask, self.n)
+    def loop_enter(self, last: bool = False) -> _Loop:
+        """A loop begins; ``last``: it is the kernel's last statement, so a lane that
+        leaves it (its test false, or ``break``) has ended, as if it returned: the lanes
+        still looping are then all the live ones, and assignments need no merging."""
+        return _Loop(self.mask, last and self.depth == 1)
+
+    def _end(self, lanes: np.ndarray) -> None:
+        """``lanes`` left the kernel's last loop: they have ended (as ``ret``)."""
+        self.dead = self.dead | lanes
+        self.exited = self.exited | lanes
+        self._live()
 
     def loop_top(self, loop: _Loop) -> bool:
-        if loop.cont.any():
-            self.parked = self.parked & ~loop.cont
-            self._set(self.mask | loop.cont)
-            loop.cont = self.none.copy()
+        cont = loop.cont
+        if cont is not None:
+            loop.cont = None
+            self.parked = self.parked & ~cont
+            self._set(self.mask | cont)
         return True
 
     def loop_test(self, loop: _Loop, test: Any) -> bool:
         if isinstance(test, np.ndarray):
-            self._set(self.mask & truth(test))
+            mask = self.mask & truth(test)
+            count = int(np.count_nonzero(mask))
+            if count != self.active_count:  # else the same lanes: keep the mask (caches)
+                if loop.last:
+                    self._end(self.mask & ~mask)
+                self.mask, self.active_count = mask, count
+                self.full = count == self.live_count
         elif not test:
+            if loop.last:
+                self._end(self.mask)
             self._set(self.none)
         return self.active_count > 0
 
     def brk(self, loop: _Loop) -> None:
-        loop.brk = loop.brk | self.mask
-        self.parked = self.parked | self.mask
+        if loop.last:
+            self._end(self.mask)
+        else:
+            loop.brk = self.mask if loop.brk is None else loop.brk | self.mask
+            self.parked = self.parked | self.mask
         self._set(self.none)
 
     def cont(self, loop: _Loop) -> None:
-        loop.cont = loop.cont | self.mask
+        loop.cont = self.mask if loop.cont is None else loop.cont | self.mask
         self.parked = self.parked | self.mask
         self._set(self.none)
 
     def loop_exit(self, loop: _Loop) -> None:
-        self.parked = self.parked & ~loop.brk & ~loop.cont
+        for left in (loop.brk, loop.cont):
+            if left is not None:
+                self.parked = self.parked & ~left
         self._set(loop.saved & ~self.dead & ~self.parked)
 
     def range_start(self, *bounds: Any) -> list:
@@ -167,17 +194,36 @@ class Lanes:
         if int(step) == 0:
             raise Unsupported("range() with step 0")
         as_int = (lambda v: v.astype(np.int64)) if is_lanes(start) else np.int64
-        return [as_int(start), stop, np.int64(step)]
+        return [as_int(start), stop, np.int64(step), self._trips(start, stop, int(step))]
+
+    def _trips(self, start: Any, stop: Any, step: int) -> int | None:
+        """The trip count of a range whose bounds differ between the lanes entering it
+        but not their difference (``range(i, i + j)``): every lane loops that often, so
+        the loop's test is that count, not a comparison per lane. None otherwise."""
+        if not (is_lanes(start) or is_lanes(stop)):
+            return None
+        if np.asarray(start).dtype.kind != "i" or np.asarray(stop).dtype.kind != "i":
+            return None
+        span = (stop - start) if step > 0 else (start - stop)
+        if self.active_count != self.n:
+            span = span[self.mask]
+        if span.size == 0 or span.min() != span.max():
+            return None
+        return max(0, -(-int(span[0]) // abs(step)))
 
     @staticmethod
     def range_test(counter: list) -> Any:
-        value, stop, step = counter
+        value, stop, step, trips = counter
+        if trips is not None:
+            return trips > 0
         return value < stop if step > 0 else value > stop
 
     @staticmethod
     def range_next(counter: list) -> Any:
         value = counter[0]
         counter[0] = value + counter[2]
+        if counter[3] is not None:
+            counter[3] -= 1
         return value
 
     # -- values ----------------------------------------------------------------------------
@@ -187,6 +233,9 @@ class Lanes:
             return new
         if self.active_count == 0:
             return old
+        if type(old) is np.ndarray and isinstance(new, (np.ndarray, np.generic)):
+            if new.dtype == old.dtype:  # one type: nothing to unify (the common case)
+                return np.where(self.mask, new, old)
         if isinstance(new, tuple) and isinstance(old, tuple) and len(new) == len(old):
             return tuple(self.sel(a, b) for a, b in zip(new, old))
         if not _numeric(new) or not _numeric(old):

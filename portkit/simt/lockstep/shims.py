@@ -21,7 +21,8 @@ from portkit.simt import floatmath, intrinsics
 from portkit.simt.fp16 import SIMULATED_FP16
 from portkit.simt.lockstep.arrays import LaneArray
 from portkit.simt.lockstep.lanes import is_lanes
-from portkit.simt.lockstep.vectorize import Unsupported
+from portkit.simt.lockstep.unordered import UNORDERED
+from portkit.simt.lockstep.vectorize import UNUSED_ATOMICS, Unsupported
 from portkit.simt.scalars import INT64, TYPED_BUILTINS, TYPED_MATH, NumberCast, as_dtype
 
 # Every shim that needs the chunk running now reads it from ``current``: the engine's own
@@ -121,20 +122,46 @@ class LaneMath:
         return value
 
 
-def _pairwise(pick: Callable[[Any, Any], Any], name: str) -> Callable[..., Any]:
+def _dtype(value: Any) -> np.dtype:
+    return value.dtype if isinstance(value, (np.ndarray, np.generic)) else np.asarray(value).dtype
+
+
+def _pairwise(
+    pick: Callable[[Any, Any], Any], name: str, exact: Callable[[Any, Any], Any]
+) -> Callable[..., Any]:
     scalar = TYPED_BUILTINS[name]
+    # By the arguments' types: the result's type, and whether ``exact`` gives it (two
+    # integers of one type: np.minimum/maximum pick the same element as ``pick``).
+    commons: dict[tuple, tuple[np.dtype, bool]] = {}
 
     def apply(*values: Any) -> Any:
-        if not any(is_lanes(v) for v in values):
+        if len(values) == 2:  # the common case, without the generic loops
+            first, second = values
+            if not isinstance(first, np.ndarray) and not isinstance(second, np.ndarray):
+                return scalar(first, second)
+            key: tuple = (_dtype(first), _dtype(second))
+        elif not any(is_lanes(v) for v in values):
             return scalar(*values)
-        if len(values) < 2:
+        elif len(values) < 2:
             raise Unsupported(f"{name}() of one per-thread value")
-        types = {np.asarray(v).dtype for v in values}
-        if any(t.kind not in "iufb" for t in types):
-            raise Unsupported(f"{name}() of {types}")
-        common = np.result_type(
-            *(np.int64(0) if t.kind in "iu" and t.itemsize < 8 else np.zeros(1, t) for t in types)
-        )
+        else:
+            key = tuple(_dtype(v) for v in values)
+        entry = commons.get(key)
+        if entry is None:
+            types = set(key)
+            if any(t.kind not in "iufb" for t in types):
+                raise Unsupported(f"{name}() of {types}")
+            common = np.result_type(
+                *(
+                    np.int64(0) if t.kind in "iu" and t.itemsize < 8 else np.zeros(1, t)
+                    for t in types
+                )
+            )
+            same = len(key) == 2 and key[0] == key[1] == common and common.kind in "iu"
+            entry = commons[key] = (common, same)
+        common, same = entry
+        if same:
+            return exact(values[1], values[0])
         result = values[0]
         for v in values[1:]:
             result = pick(v, result)
@@ -171,8 +198,8 @@ def lane_builtins(current: Any) -> dict[str, Any]:
     """The builtins for lanes of one engine (``current``: its holder of the chunk)."""
     return {
         # Python's max keeps the first of equal values and skips NaN only in later places.
-        "max": _pairwise(lambda v, best: np.where(v > best, v, best), "max"),
-        "min": _pairwise(lambda v, best: np.where(v < best, v, best), "min"),
+        "max": _pairwise(lambda v, best: np.where(v > best, v, best), "max", np.maximum),
+        "min": _pairwise(lambda v, best: np.where(v < best, v, best), "min", np.minimum),
         "int": _int(current),
         "float": _float,
         "abs": _abs,
@@ -180,23 +207,31 @@ def lane_builtins(current: Any) -> dict[str, Any]:
         "round": per_lane(TYPED_BUILTINS["round"], "round", current),
         "pow": per_lane(builtins.pow, "pow", current),
         "bool": per_lane(lambda v: np.bool_(v), "bool", current),
+        UNUSED_ATOMICS: LaneAtomics(unused=True),
     }
 
 
-def _lane_atomic(update: Callable[[Any, Any], Any], add_sign: int = 0) -> Callable[..., Any]:
+def _lane_atomic(
+    update: Callable[[Any, Any], Any], add_sign: int = 0, unused: str | None = None
+) -> Callable[..., Any]:
     def atomic(array: Any, index: Any, value: Any) -> Any:
         if not isinstance(array, LaneArray):
             raise Unsupported("an atomic on something other than an array")
         cast = array.dtype.type
         return array.atomic(
-            index, lambda old, v: update(old, cast(v)), (value,), sys._getframe(1), add_sign
+            index, lambda old, v: update(old, cast(v)), (value,), sys._getframe(1), add_sign, unused
         )
 
     return atomic
 
 
 class LaneAtomics:
-    """``cuda.atomic``: per lane in thread order, with the per-thread engine's updates."""
+    """``cuda.atomic``: per lane in thread order, with the per-thread engine's updates.
+    ``unused``: the atomics of statements that drop the old value (the rewrite calls
+    these for ``cuda.atomic.add(...)`` as a statement), which may run unordered."""
+
+    def __init__(self, unused: bool = False) -> None:
+        self._unused = unused
 
     def __getattr__(self, name: str) -> Any:
         if name in ("cas", "compare_and_swap"):
@@ -206,7 +241,8 @@ class LaneAtomics:
         update = cells["update"].cell_contents if "update" in cells else None
         if update is None:
             raise Unsupported(f"cuda.atomic.{name}")
-        value = _lane_atomic(update, {"add": 1, "sub": -1}.get(name, 0))
+        unused = UNORDERED.get(name) if self._unused else None
+        value = _lane_atomic(update, {"add": 1, "sub": -1}.get(name, 0), unused)
         setattr(self, name, value)
         return value
 

@@ -29,7 +29,7 @@ import inspect
 import math
 import textwrap
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -37,6 +37,7 @@ import numpy as np
 from portkit.simt.fp16 import simulated_fp16
 from portkit.simt.lockstep.expressions import Expressions, Unsupported
 from portkit.simt.lockstep.syntax import assign_to, ctx_call, has_node, name_node
+from portkit.simt.lockstep.unwritten import unwritten_parameters
 from portkit.simt.scalars import NumberCast, as_dtype, typed_constant
 from portkit.simt.transform import (
     WAITING_INTRINSICS,
@@ -45,6 +46,8 @@ from portkit.simt.transform import (
     visible_names,
 )
 from portkit.simt.xoroshiro import simulated_random
+
+UNUSED_ATOMICS = "__pk_atomic_unused"  # cuda.atomic for statements that drop the old value
 
 UNSUPPORTED_NODES = (
     ast.With,
@@ -79,6 +82,9 @@ class VectorFunction:
     name: str
     function: Callable[..., Any]
     parameters: tuple[str, ...]
+    # Parameters only read element by element, with their subscripts' index counts
+    # (unwritten.py): unwritten in a launch where each count is the array's dimensions.
+    unwritten: dict[str, frozenset[int]] = field(default_factory=dict)
 
 
 class Vectorizer:
@@ -90,6 +96,14 @@ class Vectorizer:
         self._helpers = helpers  # vector builtins, math, cuda
         self._done: dict[int, VectorFunction] = {}
         self._count = 0
+        self._namespaces: list[dict[str, Any]] = []  # of every rewritten function
+
+    def bind(self, ctx: Any) -> None:
+        """Make ``ctx`` (the chunk running now, or the engine's proxy between chunks) what
+        every rewritten function calls ``__pk_ctx``: the chunk itself spares each call of
+        the rewritten code the proxy's lookup."""
+        for namespace in self._namespaces:
+            namespace["__pk_ctx"] = ctx
 
     def rewrite(self, dispatcher: Any, device: bool = False) -> VectorFunction:
         key = id(dispatcher)
@@ -123,6 +137,7 @@ class Vectorizer:
         namespace = dict(fn.__globals__)
         namespace.update(self._helpers)
         parameters = tuple(a.arg for a in definition.args.args)
+        unwritten = unwritten_parameters(definition, parameters, scope)
         body = _Body(self, scope, namespace, device)
         definition.body = body.function_body(definition, parameters)
         ast.fix_missing_locations(tree)
@@ -133,9 +148,10 @@ class Vectorizer:
                 namespace[name] = self._helpers[name]
         code = compile(tree, fn.__code__.co_filename, "exec")
         exec(code, namespace)
+        self._namespaces.append(namespace)
         function = namespace[definition.name]
         function.__defaults__ = tuple(self.vector_value(d) for d in fn.__defaults__ or ())
-        return VectorFunction(fn.__name__, function, parameters)
+        return VectorFunction(fn.__name__, function, parameters, unwritten)
 
     def vector_value(self, value: Any) -> Any:
         """What a global or closure value of a kernel is in the lockstep engine."""
@@ -183,6 +199,7 @@ class _Body:
         self.device = device
         self.loaded: set[str] = set()
         self.loops: list[str] = []  # names of the enclosing loops' frames
+        self.last_loop: ast.stmt | None = None  # a loop that is the kernel's last statement
 
     def function_body(self, definition: ast.FunctionDef, parameters: tuple[str, ...]) -> list:
         assigned = sorted(
@@ -199,6 +216,8 @@ class _Body:
         ]
         prologue += [assign_to(name, name_node("__pk_U")) for name in assigned]
         leave = ast.Return(value=ctx_call("leave", name_node("__pk_F"), name_node("__pk_rv")))
+        if not self.device and isinstance(definition.body[-1], (ast.While, ast.For)):
+            self.last_loop = definition.body[-1]
         body = self.block(definition.body, escape=leave)
         return [ast.copy_location(s, definition) for s in prologue] + body + [leave]
 
@@ -223,7 +242,19 @@ class _Body:
         if isinstance(node, ast.Expr):
             if isinstance(node.value, ast.Constant):
                 return []  # a docstring
-            return [ast.Expr(value=self.expr(node.value))]
+            call = node.value
+            value = self.expr(call)
+            if (
+                isinstance(call, ast.Call)
+                and isinstance(call.func, ast.Attribute)
+                and self.unused_atomic(call)
+                and isinstance(value, ast.Call)
+            ):
+                # Its old value is dropped: the atomic may run unordered (unordered.py).
+                value.func = ast.Attribute(
+                    value=name_node(UNUSED_ATOMICS), attr=call.func.attr, ctx=ast.Load()
+                )
+            return [ast.Expr(value=value)]
         if isinstance(node, ast.Pass):
             return [node]
         if isinstance(node, ast.Assign):
@@ -237,7 +268,8 @@ class _Body:
         if isinstance(node, ast.If):
             return self.branch(node)
         if isinstance(node, ast.While):
-            return self.loop(node.test, None, node.body)
+            # The test rewritten too: a subscript, ``and``/``or`` per lane.
+            return self.loop(self.expr(node.test), None, node.body, node is self.last_loop)
         if isinstance(node, ast.For):
             return self.for_range(node)
         if isinstance(node, ast.Return):
@@ -248,6 +280,17 @@ class _Body:
         if isinstance(node, ast.Continue):
             return [ast.Expr(value=ctx_call("cont", name_node(self.loops[-1])))]
         raise Unsupported(f"line {node.lineno}: {type(node).__name__} is not vectorised")
+
+    def unused_atomic(self, node: ast.expr) -> bool:
+        """Whether ``node`` is a call of ``cuda.atomic.<op>`` (a statement: its value is
+        dropped)."""
+        from numba import cuda
+
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            return False
+        value = self.owner._rewriter.resolve(node.func, self.scope)
+        atomic = getattr(cuda.atomic, node.func.attr, None)
+        return atomic is not None and value is atomic
 
     def assign(self, target: ast.expr, value: ast.expr) -> list[ast.stmt]:
         if isinstance(target, ast.Name):
@@ -306,7 +349,11 @@ class _Body:
         ]
 
     def loop(
-        self, test: ast.expr, prelude: list[ast.stmt] | None, body: list[ast.stmt]
+        self,
+        test: ast.expr,
+        prelude: list[ast.stmt] | None,
+        body: list[ast.stmt],
+        last: bool = False,
     ) -> list[ast.stmt]:
         frame = self.owner.fresh("L")
         self.loops.append(frame)
@@ -320,7 +367,7 @@ class _Body:
             ],
         )
         return [
-            assign_to(frame, ctx_call("loop_enter")),
+            assign_to(frame, ctx_call("loop_enter", *([ast.Constant(True)] if last else []))),
             ast.While(test=condition, body=inner, orelse=[]),
             ast.Expr(value=ctx_call("loop_exit", name_node(frame))),
         ]
@@ -340,7 +387,7 @@ class _Body:
         start = assign_to(counter, ctx_call("range_start", *[self.expr(a) for a in call.args]))
         step = self.assign(node.target, ctx_call("range_next", name_node(counter)))
         test = ctx_call("range_test", name_node(counter))
-        return [start] + self.loop(test, step, node.body)
+        return [start] + self.loop(test, step, node.body, node is self.last_loop)
 
     # -- expressions ---------------------------------------------------------------------
     def expr(self, node: ast.expr) -> ast.expr:
