@@ -204,7 +204,8 @@ class Lanes:
             return None
         if np.asarray(start).dtype.kind != "i" or np.asarray(stop).dtype.kind != "i":
             return None
-        span = (stop - start) if step > 0 else (start - stop)
+        first, last = np.asarray(start, np.int64), np.asarray(stop, np.int64)  # no wrap
+        span = (last - first) if step > 0 else (first - last)
         if self.active_count != self.n:
             span = span[self.mask]
         if span.size == 0 or span.min() != span.max():
