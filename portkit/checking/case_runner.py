@@ -27,7 +27,7 @@ from portkit.checking.op_contract import differentiable, gradient_positions, no_
 from portkit.checking.op_contract import label as contract_label
 from portkit.checking.op_contract import tolerance as declared_or_default
 from portkit.checking.order_bound import compare_bounded
-from portkit.checking.reference_run import reference_run
+from portkit.checking.reference_run import dropped_gradients, reference_run
 from portkit.checking.schedules import other_schedule
 from portkit.errors import (
     BackwardContractError,
@@ -86,6 +86,7 @@ class CaseRunner:
     settings: CheckSettings = field(default_factory=CheckSettings)
     # Float atomic sums per output and gradient (check/contributions.py), counted once.
     _contributions: Contributions | None = None
+    _dropped: list[str] | None = None
 
     # -- bookkeeping -------------------------------------------------------------
     def record(
@@ -260,6 +261,7 @@ class CaseRunner:
                 "grad", grads, expected_grads, (name, "reference"), counted, notes
             )
             problems += self.modified_inputs(inputs, originals, "backward")
+            problems += self.dropped_gradients()
             detail = "\n".join(problems or notes)
             self.record(name, "backward", Outcome.FAIL if problems else Outcome.PASS, detail, t0)
             run.grads = grads
@@ -268,6 +270,18 @@ class CaseRunner:
                 # projection of the Jacobian instead of every column.
                 self.gradcheck(name, fn, device, time.perf_counter(), fast=backend.simulated)
         return run
+
+    def dropped_gradients(self) -> list[str]:
+        """A gradient the backward returns as None while the reference has one: a
+        failure of every backward row of the case, found once."""
+        if self._dropped is None:
+            self._dropped = [
+                f"{contract_label(self.op, True, i)}: the backward returns None but the "
+                f"reference gives this input a gradient; return it, or declare the input "
+                f"with no_grad= if it carries none{self.reproduce}"
+                for i in dropped_gradients(self.op, self.case, self.inputs("cpu"))
+            ]
+        return self._dropped
 
     def gradcheck(
         self, name: str, fn: Callable, device: str, t0: float, fast: bool = False

@@ -103,3 +103,36 @@ def _grads(case: Case, native: Sequence, outputs: Sequence, inputs: Sequence) ->
     wanted = [t for t in inputs if t.requires_grad]
     grads = torch.autograd.grad(outputs, wanted, grad_outputs, allow_unused=True)
     return tuple(g.detach() if g is not None else None for g in grads)
+
+
+def dropped_gradients(op: Op, case: Case, inputs: Sequence[torch.Tensor]) -> list[int]:
+    """Float inputs whose gradient the op's backward returns as None without declaring
+    ``no_grad=``, but which the reference gives a gradient: a forgotten gradient, not a
+    deliberate one (``return da, None`` would otherwise pass unseen). ``inputs`` are the
+    case's CPU tensors; a reference that raises here is reported by its own run."""
+    import torch
+
+    from portkit.torch_op.layout import no_gradient_inputs
+
+    declared = op.definition.no_grad_positions
+    suspects = [
+        i
+        for i, why in no_gradient_inputs(op).items()
+        if i not in declared and i < len(inputs) and inputs[i].dtype.is_floating_point
+    ]
+    if not suspects:
+        return []
+    leaves = [t.detach().clone().requires_grad_(i in suspects) for i, t in enumerate(inputs)]
+    try:
+        outputs = [o for o in as_tuple(op.definition.reference(*leaves, *case.extra))]
+        wanted = [leaves[i] for i in suspects]
+        differentiable = [o for o in outputs if o.requires_grad]
+        if not differentiable:
+            return []
+        grads = torch.autograd.grad(
+            differentiable, wanted, [torch.ones_like(o) for o in differentiable],
+            allow_unused=True,
+        )
+    except Exception:  # noqa: BLE001 (the reference's own run reports it)
+        return []
+    return [i for i, g in zip(suspects, grads) if g is not None]
