@@ -49,6 +49,9 @@ class ProjectConfig:
     lint_warnings_fail: bool = False  # lint-warnings = "error"
     configured: bool = False  # pyproject.toml has a [tool.portkit] table
     sim_budget: float = DEFAULT_SIM_BUDGET  # seconds per simulated launch; 0: no limit
+    # The folder keys pyproject.toml sets ("prototypes", "cuda-src"): a folder named there
+    # must exist (a typo would otherwise drop every op or twin without a word).
+    set_folders: tuple[str, ...] = ()
     # The session's switches (prototype cache, simulator engine...), passed down with the
     # configuration so that nothing below the session reads the environment.
     settings: Settings = field(default_factory=Settings)
@@ -133,4 +136,5 @@ def load_config(start: Path | None = None) -> ProjectConfig:
         lint_warnings_fail=lint_warnings == "error",
         configured=configured,
         sim_budget=float(budget),
+        set_folders=tuple(k for k in ("prototypes", "cuda-src") if k in table),
     )

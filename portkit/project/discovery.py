@@ -247,10 +247,19 @@ def load_op(name: str, path: Path, twin_path: Path | None) -> Op:
 
 def require_project(config: ProjectConfig) -> None:
     """Raise ``ConfigError`` (one line) outside a project: no ``[tool.portkit]`` table and
-    neither the prototypes nor the twins folder, where a command would check nothing."""
+    neither the prototypes nor the twins folder, where a command would check nothing; or
+    a folder ``[tool.portkit]`` names that does not exist."""
+    pyproject = config.root / "pyproject.toml"
+    folders = {"prototypes": config.prototypes_dir, "cuda-src": config.cuda_src_dir}
+    for key in config.set_folders:
+        if not folders[key].is_dir():
+            what = "a file, not a folder" if folders[key].exists() else "no such folder"
+            raise ConfigError(
+                f"{pyproject}: [tool.portkit] {key} names {folders[key]}: {what}; "
+                f"fix the path or create the folder"
+            )
     if config.configured or config.prototypes_dir.is_dir() or config.cuda_src_dir.is_dir():
         return
-    pyproject = config.root / "pyproject.toml"
     found = (
         f"{pyproject} has no [tool.portkit] table"
         if pyproject.is_file()
