@@ -58,8 +58,8 @@ def launch_budget(
 
     previous = signal.signal(signal.SIGALRM, expire)
     started = time.monotonic()
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
+    try:  # armed inside: a budget of microseconds may fire before the body starts
+        signal.setitimer(signal.ITIMER_REAL, seconds)
         yield
     except _Expired as exc:
         raise BudgetExceeded(
@@ -82,6 +82,8 @@ def where_spinning(
     """Block, thread and kernel line of a launch whose budget ran out: in lockstep the
     first lane still active, per thread the thread running (``per_thread(file, line)``)."""
     file, line = kernel_line(frame)
+    if file == "?":  # no kernel line on the stack: the budget ran out before one ran
+        return "the launch's start, before a kernel line ran"
     return (lockstep_place(engine, file, line) or per_thread(file, line)).describe()
 
 
