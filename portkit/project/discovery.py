@@ -20,7 +20,7 @@ import hashlib
 import importlib.util
 import sys
 import traceback
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -100,7 +100,8 @@ class Catalog:
             return
         before = set(sys.modules)
         try:
-            self._ops[name] = load_op(name, self.prototypes[name], self.twins.get(name))
+            with importable(self.config):
+                self._ops[name] = load_op(name, self.prototypes[name], self.twins.get(name))
         except OpDefinitionError as exc:
             self._broken[name] = str(exc)
         finally:
@@ -179,6 +180,27 @@ class Catalog:
         if name in self._broken:
             raise OpDefinitionError(f"op {name} cannot be loaded: {self._broken[name]}")
         raise OpNotFound(name, self.names)
+
+
+@contextlib.contextmanager
+def importable(config: ProjectConfig) -> Iterator[None]:
+    """While a prototype imports, the project root and the prototypes folder are on
+    ``sys.path`` (after what is there), so that its ``import helpers`` (a module beside
+    it or at the root) is found under the ``portkit`` command as under ``python -m
+    portkit.cli`` from the root, whose working directory Python puts on the path and a
+    console script does not. Taken off again: another project's modules must not shadow."""
+    added = [
+        str(folder)
+        for folder in (config.root, config.prototypes_dir)
+        if folder.is_dir() and str(folder) not in sys.path
+    ]
+    sys.path.extend(added)
+    try:
+        yield
+    finally:
+        for entry in added:
+            if entry in sys.path:
+                sys.path.remove(entry)
 
 
 def is_kernel(value: Any) -> bool:
