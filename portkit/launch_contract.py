@@ -108,10 +108,6 @@ MAX_THREADS_PER_BLOCK = 1024
 MAX_BLOCK_DIMS = (1024, 1024, 64)
 MAX_GRID_DIMS = (2**31 - 1, 65535, 65535)
 MAX_SHARED_BYTES = 227 * 1024  # opt-in maximum per block on sm_90
-# Static shared memory (``cuda.shared.array``, ``__shared__``) per block: ptxas rejects a
-# kernel over it ("too much shared data (0x61a80 bytes, 0xc000 max)", as `portkit lint`
-# reports); only dynamic shared memory can reach MAX_SHARED_BYTES, by opt-in.
-MAX_STATIC_SHARED_BYTES = 48 * 1024
 # What cuLaunchKernel answers a launch beyond those limits (numba's and CuPy's errors name it).
 INVALID_LAUNCH = "CUDA_ERROR_INVALID_VALUE"
 MAX_CACHED_CONFIGS = 512  # grids follow input sizes; a model sees a few hundred at most
@@ -181,24 +177,6 @@ def launch_config(config: Any, kernel: str) -> LaunchConfig:
             f"the range is 0..{MAX_SHARED_BYTES}"
         )
     return result
-
-
-def check_shared_bytes(static: int, dynamic: int) -> None:
-    """A block's static shared arrays (``static`` bytes, so far) and its dynamic shared
-    memory, as a GPU's compiler and launch would take them. The simulator calls it before
-    allocating an array, so a shared array of gigabytes is an error, not an exhausted host."""
-    if static > MAX_STATIC_SHARED_BYTES:
-        raise LaunchError(
-            f"{static} bytes of static shared memory per block; a GPU allows "
-            f"{MAX_STATIC_SHARED_BYTES} (48 KiB) without opt-in and ptxas rejects the kernel "
-            f"(`portkit lint` reports it); use dynamic shared memory (k.kernel[grid, block, "
-            f"shared_bytes]) for more"
-        )
-    if static + dynamic > MAX_SHARED_BYTES:
-        raise LaunchError(
-            f"{static} bytes of static and {dynamic} of dynamic shared memory per block; "
-            f"a GPU allows {MAX_SHARED_BYTES} in all ({INVALID_LAUNCH} on a GPU)"
-        )
 
 
 def cacheable_config(config: Any) -> bool:

@@ -105,11 +105,11 @@ def _grads(case: Case, native: Sequence, outputs: Sequence, inputs: Sequence) ->
     return tuple(g.detach() if g is not None else None for g in grads)
 
 
-def dropped_gradients(op: Op, case: Case, inputs: Sequence[torch.Tensor]) -> list[int]:
-    """Float inputs whose gradient the op's backward returns as None without declaring
-    ``no_grad=``, but which the reference gives a gradient: a forgotten gradient, not a
-    deliberate one (``return da, None`` would otherwise pass unseen). ``inputs`` are the
-    case's CPU tensors; a reference that raises here is reported by its own run."""
+def dropped_gradients(op: Op, case: Case, inputs: Sequence[torch.Tensor]) -> list[str]:
+    """One line per float input whose gradient the backward returns as None, undeclared
+    (no ``no_grad=``), where the reference gives it one: a forgotten gradient, not a
+    deliberate one (``return da, None`` would pass unseen). ``inputs``: the case's CPU
+    tensors, half precision widened to float32; a reference that raises is its own row."""
     import torch
 
     from portkit.torch_op.layout import no_gradient_inputs
@@ -117,22 +117,30 @@ def dropped_gradients(op: Op, case: Case, inputs: Sequence[torch.Tensor]) -> lis
     declared = op.definition.no_grad_positions
     suspects = [
         i
-        for i, why in no_gradient_inputs(op).items()
+        for i in no_gradient_inputs(op)
         if i not in declared and i < len(inputs) and inputs[i].dtype.is_floating_point
     ]
     if not suspects:
         return []
-    leaves = [t.detach().clone().requires_grad_(i in suspects) for i, t in enumerate(inputs)]
+    half = (torch.float16, torch.bfloat16)
+    leaves = [
+        (t.float() if t.dtype in half else t).detach().clone().requires_grad_(i in suspects)
+        for i, t in enumerate(inputs)
+    ]
     try:
         outputs = [o for o in as_tuple(op.definition.reference(*leaves, *case.extra))]
-        wanted = [leaves[i] for i in suspects]
         differentiable = [o for o in outputs if o.requires_grad]
         if not differentiable:
             return []
-        grads = torch.autograd.grad(
-            differentiable, wanted, [torch.ones_like(o) for o in differentiable],
-            allow_unused=True,
-        )
+        seeds = [torch.ones_like(o) for o in differentiable]
+        wanted = [leaves[i] for i in suspects]
+        grads = torch.autograd.grad(differentiable, wanted, seeds, allow_unused=True)
     except Exception:  # noqa: BLE001 (the reference's own run reports it)
         return []
-    return [i for i, g in zip(suspects, grads) if g is not None]
+    return [
+        f"grad of {op.definition.input_label(i)}: the backward returns None but the reference "
+        f"gives this input a gradient; return it, or declare the input with no_grad= if it "
+        f"carries none"
+        for i, g in zip(suspects, grads)
+        if g is not None
+    ]

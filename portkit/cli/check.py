@@ -165,7 +165,8 @@ def check(
         console.print(f"nothing ran: {idle}", soft_wrap=True)
     unrun = not_run(results, [b for b in backends if names])
     if unrun and not idle:
-        console.print(f"not run: {unrun}; a requested backend that did not run is not a pass", soft_wrap=True)
+        why = "a requested backend that did not run is not a pass"
+        console.print(f"not run: {unrun}; {why}", soft_wrap=True)
     if verbose:
         for backend in backends:
             if backend.reports_cache and not backend.unavailable_reason:

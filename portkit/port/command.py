@@ -60,7 +60,9 @@ def refuse_target(out: Path, force: bool, prototypes_dir: Path | None) -> None:
     import stat
 
     if out.suffix == ".py" or (prototypes_dir is not None and _is_prototype(out, prototypes_dir)):
-        raise TwinExists(f"{out} is a Python file (a prototype or module); --out names the .cu file to write")
+        raise TwinExists(
+            f"{out} is a Python file (a prototype or module); --out names the .cu file to write"
+        )
     try:
         info = out.lstat()
     except FileNotFoundError:

@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 
 from portkit.errors import KernelError
-from portkit.launch_contract import check_shared_bytes
 from portkit.launch.kernel_set import LaunchConfig
+from portkit.launch.shared_memory import check_shared_bytes
 from portkit.project.config import DEFAULT_SIM_BUDGET
 from portkit.simt.block_run import BlockRun
 from portkit.simt.budget import launch_budget, where_spinning

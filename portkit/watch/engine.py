@@ -149,7 +149,8 @@ class Engine:
         if rerun.first_verdict is None:
             rerun.first_verdict = time.perf_counter() - t0
         self._failed[name] = verdict.failed_cases() | ({""} if verdict.error else set())
-        self._idle[name] = _why_idle(verdict, self.mode.case_names) if verdict.status == "skip" else ""
+        idle = verdict.status == "skip"
+        self._idle[name] = _why_idle(verdict, self.mode.case_names) if idle else ""
         on_progress(rerun)
 
 

@@ -375,8 +375,9 @@ HELPER = "from numba import cuda\n\n\n@cuda.jit(device=True)\ndef scale(v):\n   
 @pytest.mark.parametrize("where", ["prototypes/_mk_help_beside.py", "_mk_help_root.py"])
 def test_a_prototype_imports_a_helper_as_the_portkit_command(make_project, sources, cli, where):
     module = Path(where).stem
+    body = f"out[i] = {module}.scale(x[i])"
     py = sources.unary_op(
-        "mk_helped", f"out[i] = {module}.scale(x[i])", cases=sources.ONE_CASE, reference="lambda x: x * 3"
+        "mk_helped", body, cases=sources.ONE_CASE, reference="lambda x: x * 3"
     ).replace("import portkit\n", f"import portkit\nimport {module}\n")
     root = make_project({"mk_helped": (py, None)}, files={where: HELPER})
     # as the console script: neither the project nor the working directory on sys.path
@@ -394,7 +395,8 @@ def test_a_prototype_imports_a_helper_as_the_portkit_command(make_project, sourc
 
 def test_a_raw_write_to_fd_1_at_import_keeps_json_parseable(make_project, sources, tmp_path):
     text = 'import os\nos.write(1, b"raw bytes from mk_raw\\n")\n'
-    root = make_project({"mk_raw": (text + sources.unary_op("mk_raw", cases=sources.ONE_CASE), None)})
+    op = text + sources.unary_op("mk_raw", cases=sources.ONE_CASE)
+    root = make_project({"mk_raw": (op, None)})
     # the console script's sys.path: its own folder, not the working directory
     script = tmp_path / "bin" / "portkit"
     script.parent.mkdir()

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from portkit.launch_contract import check_shared_bytes
+from portkit.launch.shared_memory import check_shared_bytes
 from portkit.simt import epochs
 from portkit.simt.lockstep.arrays import LaneArray
 from portkit.simt.lockstep.lane_shadow import LaneShadow
