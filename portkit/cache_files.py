@@ -8,7 +8,8 @@ or overwritten artifact is a miss, said in one line on stderr, and the caller re
 
 The cache folder itself may be unusable (a file, or not writable): ``usable_folder`` then
 says so once, naming the setting that chose it, and hands out a private temporary folder
-for this process, so commands run on without a cache instead of failing every op.
+for this process, so commands run on without a cache instead of failing every op; a
+subfolder (``twins-cpu/``) likewise, through ``usable_subfolder``.
 Temporary files and build folders a killed run left behind are swept after an hour.
 """
 
@@ -137,4 +138,25 @@ def usable_folder(folder: Path, setting: str) -> Path:
         notice(
             f"cache folder {folder} ({setting}) is not usable ({reason}); running without the cache"
         )
+        return fallback
+
+
+@functools.cache
+def usable_subfolder(folder: Path) -> Path:
+    """A cache subfolder (``twins-cpu/``) when it can be made and written; else, said once,
+    a private temporary one for this process: an unusable subfolder is no fault of an op."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=".probe.", suffix=TEMP_SUFFIX)
+        os.close(fd)
+        os.unlink(probe)
+        os.listdir(folder)  # readable too: entries are looked up in it
+        return folder
+    except OSError as exc:
+        fallback = Path(tempfile.mkdtemp(prefix=f"portkit-{folder.name}-"))
+        atexit.register(shutil.rmtree, fallback, ignore_errors=True)
+        reason = f"{type(exc).__name__}: {exc.strerror or exc}"
+        if folder.exists() and not folder.is_dir():
+            reason = "a file, not a folder"
+        notice(f"cache folder {folder} is not usable ({reason}); skipping it for this run")
         return fallback

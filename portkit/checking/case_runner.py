@@ -28,11 +28,17 @@ from portkit.checking.op_contract import (
     gradient_positions,
     modified_inputs,
     no_gradient_notes,
+    parameter_names,
     require_reference_dtypes,
 )
 from portkit.checking.op_contract import label as contract_label
 from portkit.checking.op_contract import tolerance as declared_or_default
-from portkit.checking.reference_run import ControlRuns, control_run, reference_run
+from portkit.checking.reference_run import (
+    ControlRuns,
+    control_run,
+    dropped_gradients,
+    reference_run,
+)
 from portkit.checking.schedules import other_schedule
 from portkit.checking.sim_warnings import taken
 from portkit.checking.tensor_check import Control, check_tensor, controls
@@ -94,6 +100,7 @@ class CaseRunner:
     _contributions: Contributions | None = None
     # The measured control's reference runs per device (check/control.py), or why not.
     _controls: dict[str, ControlRuns | str] = field(default_factory=dict)
+    _dropped: list[str] | None = None
 
     # -- bookkeeping -------------------------------------------------------------
     def record(
@@ -289,6 +296,7 @@ class CaseRunner:
                 "grad", grads, expected_grads, (name, "reference"), counted, notes, margins
             )
             problems += modified_inputs(inputs, originals, "backward")
+            problems += self.dropped_gradients()
             detail = "\n".join(problems or notes)
             outcome = Outcome.FAIL if problems else Outcome.PASS
             margin, warned = max(margins, default=None), taken(backend)
@@ -299,6 +307,13 @@ class CaseRunner:
                 # projection of the Jacobian instead of every column.
                 self.gradcheck(name, fn, device, time.perf_counter(), fast=backend.simulated)
         return run
+
+    def dropped_gradients(self) -> list[str]:
+        """Gradients the backward returns as None where the reference has one, found once."""
+        if self._dropped is None:
+            found = dropped_gradients(self.op, self.case, self.inputs("cpu"))
+            self._dropped = [f"{line}{self.reproduce}" for line in found]
+        return self._dropped
 
     def gradcheck(
         self, name: str, fn: Callable, device: str, t0: float, fast: bool = False
@@ -399,15 +414,3 @@ class CaseRunner:
 
         cross_compare(self, runs)
 
-
-def parameter_names(op: Op) -> dict[str, list[str]]:
-    """Each kernel's parameter names, from its prototype (the twin has the same ones), so
-    a guard violation can name the tensor."""
-    import inspect
-
-    names = {}
-    for kernel, dispatcher in op.kernels.items():
-        function = getattr(dispatcher, "py_func", None)
-        if function is not None:
-            names[kernel] = list(inspect.signature(function).parameters)
-    return names

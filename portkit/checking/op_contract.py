@@ -106,3 +106,16 @@ def modified_inputs(
         for i, (t, o) in enumerate(zip(inputs, originals))
         if not identical(t.detach(), o)
     ]
+
+
+def parameter_names(op: Op) -> dict[str, list[str]]:
+    """Each kernel's parameter names, from its prototype (the twin has the same ones), so
+    a guard violation can name the tensor."""
+    import inspect
+
+    names = {}
+    for kernel, dispatcher in op.kernels.items():
+        function = getattr(dispatcher, "py_func", None)
+        if function is not None:
+            names[kernel] = list(inspect.signature(function).parameters)
+    return names

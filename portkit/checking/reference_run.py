@@ -153,3 +153,44 @@ def control_run(
         tuple(g.to(t.dtype) if g is not None else None for g, t in zip(low_grads, wanted)),
         low_dtype,
     )
+
+
+def dropped_gradients(op: Op, case: Case, inputs: Sequence[torch.Tensor]) -> list[str]:
+    """One line per float input whose gradient the backward returns as None, undeclared
+    (no ``no_grad=``), where the reference gives it one: a forgotten gradient, not a
+    deliberate one (``return da, None`` would pass unseen). ``inputs``: the case's CPU
+    tensors, half precision widened to float32; a reference that raises is its own row."""
+    import torch
+
+    from portkit.torch_op.layout import no_gradient_inputs
+
+    declared = op.definition.no_grad_positions
+    suspects = [
+        i
+        for i in no_gradient_inputs(op)
+        if i not in declared and i < len(inputs) and inputs[i].dtype.is_floating_point
+    ]
+    if not suspects:
+        return []
+    half = (torch.float16, torch.bfloat16)
+    leaves = [
+        (t.float() if t.dtype in half else t).detach().clone().requires_grad_(i in suspects)
+        for i, t in enumerate(inputs)
+    ]
+    try:
+        outputs = [o for o in as_tuple(op.definition.reference(*leaves, *case.extra))]
+        differentiable = [o for o in outputs if o.requires_grad]
+        if not differentiable:
+            return []
+        seeds = [torch.ones_like(o) for o in differentiable]
+        wanted = [leaves[i] for i in suspects]
+        grads = torch.autograd.grad(differentiable, wanted, seeds, allow_unused=True)
+    except Exception:  # noqa: BLE001 (the reference's own run reports it)
+        return []
+    return [
+        f"grad of {op.definition.input_label(i)}: the backward returns None but the reference "
+        f"gives this input a gradient; return it, or declare the input with no_grad= if it "
+        f"carries none"
+        for i, g in zip(suspects, grads)
+        if g is not None
+    ]

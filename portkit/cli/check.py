@@ -25,6 +25,7 @@ from portkit.cli.context import (
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from portkit.backends import Backend
     from portkit.project.config import ProjectConfig
     from portkit.project.discovery import Op
     from portkit.results import CheckResult
@@ -120,9 +121,10 @@ def check(
     numba, the twin, and prototype against twin. Every tensor a kernel sees sits between
     guard zones; a store past its end fails the check. Exits 1 if any check fails,
     3 if nothing ran (every requested check skipped, e.g. --backend twin without a GPU,
-    or no ops), with one line saying why. Simulator warnings (what the CUDA C++ guide
-    leaves undefined but GPUs run right) are shown and counted, never a failure unless
-    --strict or [tool.portkit] strict = true; --json lists them per result.
+    or no ops) or a backend named with --backend did not run (sim,twin without a GPU),
+    with one line saying why. Simulator warnings (what the CUDA C++ guide leaves undefined
+    but GPUs run right) are shown and counted, never a failure unless --strict or
+    [tool.portkit] strict = true; --json lists them per result.
 
     \b
     Examples:
@@ -189,6 +191,10 @@ def check(
     idle = None if failed else nothing_ran(results)
     if idle:
         console.print(f"nothing ran: {idle}", soft_wrap=True)
+    unrun = not_run(results, [b for b in backends if names])
+    if unrun and not idle:
+        why = "a requested backend that did not run is not a pass"
+        console.print(f"not run: {unrun}; {why}", soft_wrap=True)
     if verbose:
         for backend in backends:
             for line in backend.engine_report():
@@ -208,7 +214,7 @@ def check(
         if margins:
             report["worst_margins"] = [_finite(asdict(w)) for w in margins]
         emit(json.dumps(report, indent=1))
-    sys.exit(EXIT_FAILED_CHECKS if failed else EXIT_NOTHING_RAN if idle else 0)
+    sys.exit(EXIT_FAILED_CHECKS if failed else EXIT_NOTHING_RAN if idle or unrun else 0)
 
 
 def _finite(row: dict) -> dict:
@@ -236,6 +242,24 @@ def nothing_ran(results: Sequence[CheckResult]) -> str | None:
         reasons.setdefault(r.backend, r.detail.splitlines()[0] if r.detail else "skipped")
     why = "; ".join(f"{backend}: {reason}" for backend, reason in reasons.items())
     return f"all {len(rows)} checks were skipped ({why})"
+
+
+def not_run(results: Sequence[CheckResult], requested: Sequence[Backend]) -> str | None:
+    """The backends named with --backend that checked no case, with why, else None (the
+    reference's own rows are gradchecks an op may not have: they are not asked for)."""
+    from portkit.results import Outcome
+
+    missing = []
+    for backend in requested:
+        rows = [r for r in results if r.backend == backend.name and r.case != "all"]
+        if any(r.status in (Outcome.PASS, Outcome.FAIL) for r in rows):
+            continue
+        why = backend.unavailable_reason
+        if why is None and rows and backend.role != "reference":
+            why = rows[0].detail.splitlines()[0] if rows[0].detail else "skipped"
+        if why is not None:
+            missing.append(f"{backend.name} ({why})")
+    return "; ".join(missing) or None
 
 
 def _sanitize(

@@ -7,8 +7,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -62,8 +63,38 @@ def json_output(as_json: bool) -> Callable[[str], None]:
     launcher's print()) goes to stderr, so the JSON stays parseable."""
     out = sys.stdout
     if as_json:
-        click.get_current_context().with_resource(contextlib.redirect_stdout(sys.stderr))
+        context = click.get_current_context()
+        if _real_stdout():  # a raw os.write(1, ...) in user code: the OS level too
+            out = context.with_resource(_fd1_to_stderr())
+        context.with_resource(contextlib.redirect_stdout(sys.stderr))
     return lambda text: click.echo(text, file=out)
+
+
+def _real_stdout() -> bool:
+    """Whether sys.stdout writes to file descriptor 1 (not a test runner's buffer)."""
+    try:
+        return sys.stdout.fileno() == 1
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+@contextlib.contextmanager
+def _fd1_to_stderr() -> Iterator[Any]:
+    """Point file descriptor 1 at stderr until the command ends; yields a stream on the
+    original stdout, where the JSON alone goes."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    stream = open(saved, "w", closefd=False)  # noqa: SIM115 (closed below)
+    try:
+        yield stream
+    finally:
+        stream.flush()
+        stream.close()
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def load_project(budget: float | None = None, strict: bool = False, **settings: Any) -> Session:

@@ -9,6 +9,7 @@ import click
 
 from portkit.cli.context import (
     EXIT_FAILED_CHECKS,
+    EXIT_NOTHING_RAN,
     SEED,
     SIZE,
     budget_option,
@@ -82,7 +83,9 @@ def diff_command(
     Without a GPU the prototype runs in portkit's simulator and is compared with the
     twin compiled for the CPU (twin-cpu, needs g++ or clang++), or with the PyTorch
     reference when there is no compiler; the output says which.
-    Exits 1 when anything differs or a case could not run, 0 when everything agrees.
+    Exits 1 when anything differs or a case could not run, 0 when everything agrees,
+    3 when the twin could not run (no twin file, or no GPU and no C++ compiler) and the
+    prototype was compared with the reference only (--sim asks for that: exit 0).
 
     \b
     Examples:
@@ -140,4 +143,14 @@ def diff_command(
         if not differing:
             raise PortkitError("--debug: nothing differs, so there is no thread to stop at")
         debug_mismatch(op, differing[0])
-    sys.exit(EXIT_FAILED_CHECKS if any(c.differs or c.error for c in results) else 0)
+    if any(c.differs or c.error for c in results):
+        sys.exit(EXIT_FAILED_CHECKS)
+    if plan.twin_missing and not simulate:
+        # diff is prototype against twin: a twin that did not run is not a pass
+        click.echo(
+            f"not run: the twin ({plan.twin_missing}); the prototype was compared with the "
+            f"reference only (--sim asks for that on purpose)",
+            err=True,
+        )
+        sys.exit(EXIT_NOTHING_RAN)
+    sys.exit(0)

@@ -5,10 +5,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from portkit.cli.context import load_project, make_console, user_errors
+from portkit.errors import PortkitError
+
+if TYPE_CHECKING:
+    from portkit.project.discovery import Op
 
 DEFAULT_ARCHS = "sm_80,sm_90,sm_100"
 
@@ -50,12 +55,16 @@ def export_command(
       python -c "import my_kernels, torch; print(my_kernels.sigmoid(torch.randn(8).cuda()))"
     """
     from portkit.export.compile import parse_archs
+    from portkit.export.names import check_package_name
     from portkit.export.package import export_package
 
     session = load_project()  # outside a project: one line, before any work
     config = session.config
     archs = parse_archs(arch)
     package = package or f"{config.namespace}_kernels"
+    check_package_name(package)
+    for name in op_names:  # what `portkit compile` fails, export refuses: before writing
+        refuse_mismatched_twin(session.catalog.get(name))
     console = make_console(stderr=as_json)
     with console.status("compiling twins") as status:
         result = export_package(
@@ -83,3 +92,22 @@ def export_command(
         f"wrote {result.out}: package {result.package} ({', '.join(result.ops)}) for "
         f"{', '.join(result.archs)} + PTX\n  install: pip install {result.wheel}"
     )
+
+
+def refuse_mismatched_twin(op: Op) -> None:
+    """A twin whose parameters do not match its launches (``portkit compile``'s signature
+    check) would be packaged and fail at its first call: one line, nothing written."""
+    from portkit.lint.compile import check_signature
+
+    if not op.has_twin:
+        return  # export_package says so
+    try:
+        result = check_signature(op)
+    except Exception:  # noqa: BLE001 (launchers it cannot trace: export's own checks say why)
+        return
+    if result.failed:
+        first = result.detail.splitlines()[0]
+        raise PortkitError(
+            f"op {op.name}: not exported, its twin does not match its launches: {first} "
+            f"(`portkit compile {op.name}` shows every mismatch)"
+        )

@@ -58,7 +58,7 @@ def port_command(
     config, op = session.config, session.op(op_name)
     target = out if out is not None else config.cuda_src_dir / f"{op.name}.cu"
     draft = draft_op(op, kernels)
-    write_draft(draft, target, force)
+    write_draft(draft, target, force, config.prototypes_dir)
     click.echo(f"wrote {target} ({len(draft.kernels)} kernels)")
     if draft.gaps:
         for line in gap_report(draft):

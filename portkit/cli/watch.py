@@ -8,12 +8,14 @@ import click
 
 from portkit.cli.context import (
     EXIT_FAILED_CHECKS,
+    EXIT_NOTHING_RAN,
     budget_option,
     load_project,
     make_console,
     user_errors,
     working_on,
 )
+from portkit.errors import PortkitError
 
 
 @click.command("watch")
@@ -54,7 +56,7 @@ from portkit.cli.context import (
     default=None,
     metavar="N",
     help="Stop after N runs, the first included (for scripts and tests); exit 1 if an "
-    "op's latest verdict failed.",
+    "op's latest verdict failed, 3 if a --backend or --case asked for did not run.",
 )
 @budget_option
 @user_errors
@@ -105,9 +107,22 @@ def watch_command(
     if names and mode != "check":
         raise click.UsageError(f"--backend chooses the backends of --check, not of --{mode}")
     engine = Engine(session, op_names, mode, backends=names, cases=case_names, quick=not full)
+    for name in op_names if case_names else ():  # as check: a named op must have the case
+        try:
+            op = session.op(name)
+        except PortkitError:
+            continue  # an op that does not load: the watch shows why, and waits for a fix
+        if not op.has_any_case(case_names):
+            op.case(case_names[0])  # raises, naming the op and listing its cases
     if not engine.ops:
         raise click.UsageError(f"no ops to watch in {session.config.prototypes_dir}")
     working_on(f"portkit watch ({mode})")
     console = make_console()
     watch_loop(engine, make_view(console, mode), runs=runs)
-    sys.exit(EXIT_FAILED_CHECKS if engine.failing else 0)
+    if engine.failing:
+        sys.exit(EXIT_FAILED_CHECKS)
+    idle = engine.not_run()
+    if idle:  # asked for and never checked: not a pass
+        console.print(f"not run: {'; '.join(idle)}", soft_wrap=True)
+        sys.exit(EXIT_NOTHING_RAN)
+    sys.exit(0)

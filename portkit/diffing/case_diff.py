@@ -60,7 +60,8 @@ def plan_diff(op: Op, config: ProjectConfig, simulate: bool = False) -> Plan:
     from portkit.backends import create
 
     numba_gpu, twin = create("numba", config), create("twin", config)
-    missing = twin.unavailable_reason or twin.unsupported_reason(op) or numba_gpu.unavailable_reason
+    # An op without a twin file says so first: "no GPU" would hide that no GPU can help.
+    missing = twin.unsupported_reason(op) or twin.unavailable_reason or numba_gpu.unavailable_reason
     if missing is None and not simulate:
         return Plan(numba_gpu, twin, TWIN_TOLERANCE)
     sim, reference = create("sim", config), create("torch", config)
@@ -75,6 +76,8 @@ def plan_diff(op: Op, config: ProjectConfig, simulate: bool = False) -> Plan:
             f"the prototype in portkit's simulator; a GPU can still differ (docs/twin-cpu.md)"
         )
         return Plan(sim, cpu_twin, TWIN_TOLERANCE, note)
+    if missing is not None and cpu_missing is not None and not twin.unsupported_reason(op):
+        missing = f"{missing}; twin-cpu: {cpu_missing}"
     if missing is None:
         note = "--sim: the prototype ran in portkit's simulator, compared with the reference"
     else:
@@ -82,7 +85,7 @@ def plan_diff(op: Op, config: ProjectConfig, simulate: bool = False) -> Plan:
             f"the twin cannot run here ({missing}); the prototype ran in portkit's "
             f"simulator and is compared with the PyTorch reference instead"
         )
-    return Plan(sim, reference, REFERENCE_TOLERANCE, note)
+    return Plan(sim, reference, REFERENCE_TOLERANCE, note, twin_missing=missing or "")
 
 
 def run_side(

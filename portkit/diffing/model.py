@@ -96,5 +96,6 @@ class Plan:
     other: Backend
     tolerance: dict[str, Tolerance]
     note: str = ""  # said plainly when the twin could not run
+    twin_missing: str = ""  # why no twin ran, when the other side is the reference
     # backend name -> (error, kind) of a build that failed: its later cases are not run.
     unbuilt: dict[str, tuple[str, str]] = field(default_factory=dict)

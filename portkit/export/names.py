@@ -15,10 +15,28 @@ from portkit.errors import PortkitError
 GENERATOR = "Generator: portkit export"  # the WHEEL line of every exported package
 
 
+# The package is also the distribution: a name pip installs (PEP 508: ASCII letters,
+# digits, "_"; first and last a letter or digit) and an identifier. PEP 508 also allows
+# "-" and ".", which cannot be imported. The length keeps the wheel's file name (name +
+# "-0.1.0-py3-none-any.whl") and the staging folder well within a file name's 255 bytes.
+_DISTRIBUTION_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_]*[A-Za-z0-9])?", re.ASCII)
+MAX_NAME = 100
+
+
 def check_package_name(name: str) -> None:
     """Raise a one-line PortkitError if ``name`` cannot be, or must not be, the package."""
+    if len(name) > MAX_NAME:
+        raise PortkitError(
+            f"package name of {len(name)} characters; at most {MAX_NAME} (the wheel's file "
+            f"name must fit the file system's 255 bytes)"
+        )
     if not name.isidentifier():
         raise PortkitError(f"package name {name!r} is not a Python identifier; try my_kernels")
+    if not _DISTRIBUTION_NAME.fullmatch(name):
+        raise PortkitError(
+            f"package name {name!r} is not a name pip installs (PEP 508: ASCII letters, "
+            f"digits and '_', beginning and ending with a letter or digit); try my_kernels"
+        )
     if keyword.iskeyword(name):
         raise PortkitError(f"package name {name!r} is a Python keyword: it cannot be imported")
     if name in sys.stdlib_module_names:

@@ -65,6 +65,9 @@ class ProjectConfig:
     # simt/warning_log.py) are errors: strict = true, or --strict.
     strict: bool = False
     lockstep_fallback: str = "allow"  # "error": a per-thread fallback fails the launch
+    # The folder keys pyproject.toml sets ("prototypes", "cuda-src"): a folder named there
+    # must exist (a typo would otherwise drop every op or twin without a word).
+    set_folders: tuple[str, ...] = ()
     # The session's switches (prototype cache, simulator engine...), passed down with the
     # configuration so that nothing below the session reads the environment.
     settings: Settings = field(default_factory=Settings)
@@ -163,4 +166,5 @@ def load_config(start: Path | None = None) -> ProjectConfig:
         sim_budget=float(budget),
         strict=strict,
         lockstep_fallback=fallback,
+        set_folders=tuple(k for k in ("prototypes", "cuda-src") if k in table),
     )

@@ -20,7 +20,7 @@ import hashlib
 import importlib.util
 import sys
 import traceback
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -100,7 +100,8 @@ class Catalog:
             return
         before = set(sys.modules)
         try:
-            self._ops[name] = load_op(name, self.prototypes[name], self.twins.get(name))
+            with importable(self.config):
+                self._ops[name] = load_op(name, self.prototypes[name], self.twins.get(name))
         except OpDefinitionError as exc:
             self._broken[name] = str(exc)
         finally:
@@ -181,6 +182,27 @@ class Catalog:
         raise OpNotFound(name, self.names)
 
 
+@contextlib.contextmanager
+def importable(config: ProjectConfig) -> Iterator[None]:
+    """While a prototype imports, the project root and the prototypes folder are on
+    ``sys.path`` (after what is there), so that its ``import helpers`` (a module beside
+    it or at the root) is found under the ``portkit`` command as under ``python -m
+    portkit.cli`` from the root, whose working directory Python puts on the path and a
+    console script does not. Taken off again: another project's modules must not shadow."""
+    added = [
+        str(folder)
+        for folder in (config.root, config.prototypes_dir)
+        if folder.is_dir() and str(folder) not in sys.path
+    ]
+    sys.path.extend(added)
+    try:
+        yield
+    finally:
+        for entry in added:
+            if entry in sys.path:
+                sys.path.remove(entry)
+
+
 def is_kernel(value: Any) -> bool:
     """A numba ``cuda.jit`` kernel (not a ``device=True`` function)."""
     options = getattr(value, "targetoptions", None)
@@ -247,10 +269,19 @@ def load_op(name: str, path: Path, twin_path: Path | None) -> Op:
 
 def require_project(config: ProjectConfig) -> None:
     """Raise ``ConfigError`` (one line) outside a project: no ``[tool.portkit]`` table and
-    neither the prototypes nor the twins folder, where a command would check nothing."""
+    neither the prototypes nor the twins folder, where a command would check nothing; or
+    a folder ``[tool.portkit]`` names that does not exist."""
+    pyproject = config.root / "pyproject.toml"
+    folders = {"prototypes": config.prototypes_dir, "cuda-src": config.cuda_src_dir}
+    for key in config.set_folders:
+        if not folders[key].is_dir():
+            what = "a file, not a folder" if folders[key].exists() else "no such folder"
+            raise ConfigError(
+                f"{pyproject}: [tool.portkit] {key} names {folders[key]}: {what}; "
+                f"fix the path or create the folder"
+            )
     if config.configured or config.prototypes_dir.is_dir() or config.cuda_src_dir.is_dir():
         return
-    pyproject = config.root / "pyproject.toml"
     found = (
         f"{pyproject} has no [tool.portkit] table"
         if pyproject.is_file()

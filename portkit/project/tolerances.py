@@ -9,6 +9,7 @@ reason it is needed, and every report that uses it shows that reason.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from portkit.errors import OpDefinitionError
@@ -45,8 +46,15 @@ class Tolerance:
             )
         for name in ("rtol", "atol"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-                raise OpDefinitionError(f"{where}: {name} must be a number >= 0, got {value!r}")
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not math.isfinite(value)  # NaN would compare as "no bound"; inf passes all
+                or value < 0
+            ):
+                raise OpDefinitionError(
+                    f"{where}: {name} must be a number >= 0 and finite, got {value!r}"
+                )
         if self.against not in (None, *AGAINST):
             raise OpDefinitionError(
                 f"{where}: against is 'reference' or 'twin', got {self.against!r}"

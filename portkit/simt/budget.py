@@ -70,6 +70,8 @@ def where_spinning(
     """Block, thread and kernel line of a launch whose budget ran out: in lockstep the
     first lane still active, per thread the thread running (``per_thread(file, line)``)."""
     file, line = kernel_line(frame)
+    if file == "?":  # no kernel line on the stack: the budget ran out before one ran
+        return "the launch's start, before a kernel line ran"
     return (lockstep_place(engine, file, line) or per_thread(file, line)).describe()
 
 

@@ -27,6 +27,7 @@ import numpy as np
 
 from portkit.errors import KernelError
 from portkit.launch.kernel_set import LaunchConfig
+from portkit.launch.shared_memory import check_shared_bytes
 from portkit.project.config import DEFAULT_SIM_BUDGET
 from portkit.simt.block_run import BlockRun
 from portkit.simt.budget import launch_budget, where_spinning
@@ -342,6 +343,9 @@ class Machine(Reporting):
         array = self._shared.get(key)
         if array is None:
             size = math.prod(dims)
+            static = [a for k, a in self._shared.items() if type(k) is not tuple]
+            used = sum(int(a.size) * a.dtype.itemsize for a in static)
+            check_shared_bytes(used + size * dtype.itemsize, self._shared_bytes)
             array = SimArray(
                 poisoned(size, dtype), Layout.contiguous(dims), name, SHARED, self, Shadow(size)
             )

@@ -46,6 +46,7 @@ class Engine:
         self.runs = 0
         self._twins: dict[str, str] = {}  # op -> its twin's digest at the last run
         self._failed: dict[str, set[str]] = {}  # op -> cases that failed at its last run
+        self._idle: dict[str, str] = {}  # op -> why its last run checked nothing
         self._sources: dict[Path, str] = {}  # watched file -> digest at the last run
 
     @property
@@ -57,6 +58,12 @@ class Engine:
     def failing(self) -> list[str]:
         """The watched ops whose latest verdict failed or that did not load."""
         return [n for n in self.ops if self._failed.get(n)]
+
+    def not_run(self) -> list[str]:
+        """What the latest runs did not check, one entry each: requested backends that
+        cannot run here, ops whose every case was skipped or matched no --case."""
+        idle = [f"{n} ({self._idle[n]})" for n in self.ops if self._idle.get(n)]
+        return self.mode.not_run() + idle
 
     def watched_paths(self) -> list[Path]:
         """The folders and files a change in which can change a verdict."""
@@ -142,7 +149,19 @@ class Engine:
         if rerun.first_verdict is None:
             rerun.first_verdict = time.perf_counter() - t0
         self._failed[name] = verdict.failed_cases() | ({""} if verdict.error else set())
+        idle = verdict.status == "skip"
+        self._idle[name] = _why_idle(verdict, self.mode.case_names) if idle else ""
         on_progress(rerun)
+
+
+def _why_idle(verdict: OpVerdict, case_names: Sequence[str]) -> str:
+    """Why an op's run checked nothing: its first skipped row's reason, else no case."""
+    skipped = [r.detail.splitlines()[0] for r in verdict.results if r.detail]
+    if skipped:
+        return skipped[0]
+    if case_names:
+        return f"no case named {', '.join(case_names)}"
+    return "no case ran"
 
 
 def all_passed(verdicts: Iterable[OpVerdict]) -> bool:

@@ -51,6 +51,10 @@ class Mode:
         """Rows about the op as a whole, after its cases (gradcheck's note)."""
         return []
 
+    def not_run(self) -> list[str]:
+        """What was asked for and cannot run on this machine (exit 3, not a pass)."""
+        return []
+
 
 class SimMode(Mode):
     name = "sim"
@@ -97,6 +101,13 @@ class CheckMode(Mode):
         super().__init__(config, cases, quick)
         self.backends = create_all(config, list(backends) or None)
         self._unbuilt: dict[str, str] = {}
+        self.requested = bool(backends)
+
+    def not_run(self) -> list[str]:
+        """Backends named with --backend that cannot run here, with why: not a pass."""
+        if not self.requested:
+            return []
+        return [f"{b.name} ({b.unavailable_reason})" for b in self.backends if b.unavailable_reason]
 
     def begin(self, op: Op) -> None:
         self._unbuilt = {}  # a twin that did not build last run may build now

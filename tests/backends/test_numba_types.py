@@ -136,7 +136,8 @@ def test_an_edit_is_checked_again(make_project, sources, monkeypatch):
     monkeypatch.chdir(root)
     assert portkit.sim("nt_edit").passed
     path = root / "prototypes" / "nt_edit.py"
-    path.write_text(path.read_text().replace("out[i] = x[i] * 2.0", LIST.replace("\n", "\n        ")))
+    listed = LIST.replace("\n", "\n        ")
+    path.write_text(path.read_text().replace("out[i] = x[i] * 2.0", listed))
     report = portkit.sim("nt_edit")
     assert not report.passed
     assert "int64): a Python list" in report.failed[0].detail

@@ -21,7 +21,9 @@ def test_check_json_lists_every_result(make_project, sources, cli):
 
 
 def test_backends_may_be_listed_with_commas(make_project, sources, cli):
-    root = make_project({"double": (sources.unary_op("double", cases=sources.ONE_CASE), None)})
+    # with a twin: a requested backend that cannot run (twin-cpu of a twin-less op) exits 3
+    op = sources.unary_op("double", cases=sources.ONE_CASE)
+    root = make_project({"double": (op, sources.unary_twin("double"))})
     rows = []
     for flags in (["--backend", "sim,twin-cpu"], ["--backend", "sim", "--backend", "twin-cpu"]):
         result = cli(root, "check", "double", *flags, "--no-compile", "--json")

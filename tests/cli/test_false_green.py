@@ -77,8 +77,12 @@ def test_a_pyproject_without_portkit_table_or_folders_is_no_project(tmp_path, cl
     out = assert_clean(cli(tmp_path, "check", "--all"), 2)
     pyproject = tmp_path.resolve() / "pyproject.toml"
     assert f"({pyproject} has no [tool.portkit] table)" in one_line_error(out)
-    # a [tool.portkit] table makes it a project, with no ops yet: nothing to check
+    # a [tool.portkit] table makes it a project; the folder it names must exist
     (tmp_path / "pyproject.toml").write_text('[tool.portkit]\nprototypes = "src/protos"\n')
+    out = assert_clean(cli(tmp_path, "check", "--all"), 2)
+    assert f"prototypes names {tmp_path.resolve() / 'src' / 'protos'}: no such folder" in out
+    # with no ops yet: nothing to check
+    (tmp_path / "src" / "protos").mkdir(parents=True)
     out = assert_clean(cli(tmp_path, "check", "--all"), 3)
     assert f"nothing ran: no ops in {tmp_path.resolve() / 'src' / 'protos'}" in out
 

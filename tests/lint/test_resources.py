@@ -13,9 +13,9 @@ import pytest
 from numba import cuda, float32, int64
 
 from portkit.errors import PortkitError, TwinCompileError
-from portkit.numba_internals import device_compute_capability
 from portkit.lint.ptx import KernelProperties, PtxModule, ResourceUsage, kernel_usage
 from portkit.lint.resources import prototype_usage, twin_usage
+from portkit.numba_internals import device_compute_capability
 
 REPO = Path(__file__).resolve().parents[2]
 F32_ARRAY = float32[::1]

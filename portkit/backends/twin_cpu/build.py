@@ -193,7 +193,8 @@ def compile_twin_cpu(
         raise TwinCompileError(compiler_unavailable_reason() or "no C++ compiler")
     unit = translation_unit(path, expressions)
     key = cache_key(unit, path, mode, compiler)
-    library = cache_dir / "twins-cpu" / f"{path.stem}-{mode}-{key[:24]}.so"
+    folder = cache_files.usable_subfolder(cache_dir / "twins-cpu")  # else one line, no cache
+    library = folder / f"{path.stem}-{mode}-{key[:24]}.so"
     symbols = {expr: f"portkit_launch_{i}" for i, expr in enumerate(expressions)}
     entry = cache_files.load(library)  # a truncated library is said and rebuilt
     if entry is not None and entry[1].get("symbols") == symbols:

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from portkit.launch.shared_memory import check_shared_bytes
 from portkit.simt import epochs
 from portkit.simt.lockstep.arrays import LaneArray
 from portkit.simt.lockstep.lane_shadow import LaneShadow
@@ -143,6 +144,9 @@ class Chunk(Lanes):
         array = self._shared.get(key)
         if array is None:
             size = math.prod(dims)
+            static = [a for k, a in self._shared.items() if type(k) is not tuple]
+            used = sum(int(a.size) * a.dtype.itemsize for a in static)
+            check_shared_bytes(used + size * dtype.itemsize, self.shared_bytes)
             data = poisoned(size * self.blocks, dtype)
             shape, strides = _contiguous(dims)
             offset = self.block_local * size

@@ -15,13 +15,13 @@ from typing import Any
 
 import numpy as np
 
+from portkit.simt.interrupts import passes_through
 from portkit.simt.lockstep.arrays import LaneArray
 from portkit.simt.lockstep.chunk import Chunk
 from portkit.simt.lockstep.journal import Journal, Tape
 from portkit.simt.lockstep.lanes import UNDEF
 from portkit.simt.lockstep.shims import LaneCuda, LaneMath, lane_builtins
 from portkit.simt.lockstep.vectorize import Unsupported, Vectorizer, builtin_namespace
-from portkit.simt.interrupts import passes_through
 from portkit.simt.memory import GLOBAL
 from portkit.simt.scalars import widen
 from portkit.simt.schedule import FORWARD, REVERSED, in_order
