@@ -35,7 +35,15 @@ magnitude outside: float16 accumulation of these sums is about 3,000x torch's er
 a dropped term 10^5 x (tests/check/test_control.py).
 
 ``ULPS`` ulps of the output dtype at the exact value cover a correctly rounded result of
-another order where torch's is exact. float64 outputs have no wider torch reference: they
+another order where torch's is exact.
+
+The dtype table (check/compare.py) is the floor: an element's allowed error is never below
+``atol + rtol * |exact|``. Where torch's low run happens to land next to the exact value in
+a whole tensor (one element, as rmsnorm's 1x1 backward, whose gradient is a cancellation
+of terms of order 1/|x|), the bound collapses to a few ULP of the tiny result: on an H200
+(2026-11-27) that case failed for the twin and the numba prototype, both correct, while
+the CPU passed it with margin 0.64. So the control only ever widens the table (where
+torch's own error is larger, as in cancelling sums), never narrows it. float64 outputs have no wider torch reference: they
 keep the dtype table (check/compare.py).
 """
 
@@ -44,7 +52,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from portkit.checking.compare import SHOWN_MISMATCHES
+from portkit.checking.compare import SHOWN_MISMATCHES, Tolerance
 
 if TYPE_CHECKING:
     import torch
@@ -104,7 +112,7 @@ class ControlVerdict:
     def bound_text(self) -> str:
         return (
             f"{self.factor:g}x torch's {self.low} error against float64 "
-            f"+ {ULPS} ULP of {self.dtype}"
+            f"+ {ULPS} ULP of {self.dtype}, or the {self.dtype} table where that is larger"
         )
 
     def note(self) -> str:
@@ -146,10 +154,15 @@ def _times(multiple: float) -> str:
 
 
 def control_bound(
-    dtype: torch.dtype, wide: torch.Tensor, low: torch.Tensor, factor: float
+    dtype: torch.dtype,
+    wide: torch.Tensor,
+    low: torch.Tensor,
+    factor: float,
+    table: Tolerance | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(allowed error, torch's error with the floor) per element, float64, for outputs of
-    ``dtype`` against ``wide``, the control being ``low`` (module docstring)."""
+    ``dtype`` against ``wide``, the control being ``low`` (module docstring); never below
+    ``table`` (the dtype table's ``atol + rtol * |wide|``) where it is given."""
     import torch
 
     w = wide.detach().cpu().to(torch.float64)
@@ -158,7 +171,10 @@ def control_bound(
     torch_err = torch.where(usable, (lo - w).abs(), torch.zeros_like(w))
     scale = float(torch_err.max()) if torch_err.numel() else 0.0
     control = torch_err.clamp_min(FLOOR * scale)
-    return factor * control + ULPS * ulp(w, dtype), control
+    allowed = factor * control + ULPS * ulp(w, dtype)
+    if table is not None:
+        allowed = torch.maximum(allowed, table.atol + table.rtol * w.abs())
+    return allowed, control
 
 
 def control_compare(
@@ -170,6 +186,7 @@ def control_compare(
     low_dtype: torch.dtype,
     skip: torch.Tensor | None = None,
     sides: tuple[str, str] = ("", ""),
+    table: Tolerance | None = None,
 ) -> ControlVerdict:
     """``actual`` (an output in its dtype) against ``wide`` (the float64 reference), with
     ``low`` (torch in ``low_dtype``, rounded to ``actual``'s dtype) as the control.
@@ -184,7 +201,7 @@ def control_compare(
     same_special = (torch.isnan(a) & torch.isnan(exact)) | (~torch.isfinite(exact) & (a == exact))
     if skip is not None:
         same_special = same_special | skip
-    allowed, control = control_bound(actual.dtype, w, low, factor)
+    allowed, control = control_bound(actual.dtype, w, low, factor, table)
     units = ulp(w, actual.dtype)
     err = torch.where(finite, (a - w).abs(), torch.zeros_like(w))
     bad = ~same_special & (~finite | (err > allowed))

@@ -68,7 +68,9 @@ def check_tensor(
     verdict = TensorVerdict()
     skip = None
     if bound is not None:  # atomic sums: the control plus every order's spread
-        allowed, _ = control_bound(actual.dtype, control.wide, control.low, control.factor)
+        allowed, _ = control_bound(
+            actual.dtype, control.wide, control.low, control.factor, tolerance
+        )
         allowed = allowed + order_term(bound, actual.dtype)
         _, summed = compare_summed(
             what,
@@ -84,7 +86,15 @@ def check_tensor(
         verdict.margin = summed.margin
         skip = bound.count > 0
     result = control_compare(
-        what, actual, control.wide, control.low, control.factor, control.low_dtype, skip, sides
+        what,
+        actual,
+        control.wide,
+        control.low,
+        control.factor,
+        control.low_dtype,
+        skip,
+        sides,
+        table=tolerance,  # the dtype table stays the floor (docs/authoring.md)
     )
     if result.failed:
         verdict.problems.append(result.report(reproduce))

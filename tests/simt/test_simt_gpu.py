@@ -409,7 +409,6 @@ CASES = [
         "round_product",
         "round_product",
         lambda g: [np.array([1.1, 3.3, -2.7, 0.3], np.float32), np.zeros(4)],
-        xfail="simulator bug: round(float32) is a Python int in the simulator, int64 in numba",
     ),
     Case(
         "math_pow_int",
