@@ -82,9 +82,9 @@ class TypeCheck:
         kernel = self._op.kernels[name]
         try:
             signature_ptx(kernel, folder, name, sig, ask_driver=False)
-        except (ImportError, OSError):  # no NVVM or CUDA toolkit here: no verdict, simulate
-            return None
         except Exception as exc:  # numba's rejection, or numba failing on the kernel
+            if no_compiler(exc):  # no NVVM or CUDA toolkit here: no verdict, simulate
+                return None
             return rejection(name, kernel.py_func, types, exc)
         return None
 
@@ -94,6 +94,16 @@ class TypeCheck:
         assert self._key is not None
         entry = prototype_cache.entry_directory(self._config.cache_dir, self._op.name, self._key)
         return entry / f"ptx-{ARCH}"
+
+
+def no_compiler(exc: Exception) -> bool:
+    """Whether numba failed for want of NVVM or the CUDA toolkit (numba's
+    ``NvvmSupportError``, a missing library file), not on the kernel: an ImportError a
+    kernel's own call raises while numba types it (``np.linalg`` without SciPy) is a
+    rejection, as it is on a GPU."""
+    if isinstance(exc, OSError):
+        return True
+    return isinstance(exc, ImportError) and "nvvm" in f"{type(exc).__name__} {exc}".lower()
 
 
 def _signature(args: Sequence[Any]) -> tuple | None:

@@ -225,15 +225,15 @@ def test_a_timed_call_is_verified_with_the_ops_declared_tolerance() -> None:
     assert problem is not None and "backward output 2" in problem
 
 
-def test_torch_compile_s_row_keeps_the_saved_buffers_its_repeated_backward_needs(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_torch_compile_s_row_keeps_the_saved_buffers_its_repeated_backward_needs() -> None:
     """The bench repeats a backward on one graph; donated buffers would refuse that."""
     import torch._functorch.config as functorch_config
 
     from portkit.bench.tasks import CompiledReference
 
-    monkeypatch.setattr(functorch_config, "donated_buffer", True)
+    # torch's own patch, not monkeypatch: pytest's undo deletes a name missing from the
+    # module's __dict__, and deleting a torch config entry hides it for the process.
     op = SimpleNamespace(name="scaled", definition=SimpleNamespace(reference=lambda x: x * 2))
-    CompiledReference().function(op)
-    assert functorch_config.donated_buffer is False
+    with functorch_config.patch(donated_buffer=True):
+        CompiledReference().function(op)
+        assert functorch_config.donated_buffer is False
