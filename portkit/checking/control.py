@@ -43,8 +43,10 @@ a whole tensor (one element, as rmsnorm's 1x1 backward, whose gradient is a canc
 of terms of order 1/|x|), the bound collapses to a few ULP of the tiny result: on an H200
 (2026-11-27) that case failed for the twin and the numba prototype, both correct, while
 the CPU passed it with margin 0.64. So the control only ever widens the table (where
-torch's own error is larger, as in cancelling sums), never narrows it. float64 outputs have no wider torch reference: they
-keep the dtype table (check/compare.py).
+torch's own error is larger, as in cancelling sums), never narrows it.
+
+float64 outputs have no wider torch reference: they keep the dtype table
+(check/compare.py).
 """
 
 from __future__ import annotations

@@ -147,7 +147,10 @@ def test_low_precision_is_caught(run):
     detail = forward.detail
     assert f"output 0: {verdict.bad} of 129 elements differ" in detail
     assert "got (sim) vs expected (reference in float64)" in detail
-    assert "(bound: 2x torch's float32 error against float64 + 2 ULP of float32, or the float32 table where that is larger)" in detail
+    assert (
+        "(bound: 2x torch's float32 error against float64 + 2 ULP of float32, "
+        "or the float32 table where that is larger)"
+    ) in detail
     assert re.search(r"ULP of float32, [\d.e+]+x torch's float32 error; bound 2x", detail)
     (index, got, want), *_ = [(i, a, e) for i, a, e, _, _ in verdict.first]
     assert f"first: [{index[0]}] got {got!r} expected {want!r}" in detail

@@ -85,7 +85,10 @@ def test_a_wrong_kernel_fails_with_ulps_and_multiples(wrong):
     assert verdict.failed
     report = verdict.report(" [seed 0]")
     assert MESSAGE.search(report), report
-    assert "(bound: 2x torch's float32 error against float64 + 2 ULP of float32, or the float32 table where that is larger)" in report
+    assert (
+        "(bound: 2x torch's float32 error against float64 + 2 ULP of float32, "
+        "or the float32 table where that is larger)"
+    ) in report
     assert report.endswith("[seed 0]")
 
 
