@@ -51,6 +51,7 @@ float64 outputs have no wider torch reference: they keep the dtype table
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -164,11 +165,12 @@ def control_bound(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(allowed error, torch's error with the floor) per element, float64, for outputs of
     ``dtype`` against ``wide``, the control being ``low`` (module docstring); never below
-    ``table`` (the dtype table's ``atol + rtol * |wide|``) where it is given."""
+    ``table`` (the dtype table's ``atol + rtol * |wide|``) where it is given. Computed on
+    ``wide``'s device: a GPU output is judged on the GPU, only scalars come back."""
     import torch
 
-    w = wide.detach().cpu().to(torch.float64)
-    lo = low.detach().cpu().to(torch.float64)
+    w = wide.detach().to(torch.float64)
+    lo = low.detach().to(w.device, torch.float64)
     usable = torch.isfinite(lo) & torch.isfinite(w)
     torch_err = torch.where(usable, (lo - w).abs(), torch.zeros_like(w))
     scale = float(torch_err.max()) if torch_err.numel() else 0.0
@@ -189,57 +191,73 @@ def control_compare(
     skip: torch.Tensor | None = None,
     sides: tuple[str, str] = ("", ""),
     table: Tolerance | None = None,
+    bound: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> ControlVerdict:
     """``actual`` (an output in its dtype) against ``wide`` (the float64 reference), with
     ``low`` (torch in ``low_dtype``, rounded to ``actual``'s dtype) as the control.
-    ``skip``: elements judged elsewhere (float atomic sums: check/order_bound.py)."""
+    ``skip``: elements judged elsewhere (float atomic sums: check/order_bound.py).
+    ``bound``: ``control_bound``'s result when the caller already has it (it depends on
+    the reference only, so every implementation compared against it shares one).
+
+    Two passes, because a large output is nearly always within its bound: one over every
+    element finds the suspects (outside the bound, NaN/Inf, or an exact value its dtype
+    cannot hold), the second judges the suspects alone, special values included."""
     import torch
 
-    a = actual.detach().cpu().to(torch.float64)
-    w = wide.detach().cpu().to(torch.float64)
-    # Special values: each side as the output dtype holds the exact value.
-    exact = w.to(actual.dtype).to(torch.float64)
-    finite = torch.isfinite(a) & torch.isfinite(exact)
-    same_special = (torch.isnan(a) & torch.isnan(exact)) | (~torch.isfinite(exact) & (a == exact))
+    a = actual.detach().to(torch.float64)
+    w = wide.detach().to(a.device, torch.float64)
+    allowed, control = bound if bound is not None else control_bound(
+        actual.dtype, w, low, factor, table
+    )
+    err = (a - w).abs()  # NaN where either side is NaN: never within a bound
+    within = (err <= allowed) & (w.abs() <= torch.finfo(actual.dtype).max)
     if skip is not None:
-        same_special = same_special | skip
-    allowed, control = control_bound(actual.dtype, w, low, factor, table)
-    units = ulp(w, actual.dtype)
-    err = torch.where(finite, (a - w).abs(), torch.zeros_like(w))
-    bad = ~same_special & (~finite | (err > allowed))
-    ratio = torch.where(finite & ~same_special, err / allowed.clamp_min(1e-300), 0.0)
-    ratio = torch.where(bad & ~finite, torch.inf, ratio)
-    multiple = torch.where(control > 0, err / control.clamp_min(1e-300), torch.inf)
-    multiple = torch.where(err == 0, torch.zeros_like(w), multiple)
-    ulps = err / units
+        within = within | skip.to(within.device)
+    ratio = torch.where(within, err / allowed.clamp_min(1e-300), torch.zeros_like(w))
+    if skip is not None:
+        ratio = torch.where(skip.to(ratio.device), torch.zeros_like(ratio), ratio)
     flat_ratio = ratio.reshape(-1)
-    at = int(flat_ratio.argmax()) if flat_ratio.numel() else 0
+    suspects = (~within).reshape(-1).nonzero().reshape(-1)
+    bad, nonfinite = suspects[:0], 0
+    if suspects.numel():
+        got = a.reshape(-1)[suspects]
+        exact = w.reshape(-1)[suspects].to(actual.dtype).to(torch.float64)
+        finite = torch.isfinite(got) & torch.isfinite(exact)
+        special = (torch.isnan(got) & torch.isnan(exact)) | (~torch.isfinite(exact) & (got == exact))
+        room = allowed.reshape(-1)[suspects]
+        gap = torch.where(finite, err.reshape(-1)[suspects], torch.zeros_like(got))
+        is_bad = ~special & (~finite | (gap > room))
+        judged = torch.where(finite & ~special, gap / room.clamp_min(1e-300), 0.0)
+        flat_ratio[suspects] = torch.where(is_bad & ~finite, torch.inf, judged)
+        bad, nonfinite = suspects[is_bad], int((is_bad & ~finite).sum())
+    shape = tuple(a.shape)
+    flat_a, flat_w, flat_err = a.reshape(-1), w.reshape(-1), err.reshape(-1)
 
-    def point(flat: int) -> tuple[tuple[int, ...], float, float]:
-        index = tuple(int(i) for i in _unravel(flat, tuple(a.shape)))
-        return index, float(a.reshape(-1)[flat]), float(w.reshape(-1)[flat])
+    def point(flat: int) -> tuple[tuple[int, ...], float, float, float, float, float]:
+        """index, got, exact, err, ULPs of the dtype, multiple of torch's error."""
+        got, exact = float(flat_a[flat]), float(flat_w[flat])
+        held = float(flat_w[flat : flat + 1].to(actual.dtype)[0])  # as the output dtype holds it
+        gap = float(flat_err[flat]) if math.isfinite(got) and math.isfinite(held) else 0.0
+        torch_err = float(control.reshape(-1)[flat])
+        units = float(ulp(flat_w[flat : flat + 1], actual.dtype)[0])
+        multiple = 0.0 if gap == 0 else (gap / torch_err if torch_err > 0 else math.inf)
+        return _unravel(flat, shape), got, exact, gap, gap / units, multiple
 
-    def fig(t: torch.Tensor, flat: int) -> float:
-        return float(t.reshape(-1)[flat])
-
-    nowhere: tuple[int, ...] = ()
     worst: tuple[tuple[int, ...], float, float, float, float, float, float] = (
-        nowhere, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        (), 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
     )
     if a.numel():
-        worst = point(at) + (
-            fig(err, at),
-            fig(ulps, at),
-            fig(multiple, at),
-            fig(allowed, at),
-        )
+        at = int(flat_ratio.argmax())
+        worst = point(at) + (float(allowed.reshape(-1)[at]),)
     first = tuple(
-        point(int(flat)) + (fig(ulps, int(flat)), fig(multiple, int(flat)))
-        for flat in bad.reshape(-1).nonzero().reshape(-1)[:SHOWN_MISMATCHES]
+        (index, got, exact, units, multiple)
+        for index, got, exact, _, units, multiple in (
+            point(int(flat)) for flat in bad[:SHOWN_MISMATCHES]
+        )
     )
     return ControlVerdict(
         what=what,
-        bad=int(bad.sum()),
+        bad=int(bad.numel()),
         total=a.numel(),
         factor=factor,
         low=str(low_dtype).removeprefix("torch."),
@@ -248,7 +266,7 @@ def control_compare(
         worst=worst,
         first=first,
         sides=sides,
-        nonfinite=int((bad & ~finite).sum()),
+        nonfinite=nonfinite,
     )
 
 

@@ -13,7 +13,7 @@ to. A native run still decides the output dtypes and the seeded upstream gradien
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from portkit.checking.control import low_precision
@@ -118,6 +118,9 @@ class ControlRuns:
     low_outputs: tuple
     low_grads: tuple
     low_dtype: torch.dtype
+    # What the comparisons derive from these runs alone (tensor_check.Control.bound), kept
+    # for every implementation compared against them.
+    memo: dict = field(default_factory=dict, compare=False, repr=False)
 
 
 def control_run(

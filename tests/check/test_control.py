@@ -8,8 +8,8 @@ import re
 import pytest
 import torch
 
-from portkit.checking.compare import REFERENCE_TOLERANCE, compare
-from portkit.checking.control import FLOOR, ULPS, control_compare, ulp
+from portkit.checking.compare import REFERENCE_TOLERANCE, Tolerance, compare
+from portkit.checking.control import FLOOR, ULPS, control_bound, control_compare, ulp
 from portkit.errors import OpDefinitionError
 
 MESSAGE = re.compile(
@@ -122,6 +122,38 @@ def test_special_values_must_match():
     verdict = control_compare("o", other, exact, low, 2.0, torch.float32)
     assert verdict.bad == 3 and verdict.nonfinite == 3
     assert "3 NaN/Inf where the other side differs" in verdict.report()
+
+
+def test_an_exact_value_beyond_the_dtype_must_be_its_infinity():
+    # 1e39 overflows float32: the right float32 output is inf, and the largest finite
+    # float32 (within rtol of it) is wrong.
+    exact = torch.tensor([1e39, 1.0], dtype=torch.float64)
+    low = exact.float()
+    table = Tolerance(rtol=0.9, atol=0.0)
+    assert not control_compare("o", exact.float(), exact, low, 2.0, torch.float32, table=table).failed
+    biggest = torch.tensor([torch.finfo(torch.float32).max, 1.0])
+    verdict = control_compare("o", biggest, exact, low, 2.0, torch.float32, table=table)
+    assert verdict.bad == 1 and verdict.nonfinite == 1
+
+
+def test_skipped_elements_are_judged_elsewhere():
+    exact = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)
+    got = torch.tensor([1.0, 99.0, float("nan")])
+    skip = torch.tensor([False, True, True])
+    verdict = control_compare("o", got, exact, exact.float(), 2.0, torch.float32, skip)
+    assert not verdict.failed and verdict.margin == 0.0
+
+
+def test_a_shared_bound_gives_the_same_verdict():
+    torch.manual_seed(3)
+    exact = torch.randn(257, 33, dtype=torch.float64)
+    low = (exact * (1 + 1e-7)).float()
+    got = (exact * (1 - 2e-7)).float()
+    got[5, 7] = 4.0
+    bound = control_bound(torch.float32, exact, low, 2.0)
+    alone = control_compare("o", got, exact, low, 2.0, torch.float32)
+    shared = control_compare("o", got, exact, low, 2.0, torch.float32, bound=bound)
+    assert alone == shared and alone.bad >= 1 and alone.worst[0] == (5, 7)
 
 
 def test_half_outputs_count_ulps_of_their_dtype():
