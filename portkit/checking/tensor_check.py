@@ -151,10 +151,10 @@ def table_margin(
 
     if actual.shape != expected.shape or actual.dtype != expected.dtype or not actual.numel():
         return 0.0
-    a, e = actual.detach().cpu(), expected.detach().cpu()
+    a, e = actual.detach(), expected.detach().to(actual.device)  # judged where they are
     errors = elementwise_errors(a, e, tolerance)
     if bound is not None:  # judged by the order bound; its verdict carries its own margin
-        keep = bound.count == 0
+        keep = (bound.count == 0).to(a.device)
         errors_bad, diff = errors.bad & keep, torch.where(keep, errors.abs, 0.0)
     else:
         errors_bad, diff = errors.bad, errors.abs
