@@ -1,6 +1,6 @@
 """Every repository path the docs name exists: backticked paths (`portkit/x/y.py`,
-`scripts/z.py`, `docs/a.md`) in README.md, docs/*.md and portkit's docstrings, and the
-relative targets of Markdown links in README.md and docs/*.md. A file that moved leaves
+`scripts/z.py`, `docs/a.md`) in README.md, docs/*.md, results/*.md, scripts/README.md and
+portkit's docstrings, and the relative targets of Markdown links in those pages. A file that moved leaves
 a doc pointing nowhere; this test names the doc, the line and the path."""
 
 from __future__ import annotations
@@ -30,7 +30,12 @@ NOT_IN_THE_REPOSITORY = {
 
 
 def doc_files() -> list[Path]:
-    return [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    return [
+        REPO / "README.md",
+        REPO / "scripts" / "README.md",
+        *sorted((REPO / "docs").glob("*.md")),
+        *sorted((REPO / "results").glob("*.md")),
+    ]
 
 
 def named_path(token: str) -> str | None:
