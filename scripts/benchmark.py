@@ -1,4 +1,4 @@
-"""Figures for docs/benchmarks.md: twin compile (cold and cached), the simulator's wall
+"""Figures for results/benchmarks.md: twin compile (cold and cached), the simulator's wall
 time on each op's default `portkit sim` case, and `portkit check sigmoid` from a cold
 process. Prints a Markdown report; medians of several repetitions, all in one run.
 
