@@ -75,7 +75,7 @@ def main() -> None:
             )
         print(f"| {name} | {cold_s:.3f} | {cached_s:.4f} |")
 
-    print("\n## Simulator: each op's default `portkit sim` case (numba's simulator)\n")
+    print("\n## Simulator: each op's default `portkit sim` case (the `sim` backend)\n")
     print("| op | case | simulated threads per launch | forward+backward wall (s) |")
     print("|---|---|---:|---:|")
     sim = create("sim", config)
