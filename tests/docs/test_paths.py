@@ -1,7 +1,8 @@
 """Every repository path the docs name exists: backticked paths (`portkit/x/y.py`,
-`scripts/z.py`, `docs/a.md`) in README.md, docs/*.md, results/*.md, scripts/README.md and
-portkit's docstrings, and the relative targets of Markdown links in those pages. A file that moved leaves
-a doc pointing nowhere; this test names the doc, the line and the path."""
+`scripts/z.py`, `docs/a.md`) in README.md, docs/*.md, results/*.md, scripts/README.md
+and portkit's docstrings, and the relative targets of Markdown links in those pages. A
+file that moved leaves a doc pointing nowhere; this test names the doc, the line and the
+path."""
 
 from __future__ import annotations
 
