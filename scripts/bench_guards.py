@@ -15,7 +15,9 @@ import argparse
 import json
 import statistics
 import sys
-import time
+from functools import partial
+
+from portkit.bench.timing import host_rounds
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -51,16 +53,16 @@ def main(argv: list[str] | None = None) -> int:
         for settings in (on, off):  # warm up: numba and NVRTC compiles, torch's caches
             for case in cases:
                 failed |= any(r.failed for r in run_case(op, case, backends, settings))
-        times: dict[bool, list[float]] = {True: [], False: []}
-        for _ in range(args.repeat):
-            for settings in (on, off):
-                t0 = time.perf_counter()
-                for case in cases:
-                    run_case(op, case, backends, settings)
-                _synchronize(backends)
-                times[settings.guards].append(time.perf_counter() - t0)
-        with_guards = statistics.median(times[True])
-        without = statistics.median(times[False])
+        times = host_rounds(
+            {
+                "on": partial(_run_cases, run_case, op, cases, backends, on),
+                "off": partial(_run_cases, run_case, op, cases, backends, off),
+            },
+            rounds=args.repeat,
+            finish=partial(_synchronize, backends),
+        )
+        with_guards = statistics.median(times["on"])
+        without = statistics.median(times["off"])
         row = {
             "op": name,
             "backends": [b.name for b in backends],
@@ -85,6 +87,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(rows, indent=1))
     return 0
+
+
+def _run_cases(run_case, op, cases, backends, settings) -> None:
+    for case in cases:
+        run_case(op, case, backends, settings)
 
 
 def _synchronize(backends) -> None:

@@ -40,6 +40,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from portkit.bench.timing import host_rounds
+
 REPLAY_SWITCH = "PORTKIT_REPLAY"  # read by the Session portkit.load builds (docs/environment.md)
 
 
@@ -60,15 +62,13 @@ def samples_us(
         for _ in range(max(calls // 10, 20)):
             fn()
     torch.cuda.synchronize()
-    samples: dict[str, list[float]] = {name: [] for name in timed}
-    for _ in range(rounds):
-        for name, (fn, calls) in timed.items():
-            start = time.perf_counter()
-            for _ in range(calls):
-                fn()
-            torch.cuda.synchronize()
-            samples[name].append((time.perf_counter() - start) / calls * 1e6)
-    return samples
+    seconds = host_rounds(
+        {name: fn for name, (fn, _) in timed.items()},
+        rounds=rounds,
+        calls={name: calls for name, (_, calls) in timed.items()},
+        finish=torch.cuda.synchronize,
+    )
+    return {name: [s * 1e6 for s in samples] for name, samples in seconds.items()}
 
 
 def python_autograd_floor() -> Callable:

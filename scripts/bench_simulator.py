@@ -62,6 +62,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from simulator_bench_kernels import KERNELS, Case, Kernel  # noqa: E402
 
+from portkit.bench.timing import host_call  # noqa: E402
+
 # Each simulator's own size per kernel (elements; the matrix edge for matmul_tiled; the
 # number of threads, ``stop``, for find_contiguous), so that one launch takes seconds:
 # numba's simulator does about 5k threads/s elementwise and 450/s on the block
@@ -163,9 +165,7 @@ def launch_checked(
     """One launch on ``simulator``, its output checked; its wall time, work and fallback."""
     case = kernel.make(size, np.random.default_rng(seed))
     gc.collect()
-    t0 = time.perf_counter()
-    fallback = RUNNERS[simulator](kernel, case)
-    seconds = time.perf_counter() - t0
+    fallback, seconds = host_call(RUNNERS[simulator], kernel, case)
     try:
         case.check()
     except AssertionError as exc:

@@ -19,8 +19,9 @@ import resource
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+from portkit.bench.timing import host_call
 
 COMMANDS = {
     "floor: import torch, numba.cuda": ["-c", "import torch, numba.cuda"],
@@ -50,9 +51,9 @@ ENV = {"portkit check sigmoid, PORTKIT_PROTOTYPE_CACHE=0": {"PORTKIT_PROTOTYPE_C
 def run_once(tree: Path, argv: list[str], extra: dict | None = None) -> tuple[float, float, int]:
     env = {**os.environ, "PYTHONPATH": str(tree), **(extra or {})}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    done = subprocess.run([sys.executable, *argv], cwd=tree, env=env, capture_output=True)
-    wall = time.perf_counter() - t0
+    done, wall = host_call(
+        subprocess.run, [sys.executable, *argv], cwd=tree, env=env, capture_output=True
+    )
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return wall, cpu, done.returncode

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 
 import torch
 
 from portkit.backends import create
+from portkit.bench.timing import host_rounds
 from portkit.project.config import load_config
 from portkit.project.discovery import discover
 
@@ -50,11 +50,7 @@ def main() -> None:
             k = backend.kernels(op, poison_outputs=mode == "check")
             label, threads, call = launches(op_name, k, scale)
             call()  # warm: library loaded, worker started
-            times = []
-            for _ in range(args.repeat):
-                t0 = time.perf_counter()
-                call()
-                times.append(time.perf_counter() - t0)
+            times = host_rounds({label: call}, rounds=args.repeat)[label]
             seconds = statistics.median(times)
             rate = threads / seconds
             print(f"{label:<28} {mode:<6} {threads:>9} {seconds:>9.3f} {rate:>12,.0f}")

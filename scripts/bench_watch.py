@@ -37,6 +37,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from portkit.bench.timing import host_rounds  # noqa: E402
+
 
 def rss_mib() -> float:
     for line in Path("/proc/self/status").read_text().splitlines():
@@ -123,17 +125,15 @@ def timed_edits(root: Path, op: str, mode: str, edited: Path, edits: int, mark: 
 
 
 def cold(args: list[str], root: Path, runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
+    def run() -> None:
         subprocess.run(
             [sys.executable, "-m", "portkit.cli", *args],
             cwd=root,
             capture_output=True,
             env={**os.environ, "PYTHONPATH": str(REPO)},
         )
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+
+    return statistics.median(host_rounds({"cold": run}, rounds=runs)["cold"])
 
 
 def slope(values: list[float]) -> float:

@@ -1,4 +1,4 @@
-"""Figures for docs/benchmarks.md: twin compile (cold and cached), the simulator's wall
+"""Figures for results/benchmarks.md: twin compile (cold and cached), the simulator's wall
 time on each op's default `portkit sim` case, and `portkit check sigmoid` from a cold
 process. Prints a Markdown report; medians of several repetitions, all in one run.
 
@@ -20,14 +20,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from portkit.bench.timing import host_call, host_rounds  # noqa: E402
+
 
 def median_seconds(fn, repeat: int) -> float:
-    samples = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t0)
-    return statistics.median(samples)
+    return statistics.median(host_rounds({"fn": fn}, rounds=repeat)["fn"])
 
 
 def main() -> None:
@@ -38,7 +35,7 @@ def main() -> None:
     import torch
 
     from portkit.backends import create
-    from portkit.backends.twin.backend import twin_expressions
+    from portkit.backends.twin.instances import twin_expressions
     from portkit.backends.twin.build import compile_twin
     from portkit.checking.harness import run_case
     from portkit.project.case_choice import choose_case
@@ -78,7 +75,7 @@ def main() -> None:
             )
         print(f"| {name} | {cold_s:.3f} | {cached_s:.4f} |")
 
-    print("\n## Simulator: each op's default `portkit sim` case (numba's simulator)\n")
+    print("\n## Simulator: each op's default `portkit sim` case (the `sim` backend)\n")
     print("| op | case | simulated threads per launch | forward+backward wall (s) |")
     print("|---|---|---:|---:|")
     sim = create("sim", config)
@@ -95,9 +92,8 @@ def main() -> None:
     command = [sys.executable, "-m", "portkit.cli", "check", "sigmoid"]
     samples = []
     for _ in range(3):
-        t0 = time.perf_counter()
-        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
-        samples.append(time.perf_counter() - t0)
+        done, seconds = host_call(subprocess.run, command, cwd=ROOT, capture_output=True, text=True)
+        samples.append(seconds)
     summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-300:]
     print(
         f"median {statistics.median(samples):.2f} s over 3 runs; exit {done.returncode}; "

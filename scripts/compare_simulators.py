@@ -33,9 +33,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
+
+from portkit.bench.timing import host_call
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDERS = ("doc_examples", "cudasim", "cudadrv")
@@ -118,9 +119,10 @@ def run(folder: str, simulator: str, work: Path, timeout: int) -> dict:
         env["NUMBA_ENABLE_CUDASIM"] = "1"
     else:
         command.append("--portkit-simt")
-    started = time.monotonic()
-    subprocess.run(command, cwd=work, env=env, capture_output=True, check=False)
-    return {"seconds": round(time.monotonic() - started, 1), "tests": outcomes(junit)}
+    _, seconds = host_call(
+        subprocess.run, command, cwd=work, env=env, capture_output=True, check=False
+    )
+    return {"seconds": round(seconds, 1), "tests": outcomes(junit)}
 
 
 def main() -> None:

@@ -24,10 +24,11 @@
 #   scale      the generated suite's GPU tier on one GPU, then one worker per GPU
 #
 # Every step has its own timeout; each subcommand stays under 10 minutes. Logs go to
-# $OUT/NAME/ and are packed into $OUT/NAME.tgz (the device tool returns few files);
+# $OUT/NAME/ and are packed into $OUT/NAME.tgz (one file to copy off the machine);
 # the table of steps (exit code, seconds, last line) is $OUT/NAME-summary.txt, printed last.
 #
-# numba-cuda 0.30 needs NumPy < 2.5: the NumPy 2.4.6 wheel carried in .whl/ goes first.
+# numba-cuda 0.30 needs NumPy < 2.5: a NumPy 2.4.6 wheel put in .whl/ is installed first
+# (for a machine without network whose NumPy is newer).
 cd "$(dirname "$0")/.." || exit 2
 if compgen -G ".whl/*.whl" > /dev/null; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl

@@ -1,14 +1,13 @@
 #!/usr/bin/env bash
 # numba-cuda-mlir prototypes on a GPU machine, run from the repository root:
 #
-#   OUT=/some/folder bash scripts/gpu_mlir_check.sh      (the device call carries .whl-mlir)
+#   OUT=/some/folder bash scripts/gpu_mlir_check.sh
 #
-# The GPU image has no numba-cuda-mlir and no internet: .whl-mlir/ holds NumPy 2.4.6's
-# cp312 wheel and numba-cuda-mlir 0.6.0's cp312 manylinux wheel, the latter as a .tar.xz
-# of the wheel's files (the wheel is 71 MB, over what one device call carries; xz makes
-# it 47 MB). Fetched with ../shared/gpu/fetch-wheels; the wheel is rebuilt here and both
-# are installed with pip into /tmp/site. Its other dependencies (cuda-bindings 13,
-# cuda-core) are in the image.
+# For a GPU machine without numba-cuda-mlir and without network: put NumPy 2.4.6's cp312
+# wheel and numba-cuda-mlir 0.6.0's cp312 manylinux wheel in .whl-mlir/ first, the latter
+# as a .tar.xz of the wheel's files (71 MB as a wheel, 47 MB compressed); the wheel is
+# rebuilt here and both are installed with pip into /tmp/site. Its other dependencies
+# (cuda-bindings 13, cuda-core) are on the machine already.
 #
 # Steps: the GPU tests of numba-cuda-mlir prototypes (tests/cli/test_mlir_prototypes.py,
 # tests/simt/test_dropin_mlir.py), then `portkit check`, `diff` and `bench` of the example

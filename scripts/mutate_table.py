@@ -16,9 +16,10 @@ import argparse
 import json
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
+
+from portkit.bench.timing import host_call
 
 OPS = (
     "vector_add sigmoid elementwise_mul histogram cumsum matmul softmax_warp softmax "
@@ -30,14 +31,12 @@ KINDS = ("barrier", "bound", "index", "int32", "atomic", "accum", "tail", "shuff
 def run(ops: list[str], limit: int, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     for op in ops:
-        t0 = time.time()
         args = ["mutate", op, "--quick", "--limit", str(limit), "--json"]
-        proc = subprocess.run(
-            [sys.executable, "-m", "portkit.cli", *args], capture_output=True, text=True
-        )
+        command = [sys.executable, "-m", "portkit.cli", *args]
+        proc, seconds = host_call(subprocess.run, command, capture_output=True, text=True)
         (out / f"{op}.json").write_text(proc.stdout)
-        (out / f"{op}.seconds").write_text(f"{time.time() - t0:.0f}\n")
-        print(f"{op}: exit {proc.returncode}, {time.time() - t0:.0f} s", file=sys.stderr)
+        (out / f"{op}.seconds").write_text(f"{seconds:.0f}\n")
+        print(f"{op}: exit {proc.returncode}, {seconds:.0f} s", file=sys.stderr)
 
 
 def table(folder: Path) -> str:

@@ -23,9 +23,9 @@ from __future__ import annotations
 import cProfile
 import pstats
 import sys
-import time
 from pathlib import Path
 
+from portkit.bench.timing import host_rounds
 from portkit.launch.kernel_set import LaunchTarget
 
 
@@ -35,13 +35,7 @@ class NoLaunch(LaunchTarget):
 
 
 def best_us(fn, calls: int = 3000, runs: int = 7) -> float:
-    best = float("inf")
-    for _ in range(runs):
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        best = min(best, (time.perf_counter() - start) / calls * 1e6)
-    return best
+    return min(host_rounds({"fn": fn}, rounds=runs, calls=calls)["fn"]) * 1e6
 
 
 LAUNCHES = [0]
@@ -105,13 +99,8 @@ def paired(timed: dict, base: dict, calls: int = 1000, rounds: int = 15) -> list
     of the per-round ratios to the row ``base[name]`` (so that the machine's load cancels)."""
     import statistics
 
-    samples: dict[str, list[float]] = {name: [] for name in timed}
-    for _ in range(rounds):
-        for name, fn in timed.items():
-            start = time.perf_counter()
-            for _ in range(calls):
-                fn()
-            samples[name].append((time.perf_counter() - start) / calls * 1e6)
+    seconds = host_rounds(timed, rounds=rounds, calls=calls)
+    samples = {name: [s * 1e6 for s in values] for name, values in seconds.items()}
     return [
         (
             name,

@@ -12,12 +12,12 @@ import argparse
 import dataclasses
 import statistics
 import sys
-import time
 from types import SimpleNamespace
 
 import torch
 
 import portkit
+from portkit.bench.timing import host_rounds
 from portkit.launch.replay.native import native_replayer
 from portkit.launch.replay.recording import RecordingKernels, record
 from portkit.launch.replay.steps import RecordedLaunch, Recording
@@ -83,14 +83,10 @@ def main() -> int:
         for _ in range(200):
             fn()
     torch.cuda.synchronize()
-    samples: dict[str, list[float]] = {name: [] for name in timed}
-    for _ in range(args.rounds):
-        for name, fn in timed.items():
-            start = time.perf_counter()
-            for _ in range(args.calls):
-                fn()
-            torch.cuda.synchronize()
-            samples[name].append((time.perf_counter() - start) / args.calls * 1e6)
+    seconds = host_rounds(
+        timed, rounds=args.rounds, calls=args.calls, finish=torch.cuda.synchronize
+    )
+    samples = {name: [s * 1e6 for s in values] for name, values in seconds.items()}
     torch.testing.assert_close(sigmoid(x), torch.sigmoid(x))
     torch.testing.assert_close(sigmoid.op(x), torch.sigmoid(x))
     from portkit.torch_op.registration import _NATIVE

@@ -19,7 +19,8 @@ import json
 import resource
 import subprocess
 import sys
-import time
+
+from portkit.bench.timing import host_call
 
 
 def _large_cases(op, gpu_only: bool) -> list:
@@ -40,17 +41,15 @@ def run_one(op_name: str, case_name: str, backend_name: str, profile: int) -> di
     op = discover(config).get(op_name)
     case = replace(op.case(case_name), gpu_only=False)
     backend = create(backend_name, config)
-    t0 = time.perf_counter()
     if profile:
         import cProfile
         import pstats
 
         profiler = cProfile.Profile()
-        results = profiler.runcall(run_case, op, case, [backend])
+        results, seconds = host_call(profiler.runcall, run_case, op, case, [backend])
         pstats.Stats(profiler, stream=sys.stderr).sort_stats("cumulative").print_stats(profile)
     else:
-        results = run_case(op, case, [backend])
-    seconds = time.perf_counter() - t0
+        results, seconds = host_call(run_case, op, case, [backend])
     machine = getattr(backend, "machine", None)
     engines = [f"{e.kernel}: {e.engine} ({e.reason})" for e in getattr(machine, "engines", [])]
     return {
@@ -88,9 +87,9 @@ def main(argv: list[str] | None = None) -> int:
         for case in _large_cases(catalog.get(name), args.gpu_only):
             command = [sys.executable, __file__, "--backend", args.backend]
             command += ["--profile", str(args.profile), "--child", name, case.name]
-            t0 = time.perf_counter()
-            child = subprocess.run(command, capture_output=True, text=True, check=False)
-            wall = time.perf_counter() - t0
+            child, wall = host_call(
+                subprocess.run, command, capture_output=True, text=True, check=False
+            )
             if args.profile:
                 print(child.stderr, file=sys.stderr)
             if child.returncode:

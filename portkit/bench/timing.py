@@ -19,12 +19,17 @@ no spin, the marks around the call, the host's time to issue it included, which 
 what such a call costs a model anyway.
 
 ``Clock`` is the seam the unit tests use: a fake clock gives scripted times on a CPU.
+
+The host's own time (a launcher's Python, a cold process, a simulated launch) is timed
+by ``host_call`` and ``host_rounds``, the one wall-clock loop every script in
+``scripts/`` uses.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from portkit.launch.kernel_set import LaunchTarget
 
@@ -34,6 +39,7 @@ if TYPE_CHECKING:
 MIN_FLUSH_BYTES = 64 << 20
 MIN_COVER_US = 100.0
 MAX_COVER_US = 20_000.0
+R = TypeVar("R")
 SPIN = "spin"  # the host's issue hidden behind a GPU spin: kernel time alone
 EVENTS = "events"  # plain events around the call: the host's issue time included
 
@@ -140,3 +146,42 @@ class _TimedTarget(LaunchTarget):
         if span.armed:
             span.end = span.clock.mark()
             span.launches += 1
+
+
+# -- the host's time -----------------------------------------------------------------------
+def host_call(fn: Callable[..., R], *args: Any, **kwargs: Any) -> tuple[R, float]:
+    """Call ``fn(*args, **kwargs)`` once: what it returned and the host's wall-clock
+    seconds (``time.perf_counter``)."""
+    start = time.perf_counter()
+    result = fn(*args, **kwargs)
+    return result, time.perf_counter() - start
+
+
+def host_rounds(
+    timed: Mapping[str, Callable[[], object]],
+    rounds: int,
+    calls: int | Mapping[str, int] = 1,
+    finish: Callable[[], object] | None = None,
+) -> dict[str, list[float]]:
+    """Wall-clock seconds per call of each entry of ``timed``, one sample per round.
+
+    Rounds are interleaved: in each, every entry runs ``calls`` times back to back (a
+    number, or one per entry) followed by ``finish`` (e.g. ``torch.cuda.synchronize``,
+    so queued GPU work counts), and the sample is the span over the number of calls. A
+    slow spell of a shared machine hits every entry of a round alike, so ratios taken
+    within a round compare side by side. No warm-up: call the entries once first.
+    """
+    if rounds < 1:
+        raise ValueError(f"rounds must be at least 1, not {rounds}")
+    counts = {name: calls[name] if isinstance(calls, Mapping) else calls for name in timed}
+    samples: dict[str, list[float]] = {name: [] for name in timed}
+    for _ in range(rounds):
+        for name, fn in timed.items():
+            count = counts[name]
+            start = time.perf_counter()
+            for _ in range(count):
+                fn()
+            if finish is not None:
+                finish()
+            samples[name].append((time.perf_counter() - start) / count)
+    return samples

@@ -96,9 +96,9 @@ class CaseRunner:
     # How to rerun this case, appended to every failure; `portkit sim` sets its own.
     rerun: str = ""
     settings: CheckSettings = field(default_factory=CheckSettings)
-    # Float atomic sums per output and gradient (check/contributions.py), counted once.
+    # Float atomic sums per output and gradient (checking/contributions.py), counted once.
     _contributions: Contributions | None = None
-    # The measured control's reference runs per device (check/control.py), or why not.
+    # The measured control's reference runs per device (checking/control.py), or why not.
     _controls: dict[str, ControlRuns | str] = field(default_factory=dict)
     _dropped: list[str] | None = None
 
@@ -152,7 +152,7 @@ class CaseRunner:
         return found
 
     def control(self, device: str) -> ControlRuns | None:
-        """The reference in float64 and in the kernels' precision (check/control.py), once
+        """The reference in float64 and in the kernels' precision (checking/control.py), once
         per device; None (the dtype table applies) where the reference cannot run so."""
         if device not in self._controls:
             inputs = self.differentiable(self.inputs(device))
@@ -345,9 +345,9 @@ class CaseRunner:
     ) -> list[str]:
         """Problems of ``actual`` (made by ``sides[0]``) against ``expected`` (by
         ``sides[1]``: "reference" or a twin's name); ``kind`` "output" or "grad".
-        Against the reference, floats meet the measured control (check/control.py);
+        Against the reference, floats meet the measured control (checking/control.py);
         elements float atomics summed (``counted``) meet the summation-order bound
-        (check/order_bound.py); its passing verdicts and any declared tolerance used go
+        (checking/order_bound.py); its passing verdicts and any declared tolerance used go
         to ``notes``, so that a pass shows them too; each tensor's margin to ``margins``."""
         grad = kind == "grad"
         if len(actual) != len(expected):

@@ -37,7 +37,7 @@ a dropped term 10^5 x (tests/check/test_control.py).
 ``ULPS`` ulps of the output dtype at the exact value cover a correctly rounded result of
 another order where torch's is exact.
 
-The dtype table (check/compare.py) is the floor: an element's allowed error is never below
+The dtype table (checking/compare.py) is the floor: an element's allowed error is never below
 ``atol + rtol * |exact|``. Where torch's low run happens to land next to the exact value in
 a whole tensor (one element, as rmsnorm's 1x1 backward, whose gradient is a cancellation
 of terms of order 1/|x|), the bound collapses to a few ULP of the tiny result: on an H200
@@ -46,7 +46,7 @@ the CPU passed it with margin 0.64. So the control only ever widens the table (w
 torch's own error is larger, as in cancelling sums), never narrows it.
 
 float64 outputs have no wider torch reference: they keep the dtype table
-(check/compare.py).
+(checking/compare.py).
 """
 
 from __future__ import annotations
@@ -195,7 +195,7 @@ def control_compare(
 ) -> ControlVerdict:
     """``actual`` (an output in its dtype) against ``wide`` (the float64 reference), with
     ``low`` (torch in ``low_dtype``, rounded to ``actual``'s dtype) as the control.
-    ``skip``: elements judged elsewhere (float atomic sums: check/order_bound.py).
+    ``skip``: elements judged elsewhere (float atomic sums: checking/order_bound.py).
     ``bound``: ``control_bound``'s result when the caller already has it (it depends on
     the reference only, so every implementation compared against it shares one).
 

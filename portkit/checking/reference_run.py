@@ -111,7 +111,7 @@ def _grads(case: Case, native: Sequence, outputs: Sequence, inputs: Sequence) ->
 class ControlRuns:
     """The reference in float64 (``wide``: outputs and gradients unrounded) and in the
     precision the kernels compute in (``low``: rounded to the native dtypes), for the
-    measured control (check/control.py). ``low_dtype`` is the low run's float dtype."""
+    measured control (checking/control.py). ``low_dtype`` is the low run's float dtype."""
 
     wide_outputs: tuple
     wide_grads: tuple

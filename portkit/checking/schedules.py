@@ -1,7 +1,7 @@
 """The ``sim`` backend's second run of a case in the other schedule (simt/schedule.py),
 for ops whose float atomics sum into an output: a GPU promises no order, so the check
 shows whether the two orders give the same bits, and holds the other order's result to
-the same summation-order bound against the reference (check/order_bound.py). Only
+the same summation-order bound against the reference (checking/order_bound.py). Only
 outputs the simulator counted float atomic sums into are compared; other ops never pay
 for the second run."""
 

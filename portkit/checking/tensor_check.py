@@ -1,8 +1,8 @@
 """One compared tensor, by whichever rule applies, with its margin.
 
 Against the reference, a float output narrower than float64 meets the measured control
-(check/control.py) unless the op declares a ``portkit.Tolerance`` for it; elements float
-atomics summed meet the control plus the summation-order term (check/order_bound.py).
+(checking/control.py) unless the op declares a ``portkit.Tolerance`` for it; elements float
+atomics summed meet the control plus the summation-order term (checking/order_bound.py).
 Everything else (prototype against twin, float64, integers, a declared tolerance) meets
 its tolerance as before. Every verdict carries its margin: the largest error over its
 bound (below 1 passes), which ``--seeds`` reports as the worst over seeds.

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from portkit.project.discovery import Op
 
 # Kinds, kept here (not imported from portkit.mutate) so that --help imports only click;
-# tests/mutate/test_cli.py checks that they match portkit.mutate.model.KINDS.
+# tests/mutate/test_mutate_cli.py checks that they match portkit.mutate.model.KINDS.
 KIND_NAMES = ("barrier", "bound", "index", "int32", "atomic", "accum", "tail", "shuffle", "guard")
 # Seconds one simulated launch of a mutant may run with --quick (no GPU-sized case, whose
 # launches take minutes on a CPU): a mutant that spins is stopped and counted killed by

@@ -62,7 +62,7 @@ class TensorDiff:
     other_values: Any = None
     bad: Any = None
     # Elements float atomics summed, compared with the summation-order bound
-    # (check/order_bound.py): what that comparison found, one line.
+    # (checking/order_bound.py): what that comparison found, one line.
     order_note: str = ""
 
     @property

@@ -60,7 +60,7 @@ class OpDefinition:
     # Float inputs that carry no gradient (constant tables, masks), by position or by the
     # forward's parameter name; inputs the backward returns None for are added by layout.
     no_grad: tuple[int | str, ...] = ()
-    # The measured control's factors (check/control.py): an output may be this many times
+    # The measured control's factors (checking/control.py): an output may be this many times
     # torch's own error in the kernels' precision, (forward, gradients).
     error_factor: tuple[float, float] = (2.0, 5.0)
 
@@ -276,7 +276,7 @@ def op(
                 forward's parameter name or position: ``no_grad=("cos", "sin")``.
     error_factor: (forward, gradients): how many times torch's own error (its reference
                 in the kernels' precision against float64) an output or gradient may
-                show; default (2, 5), as FlashAttention's tests (check/control.py).
+                show; default (2, 5), as FlashAttention's tests (checking/control.py).
     """
 
     def decorate(cls: type) -> type:

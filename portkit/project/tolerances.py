@@ -1,6 +1,6 @@
 """Tolerances an author declares for an op: ``portkit.Tolerance(rtol, atol, reason=...)``.
 
-The dtype table in ``check/compare.py`` is the default for every comparison. A declared
+The dtype table in ``checking/compare.py`` is the default for every comparison. A declared
 tolerance replaces it where its selectors match: one output or one input's gradient, one
 case, one side (``against="reference"``: an implementation against the PyTorch
 reference; ``"twin"``: prototype against twin), one dtype. Every declaration carries the

@@ -2,7 +2,7 @@
 order, the default) or ``reversed`` (blocks last to first, threads within a block last to
 first). Correct kernels give the same bits either way except where float atomics sum
 into one element: a GPU promises no order, so an output that differs between the two
-schedules is order-dependent (check/order_bound.py bounds by how much)."""
+schedules is order-dependent (checking/order_bound.py bounds by how much)."""
 
 from __future__ import annotations
 

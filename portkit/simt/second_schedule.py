@@ -5,7 +5,7 @@ inputs in the other schedule (``schedule.py``: blocks and threads reversed) and 
 outputs compared bit for bit: an output that differs is the race's error; the same bits
 everywhere make it a warning that says the result happened not to depend on the order.
 Elements float atomics summed into are left out of the comparison: their order is bounded
-by ``portkit check`` (check/order_bound.py), not here.
+by ``portkit check`` (checking/order_bound.py), not here.
 
 Only kernels whose module's source names an atomic keep a copy of their inputs
 (``snapshot``); a suspected race in any other launch is an error at once, as before.

@@ -4,7 +4,7 @@ element of global memory received, and the sum of their magnitudes.
 Float addition is not associative, and a GPU runs the atomics on one element in an
 order it does not promise, so such an element's value depends on the order. Its count
 ``n`` and magnitude ``S`` (the initial value's and every contribution's, summed) bound
-how much: two orders differ by at most ``2 * gamma_n * S`` (check/order_bound.py).
+how much: two orders differ by at most ``2 * gamma_n * S`` (checking/order_bound.py).
 Integer atomics and float max/min are exact in any order and are not counted.
 
 Elements are keyed by byte address, so a tensor a later launch views anew (another

@@ -1,6 +1,6 @@
 """The numba backend under compute-sanitizer compiles with line info, except for ops that
 take bfloat16: numba-cuda cannot link line info with its bfloat16 library (H100 run,
-docs/gpu-results.md), so those run without it."""
+results/gpu-results.md), so those run without it."""
 
 from __future__ import annotations
 
