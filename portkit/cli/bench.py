@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from portkit.bench.cases import Wanted
 
 # portkit.bench.session's, without importing it
-IMPLEMENTATIONS = ("torch", "torch.compile", "numba", "twin")
+IMPLEMENTATIONS = ("torch", "baseline", "torch.compile", "numba", "twin")
+WIDE = 250  # columns of the results table in a log: a row with its check and note whole
 SHAPE_HELP = (
     "Time at this shape instead of the op's bench cases: 4096x4096 gives the first input "
     "that shape (8x1024,1024x64: the first inputs, one shape each); the other inputs "
@@ -197,7 +198,7 @@ def bench(
             ]
         emit(json.dumps(data, indent=1))
     else:
-        console = make_console()
+        console = make_console(width=WIDE)
         console.print(results_table(report))
         if baseline:
             console.print(verdict_table(verdicts, threshold))
