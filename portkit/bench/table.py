@@ -112,8 +112,7 @@ def verdict_table(verdicts: Sequence[Verdict], threshold: float) -> Table:
 
     table = Table(
         title=(
-            f"against the saved report (regression: > {threshold:.0%} slower and outside "
-            "the IQR)"
+            f"against the saved report (regression: > {threshold:.0%} slower and outside the IQR)"
         ),
         title_justify="left",
     )

@@ -5,8 +5,9 @@ torch's eager reference is called as the op's author wrote it; ``torch.compile``
 reference (``CompiledReference``) is timed beside it, as the speed a user gets from torch
 without writing a kernel, and so is the op's ``baseline=`` (``Baseline``: the fastest
 torch call a user would make instead, a fused function or a library kernel, checked
-like the reference, its backward by its own autograd); the prototype and the twin run the op's forward and backward
-with their kernels wrapped so that the clock marks the first launch and the last.
+like the reference, its backward by its own autograd); the prototype and the twin run
+the op's forward and backward with their kernels wrapped so that the clock marks the
+first launch and the last.
 Integer and bool inputs (a class index, a mask) never require gradients: the backward
 is timed and checked for the floating-point inputs alone.
 """
