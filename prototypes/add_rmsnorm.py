@@ -223,6 +223,18 @@ def reference(x, residual, w):
     return (h * r * w.to(wide)).to(x.dtype), h.to(x.dtype)
 
 
+def baseline(x, residual, w):
+    """What a user would call: the add, then torch's F.rms_norm (torch >= 2.4; torch has no
+    public fused add + RMSNorm), in float32 for half precision as the reference and the
+    kernels. In bfloat16 and float16 throughout, torch rounds the norm's input gradient
+    before adding dh: the two nearly cancel, and x's gradient was 74 bfloat16 ULPs off the
+    reference (bfloat16-3x127, CPU, 2026-11-27), a wrong baseline that bench would fail."""
+    wide = torch.promote_types(x.dtype, torch.float32)
+    h = x.to(wide) + residual.to(wide)
+    y = torch.nn.functional.rms_norm(h, (h.shape[-1],), w.to(wide), EPS)
+    return y.to(x.dtype), h.to(x.dtype)
+
+
 def _rows_bytes(x, residual, w, tensors):
     """``tensors`` row-sized tensors of x's dtype, plus w and the weight gradient or y."""
     return tensors * x.numel() * x.element_size() + 2 * w.numel() * w.element_size()
@@ -277,6 +289,7 @@ BENCH = [
 
 @portkit.op(
     reference=reference,
+    baseline=baseline,
     cases=_cases(),
     dtypes=DTYPES,
     same_shape=False,

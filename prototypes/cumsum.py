@@ -87,6 +87,7 @@ def reference(x):
 
 @portkit.op(
     reference=reference,
+    baseline=reference,  # torch.cumsum over the last dimension, in the input's dtype
     cases=portkit.cases.rows(
         # 2x2503: several tiles per row (a carry), rows not 16-byte aligned.
         shapes=((1, 1), (3, 127), (2, 129), (2, 300), (1, 1000), (2, 2503)),

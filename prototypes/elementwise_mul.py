@@ -53,6 +53,7 @@ def mul_bwd(a, b, dout, da, db, n):
 
 @portkit.op(
     reference=torch.mul,
+    baseline=torch.mul,
     cases=portkit.cases.elementwise(inputs=2, special=[float("inf"), -2.5, 0.0, 1e-30, 3.0]),
     bench=[portkit.cases.custom("float32-n67108864", [(N_BENCH,)] * 2)],
 )

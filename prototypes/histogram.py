@@ -67,6 +67,18 @@ def reference(x, bins=BINS, lo=LO, hi=HI):
     return torch.bincount(index, minlength=bins).to(torch.int32)
 
 
+def baseline(x, bins=BINS, lo=LO, hi=HI):
+    """The reference's binning with no boolean-mask indexing (which reads a count back to
+    the host): values outside [lo, hi), NaN included, go to an extra bin that is dropped.
+    torch.histc is no match: it counts a value equal to hi in the last bin, the reference
+    and the kernels count none, and it bins in the input's dtype."""
+    v = x.detach().double().reshape(-1)
+    inside = (v >= lo) & (v < hi)
+    index = ((v - lo) / (hi - lo) * bins).clamp(0, bins - 1).long()
+    index = torch.where(inside, index, bins)
+    return torch.bincount(index, minlength=bins + 1)[:bins].to(torch.int32)
+
+
 def _cases():
     sizes = (0, 1, 129, 1000)
     cases = [
@@ -92,6 +104,7 @@ def _cases():
 
 @portkit.op(
     reference=reference,
+    baseline=baseline,
     cases=_cases(),
     dtypes=("float16", "bfloat16", "float32", "float64"),
 )

@@ -168,6 +168,11 @@ def reference(x, w):
     return (wide * r * w.to(wide.dtype)).to(x.dtype)
 
 
+def baseline(x, w):
+    """What a user would call: torch's F.rms_norm (torch >= 2.4), in the input's dtype."""
+    return torch.nn.functional.rms_norm(x, (x.shape[-1],), w, EPS)
+
+
 def _cases():
     # 37x64: a backward grid (2 "SMs" in the simulator) that loops over rows; 2x8200
     # float32: rows longer than MAX_THREADS threads x FWD_ELEMS columns, walked in chunks.
@@ -206,6 +211,7 @@ BENCH = [
 
 @portkit.op(
     reference=reference,
+    baseline=baseline,
     cases=_cases(),
     dtypes=DTYPES,
     same_shape=False,

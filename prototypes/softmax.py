@@ -335,6 +335,7 @@ def reference(x):
 
 @portkit.op(
     reference=reference,
+    baseline=reference,  # torch.softmax over the last dimension: what a user would call
     cases=portkit.cases.rows(
         shapes=CHECK_SHAPES, special=[0.3, -100000.0, 100000.0, 0.5, -0.5, float("-inf")]
     ),

@@ -38,6 +38,7 @@ def vector_add(a, b, out, n):
 
 @portkit.op(
     reference=torch.add,
+    baseline=torch.add,
     cases=portkit.cases.elementwise(
         inputs=2, special=[float("inf"), float("-inf"), float("nan"), 0.0, -0.0, 1e30]
     ),

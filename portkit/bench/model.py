@@ -24,11 +24,16 @@ from portkit.errors import PortkitError
 SCHEMA = "portkit-bench/2"
 READS = ("portkit-bench/1", SCHEMA)  # /1 had one "check" string: "ok", "skip: why", ...
 COMPILED = "compiled"  # the role of torch.compile's row: a comparison, not the op under test
+BASELINE = "baseline"  # the role of the op's baseline= row: the torch call a user would make
+# The torch rows a twin must beat: the fastest of them is "best torch" (ties: this order).
+BEST_OF = (BASELINE, "reference", COMPILED)
 # A median below this is mostly fixed cost, not bandwidth: a launch and the ramp-up and
 # tail of a grid take 2-5 us on an H100, so under 20 us they are a tenth to a quarter of
 # the time, and % copy (or % peak) measures them rather than the kernel's streaming.
 LATENCY_BOUND_US = 20.0
-FIGURES = ("gbps", "copy", "tflops", "peak", "x_torch", "x_proto")
+# x_best first: the speed against the fastest torch row (BEST_OF); x_torch is against the
+# reference alone (the op's definition of right, often a slow decomposition).
+FIGURES = ("x_best", "gbps", "copy", "tflops", "peak", "x_torch", "x_proto")
 
 
 class Status(str, Enum):
@@ -57,7 +62,7 @@ class Measurement:
     dtype: str
     direction: str  # "forward" or "backward"
     implementation: str  # backend name: torch, numba, twin
-    role: str  # reference, prototype or twin
+    role: str  # reference, baseline, compiled, prototype or twin
     time: Summary | None  # microseconds of GPU time per call; None when it did not run
     host_us: float | None  # host time to issue one call (median)
     bytes: int
@@ -66,6 +71,7 @@ class Measurement:
     detail: str = ""  # why it is not OK: the mismatch report, the exception, the skip
     timing: str = SPIN  # how it was timed: portkit.bench.timing's SPIN or EVENTS
     scaled_from: str | None = None  # the case this one scales up (portkit.bench.scaling)
+    teaching: str = ""  # the op's teaching= reason: its times are no speed claim
 
     @property
     def ok(self) -> bool:
@@ -102,6 +108,7 @@ class Measurement:
             "detail": self.detail,
             "timing": self.timing,
             "scaled_from": self.scaled_from,
+            "teaching": self.teaching,
         }
 
     @classmethod
@@ -126,6 +133,7 @@ class Measurement:
             detail=detail,
             timing=data.get("timing", SPIN),  # reports written before it had the field
             scaled_from=data.get("scaled_from"),
+            teaching=data.get("teaching") or "",  # reports written before it had the field
         )
 
 
@@ -180,20 +188,30 @@ class Report:
                 return other
         return None
 
+    def best_torch(self, m: Measurement) -> Measurement | None:
+        """The fastest torch row of ``m``'s op, case and direction that ran and was
+        right: the baseline, the reference or torch.compile of it (``BEST_OF``)."""
+        rows = [p for p in (self._peer(m, role) for role in BEST_OF) if p and p.time]
+        # mypy: rows hold only measurements with a time
+        return min(rows, key=lambda p: p.time.median) if rows else None  # type: ignore[union-attr]
+
     def figures(self, m: Measurement) -> dict[str, float | None]:
-        """GB/s, fraction of copy bandwidth, TFLOP/s and its fraction of the GPU's peak
-        (portkit.bench.peaks), speed vs torch (torch time over this time: 0.5 is half
-        as fast), for a twin its speed over the prototype's, and whether the time is
-        too short to say anything about bandwidth (``LATENCY_BOUND_US``)."""
+        """Speed vs the best torch row (its time over this time: 0.5 is half as fast),
+        GB/s, fraction of copy bandwidth, TFLOP/s and its fraction of the GPU's peak
+        (portkit.bench.peaks), speed vs the reference alone, for a twin its speed over
+        the prototype's, and whether the time is too short to say anything about
+        bandwidth (``LATENCY_BOUND_US``)."""
         if not m.ok:
             return {k: None for k in FIGURES} | {"latency_bound": False}
         assert m.time is not None
         rate = gbps(m.bytes, m.time.median)
         torch_m = self._peer(m, "reference")
+        best = self.best_torch(m)
         proto = self._peer(m, "prototype") if m.role == "twin" else None
         tflops = (m.flops / (m.time.median * 1e-6) / 1e12) if m.flops else None
         peak = peak_tflops(self.machine.gpu, m.dtype)
         return {
+            "x_best": best.time.median / m.time.median if best and best.time else None,
             "gbps": rate,
             "copy": rate / self.copy.gbps if self.copy.gbps else None,
             "tflops": tflops,
@@ -202,6 +220,10 @@ class Report:
             "x_proto": proto.time.median / m.time.median if proto and proto.time else None,
             "latency_bound": m.latency_bound,
         }
+
+    def best_role(self, m: Measurement) -> str | None:
+        best = self.best_torch(m) if m.ok else None
+        return best.role if best else None
 
     @property
     def failures(self) -> list[Measurement]:
@@ -220,7 +242,10 @@ class Report:
             },
             "reps": self.reps,
             "warmup": self.warmup,
-            "results": [{**m.to_dict(), **self.figures(m)} for m in self.measurements],
+            "results": [
+                {**m.to_dict(), "best_torch": self.best_role(m), **self.figures(m)}
+                for m in self.measurements
+            ],
         }
 
     @classmethod

@@ -1,7 +1,8 @@
 """``--plot FILE.png``: one bar per implementation, grouped by op, case and direction,
 on the scale that answers "did the port pay off": % of this GPU's copy bandwidth.
 
-A dashed line marks the copy (100%), each bar says its speed against torch, and
+A dashed line marks the copy (100%), each kernel's bar says its speed against the best
+torch row (the op's baseline=, the reference or torch.compile of it), and
 implementations keep one colour throughout, so a glance finds the twin that falls
 short. Drawn with matplotlib's Agg backend (no display needed); written to a temporary
 file and renamed, so a failed plot never leaves half a PNG."""
@@ -11,9 +12,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from portkit.atomic_write import write_atomic
-from portkit.bench.model import Report
+from portkit.bench.model import BEST_OF, Report
 
-COLOURS = {"reference": "#7f7f7f", "compiled": "#bcbd22", "prototype": "#4c9be8", "twin": "#e8833a"}
+COLOURS = {
+    "reference": "#7f7f7f",
+    "baseline": "#2ca02c",
+    "compiled": "#bcbd22",
+    "prototype": "#4c9be8",
+    "twin": "#e8833a",
+}
 
 
 def write_plot(report: Report, path: Path) -> None:
@@ -49,8 +56,8 @@ def write_plot(report: Report, path: Path) -> None:
             seen.add(role)
             ax.barh(y, f["copy"] * 100, height * 0.9, color=COLOURS[role], label=label)
             note = f"{f['copy'] * 100:.0f}%"
-            if role != "reference" and f["x_torch"] is not None:
-                note += f"  {f['x_torch']:.2f}x torch"
+            if role not in BEST_OF and f["x_best"] is not None:
+                note += f"  {f['x_best']:.2f}x best torch ({report.best_role(m)})"
             ax.text(f["copy"] * 100 + 1, y, note, va="center", fontsize=7)
     ax.axvline(100, color="black", linestyle="--", linewidth=1)
     ax.text(100, -0.9, f"copy {report.copy.gbps:.0f} GB/s", ha="center", fontsize=7)

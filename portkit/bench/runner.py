@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from portkit.bench.model import COMPILED, Measurement, Status
+from portkit.bench.model import BASELINE, COMPILED, Measurement, Status
 from portkit.bench.scaling import case_origin
 from portkit.bench.stats import Summary
 from portkit.bench.tasks import (
@@ -42,7 +42,8 @@ if TYPE_CHECKING:
 
 DIRECTIONS = ("forward", "backward")
 MAX_ATTEMPTS = 4  # timings of one call before its sample is given up
-TORCH_ROLES = ("reference", COMPILED)  # checked against torch's own results (reference_in)
+# Checked against torch's own results where the op widens its reference (reference_in).
+TORCH_ROLES = ("reference", COMPILED, BASELINE)
 
 
 class Bench:
@@ -116,6 +117,7 @@ class Bench:
                 bytes=count,
                 flops=flops,
                 scaled_from=case_origin(case),
+                teaching=definition.teaching or "",
             )
             for task in tasks:
                 samples, host = timings[task.implementation]

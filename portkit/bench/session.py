@@ -14,16 +14,19 @@ if TYPE_CHECKING:
     from portkit.project.config import ProjectConfig
     from portkit.project.discovery import Op
 
-# torch eager, torch.compile of the reference, the numba prototype, the twin
-IMPLEMENTATIONS = ("torch", "torch.compile", "numba", "twin")
+# torch eager (the reference), the op's baseline=, torch.compile of the reference, the
+# numba prototype, the twin
+IMPLEMENTATIONS = ("torch", "baseline", "torch.compile", "numba", "twin")
 
 
 def implementations(names: Sequence[str], config: ProjectConfig) -> list[Any]:
     """The backends (and torch.compile's stand-in) that ``names`` time."""
     from portkit.backends import create
-    from portkit.bench.tasks import COMPILE, CompiledReference
+    from portkit.bench.model import BASELINE
+    from portkit.bench.tasks import COMPILE, Baseline, CompiledReference
 
-    return [CompiledReference() if n == COMPILE else create(n, config) for n in names]
+    stand_ins = {COMPILE: CompiledReference, BASELINE: Baseline}
+    return [stand_ins[n]() if n in stand_ins else create(n, config) for n in names]
 
 
 def require_gpu() -> None:

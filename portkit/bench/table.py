@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from rich.markup import escape
 
-from portkit.bench.model import LATENCY_BOUND_US, Measurement, Report, Status
+from portkit.bench.model import BEST_OF, LATENCY_BOUND_US, Measurement, Report, Status
 from portkit.bench.regression import FASTER, REGRESSED, WRONG, Verdict
 from portkit.bench.timing import EVENTS
 
@@ -35,9 +35,9 @@ def results_table(report: Report) -> Table:
         title_justify="left",
     )
     compute = any(m.flops for m in report.measurements)
-    numbers = ["median us", "IQR us", "MB", "GB/s", "% copy"]
+    numbers = ["x best", "best torch", "median us", "IQR us", "MB", "GB/s", "% copy"]
     numbers += ["GFLOP", "TFLOP/s", "% peak"] if compute else []
-    numbers += ["x torch", "x proto", "host us"]
+    numbers += ["x ref", "x proto", "host us"]
     for column in ("op", "case", "dir", "impl"):
         table.add_column(column)
     for column in numbers:
@@ -46,33 +46,40 @@ def results_table(report: Report) -> Table:
     table.add_column("note")
     for m in report.measurements:
         f = report.figures(m)
-        x_torch = f["x_torch"]
-        faster = x_torch is not None and m.role != "reference" and x_torch >= 1
         median = _num(m.time.median if m.time else None, ".1f")
         if m.time and m.timing == EVENTS:
             median += " *"
-        cells = [median, _num(m.time.iqr if m.time else None, ".1f"), f"{m.bytes / 1e6:.1f}"]
+        cells = [_ratio(m, f["x_best"]), report.best_role(m) or "-"]
+        cells += [median, _num(m.time.iqr if m.time else None, ".1f"), f"{m.bytes / 1e6:.1f}"]
         cells += [_num(f["gbps"], ".0f"), _percent(f["copy"])]
         if compute:
             gflop = m.flops / 1e9 if m.flops else None
             cells += [_num(gflop, ".2f"), _num(f["tflops"], ".1f"), _percent(f["peak"])]
-        torch_cell = _num(x_torch, ".2f")
-        cells += [f"[green]{torch_cell}[/]" if faster else torch_cell]
-        cells += [_num(f["x_proto"], ".2f"), _num(m.host_us, ".0f")]
+        cells += [_ratio(m, f["x_torch"]), _num(f["x_proto"], ".2f"), _num(m.host_us, ".0f")]
         table.add_row(
             m.op, m.case, SHORT[m.direction], m.implementation, *cells, _check(m), _note(m)
         )
     table.caption = (
+        "x best: the fastest torch row's time / this time (best torch: which row, of the "
+        "op's baseline=, the reference and torch.compile of it; 0.5 is half as fast); "
         "median/IQR: GPU time per call; MB: the bytes counted (inputs and outputs, or the "
         "op's bytes=); % copy: GB/s over a torch clone's in this run; GFLOP: the op's "
-        "flops=, % peak: of this GPU's datasheet FLOP/s in the case's dtype; x torch: "
-        "torch's time / this time; x proto: the prototype's time / the twin's; host: time "
-        "to issue one call; *: the call waits for the GPU, so no spin hides the host: "
+        "flops=, % peak: of this GPU's datasheet FLOP/s in the case's dtype; x ref: the "
+        "reference's time / this time; x proto: the prototype's time / the twin's; host: "
+        "time to issue one call; *: the call waits for the GPU, so no spin hides the host: "
         f"timed with plain events, the host's time included; latency-bound: under "
-        f"{LATENCY_BOUND_US:.0f} us, mostly launch and fixed costs, not bandwidth"
+        f"{LATENCY_BOUND_US:.0f} us, mostly launch and fixed costs, not bandwidth; "
+        "teaching example: the op's teaching=, its times are no speed claim"
     )
     table.caption_justify = "left"
     return table
+
+
+def _ratio(m: Measurement, ratio: float | None) -> str:
+    """A speed ratio, green where a kernel row is at least as fast as torch's."""
+    cell = _num(ratio, ".2f")
+    kernel = m.role not in BEST_OF
+    return f"[green]{cell}[/]" if kernel and ratio is not None and ratio >= 1 else cell
 
 
 def _percent(fraction: float | None) -> str:
@@ -89,6 +96,8 @@ def _check(m: Measurement) -> str:
 def _note(m: Measurement) -> str:
     """What qualifies a row's figures: the case it was scaled from, latency, events."""
     notes = []
+    if m.teaching:
+        notes.append("teaching example: no speed claim")
     if m.scaled_from:
         notes.append(f"scaled from {m.scaled_from}")
     if m.latency_bound:
@@ -102,7 +111,9 @@ def verdict_table(verdicts: Sequence[Verdict], threshold: float) -> Table:
     from rich.table import Table
 
     table = Table(
-        title=f"against the baseline (regression: > {threshold:.0%} slower and outside the IQR)",
+        title=(
+            f"against the saved report (regression: > {threshold:.0%} slower and outside the IQR)"
+        ),
         title_justify="left",
     )
     for column in ("op", "case", "dir", "impl", "new / old", "verdict", "detail"):

@@ -3,8 +3,11 @@ output is judged.
 
 torch's eager reference is called as the op's author wrote it; ``torch.compile`` of that
 reference (``CompiledReference``) is timed beside it, as the speed a user gets from torch
-without writing a kernel; the prototype and the twin run the op's forward and backward
-with their kernels wrapped so that the clock marks the first launch and the last.
+without writing a kernel, and so is the op's ``baseline=`` (``Baseline``: the fastest
+torch call a user would make instead, a fused function or a library kernel, checked
+like the reference, its backward by its own autograd); the prototype and the twin run
+the op's forward and backward with their kernels wrapped so that the clock marks the
+first launch and the last.
 Integer and bool inputs (a class index, a mask) never require gradients: the backward
 is timed and checked for the floating-point inputs alone.
 """
@@ -15,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from portkit.bench.model import COMPILED, Status
+from portkit.bench.model import BASELINE, COMPILED, Status
 from portkit.bench.timing import SPIN, Clock, LaunchSpan
 from portkit.checking.compare import Tolerance, compare
 from portkit.checking.op_contract import tolerance
@@ -82,6 +85,23 @@ class CompiledReference:
                 _keep_saved_buffers()
             self._compiled[op.name] = compiler(op.definition.reference)
         return self._compiled[op.name]
+
+
+class Baseline:
+    """The op's ``baseline=`` as an implementation beside torch eager; an op that
+    declares none gets a skipped row saying so."""
+
+    name = BASELINE
+    role = BASELINE
+    unavailable_reason = None
+
+    def function(self, op: Op) -> Callable:
+        baseline = op.definition.baseline
+        assert baseline is not None  # build_tasks skips an op without one
+        return baseline
+
+
+NO_BASELINE = "the op declares no baseline= (the torch call a user would make instead)"
 
 
 def _keep_saved_buffers() -> None:
@@ -161,8 +181,11 @@ def build_tasks(
         if backend.role == "reference":
             tasks.append(_torch_task(op, backend, direction, args))
             continue
-        if backend.role == COMPILED:
-            tasks.append(_compiled_task(op, backend, direction, args))
+        if backend.role == BASELINE and op.definition.baseline is None:
+            skipped.append((backend, NO_BASELINE))
+            continue
+        if backend.role in (COMPILED, BASELINE):
+            tasks.append(_function_task(op, backend, direction, args))
             continue
         reason = backend.unavailable_reason or backend.unsupported_reason(op)
         if reason:
@@ -179,7 +202,11 @@ def _torch_task(op: Op, backend: Any, direction: str, args: Arguments) -> Task:
     return Task(backend.name, backend.role, call, None)
 
 
-def _compiled_task(op: Op, backend: CompiledReference, direction: str, args: Arguments) -> Task:
+def _function_task(
+    op: Op, backend: CompiledReference | Baseline, direction: str, args: Arguments
+) -> Task:
+    """torch.compile's reference or the baseline: a torch function of the reference's
+    signature, its backward through its own graph on fresh leaves."""
     try:
         function = backend.function(op)
         graph_out = ()

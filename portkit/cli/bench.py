@@ -1,4 +1,5 @@
-"""``portkit bench``: time torch, the prototype and the twin side by side on the GPU."""
+"""``portkit bench``: time torch (reference, baseline, torch.compile), the prototype and the
+twin side by side on the GPU."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ if TYPE_CHECKING:
     from portkit.bench.cases import Wanted
 
 # portkit.bench.session's, without importing it
-IMPLEMENTATIONS = ("torch", "torch.compile", "numba", "twin")
+IMPLEMENTATIONS = ("torch", "baseline", "torch.compile", "numba", "twin")
+WIDE = 250  # columns of the results table in a log: a row with its check and note whole
 SHAPE_HELP = (
     "Time at this shape instead of the op's bench cases: 4096x4096 gives the first input "
     "that shape (8x1024,1024x64: the first inputs, one shape each); the other inputs "
@@ -80,7 +82,9 @@ def _writable(path: str | None, option: str, suffix: str | None = None) -> Path 
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--plot", "plot_path", metavar="FILE.png", help="Draw % of copy bandwidth.")
-@click.option("--save", "save_path", metavar="FILE", help="Save the report (JSON) as a baseline.")
+@click.option(
+    "--save", "save_path", metavar="FILE", help="Save the report (JSON) for a later --compare."
+)
 @click.option(
     "--compare",
     "compare_path",
@@ -114,24 +118,28 @@ def bench(
 ) -> None:
     """Time OPs on the GPU: torch, the numba prototype and the twin, side by side.
 
-    For each op, benchmark case, direction and implementation: CUDA events on torch's
-    stream, L2 flushed before each call, implementations interleaved, median and
-    interquartile range of --reps calls; GB/s and % of the copy bandwidth measured in
-    the same run; speed against torch and twin against prototype; the host time to
-    issue a call; torch.compile of the reference beside torch eager. The output of every
-    timed call is checked against the reference. Without bench= cases an op is timed at
+    First column: x best, the speed against the fastest torch row (best torch: the op's
+    baseline=, the torch call a user would make instead; its reference; or torch.compile
+    of the reference). For each op, benchmark case, direction and implementation: CUDA
+    events on torch's stream, L2 flushed before each call, implementations interleaved,
+    median and interquartile range of --reps calls; GB/s and % of the copy bandwidth
+    measured in the same run; speed against the reference alone (x ref) and twin against
+    prototype; the host time to issue a call. The output of every timed call, the
+    baseline's included, is checked against the reference. Without bench= cases an op is timed at
     its largest case grown to 256 MiB of inputs ("scaled from" in the note column).
     Rows under 20 us are marked latency-bound: fixed costs, not bandwidth.
 
-    Exits 1 if an output of the prototype or twin is wrong or their call fails, or (with
-    --compare) a regression is found; a row not run here (no GPU for it), a call timed
-    with plain events, or a torch.compile that fails is reported, not a failure.
+    Rows of an op declared teaching= say "teaching example: no speed claim". Exits 1 if
+    an output of the reference, baseline, prototype or twin is wrong or their call
+    fails, or (with --compare) a regression is found; a row not run here (no GPU for it,
+    no baseline= declared), a call timed with plain events, or a torch.compile that
+    fails is reported, not a failure.
 
     \b
     Examples:
       portkit bench sigmoid
       portkit bench --all --plot bench.png --save baseline.json
-      portkit bench softmax --case float32-4096x4096 --impl torch --impl twin
+      portkit bench softmax --case float32-4096x4096 --impl baseline --impl twin
       portkit bench layernorm --shape 16384x4096 --dtype bfloat16
       portkit bench my_op --size 2^26
       portkit bench --all --compare baseline.json --threshold 0.15
@@ -197,7 +205,7 @@ def bench(
             ]
         emit(json.dumps(data, indent=1))
     else:
-        console = make_console()
+        console = make_console(width=WIDE)
         console.print(results_table(report))
         if baseline:
             console.print(verdict_table(verdicts, threshold))

@@ -129,14 +129,15 @@ strict_option = click.option(
 )
 
 
-def make_console(stderr: bool = False) -> Console:
-    """A rich console; wide when not a terminal, so logs and CI keep whole tables."""
+def make_console(stderr: bool = False, width: int = 200) -> Console:
+    """A rich console; ``width`` columns when not a terminal, so logs and CI keep whole
+    tables."""
     from rich.console import Console
 
     console = Console(highlight=False, stderr=stderr)
     if not console.is_terminal:
         # logs and CI: don't squeeze tables
-        console = Console(highlight=False, width=200, stderr=stderr)
+        console = Console(highlight=False, width=width, stderr=stderr)
     return console
 
 

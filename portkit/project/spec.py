@@ -63,11 +63,30 @@ class OpDefinition:
     # The measured control's factors (checking/control.py): an output may be this many times
     # torch's own error in the kernels' precision, (forward, gradients).
     error_factor: tuple[float, float] = (2.0, 5.0)
+    # The fastest torch way to compute the op (a fused torch function, a library kernel):
+    # what a user would call instead of the twin. `portkit bench` times the twin against
+    # the best of it, the reference and torch.compile of the reference.
+    baseline: Callable | None = None
+    # Why the op is a teaching example whose times are no speed claim (bench marks its
+    # rows; README tables leave them out); None: its times are claims.
+    teaching: str | None = None
 
     def __post_init__(self) -> None:
         where = f"@portkit.op class {self.class_name}"
         if not callable(self.reference):
             raise OpDefinitionError(f"{where}: reference must be callable")
+        if self.baseline is not None and not callable(self.baseline):
+            raise OpDefinitionError(
+                f"{where}: baseline must be callable, with the reference's signature "
+                f"(the fastest torch way to compute the op), got {self.baseline!r}"
+            )
+        if self.teaching is not None and not (
+            isinstance(self.teaching, str) and self.teaching.strip()
+        ):
+            raise OpDefinitionError(
+                f"{where}: teaching is the reason the op's times are no speed claim "
+                f"(a sentence), got {self.teaching!r}"
+            )
         if not self.cases:
             raise OpDefinitionError(f"{where}: cases must name at least one portkit Case")
         bad = [c for c in self.cases if not isinstance(c, Case)]
@@ -244,6 +263,8 @@ def op(
     tolerances: Sequence[Tolerance] | Tolerance = (),
     no_grad: Sequence[int | str] | int | str = (),
     error_factor: tuple[float, float] = (2.0, 5.0),
+    baseline: Callable | None = None,
+    teaching: str | None = None,
 ) -> Callable[[type], type]:
     """Declare the class below as an op.
 
@@ -277,6 +298,13 @@ def op(
     error_factor: (forward, gradients): how many times torch's own error (its reference
                 in the kernels' precision against float64) an output or gradient may
                 show; default (2, 5), as FlashAttention's tests (checking/control.py).
+    baseline:   the fastest torch way to compute the op, with the reference's signature
+                and outputs (``torch.sigmoid``, ``F.rms_norm`` in a lambda): what a user
+                would call instead of the twin. ``portkit bench`` checks its outputs like
+                the reference's and times the twin against the best of it, the reference
+                and ``torch.compile`` of the reference.
+    teaching:   why the op's times are no speed claim (``"float64 sums: a teaching
+                example"``): ``portkit bench`` marks its rows, README tables skip them.
     """
 
     def decorate(cls: type) -> type:
@@ -302,6 +330,8 @@ def op(
             tolerances=_as_items(tolerances, Tolerance),
             no_grad=_as_items(no_grad, (int, str)),
             error_factor=tuple(error_factor) if isinstance(error_factor, list) else error_factor,
+            baseline=baseline,
+            teaching=teaching,
         )
         setattr(cls, OP_ATTRIBUTE, definition)
         return cls

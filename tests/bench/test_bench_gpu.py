@@ -63,8 +63,13 @@ def test_bench_cli_json_save_compare_plot(cli, tmp_path):
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     report = json.loads(saved.read_text())
     rows = report["results"]
-    assert {r["implementation"] for r in rows} == {"torch", "torch.compile", "numba", "twin"}
+    impls = {"torch", "baseline", "torch.compile", "numba", "twin"}
+    assert {r["implementation"] for r in rows} == impls
     assert all(r["status"] == "ok" and r["time_us"]["median"] > 0 for r in rows), rows
+    # the twin against the fastest torch row, named (sigmoid's baseline: torch.sigmoid)
+    for r in rows:
+        assert r["best_torch"] in ("baseline", "reference", "compiled"), r
+        assert r["x_best"] > 0 and r["x_best"] <= r["x_torch"] + 1e-9, r
     assert report["copy"]["gbps"] > 100
     again = cli(REPO, *args, "--compare", str(saved), "--json", "--threshold", "5")
     assert again.exit_code == 0, again.output
@@ -115,9 +120,14 @@ def test_bench_times_a_user_op_with_an_int64_input_at_a_gpu_size(make_project, c
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)["results"]
     assert {(r["direction"], r["implementation"]) for r in rows} == {
-        (d, i) for d in ("forward", "backward") for i in ("torch", "torch.compile", "numba", "twin")
+        (d, i)
+        for d in ("forward", "backward")
+        for i in ("torch", "baseline", "torch.compile", "numba", "twin")
     }
-    for r in rows:
+    # no baseline= declared: a skipped row that says so, not a failure
+    for r in [r for r in rows if r["implementation"] == "baseline"]:
+        assert r["status"] == "skipped" and "declares no baseline=" in r["detail"], r
+    for r in [r for r in rows if r["implementation"] != "baseline"]:
         assert r["status"] == "ok" and r["time_us"]["median"] > 0, r
         assert r["scaled_from"] == "rows5x129", r
         (rows_, cols), (targets,) = r["shapes"]
@@ -132,14 +142,19 @@ def test_bench_times_a_user_op_with_an_int64_input_at_a_gpu_size(make_project, c
 
 def test_bench_all_exits_0_on_the_projects_ops(cli, tmp_path):
     """Every op of the project benches: rows that are not failures (a call timed with
-    plain events, a latency-bound row, a torch.compile that fails) do not fail the run."""
+    plain events, a latency-bound row, a torch.compile that fails) do not fail the run.
+    Every example op's baseline= agrees with its reference at the bench shapes."""
     saved = tmp_path / "all.json"
-    quick = ("--reps", "5", "--warmup", "1", "--impl", "torch", "--impl", "twin")
+    quick = ("--reps", "5", "--warmup", "1", "--impl", "torch", "--impl", "baseline")
+    quick += ("--impl", "twin")
     result = cli(REPO, "bench", "--all", *quick, "--save", str(saved))
     assert result.exit_code == 0, result.output
     rows = json.loads(saved.read_text())["results"]
     failed = [r for r in rows if r["status"] in ("wrong", "error") and r["role"] != "compiled"]
     assert not failed, failed
+    baselines = [r for r in rows if r["implementation"] == "baseline"]
+    assert baselines and all(r["status"] == "ok" for r in baselines), baselines
+    assert all(r["teaching"] for r in rows if r["op"] == "matmul")
 
 
 FLOPS_OP = """\
