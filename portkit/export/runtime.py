@@ -9,7 +9,7 @@ NVRTC, no portkit. The launch contract (the
 launch errors, launch-configuration limits, dtype <-> C type tables, the choice of a
 template instantiation) is portkit's own module, so a package launches by the rules
 ``portkit check`` tested. The launchers see this module as ``portkit``
-(``portkit.cdiv``, ``portkit.sm_count``, ``portkit.InputError``).
+(``portkit.cdiv``, ``portkit.sm_count``, ``portkit.knobs``, ``portkit.InputError``).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import torch
 
 # Siblings only in an exported package (mypy: the [tool.mypy] overrides in pyproject.toml).
 from . import _driver_launch as driver_launch  # type: ignore[attr-defined]
+from . import _knobs as knob_choice
 from . import _launch_contract as contract
 from . import _prepared as prepared
 from . import _registration as registration
@@ -36,6 +37,7 @@ from ._launch_contract import OpDefinitionError as OpDefinitionError
 from ._launch_contract import PortkitError as PortkitError
 from ._launch_contract import cdiv as cdiv
 from ._launch_contract import sm_count as sm_count
+from ._knobs import knobs as knobs
 
 
 class Library:
@@ -243,6 +245,9 @@ def register_ops(folder: Path, launchers: dict[str, type[Any]]) -> dict[str, Any
         cls = launchers[name]
         library = Library(folder, entry)
         k = Kernels(name, {n: Kernel(n, spec, library) for n, spec in entry["kernels"].items()})
+        # the configuration a launcher picks (portkit.knobs): the shipped tuning table's
+        table = json.loads((folder / "tuning" / f"{name}.json").read_text())
+        k.knob_choice = knob_choice.KnobChoice(name, table["knobs"], table, OpDefinitionError)
         layout = entry["layout"]
         layout = registration.OpLayout(
             tuple(layout["input_types"]),

@@ -63,6 +63,9 @@ class OpDefinition:
     # The measured control's factors (check/control.py): an output may be this many times
     # torch's own error in the kernels' precision, (forward, gradients).
     error_factor: tuple[float, float] = (2.0, 5.0)
+    # Tunable launch parameters: name -> allowed values, the first the default
+    # (portkit.knob_choice; ``portkit tune`` picks per GPU and shape bucket).
+    knobs: tuple[tuple[str, tuple[Any, ...]], ...] = ()
 
     def __post_init__(self) -> None:
         where = f"@portkit.op class {self.class_name}"
@@ -116,6 +119,7 @@ class OpDefinition:
                 f"{where}: error_factor is (forward, gradients), two numbers >= 1, "
                 f"got {factors!r}"
             )
+        _check_knobs(where, self.knobs)
         for item in self.no_grad:
             if isinstance(item, bool) or not isinstance(item, (int, str)):
                 raise OpDefinitionError(f"{where}: no_grad holds {item!r}; use names or positions")
@@ -220,6 +224,37 @@ def _check_cost_model(where: str, label: str, model: object) -> None:
     )
 
 
+def _check_knobs(where: str, knobs: tuple[tuple[str, tuple[Any, ...]], ...]) -> None:
+    for name, values in knobs:
+        if not (isinstance(name, str) and name.isidentifier() and not name.startswith("_")):
+            raise OpDefinitionError(f"{where}: knob name {name!r} is not a Python identifier")
+        if not values:
+            raise OpDefinitionError(f"{where}: knob {name} lists no values")
+        odd = [v for v in values if not isinstance(v, (int, float, str))]
+        if odd:
+            raise OpDefinitionError(
+                f"{where}: knob {name} holds {odd[0]!r}; values are ints, floats, bools or strings"
+            )
+        if len(set(map(repr, values))) != len(values):
+            raise OpDefinitionError(f"{where}: knob {name} lists a value twice: {list(values)}")
+
+
+def _as_knobs(where: str, knobs: object) -> tuple[tuple[str, tuple[Any, ...]], ...]:
+    if not isinstance(knobs, Mapping):
+        raise OpDefinitionError(
+            f"{where}: knobs= takes {{name: [values, the default first]}}, got {knobs!r}"
+        )
+    out = []
+    for name, values in knobs.items():
+        if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+            raise OpDefinitionError(
+                f"{where}: knob {name!r} takes a list of values (the default first), "
+                f"got {values!r}"
+            )
+        out.append((name, tuple(values)))
+    return tuple(out)
+
+
 def _require_params(where: str, name: str, fn: Callable, minimum: int) -> None:
     if not callable(fn):
         raise OpDefinitionError(f"{where}: {name} must be a function")
@@ -244,6 +279,7 @@ def op(
     tolerances: Sequence[Tolerance] | Tolerance = (),
     no_grad: Sequence[int | str] | int | str = (),
     error_factor: tuple[float, float] = (2.0, 5.0),
+    knobs: Mapping[str, Sequence[Any]] | None = None,
 ) -> Callable[[type], type]:
     """Declare the class below as an op.
 
@@ -277,6 +313,10 @@ def op(
     error_factor: (forward, gradients): how many times torch's own error (its reference
                 in the kernels' precision against float64) an output or gradient may
                 show; default (2, 5), as FlashAttention's tests (check/control.py).
+    knobs:      tunable launch parameters, ``{"fwd_elems": [16, 8, 32]}``: name -> the
+                values a launcher accepts, the first the default. Launchers read the
+                chosen value as ``portkit.knobs(k, x).fwd_elems``; ``portkit tune`` picks
+                per GPU and shape bucket (docs/authoring.md, "Tuned launch parameters").
     """
 
     def decorate(cls: type) -> type:
@@ -302,6 +342,7 @@ def op(
             tolerances=_as_items(tolerances, Tolerance),
             no_grad=_as_items(no_grad, (int, str)),
             error_factor=tuple(error_factor) if isinstance(error_factor, list) else error_factor,
+            knobs=_as_knobs(f"@portkit.op class {cls.__name__}", knobs or {}),
         )
         setattr(cls, OP_ATTRIBUTE, definition)
         return cls

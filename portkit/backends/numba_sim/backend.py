@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from portkit.project.tuning_table import knob_choice
 from portkit.backends.base import Backend
 from portkit.launch.kernel_set import KernelSet
 from portkit.simt.debug import Breakpoint
@@ -46,4 +47,7 @@ class NumbaSimulator(Backend):
             target = SimulatedKernel(name, dispatcher, functions)
             target.breakpoint = self.breakpoint
             targets[name] = target
-        return KernelSet(op.name, self.name, self.device, targets, poison_outputs)
+        return KernelSet(
+            op.name, self.name, self.device, targets, poison_outputs,
+            knob_choice=knob_choice(op, self.config),
+        )

@@ -17,6 +17,7 @@ from collections.abc import Callable, Collection, Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+from portkit.project.tuning_table import knob_choice
 from portkit.backends.base import Backend, cuda_unavailable_reason
 from portkit.backends.twin import driver_launch
 from portkit.backends.twin.build import compile_twin, nvrtc_syntax_check
@@ -330,4 +331,7 @@ class Twin(Backend):
                 for combo in instantiations
             }
             targets[name] = TwinKernelTarget(kernel, handles, device)
-        return KernelSet(op.name, self.name, self.device, targets, poison_outputs)
+        return KernelSet(
+            op.name, self.name, self.device, targets, poison_outputs,
+            knob_choice=knob_choice(op, self.config),
+        )

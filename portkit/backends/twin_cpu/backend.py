@@ -21,6 +21,7 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from portkit.project.tuning_table import knob_choice
 from portkit.backends.base import Backend
 from portkit.backends.twin.backend import bind_arguments, missing_twin_reason
 from portkit.backends.twin.instances import readable_twin
@@ -200,7 +201,10 @@ class TwinCPU(Backend):
             targets = {n: CheckedLaunch(k, library, self._worker) for n, k in kernels.items()}
         else:
             targets = {n: PlainLaunch(k, library) for n, k in kernels.items()}
-        return KernelSet(op.name, self.name, self.device, targets, poison_outputs)
+        return KernelSet(
+            op.name, self.name, self.device, targets, poison_outputs,
+            knob_choice=knob_choice(op, self.config),
+        )
 
     def __del__(self) -> None:
         worker = getattr(self, "_worker", None)  # absent if __init__ raised
