@@ -137,6 +137,8 @@ class KnobChoice:
                 values = checked_values(op, self.declared, entry["config"], f"{where}: {label}", error)
                 self.entries.setdefault(gpu, {})[key] = Knobs(op, values, error, label)
         self._pin: Knobs | None = None
+        # Set by `portkit tune` on a pinned choice: the buckets the launchers ask about.
+        self.asked: dict[str, None] | None = None
         self._device_name: Callable[[Any], str] | None = None
         self._cache: dict[tuple, Knobs] = {}
 
@@ -157,6 +159,8 @@ class KnobChoice:
 
     def values(self, tensor: Any) -> Knobs:
         if self._pin is not None:
+            if self.asked is not None and hasattr(tensor, "shape"):
+                self.asked[tensor_bucket(tensor)] = None
             return self._pin
         if not self.entries or getattr(tensor, "device", None) is None:
             return self.defaults

@@ -1,0 +1,1 @@
+"""``portkit tune``: search an op's declared knobs on this GPU (search.py: which configurations; runner.py: timing and checking them with bench's runner); the table itself is ``portkit.project.tuning_table``."""
