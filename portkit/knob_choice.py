@@ -125,7 +125,9 @@ class KnobChoice:
     ) -> None:
         self.op, self.error = op, error
         self.declared = {name: tuple(values) for name, values in declared.items()}
-        self.defaults = Knobs(op, checked_values(op, self.declared, {}, where, error), error, "defaults")
+        self.defaults = Knobs(
+            op, checked_values(op, self.declared, {}, where, error), error, "defaults"
+        )
         # GPU name -> bucket -> Knobs, every entry checked against the declaration now
         self.entries: dict[str, dict[str, Knobs]] = {}
         table = table or {}
@@ -134,7 +136,9 @@ class KnobChoice:
         for gpu, buckets in table.get("gpus", {}).items():
             for key, entry in buckets.items():
                 label = f"tuned for {gpu}, {key}"
-                values = checked_values(op, self.declared, entry["config"], f"{where}: {label}", error)
+                values = checked_values(
+                    op, self.declared, entry["config"], f"{where}: {label}", error
+                )
                 self.entries.setdefault(gpu, {})[key] = Knobs(op, values, error, label)
         self._pin: Knobs | None = None
         # Set by `portkit tune` on a pinned choice: the buckets the launchers ask about.

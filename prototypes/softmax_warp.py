@@ -336,5 +336,7 @@ class SoftmaxWarp:
         rows, cols = y.shape
         if rows and cols:
             per_block = portkit.knobs(k, y).bwd_rows_per_block  # y: the forward's out, x's bucket
-            k.softmax_warp_bwd[portkit.cdiv(rows, per_block), per_block * WARP](y, dy, dx, rows, cols)
+            k.softmax_warp_bwd[portkit.cdiv(rows, per_block), per_block * WARP](
+                y, dy, dx, rows, cols
+            )
         return (dx,)

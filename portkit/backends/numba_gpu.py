@@ -14,10 +14,10 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 import portkit.backends.prototype_cache as prototype_cache
-from portkit.project.tuning_table import knob_choice
 from portkit.backends.base import Backend, cuda_unavailable_reason
 from portkit.launch.kernel_set import KernelSet, LaunchConfig, LaunchTarget
 from portkit.project.dtypes import BITS_VIEW, dtype_name, prototype_view
+from portkit.project.tuning_table import knob_choice
 
 if TYPE_CHECKING:
     from portkit.project.discovery import Op
@@ -173,7 +173,11 @@ class NumbaGPU(Backend):
                 prototype_cache.detach(dispatcher)
         targets = {name: NumbaKernel(d) for name, d in op.kernels.items()}
         return KernelSet(
-            op.name, self.name, self.device, targets, poison_outputs,
+            op.name,
+            self.name,
+            self.device,
+            targets,
+            poison_outputs,
             knob_choice=knob_choice(op, self.config),
         )
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from portkit.project.tuning_table import knob_choice
 from portkit.backends.base import Backend
 from portkit.backends.numba_types import TypeCheck
 from portkit.launch.kernel_set import KernelSet, LaunchConfig, LaunchTarget
 from portkit.project.dtypes import BITS_VIEW, dtype_name, prototype_view
+from portkit.project.tuning_table import knob_choice
 from portkit.simt.debug import Breakpoint
 
 if TYPE_CHECKING:
@@ -91,7 +91,11 @@ class PortkitSimulator(Backend):
             for name, dispatcher in op.kernels.items()
         }
         return KernelSet(
-            op.name, self.name, self.device, targets, poison_outputs,
+            op.name,
+            self.name,
+            self.device,
+            targets,
+            poison_outputs,
             knob_choice=knob_choice(op, self.config),
         )
 

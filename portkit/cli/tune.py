@@ -158,7 +158,14 @@ def _print(tunings: list[CaseTuning], gpu: str, written: Any, op: str) -> None:
     from portkit.knob_choice import describe
 
     table = Table(title=f"portkit tune {op} on {gpu}")
-    for column in ("case", "tried", "defaults (us)", "best (us)", "x defaults", "best configuration"):
+    for column in (
+        "case",
+        "tried",
+        "defaults (us)",
+        "best (us)",
+        "x defaults",
+        "best configuration",
+    ):
         table.add_column(column, justify="right" if "(" in column or column[0] in "tx" else "left")
     for t in tunings:
         best, speedup = t.best, _speedup(t)

@@ -29,6 +29,7 @@ from . import _launch_contract as contract
 from . import _prepared as prepared
 from . import _registration as registration
 from . import _replay as replay  # type: ignore[attr-defined]
+from ._knobs import knobs as knobs
 
 # What a launcher may use as ``portkit.X`` (launch_contract.LAUNCHER_NAMES).
 from ._launch_contract import InputError as InputError
@@ -37,7 +38,6 @@ from ._launch_contract import OpDefinitionError as OpDefinitionError
 from ._launch_contract import PortkitError as PortkitError
 from ._launch_contract import cdiv as cdiv
 from ._launch_contract import sm_count as sm_count
-from ._knobs import knobs as knobs
 
 
 class Library:

@@ -14,11 +14,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from portkit.project.tuning_table import declared_choice
 from portkit.launch.kernel_set import KernelSet, LaunchConfig, LaunchTarget
 from portkit.launch.op_inputs import as_tuple
 from portkit.project.cases import Case, make_grad_outputs, make_inputs
 from portkit.project.dtypes import BITS_VIEW, dtype_name
+from portkit.project.tuning_table import declared_choice
 
 if TYPE_CHECKING:
     import torch

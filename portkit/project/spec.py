@@ -116,8 +116,7 @@ class OpDefinition:
             and all(_positive_number(f) for f in factors)
         ):
             raise OpDefinitionError(
-                f"{where}: error_factor is (forward, gradients), two numbers >= 1, "
-                f"got {factors!r}"
+                f"{where}: error_factor is (forward, gradients), two numbers >= 1, got {factors!r}"
             )
         _check_knobs(where, self.knobs)
         for item in self.no_grad:
@@ -248,8 +247,7 @@ def _as_knobs(where: str, knobs: object) -> tuple[tuple[str, tuple[Any, ...]], .
     for name, values in knobs.items():
         if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
             raise OpDefinitionError(
-                f"{where}: knob {name!r} takes a list of values (the default first), "
-                f"got {values!r}"
+                f"{where}: knob {name!r} takes a list of values (the default first), got {values!r}"
             )
         out.append((name, tuple(values)))
     return tuple(out)

@@ -1,1 +1,4 @@
-"""``portkit tune``: search an op's declared knobs on this GPU (search.py: which configurations; runner.py: timing and checking them with bench's runner); the table itself is ``portkit.project.tuning_table``."""
+"""``portkit tune``: search an op's declared knobs on this machine's GPU (``search``:
+which configurations; ``runner``: timing and checking them with bench's runner). The
+table it writes is ``portkit.project.tuning_table``; launchers read it through
+``portkit.knob_choice``."""

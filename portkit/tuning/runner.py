@@ -81,7 +81,8 @@ class CaseEvaluator:
             label = describe(dict(config))
             choice = self.choice.pinned(dict(config), label)
             choice.asked = self.buckets  # record the buckets the launchers ask about
-            pinned[f"{self.backend.name} ({label})"] = (config, PinnedBackend(self.backend, choice, label))
+            backend = PinnedBackend(self.backend, choice, label)
+            pinned[f"{self.backend.name} ({label})"] = (config, backend)
         rows = self.bench.run_case(self.op, self.case, [b for _, b in pinned.values()])
         times: dict[Config, float | None] = {config: 0.0 for config, _ in pinned.values()}
         for row in rows:

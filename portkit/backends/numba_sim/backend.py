@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from portkit.project.tuning_table import knob_choice
 from portkit.backends.base import Backend
 from portkit.launch.kernel_set import KernelSet
+from portkit.project.tuning_table import knob_choice
 from portkit.simt.debug import Breakpoint
 
 if TYPE_CHECKING:
@@ -48,6 +48,10 @@ class NumbaSimulator(Backend):
             target.breakpoint = self.breakpoint
             targets[name] = target
         return KernelSet(
-            op.name, self.name, self.device, targets, poison_outputs,
+            op.name,
+            self.name,
+            self.device,
+            targets,
+            poison_outputs,
             knob_choice=knob_choice(op, self.config),
         )

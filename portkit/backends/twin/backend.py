@@ -17,7 +17,6 @@ from collections.abc import Callable, Collection, Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from portkit.project.tuning_table import knob_choice
 from portkit.backends.base import Backend, cuda_unavailable_reason
 from portkit.backends.twin import driver_launch
 from portkit.backends.twin.build import compile_twin, nvrtc_syntax_check
@@ -37,6 +36,7 @@ from portkit.launch_contract import (
     template_types,
 )
 from portkit.project.dtypes import dtype_name
+from portkit.project.tuning_table import knob_choice
 
 if TYPE_CHECKING:
     from portkit.project.config import ProjectConfig
@@ -332,6 +332,10 @@ class Twin(Backend):
             }
             targets[name] = TwinKernelTarget(kernel, handles, device)
         return KernelSet(
-            op.name, self.name, self.device, targets, poison_outputs,
+            op.name,
+            self.name,
+            self.device,
+            targets,
+            poison_outputs,
             knob_choice=knob_choice(op, self.config),
         )

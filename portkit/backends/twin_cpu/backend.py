@@ -21,7 +21,6 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from portkit.project.tuning_table import knob_choice
 from portkit.backends.base import Backend
 from portkit.backends.twin.backend import bind_arguments, missing_twin_reason
 from portkit.backends.twin.instances import readable_twin
@@ -35,6 +34,7 @@ from portkit.backends.twin_cpu.build import (
 from portkit.backends.twin_cpu.check_worker import CheckWorker
 from portkit.errors import KernelError
 from portkit.launch.kernel_set import KernelSet, LaunchConfig, LaunchTarget
+from portkit.project.tuning_table import knob_choice
 
 if TYPE_CHECKING:
     import torch
@@ -202,7 +202,11 @@ class TwinCPU(Backend):
         else:
             targets = {n: PlainLaunch(k, library) for n, k in kernels.items()}
         return KernelSet(
-            op.name, self.name, self.device, targets, poison_outputs,
+            op.name,
+            self.name,
+            self.device,
+            targets,
+            poison_outputs,
             knob_choice=knob_choice(op, self.config),
         )
 

@@ -57,7 +57,10 @@ class RecordingKernels(KernelSet):
             name: _RecordingTarget(name, target, self) for name, target in kernels.targets.items()
         }
         super().__init__(
-            kernels.op, kernels.implementation, kernels.device, targets,
+            kernels.op,
+            kernels.implementation,
+            kernels.device,
+            targets,
             knob_choice=kernels.knob_choice,
         )
 
