@@ -72,7 +72,7 @@ def test_an_unknown_knob_names_the_declared_ones():
     with pytest.raises(
         OpDefinitionError, match="op op has no knob 'thread'; it declares per_sm, threads"
     ):
-        knobs(k, torch.zeros(2)).thread
+        _ = knobs(k, torch.zeros(2)).thread
 
 
 def test_a_pinned_value_outside_the_declared_set_is_refused():
@@ -95,7 +95,7 @@ def test_pinned_completes_with_defaults_whatever_the_tensor():
 
 def test_a_k_without_knobs_says_the_op_declares_none():
     with pytest.raises(AttributeError, match="it declares none"):
-        knobs(SimpleNamespace(op="op"), torch.zeros(1)).threads
+        _ = knobs(SimpleNamespace(op="op"), torch.zeros(1)).threads
 
 
 # -- the table: GPU name and shape bucket, else the defaults -------------------------------
