@@ -201,6 +201,7 @@ class Kernels:
     def __init__(self, op: str, kernels: dict[str, Kernel]) -> None:
         self.op, self.implementation, self.device = op, "exported twin", "cuda"
         self.poison_outputs = False
+        self.knob_choice: Any = None  # portkit.knobs(k, x) reads it; register_ops sets it
         self.__dict__.update(kernels)
 
     def empty(self, shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
