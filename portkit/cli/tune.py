@@ -116,8 +116,9 @@ def tune(
     results = table_results(tunings)
     path = table_path(config, op.name)
     written = bool(results) and not dry_run
+    dropped: list[str] = []
     if written:
-        merge_results(path, op, gpu, results)
+        dropped = merge_results(path, op, gpu, results)["dropped"]
     failed = any(t.best is None for t in tunings)
     if as_json:
         data = {
@@ -125,11 +126,17 @@ def tune(
             "gpu": gpu,
             "table": str(path),
             "written": written,
+            "dropped": dropped,  # GPUs whose entries were tuned for other knobs
             "cases": [_case_dict(t) for t in tunings],
         }
         emit(json.dumps(data, indent=1))
     else:
         _print(tunings, gpu, path if written else None, op.name)
+        if dropped:
+            make_console().print(
+                f"dropped the entries of {', '.join(dropped)}: tuned for other knobs; "
+                f"run `portkit tune {op.name}` on those GPUs again"
+            )
     sys.exit(1 if failed else 0)
 
 

@@ -85,10 +85,14 @@ def merge_results(
     path: Path, op: Op, gpu: str, results: Mapping[str, Mapping[str, Any]]
 ) -> dict[str, Any]:
     """Write ``results`` (bucket -> entry) for ``gpu`` into the table at ``path`` (other
-    GPUs' entries and other buckets kept; the knobs as declared now), whole or not at all."""
+    GPUs' entries and other buckets kept; the knobs as declared now), whole or not at all.
+    Entries tuned for other knobs are dropped (they would be refused): ``dropped`` in the
+    returned table names their GPUs."""
     table = read_table(path) or {}
+    dropped: list[str] = []
     if table.get("knobs") not in (None, {n: list(v) for n, v in declared(op).items()}):
-        table["gpus"] = {}  # tuned for other knobs: those entries would be refused
+        dropped = sorted(set(table.get("gpus", {})) - {gpu})
+        table["gpus"] = {}
     gpus = table.get("gpus", {})
     gpus.setdefault(gpu, {}).update({bucket: dict(entry) for bucket, entry in results.items()})
     out = {
@@ -99,4 +103,4 @@ def merge_results(
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, json.dumps(out, indent=1) + "\n")
-    return out
+    return {**out, "dropped": dropped}

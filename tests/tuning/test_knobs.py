@@ -190,6 +190,11 @@ def test_the_project_table_is_read_and_merged_per_gpu(tmp_path):
     assert sorted(table["gpus"]) == ["A", "B"]
     assert sorted(table["gpus"]["A"]) == ["float32-4x4", "float32-8x8"]
     configurations = KnobChoice("op", DECLARED, table, OpDefinitionError).configurations()
+    # knobs declared anew: the other GPU's entries, tuned for the old ones, are dropped
+    changed = SimpleNamespace(name="op", definition=SimpleNamespace(knobs=(("threads", (64,)),)))
+    merged = merge_results(path, changed, "A", {"float32-8x8": {"config": {}, "us": 1.0}})
+    assert merged["dropped"] == ["B"] and list(merged["gpus"]) == ["A"]
+    assert json.loads(path.read_text())["knobs"] == {"threads": [64]}
     assert [(c.threads, c.per_sm) for c in configurations] == [
         (128, 2),
         (128, 4),
