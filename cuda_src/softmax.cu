@@ -3,8 +3,8 @@
 //
 // - softmax_rows_fwd, rows of at most 4 KiB (1024 float32 / 512 float64 columns): `group`
 //   lanes a row, the row held in registers (its comment);
-// - softmax_fwd, rows of at most THREADS x HELD packs (4096 float32 / 2048 float64
-//   columns): a block of THREADS threads a row, the row held in registers between its one
+// - softmax_fwd, rows of at most NX x HELD packs (NX = blockDim.x, 128 by default: 4096
+//   float32 / 2048 float64 columns): a block of NX threads a row, the row held in registers between its one
 //   read and its one write (held_row_fwd): the maximum first (thread, xor butterfly 16..1,
 //   warps left to right), then one exp a column and the sum (same order, no online
 //   rescaling), one division, the store. It pays for one DRAM read and one exp an element
@@ -14,7 +14,7 @@
 //   rescaled at most once per pack), each thread's sum moved to the warp's maximum, the
 //   warps' pairs merged left to right, then a second read of the row for the output (from
 //   L1/L2: the row crosses DRAM once in and once out), UNROLL packs' loads in flight.
-// In every path a thread takes packs t, t + THREADS, ... (or g, g + group, ...) then its
+// In every path a thread takes packs t, t + NX, ... (or g, g + group, ...) then its
 // tail columns packs * W + t, ..., left to right: the prototype's order, stage by stage.
 //
 // Held rows' one read and one write carry cache-streaming hints (load_stream /
@@ -29,9 +29,13 @@
 // without the hints 1.25 / 1.00 / 0.98 / 0.99 / 1.11).
 // ptxas (sm_90, nvcc 13.0), float32 / float64 registers, no spills: softmax_fwd 60 / 70
 // (8 / 7 blocks of 128 an SM), softmax_rows_fwd 80 / 92, softmax_bwd 52 / 62.
-#define THREADS 128
+// Threads a block: the launcher's knobs (threads, rows_threads), at most MAX_THREADS; the
+// kernels read blockDim.x (NX). 256 keeps softmax_rows_fwd's 255 registers a thread.
+#define MAX_THREADS 256
 #define WARP 32
-#define WARPS (THREADS / WARP)
+#define MAX_WARPS (MAX_THREADS / WARP)
+#define NX ((int)blockDim.x)
+#define WARPS (NX / WARP)
 #define FULL_MASK 0xffffffffu
 
 // 16 bytes of T, aligned so that one copy is one 128-bit load or store.
@@ -135,10 +139,10 @@ __device__ inline T exp_from(T v, T m) {
 }
 
 // Short rows (at most WARP * LANE_PACKS packs, 4 KiB: 1024 float / 512 double columns),
-// the launcher's choice for them. A block of THREADS for one 256-column row left half its
+// the launcher's choice for them. A block of 128 for one 256-column row left half its
 // threads idle and a wave of 16 such blocks an SM kept only 16 KiB in flight (0.53x torch
 // at 32768x256). Here `group` lanes serve a row (the fewest, a power of two <= WARP, that
-// hold its packs LANE_PACKS a lane), THREADS / group rows a block, and the row stays in
+// hold its packs LANE_PACKS a lane), NX / group rows a block, and the row stays in
 // registers between its one read and its one write: no second read, one exp per column,
 // no online rescaling (the maximum is known before any exp), xor butterflies inside the
 // group (offsets group / 2 .. 1), no shared memory, no barrier. Every lane issues all its
@@ -149,13 +153,13 @@ __device__ inline T exp_from(T v, T m) {
 #define LANE_PACKS 8
 
 template <typename T>
-__global__ void __launch_bounds__(THREADS) softmax_rows_fwd(const T* __restrict__ x,
+__global__ void __launch_bounds__(MAX_THREADS) softmax_rows_fwd(const T* __restrict__ x,
                                                             T* __restrict__ out, long long rows,
                                                             long long cols, int group) {
     constexpr int W = Pack<T>::N;
     const int tid = threadIdx.x;
     const int g = tid % group;
-    const long long row = (long long)blockIdx.x * (THREADS / group) + tid / group;
+    const long long row = (long long)blockIdx.x * (NX / group) + tid / group;
     long long packs = cols / W;
     if (row >= rows) {  // past the last row: no columns, but the lanes still shuffle
         packs = 0;
@@ -226,7 +230,8 @@ __global__ void __launch_bounds__(THREADS) softmax_rows_fwd(const T* __restrict_
 // matches the prototype's, with UNROLL loads in flight per thread.
 #define UNROLL 4
 
-// Rows of at most THREADS x HELD packs (4096 float / 2048 double columns) stay in registers.
+// Rows of at most NX x HELD packs (4096 float / 2048 double columns at 128 threads) stay
+// in registers.
 #define HELD 8
 
 // softmax_fwd for a row held in registers: max, then exps and sum, then the store.
@@ -244,22 +249,22 @@ __device__ inline void held_row_fwd(const T* xr, T* outr, long long cols, T* par
         const Pack<T>* xv = reinterpret_cast<const Pack<T>*>(xr);
 #pragma unroll
         for (int u = 0; u < HELD; ++u)
-            if (tid + u * THREADS < packs) v[u] = load_stream(xv + tid + u * THREADS);
+            if (tid + u * NX < packs) v[u] = load_stream(xv + tid + u * NX);
     } else {  // the same packs, element by element
 #pragma unroll
         for (int u = 0; u < HELD; ++u)
-            if (tid + u * THREADS < packs)
+            if (tid + u * NX < packs)
 #pragma unroll
-                for (int j = 0; j < W; ++j) v[u].v[j] = xr[(tid + u * THREADS) * (long long)W + j];
+                for (int j = 0; j < W; ++j) v[u].v[j] = xr[(tid + u * NX) * (long long)W + j];
     }
 
     T m = negative_infinity<T>();
 #pragma unroll
     for (int u = 0; u < HELD; ++u)
-        if (tid + u * THREADS < packs)
+        if (tid + u * NX < packs)
 #pragma unroll
             for (int j = 0; j < W; ++j) m = v[u].v[j] > m ? v[u].v[j] : m;
-    for (long long c = packs * W + tid; c < cols; c += THREADS) m = xr[c] > m ? xr[c] : m;
+    for (long long c = packs * W + tid; c < cols; c += NX) m = xr[c] > m ? xr[c] : m;
     m = warp_max(m);
     if (lane == 0) part_m[warp] = m;
     __syncthreads();
@@ -270,13 +275,13 @@ __device__ inline void held_row_fwd(const T* xr, T* outr, long long cols, T* par
     T s = T(0);  // each held column becomes its exp
 #pragma unroll
     for (int u = 0; u < HELD; ++u)
-        if (tid + u * THREADS < packs)
+        if (tid + u * NX < packs)
 #pragma unroll
             for (int j = 0; j < W; ++j) {
                 v[u].v[j] = exp_from(v[u].v[j], m);
                 s += v[u].v[j];
             }
-    for (long long c = packs * W + tid; c < cols; c += THREADS) s += exp_from(xr[c], m);
+    for (long long c = packs * W + tid; c < cols; c += NX) s += exp_from(xr[c], m);
     s = warp_sum(s);
     if (lane == 0) part_s[warp] = s;
     __syncthreads();
@@ -287,23 +292,23 @@ __device__ inline void held_row_fwd(const T* xr, T* outr, long long cols, T* par
     const T inv = T(1) / s;  // a row of -inf: s = 0, 0 * inf = NaN, as torch
 #pragma unroll
     for (int u = 0; u < HELD; ++u) {
-        if (tid + u * THREADS < packs) {
+        if (tid + u * NX < packs) {
 #pragma unroll
             for (int j = 0; j < W; ++j) v[u].v[j] = v[u].v[j] * inv;
             if (vector)
-                store_stream(reinterpret_cast<Pack<T>*>(outr) + tid + u * THREADS, v[u]);
+                store_stream(reinterpret_cast<Pack<T>*>(outr) + tid + u * NX, v[u]);
             else
 #pragma unroll
-                for (int j = 0; j < W; ++j) outr[(tid + u * THREADS) * (long long)W + j] = v[u].v[j];
+                for (int j = 0; j < W; ++j) outr[(tid + u * NX) * (long long)W + j] = v[u].v[j];
         }
     }
-    for (long long c = packs * W + tid; c < cols; c += THREADS) outr[c] = exp_from(xr[c], m) * inv;
+    for (long long c = packs * W + tid; c < cols; c += NX) outr[c] = exp_from(xr[c], m) * inv;
 }
 
 template <typename T>
 __global__ void softmax_fwd(const T* __restrict__ x, T* __restrict__ out, long long cols) {
-    __shared__ T part_m[WARPS];
-    __shared__ T part_s[WARPS];
+    __shared__ T part_m[MAX_WARPS];
+    __shared__ T part_s[MAX_WARPS];
     constexpr int W = Pack<T>::N;
     const int tid = threadIdx.x;
     const int lane = tid % WARP;
@@ -311,7 +316,7 @@ __global__ void softmax_fwd(const T* __restrict__ x, T* __restrict__ out, long l
     const T* xr = x + (long long)blockIdx.x * cols;
     T* outr = out + (long long)blockIdx.x * cols;
     const long long packs = cols / W;
-    if (packs <= (long long)THREADS * HELD) {  // the whole row in registers (uniform per block)
+    if (packs <= (long long)NX * HELD) {  // the whole row in registers (uniform per block)
         held_row_fwd(xr, outr, cols, part_m, part_s);
         return;
     }
@@ -321,23 +326,23 @@ __global__ void softmax_fwd(const T* __restrict__ x, T* __restrict__ out, long l
     T s = T(0);
     if (vector) {
         const Pack<T>* xv = reinterpret_cast<const Pack<T>*>(xr);
-        for (long long p0 = tid; p0 < packs; p0 += (long long)THREADS * UNROLL) {
+        for (long long p0 = tid; p0 < packs; p0 += (long long)NX * UNROLL) {
             Pack<T> v[UNROLL];
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u)
-                if (p0 + u * THREADS < packs) v[u] = xv[p0 + u * THREADS];
+                if (p0 + u * NX < packs) v[u] = xv[p0 + u * NX];
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u)
-                if (p0 + u * THREADS < packs) online_update(m, s, v[u].v);
+                if (p0 + u * NX < packs) online_update(m, s, v[u].v);
         }
     } else {  // the same packs, element by element
-        for (long long p = tid; p < packs; p += THREADS) {
+        for (long long p = tid; p < packs; p += NX) {
             T v[W];
             for (int j = 0; j < W; ++j) v[j] = xr[p * W + j];
             online_update(m, s, v);
         }
     }
-    for (long long c = packs * W + tid; c < cols; c += THREADS) {
+    for (long long c = packs * W + tid; c < cols; c += NX) {
         const T v[1] = {xr[c]};
         online_update(m, s, v);
     }
@@ -360,31 +365,31 @@ __global__ void softmax_fwd(const T* __restrict__ x, T* __restrict__ out, long l
     if (vector) {
         const Pack<T>* xv = reinterpret_cast<const Pack<T>*>(xr);
         Pack<T>* ov = reinterpret_cast<Pack<T>*>(outr);
-        for (long long p0 = tid; p0 < packs; p0 += (long long)THREADS * UNROLL) {
+        for (long long p0 = tid; p0 < packs; p0 += (long long)NX * UNROLL) {
             Pack<T> v[UNROLL];
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u)
-                if (p0 + u * THREADS < packs) v[u] = xv[p0 + u * THREADS];
+                if (p0 + u * NX < packs) v[u] = xv[p0 + u * NX];
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u) {
-                if (p0 + u * THREADS < packs) {
+                if (p0 + u * NX < packs) {
 #pragma unroll
                     for (int j = 0; j < W; ++j) v[u].v[j] = exp(v[u].v[j] - m) * inv;
-                    ov[p0 + u * THREADS] = v[u];
+                    ov[p0 + u * NX] = v[u];
                 }
             }
         }
     } else {
-        for (long long p = tid; p < packs; p += THREADS)
+        for (long long p = tid; p < packs; p += NX)
             for (int j = 0; j < W; ++j) outr[p * W + j] = exp(xr[p * W + j] - m) * inv;
     }
-    for (long long c = packs * W + tid; c < cols; c += THREADS) outr[c] = exp(xr[c] - m) * inv;
+    for (long long c = packs * W + tid; c < cols; c += NX) outr[c] = exp(xr[c] - m) * inv;
 }
 
 template <typename T>
 __global__ void softmax_bwd(const T* __restrict__ y, const T* __restrict__ dy, T* __restrict__ dx,
                             long long cols) {
-    __shared__ T part[WARPS];
+    __shared__ T part[MAX_WARPS];
     const int tid = threadIdx.x;
     const int lane = tid % WARP;
     const int warp = tid / WARP;
@@ -400,26 +405,26 @@ __global__ void softmax_bwd(const T* __restrict__ y, const T* __restrict__ dy, T
     if (vector) {
         const Pack<T>* yv = reinterpret_cast<const Pack<T>*>(yr);
         const Pack<T>* gv = reinterpret_cast<const Pack<T>*>(dyr);
-        for (long long p0 = tid; p0 < packs; p0 += (long long)THREADS * UNROLL) {
+        for (long long p0 = tid; p0 < packs; p0 += (long long)NX * UNROLL) {
             Pack<T> a[UNROLL], g[UNROLL];
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u) {
-                if (p0 + u * THREADS < packs) {
-                    a[u] = yv[p0 + u * THREADS];
-                    g[u] = gv[p0 + u * THREADS];
+                if (p0 + u * NX < packs) {
+                    a[u] = yv[p0 + u * NX];
+                    g[u] = gv[p0 + u * NX];
                 }
             }
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u)
-                if (p0 + u * THREADS < packs)
+                if (p0 + u * NX < packs)
 #pragma unroll
                     for (int j = 0; j < W; ++j) dot += a[u].v[j] * g[u].v[j];
         }
     } else {
-        for (long long p = tid; p < packs; p += THREADS)
+        for (long long p = tid; p < packs; p += NX)
             for (int j = 0; j < W; ++j) dot += yr[p * W + j] * dyr[p * W + j];
     }
-    for (long long c = packs * W + tid; c < cols; c += THREADS) dot += yr[c] * dyr[c];
+    for (long long c = packs * W + tid; c < cols; c += NX) dot += yr[c] * dyr[c];
 
     dot = warp_sum(dot);
     if (lane == 0) part[warp] = dot;
@@ -432,27 +437,27 @@ __global__ void softmax_bwd(const T* __restrict__ y, const T* __restrict__ dy, T
         const Pack<T>* yv = reinterpret_cast<const Pack<T>*>(yr);
         const Pack<T>* gv = reinterpret_cast<const Pack<T>*>(dyr);
         Pack<T>* dv = reinterpret_cast<Pack<T>*>(dxr);
-        for (long long p0 = tid; p0 < packs; p0 += (long long)THREADS * UNROLL) {
+        for (long long p0 = tid; p0 < packs; p0 += (long long)NX * UNROLL) {
             Pack<T> a[UNROLL], g[UNROLL];
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u) {
-                if (p0 + u * THREADS < packs) {
-                    a[u] = yv[p0 + u * THREADS];
-                    g[u] = gv[p0 + u * THREADS];
+                if (p0 + u * NX < packs) {
+                    a[u] = yv[p0 + u * NX];
+                    g[u] = gv[p0 + u * NX];
                 }
             }
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u) {
-                if (p0 + u * THREADS < packs) {
+                if (p0 + u * NX < packs) {
 #pragma unroll
                     for (int j = 0; j < W; ++j) a[u].v[j] = a[u].v[j] * (g[u].v[j] - dot);
-                    dv[p0 + u * THREADS] = a[u];
+                    dv[p0 + u * NX] = a[u];
                 }
             }
         }
     } else {
-        for (long long p = tid; p < packs; p += THREADS)
+        for (long long p = tid; p < packs; p += NX)
             for (int j = 0; j < W; ++j) dxr[p * W + j] = yr[p * W + j] * (dyr[p * W + j] - dot);
     }
-    for (long long c = packs * W + tid; c < cols; c += THREADS) dxr[c] = yr[c] * (dyr[c] - dot);
+    for (long long c = packs * W + tid; c < cols; c += NX) dxr[c] = yr[c] * (dyr[c] - dot);
 }

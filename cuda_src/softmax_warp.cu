@@ -1,4 +1,5 @@
-// Twin of prototypes/softmax_warp.py: one warp per row (ROWS_PER_BLOCK rows per block), no
+// Twin of prototypes/softmax_warp.py: one warp per row (blockDim.x / WARP rows a block: the
+// launcher's rows_per_block knob, at most MAX_THREADS / WARP), no
 // shared memory, no barrier, arithmetic in T (float accumulation for float, as
 // torch.softmax), in the prototype's order. Rows of at most 32 packs a lane are held in
 // registers (softmax_warp_held{2,8,32}_fwd: max, then exps and sum); longer rows stream
@@ -11,8 +12,9 @@
 // UNROLL packs' loads (streamed rows) before using any: a warp per row has few threads per
 // row, so each needs many bytes in flight; one division per row.
 #define WARP 32
-#define ROWS_PER_BLOCK 4
-#define THREADS (WARP * ROWS_PER_BLOCK)
+// The largest block a launcher asks for (rows_per_block 8). 256 threads a block leave the
+// register-held kernels the 255 registers a thread that 128 did (65536 / 256 = 256).
+#define MAX_THREADS 256
 #define FULL_MASK 0xffffffffu
 
 // 16 bytes of T, aligned so that one copy is one 128-bit load or store.
@@ -96,7 +98,7 @@ __device__ inline void held_row_fwd(const T* __restrict__ x, T* __restrict__ out
                                     long long rows, long long cols) {
     constexpr int W = Pack<T>::N;
     const int lane = threadIdx.x % WARP;
-    const long long row = (long long)blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / WARP;
+    const long long row = (long long)blockIdx.x * (blockDim.x / WARP) + threadIdx.x / WARP;
     if (row >= rows) return;  // a whole warp leaves together
     const T* xr = x + row * cols;
     T* outr = out + row * cols;
@@ -160,7 +162,7 @@ __device__ inline void held_row_fwd(const T* __restrict__ x, T* __restrict__ out
 // Up to 64 packs (256 float columns): 8 floats a lane and few registers, so 64 warps an SM
 // (1 KiB of loads each) where the 8-pack kernel's registers would allow 24.
 template <typename T>
-__global__ void __launch_bounds__(THREADS) softmax_warp_held2_fwd(const T* __restrict__ x,
+__global__ void __launch_bounds__(MAX_THREADS) softmax_warp_held2_fwd(const T* __restrict__ x,
                                                                   T* __restrict__ out,
                                                                   long long rows, long long cols) {
     held_row_fwd<T, 2>(x, out, rows, cols);
@@ -168,7 +170,7 @@ __global__ void __launch_bounds__(THREADS) softmax_warp_held2_fwd(const T* __res
 
 // Up to 256 packs (1024 float columns): 4 KiB a warp in flight.
 template <typename T>
-__global__ void __launch_bounds__(THREADS) softmax_warp_held8_fwd(const T* __restrict__ x,
+__global__ void __launch_bounds__(MAX_THREADS) softmax_warp_held8_fwd(const T* __restrict__ x,
                                                                   T* __restrict__ out,
                                                                   long long rows, long long cols) {
     held_row_fwd<T, 8>(x, out, rows, cols);
@@ -177,7 +179,7 @@ __global__ void __launch_bounds__(THREADS) softmax_warp_held8_fwd(const T* __res
 // Up to 1024 packs (4096 float columns): 128 floats a lane, so few warps an SM, but each
 // has 16 KiB in flight (an SM's loads in flight are what DRAM bandwidth needs, not warps).
 template <typename T>
-__global__ void __launch_bounds__(THREADS) softmax_warp_held32_fwd(const T* __restrict__ x,
+__global__ void __launch_bounds__(MAX_THREADS) softmax_warp_held32_fwd(const T* __restrict__ x,
                                                                    T* __restrict__ out,
                                                                    long long rows, long long cols) {
     held_row_fwd<T, 32>(x, out, rows, cols);
@@ -198,7 +200,7 @@ __global__ void softmax_warp_fwd(const T* __restrict__ x, T* __restrict__ out, l
                                  long long cols) {
     constexpr int W = Pack<T>::N;
     const int lane = threadIdx.x % WARP;
-    const long long row = (long long)blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / WARP;
+    const long long row = (long long)blockIdx.x * (blockDim.x / WARP) + threadIdx.x / WARP;
     if (row >= rows) return;  // a whole warp leaves together
     const T* xr = x + row * cols;
     T* outr = out + row * cols;
@@ -269,7 +271,7 @@ template <typename T>
 __global__ void softmax_warp_bwd(const T* __restrict__ y, const T* __restrict__ dy,
                                  T* __restrict__ dx, long long rows, long long cols) {
     const int lane = threadIdx.x % WARP;
-    const long long row = (long long)blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / WARP;
+    const long long row = (long long)blockIdx.x * (blockDim.x / WARP) + threadIdx.x / WARP;
     if (row >= rows) return;
     const T* yr = y + row * cols;
     const T* dyr = dy + row * cols;

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from portkit.errors import InputError, KernelError, LaunchError, PortkitError, TwinCompileError
+from portkit.knob_choice import knobs
 from portkit.launch_contract import cdiv, sm_count
 from portkit.project import cases
 from portkit.project.spec import op
@@ -28,6 +29,7 @@ __all__ = [
     "TwinCompileError",
     "cases",
     "cdiv",
+    "knobs",
     "op",
     "sm_count",
     "load",

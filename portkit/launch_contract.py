@@ -2,7 +2,7 @@
 
 - The errors a launch raises: ``PortkitError``, ``OpDefinitionError``, ``InputError``,
   ``LaunchError`` (``portkit.errors`` re-exports these very classes).
-- What a launcher may use from ``portkit`` besides them: ``cdiv`` and ``sm_count``.
+- What a launcher may use from ``portkit`` besides them: ``cdiv``, ``sm_count``, ``knobs``.
 - ``k.kernel[grid, block(, shared_bytes)]``: ``launch_config`` checks it as a GPU would;
   ``cacheable_config`` says which configurations may key a cache of checked ones.
 - The twin's types: the C type a template parameter takes for each dtype, the dtype a
@@ -54,6 +54,7 @@ class LaunchError(PortkitError):
 LAUNCHER_NAMES = (
     "cdiv",
     "sm_count",
+    "knobs",
     "InputError",
     "LaunchError",
     "PortkitError",

@@ -62,15 +62,15 @@ EPS = 1e-6
 DTYPES = ("float32", "bfloat16", "float16")
 
 
-def geometry(cols, itemsize, elems, limit=ROW_THREADS_MAX):
+def geometry(cols, itemsize, elems, limit=ROW_THREADS_MAX, block=ROW_THREADS):
     """(threads per row, rows per block): whole warps, each thread owning at most ``elems``
     elements (whole 16-byte packs) of a row when ``limit`` threads allow it, and blocks of
-    at least ROW_THREADS."""
+    at least ``block`` threads."""
     packs = cols // (16 // itemsize)
     packs_per_thread = max(1, elems * itemsize // 16)
     wanted = portkit.cdiv(portkit.cdiv(packs, packs_per_thread), WARP) * WARP
     per_row = min(limit, max(WARP, wanted))
-    return per_row, max(1, ROW_THREADS // per_row)
+    return per_row, max(1, block // per_row)
 
 
 @cuda.jit(device=True)
@@ -315,6 +315,16 @@ BENCH = [
             _rows_bytes(x, residual, w, _bwd_rows(x)) + x.shape[0] * 4
         ),
     },
+    # Launch parameters `portkit tune` may pick per GPU (the first value the default):
+    # elements a forward / backward thread aims to hold (fewer: more threads a row; more:
+    # fewer, a longer row walked in chunks), the threads a block has at least (short rows
+    # share it) and the backward's persistent grid in threads per SM.
+    knobs={
+        "fwd_elems": [FWD_ELEMS, 8, 32],
+        "block_threads": [ROW_THREADS, 256, 512],
+        "bwd_elems": [BWD_ELEMS, 4, 16],
+        "bwd_threads_per_sm": [BWD_THREADS_PER_SM, 2048, 512],
+    },
 )
 class AddRMSNorm:
     def check_inputs(x, residual, w):
@@ -329,7 +339,10 @@ class AddRMSNorm:
         y, h = k.empty_like(x), k.empty_like(x)
         rstd = k.empty((rows,), torch.float32)
         if rows and cols:
-            per_row, per_block = geometry(cols, x.element_size(), FWD_ELEMS)
+            kn = portkit.knobs(k, x)
+            per_row, per_block = geometry(
+                cols, x.element_size(), kn.fwd_elems, block=kn.block_threads
+            )
             grid = portkit.cdiv(rows, per_block)
             k.add_rmsnorm_fwd[grid, (per_row, per_block)](
                 x, residual, w, y, h, rstd, rows, cols, EPS
@@ -341,8 +354,11 @@ class AddRMSNorm:
         rows, cols = h.shape
         dx, dw = k.empty_like(h), k.empty_like(w)
         if cols:
-            per_row, per_block = geometry(cols, h.element_size(), BWD_ELEMS)
-            per_sm = max(1, BWD_THREADS_PER_SM // (per_row * per_block))
+            kn = portkit.knobs(k, x)  # x: the forward's bucket, so both pick one table entry
+            per_row, per_block = geometry(
+                cols, h.element_size(), kn.bwd_elems, block=kn.block_threads
+            )
+            per_sm = max(1, kn.bwd_threads_per_sm // (per_row * per_block))
             grid = min(portkit.cdiv(rows, per_block), per_sm * portkit.sm_count(k))
             parts = grid * per_block
             part = k.empty((parts, cols), torch.float32)

@@ -308,6 +308,16 @@ BENCH = [
     same_shape=False,
     reference_in="float64",
     bench=BENCH,
+    # Launch parameters `portkit tune` may pick per GPU (the first value the default):
+    # columns a forward / backward thread aims to hold (fewer: more threads a row, up to
+    # MAX_THREADS; more: fewer, a longer row is walked in chunks), and the persistent
+    # grids (the float32 forward's, the backward's) in threads per SM.
+    knobs={
+        "fwd_elems": [FWD_ELEMS, 8, 32],
+        "fwd_threads_per_sm": [FWD_THREADS_PER_SM, 1024, 2048],
+        "bwd_elems": [BWD_ELEMS, 4, 16],
+        "bwd_threads_per_sm": [BWD_THREADS_PER_SM, 1024, 256],
+    },
 )
 class LayerNorm:
     def check_inputs(x, w, b):
@@ -323,10 +333,12 @@ class LayerNorm:
         mean = k.empty((rows,), torch.float64)
         rstd = k.empty((rows,), torch.float64)
         if rows and cols:
-            threads = row_threads(cols, x.element_size(), FWD_ELEMS)
+            kn = portkit.knobs(k, x)
+            threads = row_threads(cols, x.element_size(), kn.fwd_elems)
             grid = rows  # one row a block; float32: a persistent grid, rows a block
             if x.dtype == torch.float32:
-                grid = min(rows, max(1, FWD_THREADS_PER_SM // threads) * portkit.sm_count(k))
+                per_sm = max(1, kn.fwd_threads_per_sm // threads)
+                grid = min(rows, per_sm * portkit.sm_count(k))
             wide = int(x.dtype == torch.float64)  # float64: xhat * w + b in float64 too
             k.layernorm_fwd[grid, threads](x, w, b, out, mean, rstd, rows, cols, EPS, wide)
         return out, (x, w, mean, rstd)
@@ -337,8 +349,9 @@ class LayerNorm:
         dx, dw, db = k.empty_like(x), k.empty_like(w), k.empty_like(w)
         if not cols:
             return dx, dw, db
-        threads = row_threads(cols, x.element_size(), BWD_ELEMS)
-        per_sm = max(1, BWD_THREADS_PER_SM // threads)
+        kn = portkit.knobs(k, x)  # x: the forward's bucket, so both pick one table entry
+        threads = row_threads(cols, x.element_size(), kn.bwd_elems)
+        per_sm = max(1, kn.bwd_threads_per_sm // threads)
         # a few blocks per SM, or ROWS_PER_PART rows a block (a simulated 2-SM grid)
         parts = max(
             1, min(rows, max(per_sm * portkit.sm_count(k), portkit.cdiv(rows, ROWS_PER_PART)))

@@ -216,6 +216,15 @@ BENCH = [
     dtypes=DTYPES,
     same_shape=False,
     bench=BENCH,
+    # Launch parameters `portkit tune` may pick per GPU (the first value the default):
+    # columns a forward / backward thread aims to hold (fewer: more threads a row, up to
+    # MAX_THREADS; more: fewer threads, a row longer than the twin's registers hold is
+    # walked in chunks) and the backward's persistent grid, in threads per SM.
+    knobs={
+        "fwd_elems": [FWD_ELEMS, 8, 32],
+        "bwd_elems": [BWD_ELEMS, 4, 16],
+        "bwd_threads_per_sm": [BWD_THREADS_PER_SM, 512, 2048],
+    },
     tolerances=[
         portkit.Tolerance(
             rtol=0.016,
@@ -255,7 +264,7 @@ class RMSNorm:
         out = k.empty_like(x)
         rstd = k.empty((rows,), torch.float32)
         if rows and cols:
-            threads = row_threads(cols, x.element_size(), FWD_ELEMS)
+            threads = row_threads(cols, x.element_size(), portkit.knobs(k, x).fwd_elems)
             k.rmsnorm_fwd[rows, threads](x, w, out, rstd, cols, EPS)
         return out, (x, w, rstd)
 
@@ -265,8 +274,9 @@ class RMSNorm:
         dx, dw = k.empty_like(x), k.empty_like(w)
         if not cols:
             return dx, dw
-        threads = row_threads(cols, x.element_size(), BWD_ELEMS)
-        per_sm = max(1, BWD_THREADS_PER_SM // threads)
+        kn = portkit.knobs(k, x)  # x: the forward's bucket, so both pick one table entry
+        threads = row_threads(cols, x.element_size(), kn.bwd_elems)
+        per_sm = max(1, kn.bwd_threads_per_sm // threads)
         # a few blocks per SM, or ROWS_PER_PART rows a block (a simulated 2-SM grid)
         parts = max(
             1, min(rows, max(per_sm * portkit.sm_count(k), portkit.cdiv(rows, ROWS_PER_PART)))

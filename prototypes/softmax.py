@@ -1,4 +1,5 @@
-"""Row-wise softmax over a 2-D tensor: one block of THREADS threads per row,
+"""Row-wise softmax over a 2-D tensor: one block of ``threads`` threads per row (a knob,
+THREADS = 128 by default, `portkit tune` may pick another per GPU; blockDim.x below),
 warp-shuffle reductions. Rows of at most 4 KiB go to softmax_rows_fwd instead (its
 docstring): the row held in registers, `group` lanes a row, several rows a block.
 
@@ -49,9 +50,10 @@ from numba import cuda, float32
 
 import portkit
 
-THREADS = 128  # 4 warps per row; a multiple of WARP
+THREADS = 128  # 4 warps per row; a multiple of WARP: the default of the threads knobs
+MAX_THREADS = 256  # the most a launcher gives a block (the twin's __launch_bounds__)
 WARP = 32
-WARPS = THREADS // WARP
+MAX_WARPS = MAX_THREADS // WARP
 FULL_MASK = 0xFFFFFFFF  # all 32 lanes take part in every shuffle
 LANE_PACKS = 8  # short rows: packs a lane holds (128 bytes: 32 float32 registers)
 HELD = 8  # softmax_fwd: packs a thread holds (rows of up to THREADS * HELD packs)
@@ -120,23 +122,23 @@ def softmax_fwd(x, out, cols):
     tid = cuda.threadIdx.x
     lane = tid % WARP
     warp = tid // WARP
-    part_m = cuda.shared.array(WARPS, dtype=x.dtype)
-    part_s = cuda.shared.array(WARPS, dtype=x.dtype)
+    part_m = cuda.shared.array(MAX_WARPS, dtype=x.dtype)
+    part_s = cuda.shared.array(MAX_WARPS, dtype=x.dtype)
     width = 16 // x.itemsize  # columns in one of the twin's 16-byte packs
     packs = cols // width
 
-    if packs <= THREADS * HELD:  # the whole row held (uniform per block): max, then exps
+    if packs <= cuda.blockDim.x * HELD:  # the whole row held (uniform per block): max, then exps
         held = cuda.local.array(HELD_COLS, dtype=x.dtype)
         m = -float32(math.inf)
         for u in range(HELD):
-            p = tid + u * THREADS  # portkit: allow-int64-index
+            p = tid + u * cuda.blockDim.x  # portkit: allow-int64-index
             if p < packs:
                 for j in range(width):
                     v = x[row, p * width + j]  # portkit: allow-int64-index
                     held[u * width + j] = v  # portkit: allow-int64-index
                     if v > m:
                         m = v
-        for c in range(packs * width + tid, cols, THREADS):
+        for c in range(packs * width + tid, cols, cuda.blockDim.x):
             if x[row, c] > m:
                 m = x[row, c]
         m = warp_max(m)
@@ -144,41 +146,41 @@ def softmax_fwd(x, out, cols):
             part_m[warp] = m
         cuda.syncthreads()
         m = part_m[0]
-        for w in range(1, WARPS):
+        for w in range(1, cuda.blockDim.x // WARP):
             if part_m[w] > m:
                 m = part_m[w]
 
         s = float32(0)  # the sum, in the same order; each held column becomes its exp
         for u in range(HELD):
-            if tid + u * THREADS < packs:  # portkit: allow-int64-index
+            if tid + u * cuda.blockDim.x < packs:  # portkit: allow-int64-index
                 for j in range(width):
                     e = exp_from(held[u * width + j], m)  # portkit: allow-int64-index
                     held[u * width + j] = e  # portkit: allow-int64-index
                     s += e
-        for c in range(packs * width + tid, cols, THREADS):
+        for c in range(packs * width + tid, cols, cuda.blockDim.x):
             s += exp_from(x[row, c], m)
         s = warp_sum(s)
         if lane == 0:
             part_s[warp] = s
         cuda.syncthreads()
         s = part_s[0]
-        for w in range(1, WARPS):
+        for w in range(1, cuda.blockDim.x // WARP):
             s += part_s[w]
 
         inv = float32(1) / s  # a row of -inf: s = 0, 0 * inf = NaN, as torch
         for u in range(HELD):
-            p = tid + u * THREADS  # portkit: allow-int64-index
+            p = tid + u * cuda.blockDim.x  # portkit: allow-int64-index
             if p < packs:
                 for j in range(width):
                     e = held[u * width + j]  # portkit: allow-int64-index
                     out[row, p * width + j] = e * inv  # portkit: allow-int64-index
-        for c in range(packs * width + tid, cols, THREADS):
+        for c in range(packs * width + tid, cols, cuda.blockDim.x):
             out[row, c] = exp_from(x[row, c], m) * inv
         return
 
     m = -float32(math.inf)  # float32 here; float64 for a float64 x (numba unifies)
     s = float32(0)
-    for p in range(tid, packs, THREADS):
+    for p in range(tid, packs, cuda.blockDim.x):
         base = p * width  # portkit: allow-int64-index
         top = x[row, base]
         for j in range(1, width):
@@ -187,7 +189,7 @@ def softmax_fwd(x, out, cols):
         m, s = rescale(m, s, top)
         for j in range(width):
             s = add_exp(m, s, x[row, base + j])  # portkit: allow-int64-index
-    for c in range(packs * width + tid, cols, THREADS):
+    for c in range(packs * width + tid, cols, cuda.blockDim.x):
         m, s = rescale(m, s, x[row, c])
         s = add_exp(m, s, x[row, c])
 
@@ -198,32 +200,32 @@ def softmax_fwd(x, out, cols):
         part_s[warp] = s
     cuda.syncthreads()
     m = part_m[0]
-    for w in range(1, WARPS):
+    for w in range(1, cuda.blockDim.x // WARP):
         if part_m[w] > m:
             m = part_m[w]
     s = moved(part_s[0], part_m[0], m)
-    for w in range(1, WARPS):
+    for w in range(1, cuda.blockDim.x // WARP):
         s += moved(part_s[w], part_m[w], m)
 
     inv = float32(1) / s  # one division per row; each column is exp(x - m) * inv
-    for p in range(tid, packs, THREADS):
+    for p in range(tid, packs, cuda.blockDim.x):
         for j in range(width):
             c = p * width + j  # portkit: allow-int64-index
             out[row, c] = math.exp(x[row, c] - m) * inv
-    for c in range(packs * width + tid, cols, THREADS):
+    for c in range(packs * width + tid, cols, cuda.blockDim.x):
         out[row, c] = math.exp(x[row, c] - m) * inv
 
 
 @cuda.jit
 def softmax_rows_fwd(x, out, rows, cols, group):
     """Short rows (at most WARP * LANE_PACKS packs): `group` lanes per row (a power of two,
-    at most WARP), THREADS // group rows per block, the row held in registers (`held`)
+    at most WARP), cuda.blockDim.x // group rows per block, the row held in registers (`held`)
     between its one read and its one write: one exp per column, no online rescaling.
     Lane g of a row holds packs g, g + group, ... (at most LANE_PACKS), then reads its tail
     columns packs * width + g, ... (fewer than width a row) from memory in both passes."""
     tid = cuda.threadIdx.x
     g = tid % group
-    row = cuda.blockIdx.x * (THREADS // group) + tid // group
+    row = cuda.blockIdx.x * (cuda.blockDim.x // group) + tid // group
     held = cuda.local.array(HELD_COLS, dtype=x.dtype)
     width = 16 // x.itemsize
     packs = cols // width
@@ -280,16 +282,16 @@ def softmax_bwd(y, dy, dx, cols):
     tid = cuda.threadIdx.x
     lane = tid % WARP
     warp = tid // WARP
-    part = cuda.shared.array(WARPS, dtype=y.dtype)
+    part = cuda.shared.array(MAX_WARPS, dtype=y.dtype)
     width = 16 // y.itemsize
     packs = cols // width
 
     dot = float32(0)
-    for p in range(tid, packs, THREADS):
+    for p in range(tid, packs, cuda.blockDim.x):
         for j in range(width):
             c = p * width + j  # portkit: allow-int64-index
             dot += y[row, c] * dy[row, c]
-    for c in range(packs * width + tid, cols, THREADS):
+    for c in range(packs * width + tid, cols, cuda.blockDim.x):
         dot += y[row, c] * dy[row, c]
 
     dot = warp_sum(dot)
@@ -297,14 +299,14 @@ def softmax_bwd(y, dy, dx, cols):
         part[warp] = dot
     cuda.syncthreads()
     dot = part[0]
-    for w in range(1, WARPS):
+    for w in range(1, cuda.blockDim.x // WARP):
         dot += part[w]
 
-    for p in range(tid, packs, THREADS):
+    for p in range(tid, packs, cuda.blockDim.x):
         for j in range(width):
             c = p * width + j  # portkit: allow-int64-index
             dx[row, c] = y[row, c] * (dy[row, c] - dot)
-    for c in range(packs * width + tid, cols, THREADS):
+    for c in range(packs * width + tid, cols, cuda.blockDim.x):
         dx[row, c] = y[row, c] * (dy[row, c] - dot)
 
 
@@ -340,6 +342,14 @@ def reference(x):
         shapes=CHECK_SHAPES, special=[0.3, -100000.0, 100000.0, 0.5, -0.5, float("-inf")]
     ),
     bench=[portkit.cases.custom(f"float32-{r}x{c}", [(r, c)]) for r, c in BENCH_SHAPES],
+    # Threads a block that `portkit tune` may pick per GPU (the first the default, at most
+    # MAX_THREADS): a long row's block (softmax_fwd, softmax_bwd: fewer threads hold fewer
+    # packs in registers, more threads more) and the short rows' block (softmax_rows_fwd).
+    knobs={
+        "threads": [THREADS, 256, 64],
+        "bwd_threads": [THREADS, 256, 64],
+        "rows_threads": [THREADS, 256, 64],
+    },
 )
 class Softmax:
     def check_inputs(x):
@@ -350,8 +360,10 @@ class Softmax:
         out = k.empty_like(x)
         rows, cols = x.shape
         group = short_row_group(cols, x.element_size())
+        kn = portkit.knobs(k, x)
         if rows and cols and group:
-            k.softmax_rows_fwd[portkit.cdiv(rows, THREADS // group), THREADS](
+            threads = kn.rows_threads
+            k.softmax_rows_fwd[portkit.cdiv(rows, threads // group), threads](
                 x,
                 out,
                 rows,
@@ -359,7 +371,7 @@ class Softmax:
                 np.int32(group),  # the twin's `int group`
             )
         elif rows and cols:
-            k.softmax_fwd[rows, THREADS](x, out, cols)
+            k.softmax_fwd[rows, kn.threads](x, out, cols)
         return out, (out,)
 
     def backward(k, saved, dy):
@@ -367,5 +379,6 @@ class Softmax:
         dx = k.empty_like(y)
         rows, cols = y.shape
         if rows and cols:
-            k.softmax_bwd[rows, THREADS](y, dy, dx, cols)
+            threads = portkit.knobs(k, y).bwd_threads  # y: the forward's out, x's bucket
+            k.softmax_bwd[rows, threads](y, dy, dx, cols)
         return (dx,)

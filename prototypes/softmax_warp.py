@@ -41,8 +41,7 @@ from numba import cuda, float32
 import portkit
 
 WARP = 32
-ROWS_PER_BLOCK = 4  # 4 warps, 128 threads per block
-THREADS = WARP * ROWS_PER_BLOCK
+ROWS_PER_BLOCK = 4  # 4 warps, 128 threads per block: the default of the rows_per_block knob
 FULL_MASK = 0xFFFFFFFF  # all 32 lanes take part in every shuffle
 MAX_WIDTH = 4  # columns in a 16-byte pack: 4 float32, 2 float64
 HELD2, HELD8, HELD32 = 2 * MAX_WIDTH, 8 * MAX_WIDTH, 32 * MAX_WIDTH  # held columns a lane
@@ -134,7 +133,7 @@ def held_stats(held, lane_packs, lane, packs, width, t):
 @cuda.jit
 def softmax_warp_held2_fwd(x, out, rows, cols):
     lane = cuda.threadIdx.x % WARP
-    row = cuda.blockIdx.x * ROWS_PER_BLOCK + cuda.threadIdx.x // WARP
+    row = cuda.blockIdx.x * (cuda.blockDim.x // WARP) + cuda.threadIdx.x // WARP
     if row >= rows:  # a whole warp leaves together: the shuffles keep all 32 lanes
         return
     width = 16 // x.itemsize
@@ -162,7 +161,7 @@ def softmax_warp_held2_fwd(x, out, rows, cols):
 @cuda.jit
 def softmax_warp_held8_fwd(x, out, rows, cols):
     lane = cuda.threadIdx.x % WARP
-    row = cuda.blockIdx.x * ROWS_PER_BLOCK + cuda.threadIdx.x // WARP
+    row = cuda.blockIdx.x * (cuda.blockDim.x // WARP) + cuda.threadIdx.x // WARP
     if row >= rows:
         return
     width = 16 // x.itemsize
@@ -190,7 +189,7 @@ def softmax_warp_held8_fwd(x, out, rows, cols):
 @cuda.jit
 def softmax_warp_held32_fwd(x, out, rows, cols):
     lane = cuda.threadIdx.x % WARP
-    row = cuda.blockIdx.x * ROWS_PER_BLOCK + cuda.threadIdx.x // WARP
+    row = cuda.blockIdx.x * (cuda.blockDim.x // WARP) + cuda.threadIdx.x // WARP
     if row >= rows:
         return
     width = 16 // x.itemsize
@@ -218,7 +217,7 @@ def softmax_warp_held32_fwd(x, out, rows, cols):
 @cuda.jit
 def softmax_warp_fwd(x, out, rows, cols):
     lane = cuda.threadIdx.x % WARP
-    row = cuda.blockIdx.x * ROWS_PER_BLOCK + cuda.threadIdx.x // WARP
+    row = cuda.blockIdx.x * (cuda.blockDim.x // WARP) + cuda.threadIdx.x // WARP
     if row >= rows:  # a whole warp leaves together: the shuffles below keep all 32 lanes
         return
     width = 16 // x.itemsize  # columns in one of the twin's 16-byte packs
@@ -256,7 +255,7 @@ def softmax_warp_fwd(x, out, rows, cols):
 @cuda.jit
 def softmax_warp_bwd(y, dy, dx, rows, cols):
     lane = cuda.threadIdx.x % WARP
-    row = cuda.blockIdx.x * ROWS_PER_BLOCK + cuda.threadIdx.x // WARP
+    row = cuda.blockIdx.x * (cuda.blockDim.x // WARP) + cuda.threadIdx.x // WARP
     if row >= rows:
         return
     width = 16 // y.itemsize
@@ -313,6 +312,10 @@ def reference(x):
         shapes=CHECK_SHAPES, special=[0.3, -100000.0, 100000.0, 0.5, -0.5, float("-inf")]
     ),
     bench=[portkit.cases.custom(f"float32-{r}x{c}", [(r, c)]) for r, c in BENCH_SHAPES],
+    # Rows (warps) a block, forward and backward, that `portkit tune` may pick per GPU (the
+    # first the default; at most the twin's MAX_THREADS / WARP = 8): kernels read it as
+    # blockDim.x / WARP.
+    knobs={"rows_per_block": [ROWS_PER_BLOCK, 2, 8], "bwd_rows_per_block": [ROWS_PER_BLOCK, 2, 8]},
 )
 class SoftmaxWarp:
     def check_inputs(x):
@@ -324,7 +327,8 @@ class SoftmaxWarp:
         rows, cols = x.shape
         if rows and cols:
             kernel = getattr(k, forward_kernel(cols, x.element_size()))
-            kernel[portkit.cdiv(rows, ROWS_PER_BLOCK), THREADS](x, out, rows, cols)
+            per_block = portkit.knobs(k, x).rows_per_block
+            kernel[portkit.cdiv(rows, per_block), per_block * WARP](x, out, rows, cols)
         return out, (out,)
 
     def backward(k, saved, dy):
@@ -332,6 +336,8 @@ class SoftmaxWarp:
         dx = k.empty_like(y)
         rows, cols = y.shape
         if rows and cols:
-            grid = portkit.cdiv(rows, ROWS_PER_BLOCK)
-            k.softmax_warp_bwd[grid, THREADS](y, dy, dx, rows, cols)
+            per_block = portkit.knobs(k, y).bwd_rows_per_block  # y: the forward's out, x's bucket
+            k.softmax_warp_bwd[portkit.cdiv(rows, per_block), per_block * WARP](
+                y, dy, dx, rows, cols
+            )
         return (dx,)

@@ -22,6 +22,9 @@
 #   simulator  both simulator engines against the GPU; `portkit diff` of 16M elements
 #   replay     the compiled launch replayer builds and loads; tests/launch; its cost
 #   scale      the generated suite's GPU tier on one GPU, then one worker per GPU
+#   tune       `portkit tune` of the five knobbed ops on this GPU (the tables merged into
+#              tuning/ and copied to $OUT/tuning/ to commit), then `portkit check` of
+#              every configuration the tables pick and the tuning tests
 #
 # Every step has its own timeout; each subcommand stays under 10 minutes. Logs go to
 # $OUT/NAME/ and are packed into $OUT/NAME.tgz (one file to copy off the machine);
@@ -206,12 +209,23 @@ scale() {
   fi
 }
 
+tune() {
+  local op
+  for op in rmsnorm layernorm add_rmsnorm softmax softmax_warp; do
+    step "tune-$op" 170 "${PORTKIT[@]}" tune "$op" --reps 20 --warmup 2 --json
+  done
+  mkdir -p "$OUT/tuning" && cp tuning/*.json "$OUT/tuning/"
+  step check-tuned 300 "${PORTKIT[@]}" check rmsnorm layernorm add_rmsnorm softmax softmax_warp \
+    --backend twin --backend numba --no-compile
+  step tests-tuning 200 "${PYTEST[@]}" -n 4 tests/tuning tests/export/test_export_contract.py
+}
+
 case "$SUB" in
-  suite | trust | sanitizer | bench | startup | simulator | replay | scale) run=$SUB ;;
+  suite | trust | sanitizer | bench | startup | simulator | replay | scale | tune) run=$SUB ;;
   export) run=export_ ;;
   twin-cpu) run=twin_cpu ;;
   *)
-    echo "usage: OUT=DIR bash scripts/gpu.sh suite|trust|sanitizer|export|bench|startup|twin-cpu|simulator|replay|scale" >&2
+    echo "usage: OUT=DIR bash scripts/gpu.sh suite|trust|sanitizer|export|bench|startup|twin-cpu|simulator|replay|scale|tune" >&2
     exit 2
     ;;
 esac

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from portkit.checking.case_runner import CaseRunner, CheckSettings
+from portkit.checking.configurations import configuration_groups
 from portkit.errors import PortkitError
 from portkit.results import CheckResult, Outcome
 
@@ -82,21 +83,26 @@ def run_case(
     failed once reports its compiler's error in that case and is skipped in the rest."""
     runner = CaseRunner(op, case, settings=settings or CheckSettings())
     unbuilt = {} if unbuilt is None else unbuilt
-    runs = []
-    for backend in backends:
-        reason = skip_reason(op, case, backend, backends) or unbuilt.get(backend.name)
-        if reason:
-            runner.record(backend.name, "run", Outcome.SKIP, reason)
-            continue
-        if backend.role == "reference":
-            runner.run_reference_backend(backend)
-            continue
-        run = runner.run_implementation(backend)
-        if run is not None:
-            runs.append(run)
-        elif runner.build_failed(backend.name):
-            unbuilt[backend.name] = not_built(backend.name, f"{backend.name} / compile")
-    runner.cross_compare(runs)
+    config = backends[0].config if backends else None
+    for group, configured in enumerate(configuration_groups(op, backends, config)):
+        runs = []
+        for backend, plain in zip(configured, backends):
+            # a build failure is the backend's, whatever the configuration
+            reason = skip_reason(op, case, plain, backends) or unbuilt.get(plain.name)
+            if reason:
+                if not group:
+                    runner.record(plain.name, "run", Outcome.SKIP, reason)
+                continue
+            if backend.role == "reference":
+                if not group:  # once: it has no knobs
+                    runner.run_reference_backend(backend)
+                continue
+            run = runner.run_implementation(backend)
+            if run is not None:
+                runs.append(run)
+            elif runner.build_failed(backend.name):
+                unbuilt[plain.name] = not_built(backend.name, f"{backend.name} / compile")
+        runner.cross_compare(runs)
     return runner.results
 
 

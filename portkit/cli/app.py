@@ -17,6 +17,7 @@ from portkit.cli.list import list_ops
 from portkit.cli.mutate import mutate
 from portkit.cli.port import port_command
 from portkit.cli.sim import sim
+from portkit.cli.tune import tune
 from portkit.cli.watch import watch_command
 
 
@@ -42,6 +43,7 @@ def main() -> None:
       portkit compile           do prototypes and twins compile for sm_90? (no GPU needed)
       portkit lint              ... and float64 in float32 kernels, resources side by side
       portkit bench --all       torch, prototype and twin timed side by side (GPU)
+      portkit tune rmsnorm      pick its launch configuration for this GPU (tuning/OP.json)
       pytest prototypes         the same suite as generated pytest tests
       portkit export sigmoid --out build/k   the twins as a package without portkit
       portkit mutate sigmoid    do the cases catch mutants of the twin and prototype?
@@ -53,6 +55,7 @@ for _command in (list_ops, sim, check, compile_command, lint, diff_command, benc
 main.add_command(port_command)
 main.add_command(watch_command)
 main.add_command(mutate)
+main.add_command(tune)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -7,7 +7,8 @@
       NAME/manifest.json             toolkit, archs, lowered names, registers, shared memory
       NAME/kernels/OP.sm_XY.cubin    per architecture, and OP.sm_XY.ptx for the newest
       NAME/ops/OP.py                 the op's launchers (see launcher_source)
-      NAME/_runtime.py, _launch_contract.py, _registration.py, autograd_function.py,
+      NAME/tuning/OP.json            the op's knobs and tuned table (`portkit tune`), as committed
+      NAME/_runtime.py, _launch_contract.py, _knobs.py, _registration.py, autograd_function.py,
       _driver_launch.py, _replay.py, _prepared.py, recorder.py, executor.py, steps.py
                                      copied from portkit byte for byte
 
@@ -43,6 +44,8 @@ if TYPE_CHECKING:
 RUNTIME_FILES = {
     "_runtime.py": ("portkit.export", "runtime.py"),
     "_launch_contract.py": ("portkit", "launch_contract.py"),
+    # portkit.knobs(k, x) and the choice of a tuned configuration (tuning/OP.json)
+    "_knobs.py": ("portkit", "knob_choice.py"),
     "_registration.py": ("portkit.torch_op", "registration.py"),
     # registration.py imports it as .autograd_function: the same name in both packages
     "autograd_function.py": ("portkit.torch_op", "autograd_function.py"),
@@ -135,6 +138,7 @@ def _write(
         (root / "kernels").mkdir(parents=True)
         (root / "ops").mkdir()
         (root / "ops" / "__init__.py").write_text("")
+        (root / "tuning").mkdir()
         manifest: dict[str, Any] = {
             "format": 1,
             "namespace": config.namespace,
@@ -155,6 +159,7 @@ def _write(
                 (root / "kernels" / f"{op.name}.{build.arch}.cubin").write_bytes(build.cubin)
             (root / "kernels" / f"{op.name}.{archs[-1]}.ptx").write_bytes(builds[-1].ptx)
             manifest["ops"][op.name] = op_entry(op, cls.__name__, builds)
+            (root / "tuning" / f"{op.name}.json").write_text(_tuning_table(op, config))
             if on_op is not None:
                 on_op(op.name)
         (root / "manifest.json").write_text(json.dumps(manifest, indent=1))
@@ -179,6 +184,26 @@ def _move_into_place(staging: Path, out: Path) -> None:
         os.replace(staging, out)
     except OSError as exc:  # something other than portkit wrote into OUT meanwhile
         raise PortkitError(f"cannot move the package into {out}: {exc.strerror}") from None
+
+
+def _tuning_table(op: Op, config: ProjectConfig) -> str:
+    """The op's tuning table as the package ships it: the project's (checked against the
+    knobs as declared now: a stale one is refused here, not at the user's import), or
+    the declaration alone, every device then running the defaults."""
+    from portkit.knob_choice import TABLE_FORMAT
+    from portkit.project.tuning_table import knob_choice, read_table, table_path
+
+    knob_choice(op, config)  # raises on an entry the declaration no longer allows
+    table = read_table(table_path(config, op.name)) or {}
+    return json.dumps(
+        {
+            "format": TABLE_FORMAT,
+            "op": op.name,
+            "knobs": {name: list(values) for name, values in op.definition.knobs},
+            "gpus": table.get("gpus", {}),
+        },
+        indent=1,
+    )
 
 
 def _expressions(op: Op) -> list[str]:
@@ -231,5 +256,5 @@ dependencies = ["torch>=2.4", "cuda-bindings>=12.8"]
 packages = ["{package}", "{package}.ops"]
 
 [tool.setuptools.package-data]
-{package} = ["manifest.json", "kernels/*"]
+{package} = ["manifest.json", "kernels/*", "tuning/*"]
 """

@@ -9,7 +9,7 @@ NVRTC, no portkit. The launch contract (the
 launch errors, launch-configuration limits, dtype <-> C type tables, the choice of a
 template instantiation) is portkit's own module, so a package launches by the rules
 ``portkit check`` tested. The launchers see this module as ``portkit``
-(``portkit.cdiv``, ``portkit.sm_count``, ``portkit.InputError``).
+(``portkit.cdiv``, ``portkit.sm_count``, ``portkit.knobs``, ``portkit.InputError``).
 """
 
 from __future__ import annotations
@@ -24,10 +24,12 @@ import torch
 
 # Siblings only in an exported package (mypy: the [tool.mypy] overrides in pyproject.toml).
 from . import _driver_launch as driver_launch  # type: ignore[attr-defined]
+from . import _knobs as knob_choice
 from . import _launch_contract as contract
 from . import _prepared as prepared
 from . import _registration as registration
 from . import _replay as replay  # type: ignore[attr-defined]
+from ._knobs import knobs as knobs
 
 # What a launcher may use as ``portkit.X`` (launch_contract.LAUNCHER_NAMES).
 from ._launch_contract import InputError as InputError
@@ -199,6 +201,7 @@ class Kernels:
     def __init__(self, op: str, kernels: dict[str, Kernel]) -> None:
         self.op, self.implementation, self.device = op, "exported twin", "cuda"
         self.poison_outputs = False
+        self.knob_choice: Any = None  # portkit.knobs(k, x) reads it; register_ops sets it
         self.__dict__.update(kernels)
 
     def empty(self, shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
@@ -243,6 +246,9 @@ def register_ops(folder: Path, launchers: dict[str, type[Any]]) -> dict[str, Any
         cls = launchers[name]
         library = Library(folder, entry)
         k = Kernels(name, {n: Kernel(n, spec, library) for n, spec in entry["kernels"].items()})
+        # the configuration a launcher picks (portkit.knobs): the shipped tuning table's
+        table = json.loads((folder / "tuning" / f"{name}.json").read_text())
+        k.knob_choice = knob_choice.KnobChoice(name, table["knobs"], table, OpDefinitionError)
         layout = entry["layout"]
         layout = registration.OpLayout(
             tuple(layout["input_types"]),

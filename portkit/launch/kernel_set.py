@@ -30,6 +30,7 @@ from portkit.launch_contract import LaunchConfig as LaunchConfig
 if TYPE_CHECKING:
     import torch
 
+    from portkit.knob_choice import KnobChoice
     from portkit.launch.guards import GuardZones
 
 
@@ -159,8 +160,11 @@ class KernelSet:
         targets: Mapping[str, LaunchTarget],
         poison_outputs: bool = False,
         guards: GuardZones | None = None,
+        knob_choice: KnobChoice | None = None,
     ) -> None:
         self.op = op
+        # The op's knobs and tuned table (portkit.knob_choice): what portkit.knobs(k, x) reads.
+        self.knob_choice = knob_choice
         self.implementation = implementation
         self.device = device
         self._poison_outputs = poison_outputs
@@ -204,7 +208,13 @@ class KernelSet:
         launches, for instance)."""
         targets = {name: wrap(name, target) for name, target in self.targets.items()}
         return KernelSet(
-            self.op, self.implementation, self.device, targets, self.poison_outputs, self.guards
+            self.op,
+            self.implementation,
+            self.device,
+            targets,
+            self.poison_outputs,
+            self.guards,
+            self.knob_choice,
         )
 
     def __getattr__(self, name: str) -> Kernel:

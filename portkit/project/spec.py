@@ -70,6 +70,9 @@ class OpDefinition:
     # Why the op is a teaching example whose times are no speed claim (bench marks its
     # rows; README tables leave them out); None: its times are claims.
     teaching: str | None = None
+    # Tunable launch parameters: name -> allowed values, the first the default
+    # (portkit.knob_choice; ``portkit tune`` picks per GPU and shape bucket).
+    knobs: tuple[tuple[str, tuple[Any, ...]], ...] = ()
 
     def __post_init__(self) -> None:
         where = f"@portkit.op class {self.class_name}"
@@ -132,9 +135,9 @@ class OpDefinition:
             and all(_positive_number(f) for f in factors)
         ):
             raise OpDefinitionError(
-                f"{where}: error_factor is (forward, gradients), two numbers >= 1, "
-                f"got {factors!r}"
+                f"{where}: error_factor is (forward, gradients), two numbers >= 1, got {factors!r}"
             )
+        _check_knobs(where, self.knobs)
         for item in self.no_grad:
             if isinstance(item, bool) or not isinstance(item, (int, str)):
                 raise OpDefinitionError(f"{where}: no_grad holds {item!r}; use names or positions")
@@ -239,6 +242,36 @@ def _check_cost_model(where: str, label: str, model: object) -> None:
     )
 
 
+def _check_knobs(where: str, knobs: tuple[tuple[str, tuple[Any, ...]], ...]) -> None:
+    for name, values in knobs:
+        if not (isinstance(name, str) and name.isidentifier() and not name.startswith("_")):
+            raise OpDefinitionError(f"{where}: knob name {name!r} is not a Python identifier")
+        if not values:
+            raise OpDefinitionError(f"{where}: knob {name} lists no values")
+        odd = [v for v in values if not isinstance(v, (int, float, str))]
+        if odd:
+            raise OpDefinitionError(
+                f"{where}: knob {name} holds {odd[0]!r}; values are ints, floats, bools or strings"
+            )
+        if len(set(map(repr, values))) != len(values):
+            raise OpDefinitionError(f"{where}: knob {name} lists a value twice: {list(values)}")
+
+
+def _as_knobs(where: str, knobs: object) -> tuple[tuple[str, tuple[Any, ...]], ...]:
+    if not isinstance(knobs, Mapping):
+        raise OpDefinitionError(
+            f"{where}: knobs= takes {{name: [values, the default first]}}, got {knobs!r}"
+        )
+    out = []
+    for name, values in knobs.items():
+        if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+            raise OpDefinitionError(
+                f"{where}: knob {name!r} takes a list of values (the default first), got {values!r}"
+            )
+        out.append((name, tuple(values)))
+    return tuple(out)
+
+
 def _require_params(where: str, name: str, fn: Callable, minimum: int) -> None:
     if not callable(fn):
         raise OpDefinitionError(f"{where}: {name} must be a function")
@@ -265,6 +298,7 @@ def op(
     error_factor: tuple[float, float] = (2.0, 5.0),
     baseline: Callable | None = None,
     teaching: str | None = None,
+    knobs: Mapping[str, Sequence[Any]] | None = None,
 ) -> Callable[[type], type]:
     """Declare the class below as an op.
 
@@ -305,6 +339,10 @@ def op(
                 and ``torch.compile`` of the reference.
     teaching:   why the op's times are no speed claim (``"float64 sums: a teaching
                 example"``): ``portkit bench`` marks its rows, README tables skip them.
+    knobs:      tunable launch parameters, ``{"fwd_elems": [16, 8, 32]}``: name -> the
+                values a launcher accepts, the first the default. Launchers read the
+                chosen value as ``portkit.knobs(k, x).fwd_elems``; ``portkit tune`` picks
+                per GPU and shape bucket (docs/authoring.md, "Tuned launch parameters").
     """
 
     def decorate(cls: type) -> type:
@@ -332,6 +370,7 @@ def op(
             error_factor=tuple(error_factor) if isinstance(error_factor, list) else error_factor,
             baseline=baseline,
             teaching=teaching,
+            knobs=_as_knobs(f"@portkit.op class {cls.__name__}", knobs or {}),
         )
         setattr(cls, OP_ATTRIBUTE, definition)
         return cls

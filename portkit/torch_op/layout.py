@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from portkit.errors import BackwardContractError, OpDefinitionError
 from portkit.project.cases import make_grad_outputs, make_inputs
+from portkit.project.tuning_table import declared_choice
 from portkit.torch_op.autograd_function import OpLayout, as_tuple
 from portkit.torch_op.registration import FakeKernels
 
@@ -45,6 +46,7 @@ def op_layout(op: Op) -> OpLayout:
     inputs = [t.to("meta") for t in make_inputs(case, "cpu")] + list(case.extra)
     input_types = tuple(schema_type(v, op.name, i) for i, v in enumerate(inputs))
     k = FakeKernels(op.name, torch.device("meta"), list(op.kernels))
+    k.knob_choice = declared_choice(op)  # the defaults: launches do nothing, shapes count
     result = op.definition.forward(k, *inputs)
     if not (isinstance(result, tuple) and len(result) == 2):
         raise OpDefinitionError(f"op {op.name}: forward must return (outputs, saved_for_backward)")

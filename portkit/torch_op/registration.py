@@ -18,10 +18,9 @@ directly, through an ``autograd.Function`` when a gradient is needed: custom_op'
 dispatch costs 8–11 µs per call on recent PyTorch (pytorch#177109), more than a whole
 launch, and both paths run the same launcher on the same kernels.
 
-The eager ``autograd.Function`` is ``autograd_function.eager_function``, the one that
-check and diff use too. This module imports only torch and that module: ``portkit
-export`` copies both verbatim into exported packages, so a shipped op is registered by
-exactly this code.
+The eager ``autograd.Function`` is ``autograd_function.eager_function`` (check and diff
+use it too). This module imports only torch and that module: ``portkit export`` copies
+both verbatim into exported packages, so a shipped op is registered by exactly this code.
 """
 
 from __future__ import annotations
@@ -54,9 +53,9 @@ class FakeKernels:
     """``k`` for fake runs: launches do nothing, ``k.empty*`` allocate on ``device`` (under
     FakeTensorMode torch.empty makes a fake tensor, so shapes may be symbolic)."""
 
-    def __init__(self, op: str, device: torch.device, kernel_names: Sequence[str]) -> None:
-        self.op, self.device, self.implementation = op, device, "fake"
-        self.poison_outputs = False
+    def __init__(self, op: str, device: Any, kernel_names: Sequence[str], knobs: Any = None):
+        self.op, self.device, self.implementation, self.poison_outputs = op, device, "fake", False
+        self.knob_choice = knobs  # the real k's knobs (portkit.knobs): it computes as it would
         self._names = frozenset(kernel_names)
 
     def __getattr__(self, name: str) -> _NoLaunch:
@@ -266,7 +265,8 @@ class RegisteredOp:
 
     def _fake_kernels(self, args: Sequence[Any]) -> FakeKernels:
         device = next(a.device for a in args if isinstance(a, torch.Tensor))
-        return FakeKernels(self.name, device, self.kernel_names)
+        choice = getattr(self.binding and self.binding.kernels, "knob_choice", None)
+        return FakeKernels(self.name, device, self.kernel_names, choice)
 
 
 def _unalias_one(result: Any, inputs: Sequence[Any]) -> Any:

@@ -29,6 +29,9 @@ HALF_OPS = ["rmsnorm", "layernorm"]
 def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """(project, package folder) of rmsnorm and layernorm exported for sm_90."""
     root = project_with(tmp_path_factory.mktemp("half") / "proj", HALF_OPS, "halfns")
+    (root / "tuning").mkdir()  # a tuned entry for rmsnorm, none for layernorm
+    (root / "tuning" / "rmsnorm.json").write_text(json.dumps({"format": 1, "gpus": {
+        "FakeGPU": {"bfloat16-4096x4096": {"config": {"fwd_elems": 8}}}}}))  # fmt: skip
     out = root.parent / "out"
     done = run_cli(
         root, "export", *HALF_OPS, "--out", str(out), "--arch", "sm_90", "--name", "half_ops"
@@ -251,3 +254,31 @@ def test_the_runtime_replays_a_recorded_signature_without_the_launcher(
     )
     forward(k, torch.randn(2, 8), w)  # a new signature records again
     assert ran == [False, False]
+
+
+class _CudaLike:
+    """What a knob lookup reads of a tensor: a GPU device, a dtype and a shape."""
+
+    def __init__(self, shape: tuple[int, ...], dtype: torch.dtype) -> None:
+        self.shape, self.dtype = shape, dtype
+        self.device = types.SimpleNamespace(type="cuda", index=0)
+
+
+def test_the_package_ships_each_op_s_tuning_table_and_picks_by_its_rules(exported, runtime) -> None:
+    _, package = exported
+    assert RUNTIME_FILES["_knobs.py"] == ("portkit", "knob_choice.py")
+    assert "from ._knobs import knobs as knobs" in (package / "_runtime.py").read_text()
+    table = json.loads((package / "tuning" / "rmsnorm.json").read_text())
+    assert table["knobs"]["fwd_elems"] == [16, 8, 32]  # the declaration, for the defaults
+    assert table["gpus"]["FakeGPU"]["bfloat16-4096x4096"]["config"] == {"fwd_elems": 8}
+    untuned = json.loads((package / "tuning" / "layernorm.json").read_text())
+    assert untuned["gpus"] == {} and "bwd_threads_per_sm" in untuned["knobs"]
+    choice = runtime.knob_choice.KnobChoice(
+        "rmsnorm", table["knobs"], table, runtime.OpDefinitionError
+    )
+    choice._device_name = lambda tensor: "FakeGPU"
+    k = types.SimpleNamespace(knob_choice=choice)
+    assert runtime.knobs(k, _CudaLike((4000, 4096), torch.bfloat16)).fwd_elems == 8
+    assert runtime.knobs(k, _CudaLike((4000, 4096), torch.float32)).fwd_elems == 16
+    with pytest.raises(runtime.OpDefinitionError, match="has no knob 'fwd'"):
+        _ = runtime.knobs(k, None).fwd

@@ -27,11 +27,12 @@ def _inputs(seed: int = 0) -> list[torch.Tensor]:
 
 
 def test_the_launcher_returns_one_tensor_for_both_inputs() -> None:
+    from portkit.project.tuning_table import declared_choice
     from portkit.torch_op.registration import FakeKernels
 
     op = Session.from_environment(REPO).op("add_rmsnorm")
     x, residual, w = (t.detach() for t in _inputs())
-    k = FakeKernels("add_rmsnorm", torch.device("cpu"), list(op.kernels))
+    k = FakeKernels("add_rmsnorm", torch.device("cpu"), list(op.kernels), declared_choice(op))
     _, saved = op.definition.forward(k, x, residual, w)
     dx, dres, _ = op.definition.backward(k, saved, torch.ones_like(x), torch.ones_like(x))
     assert dx is dres

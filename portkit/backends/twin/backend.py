@@ -36,6 +36,7 @@ from portkit.launch_contract import (
     template_types,
 )
 from portkit.project.dtypes import dtype_name
+from portkit.project.tuning_table import knob_choice
 
 if TYPE_CHECKING:
     from portkit.project.config import ProjectConfig
@@ -330,4 +331,11 @@ class Twin(Backend):
                 for combo in instantiations
             }
             targets[name] = TwinKernelTarget(kernel, handles, device)
-        return KernelSet(op.name, self.name, self.device, targets, poison_outputs)
+        return KernelSet(
+            op.name,
+            self.name,
+            self.device,
+            targets,
+            poison_outputs,
+            knob_choice=knob_choice(op, self.config),
+        )

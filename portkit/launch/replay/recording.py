@@ -56,7 +56,13 @@ class RecordingKernels(KernelSet):
         targets = {
             name: _RecordingTarget(name, target, self) for name, target in kernels.targets.items()
         }
-        super().__init__(kernels.op, kernels.implementation, kernels.device, targets)
+        super().__init__(
+            kernels.op,
+            kernels.implementation,
+            kernels.device,
+            targets,
+            knob_choice=kernels.knob_choice,
+        )
 
     def empty(self, shape: Sequence[int], dtype: Any) -> Any:
         return self._allocated(super().empty, shape, dtype)
