@@ -22,6 +22,9 @@
 #   simulator  both simulator engines against the GPU; `portkit diff` of 16M elements
 #   replay     the compiled launch replayer builds and loads; tests/launch; its cost
 #   scale      the generated suite's GPU tier on one GPU, then one worker per GPU
+#   speed      the twins against the best of torch in one call: `portkit tune` of the five
+#              knobbed ops with a small budget (tables to $OUT/speed/tuning/), then
+#              scripts/time_vs_torch.py and `portkit bench` (torch, baseline, twin) with them
 #   tune       `portkit tune` of the five knobbed ops on this GPU (the tables merged into
 #              tuning/ and copied to $OUT/tuning/ to commit), then `portkit check` of
 #              every configuration the tables pick and the tuning tests
@@ -220,12 +223,24 @@ tune() {
   step tests-tuning 200 "${PYTEST[@]}" -n 4 tests/tuning tests/export/test_export_contract.py
 }
 
+speed() {
+  local op
+  for op in rmsnorm layernorm softmax softmax_warp add_rmsnorm; do
+    step "tune-$op" 75 "${PORTKIT[@]}" tune "$op" --budget 10 --reps 15 --warmup 2
+  done
+  mkdir -p "$LOGS/tuning" && cp tuning/*.json "$LOGS/tuning/"
+  step time-vs-torch 150 "$PY" scripts/time_vs_torch.py --json "$LOGS/time_vs_torch.json"
+  step bench 170 "${PORTKIT[@]}" bench sigmoid vector_add elementwise_mul softmax softmax_warp \
+    layernorm rmsnorm add_rmsnorm --impl torch --impl baseline --impl twin --reps 20 \
+    --save "$LOGS/bench.json"
+}
+
 case "$SUB" in
-  suite | trust | sanitizer | bench | startup | simulator | replay | scale | tune) run=$SUB ;;
+  suite | trust | sanitizer | bench | startup | simulator | replay | scale | tune | speed) run=$SUB ;;
   export) run=export_ ;;
   twin-cpu) run=twin_cpu ;;
   *)
-    echo "usage: OUT=DIR bash scripts/gpu.sh suite|trust|sanitizer|export|bench|startup|twin-cpu|simulator|replay|scale|tune" >&2
+    echo "usage: OUT=DIR bash scripts/gpu.sh suite|trust|sanitizer|export|bench|startup|twin-cpu|simulator|replay|scale|tune|speed" >&2
     exit 2
     ;;
 esac
