@@ -30,6 +30,7 @@ from portkit.bench.tasks import (
     verify,
 )
 from portkit.bench.timing import EVENTS, MAX_COVER_US, SPIN, Clock, cover_for
+from portkit.bench.torch_judge import TorchJudge
 from portkit.bench.traffic import declared, default_bytes
 from portkit.checking.reference_run import reference_run
 from portkit.errors import PortkitError
@@ -58,6 +59,7 @@ class Bench:
         self.clock, self.reps, self.warmup = clock, reps, warmup
         self.directions = tuple(directions)
         self.advance = advance or (lambda label: None)
+        self.judge: TorchJudge | None = None  # the current case's, set by run_case
 
     # -- one op ---------------------------------------------------------------------------
     def run_op(self, op: Op, cases: Sequence[Case], backends: Sequence[Any]) -> list:
@@ -87,6 +89,7 @@ class Bench:
         graph_out = as_tuple(definition.reference(*leaves, *case.extra)) if needs_grad else ()
         grad_outputs = make_grad_outputs(case, expected_out) if needs_grad else []
         args = Arguments(inputs, case.extra, leaves, graph_out, grad_outputs)
+        self.judge = TorchJudge(op, case, make_leaves(inputs, needs_grad), needs_grad)
         native = native_results(op, args, needs_grad)
 
         measurements = []
@@ -231,7 +234,7 @@ class Bench:
         else:
             end = self.clock.mark()
         elapsed = self.clock.elapsed_us(start, end)
-        problem = verify(result, expected, tolerances, f"{what} output")
+        problem = self._verify(task, result, expected, tolerances, what)
         if problem:
             task.fail(Status.WRONG, f"timed call {rep + 1}: {problem}")
             return None
@@ -248,10 +251,28 @@ class Bench:
             task.raised(exc)
             return 0.0
         host = (time.perf_counter() - began) * 1e6
-        problem = verify(result, expected, tolerances, f"{what} output")
+        problem = self._verify(task, result, expected, tolerances, what)
         if problem:
             task.fail(Status.WRONG, f"warm-up call: {problem}")
         return host
+
+    def _verify(
+        self,
+        task: Task,
+        result: Any,
+        expected: Any,
+        tolerances: list[Tolerance | None],
+        direction: str,
+    ) -> str | None:
+        """Why ``result`` is wrong, or None. A torch row (baseline=, torch.compile) that
+        misses the op's tolerance is judged again by the measured control (torch_judge)."""
+        problem = verify(result, expected, tolerances, f"{direction} output")
+        if not problem or task.role not in (BASELINE, COMPILED) or self.judge is None:
+            return problem
+        again = self.judge.problem(direction, result, expected, tolerances, task.implementation)
+        if again is None:
+            return None
+        return f"{problem}; and against float64, {again}" if again else problem
 
 
 def _wanted(task: Task, expected: Any, native: Any) -> Any:

@@ -241,3 +241,40 @@ def test_baseline_and_teaching_are_validated():
     for bad in ("", "  ", True):
         with pytest.raises(OpDefinitionError, match="teaching is the reason"):
             declare(teaching=bad)
+
+
+# -- a torch row against a kernels' tolerance ----------------------------------------------
+
+
+def rows_with_a_kernels_tolerance(monkeypatch, baseline):
+    """sigmoid's baseline rows where the op declares an exact tolerance for its kernels
+    (as rmsnorm declares one for its float64 partial sums)."""
+    from portkit.bench import runner as runner_module
+    from portkit.bench.runner import Bench
+    from portkit.bench.tasks import Baseline
+    from portkit.checking.compare import Tolerance
+    from portkit.project.cases import Case
+
+    exact = Tolerance(rtol=0.0, atol=0.0, reason="the kernels round once, as the reference")
+    monkeypatch.setattr(
+        runner_module, "tolerances_of", lambda op, case, direction, expected: [exact] * 4
+    )
+    op = repo_session().op("sigmoid")
+    op = replace(op, definition=replace(op.definition, baseline=baseline))
+    case = Case("n4096", ((4096,),))
+    rows = Bench(FakeClock(), reps=2, warmup=1).run_case(op, case, [Baseline()])
+    return {m.direction: m for m in rows}
+
+
+def test_a_torch_row_beyond_the_kernels_tolerance_is_judged_by_the_control(monkeypatch):
+    # another float32 order of the same function: ULPs from torch.sigmoid, within twice
+    # torch's own float32 error against float64
+    rows = rows_with_a_kernels_tolerance(monkeypatch, lambda x: 1 / (1 + torch.exp(-x)))
+    assert rows["forward"].status is Status.OK, rows["forward"].detail
+
+
+def test_a_wrong_torch_row_fails_the_control_too(monkeypatch):
+    rows = rows_with_a_kernels_tolerance(monkeypatch, lambda x: torch.sigmoid(x) * 1.001)
+    wrong = rows["forward"]
+    assert wrong.status is Status.WRONG, wrong
+    assert "against float64" in wrong.detail and "torch's float32 error" in wrong.detail
