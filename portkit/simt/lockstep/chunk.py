@@ -134,7 +134,7 @@ class Chunk(Lanes):
 
     def shared(self, site: int, name: str, shape: Any, dtype: Any) -> LaneArray:
         dims = _shape(shape)
-        dtype = as_dtype(dtype)
+        dtype = _element_type(dtype)
         key: Any = site
         if dims == (0,):
             key = ("dynamic", dtype.str)
@@ -173,7 +173,7 @@ class Chunk(Lanes):
     def local(self, site: int, name: str, shape: Any, dtype: Any) -> LaneArray:
         dims = _shape(shape)
         size = math.prod(dims)
-        data = poisoned(size * self.n, as_dtype(dtype))
+        data = poisoned(size * self.n, _element_type(dtype))
         shape, strides = _contiguous(dims)
         offset = np.arange(self.n, dtype=np.int64) * size
         written = np.zeros(size * self.n, bool)
@@ -328,3 +328,15 @@ def _contiguous(dims: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]
         strides.append(step)
         step *= n
     return tuple(dims), tuple(reversed(strides))
+
+
+def _element_type(dtype: Any) -> np.dtype:
+    """A shared or local array's NumPy type; one of bfloat16 (whose elements the
+    per-thread engine holds as ``BFloat16`` objects) is not vectorised."""
+    try:
+        found = as_dtype(dtype)
+    except TypeError:
+        found = np.dtype(object)
+    if found.kind == "O":
+        raise Unsupported(f"a shared or local array of {getattr(dtype, '__name__', dtype)}")
+    return found
