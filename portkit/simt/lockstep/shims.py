@@ -287,13 +287,18 @@ class LaneCuda:
         self.bf16 = lane_bf16(current)  # numba.cuda.bf16: lanes of bfloat16 (bfloat16.py)
         zero = LaneDim3(INT64(0), INT64(0), INT64(0))  # set_chunk gives the lanes theirs
         self.threadIdx = self.blockIdx = self.blockDim = self.gridDim = zero
+        self._thread_key: tuple | None = None
         self.laneid: Any = None
 
     def set_chunk(self, chunk: Any, block_dims: tuple, grid_dims: tuple) -> None:
         bx, by, _ = block_dims
         gx, gy, _ = grid_dims
         t, b = chunk.thread, chunk.block
-        self.threadIdx = LaneDim3(t % bx, (t // bx) % by, t // (bx * by))
+        # Chunks of one shape share ``t`` (read-only, kept here so its id is not reused).
+        known = self._thread_key
+        if known is None or known[0] is not t or known[1:] != (bx, by):
+            self._thread_key = (t, bx, by)
+            self.threadIdx = LaneDim3(t % bx, (t // bx) % by, t // (bx * by))
         self.blockIdx = LaneDim3(b % gx, (b // gx) % gy, b // (gx * gy))
         self.blockDim = LaneDim3(*(INT64(v) for v in block_dims))
         self.gridDim = LaneDim3(*(INT64(v) for v in grid_dims))
