@@ -281,23 +281,38 @@ def test_lane_bf16_functions_are_the_per_thread_ones():
 
 
 @cuda.jit
-def shared_bf16(x, out):
+def shared_and_local_bf16(x, out, wide):
+    # bfloat16 shared and local arrays hold bfloat16: a float32 stored rounds
     tile = cuda.shared.array(128, bf16.bfloat16)
-    i = cuda.threadIdx.x
-    tile[i] = x[i]
+    mine = cuda.local.array(2, bf16.bfloat16)
+    t = cuda.threadIdx.x
+    i = cuda.grid(1)
+    tile[t] = x[i]
+    mine[0] = float32(x[i]) * float32(1.001)
+    mine[1] = mine[0] * x[i]
     cuda.syncthreads()
-    out[i] = tile[127 - i]
+    out[i] = tile[127 - t]
+    wide[i] = float32(mine[0]) + float32(mine[1])
 
 
-def test_what_lockstep_does_not_vectorise_runs_per_thread():
-    # A shared array of bfloat16 (objects per thread) is refused, not miscomputed.
-    x = _bf16(np.arange(128, dtype=np.uint16) + 0x3F00)
-    with pytest.raises(Exception, match="shared or local array"):
-        _launch(LOCKSTEP, shared_bf16, [x, _bf16(np.zeros(128, np.uint16))])
-    machine = Machine(engine=LOCKSTEP)
-    out = _bf16(np.zeros(128, np.uint16))
-    machine.launch("shared_bf16", shared_bf16, LaunchConfig((1, 1, 1), (128, 1, 1), 0), [x, out])
-    assert machine.engines[-1].fallback and out.tolist() == x[::-1].tolist()
+def test_bfloat16_shared_and_local_arrays_run_in_lockstep_and_round_stores():
+    x, _ = _pairs(BF16_EDGES, seed=12, n=128 * 6)
+    wide = np.zeros(x.size, np.float32)
+    done = same_in_both_engines(
+        shared_and_local_bf16, _bf16(x), _bf16(np.zeros(x.size, np.uint16)), wide, any_nan=(2,)
+    )
+    assert done[1].reshape(-1, 128).tolist() == _bf16(x).reshape(-1, 128)[:, ::-1].tolist()
+    values = (x.astype(np.uint32) << 16).view(np.float32)
+
+    def bf(v):  # rounded to bfloat16, as a float32
+        return (round_to_bits(v).astype(np.uint32) << 16).view(np.float32)
+
+    with np.errstate(all="ignore"):
+        first = bf(values * np.float32(1.001))  # the local store rounds
+        expected = first + bf(first * values)
+    number = ~np.isnan(expected)
+    assert number.sum() > 600 and np.isnan(done[2][~number]).all()
+    assert np.array_equal(done[2][number], expected[number])
 
 
 # -- the newcomer kernels of scripts/simulator_bench_kernels.py, small -------------------

@@ -254,6 +254,7 @@ def _over_lanes(function: Any, per_thread: Any, current: Any) -> Any:
         result = per_thread(*args)
         return lanes_of(result, current.chunk.n) if isinstance(result, BFloat16) else result
 
+    apply.per_thread = per_thread  # type: ignore[attr-defined]  # chunk: bfloat16 arrays
     return apply
 
 
