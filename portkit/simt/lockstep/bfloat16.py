@@ -90,7 +90,7 @@ class BF16Lanes(np.ndarray):
         """The values as a float32 array (what ``float32(b)`` gives each lane)."""
         return self.view(np.ndarray)
 
-    def astype(self, dtype: Any, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+    def astype(self, dtype: Any, *args: Any, **kwargs: Any) -> Any:
         return self.plain().astype(dtype, *args, **kwargs)
 
     def __bool__(self) -> bool:
@@ -103,7 +103,8 @@ class BF16Lanes(np.ndarray):
         values = [_as_float32(v) for v in inputs]
         with np.errstate(all="ignore"):
             if ufunc in _ROUNDED and len(values) == 2:
-                result = scalar_nans(_ROUNDED[ufunc], *values, ufunc(*values))
+                x, y = values
+                result = scalar_nans(_ROUNDED[ufunc], x, y, ufunc(x, y))
                 return BF16Lanes.rounded(result) if all(halves) else result
             if ufunc in _COMPARISONS:
                 return ufunc(*values)
