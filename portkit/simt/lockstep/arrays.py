@@ -120,8 +120,9 @@ class LaneArray:
         return len(self._shape)
 
     @property
-    def dtype(self) -> np.dtype:
-        return self.data.dtype
+    def dtype(self) -> Any:
+        """The element type a kernel sees (``"bfloat16"`` for bfloat16, as per thread)."""
+        return "bfloat16" if self._bfloat16 else self.data.dtype
 
     @property
     def itemsize(self) -> np.int64:

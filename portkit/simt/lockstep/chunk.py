@@ -146,7 +146,7 @@ class Chunk(Lanes):
         if array is None:
             size = math.prod(dims)
             static = [a for k, a in self._shared.items() if type(k) is not tuple]
-            used = sum(int(a.size) * a.dtype.itemsize for a in static)
+            used = sum(int(a.size) * a.data.dtype.itemsize for a in static)
             check_shared_bytes(used + size * dtype.itemsize, self.shared_bytes)
             data = _poisoned(size * self.blocks, element, dtype)
             shape, strides = _contiguous(dims)
@@ -166,7 +166,7 @@ class Chunk(Lanes):
         raw = others[0].data.view(np.uint8) if others else np.full(total, 0xFF, np.uint8)
         data = raw.view(dtype)
         size = self.shared_bytes // dtype.itemsize
-        same = [a.shadow for a in others if a.dtype.itemsize == dtype.itemsize]
+        same = [a.shadow for a in others if a.data.dtype.itemsize == dtype.itemsize]
         shadow = same[0] if same else LaneShadow(data.size)
         offset = self.block_local * size
         return LaneArray(data, (size,), (1,), offset, SHARED, self, shadow)
