@@ -307,7 +307,8 @@ def print_report(env: dict, rows: list[dict], ratio: dict, repeats: int) -> None
     print("|---|---:|---:|")
     show = lambda v: "n/a" if v is None else f"{v:.1f}x"  # noqa: E731
     for name, value in ratio.items():
-        numba = show(value["numba"]) if kernels[name].numba else "n/a (numba's simulator cannot run it)"
+        cannot = "n/a (numba's simulator cannot run it)"
+        numba = show(value["numba"]) if kernels[name].numba else cannot
         print(f"| {name} | {show(value['per-thread'])} | {numba} |")
 
 

@@ -184,6 +184,7 @@ def bf16_intrinsics(x, y, z, out, f32, bits):
         out[i, 12] = bf16.float32_to_bfloat16_rn(float32(a) * float32(3.0))
         out[i, 13] = bf16.uint16_as_bfloat16(bf16.bfloat16_as_uint16(b) ^ 1)
         out[i, 14] = bf16.float32_to_bfloat16(float32(0.1))  # a uniform value
+        out[i, 15] = bf16.bfloat16(b)  # a copy: NaN payloads kept
         f32[i] = bf16.bfloat162float(a) + bf16.hisnan(b) + 2 * bf16.hisinf(a)
         bits[i] = bf16.bfloat16_as_short(a)
 
@@ -252,7 +253,7 @@ def test_float16_intrinsics_match_per_thread():
 def test_bfloat16_intrinsics_match_per_thread():
     x, y = _pairs(BF16_EDGES, seed=7)
     z = np.random.default_rng(8).permutation(x)
-    out = np.zeros((x.size, 15), np.uint16).view(BFloat16Bits)
+    out = np.zeros((x.size, 16), np.uint16).view(BFloat16Bits)
     same_in_both_engines(
         bf16_intrinsics, _bf16(x), _bf16(y), _bf16(z), out,
         np.zeros(x.size, np.float32), np.zeros(x.size, np.int16),

@@ -81,6 +81,8 @@ class BF16Lanes(np.ndarray):
 
     @staticmethod
     def rounded(values: Any) -> BF16Lanes:
+        if isinstance(values, BF16Lanes):  # bfloat16(b) copies b, NaN payload and all
+            return values
         return BF16Lanes.of_bits(round_to_bits(values))
 
     def bits(self) -> np.ndarray:
@@ -206,31 +208,27 @@ def _signed_bits(value: Any) -> np.ndarray:
     return _bits(value).astype(np.int16).astype(np.int64)
 
 
-def _names(*names: str) -> tuple[str, ...]:
-    return names
-
-
 # The per-thread engine's numba.cuda.bf16 (scalars._BF16_FUNCTIONS), name by name.
 _LANE_FUNCTIONS: dict[str, Any] = {
     **dict.fromkeys(
-        _names(
+        (
             "bfloat16", "float2bfloat16", "float2bfloat16_rn", "float32_to_bfloat16",
             "float32_to_bfloat16_rn", "double2bfloat16", "float64_to_bfloat16",
         ),
         BF16Lanes.rounded,
     ),
     **dict.fromkeys(
-        _names("uint16_as_bfloat16", "ushort_as_bfloat16", "int16_as_bfloat16", "short_as_bfloat16"),
+        ("uint16_as_bfloat16", "ushort_as_bfloat16", "int16_as_bfloat16", "short_as_bfloat16"),
         _from_bits,
     ),
-    **dict.fromkeys(_names("bfloat16_as_uint16", "bfloat16_as_ushort"), _bits),
-    **dict.fromkeys(_names("bfloat16_as_int16", "bfloat16_as_short"), _signed_bits),
+    **dict.fromkeys(("bfloat16_as_uint16", "bfloat16_as_ushort"), _bits),
+    **dict.fromkeys(("bfloat16_as_int16", "bfloat16_as_short"), _signed_bits),
     **dict.fromkeys(
-        _names("bfloat162float", "bfloat16_to_float32"), lambda v: _float32_of(v, "to float32")
+        ("bfloat162float", "bfloat16_to_float32"), lambda v: _float32_of(v, "to float32")
     ),
-    **dict.fromkeys(_names("hadd", "hadd_rn"), operator.add),
-    **dict.fromkeys(_names("hsub", "hsub_rn"), operator.sub),
-    **dict.fromkeys(_names("hmul", "hmul_rn"), operator.mul),
+    **dict.fromkeys(("hadd", "hadd_rn"), operator.add),
+    **dict.fromkeys(("hsub", "hsub_rn"), operator.sub),
+    **dict.fromkeys(("hmul", "hmul_rn"), operator.mul),
     "hdiv": operator.truediv,
     "hfma": _hfma,
     "hneg": operator.neg,
