@@ -19,7 +19,14 @@ per kind the simulator must be fast on:
   thread; work counted in elements;
 - ``find_contiguous`` (unequal loops): advent-of-numba day 9's part 2 shape, thread
   ``i`` of ``stop`` loops ``stop - i`` times, its inner loop ``j`` times; work counted
-  in inner-loop steps, ``(stop - 1) stop (stop + 1) / 6``.
+  in inner-loop steps, ``(stop - 1) stop (stop + 1) / 6``;
+- ``causal_softmax`` and ``transpose`` (bfloat16, issue 35): a newcomer's causal
+  softmax of 4 x n x n scores (a row per block; size n) and the tutorial's 32 x 32
+  shared-tile transpose of an n x (2n + 2) matrix (size n; 2049 is 2049 x 4100). portkit
+  only: numba's simulator has no bfloat16.
+
+Each row also gives the CPU seconds of a launch (the process's, ``time.process_time``):
+on a machine shared with other work they vary far less than the wall seconds.
 
 What is measured: the wall time of one launch, from building the simulator's kernel
 object to the launch returning (portkit: a fresh ``Machine`` per launch, so its one-off
@@ -62,7 +69,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from simulator_bench_kernels import KERNELS, Case, Kernel  # noqa: E402
 
-from portkit.bench.timing import host_call  # noqa: E402
 
 # Each simulator's own size per kernel (elements; the matrix edge for matmul_tiled; the
 # number of threads, ``stop``, for find_contiguous), so that one launch takes seconds:
@@ -79,8 +85,16 @@ SIZES = {
         "histogram": 4_000_000,
         "histogram_1": 4_000_000,
         "find_contiguous": 600,
+        "causal_softmax": 512,  # issue 35's 4 x 512 x 512
+        "transpose": 2049,  # issue 35's 2049 x 4100
     },
-    "per-thread": {"sigmoid": 200_000, "block_sum": 45_000, "warp_sum": 100_000},
+    "per-thread": {
+        "sigmoid": 200_000,
+        "block_sum": 45_000,
+        "warp_sum": 100_000,
+        "causal_softmax": 96,
+        "transpose": 512,
+    },
     "numba": {
         "sigmoid": 14_000,
         "block_sum": 1_200,
@@ -99,8 +113,16 @@ QUICK_SIZES = {
         "histogram": 100_000,
         "histogram_1": 100_000,
         "find_contiguous": 60,
+        "causal_softmax": 64,
+        "transpose": 100,
     },
-    "per-thread": {"sigmoid": 8_000, "block_sum": 2_000, "warp_sum": 4_000},
+    "per-thread": {
+        "sigmoid": 8_000,
+        "block_sum": 2_000,
+        "warp_sum": 4_000,
+        "causal_softmax": 16,
+        "transpose": 40,
+    },
     "numba": {
         "sigmoid": 2_000,
         "block_sum": 250,
@@ -120,7 +142,7 @@ def _run_portkit(engine: str, kernel: Kernel, case: Case) -> str:
 
     grid = (*case.grid, 1, 1)[:3]
     block = (*case.block, 1, 1)[:3]
-    machine = Machine(engine=engine)
+    machine = Machine(engine=engine, budget=0)  # no time limit: the bench times it
     machine.launch(kernel.name, kernel.dispatcher, LaunchConfig(grid, block, 0), case.args)
     ran = machine.engines[-1]
     # A lockstep launch that fell back ran per thread: the table says so.
@@ -153,6 +175,7 @@ class Measurement:
     size: int
     work: int  # in the kernel's unit
     seconds: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)  # the process's CPU seconds
     fallback: str = ""  # why a lockstep launch ran per thread instead
 
     def rate(self, seconds: float) -> float:
@@ -161,16 +184,19 @@ class Measurement:
 
 def launch_checked(
     kernel: Kernel, simulator: str, size: int, seed: int
-) -> tuple[float, int, str]:
-    """One launch on ``simulator``, its output checked; its wall time, work and fallback."""
+) -> tuple[float, int, str, float]:
+    """One launch on ``simulator``, its output checked; its wall time, work, fallback and
+    CPU time."""
     case = kernel.make(size, np.random.default_rng(seed))
     gc.collect()
-    fallback, seconds = host_call(RUNNERS[simulator], kernel, case)
+    t0, c0 = time.perf_counter(), time.process_time()
+    fallback = RUNNERS[simulator](kernel, case)
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     try:
         case.check()
     except AssertionError as exc:
         raise AssertionError(f"{simulator} computed {kernel.name} wrong: {exc}") from None
-    return seconds, case.work, fallback
+    return seconds, case.work, fallback, cpu
 
 
 def measure(sizes: dict, repeats: int, seed: int, names: list[str]) -> list[Measurement]:
@@ -181,17 +207,21 @@ def measure(sizes: dict, repeats: int, seed: int, names: list[str]) -> list[Meas
         simulators = [s for s in SIMULATORS if kernel.name in sizes.get(s, {})]
         rows = {}
         for s in simulators:
-            smallest = {"matmul_tiled": 16, "find_contiguous": 40}.get(kernel.name, 128)
+            smallest = {"matmul_tiled": 16, "find_contiguous": 40, "causal_softmax": 16}.get(
+                kernel.name, 32 if kernel.name == "transpose" else 128
+            )
             launch_checked(kernel, s, smallest, seed)  # warm-up, untimed
             rows[s] = Measurement(kernel.name, s, sizes[s][kernel.name], 0)
         for rep in range(repeats):
             for s in simulators:  # interleaved: portkit, numba, portkit, numba, ...
-                seconds, rows[s].work, rows[s].fallback = launch_checked(
+                seconds, rows[s].work, rows[s].fallback, cpu = launch_checked(
                     kernel, s, rows[s].size, seed
                 )
                 rows[s].seconds.append(seconds)
+                rows[s].cpu.append(cpu)
                 print(
-                    f"  {kernel.name:<15} {s:<10} run {rep + 1}/{repeats}: {seconds:6.2f} s, "
+                    f"  {kernel.name:<15} {s:<10} run {rep + 1}/{repeats}: {seconds:6.2f} s "
+                    f"({cpu:.2f} s CPU), "
                     f"{rows[s].rate(seconds):12,.0f} {kernel.unit}/s",
                     file=sys.stderr,
                     flush=True,
@@ -222,6 +252,8 @@ def summary(m: Measurement) -> dict:
         "size": m.size,
         "work": m.work,
         "seconds": m.seconds,
+        "cpu_seconds": m.cpu,
+        "cpu_median_s": statistics.median(m.cpu),
         "median_s": median,
         "min_s": min(m.seconds),
         "max_s": max(m.seconds),
@@ -260,15 +292,15 @@ def print_report(env: dict, rows: list[dict], ratio: dict, repeats: int) -> None
         "against NumPy\n"
     )
     print("| kernel | kind | simulator | size | work per launch | s per launch, median (min-max) "
-          "| rate, median (min-max) |")
-    print("|---|---|---|---:|---:|---:|---:|")
+          "| CPU s, median | rate, median (min-max) |")
+    print("|---|---|---|---:|---:|---:|---:|---:|")
     kernels = {k.name: k for k in KERNELS}
     for r in rows:
         k = kernels[r["kernel"]]
         simulator = r["simulator"] + (f" ({r['fallback']})" if r["fallback"] else "")
         print(
             f"| {k.name} | {k.kind} | {simulator} | {r['size']:,} | {r['work']:,} "
-            f"| {r['median_s']:.2f} ({r['min_s']:.2f}-{r['max_s']:.2f}) "
+            f"| {r['median_s']:.2f} ({r['min_s']:.2f}-{r['max_s']:.2f}) | {r['cpu_median_s']:.2f} "
             f"| {r['rate_median']:,.0f} ({r['rate_min']:,.0f}-{r['rate_max']:,.0f}) "
             f"{k.unit}/s |"
         )
@@ -276,7 +308,8 @@ def print_report(env: dict, rows: list[dict], ratio: dict, repeats: int) -> None
     print("|---|---:|---:|")
     show = lambda v: "n/a" if v is None else f"{v:.1f}x"  # noqa: E731
     for name, value in ratio.items():
-        numba = show(value["numba"]) if kernels[name].numba else "n/a (no warp shuffles)"
+        cannot = "n/a (numba's simulator cannot run it)"
+        numba = show(value["numba"]) if kernels[name].numba else cannot
         print(f"| {name} | {show(value['per-thread'])} | {numba} |")
 
 

@@ -21,6 +21,9 @@ WARP = 32
 TILE = 16  # the tiled matmul's tile edge (blocks of TILE x TILE threads)
 BINS = 256  # histogram bins
 PER_THREAD = 256  # grid-stride histogram: elements per thread
+BATCH = 4  # causal softmax: BATCH x n x n scores
+TILE_T = 32  # the transpose's tile edge
+TILE_SHAPE = (TILE_T, TILE_T + 1)  # its shared tile, +1 column against bank conflicts
 
 
 # --- the kernels --------------------------------------------------------------------
@@ -119,6 +122,68 @@ def find_contiguous(target, stop, seq, answer):
             largest = max(largest, value)
         if total == target:
             answer[0] = smallest + largest
+
+
+# The newcomer-style bfloat16 kernels of issue 35: written as README.md teaches (read
+# through ``float32(x[...])``, compute in float32, round once at the store into the
+# bfloat16 output), not tuned for the simulator.
+@cuda.jit
+def causal_softmax(x, out, n):
+    # One row of scores per block: row i of batch b attends to columns j <= i.
+    b = cuda.blockIdx.x // n
+    i = cuda.blockIdx.x % n
+    tid = cuda.threadIdx.x
+    part = cuda.shared.array(THREADS, float32)
+    m = float32(-math.inf)
+    for j in range(tid, n, THREADS):
+        if j <= i:
+            m = max(m, float32(x[b, i, j]))
+    part[tid] = m
+    cuda.syncthreads()
+    stride = THREADS // 2
+    while stride > 0:
+        if tid < stride:
+            part[tid] = max(part[tid], part[tid + stride])
+        cuda.syncthreads()
+        stride //= 2
+    m = part[0]
+    cuda.syncthreads()
+    s = float32(0.0)
+    for j in range(tid, n, THREADS):
+        if j <= i:
+            s += math.exp(float32(x[b, i, j]) - m)
+    part[tid] = s
+    cuda.syncthreads()
+    stride = THREADS // 2
+    while stride > 0:
+        if tid < stride:
+            part[tid] += part[tid + stride]
+        cuda.syncthreads()
+        stride //= 2
+    s = part[0]
+    for j in range(tid, n, THREADS):
+        if j <= i:
+            out[b, i, j] = math.exp(float32(x[b, i, j]) - m) / s
+        else:
+            out[b, i, j] = float32(0.0)
+
+
+@cuda.jit
+def transpose_tiled(x, out):
+    # The tutorial transpose: a 32 x 32 block stages a tile in shared memory, padded
+    # by one column, and writes it back transposed.
+    tile = cuda.shared.array(TILE_SHAPE, float32)
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    row = cuda.blockIdx.y * TILE_T + ty
+    col = cuda.blockIdx.x * TILE_T + tx
+    if row < x.shape[0] and col < x.shape[1]:
+        tile[ty, tx] = float32(x[row, col])
+    cuda.syncthreads()
+    row = cuda.blockIdx.x * TILE_T + ty
+    col = cuda.blockIdx.y * TILE_T + tx
+    if row < out.shape[0] and col < out.shape[1]:
+        out[row, col] = tile[tx, ty]
 
 
 # --- launches at a size -------------------------------------------------------------
@@ -233,6 +298,48 @@ def _find_contiguous(stop: int, rng: np.random.Generator) -> Case:
     return Case((_blocks(stop),), (THREADS,), [target, stop, seq, answer], iterations, check)
 
 
+def bfloat16(values: np.ndarray) -> np.ndarray:
+    """float32 ``values`` rounded to bfloat16, as the simulator holds a bfloat16 array:
+    its bits in a ``BFloat16Bits`` uint16 array (what the ``sim`` backend passes)."""
+    import torch
+
+    from portkit.backends.sim import host_array
+
+    return host_array(torch.from_numpy(np.ascontiguousarray(values)).to(torch.bfloat16))
+
+
+def bfloat16_values(bits: np.ndarray) -> np.ndarray:
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def _causal_softmax(n: int, rng: np.random.Generator) -> Case:
+    x = bfloat16(rng.standard_normal((BATCH, n, n)).astype(np.float32))
+    out = bfloat16(np.full((BATCH, n, n), np.nan, np.float32))
+
+    def check() -> None:
+        scores = bfloat16_values(x).astype(np.float64)
+        causal = np.tril(np.ones((n, n), bool))
+        scores = np.where(causal, scores, -np.inf)
+        e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        expected = e / e.sum(axis=-1, keepdims=True)
+        # float32 arithmetic rounded once to bfloat16: within one bfloat16 ULP (2^-8 rel.)
+        np.testing.assert_allclose(bfloat16_values(out), expected, rtol=2**-8, atol=1e-30)
+
+    return Case((BATCH * n,), (THREADS,), [x, out, n], BATCH * n * n, check)
+
+
+def _transpose(rows: int, rng: np.random.Generator) -> Case:
+    cols = 2 * rows + 2  # 2049 rows: the issue's 2049 x 4100
+    x = bfloat16(rng.standard_normal((rows, cols)).astype(np.float32))
+    out = bfloat16(np.full((cols, rows), np.nan, np.float32))
+
+    def check() -> None:
+        np.testing.assert_array_equal(out, x.T)  # the bits, exactly
+
+    grid = (-(-cols // TILE_T), -(-rows // TILE_T))
+    return Case(grid, (TILE_T, TILE_T), [x, out], rows * cols, check)
+
+
 @dataclass(frozen=True)
 class Kernel:
     name: str
@@ -253,4 +360,13 @@ KERNELS = [
         "histogram_1", "atomics histogram, one per thread", histogram_1, _histogram_1, "elements"
     ),
     Kernel("find_contiguous", "unequal loops", find_contiguous, _find_contiguous, "loop steps"),
+    # numba's simulator has no bfloat16 (docs/authoring.md): portkit's engines only.
+    Kernel(
+        "causal_softmax", "bfloat16 causal softmax, a row per block", causal_softmax,
+        _causal_softmax, "scores", numba=False,
+    ),
+    Kernel(
+        "transpose", "bfloat16 tiled transpose", transpose_tiled, _transpose, "elements",
+        numba=False,
+    ),
 ]

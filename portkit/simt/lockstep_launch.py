@@ -23,7 +23,6 @@ from portkit.launch.kernel_set import LaunchConfig
 from portkit.simt.interrupts import passes_through
 from portkit.simt.layout import memory_view
 from portkit.simt.records import ArrayRecord, LaunchRecord
-from portkit.simt.scalars import BFloat16Bits
 from portkit.simt.schedule import REVERSED
 from portkit.simt.tally import AtomicTally
 
@@ -67,8 +66,6 @@ def try_lockstep(
     refused = machine._lockstep.refused(dispatcher)
     if machine.rewriter.rewrite(dispatcher).grid_syncs:
         refused = "a grid barrier (every block must be alive at once: grid_run.py)"
-    if refused is None and any(isinstance(a, BFloat16Bits) for a in args):
-        refused = "bfloat16 arrays (the lockstep engine has no bfloat16 arithmetic)"
     if refused is not None:
         return _fall_back(
             machine, name, refused, lambda: machine.run_per_thread(name, dispatcher, config, args)

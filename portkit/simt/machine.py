@@ -60,10 +60,10 @@ from portkit.simt.records import (
     unflatten,
 )
 from portkit.simt.reporting import Reporting
-from portkit.simt.scalars import INT64, as_dtype, widen
+from portkit.simt.scalars import INT64, BFloat16, as_dtype, widen
 from portkit.simt.schedule import checked, in_order
 from portkit.simt.second_schedule import Suspect, confirm, other, snapshot
-from portkit.simt.shadow import poisoned
+from portkit.simt.shadow import poisoned, poisoned_bfloat16
 from portkit.simt.stamps import line_of, stamp_thread
 from portkit.simt.tally import AtomicTally
 from portkit.simt.transform import Rewriter, SimulatedFunction
@@ -334,7 +334,8 @@ class Machine(Reporting):
     def _shared_array(self, site: int, name: str, shape: Any, dtype: Any) -> SimArray:
         dims = shape_of(shape)
         key: Any = site
-        dtype = as_dtype(dtype)
+        bfloat16 = dtype is BFloat16 and dims != (0,)  # numba.cuda.bf16.bfloat16: its bits
+        dtype = np.dtype(np.uint16) if bfloat16 else as_dtype(dtype)
         if dims == (0,):  # dynamic shared memory: every such array aliases one buffer
             key = ("dynamic", dtype.str)
             if key not in self._shared:
@@ -344,11 +345,10 @@ class Machine(Reporting):
         if array is None:
             size = math.prod(dims)
             static = [a for k, a in self._shared.items() if type(k) is not tuple]
-            used = sum(int(a.size) * a.dtype.itemsize for a in static)
+            used = sum(int(a.size) * int(a.itemsize) for a in static)
             check_shared_bytes(used + size * dtype.itemsize, self._shared_bytes)
-            array = SimArray(
-                poisoned(size, dtype), Layout.contiguous(dims), name, SHARED, self, Shadow(size)
-            )
+            data = poisoned_bfloat16(size) if bfloat16 else poisoned(size, dtype)
+            array = SimArray(data, Layout.contiguous(dims), name, SHARED, self, Shadow(size))
             self._shared[key] = array
         return array
 
@@ -374,7 +374,7 @@ class Machine(Reporting):
         dims = shape_of(shape)
         size = math.prod(dims)
         return SimArray(
-            poisoned(size, as_dtype(dtype)),
+            poisoned_bfloat16(size) if dtype is BFloat16 else poisoned(size, as_dtype(dtype)),
             Layout.contiguous(dims),
             name,
             LOCAL,

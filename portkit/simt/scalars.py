@@ -265,6 +265,7 @@ class BFloat16:
 
     __slots__ = ("bits",)
     bits: int
+    __array_ufunc__ = None  # float32 * b: NumPy defers to __rmul__ (float32, as numba)
 
     def __init__(self, value: Any = 0.0) -> None:
         self.bits = value.bits if isinstance(value, BFloat16) else _round_to_bfloat16(value)
@@ -277,6 +278,9 @@ class BFloat16:
 
     def __float__(self) -> float:
         return float(self.float32())
+
+    def __bool__(self) -> bool:  # C's: nonzero (NaN too)
+        return bool(self.bits & 0x7FFF)
 
     def float32(self) -> np.float32:
         return np.uint32(self.bits << 16).view(np.float32)
@@ -338,10 +342,6 @@ def _signed_bits_of(value: BFloat16) -> np.int64:
     return INT64(value.bits - 0x10000 if value.bits & 0x8000 else value.bits)
 
 
-def _to_float32(value: BFloat16) -> np.float32:
-    return value.float32()
-
-
 def _pick(test: Callable[[Any, Any], bool]) -> Callable[[BFloat16, BFloat16], BFloat16]:
     def pick(a: BFloat16, b: BFloat16) -> BFloat16:
         fa, fb = a.float32(), b.float32()
@@ -363,7 +363,7 @@ _BF16_FUNCTIONS: dict[str, Callable[..., Any]] = {
     ),
     **dict.fromkeys(("bfloat16_as_uint16", "bfloat16_as_ushort"), _bits_of),
     **dict.fromkeys(("bfloat16_as_int16", "bfloat16_as_short"), _signed_bits_of),
-    **dict.fromkeys(("bfloat162float", "bfloat16_to_float32"), _to_float32),
+    **dict.fromkeys(("bfloat162float", "bfloat16_to_float32"), BFloat16.float32),
     **dict.fromkeys(
         (
             "float2bfloat16",

@@ -81,3 +81,11 @@ def poisoned(size: int, dtype: np.dtype) -> np.ndarray:
     if dtype.kind == "f":
         return np.full(size, np.nan, dtype)
     return np.full(size, 0x5A5A5A5A5A5A5A5A, np.uint64).astype(dtype)
+
+
+def poisoned_bfloat16(size: int) -> np.ndarray:
+    """Fresh shared or local bfloat16 memory: its bits (``BFloat16Bits``, as a bfloat16
+    argument), every one NaN."""
+    from portkit.simt.scalars import BFloat16Bits
+
+    return np.full(size, 0x7FFF, np.uint16).view(BFloat16Bits)

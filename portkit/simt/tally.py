@@ -38,6 +38,36 @@ class AtomicTally:
             entry[0] += 1
             entry[1] += abs(float(value))
 
+    def sums_before(self, data: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        """Each element's sum of contribution magnitudes so far (0 where none), float64."""
+        base, size, get = data.ctypes.data, data.itemsize, self.elements.get
+        return np.array(
+            [(get(base + p * size) or (0, 0.0))[1] for p in positions.tolist()], np.float64
+        )
+
+    def record(
+        self,
+        data: np.ndarray,
+        positions: np.ndarray,
+        counts: np.ndarray,
+        sums: np.ndarray,
+        initial: np.ndarray,
+    ) -> None:
+        """``counts`` more contributions into ``data[positions]``, whose magnitudes now sum
+        to ``sums`` (``sums_before`` plus theirs); ``initial``: each element's magnitude
+        before its first contribution (kept where the element was counted before)."""
+        base, size = data.ctypes.data, data.itemsize
+        self._pinned.setdefault(id(data), data)
+        rows = zip(positions.tolist(), counts.tolist(), sums.tolist(), initial.tolist())
+        for position, count, total, before in rows:
+            address = base + position * size
+            entry = self.elements.get(address)
+            if entry is None:
+                self.elements[address] = [count, total, before]
+            else:
+                entry[0] += count
+                entry[1] = total
+
     def merge(self, other: AtomicTally) -> None:
         """Add ``other``'s counts (a lockstep launch's, once it ran to the end)."""
         for address, (count, contributions, initial) in other.elements.items():

@@ -24,11 +24,13 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from portkit.simt.lockstep.bfloat16 import BF16Lanes, lanes_of, round_to_bits
 from portkit.simt.lockstep.lane_atomics import lane_atomic
 from portkit.simt.lockstep.lane_shadow import STAMP_SLOTS, LaneShadow, ordered
 from portkit.simt.lockstep.lanes import is_lanes
 from portkit.simt.lockstep.vectorize import Unsupported
 from portkit.simt.memory import CONST, GLOBAL, _line_key
+from portkit.simt.scalars import BFloat16, BFloat16Bits
 from portkit.simt.tally import AtomicTally
 
 
@@ -62,6 +64,14 @@ def _past(item: np.ndarray, n: int) -> bool:
     return bool(item.max() >= n)
 
 
+def _bits_of(value: Any) -> Any:
+    """The bfloat16 bits a store of ``value`` writes (one value, or one per lane)."""
+    if isinstance(value, BFloat16):
+        return value.bits
+    bits = round_to_bits(value)
+    return bits if is_lanes(value) else bits[0]
+
+
 def _strictly_increasing(flat: np.ndarray) -> bool:
     return flat.size < 2 or bool(np.all(flat[1:] > flat[:-1]))
 
@@ -90,7 +100,9 @@ class LaneArray:
         self._poisoned = space != GLOBAL and space != CONST
         self._cross_block = space == GLOBAL
         kind = data.dtype
-        self._widen = kind.kind in "iu" and kind.itemsize < 8
+        # bfloat16 (its bits, as the per-thread engine holds it) loads as BF16Lanes
+        self._bfloat16 = isinstance(data, BFloat16Bits)
+        self._widen = kind.kind in "iu" and kind.itemsize < 8 and not self._bfloat16
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
         raise Unsupported(f"np.{ufunc.__name__} over whole arrays (each thread runs it)")
@@ -108,8 +120,9 @@ class LaneArray:
         return len(self._shape)
 
     @property
-    def dtype(self) -> np.dtype:
-        return self.data.dtype
+    def dtype(self) -> Any:
+        """The element type a kernel sees (``"bfloat16"`` for bfloat16, as per thread)."""
+        return "bfloat16" if self._bfloat16 else self.data.dtype
 
     @property
     def itemsize(self) -> np.int64:
@@ -216,6 +229,8 @@ class LaneArray:
                 value = self.data.dtype.type(0)
             if self._widen:
                 return np.int64(value)
+            if self._bfloat16:  # per lane: bfloat16 values are never uniform here
+                return lanes_of(BFloat16.from_bits(value), chunk.n)
             return value
         if chunk.full_lanes:
             values = self.data[flat] if self.data.size else np.zeros(flat.size, self.data.dtype)
@@ -226,7 +241,7 @@ class LaneArray:
             values[chunk.mask] = self.data[flat]
         if not self.unwritten:
             self._check_reads(flat, frame, False)
-        return values
+        return BF16Lanes.of_bits(values) if self._bfloat16 else values
 
     def store(self, index: Any, value: Any, frame: Any) -> None:
         flat = self.positions(index)
@@ -244,6 +259,8 @@ class LaneArray:
                 raise Unsupported("several threads write one element (a race)")
             flat = np.full(1, flat, np.int64)
         values = value[chunk.mask] if is_lanes(value) and not chunk.full_lanes else value
+        if self._bfloat16:  # rounded as the per-thread engine's bfloat16_store
+            values = values.bits() if isinstance(values, BF16Lanes) else _bits_of(values)
         if self._check_writes(flat, frame) and self._repeats(flat):
             raise Unsupported("several threads write one element in one statement (a race)")
         self.data[flat] = values
@@ -375,4 +392,6 @@ class LaneArray:
         unused: str | None = None,
     ) -> Any:
         """Read-modify-write per active lane, in thread order (``lane_atomics.py``)."""
+        if self._bfloat16:
+            raise Unsupported("an atomic on a bfloat16 array")  # per thread: its fault
         return lane_atomic(self, index, update, operands, frame, add_sign, unused)

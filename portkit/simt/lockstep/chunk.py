@@ -21,8 +21,8 @@ from portkit.simt.lockstep.lane_shadow import LaneShadow
 from portkit.simt.lockstep.lanes import Lanes, is_lanes, truth
 from portkit.simt.lockstep.vectorize import Unsupported
 from portkit.simt.memory import CONST, LOCAL, SHARED
-from portkit.simt.scalars import as_dtype
-from portkit.simt.shadow import poisoned
+from portkit.simt.scalars import BFloat16, as_dtype
+from portkit.simt.shadow import poisoned, poisoned_bfloat16
 from portkit.simt.stamps import EPOCH_MASK, EPOCH_SHIFT, THREAD_BITS
 
 WARP = 32
@@ -134,7 +134,8 @@ class Chunk(Lanes):
 
     def shared(self, site: int, name: str, shape: Any, dtype: Any) -> LaneArray:
         dims = _shape(shape)
-        dtype = as_dtype(dtype)
+        element = dtype
+        dtype = _element_type(dtype, dynamic=dims == (0,))
         key: Any = site
         if dims == (0,):
             key = ("dynamic", dtype.str)
@@ -145,9 +146,9 @@ class Chunk(Lanes):
         if array is None:
             size = math.prod(dims)
             static = [a for k, a in self._shared.items() if type(k) is not tuple]
-            used = sum(int(a.size) * a.dtype.itemsize for a in static)
+            used = sum(int(a.size) * a.data.dtype.itemsize for a in static)
             check_shared_bytes(used + size * dtype.itemsize, self.shared_bytes)
-            data = poisoned(size * self.blocks, dtype)
+            data = _poisoned(size * self.blocks, element, dtype)
             shape, strides = _contiguous(dims)
             offset = self.block_local * size
             array = LaneArray(
@@ -165,7 +166,7 @@ class Chunk(Lanes):
         raw = others[0].data.view(np.uint8) if others else np.full(total, 0xFF, np.uint8)
         data = raw.view(dtype)
         size = self.shared_bytes // dtype.itemsize
-        same = [a.shadow for a in others if a.dtype.itemsize == dtype.itemsize]
+        same = [a.shadow for a in others if a.data.dtype.itemsize == dtype.itemsize]
         shadow = same[0] if same else LaneShadow(data.size)
         offset = self.block_local * size
         return LaneArray(data, (size,), (1,), offset, SHARED, self, shadow)
@@ -173,7 +174,7 @@ class Chunk(Lanes):
     def local(self, site: int, name: str, shape: Any, dtype: Any) -> LaneArray:
         dims = _shape(shape)
         size = math.prod(dims)
-        data = poisoned(size * self.n, as_dtype(dtype))
+        data = _poisoned(size * self.n, dtype, _element_type(dtype))
         shape, strides = _contiguous(dims)
         offset = np.arange(self.n, dtype=np.int64) * size
         written = np.zeros(size * self.n, bool)
@@ -328,3 +329,26 @@ def _contiguous(dims: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]
         strides.append(step)
         step *= n
     return tuple(dims), tuple(reversed(strides))
+
+
+def _is_bfloat16(dtype: Any) -> bool:
+    """Whether an allocation's dtype is numba.cuda.bf16.bfloat16 (its lane version)."""
+    return getattr(dtype, "per_thread", None) is BFloat16
+
+
+def _element_type(dtype: Any, dynamic: bool = False) -> np.dtype:
+    """A shared or local array's NumPy type (bfloat16: its bits, uint16); one the
+    per-thread engine holds as Python objects (dynamic shared bfloat16) is refused."""
+    if _is_bfloat16(dtype) and not dynamic:
+        return np.dtype(np.uint16)
+    try:
+        found = as_dtype(dtype)
+    except TypeError:
+        found = np.dtype(object)
+    if found.kind == "O":
+        raise Unsupported(f"a shared or local array of {getattr(dtype, '__name__', dtype)}")
+    return found
+
+
+def _poisoned(size: int, element: Any, dtype: np.dtype) -> np.ndarray:
+    return poisoned_bfloat16(size) if _is_bfloat16(element) else poisoned(size, dtype)

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from portkit.simt.lockstep.expressions import Unsupported
+from portkit.simt.lockstep.float_sums import float_sums
 from portkit.simt.lockstep.integer_sums import integer_sums
 from portkit.simt.lockstep.lanes import is_lanes
 from portkit.simt.lockstep.unordered import accumulate, last_writers, last_writers_known
@@ -76,15 +77,18 @@ def lane_atomic(
                 shadow.writes[flats] = shadow.me(chunk)[::order]
                 shadow.set_lines("write_lines", flats, line)
         return None
+    # Float sums depend on the order: counted per element (simt/tally.py).
+    tally = self.tally if add_sign and data.dtype.kind == "f" else None
+    olds = None
     if add_sign and data.dtype.kind in "iu" and _integer(operand) and lanes.size:
         olds = integer_sums(data, flats, lanes, operand, add_sign, chunk.n)
-    else:
+    elif add_sign and data.dtype.kind == "f" and lanes.size:
+        olds = float_sums(data, flats, lanes, operand, add_sign, chunk.n, tally)
+    if olds is None:
         columns = [
             np.broadcast_to(v, (chunk.n,))[lanes] if is_lanes(v) else None for v in operands
         ]
         olds = np.zeros(lanes.size, data.dtype)
-        # Float sums depend on the order: counted per element (simt/tally.py).
-        tally = self.tally if add_sign and data.dtype.kind == "f" else None
         for k, position in enumerate(flats.tolist()):
             args = [v if c is None else c[k] for v, c in zip(operands, columns)]
             old = data[position]

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from portkit.simt.lockstep.bfloat16 import is_bfloat16, where
 from portkit.simt.lockstep.vectorize import Unsupported
 
 
@@ -239,6 +240,8 @@ class Lanes:
                 return np.where(self.mask, new, old)
         if isinstance(new, tuple) and isinstance(old, tuple) and len(new) == len(old):
             return tuple(self.sel(a, b) for a, b in zip(new, old))
+        if is_bfloat16(new) or is_bfloat16(old):
+            return where(self.mask, new, old)  # both bfloat16, or refused
         if not _numeric(new) or not _numeric(old):
             raise Unsupported("a divergent assignment of a non-number (array view, tuple)")
         kind = unified(np.asarray(new).dtype, np.asarray(old).dtype)
@@ -256,6 +259,8 @@ class Lanes:
 
     def merge(self, taken: Any, value_if: Any, other: Any) -> Any:
         """Per-lane choice between two branch values (same type in every lane)."""
+        if is_bfloat16(value_if) or is_bfloat16(other):
+            return where(taken, value_if, other)  # both bfloat16, or refused
         if not _numeric(value_if) or not _numeric(other):
             raise Unsupported("a conditional choice between non-numbers")
         kind = unified(np.asarray(value_if).dtype, np.asarray(other).dtype)

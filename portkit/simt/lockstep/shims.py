@@ -20,10 +20,11 @@ import numpy as np
 from portkit.simt import floatmath, intrinsics
 from portkit.simt.fp16 import SIMULATED_FP16
 from portkit.simt.lockstep.arrays import LaneArray
+from portkit.simt.lockstep.bfloat16 import BF16Lanes, LaneCast, lane_bf16, lane_values
 from portkit.simt.lockstep.lanes import is_lanes
 from portkit.simt.lockstep.unordered import UNORDERED
 from portkit.simt.lockstep.vectorize import UNUSED_ATOMICS, Unsupported
-from portkit.simt.scalars import INT64, TYPED_BUILTINS, TYPED_MATH, NumberCast, as_dtype
+from portkit.simt.scalars import INT64, TYPED_BUILTINS, TYPED_MATH, BFloat16, as_dtype
 
 # Every shim that needs the chunk running now reads it from ``current``: the engine's own
 # holder (``current.chunk``), so two machines, or two sessions, never share one.
@@ -39,13 +40,17 @@ def per_lane(function: Callable[..., Any], name: str, current: Any) -> Callable[
             return function(*args)
         chunk = current.chunk
         lanes = np.flatnonzero(chunk.mask)
-        columns = [a[lanes].tolist() if is_lanes(a) else None for a in args]
-        kinds: list[Any] = [a.dtype.type if is_lanes(a) else None for a in args]
+        columns = [_column(a, lanes) if is_lanes(a) else None for a in args]
+        kinds: list[Any] = [_kind(a) if is_lanes(a) else None for a in args]
         results = []
         for k in range(lanes.size):
             lane_args = [a if c is None else t(c[k]) for a, c, t in zip(args, columns, kinds)]
             results.append(function(*lane_args))
         types = {type(r) for r in results}
+        if types == {BFloat16}:  # bfloat16 results: lanes of them (round(b) gives b)
+            out = np.zeros(chunk.n, np.uint16)
+            out[lanes] = [r.bits for r in results]
+            return BF16Lanes.of_bits(out)
         if len(types) > 1 or (types and not issubclass(next(iter(types)), np.generic)):
             raise Unsupported(f"{name}() gives {', '.join(t.__name__ for t in types)}")
         kind = next(iter(types)) if types else np.float64
@@ -56,6 +61,15 @@ def per_lane(function: Callable[..., Any], name: str, current: Any) -> Callable[
 
     apply.__name__ = name
     return apply
+
+
+def _column(values: np.ndarray, lanes: np.ndarray) -> list:
+    """The active lanes' values as the per-thread engine holds them, one per lane."""
+    return lane_values(values, lanes) if isinstance(values, BF16Lanes) else values[lanes].tolist()
+
+
+def _kind(values: np.ndarray) -> Any:
+    return (lambda v: v) if isinstance(values, BF16Lanes) else values.dtype.type
 
 
 _FAST_UNARY = {
@@ -71,7 +85,7 @@ def _fast_unary(name: str, current: Any) -> Callable[..., Any]:
         if len(args) != 1 or not is_lanes(args[0]):
             return slow(*args)
         x = args[0]
-        if x.dtype.kind != "f":
+        if x.dtype.kind != "f" or isinstance(x, BF16Lanes):  # math of a BFloat16: float64
             return slow(x)
         chunk = current.chunk
         full = chunk.full_lanes
@@ -95,7 +109,7 @@ def _sqrt(current: Any) -> Callable[..., Any]:
 
     def apply(*args: Any) -> Any:
         x = args[0]
-        if len(args) == 1 and is_lanes(x) and x.dtype.kind == "f":
+        if len(args) == 1 and is_lanes(x) and x.dtype.kind == "f" and type(x) is np.ndarray:
             with np.errstate(all="ignore"):
                 return np.sqrt(x.astype(np.float64)).astype(x.dtype)
         return slow(*args)
@@ -146,6 +160,8 @@ def _pairwise(
             raise Unsupported(f"{name}() of one per-thread value")
         else:
             key = tuple(_dtype(v) for v in values)
+        if any(isinstance(v, BF16Lanes) for v in values):
+            raise Unsupported(f"{name}() of bfloat16 values")  # per thread: its TypeError
         entry = commons.get(key)
         if entry is None:
             types = set(key)
@@ -175,6 +191,8 @@ def _int(current: Any) -> Callable[..., Any]:
     def apply(value: Any = 0) -> Any:
         if not is_lanes(value):
             return TYPED_BUILTINS["int"](value)
+        if isinstance(value, BF16Lanes):
+            raise Unsupported("int() of a bfloat16 value")  # per thread: its TypeError
         if value.dtype.kind == "f" and not np.all(np.isfinite(value[current.chunk.mask])):
             raise Unsupported("int() of inf or NaN")
         return value.astype(np.int64)
@@ -266,15 +284,21 @@ class LaneCuda:
 
     def __init__(self, current: Any) -> None:
         self._current = current
+        self.bf16 = lane_bf16(current)  # numba.cuda.bf16: lanes of bfloat16 (bfloat16.py)
         zero = LaneDim3(INT64(0), INT64(0), INT64(0))  # set_chunk gives the lanes theirs
         self.threadIdx = self.blockIdx = self.blockDim = self.gridDim = zero
+        self._thread_key: tuple | None = None
         self.laneid: Any = None
 
     def set_chunk(self, chunk: Any, block_dims: tuple, grid_dims: tuple) -> None:
         bx, by, _ = block_dims
         gx, gy, _ = grid_dims
         t, b = chunk.thread, chunk.block
-        self.threadIdx = LaneDim3(t % bx, (t // bx) % by, t // (bx * by))
+        # Chunks of one shape share ``t`` (read-only, kept here so its id is not reused).
+        known = self._thread_key
+        if known is None or known[0] is not t or known[1:] != (bx, by):
+            self._thread_key = (t, bx, by)
+            self.threadIdx = LaneDim3(t % bx, (t // bx) % by, t // (bx * by))
         self.blockIdx = LaneDim3(b % gx, (b // gx) % gy, b // (gx * gy))
         self.blockDim = LaneDim3(*(INT64(v) for v in block_dims))
         self.gridDim = LaneDim3(*(INT64(v) for v in grid_dims))
@@ -316,7 +340,7 @@ class LaneCuda:
 
         value = getattr(cuda, name, None)
         if isinstance(value, numba_types.Number):
-            cast = NumberCast(as_dtype(value), name)
+            cast = LaneCast(as_dtype(value), name)
             setattr(self, name, cast)
             return cast
         scalar = getattr(intrinsics.SimulatedCuda, name, None)

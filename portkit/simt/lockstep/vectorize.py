@@ -35,10 +35,11 @@ from typing import Any
 import numpy as np
 
 from portkit.simt.fp16 import simulated_fp16
+from portkit.simt.lockstep.bfloat16 import LaneCast, simulated_lane_bf16
 from portkit.simt.lockstep.expressions import Expressions, Unsupported
 from portkit.simt.lockstep.syntax import assign_to, ctx_call, has_node, name_node
 from portkit.simt.lockstep.unwritten import unwritten_parameters
-from portkit.simt.scalars import NumberCast, as_dtype, typed_constant
+from portkit.simt.scalars import as_dtype, typed_constant
 from portkit.simt.transform import (
     WAITING_INTRINSICS,
     _ModuleProxy,
@@ -165,8 +166,11 @@ class Vectorizer:
             return self._helpers["__pk_math"]
         if value is numba or value is numba_types:
             return _ModuleProxy(value, self.vector_value)
+        bf16 = simulated_lane_bf16(self._helpers["__pk_cuda"].bf16, value)
+        if bf16 is not None:  # numba.cuda.bf16, its functions, its bfloat16 type
+            return bf16
         if isinstance(value, numba_types.Number):
-            return NumberCast(as_dtype(value), str(value))
+            return LaneCast(as_dtype(value), str(value))
         if isinstance(value, (bool, int, float)):
             return typed_constant(value)
         if callable(value) and getattr(math, name := getattr(value, "__name__", ""), None) is value:
