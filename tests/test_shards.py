@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import re
 
@@ -154,3 +155,19 @@ def test_a_shard_records_the_durations_of_its_own_items(pytester, project):
     recorded = json.loads((pytester.path / "durations.json").read_text())
     assert sorted(recorded) == sorted(mine) and mine
     assert all(seconds > 0 for seconds in recorded.values())
+
+
+def test_xdist_workers_inside_a_shard_still_get_a_gpu_each(monkeypatch):
+    """A shard on a 4-GPU runner with ``-n 4``: worker gwN gets GPU N (the pinning is per
+    process and knows nothing of shards); a shard given one GPU leaves it as it is."""
+    from portkit.pytest_plugin import pin_worker_gpu
+
+    for worker, gpu in (("gw0", "0"), ("gw3", "3"), ("gw5", "1")):
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2,3")
+        monkeypatch.setenv("PYTEST_XDIST_WORKER", worker)
+        assert pin_worker_gpu() == gpu
+        assert os.environ["CUDA_VISIBLE_DEVICES"] == gpu
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2")
+    assert pin_worker_gpu() is None
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    assert pin_worker_gpu(pin=False) is None
