@@ -25,9 +25,9 @@ from portkit.cli.context import (
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from portkit.checking.seeds import WorstMargin
     from portkit.project.config import ProjectConfig
     from portkit.project.discovery import Op
-    from portkit.checking.seeds import WorstMargin
     from portkit.results import CheckResult
 
 
@@ -41,6 +41,7 @@ class BackendState(Protocol):
     def role(self) -> str: ...
     @property
     def unavailable_reason(self) -> str | None: ...
+
 
 # compute-sanitizer tools; kept here (not imported from portkit.sanitize) so --help
 # stays free of anything but click. tests/sanitize/test_sanitize_cli.py checks they agree.
@@ -201,10 +202,10 @@ def check(
         from portkit.cli.check_jobs import check_jobs
 
         with progress_bar(console, steps, f"checking ({jobs} jobs)") as advance:
-            results, states, report = check_jobs(
+            results, states, lines = check_jobs(
                 config, plan, names, case_names, quick, no_compile, verbose, jobs, advance
             )
-        _report(results, states, report, names, margins, seeds, verbose, console, out)
+        _report(results, states, lines, names, margins, seeds, verbose, console, out)
     backends = create_all(config, names or None)
     with progress_bar(console, steps, "checking") as advance:
         if seeds > 1:

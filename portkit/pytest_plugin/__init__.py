@@ -302,9 +302,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     return OpFile.from_parent(parent, path=file_path)
 
 
-def pytest_terminal_summary(
-    terminalreporter: Any, exitstatus: int, config: pytest.Config
-) -> None:
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     """With --portkit-seeds N: the items closest to their bound, worst first."""
     seeds = config.getoption("--portkit-seeds", default=1)
     if seeds <= 1:

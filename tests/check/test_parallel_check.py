@@ -58,7 +58,10 @@ def test_a_worker_that_dies_is_a_red_row_for_its_op_and_the_run_goes_on(make_pro
     root = make_project(
         {
             "par_fine": (sources.unary_op("par_fine", cases=sources.ONE_CASE), None),
-            "par_boom": (sources.unary_op("par_boom", reference=KILL, cases=sources.ONE_CASE), None),
+            "par_boom": (
+                sources.unary_op("par_boom", reference=KILL, cases=sources.ONE_CASE),
+                None,
+            ),
             "par_late": (sources.unary_op("par_late", cases=sources.ONE_CASE), None),
         }
     )
@@ -95,7 +98,9 @@ def test_workers_take_the_gpus_round_robin_and_share_the_cores():
     cpu = worker_environment(0, 4, [], {"PATH": "/bin"}, cores=16)
     assert "CUDA_VISIBLE_DEVICES" not in cpu and cpu["PATH"] == "/bin"
     assert cpu["OMP_NUM_THREADS"] == "4"
-    assert worker_environment(0, 4, [], {"OMP_NUM_THREADS": "2"}, cores=16)["OMP_NUM_THREADS"] == "2"
+    assert (
+        worker_environment(0, 4, [], {"OMP_NUM_THREADS": "2"}, cores=16)["OMP_NUM_THREADS"] == "2"
+    )
     assert worker_environment(0, 8, [], {}, cores=2)["OMP_NUM_THREADS"] == "1"
 
 
@@ -104,7 +109,14 @@ def row(op: str, case: str, backend: str = "sim", check: str = "forward") -> Che
 
 
 def test_rows_merge_in_the_order_of_one_process_and_survive_the_file(tmp_path):
-    a = OpRun("a", [row("a", "all", "numba", "compile sm_90"), row("a", "all", "torch", "gradcheck"), row("a", "n1")])
+    a = OpRun(
+        "a",
+        [
+            row("a", "all", "numba", "compile sm_90"),
+            row("a", "all", "torch", "gradcheck"),
+            row("a", "n1"),
+        ],
+    )
     b = OpRun("b", [row("b", "all", "numba", "compile sm_90"), row("b", "n1"), row("b", "n2")])
     merged = suite_order([a, b])
     assert [(r.op, r.case, r.check) for r in merged] == [

@@ -75,7 +75,9 @@ def check_op(
         say.flush()
 
     results = (
-        run_suite(plan, backends, session.config, compile_first=request.compile_first, advance=advance)
+        run_suite(
+            plan, backends, session.config, compile_first=request.compile_first, advance=advance
+        )
         if plan
         else []
     )
