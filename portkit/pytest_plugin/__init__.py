@@ -139,26 +139,6 @@ _SWITCH_KEY = pytest.StashKey[Any]()
 _SHARD_DURATIONS_KEY = pytest.StashKey[dict[str, float]]()
 
 
-def _visible_gpus() -> list[str]:
-    """GPU ids this process may use: CUDA_VISIBLE_DEVICES, else ``nvidia-smi -L``."""
-    import os
-    import shutil
-    import subprocess
-
-    listed = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if listed is not None:
-        return [g.strip() for g in listed.split(",") if g.strip()]
-    if shutil.which("nvidia-smi") is None:
-        return []
-    try:
-        out = subprocess.run(
-            ["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20, check=False
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
-        return []
-    return [str(k) for k, line in enumerate(out.splitlines()) if line.startswith("GPU ")]
-
-
 def pin_worker_gpu(pin: bool = True) -> str | None:
     """Under pytest-xdist on a machine with several GPUs, give worker ``gwN`` GPU
     ``N mod GPUs`` alone (CUDA_VISIBLE_DEVICES), before anything initialises CUDA, so
@@ -167,10 +147,12 @@ def pin_worker_gpu(pin: bool = True) -> str | None:
     process's environment itself (docs/environment.md)."""
     import os
 
+    from portkit.checking.parallel.gpus import visible_gpus
+
     worker = os.environ.get("PYTEST_XDIST_WORKER", "")
     if not worker.startswith("gw") or not pin:
         return None
-    gpus = _visible_gpus()
+    gpus = visible_gpus()
     if len(gpus) < 2:
         return None
     chosen = gpus[int(worker[2:]) % len(gpus)]
