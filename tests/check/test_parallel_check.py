@@ -65,7 +65,8 @@ def test_a_worker_that_dies_is_a_red_row_for_its_op_and_the_run_goes_on(make_pro
             "par_late": (sources.unary_op("par_late", cases=sources.ONE_CASE), None),
         }
     )
-    done = run_portkit(root, "check", "--all", "--no-compile", "--json", "-j", "2", timeout=600)
+    args = ("check", "--all", "--no-compile", "--json", "-v", "-j", "2")
+    done = run_portkit(root, *args, timeout=600)
     assert done.returncode == 1, done.stderr
     got = rows(done)
     assert ("par_boom", "portkit", "worker", "all", "fail") in got
@@ -74,6 +75,8 @@ def test_a_worker_that_dies_is_a_red_row_for_its_op_and_the_run_goes_on(make_pro
     (row,) = [r for r in json.loads(done.stdout)["results"] if r["check"] == "worker"]
     assert "died (killed by SIGKILL)" in row["detail"]
     assert "Traceback" not in done.stderr
+    # -v: each op's own engine counts, from the backends of its own worker run
+    assert "par_late: sim: lockstep fallbacks: 0 of 1 launch(es)" in done.stderr
 
 
 @pytest.mark.parametrize("jobs", ["0", "-1", "two"])

@@ -22,7 +22,6 @@ from typing import IO, TYPE_CHECKING
 from portkit.checking.parallel.handoff import BackendState, OpRun, crashed, write_run
 
 if TYPE_CHECKING:
-    from portkit.backends import Backend
     from portkit.project.session import Session
 
 MODULE = "portkit.checking.parallel.worker"
@@ -57,11 +56,14 @@ def command(request: Path) -> list[str]:
     return [sys.executable, "-m", MODULE, str(request)]
 
 
-def check_op(
-    session: Session, backends: Sequence[Backend], request: Request, name: str, say: IO[str]
-) -> OpRun:
-    """One op through the harness, as ``portkit check`` runs it in-process."""
+def check_op(session: Session, request: Request, name: str, say: IO[str]) -> OpRun:
+    """One op through the harness, as ``portkit check`` runs it in-process, with backends
+    of its own, so ``-v``'s engine counts (the simulator's lockstep fallbacks) are the
+    op's, not the sum of the ops this worker checked before."""
+    from portkit.backends import create_all
     from portkit.checking.harness import plan_suite, run_suite
+
+    backends = create_all(session.config, list(request.backend_names) or None)
 
     op = session.op(name)
     # The run's --case names this op has (the parent checked that some op has each).
@@ -84,28 +86,27 @@ def check_op(
     report: list[str] = []
     if request.verbose:
         for backend in backends:
-            report += backend.engine_report()
+            lines = backend.engine_report()
             if backend.reports_cache and not backend.unavailable_reason:
-                report += backend.cache_report([op])
+                lines += backend.cache_report([op])
+            report += [f"{name}: {line}" for line in lines]
     states = [BackendState(b.name, b.role, b.unavailable_reason) for b in backends]
     return OpRun(name, results, states, report)
 
 
 def serve(request: Request, ops: IO[str], say: IO[str]) -> None:
-    from portkit.backends import create_all
     from portkit.errors import PortkitError, describe
     from portkit.project.session import Session
 
     session = Session.from_environment(
         Path(request.root), budget=request.budget, strict=request.strict
     )
-    backends = create_all(session.config, list(request.backend_names) or None)
     for line in ops:
         name = line.strip()
         if not name:
             continue
         try:
-            run = check_op(session, backends, request, name, say)
+            run = check_op(session, request, name, say)
         except Exception as exc:  # the op's red row; the worker goes on with the next op
             detail = describe(exc)
             if not isinstance(exc, PortkitError):
