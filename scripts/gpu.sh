@@ -28,6 +28,9 @@
 #   tune       `portkit tune` of the five knobbed ops on this GPU (the tables merged into
 #              tuning/ and copied to $OUT/tuning/ to commit), then `portkit check` of
 #              every configuration the tables pick and the tuning tests
+#   shards     the generated suite on one GPU (with cores/GPUs xdist workers), then sharded
+#              over every GPU (--portkit-shard K/N, scripts/shard_suite.sh: N runners'
+#              worth), then `portkit check --all` with -j 1 and -j GPUs
 #
 # Every step has its own timeout; each subcommand stays under 10 minutes. Logs go to
 # $OUT/NAME/ and are packed into $OUT/NAME.tgz (one file to copy off the machine);
@@ -235,12 +238,28 @@ speed() {
     --save "$LOGS/bench.json"
 }
 
+shards() {
+  local gpus per
+  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+  per=$(($(nproc) / (gpus > 0 ? gpus : 1)))
+  local durations=$LOGS/durations.json
+  # One runner's worth: one GPU and its share of the cores; records the durations.
+  CUDA_VISIBLE_DEVICES=0 step suite-1-gpu 240 "${PYTEST[@]}" -n "$per" prototypes \
+    --portkit-durations "$durations"
+  if [ "$gpus" -ge 2 ]; then
+    OUT=$LOGS/shards WORKERS=$per PYTHON=$PY step "suite-$gpus-shards" 150 \
+      bash scripts/shard_suite.sh "$gpus" "${PLUGIN[@]}" prototypes --portkit-durations "$durations"
+  fi
+  step check-all-j1 120 "${PORTKIT[@]}" check --all
+  step "check-all-j$gpus" 90 "${PORTKIT[@]}" check --all -j "$((gpus > 0 ? gpus : 1))"
+}
+
 case "$SUB" in
-  suite | trust | sanitizer | bench | startup | simulator | replay | scale | tune | speed) run=$SUB ;;
+  suite | trust | sanitizer | bench | startup | simulator | replay | scale | tune | speed | shards) run=$SUB ;;
   export) run=export_ ;;
   twin-cpu) run=twin_cpu ;;
   *)
-    echo "usage: OUT=DIR bash scripts/gpu.sh suite|trust|sanitizer|export|bench|startup|twin-cpu|simulator|replay|scale|tune|speed" >&2
+    echo "usage: OUT=DIR bash scripts/gpu.sh suite|trust|sanitizer|export|bench|startup|twin-cpu|simulator|replay|scale|tune|speed|shards" >&2
     exit 2
     ;;
 esac

@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn, Protocol
 
 import click
 
@@ -25,10 +25,23 @@ from portkit.cli.context import (
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from portkit.backends import Backend
+    from portkit.checking.seeds import WorstMargin
     from portkit.project.config import ProjectConfig
     from portkit.project.discovery import Op
     from portkit.results import CheckResult
+
+
+class BackendState(Protocol):
+    """What the exit rule asks of a backend: a ``Backend`` here, or a worker's account
+    of one (``portkit.checking.parallel.handoff.BackendState``) under ``-j N``."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def role(self) -> str: ...
+    @property
+    def unavailable_reason(self) -> str | None: ...
+
 
 # compute-sanitizer tools; kept here (not imported from portkit.sanitize) so --help
 # stays free of anything but click. tests/sanitize/test_sanitize_cli.py checks they agree.
@@ -92,6 +105,18 @@ EXIT_SANITIZER_SKIPPED = EXIT_NOTHING_RAN
     help="Run every case with N seeds (its own and the next N-1) and report the worst "
     "margin per check: the largest error over its bound, 1 being the bound.",
 )
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    metavar="N",
+    help="Check N ops at once, each in a worker process: workers take GPUs round robin "
+    "(each sees one, as CUDA_VISIBLE_DEVICES) and share the cores. One merged table "
+    "in the usual order, --json merged, the exit code the worst; a worker that crashes "
+    "is a failed row for the op it was checking. Not with --sanitize or --seeds.",
+)
 @budget_option
 @strict_option
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
@@ -109,6 +134,7 @@ def check(
     sanitize_log_dir: Path | None,
     as_json: bool,
     seeds: int = 1,
+    jobs: int = 1,
     budget: float | None = None,
     strict: bool = False,
 ) -> None:
@@ -135,10 +161,11 @@ def check(
       portkit check vector_add --sanitize memcheck
       portkit check --all --sanitize all --json
       portkit check --all --quick --seeds 20  # the worst margin of each check
+      portkit check --all -j 4             # 4 ops at once, over the machine's GPUs
     """
     from portkit.backends import create_all
     from portkit.checking.harness import plan_suite, run_suite
-    from portkit.cli.render import print_results, progress_bar
+    from portkit.cli.render import progress_bar
 
     emit = json_output(as_json)
     session = load_project(budget, strict, **({"prototype_cache": False} if no_cache else {}))
@@ -155,6 +182,9 @@ def check(
             op.case(case_names[0])  # raises, naming the op and listing its cases
     plan = plan_suite(ops, set(case_names), skip_large=quick)
     console = make_console(stderr=as_json)
+    if jobs > 1 and (sanitize or seeds > 1):
+        other = "--sanitize" if sanitize else "--seeds"
+        raise click.UsageError(f"-j N runs in worker processes; drop it with {other}")
     if sanitize:
         if backend_names:
             raise click.UsageError("--sanitize runs the twin and numba backends; drop --backend")
@@ -165,9 +195,18 @@ def check(
     names = [name.strip() for item in backend_names for name in item.split(",") if name.strip()]
     if backend_names and not names:
         raise click.UsageError("--backend needs a backend name, e.g. --backend sim")
-    backends = create_all(config, names or None)
+    out = emit if as_json else None
     margins: list = []
-    steps = len(plan) * seeds + (0 if no_compile else len(ops))
+    steps = len(plan) * seeds + (0 if no_compile else len({op.name for op, _ in plan}))
+    if jobs > 1:
+        from portkit.cli.check_jobs import check_jobs
+
+        with progress_bar(console, steps, f"checking ({jobs} jobs)") as advance:
+            results, states, lines = check_jobs(
+                config, plan, names, case_names, quick, no_compile, verbose, jobs, advance
+            )
+        _report(results, states, lines, names, margins, seeds, verbose, console, out)
+    backends = create_all(config, names or None)
     with progress_bar(console, steps, "checking") as advance:
         if seeds > 1:
             from portkit.checking.seeds import run_seeds
@@ -183,6 +222,30 @@ def check(
                 compile_first=not no_compile,
                 advance=advance,
             )
+    report: list[str] = []
+    if verbose:
+        for backend in backends:
+            report += backend.engine_report()
+            if backend.reports_cache and not backend.unavailable_reason:
+                report += backend.cache_report(ops)
+    _report(results, backends, report, names, margins, seeds, verbose, console, out)
+
+
+def _report(
+    results: Sequence[CheckResult],
+    backends: Sequence[BackendState],
+    report: Sequence[str],
+    names: Sequence[str],
+    margins: Sequence[WorstMargin],
+    seeds: int,
+    verbose: bool,
+    console: Console,
+    emit: Callable[[str], None] | None,
+) -> NoReturn:
+    """The table, the lines under it, the JSON (``emit``: where, None without --json)
+    and the exit code, however the rows ran (``backends``: those that ran them)."""
+    from portkit.cli.render import print_results
+
     failed = print_results(results, console, verbose)
     if margins:
         console.print(f"worst margin per check over {seeds} seeds (1 = the bound):")
@@ -195,25 +258,20 @@ def check(
     if unrun and not idle:
         why = "a requested backend that did not run is not a pass"
         console.print(f"not run: {unrun}; {why}", soft_wrap=True)
-    if verbose:
-        for backend in backends:
-            for line in backend.engine_report():
-                console.print(line, soft_wrap=True)
-            if backend.reports_cache and not backend.unavailable_reason:
-                for line in backend.cache_report(ops):
-                    console.print(line, soft_wrap=True)
-    if as_json:
+    for line in report:
+        console.print(line, soft_wrap=True)
+    if emit:
         from dataclasses import asdict
 
         from portkit.checking.sim_warnings import distinct_warnings
 
-        report: dict = {
+        document: dict = {
             "results": [_finite(asdict(r)) for r in results],
             "warnings": len(distinct_warnings(results)),  # as the summary line counts them
         }
         if margins:
-            report["worst_margins"] = [_finite(asdict(w)) for w in margins]
-        emit(json.dumps(report, indent=1))
+            document["worst_margins"] = [_finite(asdict(w)) for w in margins]
+        emit(json.dumps(document, indent=1))
     sys.exit(EXIT_FAILED_CHECKS if failed else EXIT_NOTHING_RAN if idle or unrun else 0)
 
 
@@ -244,7 +302,7 @@ def nothing_ran(results: Sequence[CheckResult]) -> str | None:
     return f"all {len(rows)} checks were skipped ({why})"
 
 
-def not_run(results: Sequence[CheckResult], requested: Sequence[Backend]) -> str | None:
+def not_run(results: Sequence[CheckResult], requested: Sequence[BackendState]) -> str | None:
     """The backends named with --backend that checked no case, with why, else None (the
     reference's own rows are gradchecks an op may not have: they are not asked for)."""
     from portkit.results import Outcome

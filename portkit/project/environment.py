@@ -92,7 +92,14 @@ VARIABLES: tuple[Variable, ...] = (
     Variable(
         "CUDA_VISIBLE_DEVICES",
         "",
-        "process setup: the pytest plugin sets it for each xdist worker (PORTKIT_PIN_GPUS)",
+        "process setup: the pytest plugin sets it for each xdist worker (PORTKIT_PIN_GPUS), "
+        "`portkit check -j N` for each of its workers (round robin over the GPUs it lists)",
+        "process",
+    ),
+    Variable(
+        "OMP_NUM_THREADS",
+        "",
+        "process setup: `portkit check -j N` sets it to cores / N for its workers unless set",
         "process",
     ),
     Variable(

@@ -20,6 +20,11 @@ session's ``gpu`` items in a child pytest under ``compute-sanitizer --tool TOOL`
 the settings of ``portkit check --sanitize`` (docs/sanitizer.md), prints the findings in
 the project's kernels and fails the session if there are any.
 
+``--portkit-shard K/N`` keeps shard K of N of the collected items (whole ops, balanced by
+the durations in ``--portkit-durations FILE``, else by item count; shards.py), so a CI
+matrix of N machines runs the suite once between them; xdist workers inside each shard
+still get a GPU each.
+
 ``bench`` items time the op (``portkit bench``) and compare with a saved report; they
 skip unless a GPU CI job passes ``--portkit-bench-baseline FILE``, so the normal suite
 never asserts a time.
@@ -33,6 +38,7 @@ from typing import Any
 
 import pytest
 
+from portkit.pytest_plugin import shards
 from portkit.pytest_plugin.items import (
     BASELINE_OPTION,
     OpFile,
@@ -109,29 +115,28 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="under --portkit-simt, the compute capability the simulated device reports "
         "(default 9.0: an H100's attributes)",
     )
+    group.addoption(
+        "--portkit-shard",
+        type=shards.parse_shard,
+        default=None,
+        metavar="K/N",
+        help="run shard K of N (1 <= K <= N): whole ops spread over N shards, balanced by "
+        "--portkit-durations (else by item count); the N shards run every item exactly "
+        "once between them, e.g. one per CI runner in a matrix",
+    )
+    group.addoption(
+        "--portkit-durations",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="recorded seconds per item (JSON): read to balance --portkit-shard, and "
+        "written after the run with this run's items (a shard writes its own only; "
+        "merge the shards' files with `jq -s add`); keep it as a CI artefact",
+    )
 
 
 _SWITCH_KEY = pytest.StashKey[Any]()
-
-
-def _visible_gpus() -> list[str]:
-    """GPU ids this process may use: CUDA_VISIBLE_DEVICES, else ``nvidia-smi -L``."""
-    import os
-    import shutil
-    import subprocess
-
-    listed = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if listed is not None:
-        return [g.strip() for g in listed.split(",") if g.strip()]
-    if shutil.which("nvidia-smi") is None:
-        return []
-    try:
-        out = subprocess.run(
-            ["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20, check=False
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
-        return []
-    return [str(k) for k, line in enumerate(out.splitlines()) if line.startswith("GPU ")]
+_SHARD_DURATIONS_KEY = pytest.StashKey[dict[str, float]]()
 
 
 def pin_worker_gpu(pin: bool = True) -> str | None:
@@ -142,10 +147,12 @@ def pin_worker_gpu(pin: bool = True) -> str | None:
     process's environment itself (docs/environment.md)."""
     import os
 
+    from portkit.checking.parallel.gpus import visible_gpus
+
     worker = os.environ.get("PYTEST_XDIST_WORKER", "")
     if not worker.startswith("gw") or not pin:
         return None
-    gpus = _visible_gpus()
+    gpus = visible_gpus()
     if len(gpus) < 2:
         return None
     chosen = gpus[int(worker[2:]) % len(gpus)]
@@ -158,12 +165,47 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{name}: {text}")
     settings = environment_settings(config)
     pin_worker_gpu(settings.pin_gpus)
+    durations = config.getoption("portkit_durations", None)
+    sharded = config.getoption("portkit_shard", None) is not None
+    if durations is not None:
+        try:  # read once, before the run writes it; a bad file is a usage error
+            config.stash[_SHARD_DURATIONS_KEY] = shards.read_durations(durations)
+        except shards.DurationsError as exc:
+            raise pytest.UsageError(f"--portkit-durations: {exc}") from None
+        if not hasattr(config, "workerinput"):  # no xdist, or xdist's controller
+            config.pluginmanager.register(shards.DurationRecorder(durations, sharded))
     if config.getoption("--portkit-simt", default=False):
         from portkit.simt.numba_switch import simulated_cuda
 
         switch = simulated_cuda(settings.simt_engine, config.getoption("--portkit-simt-cc"))
         switch.__enter__()  # before collection, so test modules' @cuda.jit are simulated
         config.stash[_SWITCH_KEY] = switch
+
+
+@pytest.hookimpl(trylast=True)  # after -m/-k deselected theirs: shard what will run
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    shard = config.getoption("portkit_shard", None)
+    if shard is None:
+        return
+    durations = config.stash.get(_SHARD_DURATIONS_KEY, {})
+    mine = shards.partition([item.nodeid for item in items], shard.count, durations)
+    chosen = mine[shard.index - 1]
+    kept = [item for item in items if item.nodeid in chosen]
+    dropped = [item for item in items if item.nodeid not in chosen]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+    items[:] = kept
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    shard = config.getoption("portkit_shard", None)
+    if shard is None:
+        return None
+    path = config.getoption("portkit_durations", None)
+    how = f"durations {path}" if config.stash.get(_SHARD_DURATIONS_KEY, {}) else "item count"
+    return f"portkit shard {shard} (whole ops, balanced by {how})"
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -242,9 +284,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     return OpFile.from_parent(parent, path=file_path)
 
 
-def pytest_terminal_summary(
-    terminalreporter: Any, exitstatus: int, config: pytest.Config
-) -> None:
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     """With --portkit-seeds N: the items closest to their bound, worst first."""
     seeds = config.getoption("--portkit-seeds", default=1)
     if seeds <= 1:

@@ -1,0 +1,40 @@
+"""Which GPUs this machine lets a process use, and the process setup of worker ``slot``
+of ``jobs``: its own GPU (round robin), its share of the cores for torch's threads."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+
+
+def visible_gpus() -> list[str]:
+    """GPU ids this process may use: CUDA_VISIBLE_DEVICES, else ``nvidia-smi -L``.
+    Process setup, so it reads the process's environment itself (docs/environment.md)."""
+    listed = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if listed is not None:
+        return [g.strip() for g in listed.split(",") if g.strip()]
+    if shutil.which("nvidia-smi") is None:
+        return []
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20, check=False
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [str(k) for k, line in enumerate(out.splitlines()) if line.startswith("GPU ")]
+
+
+def worker_environment(
+    slot: int, jobs: int, gpus: Sequence[str], base: Mapping[str, str], cores: int | None = None
+) -> dict[str, str]:
+    """``base`` with worker ``slot``'s setup: GPU ``gpus[slot mod len(gpus)]`` alone
+    (none set where the machine has none), and ``OMP_NUM_THREADS`` = its share of the
+    cores unless ``base`` sets it, so N workers do not each start a thread per core."""
+    env = dict(base)
+    if gpus:
+        env["CUDA_VISIBLE_DEVICES"] = gpus[slot % len(gpus)]
+    if "OMP_NUM_THREADS" not in env:
+        env["OMP_NUM_THREADS"] = str(max(1, (cores or os.cpu_count() or 1) // max(1, jobs)))
+    return env

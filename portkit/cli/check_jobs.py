@@ -1,0 +1,54 @@
+"""``portkit check -j N``: the plan's ops through the worker pool
+(portkit/checking/parallel/), merged into the rows, backends and report lines that
+``portkit check`` prints as it does for one process."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from portkit.checking.parallel.handoff import BackendState
+    from portkit.project.cases import Case
+    from portkit.project.config import ProjectConfig
+    from portkit.project.discovery import Op
+    from portkit.results import CheckResult
+
+
+def check_jobs(
+    config: ProjectConfig,
+    plan: Sequence[tuple[Op, Case]],
+    backend_names: Sequence[str],
+    case_names: Sequence[str],
+    quick: bool,
+    no_compile: bool,
+    verbose: bool,
+    jobs: int,
+    advance: Callable[[str], None],
+) -> tuple[list[CheckResult], list[BackendState], list[str]]:
+    """The rows in the order one process gives them, each backend once (a worker that
+    could run it wins over one that could not), the ops' report lines in op order."""
+    from portkit.checking.parallel.handoff import suite_order
+    from portkit.checking.parallel.pool import check_in_parallel
+    from portkit.checking.parallel.worker import Request
+
+    request = Request(
+        root=str(config.root),
+        results="",  # the pool's own folder
+        case_names=tuple(case_names),
+        quick=quick,
+        compile_first=not no_compile,
+        backend_names=tuple(backend_names),
+        budget=config.sim_budget,
+        strict=config.strict,
+        verbose=verbose,
+    )
+    ops = list(dict.fromkeys(op.name for op, _ in plan))
+    runs = check_in_parallel(ops, request, jobs, config.settings.as_environment(), advance)
+    states: dict[str, BackendState] = {}
+    for run in runs:
+        for state in run.backends:
+            if state.name not in states or states[state.name].unavailable_reason:
+                states[state.name] = state
+    report = [line for run in runs for line in run.report]
+    return suite_order(runs), list(states.values()), report
