@@ -5,24 +5,51 @@ edit imports the edited prototype again (that one alone) and compiles the edited
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 
 from portkit.project.config import load_config
+from portkit.project.discovery import require_project
+from portkit.project.environment import Settings
 from portkit.project.session import Session
 from portkit.watch.engine import Engine
 
-_sessions: dict[Path, Session] = {}
+# Projects a process works on at once: the least recently used session (and its engines)
+# beyond this is dropped, so a process that visits many projects (a test run) stays flat.
+MAX_SESSIONS = 8
+_sessions: OrderedDict[Path, Session] = OrderedDict()
 _engines: dict[tuple, Engine] = {}
 
 
-def project_session(start: Path | None = None) -> Session:
-    """The process's session of the project at or above ``start`` (default: the working
-    directory), made on first use."""
-    root = load_config(start).root.resolve()
-    if root not in _sessions:
-        _sessions[root] = Session.from_environment(root)
-    return _sessions[root]
+def project_session(start: Path | None = None, *, require: bool = True) -> Session:
+    """The process's one session of the project at or above ``start`` (default: the
+    working directory), made on first use and shared by ``portkit.load``, ``check``,
+    ``sim`` and ``diff``: one catalog per project. The environment's settings are read
+    at each call, as a new session would read them (``PORTKIT_REPLAY=0`` then
+    ``portkit.load`` replays no more). ``require``: outside a project is an error."""
+    config = load_config(start)
+    if require:
+        require_project(config)
+    root = config.root.resolve()
+    settings = Settings.from_environment()
+    session = _sessions.get(root)
+    if session is None:
+        session = Session.from_environment(root, settings=settings, require=False)
+        _sessions[root] = session
+        while len(_sessions) > MAX_SESSIONS:
+            _drop(_sessions.popitem(last=False)[1])
+    else:
+        _sessions.move_to_end(root)
+        if session.settings != settings:
+            session.configure(**asdict(settings))
+    return session
+
+
+def _drop(session: Session) -> None:
+    for key in [k for k, engine in _engines.items() if engine.session is session]:
+        del _engines[key]
 
 
 def engine_for(
