@@ -9,6 +9,7 @@ import weakref
 
 import portkit
 from portkit.api import sessions
+from portkit.project import shared
 from portkit.project.op_content import by_op_content, op_content_key
 from portkit.project.session import Session
 from portkit.torch_op.layout import op_layout
@@ -92,5 +93,6 @@ def test_sessions_are_bounded(make_project, sources, monkeypatch):
     roots = [make_project({}) for _ in range(sessions.MAX_SESSIONS + 2)]
     for root in roots:
         sessions.project_session(root, require=False)
-    assert list(sessions._sessions) == [r.resolve() for r in roots[-sessions.MAX_SESSIONS :]]
+    kept = list(shared._sessions)
+    assert kept == [r.resolve() for r in roots[-sessions.MAX_SESSIONS :]]
     sessions.forget()
