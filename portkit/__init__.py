@@ -66,11 +66,13 @@ def load(name: str, implementation: str = "twin", session: Any = None) -> Callab
     CuPy arrays, without autograd (``torch_op/cupy_arrays.py``)."""
     from portkit.backends import create
     from portkit.errors import BackendUnavailable
-    from portkit.project.session import Session
+    from portkit.project.shared import project_session
     from portkit.torch_op.cupy_arrays import cupy_call
     from portkit.torch_op.load import registered_callable
 
-    session = session or Session.from_environment(require=False)
+    if session is None:  # the project's one session (project/shared.py), as check's
+        session = project_session(require=False)
+        session.refresh()  # the op as its files are now
     config = session.config
     op_ = session.op(name)
     backend = create(implementation, config)

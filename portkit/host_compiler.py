@@ -1,12 +1,14 @@
 """The system C++ compiler: what the CPU twin and the simulator's math library build with.
 
 ``$CXX`` if set, else g++, clang++ or c++ on the PATH; found once per process, when first
-needed. Its identity (version lines) is part of every cache key built with it.
+needed. Its identity (version lines) is part of every cache key built with it. The
+caller passes ``$CXX`` as the environment table has it (``tool_path("CXX")``,
+portkit/project/environment.py): this module, at the bottom of the layers, reads no
+environment.
 """
 
 from __future__ import annotations
 
-import os
 import shlex
 import shutil
 import subprocess
@@ -21,9 +23,8 @@ class Compiler:
 
 
 @cache
-def find_compiler() -> Compiler | None:
-    """``$CXX`` if set, else g++, clang++ or c++ on the PATH (read when first needed)."""
-    wanted = os.environ.get("CXX")
+def find_compiler(wanted: str | None) -> Compiler | None:
+    """``wanted`` ($CXX) if set, else g++, clang++ or c++ on the PATH."""
     candidates = [shlex.split(wanted)[0]] if wanted else ["g++", "clang++", "c++"]
     for name in candidates:
         path = shutil.which(name)

@@ -242,3 +242,51 @@ def set_disk_cache(dispatcher: Any, cache: Any | None) -> None:
 
         cache = NullCache()
     dispatcher._cache = cache
+
+
+# --------------------------------------------------------------- the simulator switch
+
+
+def switch_modules() -> SimpleNamespace:
+    """The numba-cuda modules whose names portkit's simulator switch
+    (simt/numba_switch.py) replaces while it is on, and numba's simulator's modules it
+    takes the replacements from: ``cuda`` (numba.cuda), ``api`` (numba.cuda.api),
+    ``devices`` and ``driver`` (numba.cuda.cudadrv), ``simulated_api``,
+    ``simulated_driver`` and ``simulated_devicearray`` (numba.cuda.simulator's),
+    ``Reduce`` (the simulator's host reduction) and ``testing`` (numba.cuda.testing,
+    None where it cannot be imported: it needs filecheck, a test dependency).
+    Tested: numba-cuda 0.30.4."""
+    from numba import cuda
+    from numba.cuda import api
+    from numba.cuda.cudadrv import devices, driver
+    from numba.cuda.simulator import api as simulated_api
+    from numba.cuda.simulator.cudadrv import devicearray as simulated_devicearray
+    from numba.cuda.simulator.cudadrv import driver as simulated_driver
+    from numba.cuda.simulator.reduction import Reduce
+
+    try:
+        from numba.cuda import testing
+    except ImportError:
+        testing = None
+    return SimpleNamespace(
+        cuda=cuda,
+        api=api,
+        devices=devices,
+        driver=driver,
+        simulated_api=simulated_api,
+        simulated_driver=simulated_driver,
+        simulated_devicearray=simulated_devicearray,
+        Reduce=Reduce,
+        testing=testing,
+    )
+
+
+def set_cudasim_flag(on: Any) -> Any:
+    """Set numba-cuda's ``config.ENABLE_CUDASIM`` (numba.cuda.core.config: what its test
+    helpers and ``skip_on_cudasim`` ask) and return the value it had.
+    Tested: numba-cuda 0.30.4."""
+    from numba.cuda.core import config
+
+    previous = config.ENABLE_CUDASIM
+    config.ENABLE_CUDASIM = on
+    return previous

@@ -9,16 +9,48 @@ from enum import Enum
 
 
 class Outcome(str, Enum):
-    """A check's status. A ``str`` whose value is what ``--json`` writes, so the output
-    stays ``"pass"``/``"fail"``/``"skip"`` and a status read back from JSON (the
-    sanitizer's child) compares equal to the member."""
+    """What became of a check row, a benchmark row or an op in a watch re-run: the one
+    vocabulary of ``portkit check``, ``bench`` and ``watch``. A ``str`` whose value is what
+    ``--json`` writes, so a status read back from JSON (the sanitizer's child, a saved
+    benchmark) compares equal to the member.
+
+    PASS: it ran and was right. FAIL: it ran and was wrong (values, a guard, a fault a
+    check caught). ERROR: it could not run (the call raised in a benchmark, the op did not
+    load in a watch). SKIP: not run here, with the reason in the row. RUNNING: a watch's op
+    whose cases have not all finished."""
 
     PASS = "pass"
     FAIL = "fail"
     SKIP = "skip"
+    ERROR = "error"
+    RUNNING = "running"
 
     def __str__(self) -> str:  # the value, in f-strings too, on every Python
         return self.value
+
+    @property
+    def label(self) -> str:
+        """How a terminal shows it: a failure in capitals, so it stands out in a table."""
+        return "FAIL" if self is Outcome.FAIL else self.value
+
+    @property
+    def bad(self) -> bool:
+        """A failure or an error: what makes a command exit 1."""
+        return self in (Outcome.FAIL, Outcome.ERROR)
+
+
+COMPILE = "compile"  # the check label of building kernels: "compile" or "compile <arch>"
+
+
+def compile_check(arch: str | None = None) -> str:
+    """The check label of a compile row: ``compile`` (a backend built the op's kernels for
+    its cases) or ``compile sm_90`` (``portkit compile``'s build for a GPU architecture)."""
+    return COMPILE if arch is None else f"{COMPILE} {arch}"
+
+
+def is_compile_check(check: str) -> bool:
+    """Whether a row's check label is a compile row, of either form (``compile_check``)."""
+    return check == COMPILE or check.startswith(f"{COMPILE} ")
 
 
 @dataclass(frozen=True)

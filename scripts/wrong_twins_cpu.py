@@ -1,4 +1,4 @@
-"""Run the wrong-twin bank (tests/check/wrong_twins/) on the CPU twin backend and print
+"""Run the wrong-twin bank (tests/check/wrong_twins/, patches applied) on the CPU twin backend and print
 which mistakes `portkit check --backend twin-cpu` catches, by which rows.
 
     PYTHONPATH=$PWD python scripts/wrong_twins_cpu.py [--portkit DIR] [--json OUT]
@@ -21,23 +21,17 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-BANK = REPO / "tests" / "check" / "wrong_twins"
+sys.path.insert(0, str(REPO))  # the bank's applier lives with the tests
+
+from tests.check.wrong_twin_bank import bank  # noqa: E402
 
 
-def mistakes() -> list[tuple[str, str, Path, Path]]:
-    """(op, mistake, prototype, wrong twin) for every twin in the bank."""
-    found = []
-    for twin in sorted(BANK.glob("*/*.cu")):
-        op = twin.parent.name
-        if op == "_ops":
-            continue
-        bank_op = BANK / "_ops" / f"{op}.py"
-        prototype = bank_op if bank_op.is_file() else REPO / "prototypes" / f"{op}.py"
-        found.append((op, twin.stem, prototype, twin))
-    return found
+def mistakes() -> list[tuple[str, str, Path, str]]:
+    """(op, mistake, prototype, wrong twin's source) for every twin in the bank."""
+    return [(t.op, t.name, t.prototype, t.text()) for t in bank()]
 
 
-def run(portkit: Path, op: str, name: str, prototype: Path, twin: Path) -> dict:
+def run(portkit: Path, op: str, name: str, prototype: Path, twin: str) -> dict:
     op_name = f"wt_{op}_{name}"
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -48,7 +42,7 @@ def run(portkit: Path, op: str, name: str, prototype: Path, twin: Path) -> dict:
         (root / "prototypes").mkdir()
         (root / "cuda_src").mkdir()
         (root / "prototypes" / f"{op_name}.py").write_text(prototype.read_text())
-        (root / "cuda_src" / f"{op_name}.cu").write_text(twin.read_text())
+        (root / "cuda_src" / f"{op_name}.cu").write_text(twin)
         env = dict(os.environ, PYTHONPATH=str(portkit))
         args = ["check", op_name, "--backend", "twin-cpu", "--no-compile", "--quick", "--json"]
         proc = subprocess.run(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterable
 
+from portkit.backends import plugins
 from portkit.backends.base import ROLES, Backend
 from portkit.errors import PortkitError
 from portkit.project.config import ProjectConfig
@@ -40,32 +41,67 @@ def register(backend: type[Backend]) -> type[Backend]:
     return backend
 
 
-def backend_class(name: str) -> type[Backend]:
+def _register_found(backend: type[Backend]) -> None:
+    """Register a third party's class, its mistakes as one-line errors."""
+    if _REGISTRY.get(backend.name) is backend:
+        return
+    try:
+        register(backend)
+    except TypeError as exc:
+        raise PortkitError(f"{backend.__module__}.{backend.__qualname__}: {exc}") from None
+
+
+def load_project_backends(config: ProjectConfig) -> list[str]:
+    """Register the backends the project's ``[tool.portkit] backends`` names; their names."""
+    found = plugins.from_project(config.backends, config.root)
+    for backend in found:
+        _register_found(backend)
+    return [b.name for b in found]
+
+
+def backend_class(name: str, config: ProjectConfig | None = None) -> type[Backend]:
+    """The class of backend ``name``: a built-in, one registered already, one the project's
+    ``[tool.portkit] backends`` names (with ``config``), or an installed package's entry
+    point in the ``portkit.backends`` group, in that order."""
     if name not in _REGISTRY and name in _BUILTINS:
         module, attribute, _ = _BUILTINS[name]
         register(getattr(importlib.import_module(module), attribute))
+    if name not in _REGISTRY and config is not None:
+        load_project_backends(config)
     if name not in _REGISTRY:
-        raise PortkitError(f"unknown backend {name!r}; backends: {', '.join(names())}")
+        found = plugins.from_entry_point(name)
+        if found is not None:
+            _register_found(found)
+    if name not in _REGISTRY:
+        known = ", ".join(dict.fromkeys([*names(), *plugins.entry_point_names()]))
+        raise PortkitError(f"unknown backend {name!r}; backends: {known}")
     return _REGISTRY[name]
 
 
 def names() -> list[str]:
+    """Built-in and registered backends (installed entry points are listed once loaded)."""
     return list(dict.fromkeys([*_BUILTINS, *_REGISTRY]))
 
 
 def create(name: str, config: ProjectConfig) -> Backend:
-    return backend_class(name)(config)
+    return backend_class(name, config)(config)
 
 
-def default_names() -> list[str]:
-    """The backends that run when none is named (numba's simulator is only run on request)."""
+def default_names(config: ProjectConfig | None = None) -> list[str]:
+    """The backends that run when none is named (numba's simulator is only run on request):
+    the built-ins, then registered ones whose ``default`` is True, the project's included."""
+    if config is not None:
+        load_project_backends(config)
     builtin = [name for name, (_, _, default) in _BUILTINS.items() if default]
     added = [name for name, b in _REGISTRY.items() if name not in _BUILTINS and b.default]
     return builtin + added
 
 
 def create_all(config: ProjectConfig, selected: list[str] | None = None) -> list[Backend]:
-    return [create(n, config) for n in (selected or default_names())]
+    """The backends ``selected`` names, else the default ones. The project's
+    ``[tool.portkit] backends`` load either way, so a wrong entry is said on every run."""
+    load_project_backends(config)
+    return [create(n, config) for n in (selected or default_names(config))]
 
 
 def twin_pairs(backends: Iterable[Backend]) -> list[tuple[Backend, Backend]]:
@@ -86,6 +122,7 @@ __all__ = [
     "create",
     "create_all",
     "default_names",
+    "load_project_backends",
     "names",
     "register",
     "twin_pairs",

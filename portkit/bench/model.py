@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +19,17 @@ from portkit.bench.peaks import peak_tflops
 from portkit.bench.stats import Summary
 from portkit.bench.timing import SPIN
 from portkit.errors import PortkitError
+from portkit.results import Outcome
 
-SCHEMA = "portkit-bench/2"
-READS = ("portkit-bench/1", SCHEMA)  # /1 had one "check" string: "ok", "skip: why", ...
+SCHEMA = "portkit-bench/3"  # a row's status is an Outcome: "pass", "fail", "error", "skip"
+# /1 had one "check" string ("ok", "skip: why", ...); /2 a status of bench's own words.
+READS = ("portkit-bench/1", "portkit-bench/2", SCHEMA)
+_BENCH_WORDS = {
+    "ok": Outcome.PASS,
+    "wrong": Outcome.FAIL,
+    "skipped": Outcome.SKIP,
+    "skip": Outcome.SKIP,
+}
 COMPILED = "compiled"  # the role of torch.compile's row: a comparison, not the op under test
 BASELINE = "baseline"  # the role of the op's baseline= row: the torch call a user would make
 # The torch rows a twin must beat: the fastest of them is "best torch" (ties: this order).
@@ -36,22 +43,21 @@ LATENCY_BOUND_US = 20.0
 FIGURES = ("x_best", "gbps", "copy", "tflops", "peak", "x_torch", "x_proto")
 
 
-class Status(str, Enum):
-    """What became of one row (str-valued: the JSON holds the value)."""
+# A row's status is portkit.results.Outcome, as in check and watch: PASS (timed, the output
+# right), FAIL (an output differs from the reference at the timed shape), ERROR (the call
+# raised, or its kernels did not build), SKIP (not run on this machine: no GPU for it).
 
-    OK = "ok"
-    WRONG = "wrong"  # an output differs from the reference at the timed shape
-    ERROR = "error"  # the call raised, or its kernels did not build
-    SKIPPED = "skipped"  # not run on this machine (no GPU for it, op unsupported)
 
-    @classmethod
-    def parse_legacy(cls, check: str) -> tuple[Status, str]:
-        """A portkit-bench/1 "check" string as (status, detail)."""
-        if check == "ok":
-            return cls.OK, ""
-        head, _, rest = check.partition(": ")
-        known = {"skip": cls.SKIPPED, "wrong": cls.WRONG, "error": cls.ERROR}
-        return (known[head], rest) if head in known else (cls.WRONG, check)
+def read_status(value: str) -> Outcome:
+    """A saved row's status: an Outcome's value, or a portkit-bench/2 word ("ok", ...)."""
+    return _BENCH_WORDS.get(value) or Outcome(value)
+
+
+def parse_legacy(check: str) -> tuple[Outcome, str]:
+    """A portkit-bench/1 "check" string ("ok", "skip: why", "wrong: ...") as (status, detail)."""
+    head, _, rest = check.partition(": ")
+    known = {**_BENCH_WORDS, "error": Outcome.ERROR}
+    return (known[head], rest) if head in known else (Outcome.FAIL, check)
 
 
 @dataclass(frozen=True)
@@ -67,7 +73,7 @@ class Measurement:
     host_us: float | None  # host time to issue one call (median)
     bytes: int
     flops: int | None = None
-    status: Status = Status.OK
+    status: Outcome = Outcome.PASS
     detail: str = ""  # why it is not OK: the mismatch report, the exception, the skip
     timing: str = SPIN  # how it was timed: portkit.bench.timing's SPIN or EVENTS
     scaled_from: str | None = None  # the case this one scales up (portkit.bench.scaling)
@@ -75,13 +81,13 @@ class Measurement:
 
     @property
     def ok(self) -> bool:
-        return self.status is Status.OK and self.time is not None
+        return self.status is Outcome.PASS and self.time is not None
 
     @property
     def failed(self) -> bool:
         """A wrong output or a failed call of an implementation under test: exit 1.
         torch.compile's row is a comparison; its failure is reported, not the op's."""
-        return self.status in (Status.WRONG, Status.ERROR) and self.role != COMPILED
+        return self.status.bad and self.role != COMPILED
 
     @property
     def latency_bound(self) -> bool:
@@ -114,9 +120,9 @@ class Measurement:
     @classmethod
     def from_dict(cls, data: dict) -> Measurement:
         if "status" in data:
-            status, detail = Status(data["status"]), data["detail"]
+            status, detail = read_status(data["status"]), data["detail"]
         else:
-            status, detail = Status.parse_legacy(data["check"])
+            status, detail = parse_legacy(data["check"])
         return cls(
             op=data["op"],
             case=data["case"],

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from portkit.bench.model import BASELINE, COMPILED, Measurement, Status
+from portkit.bench.model import BASELINE, COMPILED, Measurement
 from portkit.bench.scaling import case_origin
 from portkit.bench.stats import Summary
 from portkit.bench.tasks import (
@@ -34,6 +34,7 @@ from portkit.bench.torch_judge import TorchJudge
 from portkit.bench.traffic import declared, default_bytes
 from portkit.checking.reference_run import reference_run
 from portkit.errors import PortkitError
+from portkit.results import Outcome
 from portkit.launch.op_inputs import as_tuple
 from portkit.project.cases import Case, make_grad_outputs, make_inputs
 
@@ -142,7 +143,7 @@ class Bench:
                         role=backend.role,
                         time=None,
                         host_us=None,
-                        status=Status.SKIPPED,
+                        status=Outcome.SKIP,
                         detail=reason,
                     )
                 )
@@ -229,14 +230,14 @@ class Bench:
             task.span.disarm()
             start, end = task.span.start, task.span.end
             if start is None:
-                task.fail(Status.ERROR, "the call launched no kernel")
+                task.fail(Outcome.ERROR, "the call launched no kernel")
                 return None
         else:
             end = self.clock.mark()
         elapsed = self.clock.elapsed_us(start, end)
         problem = self._verify(task, result, expected, tolerances, what)
         if problem:
-            task.fail(Status.WRONG, f"timed call {rep + 1}: {problem}")
+            task.fail(Outcome.FAIL, f"timed call {rep + 1}: {problem}")
             return None
         return elapsed, host
 
@@ -253,7 +254,7 @@ class Bench:
         host = (time.perf_counter() - began) * 1e6
         problem = self._verify(task, result, expected, tolerances, what)
         if problem:
-            task.fail(Status.WRONG, f"warm-up call: {problem}")
+            task.fail(Outcome.FAIL, f"warm-up call: {problem}")
         return host
 
     def _verify(

@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING
 
 from rich.markup import escape
 
-from portkit.bench.model import BEST_OF, LATENCY_BOUND_US, Measurement, Report, Status
+from portkit.bench.model import BEST_OF, LATENCY_BOUND_US, Measurement, Report
 from portkit.bench.regression import FASTER, REGRESSED, WRONG, Verdict
 from portkit.bench.timing import EVENTS
+from portkit.results import Outcome
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -87,9 +88,9 @@ def _percent(fraction: float | None) -> str:
 
 
 def _check(m: Measurement) -> str:
-    if m.status is Status.OK:
-        return "[green]ok[/]"
-    text = escape(f"{m.status.value}: {m.detail}")
+    if m.status is Outcome.PASS:
+        return "[green]pass[/]"
+    text = escape(f"{m.status.label}: {m.detail}")
     return f"[dim]{text}[/]" if not m.failed else f"[red]{text}[/]"
 
 

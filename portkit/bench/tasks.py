@@ -18,11 +18,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from portkit.bench.model import BASELINE, COMPILED, Status
+from portkit.bench.model import BASELINE, COMPILED
 from portkit.bench.timing import SPIN, Clock, LaunchSpan
 from portkit.checking.compare import Tolerance, compare
 from portkit.checking.op_contract import tolerance
 from portkit.errors import describe
+from portkit.results import Outcome
 from portkit.launch.op_inputs import as_tuple
 
 if TYPE_CHECKING:
@@ -41,19 +42,19 @@ class Task:
     role: str
     call: Callable[[], tuple]
     span: LaunchSpan | None  # None: marks around the whole call (torch)
-    status: Status = Status.OK
+    status: Outcome = Outcome.PASS
     detail: str = ""
     timing: str = SPIN  # EVENTS once no spin covered the host's time to issue a call
 
     @property
     def live(self) -> bool:
-        return self.status is Status.OK
+        return self.status is Outcome.PASS
 
-    def fail(self, status: Status, detail: str) -> None:
+    def fail(self, status: Outcome, detail: str) -> None:
         self.status, self.detail = status, detail
 
     def raised(self, exc: Exception) -> None:
-        self.fail(Status.ERROR, error_detail(self.role, exc))
+        self.fail(Outcome.ERROR, error_detail(self.role, exc))
 
 
 def error_detail(role: str, exc: Exception) -> str:

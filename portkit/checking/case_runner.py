@@ -52,7 +52,7 @@ from portkit.errors import (
 from portkit.launch.guards import GuardZones
 from portkit.launch.op_inputs import as_tuple
 from portkit.project.cases import Case, make_grad_outputs, make_inputs
-from portkit.results import CheckResult, Outcome
+from portkit.results import CheckResult, Outcome, compile_check, is_compile_check
 from portkit.torch_op.load import registered_callable
 
 if TYPE_CHECKING:
@@ -127,7 +127,7 @@ class CaseRunner:
 
     def build_failed(self, backend: str) -> bool:
         """Whether ``backend`` could not build the op's kernels (its ``compile`` row)."""
-        return any(r.backend == backend and r.check == "compile" and r.failed for r in self.results)
+        return any(r.backend == backend and is_compile_check(r.check) and r.failed for r in self.results)
 
     # -- the reference, computed once per device ---------------------------------
     def reference(self, device: str) -> tuple[tuple, tuple]:
@@ -234,7 +234,7 @@ class CaseRunner:
             if device == "cuda":
                 torch.cuda.synchronize()
         except (TwinCompileError, TwinSignatureError) as exc:  # the op's build, not this case
-            self.record(name, "compile", Outcome.FAIL, str(exc), t0, case="all")
+            self.record(name, compile_check(), Outcome.FAIL, str(exc), t0, case="all")
             return None
         except BackwardContractError as exc:  # found registering the forward; not its fault
             self.record(

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from portkit.checking.case_runner import CaseRunner, CheckSettings
 from portkit.checking.configurations import configuration_groups
 from portkit.errors import PortkitError
-from portkit.results import CheckResult, Outcome
+from portkit.results import CheckResult, Outcome, is_compile_check
 
 if TYPE_CHECKING:
     from portkit.backends import Backend
@@ -208,7 +208,7 @@ def run_suite(
             if not any(r.failed for r in compiled):
                 results.append(lint_result(op, config))
             for failed in compiled:
-                twin_compile = failed.backend == "twin" and failed.check.startswith("compile")
+                twin_compile = failed.backend == "twin" and is_compile_check(failed.check)
                 if failed.failed and twin_compile:
                     # Its compiler's error is that row's; no twin backend repeats it per case.
                     reason = not_built("the twin", f"twin / {failed.check}")

@@ -58,7 +58,9 @@ EXIT_SANITIZER_SKIPPED = EXIT_NOTHING_RAN
     "backend_names",
     multiple=True,
     help="Only these backends (repeatable or comma-separated): torch, sim, numba, twin, "
-    "twin-cpu, numba-sim. Default: all but numba-sim (numba's simulator, a cross-check).",
+    "twin-cpu, numba-sim, or a third party's (from [tool.portkit] backends or an installed "
+    "package's portkit.backends entry point; docs/add-a-backend.md). Default: all but "
+    "numba-sim (numba's simulator, a cross-check) and those that ask to be named.",
 )
 @click.option("--case", "case_names", multiple=True, help="Only cases with this name (repeatable).")
 @click.option("--no-compile", is_flag=True, help="Skip the sm_90 compile checks.")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 
 import click
@@ -49,7 +48,9 @@ def lint(op_names: tuple[str, ...], strict: bool, no_resources: bool, as_json: b
         # The resource table is read from ptxas's -v report, which the driver's JIT cache
         # (~/.nv/ComputeCache) swallows: a compile it has seen comes back with no report
         # (H100, 2026-11-24). Read when CUDA first loads, so before anything touches it.
-        os.environ.setdefault("CUDA_CACHE_DISABLE", "1")
+        from portkit.project.environment import default_process_variable
+
+        default_process_variable("CUDA_CACHE_DISABLE", "1")
     emit = json_output(as_json)
     session = load_project()
     config, catalog = session.config, session.catalog

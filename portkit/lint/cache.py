@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import portkit.backends.prototype_cache as prototype_cache
 from portkit import cache_files
+from portkit.project.environment import numba_variables
 
 if TYPE_CHECKING:
     from portkit.project.config import ProjectConfig
@@ -106,7 +107,7 @@ def lint_key(op: Op, root: Path) -> str:
         "cases": repr((definition.cases, definition.dtypes, definition.input_dtypes)),
         "portkit": portkit_digest(),
         "versions": (torch.__version__, numpy.__version__),
-        "environment": sorted((k, v) for k, v in os.environ.items() if k.startswith("NUMBA_")),
+        "environment": numba_variables(),
     }
     return prototype_cache.cache_key(op.kernels.values(), root, options)
 

@@ -20,7 +20,7 @@ from portkit.backends.ptx import COMPUTE_CAPABILITY, ptx_cache_folder, signature
 from portkit.backends.twin.build import DEFAULT_ARCH, compile_twin
 from portkit.errors import DtypeError, PortkitError
 from portkit.launch.trace import launch_signatures
-from portkit.results import CheckResult, Outcome
+from portkit.results import CheckResult, Outcome, compile_check
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -53,12 +53,12 @@ def check_prototype(op: Op, config: ProjectConfig | None = None) -> CheckResult:
     arch = f"sm_{COMPUTE_CAPABILITY[0]}{COMPUTE_CAPABILITY[1]}"
     mlir_skip = mlir_reason(op)
     if mlir_skip:
-        return CheckResult(op.name, "all", "numba", f"compile {arch}", Outcome.SKIP, mlir_skip)
+        return CheckResult(op.name, "all", "numba", compile_check(arch), Outcome.SKIP, mlir_skip)
     try:
         signatures = kernel_signatures(op)
     except Exception as exc:
         detail = f"tracing the launchers failed: {type(exc).__name__}: {exc}"
-        return CheckResult(op.name, "all", "numba", f"compile {arch}", Outcome.FAIL, detail)
+        return CheckResult(op.name, "all", "numba", compile_check(arch), Outcome.FAIL, detail)
     folder = ptx_cache_folder(op, config, arch)
     compiled, cached, problems = 0, 0, []
     for name, sigs in signatures.items():
@@ -78,7 +78,7 @@ def check_prototype(op: Op, config: ProjectConfig | None = None) -> CheckResult:
     cache_note = f" ({cached} from the prototype cache)" if cached else ""
     detail = "\n".join(problems) or f"{compiled} kernel signature(s) compiled to PTX{cache_note}"
     seconds = time.perf_counter() - t0
-    return CheckResult(op.name, "all", "numba", f"compile {arch}", status, detail, seconds)
+    return CheckResult(op.name, "all", "numba", compile_check(arch), status, detail, seconds)
 
 
 def _signature_ptx(
@@ -107,11 +107,11 @@ def check_twin(op: Op, config: ProjectConfig, arch: str = DEFAULT_ARCH) -> Check
     except DtypeError:
         raise  # the op's dtypes and its twin disagree: a contract error, exit 2
     except PortkitError as exc:
-        return CheckResult(op.name, "all", "twin", f"compile {arch}", Outcome.FAIL, str(exc))
+        return CheckResult(op.name, "all", "twin", compile_check(arch), Outcome.FAIL, str(exc))
     source = "cache" if compiled.from_cache else "NVRTC"
     detail = f"{len(expressions)} kernel instantiation(s), cubin from {source}"
     seconds = time.perf_counter() - t0
-    return CheckResult(op.name, "all", "twin", f"compile {arch}", Outcome.PASS, detail, seconds)
+    return CheckResult(op.name, "all", "twin", compile_check(arch), Outcome.PASS, detail, seconds)
 
 
 def check_signature(op: Op) -> CheckResult:

@@ -13,6 +13,8 @@ A project is the nearest folder, from the working directory up, that holds a
     strict     = false          # simulator warnings are errors (docs/simulator.md)
     lockstep-fallback = "allow" # "error": a launch the lockstep engine hands to the
                                 # per-thread engine fails (CI); PORTKIT_LOCKSTEP_FALLBACK wins
+    backends = ["pkg.module:Cls"] # third-party backends, run with the built-ins
+                                # (docs/add-a-backend.md)
 
 Nothing is read at import time: a ``Session`` (project/session.py) calls ``load_config``
 and adds the ``Settings`` it read from the environment; a config from ``load_config`` alone
@@ -43,6 +45,7 @@ _KNOWN_KEYS = {
     "sim-budget",
     "strict",
     "lockstep-fallback",
+    "backends",
 }
 LINT_WARNINGS = ("warning", "error")  # what a lint warning is to lint, check and pytest
 DEFAULT_NAMESPACE = "portkit"
@@ -71,6 +74,8 @@ class ProjectConfig:
     # The session's switches (prototype cache, simulator engine...), passed down with the
     # configuration so that nothing below the session reads the environment.
     settings: Settings = field(default_factory=Settings)
+    # Third-party backends, "package.module:BackendClass" (portkit/backends/plugins.py).
+    backends: tuple[str, ...] = ()
 
 
 def default_cache_dir() -> Path:
@@ -124,6 +129,14 @@ def load_config(start: Path | None = None) -> ProjectConfig:
             f"{pyproject}: [tool.portkit] sim-budget must be a number of seconds >= 0 "
             f"(0: no limit), got {budget!r}"
         )
+    backends = table.pop("backends", [])
+    if not isinstance(backends, list) or not all(
+        isinstance(b, str) and b.count(":") == 1 for b in backends
+    ):
+        raise ConfigError(
+            f'{pyproject}: [tool.portkit] backends must be a list of "package.module:Class" '
+            f"strings, got {backends!r}"
+        )
     strict = table.pop("strict", False)
     if not isinstance(strict, bool):
         raise ConfigError(
@@ -167,4 +180,5 @@ def load_config(start: Path | None = None) -> ProjectConfig:
         strict=strict,
         lockstep_fallback=fallback,
         set_folders=tuple(k for k in ("prototypes", "cuda-src") if k in table),
+        backends=tuple(backends),
     )

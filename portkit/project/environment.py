@@ -110,6 +110,12 @@ VARIABLES: tuple[Variable, ...] = (
         "process",
     ),
     Variable(
+        "PYTEST_XDIST_WORKER",
+        "",
+        "process setup: read by the pytest plugin, which gives worker gwN a GPU of its own",
+        "process",
+    ),
+    Variable(
         "NUMBA_ENABLE_CUDASIM",
         "",
         "process setup: `pytest --portkit-simt` and `simulated_cuda()` set it to 1 while on "
@@ -210,6 +216,36 @@ def set_process_variable(name: str, value: str | None) -> str | None:
     else:
         os.environ[name] = value
     return previous
+
+
+def process_variable(name: str) -> str | None:
+    """A process-setup variable of the table as this process has it (None: unset)."""
+    assert _BY_NAME[name].kind == "process", name
+    return os.environ.get(name)
+
+
+def default_process_variable(name: str, value: str) -> None:
+    """Set a process-setup variable of the table unless the process has it set already."""
+    if process_variable(name) is None:
+        set_process_variable(name, value)
+
+
+def numba_variables() -> list[tuple[str, str]]:
+    """numba's own settings (``NUMBA_*``) as this process has them, sorted: part of the
+    lint findings' cache key, since they change what numba compiles."""
+    return sorted((k, v) for k, v in os.environ.items() if k.startswith("NUMBA_"))
+
+
+def child_environment(**changes: str | None) -> dict[str, str]:
+    """This process's whole environment, for a child process, with ``changes`` applied
+    (None removes a variable): the sanitizer's child, the CPU twin's check worker."""
+    env = dict(os.environ)
+    for name, value in changes.items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
+    return env
 
 
 def tool_path(name: str, environ: Mapping[str, str] | None = None) -> str | None:

@@ -144,19 +144,18 @@ def pin_worker_gpu(pin: bool = True) -> str | None:
     ``N mod GPUs`` alone (CUDA_VISIBLE_DEVICES), before anything initialises CUDA, so
     workers spread over the GPUs instead of all queueing on the first. ``pin``: the
     session's setting (PORTKIT_PIN_GPUS). Process setup, so it reads and writes the
-    process's environment itself (docs/environment.md)."""
-    import os
-
+    process's environment, through the table (docs/environment.md)."""
     from portkit.checking.parallel.gpus import visible_gpus
+    from portkit.project.environment import process_variable, set_process_variable
 
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    worker = process_variable("PYTEST_XDIST_WORKER") or ""
     if not worker.startswith("gw") or not pin:
         return None
     gpus = visible_gpus()
     if len(gpus) < 2:
         return None
     chosen = gpus[int(worker[2:]) % len(gpus)]
-    os.environ["CUDA_VISIBLE_DEVICES"] = chosen
+    set_process_variable("CUDA_VISIBLE_DEVICES", chosen)
     return chosen
 
 

@@ -15,13 +15,13 @@ Each setting is there for a measured reason (docs/sanitizer.md has the details):
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from portkit.errors import PortkitError
+from portkit.project.environment import child_environment, tool_path
 
 if TYPE_CHECKING:
     from portkit.backends.base import Backend
@@ -57,7 +57,7 @@ def find_sanitizer() -> Path | None:
     found = shutil.which("compute-sanitizer")
     if found:
         return Path(found)
-    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+    for root in (tool_path("CUDA_HOME"), tool_path("CUDA_PATH"), "/usr/local/cuda"):
         if root:
             candidate = Path(root) / "bin" / "compute-sanitizer"
             if candidate.is_file():
@@ -105,12 +105,12 @@ def sanitizer_command(
 
 
 def sanitizer_environment() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTORCH_NO_CUDA_MEMORY_CACHING"] = "1"
-    env.pop("PYTORCH_CUDA_ALLOC_CONF", None)  # expandable segments give false reports
-    env["PYTHONUNBUFFERED"] = "1"
-    env["COLUMNS"] = "200"
-    return env
+    return child_environment(
+        PYTORCH_NO_CUDA_MEMORY_CACHING="1",
+        PYTORCH_CUDA_ALLOC_CONF=None,  # expandable segments give false reports
+        PYTHONUNBUFFERED="1",
+        COLUMNS="200",
+    )
 
 
 def prepare_checks(tool: str, backends: Iterable[Backend]) -> CheckSettings:

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from portkit.errors import LaunchError
+from portkit.numba_internals import set_cudasim_flag, switch_modules
 from portkit.simt.device import (
     DEFAULT_CC,
     DeviceList,
@@ -127,15 +128,13 @@ def _simulated_jit(original: Any, engine: str | None) -> Any:
         keep = {k: v for k, v in options.items() if k in ("device", "inline", "forceinline")}
 
         def wrap(fn: Any) -> Any:
-            from numba.cuda.core import config
-
             # A real dispatcher (lazy: nothing compiles before a launch), even where the
             # suite set numba's ENABLE_CUDASIM to pick its simulator's skips.
-            simulating, config.ENABLE_CUDASIM = config.ENABLE_CUDASIM, False
+            simulating = set_cudasim_flag(False)
             try:
                 dispatcher = original(**keep)(fn)
             finally:
-                config.ENABLE_CUDASIM = simulating
+                set_cudasim_flag(simulating)
             if device:
                 return dispatcher
             kernel = SimulatedKernel(dispatcher, engine, signature=signature)
@@ -174,9 +173,9 @@ _MISSING = object()
 
 def _cuda_names(cuda: Any, engine: str | None, device_names: dict[str, Any]) -> dict[str, Any]:
     """What a ``cuda`` module (numba-cuda's or numba-cuda-mlir's) hands out while on."""
-    from numba.cuda.simulator import api
-    from numba.cuda.simulator.cudadrv import devicearray
-    from numba.cuda.simulator.reduction import Reduce
+    numba_modules = switch_modules()
+    api, devicearray = numba_modules.simulated_api, numba_modules.simulated_devicearray
+    Reduce = numba_modules.Reduce
 
     replaced: dict[str, Any] = {"jit": _simulated_jit(cuda.jit, engine), **device_names}
     # numba's reduction kernel makes a full-mask syncwarp that lanes 2-31 never reach
@@ -202,11 +201,10 @@ def simulated_cuda(engine: str | None = None, cc: Any = None) -> Iterator[Simula
     of compute capability ``cc`` (default 9.0: ``"8.0"``, ``(8, 6)``...), the device
     yielded. Where numba-cuda-mlir is installed, its ``cuda`` module is switched the
     same way (one simulated device for both)."""
-    from numba import cuda
-    from numba.cuda import api as real_api
-    from numba.cuda.cudadrv import devices, driver
-    from numba.cuda.simulator import api as simulated_api
-    from numba.cuda.simulator.cudadrv import driver as simulated_driver
+    numba_modules = switch_modules()
+    cuda, real_api = numba_modules.cuda, numba_modules.api
+    devices, driver = numba_modules.devices, numba_modules.driver
+    simulated_api, simulated_driver = numba_modules.simulated_api, numba_modules.simulated_driver
 
     device, device_names = _device_names(parse_cc(DEFAULT_CC if cc is None else cc))
     # numba.cuda.testing's helpers (skip_unless_cc_60...) ask devices.get_context().
@@ -221,7 +219,7 @@ def simulated_cuda(engine: str | None = None, cc: Any = None) -> Iterator[Simula
     if mlir is not None:
         switched.append((mlir.cuda, _cuda_names(mlir.cuda, engine, device_names)))
         switched += [(mlir.devices, on_devices), (mlir.driver, on_driver)]
-    testing = _numba_testing()
+    testing = numba_modules.testing
     if testing is not None:
         # numba's answer under its simulator is "every cc"; the simulated device has one.
         switched.append((testing, {"cc_X_or_above": lambda *cc: device.compute_capability >= cc}))
@@ -239,24 +237,10 @@ def simulated_cuda(engine: str | None = None, cc: Any = None) -> Iterator[Simula
         forget()
 
 
-def _numba_testing() -> Any:
-    """numba.cuda.testing (its skip helpers), or None where it cannot be imported (it
-    needs filecheck, a test dependency)."""
-    try:
-        from numba.cuda import testing
-    except ImportError:
-        return None
-    return testing
-
-
 def _announce(on: Any, variable: str | None) -> tuple[Any, str | None]:
     """Tell code that asks "am I simulated?" (numba's ``config.ENABLE_CUDASIM``: its test
     helpers, ``skip_on_cudasim``) and child processes (``NUMBA_ENABLE_CUDASIM``, which
     gives them numba's simulator) whether CUDA is simulated; returns the previous state."""
-    from numba.cuda.core import config
-
     from portkit.project.environment import set_process_variable
 
-    previous = config.ENABLE_CUDASIM
-    config.ENABLE_CUDASIM = on
-    return previous, set_process_variable("NUMBA_ENABLE_CUDASIM", variable)
+    return set_cudasim_flag(on), set_process_variable("NUMBA_ENABLE_CUDASIM", variable)

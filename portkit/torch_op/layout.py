@@ -8,12 +8,12 @@ no shape function. Kernels do not launch; ``k.empty*`` allocate meta tensors.
 
 from __future__ import annotations
 
-from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from portkit.errors import BackwardContractError, OpDefinitionError
 from portkit.project.cases import make_grad_outputs, make_inputs
 from portkit.project.tuning_table import declared_choice
+from portkit.project.op_content import by_op_content
 from portkit.torch_op.autograd_function import OpLayout, as_tuple
 from portkit.torch_op.registration import FakeKernels
 
@@ -37,7 +37,7 @@ def schema_type(value: Any, op: str, position: int) -> str:
     )
 
 
-@cache
+@by_op_content()  # bounded, keyed by content: an edited op is not kept alive
 def op_layout(op: Op) -> OpLayout:
     import torch
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from portkit.errors import OpNotFound, PortkitError, describe
+from portkit.results import Outcome
 from portkit.watch.model import OpVerdict, Rerun
 from portkit.watch.modes import make_mode
 from portkit.watch.rebuilds import compiled_since, digests, twin_cache_entries
@@ -149,7 +150,7 @@ class Engine:
         if rerun.first_verdict is None:
             rerun.first_verdict = time.perf_counter() - t0
         self._failed[name] = verdict.failed_cases() | ({""} if verdict.error else set())
-        idle = verdict.status == "skip"
+        idle = verdict.status is Outcome.SKIP
         self._idle[name] = _why_idle(verdict, self.mode.case_names) if idle else ""
         on_progress(rerun)
 
@@ -165,4 +166,4 @@ def _why_idle(verdict: OpVerdict, case_names: Sequence[str]) -> str:
 
 
 def all_passed(verdicts: Iterable[OpVerdict]) -> bool:
-    return all(v.status in ("pass", "skip") for v in verdicts)
+    return all(v.status in (Outcome.PASS, Outcome.SKIP) for v in verdicts)

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from portkit.results import CheckResult, Outcome
+from portkit.results import CheckResult, Outcome, is_compile_check
 
 if TYPE_CHECKING:
     from portkit.diffing.model import CaseDiff
@@ -69,7 +69,7 @@ def _triple(pattern: re.Pattern[str], text: str) -> tuple[int, int, int] | None:
 def problem_of(result: CheckResult) -> Problem:
     """A failed row as a problem, with what its message says about where."""
     text = result.detail
-    if result.check.startswith("compile"):
+    if is_compile_check(result.check):
         kind = "compile"
     else:
         kind = "mismatch" if _MISMATCH.search(text) else "fault"
@@ -145,16 +145,16 @@ class OpVerdict:
         return found
 
     @property
-    def status(self) -> str:
-        """ "pass", "FAIL", "error" (did not load), "skip" (nothing ran) or "running"."""
+    def status(self) -> Outcome:
+        """PASS, FAIL, ERROR (did not load), SKIP (nothing ran) or RUNNING."""
         if self.error:
-            return "error"
+            return Outcome.ERROR
         if self.problems:
-            return "FAIL"
+            return Outcome.FAIL
         if not self.done:
-            return "running"
+            return Outcome.RUNNING
         ran = any(r.status == Outcome.PASS for r in self.results) or bool(self.diffs)
-        return "pass" if ran else "skip"
+        return Outcome.PASS if ran else Outcome.SKIP
 
     def failed_cases(self) -> set[str]:
         return {p.case for p in self.problems}
@@ -181,4 +181,4 @@ class Rerun:
 
     @property
     def failed(self) -> bool:
-        return any(v.status in ("FAIL", "error") for v in self.verdicts.values())
+        return any(v.status.bad for v in self.verdicts.values())

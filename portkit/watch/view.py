@@ -7,19 +7,26 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from portkit.results import Outcome
 from portkit.watch.model import OpVerdict, Rerun
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-_STYLE = {"pass": "green", "FAIL": "red", "error": "red", "skip": "dim", "running": "yellow"}
+_STYLE = {
+    Outcome.PASS: "green",
+    Outcome.FAIL: "red",
+    Outcome.ERROR: "red",
+    Outcome.SKIP: "dim",
+    Outcome.RUNNING: "yellow",
+}
 
 
 def op_line(verdict: OpVerdict) -> str:
     problems = verdict.problems
     first = f": {problems[0].line()}" if problems else ""
     more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
-    return f"{verdict.op} {verdict.status} in {verdict.seconds:.2f} s{first}{more}"
+    return f"{verdict.op} {verdict.status.label} in {verdict.seconds:.2f} s{first}{more}"
 
 
 def run_line(rerun: Rerun) -> str:
@@ -94,7 +101,7 @@ class LiveView:
             problems = v.problems
             table.add_row(
                 name,
-                Text(v.status, style=_STYLE.get(v.status, "")),
+                Text(v.status.label, style=_STYLE[v.status]),
                 f"{v.seconds:.2f} s",
                 Text(problems[0].line(400) if problems else "", overflow="fold"),
             )

@@ -105,7 +105,7 @@ def test_watch_modes_are_red(rejected, mode):
     backends = ["sim"] if mode == "check" else []
     engine = Engine(Session.from_environment(rejected), ["nt_list"], mode, backends=backends)
     verdict = engine.run().verdicts["nt_list"]
-    assert verdict.status == "FAIL", (verdict.results, verdict.diffs)
+    assert verdict.status is Outcome.FAIL, (verdict.results, verdict.diffs)
     (problem, *_) = verdict.problems
     _one_line(problem.text, "nt_list")
 

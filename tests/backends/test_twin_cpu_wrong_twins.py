@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from portkit.backends.twin_cpu.build import find_compiler
+from tests.check.wrong_twin_bank import WrongTwin, bank, wrong_twin_text
 
 pytestmark = pytest.mark.skipif(find_compiler() is None, reason="no C++ compiler on this machine")
 
 REPO = Path(__file__).resolve().parents[2]
-BANK = REPO / "tests" / "check" / "wrong_twins"
 
 
 @dataclass(frozen=True)
@@ -35,13 +35,12 @@ class CpuCatch:
     @property
     def prototype(self) -> Path:
         """The op's prototype: the repository's, or a bank-only op's in ``_ops/``."""
-        own = REPO / "prototypes" / f"{self.op}.py"
-        return own if own.is_file() else BANK / "_ops" / f"{self.op}.py"
+        return WrongTwin(self.op, self.mistake.split("/")[1]).prototype
 
 
 def _bound_line(mistake: str) -> int:
     """The line of the `i <= n` test in a wrong twin (the store is on it or just after)."""
-    lines = (BANK / f"{mistake}.cu").read_text().splitlines()
+    lines = wrong_twin_text(mistake).splitlines()
     return next(
         n
         for n, text in enumerate(lines, 1)
@@ -113,16 +112,11 @@ CATCHES = (
     # the write, so every increment lands on a CPU. Only a GPU shows lost increments.
     CpuCatch("histogram/racy_increment", "float32-n1000", (), caught=False),
 )
-PRESENT = [c for c in CATCHES if (BANK / f"{c.mistake}.cu").is_file()]
+PRESENT = [c for c in CATCHES if c.mistake in {t.id for t in bank()}]
 
 
 def test_every_wrong_twin_of_the_bank_has_a_cpu_catch():
-    on_disk = {
-        p.relative_to(BANK).with_suffix("").as_posix()
-        for p in BANK.glob("*/*.cu")
-        if p.parent.name != "_ops"  # bank-only ops, not mistakes
-    }
-    assert on_disk <= {c.mistake for c in CATCHES}
+    assert {t.id for t in bank()} <= {c.mistake for c in CATCHES}
 
 
 @pytest.mark.parametrize("catch", PRESENT, ids=lambda c: c.mistake)
@@ -132,7 +126,7 @@ def test_cpu_twin_catches_wrong_twin(catch, make_project, load_op):
 
     name = "cpu_" + catch.mistake.replace("/", "_")
     prototype = catch.prototype.read_text()
-    root = make_project({name: (prototype, (BANK / f"{catch.mistake}.cu").read_text())})
+    root = make_project({name: (prototype, wrong_twin_text(catch.mistake))})
     config, op = load_op(root, name)
     (case,) = [c for c in op.definition.cases if c.name == catch.case]
     results = run_case(op, case, [create("sim", config), create("twin-cpu", config)])

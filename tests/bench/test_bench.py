@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from portkit.bench.model import CopyBandwidth, Machine, Measurement, Report, Status
+from portkit.bench.model import CopyBandwidth, Machine, Measurement, Report
+from portkit.results import Outcome
 from portkit.bench.regression import (
     FASTER,
     MISSING,
@@ -113,7 +114,7 @@ def test_op_decorator_validates_bench_bytes_and_flops():
 # -- the regression decision ---------------------------------------------------------------
 
 
-def measurement(median, q1=None, q3=None, status=Status.OK, detail="", impl="twin"):
+def measurement(median, q1=None, q3=None, status=Outcome.PASS, detail="", impl="twin"):
     time = None
     if median is not None:
         q1 = median if q1 is None else q1
@@ -144,14 +145,14 @@ def test_judge_needs_threshold_and_spread(old, new, status):
 
 def test_judge_wrong_new_and_missing():
     assert (
-        judge(measurement(100), measurement(None, status=Status.WRONG, detail="x"), 0.1).status
+        judge(measurement(100), measurement(None, status=Outcome.FAIL, detail="x"), 0.1).status
         == WRONG
     )
-    assert judge(measurement(100), measurement(None, status=Status.WRONG, detail="x"), 0.1).failed
+    assert judge(measurement(100), measurement(None, status=Outcome.FAIL, detail="x"), 0.1).failed
     assert judge(None, measurement(100), 0.1).status == NEW
     assert judge(measurement(100), None, 0.1).status == MISSING
     assert not judge(
-        measurement(100), measurement(None, status=Status.SKIPPED, detail="no GPU"), 0.1
+        measurement(100), measurement(None, status=Outcome.SKIP, detail="no GPU"), 0.1
     ).failed
 
 
@@ -226,7 +227,7 @@ def test_plot_writes_a_png_and_nothing_else(tmp_path):
     from portkit.bench.plot import write_plot
 
     r = roles_report()
-    wrong = measurement(None, status=Status.WRONG, detail="timed call 1: output 0 differs")
+    wrong = measurement(None, status=Outcome.FAIL, detail="timed call 1: output 0 differs")
     r = report(*r.measurements, wrong)
     path = tmp_path / "bench.png"
     write_plot(r, path)
@@ -297,12 +298,12 @@ def test_runner_times_every_implementation_and_direction(make_project, load_op, 
     for direction in ("forward", "backward"):
         for impl in ("torch", "sim"):
             m = rows[(direction, impl)]
-            assert m.status is Status.OK and m.time is not None and m.time.n == 4, m
+            assert m.status is Outcome.PASS and m.time is not None and m.time.n == 4, m
             # forward: x in, out; backward: saved x, upstream dy, dx (40 float32 each)
             assert m.bytes == (320 if direction == "forward" else 480), m
         if impls:  # no GPU here: the twin is reported as skipped, with the reason
             twin = rows[(direction, "twin")]
-            assert twin.status is Status.SKIPPED and twin.detail.startswith("no CUDA GPU")
+            assert twin.status is Outcome.SKIP and twin.detail.startswith("no CUDA GPU")
     # every timed call was prepared (L2 flush and spin): 4 reps x 2 impls x 2 directions
     assert clock.prepared == 16
 
@@ -320,9 +321,9 @@ def test_runner_fails_a_kernel_that_writes_half_its_output(make_project, load_op
         "if i < n // 2:\n    out[i] = x[i] * 2.0",
     )
     sim = next(m for m in bad if m.implementation == "sim" and m.direction == "forward")
-    assert sim.status is Status.WRONG and "20 of 40 elements differ" in sim.detail
+    assert sim.status is Outcome.FAIL and "20 of 40 elements differ" in sim.detail
     assert sim.time is None
-    assert all(m.status is Status.OK for m in result if m.implementation != "twin")
+    assert all(m.status is Outcome.PASS for m in result if m.implementation != "twin")
 
 
 def test_torch_is_checked_against_itself_where_the_reference_is_wider(
@@ -342,8 +343,8 @@ def test_torch_is_checked_against_itself_where_the_reference_is_wider(
     )
     rows = {(m.direction, m.implementation): m.status.value for m in result}
     for direction in ("forward", "backward"):
-        assert rows[(direction, "torch")] == "ok", rows
-        assert rows[(direction, "sim")] == "ok", rows
+        assert rows[(direction, "torch")] == "pass", rows
+        assert rows[(direction, "sim")] == "pass", rows
     # the same kernel judged against float32 torch is wrong: the check is not idle
     narrow, _ = run_sim_bench(
         make_project,
@@ -355,7 +356,7 @@ def test_torch_is_checked_against_itself_where_the_reference_is_wider(
         backward="dx[i] = dy[i]",
     )
     sim = next(m for m in narrow if m.implementation == "sim" and m.direction == "forward")
-    assert sim.status is Status.WRONG, sim
+    assert sim.status is Outcome.FAIL, sim
 
 
 # -- bench cases ---------------------------------------------------------------------------

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from portkit.bench.model import BASELINE, COMPILED, Report, Status
+from portkit.bench.model import BASELINE, COMPILED, Report
+from portkit.results import Outcome
 from portkit.errors import OpDefinitionError
 from tests.bench.test_bench import FakeClock, report, roles_report
 
@@ -48,7 +49,7 @@ def test_every_example_baseline_agrees_with_its_reference(name):
         rows = bench.run_case(op, case, [Baseline()])
         assert {m.direction for m in rows} == directions, case.name
         for m in rows:
-            assert m.status is Status.OK, f"{name} {case.name} {m.direction}: {m.detail}"
+            assert m.status is Outcome.PASS, f"{name} {case.name} {m.direction}: {m.detail}"
 
 
 def test_matmul_is_a_teaching_example_and_the_others_are_claims():
@@ -116,7 +117,7 @@ def test_bench_names_the_fastest_torch_row_and_its_ratio():
     for direction in ("forward", "backward"):
         rows = {m.implementation: m for m in r.measurements if m.direction == direction}
         assert set(rows) == {"torch", "baseline", "torch.compile"}
-        assert all(m.status is Status.OK for m in rows.values()), rows
+        assert all(m.status is Outcome.PASS for m in rows.values()), rows
         forward = direction == "forward"
         # the backward is autograd's on a graph made once: no function is called, no time
         if not forward:
@@ -140,7 +141,7 @@ def test_a_wrong_baseline_fails_and_never_wins():
     clock = WorkClock()
     r = run_torch_rows(clock, timed_op(clock, 50.0, 1.0, baseline_factor=3.0), compiled_us=5.0)
     wrong = r.find("sigmoid", "n40", "forward", "baseline")
-    assert wrong.status is Status.WRONG and wrong.time is None and wrong.failed, wrong
+    assert wrong.status is Outcome.FAIL and wrong.time is None and wrong.failed, wrong
     assert "differ" in wrong.detail
     assert wrong in r.failures
     torch_row = r.find("sigmoid", "n40", "forward", "torch")
@@ -156,7 +157,7 @@ def test_an_op_without_a_baseline_gets_a_skipped_row():
     op = repo_session().op("sigmoid")
     op = replace(op, definition=replace(op.definition, baseline=None))
     rows = Bench(FakeClock(), reps=2, warmup=1).run_case(op, Case("n8", ((8,),)), [Baseline()])
-    assert [(m.status, m.detail) for m in rows] == [(Status.SKIPPED, NO_BASELINE)] * 2
+    assert [(m.status, m.detail) for m in rows] == [(Outcome.SKIP, NO_BASELINE)] * 2
     assert not any(m.failed for m in rows)
 
 
@@ -270,11 +271,11 @@ def test_a_torch_row_beyond_the_kernels_tolerance_is_judged_by_the_control(monke
     # another float32 order of the same function: ULPs from torch.sigmoid, within twice
     # torch's own float32 error against float64
     rows = rows_with_a_kernels_tolerance(monkeypatch, lambda x: 1 / (1 + torch.exp(-x)))
-    assert rows["forward"].status is Status.OK, rows["forward"].detail
+    assert rows["forward"].status is Outcome.PASS, rows["forward"].detail
 
 
 def test_a_wrong_torch_row_fails_the_control_too(monkeypatch):
     rows = rows_with_a_kernels_tolerance(monkeypatch, lambda x: torch.sigmoid(x) * 1.001)
     wrong = rows["forward"]
-    assert wrong.status is Status.WRONG, wrong
+    assert wrong.status is Outcome.FAIL, wrong
     assert "against float64" in wrong.detail and "torch's float32 error" in wrong.detail

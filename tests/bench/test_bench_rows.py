@@ -12,7 +12,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from portkit.bench.model import COMPILED, LATENCY_BOUND_US, Report, Status
+from portkit.bench.model import COMPILED, LATENCY_BOUND_US, Report
+from portkit.results import Outcome
 from portkit.bench.peaks import peak_tflops
 from portkit.bench.stats import Summary
 from tests.bench.test_bench import FakeClock, report, roles_report
@@ -45,16 +46,28 @@ def test_a_report_of_the_first_schema_reads_its_check_strings():
         row["check"] = checks[row["implementation"]]
     got = {m.implementation: (m.status, m.detail) for m in Report.from_dict(data).measurements}
     assert got == {
-        "torch": (Status.OK, ""),
-        "numba": (Status.SKIPPED, "no CUDA GPU"),
-        "twin": (Status.WRONG, "timed call 2: x"),
+        "torch": (Outcome.PASS, ""),
+        "numba": (Outcome.SKIP, "no CUDA GPU"),
+        "twin": (Outcome.FAIL, "timed call 2: x"),
     }
+
+
+def test_a_report_of_the_second_schema_reads_its_status_words():
+    """portkit-bench/2 wrote bench's own words; they read back as the one Outcome."""
+    data = json.loads(json.dumps(roles_report().to_dict()))
+    data["schema"] = "portkit-bench/2"
+    words = {"torch": "ok", "numba": "skipped", "twin": "wrong"}
+    for row in data["results"]:
+        row["status"] = words[row["implementation"]]
+    got = {m.implementation: m.status for m in Report.from_dict(data).measurements}
+    assert got == {"torch": Outcome.PASS, "numba": Outcome.SKIP, "twin": Outcome.FAIL}
+    assert all(type(status) is Outcome for status in got.values())
 
 
 def test_status_detail_and_origin_survive_json():
     r = rows_of(
         roles_report(),
-        twin={"status": Status.ERROR, "detail": "NVRTC: no", "time": None},
+        twin={"status": Outcome.ERROR, "detail": "NVRTC: no", "time": None},
         numba={"scaled_from": "float32-64x1000"},
     )
     data = json.loads(json.dumps(r.to_dict()))
@@ -66,13 +79,13 @@ def test_status_detail_and_origin_survive_json():
 @pytest.mark.parametrize(
     ("status", "role", "failed"),
     [
-        (Status.OK, "twin", False),
-        (Status.SKIPPED, "twin", False),
-        (Status.WRONG, "twin", True),
-        (Status.ERROR, "prototype", True),
-        (Status.WRONG, "reference", True),
-        (Status.ERROR, COMPILED, False),  # torch.compile is a comparison, not the op
-        (Status.WRONG, COMPILED, False),
+        (Outcome.PASS, "twin", False),
+        (Outcome.SKIP, "twin", False),
+        (Outcome.FAIL, "twin", True),
+        (Outcome.ERROR, "prototype", True),
+        (Outcome.FAIL, "reference", True),
+        (Outcome.ERROR, COMPILED, False),  # torch.compile is a comparison, not the op
+        (Outcome.FAIL, COMPILED, False),
     ],
 )
 def test_which_rows_fail_the_run(status, role, failed):
@@ -120,20 +133,20 @@ def test_skips_events_latency_and_a_failed_compile_exit_0(cli, monkeypatch):
 
     fake = rows_of(
         roles_report(),
-        numba={"status": Status.SKIPPED, "detail": "no CUDA GPU", "time": None},
+        numba={"status": Outcome.SKIP, "detail": "no CUDA GPU", "time": None},
         torch={"timing": EVENTS, "scaled_from": "float32-64x1000"},
     )
-    failed_compile = compiled_row(status=Status.ERROR, detail="torch.compile failed: X", time=None)
+    failed_compile = compiled_row(status=Outcome.ERROR, detail="torch.compile failed: X", time=None)
     fake = report(*fake.measurements, failed_compile)
     result = bench_with_rows(cli, monkeypatch, fake)
     assert result.exit_code == 0, result.output
     text = " ".join(result.output.split())
-    assert "skipped: no CUDA GPU" in text and "torch.compile failed: X" in text
+    assert "skip: no CUDA GPU" in text and "torch.compile failed: X" in text
     assert "scaled from float32-64x1000" in text and "latency-bound" in text
     assert "host included" in text and "FAIL" not in text
 
 
-@pytest.mark.parametrize("status", [Status.WRONG, Status.ERROR])
+@pytest.mark.parametrize("status", [Outcome.FAIL, Outcome.ERROR])
 def test_a_wrong_or_failed_twin_exits_1(cli, monkeypatch, status):
     fake = rows_of(roles_report(), twin={"status": status, "detail": "output 0 differs"})
     result = bench_with_rows(cli, monkeypatch, fake)
@@ -144,11 +157,11 @@ def test_a_wrong_or_failed_twin_exits_1(cli, monkeypatch, status):
 
 
 def test_json_carries_status_and_the_exit_rule_holds(cli, monkeypatch):
-    fake = rows_of(roles_report(), twin={"status": Status.WRONG, "detail": "d", "time": None})
+    fake = rows_of(roles_report(), twin={"status": Outcome.FAIL, "detail": "d", "time": None})
     result = bench_with_rows(cli, monkeypatch, fake, "--json")
     assert result.exit_code == 1
     rows = {r["implementation"]: r for r in json.loads(result.stdout)["results"]}
-    assert (rows["twin"]["status"], rows["twin"]["detail"]) == ("wrong", "d")
+    assert (rows["twin"]["status"], rows["twin"]["detail"]) == ("fail", "d")
     assert rows["torch"]["latency_bound"] is True and rows["twin"]["latency_bound"] is False
 
 
@@ -178,11 +191,11 @@ def test_a_compile_that_fails_is_a_row_saying_so(make_project, load_op, sources)
     rows = run_with_compiler(make_project, load_op, sources, "bench_compile_fails", compiler)
     for direction in ("forward", "backward"):
         m = rows[(direction, "torch.compile")]
-        assert m.status is Status.ERROR and m.time is None and not m.failed, m
+        assert m.status is Outcome.ERROR and m.time is None and not m.failed, m
         assert m.detail.startswith("torch.compile failed: RuntimeError: inductor needs a C++")
         assert "more lines" not in m.detail
         for impl in ("torch", "sim"):
-            assert rows[(direction, impl)].status is Status.OK, rows[(direction, impl)]
+            assert rows[(direction, impl)].status is Outcome.PASS, rows[(direction, impl)]
 
 
 def test_a_compiled_reference_is_timed_and_checked(make_project, load_op, sources):
@@ -196,12 +209,12 @@ def test_a_compiled_reference_is_timed_and_checked(make_project, load_op, source
     assert len(compiled) == 1  # once per op, for both directions
     for direction in ("forward", "backward"):
         m = rows[(direction, "torch.compile")]
-        assert m.status is Status.OK and m.time is not None and m.time.n == 3, m
+        assert m.status is Outcome.PASS and m.time is not None and m.time.n == 3, m
     wrong = run_with_compiler(
         make_project, load_op, sources, "bench_compile_wrong", lambda f: lambda x: f(x) * 3
     )
     m = wrong[("forward", "torch.compile")]
-    assert m.status is Status.WRONG and not m.failed, m
+    assert m.status is Outcome.FAIL and not m.failed, m
 
 
 def test_a_timed_call_is_verified_with_the_ops_declared_tolerance() -> None:

@@ -8,9 +8,10 @@ import json
 
 import pytest
 
-from portkit.bench.model import Measurement, Report, Status
+from portkit.bench.model import Measurement, Report
 from portkit.bench.runner import MAX_ATTEMPTS
 from portkit.bench.timing import EVENTS, MAX_COVER_US, SPIN
+from portkit.results import Outcome
 from tests.bench.test_bench import FakeClock, report, roles_report
 
 
@@ -55,7 +56,7 @@ def test_a_call_no_spin_covers_is_timed_with_plain_events(make_project, load_op,
     rows = run_scripted(make_project, load_op, sources, "bench_never", clock)
     assert len(rows) == 4
     for m in rows.values():
-        assert m.status is Status.OK and m.time is not None and m.time.n == 4, m
+        assert m.status is Outcome.PASS and m.time is not None and m.time.n == 4, m
         assert m.timing == EVENTS
     # per task: MAX_ATTEMPTS spins that failed to cover, then every call without a spin
     spins = [spin for spin, _ in clock.spins]
@@ -74,7 +75,7 @@ def test_only_the_uncovered_implementation_falls_back_and_drops_its_spin_samples
     clock = ScriptedClock(uncovered={2, 3, 4, 5})
     rows = run_scripted(make_project, load_op, sources, "bench_mixed", clock)
     sim = rows[("forward", "sim")]
-    assert sim.timing == EVENTS and sim.status is Status.OK
+    assert sim.timing == EVENTS and sim.status is Outcome.PASS
     assert sim.time is not None and sim.time.n == 3  # rounds 1-3, by one method
     for key in (("forward", "torch"), ("backward", "torch"), ("backward", "sim")):
         assert rows[key].timing == SPIN and rows[key].time.n == 4, rows[key]
@@ -167,6 +168,6 @@ def test_an_integer_input_is_timed_without_gradients(make_project, load_op, wron
     assert set(rows) == {(d, i) for d in ("forward", "backward") for i in ("torch", "sim")}
     for (direction, impl), m in rows.items():
         if wrong and (direction, impl) == ("backward", "sim"):
-            assert m.status is Status.WRONG and m.time is None, m
+            assert m.status is Outcome.FAIL and m.time is None, m
         else:
-            assert m.status is Status.OK and m.time is not None and m.time.n == 5, m
+            assert m.status is Outcome.PASS and m.time is not None and m.time.n == 5, m

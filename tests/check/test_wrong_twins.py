@@ -1,12 +1,14 @@
 """A bank of deliberately wrong twins: porting mistakes that portkit must catch.
 
-``tests/check/wrong_twins/<op>/<mistake>.cu`` is the real ``cuda_src/<op>.cu`` with one
-mistake; its first line says what the mistake is and what a diff should show. Each
+``tests/check/wrong_twins/<op>/<mistake>.patch`` is a unified diff that puts one mistake
+into the real ``cuda_src/<op>.cu``, applied when the test runs (tests/check/wrong_twin_bank.py;
+a patch that no longer applies fails naming itself); the wrong twin's first line says what
+the mistake is and what a diff should show. Each
 test builds a throwaway project holding the real prototype and the wrong twin (op
 ``wt_<op>_<mistake>``: discovery registers prototypes as ``portkit_ops.<name>``, so
 the name must not clash with the repository's own ops) and runs portkit on it.
 
-- CPU: every wrong twin still compiles (``portkit compile``), declares the same
+- CPU: every patch applies, every wrong twin still compiles (``portkit compile``), declares the same
   kernels as the real twin, and has its header, so the bank stays valid.
 - GPU: each mistake is caught by the catchers recorded with it, deterministically (the
   one race between blocks, ``total/global_accumulator_race``, by its 16,384-block case):
@@ -29,8 +31,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.check.wrong_twin_bank import OPS, WrongTwin, bank
+
 REPO = Path(__file__).resolve().parents[2]
-BANK = Path(__file__).resolve().parent / "wrong_twins"
 HEADER = "// WRONG TWIN "
 
 F32_F64 = ("float32", "float64")
@@ -66,8 +69,13 @@ class Mistake:
         return f"{self.op}/{self.name}"
 
     @property
-    def path(self) -> Path:
-        return BANK / self.op / f"{self.name}.cu"
+    def twin(self) -> WrongTwin:
+        return WrongTwin(self.op, self.name)
+
+    @property
+    def text(self) -> str:
+        """The wrong twin's source: the real twin with the bank's patch applied."""
+        return self.twin.text()
 
     @property
     def op_name(self) -> str:
@@ -79,18 +87,16 @@ class Mistake:
 
     @property
     def prototype(self) -> Path:
-        bank_op = BANK / "_ops" / f"{self.op}.py"
-        return bank_op if bank_op.is_file() else REPO / "prototypes" / f"{self.op}.py"
+        return self.twin.prototype
 
     @property
     def real_twin(self) -> Path:
-        bank_op = BANK / "_ops" / f"{self.op}.cu"
-        return bank_op if bank_op.is_file() else REPO / "cuda_src" / f"{self.op}.cu"
+        return self.twin.real_twin
 
     @property
     def bug_line(self) -> int | None:
         """The line marked ``// BUG`` in the wrong twin, if any."""
-        for number, text in enumerate(self.path.read_text().splitlines(), 1):
+        for number, text in enumerate(self.text.splitlines(), 1):
             if "// BUG" in text:
                 return number
         return None
@@ -386,7 +392,7 @@ def wrong_twin_project(make_project, mistake: Mistake) -> tuple[Path, str]:
     """A project with the real prototype of ``mistake.op`` and the wrong twin, both
     under the op name ``mistake.op_name``; returns (root, op name)."""
     name = mistake.op_name
-    return make_project({name: (mistake.prototype.read_text(), mistake.path.read_text())}), name
+    return make_project({name: (mistake.prototype.read_text(), mistake.text)}), name
 
 
 FAIL_LINE = re.compile(r"^FAIL (\S+) / (\S+) / (.+?) / (\S+)$", re.M)
@@ -403,12 +409,7 @@ def failures(output: str, op_name: str) -> set[tuple[str, str, str]]:
 
 
 def test_bank_holds_exactly_the_listed_mistakes():
-    on_disk = sorted(
-        p.relative_to(BANK).with_suffix("").as_posix()
-        for p in BANK.glob("*/*.cu")
-        if p.parent.name != "_ops"
-    )
-    assert on_disk == sorted(m.id for m in MISTAKES)
+    assert sorted(t.id for t in bank()) == sorted(m.id for m in MISTAKES)
 
 
 @by_id()
@@ -432,10 +433,10 @@ def test_the_bank_covers_the_four_new_kinds():
 
 
 @by_id()
-def test_wrong_twin_has_header_and_real_signatures(mistake):
+def test_wrong_twin_has_header_and_real_signatures(mistake, tmp_path):
     from portkit.backends.twin.source import parse_twin
 
-    text = mistake.path.read_text()
+    text = mistake.text  # the patch applies (or the test fails naming it)
     first = text.splitlines()[0]
     assert first.startswith(f"{HEADER}{mistake.id}: "), first
     assert "diff" in first, "the first line says what a diff should show"
@@ -445,7 +446,9 @@ def test_wrong_twin_has_header_and_real_signatures(mistake):
     def signatures(path):
         return {name: (k.template_param, k.params) for name, k in parse_twin(path).items()}
 
-    assert signatures(mistake.path) == signatures(real_path)
+    wrong_path = tmp_path / f"{mistake.op}.cu"
+    wrong_path.write_text(text)
+    assert signatures(wrong_path) == signatures(real_path)
 
 
 @pytest.mark.compile
@@ -528,8 +531,8 @@ def test_good_twins_and_prototypes_are_clean(tool, make_project, portkit_process
         if not path.name.startswith("_")
     }
     ops["total"] = (
-        (BANK / "_ops" / "total.py").read_text(),
-        (BANK / "_ops" / "total.cu").read_text(),
+        (OPS / "total.py").read_text(),
+        (OPS / "total.cu").read_text(),
     )
     root = make_project(ops)
     cases = [arg for case in SANITIZED_CASES for arg in ("--case", case)]

@@ -438,8 +438,8 @@ def test_bad_config_key(make_project, cli):
     message = str(info.value)
     assert "unknown key(s) in [tool.portkit]: prototype-dir" in message
     known = (
-        "known keys: cache-dir, cuda-src, lint-warnings, lockstep-fallback, namespace, "
-        "prototypes, sim-budget"
+        "known keys: backends, cache-dir, cuda-src, lint-warnings, lockstep-fallback, "
+        "namespace, prototypes, sim-budget"
     )
     assert known in message
     assert str(root / "pyproject.toml") in message

@@ -3,6 +3,7 @@ docs/environment.md, and no portkit switch read from os.environ anywhere else.""
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -49,3 +50,61 @@ def test_every_portkit_variable_the_code_names_is_in_the_table():
     # C macros of portkit_math.h and the CPU twin's headers are not variables
     macros = {n for n in named if n.startswith(("PORTKIT_MATH_", "PORTKIT_WITH_"))}
     assert named - macros <= {v.name for v in VARIABLES}
+
+
+def _environment_reads(tree: ast.AST) -> list[tuple[int, str]]:
+    """Every touch of the process environment in a module: ``os.environ`` (read, copy,
+    write), ``os.environb``, ``os.getenv``/``putenv``/``unsetenv``, and the same names
+    imported from ``os`` (by any alias)."""
+    os_names = {"os"}
+    direct: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            os_names |= {a.asname or a.name for a in node.names if a.name == "os"}
+        if isinstance(node, ast.ImportFrom) and node.module == "os":
+            for a in node.names:
+                if a.name in ENVIRONMENT_NAMES:
+                    direct[a.asname or a.name] = a.name
+    found = []
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr in ENVIRONMENT_NAMES
+            and isinstance(node.value, ast.Name)
+            and node.value.id in os_names
+        ):
+            found.append((node.lineno, f"os.{node.attr}"))
+        elif isinstance(node, ast.Name) and node.id in direct:
+            found.append((node.lineno, direct[node.id]))
+    return found
+
+
+ENVIRONMENT_NAMES = {"environ", "environb", "getenv", "getenvb", "putenv", "unsetenv"}
+
+
+def test_the_environment_is_touched_in_the_table_module_only():
+    """Not a spelling: every module's syntax tree, for every way to reach os.environ."""
+    from portkit.export.package import RUNTIME_FILES
+
+    shipped = {shipped_path(package, name) for package, name in RUNTIME_FILES.values()}
+    touches = [
+        f"{path.relative_to(ROOT)}:{line}: {what}"
+        for path in sorted((ROOT / "portkit").rglob("*.py"))
+        if path != TABLE and path not in shipped
+        for line, what in _environment_reads(ast.parse(path.read_text()))
+    ]
+    assert touches == [], "read the environment through portkit/project/environment.py"
+
+
+def shipped_path(package: str, name: str) -> Path:
+    return ROOT.joinpath(*package.split("."), name)
+
+
+def test_the_scan_sees_every_spelling():
+    source = (
+        "import os\nimport os as o\nfrom os import environ as E, getenv\n"
+        "a = os.environ.get('X')\nb = o.getenv('Y')\nc = E['Z']\nd = getenv('W')\n"
+        "os.environ['V'] = '1'\ne = dict(os.environ)\nf = os.path.join('a')\n"
+    )
+    lines = [line for line, _ in _environment_reads(ast.parse(source))]
+    assert sorted(lines) == [4, 5, 6, 7, 8, 9]

@@ -6,6 +6,7 @@ import threading
 import time
 
 from portkit.project.session import Session
+from portkit.results import Outcome
 from portkit.watch.engine import Engine
 from portkit.watch.loop import watch_loop
 from portkit.watch.view import PlainView, op_line
@@ -28,7 +29,7 @@ def test_sim_edits_pass_fail_with_the_mismatch_then_pass_and_rebuild_only_the_ed
     assert list(bug.verdicts) == ["wt_loop"]  # the untouched op is not re-run
     assert bug.reimported == ["wt_loop"] and bug.recompiled == []
     verdict = bug.verdicts["wt_loop"]
-    assert verdict.status == "FAIL"
+    assert verdict.status is Outcome.FAIL
     (problem,) = verdict.problems
     assert problem.kind == "mismatch" and problem.backend == "sim" and problem.check == "forward"
     assert "129 of 129 elements differ" in problem.text
@@ -37,7 +38,7 @@ def test_sim_edits_pass_fail_with_the_mismatch_then_pass_and_rebuild_only_the_ed
 
     edit(prototype, "x[i] * 2.5", "x[i] * 2.0")  # the fix
     fixed = engine.run()
-    assert fixed.verdicts["wt_loop"].status == "pass" and fixed.reimported == ["wt_loop"]
+    assert fixed.verdicts["wt_loop"].status is Outcome.PASS and fixed.reimported == ["wt_loop"]
     assert engine.failing == []
     assert engine.run().verdicts == {}  # nothing changed: nothing runs
 
@@ -45,7 +46,7 @@ def test_sim_edits_pass_fail_with_the_mismatch_then_pass_and_rebuild_only_the_ed
 def test_a_fault_names_kernel_block_thread_and_line(watched):
     root = watched("wt_fault")
     engine = Engine(Session.from_environment(root), ["wt_fault"], "sim")
-    assert engine.run().verdicts["wt_fault"].status == "pass"
+    assert engine.run().verdicts["wt_fault"].status is Outcome.PASS
     edit(root / "prototypes" / "wt_fault.py", "if i < n:", "if i <= n:")
     (problem,) = engine.run().verdicts["wt_fault"].problems
     assert problem.kind == "fault"
@@ -62,12 +63,12 @@ def test_a_syntax_error_is_shown_with_its_line_and_the_next_save_recovers(watche
     prototype = root / "prototypes" / "wt_syntax.py"
     edit(prototype, "x[i] * 2.0", "x[i] * (2.0")
     broken = engine.run().verdicts["wt_syntax"]
-    assert broken.status == "error"
+    assert broken.status is Outcome.ERROR
     (problem,) = broken.problems
     assert problem.kind == "error" and problem.where == "wt_syntax.py:15"
     assert "SyntaxError" in problem.text
     edit(prototype, "x[i] * (2.0", "x[i] * 2.0")
-    assert engine.run().verdicts["wt_syntax"].status == "pass"
+    assert engine.run().verdicts["wt_syntax"].status is Outcome.PASS
 
 
 def test_a_twin_edit_compiles_that_twin_alone_and_keeps_the_prototype_module(watched):
@@ -90,7 +91,7 @@ def test_a_twin_edit_compiles_that_twin_alone_and_keeps_the_prototype_module(wat
 
     edit(twin, "x[i] * T(3)", "x[i] * T(2)")
     back = engine.run()  # the content seen before: its binary is in the cache
-    assert back.verdicts["wt_twin"].status == "pass" and back.recompiled == []
+    assert back.verdicts["wt_twin"].status is Outcome.PASS and back.recompiled == []
 
 
 def test_cases_that_failed_last_time_run_first(make_project, sources, monkeypatch):
@@ -132,7 +133,7 @@ def test_the_loop_wakes_on_a_save_and_stops_after_the_runs_asked(watched, capsys
     last = watch_loop(engine, PlainView(Console(width=200)), runs=2, on_run=save_after_first_run)
     assert time.monotonic() - t0 < 60
     assert [r.number for r in runs] == [1, 2]
-    assert last.verdicts["wt_wake"].status == "FAIL" and last.reimported == ["wt_wake"]
+    assert last.verdicts["wt_wake"].status is Outcome.FAIL and last.reimported == ["wt_wake"]
     out = capsys.readouterr().out
     assert "wt_wake pass in" in out and "wt_wake FAIL in" in out
     assert "run 2:" in out and "re-imported wt_wake" in out

@@ -29,9 +29,10 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from portkit import cache_files
+from portkit import cache_files, host_compiler
 from portkit.errors import TwinCompileError
-from portkit.host_compiler import Compiler, find_compiler
+from portkit.host_compiler import Compiler
+from portkit.project.environment import tool_path
 from portkit.simt.floatmath import SOURCE_DIR as MATH_DIR
 
 CACHE_FORMAT = 4  # 3: symbols and digest in <library>.manifest.json; 4: shared math header
@@ -69,6 +70,12 @@ _EXTERN_SHARED = re.compile(
     r"extern\s+__shared__\s+(?P<attrs>(?:(?:__align__|alignas)\s*\(\s*\w+\s*\)\s*)*)"
     r"(?P<type>[\w:<>\s]+?)\s+(?P<name>\w+)\s*\[\s*\]\s*;"
 )
+
+
+def find_compiler() -> Compiler | None:
+    """The system C++ compiler: $CXX (through the environment table), else g++, clang++
+    or c++ on the PATH."""
+    return host_compiler.find_compiler(tool_path("CXX"))
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from typing import IO, Any
 from portkit.backends.twin_cpu import worker as protocol
 from portkit.backends.twin_cpu.build import asan_runtime
 from portkit.errors import KernelError
+from portkit.project.environment import child_environment
 
 WORKER = Path(protocol.__file__).resolve()
 _ADDRESS = re.compile(r"on address (0x[0-9a-f]+)")
@@ -34,7 +35,7 @@ class CheckWorker:
         self._lock = threading.Lock()
 
     def _start(self) -> None:
-        env = dict(os.environ)
+        env = child_environment()
         runtime = asan_runtime()
         if runtime:
             env["LD_PRELOAD"] = " ".join(filter(None, [runtime, env.get("LD_PRELOAD", "")]))

@@ -11,8 +11,10 @@ from collections.abc import Mapping, Sequence
 
 def visible_gpus() -> list[str]:
     """GPU ids this process may use: CUDA_VISIBLE_DEVICES, else ``nvidia-smi -L``.
-    Process setup, so it reads the process's environment itself (docs/environment.md)."""
-    listed = os.environ.get("CUDA_VISIBLE_DEVICES")
+    Process setup: the process's environment, through the table (docs/environment.md)."""
+    from portkit.project.environment import process_variable
+
+    listed = process_variable("CUDA_VISIBLE_DEVICES")
     if listed is not None:
         return [g.strip() for g in listed.split(",") if g.strip()]
     if shutil.which("nvidia-smi") is None:

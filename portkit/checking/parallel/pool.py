@@ -5,7 +5,6 @@ status and last output; a fresh worker takes the next op."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import tempfile
@@ -19,6 +18,7 @@ from typing import IO
 from portkit.checking.parallel.gpus import visible_gpus, worker_environment
 from portkit.checking.parallel.handoff import HandoffError, OpRun, crashed, read_run
 from portkit.checking.parallel.worker import Request, command
+from portkit.project.environment import child_environment
 
 LAST_LINES = 20  # of a dead worker's output, in its op's row
 
@@ -104,7 +104,7 @@ def check_in_parallel(
     runs: dict[str, OpRun] = {}
     gpus = visible_gpus()
     count = min(jobs, len(op_names))
-    base = {**os.environ, **settings_environment}  # process setup: the child's whole env
+    base = {**child_environment(), **settings_environment}  # the child's whole env
 
     def locked_advance(label: str) -> None:
         with lock:

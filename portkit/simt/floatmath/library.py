@@ -27,7 +27,7 @@ import numpy.typing as npt
 from portkit import cache_files
 from portkit.host_compiler import Compiler, find_compiler
 from portkit.project.config import default_cache_dir
-from portkit.project.environment import sim_math
+from portkit.project.environment import sim_math, tool_path
 
 SOURCE_DIR = Path(__file__).resolve().parent
 HEADER = SOURCE_DIR / "portkit_math.h"
@@ -73,7 +73,7 @@ def loaded() -> ctypes.CDLL | None:
     environment table: a process cannot hold two math libraries for one simulator."""
     if sim_math() == "numpy":
         return None
-    compiler = find_compiler()
+    compiler = find_compiler(tool_path("CXX"))
     why = "no C++ compiler found"
     if compiler is not None:
         try:

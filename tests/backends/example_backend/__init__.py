@@ -1,0 +1,1 @@
+"""A worked third-party backend (docs/add-a-backend.md): ``example-cpu``."""

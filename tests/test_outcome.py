@@ -1,0 +1,64 @@
+"""One outcome vocabulary for check, bench and watch, and check labels parsed one way."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from portkit.results import Outcome, compile_check, is_compile_check
+
+PORTKIT = Path(__file__).resolve().parents[1] / "portkit"
+
+
+def test_the_values_are_what_json_writes_and_failures_shout():
+    assert [o.value for o in Outcome] == ["pass", "fail", "skip", "error", "running"]
+    assert Outcome("error") is Outcome.ERROR and f"{Outcome.SKIP}" == "skip"
+    assert Outcome.FAIL.label == "FAIL" and Outcome.PASS.label == "pass"
+    assert {o for o in Outcome if o.bad} == {Outcome.FAIL, Outcome.ERROR}
+
+
+@pytest.mark.parametrize(
+    ("check", "compile_row"),
+    [
+        ("compile", True),
+        ("compile sm_90", True),
+        (compile_check(), True),
+        (compile_check("sm_100"), True),
+        ("compiled", False),
+        ("compile_ptx", False),
+        ("forward", False),
+        ("vs twin", False),
+    ],
+)
+def test_compile_rows_are_recognised_one_way(check, compile_row):
+    assert is_compile_check(check) is compile_row
+
+
+def _string_comparisons(tree: ast.AST):
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            for side in (node.left, *node.comparators):
+                if isinstance(side, ast.Constant) and isinstance(side.value, str):
+                    yield node, side.value
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in ("startswith", "endswith") and node.args:
+                arg = node.args[0]
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                    yield node, arg.value
+
+
+def test_no_module_parses_a_check_label_or_an_outcome_by_its_spelling():
+    """``== "compile"``, ``.startswith("compile")``, ``status == "FAIL"``: the spellings
+    that drifted apart. Labels go through results.is_compile_check, statuses are Outcome."""
+    words = {"compile", "compile ", "pass", "fail", "FAIL", "skip", "error", "running", "ok"}
+    found = []
+    for path in sorted(PORTKIT.rglob("*.py")):
+        if path.name == "results.py":
+            continue
+        for node, value in _string_comparisons(ast.parse(path.read_text())):
+            text = ast.unparse(node)
+            if value in words and ("status" in text or "check" in text):
+                found.append(f"{path.relative_to(PORTKIT.parent)}:{node.lineno}: {text}")
+    assert not found, "\n".join(found)
