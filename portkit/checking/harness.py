@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from portkit.checking.case_runner import CaseRunner, CheckSettings
 from portkit.errors import PortkitError
@@ -22,6 +22,23 @@ if TYPE_CHECKING:
     from portkit.project.cases import Case
     from portkit.project.config import ProjectConfig
     from portkit.project.discovery import Op
+
+class Reuse(Protocol):
+    """Rows served instead of run (checking/verdicts: passing verdicts by content)."""
+
+    def case(
+        self,
+        op: Op,
+        case: Case,
+        backends: Sequence[Backend],
+        settings: CheckSettings | None,
+        unbuilt: dict[str, str],
+    ) -> list[CheckResult]: ...
+
+    def op_rows(
+        self, op: Op, check: str, compute: Callable[[], list[CheckResult]]
+    ) -> list[CheckResult]: ...
+
 
 # Imported from here by the CLI, the pytest plugin and scripts.
 __all__ = [
@@ -76,15 +93,19 @@ def run_case(
     backends: Sequence[Backend],
     settings: CheckSettings | None = None,
     unbuilt: dict[str, str] | None = None,
+    context: Sequence[Backend] | None = None,
 ) -> list[CheckResult]:
     """Every check of ``op`` on ``case`` across ``backends``. ``unbuilt`` (backend name ->
     why it did not build ``op``) is shared by the cases of one op: a backend whose build
-    failed once reports its compiler's error in that case and is skipped in the rest."""
+    failed once reports its compiler's error in that case and is skipped in the rest.
+    ``context``: every backend of the run, where ``backends`` is a part of them (the rest
+    served from stored verdicts), for the skip reasons that depend on the others."""
     runner = CaseRunner(op, case, settings=settings or CheckSettings())
     unbuilt = {} if unbuilt is None else unbuilt
     runs = []
     for backend in backends:
-        reason = skip_reason(op, case, backend, backends) or unbuilt.get(backend.name)
+        others = backends if context is None else context
+        reason = skip_reason(op, case, backend, others) or unbuilt.get(backend.name)
         if reason:
             runner.record(backend.name, "run", Outcome.SKIP, reason)
             continue
@@ -188,30 +209,43 @@ def run_suite(
     compile_first: bool = True,
     advance: Callable[[str], None] = lambda label: None,
     settings: CheckSettings | None = None,
+    reuse: Reuse | None = None,
+    op_notes: bool = True,
 ) -> list[CheckResult]:
-    """Compile checks (once per op), then every case of the plan on every backend."""
+    """Compile checks (once per op, for each of the project's archs), then every case of
+    the plan on every backend. ``reuse``: where rows whose verdict is stored come from
+    (checking/verdicts); ``op_notes``: the op-wide gradcheck notes (not in a GPU phase)."""
     from portkit.lint.compile import compile_checks
 
     results: list[CheckResult] = []
     unbuilt: dict[str, dict[str, str]] = {op.name: {} for op, _ in plan}
-    if compile_first:
-        for op in dict.fromkeys(op for op, _ in plan):
-            advance(f"{op.name}: compile for sm_90, lint")
-            compiled = compile_checks(op, config)
-            results += compiled
-            if not any(r.failed for r in compiled):
-                results.append(lint_result(op, config))
-            for failed in compiled:
-                twin_compile = failed.backend == "twin" and failed.check.startswith("compile")
-                if failed.failed and twin_compile:
-                    # Its compiler's error is that row's; no twin backend repeats it per case.
-                    reason = not_built("the twin", f"twin / {failed.check}")
-                    unbuilt[op.name].update({b.name: reason for b in backends if b.role == "twin"})
-    for op in dict.fromkeys(op for op, _ in plan):  # with or without the compile checks
-        note = gradcheck_note(op)
+    archs = ", ".join(config.archs or ("sm_90",))
+    for op in dict.fromkeys(op for op, _ in plan) if compile_first else ():
+        advance(f"{op.name}: compile for {archs}, lint")
+        compiled = _op_rows(reuse, op, "compile", lambda op=op: compile_checks(op, config))
+        results += compiled
+        if not any(r.failed for r in compiled):
+            results += _op_rows(reuse, op, "lint", lambda op=op: [lint_result(op, config)])
+        for failed in compiled:
+            twin_compile = failed.backend == "twin" and failed.check.startswith("compile")
+            if failed.failed and twin_compile:
+                # Its compiler's error is that row's; no twin backend repeats it per case.
+                reason = not_built("the twin", f"twin / {failed.check}")
+                unbuilt[op.name].update({b.name: reason for b in backends if b.role == "twin"})
+    for op in dict.fromkeys(op for op, _ in plan) if op_notes else ():
+        note = gradcheck_note(op)  # with or without the compile checks
         if note is not None:
             results.append(note)
     for op, case in plan:
         advance(f"{op.name} {case.name}")
-        results += run_case(op, case, backends, settings, unbuilt[op.name])
+        if reuse is None:
+            results += run_case(op, case, backends, settings, unbuilt[op.name])
+        else:
+            results += reuse.case(op, case, backends, settings, unbuilt[op.name])
     return results
+
+
+def _op_rows(
+    reuse: Reuse | None, op: Op, check: str, compute: Callable[[], list[CheckResult]]
+) -> list[CheckResult]:
+    return compute() if reuse is None else reuse.op_rows(op, check, compute)

@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from portkit.project.discovery import Op
     from portkit.results import CheckResult
 
+PHASES = ("all", "cpu", "gpu")  # checking/verdicts/phases.py (kept here: --help stays light)
 # compute-sanitizer tools; kept here (not imported from portkit.sanitize) so --help
 # stays free of anything but click. tests/sanitize/test_sanitize_cli.py checks they agree.
 SANITIZER_CHOICES = ("memcheck", "racecheck", "initcheck", "synccheck", "all")
@@ -58,9 +59,29 @@ EXIT_SANITIZER_SKIPPED = EXIT_NOTHING_RAN
 @click.option(
     "--no-cache",
     is_flag=True,
-    help="Compile and lint the numba prototypes afresh: neither read nor write the "
-    "on-disk prototype cache and lint findings (twins keep theirs; "
-    "PORTKIT_PROTOTYPE_CACHE=0 does the same).",
+    help="Run every check afresh: serve no stored verdict and store none, and compile "
+    "and lint the numba prototypes afresh (neither read nor write the on-disk prototype "
+    "cache and lint findings; twins keep theirs). PORTKIT_PROTOTYPE_CACHE=0 and "
+    "PORTKIT_VERDICT_CACHE=0 do each half.",
+)
+@click.option(
+    "--verdicts",
+    "verdicts_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="The verdict store to read and update (default: the cache dir's verdicts.json): "
+    "a check whose key (sources, cases, tolerances, versions, GPU, seed...) is unchanged "
+    "since it passed is served from it and shown as cached. CI restores and saves it "
+    "as an artefact; its folder must exist.",
+)
+@click.option(
+    "--phase",
+    type=click.Choice(PHASES),
+    default="all",
+    show_default=True,
+    help="cpu: what needs no GPU (reference gradcheck, simulator, CPU twin, compiles for "
+    "every [tool.portkit] archs entry, lint); gpu: only the GPU rows (numba, twin, "
+    "prototype vs twin; --sanitize), then what this machine could not run; all: both.",
 )
 @click.option(
     "-v",
@@ -104,6 +125,8 @@ def check(
     no_compile: bool,
     quick: bool,
     no_cache: bool,
+    verdicts_path: Path | None,
+    phase: str,
     verbose: bool,
     sanitize: tuple[str, ...],
     sanitize_log_dir: Path | None,
@@ -135,9 +158,15 @@ def check(
       portkit check vector_add --sanitize memcheck
       portkit check --all --sanitize all --json
       portkit check --all --quick --seeds 20  # the worst margin of each check
+      portkit check --all --phase cpu --verdicts ci/verdicts.json  # hosted runner
+      portkit check --all --phase gpu --verdicts ci/verdicts.json  # GPU runner
+
+    A check that passed before and whose key is unchanged is not run again but shown as
+    cached (counted apart; --no-cache runs everything); docs/verdict-cache.md.
     """
     from portkit.backends import create_all
     from portkit.checking.harness import plan_suite, run_suite
+    from portkit.checking.verdicts.phases import phase_backends
     from portkit.cli.render import print_results, progress_bar
 
     emit = json_output(as_json)
@@ -165,25 +194,31 @@ def check(
     names = [name.strip() for item in backend_names for name in item.split(",") if name.strip()]
     if backend_names and not names:
         raise click.UsageError("--backend needs a backend name, e.g. --backend sim")
-    backends = create_all(config, names or None)
+    backends = phase_backends(create_all(config, names or None), phase)
+    if not backends:
+        raise click.UsageError(f"--phase {phase} runs none of the backends named with --backend")
+    verdicts = _verdicts(config, verdicts_path, not no_cache)
     margins: list = []
-    steps = len(plan) * seeds + (0 if no_compile else len(ops))
+    compile_first = not no_compile and phase != "gpu"
+    steps = len(plan) * seeds + (len(ops) if compile_first else 0)
     with progress_bar(console, steps, "checking") as advance:
+        common = {
+            "compile_first": compile_first,
+            "advance": advance,
+            "reuse": verdicts,
+            "op_notes": phase != "gpu",
+        }
         if seeds > 1:
             from portkit.checking.seeds import run_seeds
 
-            results, margins = run_seeds(
-                plan, backends, config, seeds, compile_first=not no_compile, advance=advance
-            )
+            results, margins = run_seeds(plan, backends, config, seeds, **common)
         else:
-            results = run_suite(
-                plan,
-                backends,
-                config,
-                compile_first=not no_compile,
-                advance=advance,
-            )
+            results = run_suite(plan, backends, config, **common)
+    if verdicts is not None:
+        verdicts.store.save()
     failed = print_results(results, console, verbose)
+    if phase == "gpu":
+        _print_unreachable(config, console)
     if margins:
         console.print(f"worst margin per check over {seeds} seeds (1 = the bound):")
         for worst in margins:
@@ -210,11 +245,40 @@ def check(
         report: dict = {
             "results": [_finite(asdict(r)) for r in results],
             "warnings": len(distinct_warnings(results)),  # as the summary line counts them
+            "cached": sum(r.cached for r in results),  # passes served from the store
+            "phase": phase,
         }
         if margins:
             report["worst_margins"] = [_finite(asdict(w)) for w in margins]
         emit(json.dumps(report, indent=1))
     sys.exit(EXIT_FAILED_CHECKS if failed else EXIT_NOTHING_RAN if idle or unrun else 0)
+
+
+def _verdicts(config: ProjectConfig, path: Path | None, enabled: bool) -> Any:
+    """The run's verdict store bound to the project (checking/verdicts), None when off."""
+    from portkit.checking.verdicts.serve import Verdicts
+    from portkit.checking.verdicts.store import open_store
+
+    store = open_store(config.cache_dir, path, enabled and config.settings.verdict_cache)
+    return None if store is None else Verdicts(store, config)
+
+
+def _print_unreachable(config: ProjectConfig, console: Console) -> None:
+    """After a GPU phase: what no hardware here could run (said, never a pass)."""
+    from portkit.checking.verdicts.key import gpu_identity
+    from portkit.checking.verdicts.phases import unreachable
+
+    rows = unreachable(config, gpu_identity())
+    if not rows:
+        return
+    from rich.table import Table
+
+    table = Table(title="not run on this machine (no hardware for it)", title_justify="left")
+    table.add_column("what")
+    table.add_column("why")
+    for what, why in rows:
+        table.add_row(what, why)
+    console.print(table)
 
 
 def _finite(row: dict) -> dict:
