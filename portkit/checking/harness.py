@@ -9,6 +9,7 @@ case_runner.py: forward, backward, gradcheck, prototype vs twin) and returns one
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Protocol
@@ -222,10 +223,10 @@ def run_suite(
     archs = ", ".join(config.archs or ("sm_90",))
     for op in dict.fromkeys(op for op, _ in plan) if compile_first else ():
         advance(f"{op.name}: compile for {archs}, lint")
-        compiled = _op_rows(reuse, op, "compile", lambda op=op: compile_checks(op, config))
+        compiled = _op_rows(reuse, op, "compile", functools.partial(compile_checks, op, config))
         results += compiled
         if not any(r.failed for r in compiled):
-            results += _op_rows(reuse, op, "lint", lambda op=op: [lint_result(op, config)])
+            results += _op_rows(reuse, op, "lint", functools.partial(_lint_rows, op, config))
         for failed in compiled:
             twin_compile = failed.backend == "twin" and failed.check.startswith("compile")
             if failed.failed and twin_compile:
@@ -243,6 +244,10 @@ def run_suite(
         else:
             results += reuse.case(op, case, backends, settings, unbuilt[op.name])
     return results
+
+
+def _lint_rows(op: Op, config: ProjectConfig) -> list[CheckResult]:
+    return [lint_result(op, config)]
 
 
 def _op_rows(

@@ -50,7 +50,7 @@ def print_results(results: Sequence[CheckResult], console: Console, verbose: boo
         table.add_column("note")
         for (op, backend, check), rows in groups.items():
             counts = {s: sum(r.status == s and not r.cached for r in rows) for s in Outcome}
-            cached = [str(sum(r.cached for r in rows))] if any_cached else []
+            served = [str(sum(r.cached for r in rows))] if any_cached else []
             note = next((r.detail for r in rows if r.status == Outcome.FAIL), "") or next(
                 (r.detail for r in rows if r.status == Outcome.SKIP), ""
             )
@@ -59,7 +59,7 @@ def print_results(results: Sequence[CheckResult], console: Console, verbose: boo
                 backend,
                 check,
                 str(counts[Outcome.PASS]),
-                *cached,
+                *served,
                 f"[red]{counts[Outcome.FAIL]}[/]" if counts[Outcome.FAIL] else "0",
                 str(counts[Outcome.SKIP]),
                 f"{sum(r.seconds for r in rows):.2f}s",

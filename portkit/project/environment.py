@@ -149,12 +149,12 @@ class Settings:
     """portkit's switches; the defaults are what an empty environment gives."""
 
     prototype_cache: bool = True  # PORTKIT_PROTOTYPE_CACHE / --no-cache
-    verdict_cache: bool = True  # PORTKIT_VERDICT_CACHE / --no-cache
     simt_engine: str = "auto"  # PORTKIT_SIMT_ENGINE
     sim_math: str = "library"  # PORTKIT_SIM_MATH
     replay: str = "auto"  # PORTKIT_REPLAY
     pin_gpus: bool = True  # PORTKIT_PIN_GPUS
     lockstep_fallback: str = ""  # PORTKIT_LOCKSTEP_FALLBACK; "": [tool.portkit]'s
+    verdict_cache: bool = True  # PORTKIT_VERDICT_CACHE / --no-cache
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> Settings:

@@ -170,16 +170,17 @@ class CaseItem(PortkitItem):
             settings = prepare_checks(tool, self.backends)
         from portkit.pytest_plugin import verdicts as stored
 
-        known = stored.session_verdicts(self.config)  # None under a sanitizer, seeds > 1
+        # None with --portkit-no-cache, under a sanitizer, with --portkit-seeds N
+        known = stored.session_verdicts(self.config, project_config(self.config))
         units = stored.case_units(known, self.op, self.case, self.backends)
         own = f"{self.backends[0].name} {self.only_check}" if self.only_check else None
-        unit = units.get(own or self.backends[0].name, (None,))[0]
-        results = stored.served(self, unit) or []
+        unit = units[own or self.backends[0].name][0] if units else None
+        results = stored.served(self, known, unit) or []
         seeds = max(1, self.config.getoption("--portkit-seeds", default=1) or 1)
         for round_ in range(0 if results else seeds):  # --portkit-seeds N: one run per seed
             results += run_case(self.op, seeded(self.case, round_), self.backends, settings)
         if units and not any(r.cached for r in results):
-            stored.record(self, units, self.op, self.case.name, results)
+            stored.record(known, units, self.op, self.case.name, results)
         margins = [r.margin for r in results if r.margin is not None]
         if seeds > 1 and margins:
             self.user_properties.append(("portkit_worst_margin", max(margins)))
@@ -219,18 +220,18 @@ class CompileItem(PortkitItem):
 
     def runtest(self) -> None:
         from portkit.lint.compile import check_prototype, check_twin
-
         from portkit.pytest_plugin import verdicts as stored
 
-        unit = stored.op_unit(self, self.op, self.name)
-        if stored.served(self, unit) is not None:
+        known = stored.session_verdicts(self.config, project_config(self.config))
+        unit = stored.op_unit(known, self.op, self.name)
+        if stored.served(self, known, unit) is not None:
             return
         check = check_prototype if self.side == "numba" else check_twin
         result = check(self.op, project_config(self.config))  # the PTX cache is in its cache dir
         if result is None or result.failed:
             raise CheckFailed(result.detail if result else "no twin to compile")
         if unit is not None:
-            stored.record(self, {self.name: (unit, lambda r: True)}, self.op, "all", [result])
+            stored.record(known, {self.name: (unit, stored.every_row)}, self.op, "all", [result])
 
 
 class LintItem(PortkitItem):
@@ -248,22 +249,22 @@ class LintItem(PortkitItem):
         from portkit.checking.harness import lint_result
         from portkit.pytest_plugin import verdicts as stored
 
-        unit = stored.op_unit(self, self.op, "lint")
-        if stored.served(self, unit) is not None:
+        known = stored.session_verdicts(self.config, project_config(self.config))
+        unit = stored.op_unit(known, self.op, "lint")
+        if stored.served(self, known, unit) is not None:
             return
         result = lint_result(self.op, project_config(self.config))
         if result.failed:
             raise CheckFailed(result.detail)
         if unit is not None:
-            stored.record(self, {"lint": (unit, lambda r: True)}, self.op, "all", [result])
+            stored.record(known, {"lint": (unit, stored.every_row)}, self.op, "all", [result])
 
 
 class BrokenOpItem(PortkitItem):
     def __init__(self, *, message: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.message = message
-        self.add_marker("cpu")  # a broken op fails in either phase
-        self.add_marker("gpu")
+        self.add_marker("cpu")  # the CPU phase fails on it (the GPU phase has no items of it)
 
     def runtest(self) -> None:
         raise CheckFailed(self.message)

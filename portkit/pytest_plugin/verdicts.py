@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from portkit.backends import Backend
     from portkit.checking.verdicts.serve import Verdicts
     from portkit.project.cases import Case
+    from portkit.project.config import ProjectConfig
     from portkit.project.discovery import Op
     from portkit.results import CheckResult
 
@@ -43,17 +44,15 @@ def add_options(group: Any) -> None:
     )
 
 
-def session_verdicts(config: pytest.Config) -> Verdicts | None:
-    """The session's store bound to the project, or None where it is off (the option,
+def session_verdicts(config: pytest.Config, project: ProjectConfig) -> Verdicts | None:
+    """The session's store bound to ``project``, or None where it is off (the option,
     the setting, --portkit-seeds N, or a sanitizer child)."""
     if _KEY not in config.stash:
         from pathlib import Path
 
         from portkit.checking.verdicts.serve import Verdicts
         from portkit.checking.verdicts.store import open_store
-        from portkit.pytest_plugin.items import project_config
 
-        project = project_config(config)
         enabled = (
             project.settings.verdict_cache
             and not config.getoption(NO_CACHE_OPTION, False)
@@ -72,9 +71,10 @@ def save(config: pytest.Config) -> None:
         verdicts.store.save()
 
 
-def served(item: pytest.Item, unit: str | None) -> list[CheckResult] | None:
+def served(
+    item: pytest.Item, verdicts: Verdicts | None, unit: str | None
+) -> list[CheckResult] | None:
     """The stored rows of ``unit`` (a key), marking the item cached; None to run it."""
-    verdicts = session_verdicts(item.config)
     if verdicts is None or unit is None:
         return None
     rows = verdicts.store.lookup(unit)
@@ -83,46 +83,51 @@ def served(item: pytest.Item, unit: str | None) -> list[CheckResult] | None:
     return rows
 
 
+Belongs = Callable[["CheckResult"], bool]
+
+
+def _own_rows(backend: str) -> Belongs:
+    return lambda r: r.backend == backend and not r.check.startswith("vs ")
+
+
+def _pair_rows(prototype: str, check: str) -> Belongs:
+    return lambda r: r.backend == prototype and r.check == check
+
+
+def every_row(row: CheckResult) -> bool:
+    return True
+
+
 def case_units(
     verdicts: Verdicts | None, op: Op, case: Case, backends: Sequence[Backend]
-) -> dict[str, tuple[str, Callable[[CheckResult], bool]]]:
+) -> dict[str, tuple[str, Belongs]]:
     """Unit label -> (key, which rows belong to it) for a case item's backends."""
     if verdicts is None:
         return {}
-    units: dict[str, tuple[str, Callable[[CheckResult], bool]]] = {}
-    for backend in backends:
-        key = verdicts.backend_key(op, case, backend)
-        units[backend.name] = (
-            key,
-            lambda r, n=backend.name: r.backend == n and not r.check.startswith("vs "),
-        )
+    units = {b.name: (verdicts.backend_key(op, case, b), _own_rows(b.name)) for b in backends}
     if len(backends) == 2:
         prototype, twin = backends
         check = f"vs {twin.name}"
         key = verdicts.pair_key(op, case, prototype, twin)
-        units[f"{prototype.name} {check}"] = (
-            key,
-            lambda r, n=prototype.name, c=check: r.backend == n and r.check == c,
-        )
+        units[f"{prototype.name} {check}"] = (key, _pair_rows(prototype.name, check))
     return units
 
 
 def record(
-    item: pytest.Item,
-    units: dict[str, tuple[str, Callable[[CheckResult], bool]]],
+    verdicts: Verdicts | None,
+    units: dict[str, tuple[str, Belongs]],
     op: Op,
     case: str,
     results: Sequence[CheckResult],
 ) -> None:
-    verdicts = session_verdicts(item.config)
     if verdicts is None:
         return
     for label, (key, belongs) in units.items():
-        verdicts.store.record(key, f"{op.name} / {label} / {case}", [r for r in results if belongs(r)])
+        rows = [r for r in results if belongs(r)]
+        verdicts.store.record(key, f"{op.name} / {label} / {case}", rows)
 
 
-def op_unit(item: pytest.Item, op: Op, check: str) -> str | None:
-    verdicts = session_verdicts(item.config)
+def op_unit(verdicts: Verdicts | None, op: Op, check: str) -> str | None:
     return None if verdicts is None else verdicts.op_key(op, f"pytest {check}")
 
 

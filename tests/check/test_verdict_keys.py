@@ -22,7 +22,9 @@ HELPER_IMPORT = "from vk_helpers import SCALE\n"
 
 @pytest.fixture
 def project(make_project, sources):
-    prototype = HELPER_IMPORT + sources.unary_op(OP, "out[i] = x[i] * SCALE", cases=sources.ONE_CASE)
+    prototype = HELPER_IMPORT + sources.unary_op(
+        OP, "out[i] = x[i] * SCALE", cases=sources.ONE_CASE
+    )
     return make_project(
         {OP: (prototype, '#include "vk_inc.cuh"\n' + sources.unary_twin(OP))},
         files={
@@ -71,7 +73,9 @@ def test_an_imported_module_invalidates_transitively_and_an_unrelated_one_does_n
 
 def test_project_imports_follow_the_imports(project):
     root = project.resolve()
-    found = keys.project_imports(root / "prototypes" / f"{OP}.py", [root, root / "prototypes"], root)
+    found = keys.project_imports(
+        root / "prototypes" / f"{OP}.py", [root, root / "prototypes"], root
+    )
     names = {p.name for p in found}
     assert names == {f"{OP}.py", "vk_helpers.py", "vk_consts.py"}
 
@@ -93,8 +97,8 @@ def test_a_declared_tolerance_invalidates(project, load_op):
     )
     edit(
         project / "prototypes" / f"{OP}.py",
-        '(129,)])])',
-        '(129,)])], ' + option,
+        "(129,)])])",
+        "(129,)])], " + option,
     )
     assert key_of(load_op, project) != before
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 
 import pytest
-
 import torch  # noqa: F401  (before pytester: see tests/test_plugin.py)
+
 from tests.test_plugin import plugin_args
 
 GOOD, BAD = "vp_good", "vp_bad"

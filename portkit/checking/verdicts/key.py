@@ -221,7 +221,7 @@ def gpu_identity() -> dict[str, str]:
 
     index = torch.cuda.current_device()
     major, minor = torch.cuda.get_device_capability(index)
-    try:
+    try:  # torch has no public call for it; the driver's CUDA version, e.g. 13000
         driver = str(torch._C._cuda_getDriverVersion())
     except Exception:
         driver = "unknown"

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from portkit.backends import Backend
     from portkit.project.config import ProjectConfig
 
+
 def phase_backends(backends: Sequence[Backend], phase: str) -> list[Backend]:
     """The backends a phase runs: by the device their tensors live on."""
     if phase == "all":
@@ -34,6 +35,11 @@ def unreachable(config: ProjectConfig, gpu: dict[str, str]) -> list[tuple[str, s
     rows = []
     for arch in config.archs:
         if arch != here:
-            rows.append((arch, f"no {arch} GPU here (this one: {gpu['gpu']}, {here}); "
-                               "compiled in the CPU phase, not run"))
+            rows.append(
+                (
+                    arch,
+                    f"no {arch} GPU here (this one: {gpu['gpu']}, {here}); "
+                    "compiled in the CPU phase, not run",
+                )
+            )
     return rows

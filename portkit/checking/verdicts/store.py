@@ -169,4 +169,3 @@ def open_store(cache_dir: Path, path: Path | None, enabled: bool) -> VerdictStor
     if not enabled:
         return None
     return VerdictStore.open(checked_path(path) if path is not None else default_path(cache_dir))
-
