@@ -221,8 +221,10 @@ def gpu_identity() -> dict[str, str]:
 
     index = torch.cuda.current_device()
     major, minor = torch.cuda.get_device_capability(index)
-    try:  # torch has no public call for it; the driver's CUDA version, e.g. 13000
-        driver = str(torch._C._cuda_getDriverVersion())
+    try:  # the driver's CUDA version, e.g. 13000 (torch has no public call for it)
+        from cuda.bindings import driver as cuda_driver
+
+        driver = str(cuda_driver.cuDriverGetVersion()[1])
     except Exception:
         driver = "unknown"
     return {
