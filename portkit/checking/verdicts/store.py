@@ -132,8 +132,11 @@ class VerdictStore:
         return rows
 
     def record(self, key: str, unit: str, rows: Sequence[CheckResult]) -> None:
-        """Keep a unit that passed in full; forget one that did not."""
-        if rows and all(r.status == Outcome.PASS and not r.cached for r in rows):
+        """Keep a unit that passed in full; forget one that did not (a unit with no
+        rows, e.g. the reference on a case without gradcheck, is neither)."""
+        if not rows:
+            return
+        if all(r.status == Outcome.PASS and not r.cached for r in rows):
             stored = [asdict(replace(r, cached=False)) for r in rows]
             for row in stored:
                 row["status"] = str(row["status"])
