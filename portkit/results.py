@@ -68,6 +68,9 @@ class CheckResult:
     # The largest error over its bound among the tensors compared (below 1 passes);
     # None where nothing was compared. `portkit check --seeds N` reports the worst.
     margin: float | None = None
+    # A pass served from the verdict store (checking/verdicts): its key (every file,
+    # setting and version the row depends on) is unchanged since it passed. Never a FAIL.
+    cached: bool = False
 
     @property
     def failed(self) -> bool:

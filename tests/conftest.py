@@ -25,6 +25,10 @@ pytest_plugins = ["pytester"]
 # test_resources.py, H100 2026-11-24); `portkit lint` turns the cache off the same way.
 # Set before any test initialises CUDA: the driver reads it once.
 os.environ.setdefault("CUDA_CACHE_DISABLE", "1")
+# Tests of the checks themselves must run them: a pass stored by an earlier run of the
+# same throwaway project (then monkeypatched) would be served instead. The verdict
+# store's own tests turn it on (tests/check/test_verdicts*.py); users have it on.
+os.environ.setdefault("PORTKIT_VERDICT_CACHE", "0")
 
 # One or two cases, small enough for the simulator.
 SMALL_CASES = (

@@ -18,9 +18,6 @@ from tests.test_plugin import plugin_args
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
-# Flags of the verdict store (issue 35, the `cache` part), which docs/ci.md and the
-# workflows already use: checked like the others once they exist, until then an xfail.
-PENDING = {("check", "--phase"), ("check", "--verdicts"), ("pytest", "--portkit-no-cache")}
 
 
 def documents() -> dict[str, dict]:
@@ -116,6 +113,4 @@ def test_every_flag_the_workflows_use_exists():
         for command, flag in used
         if not re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", text[command])
     )
-    assert not [m for m in missing if m not in PENDING], missing
-    if missing:
-        pytest.xfail(f"the verdict store's flags are not in this branch yet: {missing}")
+    assert not missing, missing

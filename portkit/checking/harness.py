@@ -9,9 +9,10 @@ case_runner.py: forward, backward, gradcheck, prototype vs twin) and returns one
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from portkit.checking.case_runner import CaseRunner, CheckSettings
 from portkit.checking.configurations import configuration_groups
@@ -23,6 +24,23 @@ if TYPE_CHECKING:
     from portkit.project.cases import Case
     from portkit.project.config import ProjectConfig
     from portkit.project.discovery import Op
+
+class Reuse(Protocol):
+    """Rows served instead of run (checking/verdicts: passing verdicts by content)."""
+
+    def case(
+        self,
+        op: Op,
+        case: Case,
+        backends: Sequence[Backend],
+        settings: CheckSettings | None,
+        unbuilt: dict[str, str],
+    ) -> list[CheckResult]: ...
+
+    def op_rows(
+        self, op: Op, check: str, compute: Callable[[], list[CheckResult]]
+    ) -> list[CheckResult]: ...
+
 
 # Imported from here by the CLI, the pytest plugin and scripts.
 __all__ = [
@@ -77,18 +95,22 @@ def run_case(
     backends: Sequence[Backend],
     settings: CheckSettings | None = None,
     unbuilt: dict[str, str] | None = None,
+    context: Sequence[Backend] | None = None,
 ) -> list[CheckResult]:
     """Every check of ``op`` on ``case`` across ``backends``. ``unbuilt`` (backend name ->
     why it did not build ``op``) is shared by the cases of one op: a backend whose build
-    failed once reports its compiler's error in that case and is skipped in the rest."""
+    failed once reports its compiler's error in that case and is skipped in the rest.
+    ``context``: every backend of the run, where ``backends`` is a part of them (the rest
+    served from stored verdicts), for the skip reasons that depend on the others."""
     runner = CaseRunner(op, case, settings=settings or CheckSettings())
     unbuilt = {} if unbuilt is None else unbuilt
     config = backends[0].config if backends else None
+    others = backends if context is None else context
     for group, configured in enumerate(configuration_groups(op, backends, config)):
         runs = []
         for backend, plain in zip(configured, backends):
             # a build failure is the backend's, whatever the configuration
-            reason = skip_reason(op, case, plain, backends) or unbuilt.get(plain.name)
+            reason = skip_reason(op, case, plain, others) or unbuilt.get(plain.name)
             if reason:
                 if not group:
                     runner.record(plain.name, "run", Outcome.SKIP, reason)
@@ -194,30 +216,47 @@ def run_suite(
     compile_first: bool = True,
     advance: Callable[[str], None] = lambda label: None,
     settings: CheckSettings | None = None,
+    reuse: Reuse | None = None,
+    op_notes: bool = True,
 ) -> list[CheckResult]:
-    """Compile checks (once per op), then every case of the plan on every backend."""
+    """Compile checks (once per op, for each of the project's archs), then every case of
+    the plan on every backend. ``reuse``: where rows whose verdict is stored come from
+    (checking/verdicts); ``op_notes``: the op-wide gradcheck notes (not in a GPU phase)."""
     from portkit.lint.compile import compile_checks
 
     results: list[CheckResult] = []
     unbuilt: dict[str, dict[str, str]] = {op.name: {} for op, _ in plan}
-    if compile_first:
-        for op in dict.fromkeys(op for op, _ in plan):
-            advance(f"{op.name}: compile for sm_90, lint")
-            compiled = compile_checks(op, config)
-            results += compiled
-            if not any(r.failed for r in compiled):
-                results.append(lint_result(op, config))
-            for failed in compiled:
-                twin_compile = failed.backend == "twin" and is_compile_check(failed.check)
-                if failed.failed and twin_compile:
-                    # Its compiler's error is that row's; no twin backend repeats it per case.
-                    reason = not_built("the twin", f"twin / {failed.check}")
-                    unbuilt[op.name].update({b.name: reason for b in backends if b.role == "twin"})
-    for op in dict.fromkeys(op for op, _ in plan):  # with or without the compile checks
-        note = gradcheck_note(op)
+    archs = ", ".join(config.archs or ("sm_90",))
+    for op in dict.fromkeys(op for op, _ in plan) if compile_first else ():
+        advance(f"{op.name}: compile for {archs}, lint")
+        compiled = _op_rows(reuse, op, "compile", functools.partial(compile_checks, op, config))
+        results += compiled
+        if not any(r.failed for r in compiled):
+            results += _op_rows(reuse, op, "lint", functools.partial(_lint_rows, op, config))
+        for failed in compiled:
+            twin_compile = failed.backend == "twin" and is_compile_check(failed.check)
+            if failed.failed and twin_compile:
+                # Its compiler's error is that row's; no twin backend repeats it per case.
+                reason = not_built("the twin", f"twin / {failed.check}")
+                unbuilt[op.name].update({b.name: reason for b in backends if b.role == "twin"})
+    for op in dict.fromkeys(op for op, _ in plan) if op_notes else ():
+        note = gradcheck_note(op)  # with or without the compile checks
         if note is not None:
             results.append(note)
     for op, case in plan:
         advance(f"{op.name} {case.name}")
-        results += run_case(op, case, backends, settings, unbuilt[op.name])
+        if reuse is None:
+            results += run_case(op, case, backends, settings, unbuilt[op.name])
+        else:
+            results += reuse.case(op, case, backends, settings, unbuilt[op.name])
     return results
+
+
+def _lint_rows(op: Op, config: ProjectConfig) -> list[CheckResult]:
+    return [lint_result(op, config)]
+
+
+def _op_rows(
+    reuse: Reuse | None, op: Op, check: str, compute: Callable[[], list[CheckResult]]
+) -> list[CheckResult]:
+    return compute() if reuse is None else reuse.op_rows(op, check, compute)

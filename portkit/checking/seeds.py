@@ -19,6 +19,7 @@ from portkit.results import CheckResult
 if TYPE_CHECKING:
     from portkit.backends import Backend
     from portkit.checking.case_runner import CheckSettings
+    from portkit.checking.harness import Reuse
     from portkit.project.cases import Case
     from portkit.project.config import ProjectConfig
     from portkit.project.discovery import Op
@@ -68,6 +69,8 @@ def run_seeds(
     compile_first: bool = True,
     advance: Callable[[str], None] = lambda label: None,
     settings: CheckSettings | None = None,
+    reuse: Reuse | None = None,
+    op_notes: bool = True,
 ) -> tuple[list[CheckResult], list[WorstMargin]]:
     """``run_suite`` once per seed (the compile checks and op-wide rows once), and the
     worst margin per check over all cases and seeds."""
@@ -84,6 +87,8 @@ def run_seeds(
             compile_first=compile_first and round_ == 0,
             advance=advance,
             settings=settings,
+            reuse=reuse,
+            op_notes=op_notes,
         )
         seed_of = {(op.name, case.name): case.seed for op, case in round_plan}
         for result in found:

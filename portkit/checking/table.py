@@ -34,7 +34,7 @@ def print_results(results: Sequence[CheckResult], console: Console, verbose: boo
                 r.backend,
                 r.check,
                 r.case,
-                _status(r.status),
+                "[cyan]cached[/]" if r.cached else _status(r.status),
                 f"{r.seconds:.2f}s",
                 Text(_first_line(r.detail)),
             )
@@ -42,12 +42,15 @@ def print_results(results: Sequence[CheckResult], console: Console, verbose: boo
         groups: dict[tuple[str, str, str], list[CheckResult]] = defaultdict(list)
         for r in results:
             groups[(r.op, r.backend, r.check)].append(r)
-        for column in ("passed", "failed", "skipped"):
-            table.add_column(column, justify="right")
+        any_cached = any(r.cached for r in results)
+        for column in ("passed", "cached", "failed", "skipped"):
+            if column != "cached" or any_cached:
+                table.add_column(column, justify="right")
         table.add_column("time", justify="right")
         table.add_column("note")
         for (op, backend, check), rows in groups.items():
-            counts = {s: sum(r.status == s for r in rows) for s in Outcome}
+            counts = {s: sum(r.status == s and not r.cached for r in rows) for s in Outcome}
+            served = [str(sum(r.cached for r in rows))] if any_cached else []
             note = next((r.detail for r in rows if r.status == Outcome.FAIL), "") or next(
                 (r.detail for r in rows if r.status == Outcome.SKIP), ""
             )
@@ -56,6 +59,7 @@ def print_results(results: Sequence[CheckResult], console: Console, verbose: boo
                 backend,
                 check,
                 str(counts[Outcome.PASS]),
+                *served,
                 f"[red]{counts[Outcome.FAIL]}[/]" if counts[Outcome.FAIL] else "0",
                 str(counts[Outcome.SKIP]),
                 f"{sum(r.seconds for r in rows):.2f}s",
@@ -79,9 +83,15 @@ def print_results(results: Sequence[CheckResult], console: Console, verbose: boo
     found = distinct_warnings(results)
     for (op, backend, check, case), warning in found:
         print_warning(console, warning, f"{op} / {backend} / {check} / {case}")
-    passed = sum(r.status == Outcome.PASS for r in results)
+    passed = sum(r.status == Outcome.PASS and not r.cached for r in results)
+    cached = sum(r.cached for r in results)
     skipped = sum(r.status == Outcome.SKIP for r in results)
     summary = f"{passed} passed, {len(failures)} failed, {skipped} skipped"
+    if cached:  # passes served from the verdict store, counted apart from those run
+        summary = (
+            f"{passed} passed, {cached} cached (passed before, unchanged), "
+            f"{len(failures)} failed, {skipped} skipped"
+        )
     if found:
         summary += f", {len(found)} warning{'s' if len(found) != 1 else ''}"
     console.print(summary)

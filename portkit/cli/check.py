@@ -41,8 +41,7 @@ class BackendState(Protocol):
     def role(self) -> str: ...
     @property
     def unavailable_reason(self) -> str | None: ...
-
-
+PHASES = ("all", "cpu", "gpu")  # checking/verdicts/phases.py (kept here: --help stays light)
 # compute-sanitizer tools; kept here (not imported from portkit.sanitize) so --help
 # stays free of anything but click. tests/sanitize/test_sanitize_cli.py checks they agree.
 SANITIZER_CHOICES = ("memcheck", "racecheck", "initcheck", "synccheck", "all")
@@ -73,9 +72,29 @@ EXIT_SANITIZER_SKIPPED = EXIT_NOTHING_RAN
 @click.option(
     "--no-cache",
     is_flag=True,
-    help="Compile and lint the numba prototypes afresh: neither read nor write the "
-    "on-disk prototype cache and lint findings (twins keep theirs; "
-    "PORTKIT_PROTOTYPE_CACHE=0 does the same).",
+    help="Run every check afresh: serve no stored verdict and store none, and compile "
+    "and lint the numba prototypes afresh (neither read nor write the on-disk prototype "
+    "cache and lint findings; twins keep theirs). PORTKIT_PROTOTYPE_CACHE=0 and "
+    "PORTKIT_VERDICT_CACHE=0 do each half.",
+)
+@click.option(
+    "--verdicts",
+    "verdicts_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="The verdict store to read and update (default: the cache dir's verdicts.json): "
+    "a check whose key (sources, cases, tolerances, versions, GPU, seed...) is unchanged "
+    "since it passed is served from it and shown as cached. CI restores and saves it "
+    "as an artefact; its folder must exist.",
+)
+@click.option(
+    "--phase",
+    type=click.Choice(PHASES),
+    default="all",
+    show_default=True,
+    help="cpu: what needs no GPU (reference gradcheck, simulator, CPU twin, compiles for "
+    "every [tool.portkit] archs entry, lint); gpu: only the GPU rows (numba, twin, "
+    "prototype vs twin; --sanitize), then what this machine could not run; all: both.",
 )
 @click.option(
     "-v",
@@ -131,6 +150,8 @@ def check(
     no_compile: bool,
     quick: bool,
     no_cache: bool,
+    verdicts_path: Path | None,
+    phase: str,
     verbose: bool,
     sanitize: tuple[str, ...],
     sanitize_log_dir: Path | None,
@@ -164,9 +185,16 @@ def check(
       portkit check --all --sanitize all --json
       portkit check --all --quick --seeds 20  # the worst margin of each check
       portkit check --all -j 4             # 4 ops at once, over the machine's GPUs
+      portkit check --all --phase cpu --verdicts ci/verdicts.json  # hosted runner
+      portkit check --all --phase gpu --verdicts ci/verdicts.json  # GPU runner
+
+    A check that passed before and whose key is unchanged is not run again but shown as
+    cached (counted apart; --no-cache runs everything); docs/verdict-cache.md.
     """
     from portkit.backends import create_all
     from portkit.checking.harness import plan_suite, run_suite
+    from portkit.checking.verdicts.phases import phase_backends
+    from portkit.cli.check_phases import open_verdicts
     from portkit.cli.render import progress_bar
 
     emit = json_output(as_json)
@@ -199,38 +227,46 @@ def check(
         raise click.UsageError("--backend needs a backend name, e.g. --backend sim")
     out = emit if as_json else None
     margins: list = []
-    steps = len(plan) * seeds + (0 if no_compile else len({op.name for op, _ in plan}))
     if jobs > 1:
+        if phase != "all" or verdicts_path is not None:
+            # Workers run every row and keep no verdicts yet: said, not half-done.
+            raise click.UsageError("-j N runs every row afresh; drop it with --phase/--verdicts")
         from portkit.cli.check_jobs import check_jobs
 
+        steps = len(plan) + (0 if no_compile else len({op.name for op, _ in plan}))
         with progress_bar(console, steps, f"checking ({jobs} jobs)") as advance:
             results, states, lines = check_jobs(
                 config, plan, names, case_names, quick, no_compile, verbose, jobs, advance
             )
-        _report(results, states, lines, names, margins, seeds, verbose, console, out)
-    backends = create_all(config, names or None)
+        _report(results, states, lines, names, margins, seeds, verbose, console, out, phase, config)
+    backends = phase_backends(create_all(config, names or None), phase)
+    if not backends:
+        raise click.UsageError(f"--phase {phase} runs none of the backends named with --backend")
+    verdicts = open_verdicts(config, verdicts_path, not no_cache)
+    compile_first = not no_compile and phase != "gpu"
+    steps = len(plan) * seeds + (len(ops) if compile_first else 0)
     with progress_bar(console, steps, "checking") as advance:
+        common = {
+            "compile_first": compile_first,
+            "advance": advance,
+            "reuse": verdicts,
+            "op_notes": phase != "gpu",
+        }
         if seeds > 1:
             from portkit.checking.seeds import run_seeds
 
-            results, margins = run_seeds(
-                plan, backends, config, seeds, compile_first=not no_compile, advance=advance
-            )
+            results, margins = run_seeds(plan, backends, config, seeds, **common)
         else:
-            results = run_suite(
-                plan,
-                backends,
-                config,
-                compile_first=not no_compile,
-                advance=advance,
-            )
+            results = run_suite(plan, backends, config, **common)
+    if verdicts is not None:
+        verdicts.store.save()
     report: list[str] = []
     if verbose:
         for backend in backends:
             report += backend.engine_report()
             if backend.reports_cache and not backend.unavailable_reason:
                 report += backend.cache_report(ops)
-    _report(results, backends, report, names, margins, seeds, verbose, console, out)
+    _report(results, backends, report, names, margins, seeds, verbose, console, out, phase, config)
 
 
 def _report(
@@ -243,12 +279,17 @@ def _report(
     verbose: bool,
     console: Console,
     emit: Callable[[str], None] | None,
+    phase: str,
+    config: ProjectConfig,
 ) -> NoReturn:
     """The table, the lines under it, the JSON (``emit``: where, None without --json)
     and the exit code, however the rows ran (``backends``: those that ran them)."""
+    from portkit.cli.check_phases import print_unreachable
     from portkit.cli.render import print_results
 
     failed = print_results(results, console, verbose)
+    if phase == "gpu":
+        print_unreachable(config, console)
     if margins:
         console.print(f"worst margin per check over {seeds} seeds (1 = the bound):")
         for worst in margins:
@@ -270,6 +311,8 @@ def _report(
         document: dict = {
             "results": [_finite(asdict(r)) for r in results],
             "warnings": len(distinct_warnings(results)),  # as the summary line counts them
+            "cached": sum(r.cached for r in results),  # passes served from the store
+            "phase": phase,
         }
         if margins:
             document["worst_margins"] = [_finite(asdict(w)) for w in margins]

@@ -130,10 +130,12 @@ def check_signature(op: Op) -> CheckResult:
 
 
 def compile_checks(op: Op, config: ProjectConfig) -> list[CheckResult]:
+    """The prototype's PTX for sm_90, the twin for each of the project's archs
+    ([tool.portkit] archs; sm_90 alone by default), and the twin's signature."""
     results = [check_prototype(op, config)]
-    twin = check_twin(op, config)
-    if twin is not None:
-        results.append(twin)
-        if not twin.failed:
-            results.append(check_signature(op))
+    twins = [check_twin(op, config, arch) for arch in config.archs or (DEFAULT_ARCH,)]
+    compiled = [t for t in twins if t is not None]
+    results += compiled
+    if compiled and not any(t.failed for t in compiled):
+        results.append(check_signature(op))
     return results

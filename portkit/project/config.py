@@ -11,6 +11,7 @@ A project is the nearest folder, from the working directory up, that holds a
     lint-warnings = "warning"   # "error": lint warnings fail lint, check and pytest too
     sim-budget = 300            # seconds one simulated launch may run (0: no limit)
     strict     = false          # simulator warnings are errors (docs/simulator.md)
+    archs      = ["sm_90"]      # twins compiled for each by `portkit check` (NVRTC, no GPU)
     lockstep-fallback = "allow" # "error": a launch the lockstep engine hands to the
                                 # per-thread engine fails (CI); PORTKIT_LOCKSTEP_FALLBACK wins
     backends = ["pkg.module:Cls"] # third-party backends, run with the built-ins
@@ -37,6 +38,7 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 _KNOWN_KEYS = {
+    "archs",
     "prototypes",
     "cuda-src",
     "cache-dir",
@@ -71,6 +73,9 @@ class ProjectConfig:
     # The folder keys pyproject.toml sets ("prototypes", "cuda-src"): a folder named there
     # must exist (a typo would otherwise drop every op or twin without a word).
     set_folders: tuple[str, ...] = ()
+    # GPU architectures the project ships for ([tool.portkit] archs): the twin compile
+    # checks run for each (NVRTC needs no GPU); empty: sm_90 alone.
+    archs: tuple[str, ...] = ()
     # The session's switches (prototype cache, simulator engine...), passed down with the
     # configuration so that nothing below the session reads the environment.
     settings: Settings = field(default_factory=Settings)
@@ -142,6 +147,12 @@ def load_config(start: Path | None = None) -> ProjectConfig:
         raise ConfigError(
             f"{pyproject}: [tool.portkit] strict must be true or false, got {strict!r}"
         )
+    archs = table.pop("archs", [])
+    if not isinstance(archs, list) or not all(_is_arch(a) for a in archs):
+        raise ConfigError(
+            f'{pyproject}: [tool.portkit] archs must be a list like ["sm_80", "sm_90"], '
+            f"got {archs!r}"
+        )
     for key, value in table.items():
         if not isinstance(value, str):
             words = ("namespace", "lint-warnings", "lockstep-fallback")
@@ -181,4 +192,13 @@ def load_config(start: Path | None = None) -> ProjectConfig:
         lockstep_fallback=fallback,
         set_folders=tuple(k for k in ("prototypes", "cuda-src") if k in table),
         backends=tuple(backends),
+        archs=tuple(dict.fromkeys(archs)),
     )
+
+
+def _is_arch(value: object) -> bool:
+    """"sm_90", "sm_100a": what NVRTC's --gpu-architecture takes for a cubin."""
+    if not isinstance(value, str) or not value.startswith("sm_"):
+        return False
+    digits = value[3:].rstrip("af")
+    return digits.isdigit() and len(value) - 3 - len(digits) <= 1

@@ -43,6 +43,13 @@ VARIABLES: tuple[Variable, ...] = (
         "setting",
     ),
     Variable(
+        "PORTKIT_VERDICT_CACHE",
+        "1",
+        "0: `portkit check` and the pytest plugin neither reuse nor record passing verdicts "
+        "(as `--no-cache` / `--portkit-no-cache` do; docs/verdict-cache.md)",
+        "setting",
+    ),
+    Variable(
         "PORTKIT_SIMT_ENGINE",
         "auto",
         "the simulator's engine: auto, lockstep or per-thread (docs/simulator.md)",
@@ -160,6 +167,7 @@ class Settings:
     replay: str = "auto"  # PORTKIT_REPLAY
     pin_gpus: bool = True  # PORTKIT_PIN_GPUS
     lockstep_fallback: str = ""  # PORTKIT_LOCKSTEP_FALLBACK; "": [tool.portkit]'s
+    verdict_cache: bool = True  # PORTKIT_VERDICT_CACHE / --no-cache
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -167,6 +175,7 @@ class Settings:
         replay = _read("PORTKIT_REPLAY", env).lower()
         return cls(
             prototype_cache=_read("PORTKIT_PROTOTYPE_CACHE", env).lower() not in _OFF,
+            verdict_cache=_read("PORTKIT_VERDICT_CACHE", env).lower() not in _OFF,
             simt_engine=_choice(
                 "PORTKIT_SIMT_ENGINE", _read("PORTKIT_SIMT_ENGINE", env) or "auto", SIMT_ENGINES
             ),
@@ -198,6 +207,7 @@ class Settings:
 
 _FIELD_VARIABLES = {
     "prototype_cache": "PORTKIT_PROTOTYPE_CACHE",
+    "verdict_cache": "PORTKIT_VERDICT_CACHE",
     "simt_engine": "PORTKIT_SIMT_ENGINE",
     "lockstep_fallback": "PORTKIT_LOCKSTEP_FALLBACK",
     "sim_math": "PORTKIT_SIM_MATH",

@@ -13,7 +13,13 @@ Point pytest at the prototypes folder (``pytest prototypes``, or list it in
     prototypes/sigmoid.py::sim~twin-cpu[float32-n129] and twin-cpu[...]: the CPU twin (twin_cpu)
 
 Select tiers with markers (``-m sim``, ``-m "not gpu"``). GPU tests skip with the
-reason the backend gives when the machine has no GPU.
+reason the backend gives when the machine has no GPU. Two phases: ``-m cpu`` is what
+needs no GPU (compile, lint, reference, sim, twin_cpu), ``-m gpu`` the rest (bench
+items carry neither: ``-m "gpu or bench"`` with a baseline).
+
+An item whose verdict is stored (it passed before, nothing it depends on changed) is
+served from the verdict store and reported as ``cached`` (verdicts.py);
+``--portkit-no-cache`` runs everything.
 
 ``--portkit-sanitize=TOOL`` (memcheck, racecheck, initcheck, synccheck) reruns the
 session's ``gpu`` items in a child pytest under ``compute-sanitizer --tool TOOL`` with
@@ -39,6 +45,7 @@ from typing import Any
 import pytest
 
 from portkit.pytest_plugin import shards
+from portkit.pytest_plugin import verdicts
 from portkit.pytest_plugin.items import (
     BASELINE_OPTION,
     OpFile,
@@ -55,6 +62,7 @@ MARKERS = {
     "bench": "times an op against a saved `portkit bench` report (--portkit-bench-baseline)",
     "twin_cpu": "runs an op's C CUDA twin compiled for the CPU (needs a C++ compiler, no GPU)",
     "large": "a GPU-sized case; on a CPU only the simulator runs it (-m 'not large' skips)",
+    "cpu": "needs no GPU: the CPU phase (-m cpu on a hosted runner, -m gpu on the GPU one)",
 }
 SANITIZE_TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
 
@@ -108,6 +116,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="run numba.cuda kernels of the tests in portkit's simulator (every check on): "
         "cuda.jit, cuda.to_device, cuda.device_array... are simulated; no GPU needed",
     )
+    verdicts.add_options(group)
     group.addoption(
         "--portkit-simt-cc",
         default="9.0",
@@ -283,8 +292,26 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     return OpFile.from_parent(parent, path=file_path)
 
 
-def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    """With --portkit-seeds N: the items closest to their bound, worst first."""
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
+    """An item served from the verdict store is reported as cached, never as a plain pass."""
+    return verdicts.report_status(report)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    verdicts.save(session.config)  # each xdist worker merges its own under the file's lock
+
+
+def pytest_terminal_summary(
+    terminalreporter: Any, exitstatus: int, config: pytest.Config
+) -> None:
+    """Items served from stored verdicts, counted; with --portkit-seeds N: the items
+    closest to their bound, worst first."""
+    cached = len(terminalreporter.stats.get("cached", ()))
+    if cached:
+        terminalreporter.write_line(
+            f"portkit: {cached} item(s) passed before and are unchanged: served from the "
+            f"verdict store, not run (--portkit-no-cache runs them)"
+        )
     seeds = config.getoption("--portkit-seeds", default=1)
     if seeds <= 1:
         return

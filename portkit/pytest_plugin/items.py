@@ -67,6 +67,11 @@ def _marker(backend: Backend) -> str:
     return "twin_cpu" if backend.role == "twin" else "sim"
 
 
+def _phase(backend: Backend) -> str:
+    """The phase marker: ``cpu`` (no GPU needed) or ``gpu`` (already the tier marker)."""
+    return "gpu" if backend.device == "cuda" else "cpu"
+
+
 class OpFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
         from portkit.backends import create_all, twin_pairs
@@ -100,6 +105,7 @@ class OpFile(pytest.File):
                     only_check=None,
                 )
                 item.add_marker(_marker(backend))
+                item.add_marker(_phase(backend))
                 reason = skip_reason(op, case, backend, backends.values())
                 if reason:
                     item.add_marker(pytest.mark.skip(reason=reason))
@@ -115,6 +121,7 @@ class OpFile(pytest.File):
                     only_check=f"vs {twin.name}",
                 )
                 item.add_marker(_marker(twin))
+                item.add_marker(_phase(twin))
                 reasons = [skip_reason(op, case, b, backends.values()) for b in pair]
                 if any(reasons):
                     item.add_marker(pytest.mark.skip(reason=next(r for r in reasons if r)))
@@ -161,10 +168,19 @@ class CaseItem(PortkitItem):
             from portkit.sanitize.tools import prepare_checks
 
             settings = prepare_checks(tool, self.backends)
-        results = []
+        from portkit.pytest_plugin import verdicts as stored
+
+        # None with --portkit-no-cache, under a sanitizer, with --portkit-seeds N
+        known = stored.session_verdicts(self.config, project_config(self.config))
+        units = stored.case_units(known, self.op, self.case, self.backends)
+        own = f"{self.backends[0].name} {self.only_check}" if self.only_check else None
+        unit = units[own or self.backends[0].name][0] if units else None
+        results = stored.served(self, known, unit) or []
         seeds = max(1, self.config.getoption("--portkit-seeds", default=1) or 1)
-        for round_ in range(seeds):  # --portkit-seeds N: one run per seed
+        for round_ in range(0 if results else seeds):  # --portkit-seeds N: one run per seed
             results += run_case(self.op, seeded(self.case, round_), self.backends, settings)
+        if units and not any(r.cached for r in results):
+            stored.record(known, units, self.op, self.case.name, results)
         margins = [r.margin for r in results if r.margin is not None]
         if seeds > 1 and margins:
             self.user_properties.append(("portkit_worst_margin", max(margins)))
@@ -200,14 +216,22 @@ class CompileItem(PortkitItem):
         super().__init__(**kwargs)
         self.op, self.side = op, side
         self.add_marker("compile")
+        self.add_marker("cpu")
 
     def runtest(self) -> None:
         from portkit.lint.compile import check_prototype, check_twin
+        from portkit.pytest_plugin import verdicts as stored
 
+        known = stored.session_verdicts(self.config, project_config(self.config))
+        unit = stored.op_unit(known, self.op, self.name)
+        if stored.served(self, known, unit) is not None:
+            return
         check = check_prototype if self.side == "numba" else check_twin
         result = check(self.op, project_config(self.config))  # the PTX cache is in its cache dir
         if result is None or result.failed:
             raise CheckFailed(result.detail if result else "no twin to compile")
+        if unit is not None:
+            stored.record(known, {self.name: (unit, stored.every_row)}, self.op, "all", [result])
 
 
 class LintItem(PortkitItem):
@@ -219,19 +243,28 @@ class LintItem(PortkitItem):
         super().__init__(**kwargs)
         self.op = op
         self.add_marker("compile")
+        self.add_marker("cpu")
 
     def runtest(self) -> None:
         from portkit.checking.harness import lint_result
+        from portkit.pytest_plugin import verdicts as stored
 
+        known = stored.session_verdicts(self.config, project_config(self.config))
+        unit = stored.op_unit(known, self.op, "lint")
+        if stored.served(self, known, unit) is not None:
+            return
         result = lint_result(self.op, project_config(self.config))
         if result.failed:
             raise CheckFailed(result.detail)
+        if unit is not None:
+            stored.record(known, {"lint": (unit, stored.every_row)}, self.op, "all", [result])
 
 
 class BrokenOpItem(PortkitItem):
     def __init__(self, *, message: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.message = message
+        self.add_marker("cpu")  # the CPU phase fails on it (the GPU phase has no items of it)
 
     def runtest(self) -> None:
         raise CheckFailed(self.message)

@@ -438,7 +438,7 @@ def test_bad_config_key(make_project, cli):
     message = str(info.value)
     assert "unknown key(s) in [tool.portkit]: prototype-dir" in message
     known = (
-        "known keys: backends, cache-dir, cuda-src, lint-warnings, lockstep-fallback, "
+        "known keys: archs, backends, cache-dir, cuda-src, lint-warnings, lockstep-fallback, "
         "namespace, prototypes, sim-budget"
     )
     assert known in message

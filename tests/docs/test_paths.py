@@ -24,7 +24,6 @@ NOT_IN_THE_REPOSITORY = {
     "prototypes/scale.py",  # the tutorial's op, written by the reader
     "cuda_src/scale.cu",
     "cuda_src/my_op.cu",  # `portkit port --help`'s example
-    "docs/verdict-cache.md",  # in flight on another branch
 }
 
 

@@ -1,0 +1,276 @@
+"""What a verdict depends on, as one digest per unit of checking.
+
+A *unit* is what runs together and so passes or fails together: one backend on one case
+(its forward, backward and gradcheck rows), one prototype against one twin on one case
+(the ``vs <twin>`` row), an op's compile rows, its lint row. Its key is the SHA-256 of:
+
+- the op's sources (``op_sources``): the prototype file and every project module it
+  imports, followed through the imports transitively (``project_imports``); the twin
+  source and every header under its folder (the twin build's own rule). The reference,
+  the cases and the declared tolerances live in the prototype, so they are covered;
+- the case as data (name, shapes, dtype(s), seed, special values, flags; ``case_identity``);
+- the project's settings that change a verdict (strict, lint-warnings, sim-budget,
+  lockstep fallback, archs, namespace) and the session's switches (simulator engine and
+  math library);
+- portkit's version and a digest of its own source (an edited portkit invalidates all);
+- Python, NumPy, numba, numba-cuda, torch, its CUDA runtime and NVRTC versions;
+- where the unit runs (``device_identity``): for a GPU unit the GPU's name, compute
+  capability and driver version, for a CPU unit "cpu", the architecture and the C++
+  compiler, so a CPU phase's verdicts are served on a GPU runner and a GPU's are not
+  served on another GPU;
+- the unit's identity: its kind, the backend name(s), the check.
+
+Modules imported dynamically (``importlib.import_module`` with a computed name) are not
+followed: docs/verdict-cache.md says so.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import hashlib
+import json
+import platform
+import re
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from portkit.project.cases import Case
+    from portkit.project.config import ProjectConfig
+    from portkit.project.discovery import Op
+
+FORMAT = 1  # bumped when what a key covers changes: every stored verdict then misses
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+_INSTALLED = ("site-packages", "dist-packages")
+
+
+def _digest(*parts: Any) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _module_files(name: str, bases: Sequence[Path]) -> list[Path]:
+    """The files importing ``name`` (a.b.c) runs, found under ``bases``: each package's
+    ``__init__.py`` on the way and the module itself; empty when not in the project."""
+    parts = name.split(".")
+    for base in bases:
+        found: list[Path] = []
+        for depth in range(1, len(parts) + 1):
+            stem = base.joinpath(*parts[:depth])
+            if (stem / "__init__.py").is_file():
+                found.append(stem / "__init__.py")
+            elif stem.with_suffix(".py").is_file():
+                found.append(stem.with_suffix(".py"))
+                break
+            else:
+                break
+        if found:
+            return found
+    return []
+
+
+def _imported_names(path: Path, tree: ast.Module) -> Iterable[tuple[str, Path | None]]:
+    """(module name, folder it is relative to or None) for each import in ``tree``; for
+    ``from a import b`` also ``a.b``, which is a module when b is a submodule."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, None
+        elif isinstance(node, ast.ImportFrom):
+            anchor = None
+            if node.level:
+                anchor = path.parent
+                for _ in range(node.level - 1):
+                    anchor = anchor.parent
+            module = node.module or ""
+            if module:
+                yield module, anchor
+            for alias in node.names:
+                yield (f"{module}.{alias.name}" if module else alias.name), anchor
+
+
+def project_imports(prototype: Path, search: Sequence[Path], root: Path) -> list[Path]:
+    """The prototype and every module file under ``root`` it imports, transitively
+    (not installed packages, not portkit itself), sorted."""
+    root = root.resolve()
+    own = Path(__file__).resolve().parents[2]
+    seen: set[Path] = set()
+    queue = [prototype.resolve()]
+    while queue:
+        path = queue.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        try:
+            tree = ast.parse(path.read_bytes(), filename=str(path))
+        except (OSError, SyntaxError, ValueError):
+            continue  # its bytes are hashed all the same; it fails where it is imported
+        for name, anchor in _imported_names(path, tree):
+            bases = [anchor] if anchor is not None else list(search)
+            for found in _module_files(name, bases):
+                resolved = found.resolve()
+                inside = resolved.is_relative_to(root) and not resolved.is_relative_to(own)
+                if inside and not any(p in _INSTALLED for p in resolved.parts):
+                    queue.append(resolved)
+    return sorted(seen)
+
+
+def _hash_files(paths: Iterable[Path], root: Path) -> str:
+    digest = hashlib.sha256()
+    for path in paths:
+        try:
+            name = path.relative_to(root).as_posix()
+        except ValueError:
+            name = str(path)
+        try:
+            digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+        except OSError:
+            digest.update(name.encode() + b"\0missing\0")
+    return digest.hexdigest()
+
+
+def op_sources(op: Op, config: ProjectConfig) -> str:
+    """The digest of every source file the op's verdicts depend on."""
+    from portkit.backends.twin.build import HEADER_SUFFIXES
+
+    root = config.root.resolve()
+    search = [config.root, config.prototypes_dir, op.prototype_path.parent]
+    files = project_imports(op.prototype_path, search, root)
+    if op.twin_path is not None and op.twin_path.is_file():
+        folder = op.twin_path.parent
+        headers = sorted(p for p in folder.rglob("*") if p.suffix in HEADER_SUFFIXES)
+        files += [op.twin_path.resolve(), *(h.resolve() for h in headers)]
+    return _hash_files(files, root)
+
+
+def case_identity(case: Case) -> str:
+    """The case as data: every field (function objects by name, not address)."""
+    return _ADDRESS.sub("", repr(case))
+
+
+def project_settings(config: ProjectConfig) -> dict[str, Any]:
+    """What the project and the session set that can turn a pass into a failure."""
+    settings = config.settings
+    return {
+        "strict": config.strict,
+        "lint-warnings": config.lint_warnings_fail,
+        "sim-budget": config.sim_budget,
+        "lockstep-fallback": (config.lockstep_fallback, settings.lockstep_fallback),
+        "archs": list(config.archs),
+        "namespace": config.namespace,
+        "engine": settings.simt_engine,
+        "math": settings.sim_math,
+    }
+
+
+@functools.cache
+def portkit_source() -> str:
+    """portkit's version and a digest of every file of its package."""
+    from portkit import __version__
+
+    package = Path(__file__).resolve().parents[2]
+    digest = hashlib.sha256(__version__.encode())
+    for path in sorted(p for p in package.rglob("*") if p.suffix in (".py", ".h", ".cuh")):
+        digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def _version(module: str) -> str:
+    try:
+        from importlib.metadata import version
+
+        return version(module)
+    except Exception:
+        return "absent"
+
+
+@functools.cache
+def library_versions() -> dict[str, str]:
+    """Python and the libraries a verdict depends on (no CUDA call)."""
+    import numpy
+    import torch
+
+    try:
+        from portkit.backends.twin.build import nvrtc_version
+
+        nvrtc = nvrtc_version()
+    except Exception:  # no NVRTC: twins do not compile here, which the rows say
+        nvrtc = "absent"
+    return {
+        "python": sys.version,
+        "numpy": numpy.__version__,
+        "numba": _version("numba"),
+        "numba-cuda": _version("numba-cuda"),
+        "torch": torch.__version__,
+        "cuda runtime": str(torch.version.cuda),
+        "nvrtc": nvrtc,
+    }
+
+
+@functools.cache
+def gpu_identity() -> dict[str, str]:
+    """The GPU this process checks on: name, compute capability, driver version; or
+    {"gpu": "none"} without one."""
+    from portkit.backends.base import cuda_unavailable_reason
+
+    if cuda_unavailable_reason() is not None:
+        return {"gpu": "none"}
+    import torch
+
+    index = torch.cuda.current_device()
+    major, minor = torch.cuda.get_device_capability(index)
+    try:  # the driver's CUDA version, e.g. 13000 (torch has no public call for it)
+        from cuda.bindings import driver as cuda_driver
+
+        driver = str(cuda_driver.cuDriverGetVersion()[1])
+    except Exception:
+        driver = "unknown"
+    return {
+        "gpu": torch.cuda.get_device_name(index),
+        "arch": f"sm_{major}{minor}",
+        "driver": driver,
+    }
+
+
+@functools.cache
+def cpu_identity() -> dict[str, str]:
+    from portkit.host_compiler import find_compiler
+
+    compiler = find_compiler()
+    return {
+        "cpu": platform.machine(),
+        "c++": compiler.identity if compiler else "none",
+    }
+
+
+def device_identity(device: str) -> dict[str, str]:
+    """Where a unit runs: a GPU unit is tied to the GPU, a CPU unit to the CPU side."""
+    return gpu_identity() if device == "cuda" else cpu_identity()
+
+
+def unit_key(
+    op: Op,
+    config: ProjectConfig,
+    sources: str,
+    kind: str,
+    device: str,
+    names: Sequence[str],
+    case: Case | None = None,
+    check: str = "",
+) -> str:
+    """The key of one unit; ``sources`` is ``op_sources(op, config)``, computed once."""
+    return _digest(
+        FORMAT,
+        op.name,
+        sources,
+        case_identity(case) if case is not None else "",
+        project_settings(config),
+        portkit_source(),
+        library_versions(),
+        device_identity(device),
+        kind,
+        list(names),
+        check,
+    )

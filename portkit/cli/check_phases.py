@@ -1,0 +1,39 @@
+"""``portkit check``'s verdict store and phases: the store a run reads and updates, and
+after a GPU phase the table of what no hardware here could run (checking/verdicts)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from portkit.project.config import ProjectConfig
+
+
+def open_verdicts(config: ProjectConfig, path: Path | None, enabled: bool) -> Any:
+    """The run's verdict store bound to the project (checking/verdicts), None when off."""
+    from portkit.checking.verdicts.serve import Verdicts
+    from portkit.checking.verdicts.store import open_store
+
+    store = open_store(config.cache_dir, path, enabled and config.settings.verdict_cache)
+    return None if store is None else Verdicts(store, config)
+
+
+def print_unreachable(config: ProjectConfig, console: Console) -> None:
+    """After a GPU phase: what no hardware here could run (said, never a pass)."""
+    from portkit.checking.verdicts.key import gpu_identity
+    from portkit.checking.verdicts.phases import unreachable
+
+    rows = unreachable(config, gpu_identity())
+    if not rows:
+        return
+    from rich.table import Table
+
+    table = Table(title="not run on this machine (no hardware for it)", title_justify="left")
+    table.add_column("what")
+    table.add_column("why")
+    for what, why in rows:
+        table.add_row(what, why)
+    console.print(table)
