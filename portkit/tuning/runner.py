@@ -17,11 +17,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from portkit.bench.model import Status
 from portkit.bench.runner import Bench
 from portkit.checking.configurations import PinnedBackend
 from portkit.knob_choice import describe
 from portkit.project.tuning_table import knob_choice
+from portkit.results import Outcome
 from portkit.tuning.search import Config, Trials, defaults, search
 
 if TYPE_CHECKING:
@@ -87,8 +87,8 @@ class CaseEvaluator:
         times: dict[Config, float | None] = {config: 0.0 for config, _ in pinned.values()}
         for row in rows:
             config = pinned[row.implementation][0]
-            if row.status is not Status.OK or row.time is None or times[config] is None:
-                if row.status is not Status.OK:
+            if row.status is not Outcome.PASS or row.time is None or times[config] is None:
+                if row.status is not Outcome.PASS:
                     self.failures[config] = f"{row.direction}: {row.status.value}: {row.detail}"
                 times[config] = None
                 continue

@@ -61,6 +61,6 @@ def test_statuses_are_written_as_plain_strings(make_project, sources, cli):
 def test_an_outcome_reads_as_its_value():
     from portkit.results import Outcome
 
-    assert [str(o) for o in Outcome] == ["pass", "fail", "skip"]
+    assert [str(o) for o in Outcome] == ["pass", "fail", "skip", "error", "running"]
     assert f"{Outcome.FAIL}" == "fail" and Outcome("skip") is Outcome.SKIP
     assert json.dumps([Outcome.PASS]) == '["pass"]'

@@ -237,8 +237,9 @@ def gpu_identity() -> dict[str, str]:
 @functools.cache
 def cpu_identity() -> dict[str, str]:
     from portkit.host_compiler import find_compiler
+    from portkit.project.environment import tool_path
 
-    compiler = find_compiler()
+    compiler = find_compiler(tool_path("CXX"))
     return {
         "cpu": platform.machine(),
         "c++": compiler.identity if compiler else "none",
