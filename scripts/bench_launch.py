@@ -96,7 +96,7 @@ def driver_floor(twin: Callable, x, args) -> float:
     once: what portkit's Python adds is the twin's forward minus this and empty_like."""
     import torch
 
-    from portkit.backends.twin import driver_launch
+    from portkit.runtime import driver_launch
 
     out = torch.empty_like(x)
     target = twin.binding.kernels.targets["sigmoid_fwd"]
@@ -116,7 +116,7 @@ def static_launcher_floor(twin: Callable, x, args) -> float | None:
     against torch.sigmoid: is it cheaper than cuda.bindings' cuLaunchKernel?"""
     import torch
 
-    from portkit.backends.twin import driver_launch
+    from portkit.runtime import driver_launch
 
     launcher = getattr(torch._C, "_StaticCudaLauncher", None)
     if launcher is None:

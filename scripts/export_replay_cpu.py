@@ -43,12 +43,12 @@ def stubbed_package(folder: Path, static: bool) -> object:
     driver.cuLaunchKernel = lambda *args: success
     sys.path.insert(0, str(folder))
     try:
-        launch = importlib.import_module(f"{PACKAGE}._driver_launch")
+        launch = importlib.import_module(f"{PACKAGE}._runtime.driver_launch")
         launch.static_launcher = (lambda: "".format) if static else (lambda: None)
         launch.current_stream = lambda device: 0
-        contract = importlib.import_module(f"{PACKAGE}._launch_contract")
+        contract = importlib.import_module(f"{PACKAGE}._runtime.launch_contract")
         contract._get_device, contract._cuda_sm_count = (lambda: 0), (lambda device: 132)
-        runtime = importlib.import_module(f"{PACKAGE}._runtime")
+        runtime = importlib.import_module(f"{PACKAGE}._runtime.exported")
         runtime.Library.kernel = lambda self, lowered: 1  # a handle; nothing is loaded
         runtime.Kernels.empty = lambda self, shape, dtype: torch.empty(tuple(shape), dtype=dtype)
         return importlib.import_module(PACKAGE)

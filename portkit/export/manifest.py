@@ -11,7 +11,7 @@ from typing import Any
 
 from portkit.backends.twin.instances import checked_twin_kernels, twin_instantiations
 from portkit.export.compile import ArchBuild
-from portkit.launch_contract import instantiation_key
+from portkit.runtime.launch_contract import instantiation_key
 from portkit.torch_op.layout import op_layout
 
 

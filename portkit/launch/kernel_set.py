@@ -19,13 +19,14 @@ from portkit.launch.poison import poison_bits
 
 # The configuration checks, its limits and which configurations may key a cache are the
 # launch contract's, shared with the exported runtime.
-from portkit.launch_contract import (
+from portkit.runtime.launch_contract import (
     MAX_CACHED_CONFIGS,
+    KernelsKind,
     cacheable_config,
     launch_config,
     tensor_error,
 )
-from portkit.launch_contract import LaunchConfig as LaunchConfig
+from portkit.runtime.launch_contract import LaunchConfig as LaunchConfig
 
 if TYPE_CHECKING:
     import torch
@@ -159,10 +160,16 @@ class KernelSet:
         targets: Mapping[str, LaunchTarget],
         poison_outputs: bool = False,
         guards: GuardZones | None = None,
+        kind: KernelsKind | None = None,
     ) -> None:
         self.op = op
         self.implementation = implementation
         self.device = device
+        # What a launch does (the runtime's kernels_protocol): a GPU's or a simulation's
+        # by the device unless said (lint's trace says TRACE).
+        if kind is None:
+            kind = KernelsKind.GPU if device == "cuda" else KernelsKind.SIMULATED
+        self.kind = kind
         self._poison_outputs = poison_outputs
         # Set by the harness while checking: outputs and inputs in guarded buffers,
         # verified after every launch. None on the production path (portkit.load).
@@ -204,7 +211,13 @@ class KernelSet:
         launches, for instance)."""
         targets = {name: wrap(name, target) for name, target in self.targets.items()}
         return KernelSet(
-            self.op, self.implementation, self.device, targets, self.poison_outputs, self.guards
+            self.op,
+            self.implementation,
+            self.device,
+            targets,
+            self.poison_outputs,
+            self.guards,
+            self.kind,
         )
 
     def __getattr__(self, name: str) -> Kernel:

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from portkit.errors import BackwardContractError, OpDefinitionError
 from portkit.project.cases import make_grad_outputs, make_inputs
-from portkit.torch_op.autograd_function import OpLayout, as_tuple
-from portkit.torch_op.registration import FakeKernels
+from portkit.runtime.autograd_function import OpLayout, as_tuple
+from portkit.runtime.registration import FakeKernels
 
 if TYPE_CHECKING:
     from portkit.project.discovery import Op

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 from portkit.errors import OpDefinitionError
 from portkit.launch.op_inputs import check_inputs
-from portkit.torch_op.autograd_function import Binding
+from portkit.runtime.autograd_function import Binding
+from portkit.runtime.registration import OpCallable, register
 from portkit.torch_op.layout import op_layout
-from portkit.torch_op.registration import OpCallable, register
 
 if TYPE_CHECKING:
     from portkit.launch.kernel_set import KernelSet

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from portkit import launch_contract as contract
-from portkit.export.package import RUNTIME_FILES, shipped_file
+from portkit.export.package import RUNTIME_FOLDER, runtime_sources
+from portkit.runtime import launch_contract as contract
 from tests.export.package_env import REPO, project_with, run_cli
 
 HALF_OPS = ["rmsnorm", "layernorm"]
@@ -37,17 +37,16 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return root, out / "half_ops"
 
 
-def test_the_shipped_contract_is_portkit_s_byte_for_byte(exported) -> None:
+def test_the_shipped_runtime_is_portkit_s_folder_byte_for_byte(exported) -> None:
     _, package = exported
-    assert RUNTIME_FILES["_launch_contract.py"] == ("portkit", "launch_contract.py")
-    shipped = (package / "_launch_contract.py").read_bytes()
-    assert shipped == (REPO / "portkit" / "launch_contract.py").read_bytes()
-    for target, (source_package, filename) in RUNTIME_FILES.items():
-        assert (package / target).read_bytes() == shipped_file(
-            source_package, filename
-        ).read_bytes(), target
-    runtime = (package / "_runtime.py").read_text()
-    assert "from . import _launch_contract as contract" in runtime
+    folder = REPO / "portkit" / "runtime"
+    sources = sorted(p.name for p in folder.glob("*.py"))
+    assert "launch_contract.py" in sources and "exported.py" in sources
+    shipped = sorted(p.name for p in (package / RUNTIME_FOLDER).iterdir() if p.is_file())
+    assert shipped == sources
+    for name in sources:
+        assert (package / RUNTIME_FOLDER / name).read_bytes() == (folder / name).read_bytes(), name
+    assert runtime_sources() == {name: folder / name for name in sources}
 
 
 def test_the_manifest_lists_every_dtype_s_instantiation(exported) -> None:
@@ -78,16 +77,16 @@ def _on_gpu(dtype: str, numel: int = 4) -> torch.Tensor:
 
 @pytest.fixture
 def runtime(exported, monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
-    """The package's ``_runtime`` (imported without the package's ``__init__``, which
+    """The package's ``_runtime.exported`` (imported without the package's ``__init__``, which
     would register its ops), its driver replaced by one that records launches."""
     _, package = exported
     name = f"half_ops_{id(package)}"
     parent = types.ModuleType(name)
     parent.__path__ = [str(package)]  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, name, parent)
-    module = importlib.import_module(f"{name}._runtime")
-    shipped = ("_runtime", "_launch_contract", "_driver_launch", "_registration", "_replay")
-    for sub in (*shipped, "executor", "steps", "ops", "ops.rmsnorm"):
+    module = importlib.import_module(f"{name}._runtime.exported")
+    shipped = [f"_runtime.{p.stem}" for p in (package / RUNTIME_FOLDER).glob("*.py")]
+    for sub in ("_runtime", *shipped, "ops", "ops.rmsnorm"):
         monkeypatch.delitem(sys.modules, f"{name}.{sub}", raising=False)
     launches: list[tuple] = []
 

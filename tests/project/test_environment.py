@@ -26,7 +26,7 @@ def test_the_docs_table_lists_every_variable_with_its_default_and_meaning():
 
 # Shipped into exported packages, which run without portkit: it reads PORTKIT_REPLAY (a
 # variable of the table) itself, the same way.
-SHIPPED_READERS = {ROOT / "portkit" / "export" / "replaying.py"}
+SHIPPED_READERS = {ROOT / "portkit" / "runtime" / "replaying.py"}
 
 
 def test_no_portkit_switch_is_read_from_the_environment_outside_the_table():

@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from portkit.launch.kernel_set import KernelSet, LaunchConfig, LaunchTarget
-from portkit.launch.replay.recorder import Call
-from portkit.launch.replay.recorder import record as record  # launcher.py's entry point
+from portkit.runtime.recorder import Call
+from portkit.runtime.recorder import record as record  # the tests' entry point
 
 
 class _RecordingTarget(LaunchTarget):
@@ -56,7 +56,9 @@ class RecordingKernels(KernelSet):
         targets = {
             name: _RecordingTarget(name, target, self) for name, target in kernels.targets.items()
         }
-        super().__init__(kernels.op, kernels.implementation, kernels.device, targets)
+        super().__init__(
+            kernels.op, kernels.implementation, kernels.device, targets, kind=kernels.kind
+        )
 
     def empty(self, shape: Sequence[int], dtype: Any) -> Any:
         return self._allocated(super().empty, shape, dtype)

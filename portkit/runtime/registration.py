@@ -31,6 +31,7 @@ from typing import Any
 
 import torch
 
+from . import torch_private
 from .autograd_function import (
     Binding,
     OpLayout,
@@ -39,6 +40,7 @@ from .autograd_function import (
     eager_function,
     split_forward,
 )
+from .launch_contract import KernelsKind
 
 
 class _NoLaunch:
@@ -56,6 +58,7 @@ class FakeKernels:
 
     def __init__(self, op: str, device: torch.device, kernel_names: Sequence[str]) -> None:
         self.op, self.device, self.implementation = op, device, "fake"
+        self.kind = KernelsKind.FAKE
         self.poison_outputs = False
         self._names = frozenset(kernel_names)
 
@@ -334,13 +337,13 @@ def register(
     return op
 
 
-_dispatch_modes = torch._C._len_torch_dispatch_stack
-_function_modes = torch._C._is_torch_function_mode_enabled
-_functorch_level = torch._C._functorch.peek_interpreter_stack
+_dispatch_modes = torch_private.dispatch_mode_count
+_function_modes = torch_private.function_mode_enabled
+_functorch_level = torch_private.functorch_level
 _is_compiling = torch.compiler.is_compiling
 _grad_enabled = torch.is_grad_enabled
-_below_autograd = torch._C._AutoDispatchBelowAutograd
-_AFTER_AUTOGRAD = torch._C._after_autograd_keyset
+_below_autograd = torch_private.AutoDispatchBelowAutograd
+_AFTER_AUTOGRAD = torch_private.AFTER_AUTOGRAD_KEYSET
 _Tensor = torch.Tensor
 _PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)  # Parameter adds no dispatch behaviour
 _SCALARS = (int, float, bool, str, type(None))

@@ -105,7 +105,8 @@ def record(
     recording or why there is none, and whether a launch took the checked path (worth
     one more try)."""
     import torch
-    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from .torch_private import TorchDispatchMode
 
     call = kernels.call = Call(leaves)
 
