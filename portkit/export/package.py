@@ -144,8 +144,8 @@ def _write(
                 on_op(op.name)
         (root / "manifest.json").write_text(json.dumps(manifest, indent=1))
         (root / RUNTIME_FOLDER).mkdir()
-        for name, source in runtime_sources().items():
-            (root / RUNTIME_FOLDER / name).write_bytes(source.read_bytes())
+        for filename, shipped in runtime_sources().items():
+            (root / RUNTIME_FOLDER / filename).write_bytes(shipped.read_bytes())
         (root / "__init__.py").write_text(_init_source(package, manifest))
         (staging / "pyproject.toml").write_text(_pyproject(package, version))
         wheel = write_wheel(staging / "dist", root, package, version)

@@ -196,6 +196,7 @@ def register_ops(folder: Path, launchers: dict[str, type[Any]]) -> dict[str, Any
         binding = registration.Binding(forward, backward, k, check, OpDefinitionError)
         qualname = f"{manifest['namespace']}::{name}"
         registered = registration.register(qualname, layout, list(entry["kernels"]), binding)
+        op: registration.OpCallable
         if replaying is not None and custom is None:  # a plain-eager call: one function
             op = prepared.ReplayedOp(registered, binding, replaying.replayer)
         else:

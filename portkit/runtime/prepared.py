@@ -144,7 +144,7 @@ def prepare(
                 names[f"V{n}_{slot}"] = value
             values.append(pointers.get(slot, f"V{n}_{slot}"))
         packed = "(" + "".join(v + ", " for v in values) + ")"
-        codes = [driver_launch.STATIC_CODES.get(s) for s in step.driver.slots]
+        codes = [driver_launch.STATIC_CODES.get(s) or "" for s in step.driver.slots]
         grid, block = [int(g) for g in step.grid], [int(b) for b in step.block]
         shared = int(step.shared_bytes)
         if step.warps and static is not None and all(codes):

@@ -131,7 +131,7 @@ class TwinLaunch:
                     plan = plans[tuple(args[i].dtype for i in positions)]
                 if len(args) != plan.count or plan.raw:
                     return False
-                device = owner._device
+                device = owner._device  # set with the first plan, before any is found
                 values = list(args)
                 for position, dtype in plan.pointers:
                     arg = values[position]
@@ -150,7 +150,7 @@ class TwinLaunch:
                             return False
                 # Packing checks each value's range before anything is launched, and a
                 # launch error is a RuntimeError: nothing caught here follows a launch.
-                plan.driver.launch(grid, block, shared, stream_of(device), values, warps)
+                plan.driver.launch(grid, block, shared, stream_of(device), values, warps)  # type: ignore[arg-type]
             except (*_REFUSED, struct.error):
                 return False
             return True
@@ -168,7 +168,7 @@ class TwinLaunch:
                 values[position] = values[position].data_ptr()
             for position, code in plan.raw:
                 values[position] = struct.pack(code, values[position])
-            stream = driver_launch.current_stream(self._device)
+            stream = driver_launch.current_stream(self._plan_device())
             plan.driver.launch(config.grid, config.block, config.shared_bytes, stream, values)
         except (TypeError, OverflowError, struct.error) as exc:
             raise InputError(f"twin kernel {self.name}: an argument does not fit: {exc}") from None
@@ -192,8 +192,14 @@ class TwinLaunch:
             warps=driver_launch.static_warps(grid, block) if plain else 0,
             values=tuple(values),
             pointers=tuple((position, position) for position, _ in plan.pointers),
-            stream=functools.partial(driver_launch.current_stream, self._device),
+            stream=functools.partial(driver_launch.current_stream, self._plan_device()),
         )
+
+    def _plan_device(self) -> int:
+        """The GPU the kernels were loaded on (known once a plan was built)."""
+        if self._device is None:
+            raise RuntimeError(f"twin kernel {self.name}: no plan built yet")
+        return self._device
 
     def _plan(self, args: Sequence[Any]) -> ArgumentPlan:
         plan = cached_plan(self._plans, self._deciders, args)
