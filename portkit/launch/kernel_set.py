@@ -2,7 +2,7 @@
 
 ``k.sigmoid_fwd[grid, block](x, out, n)`` or ``k.kernel[grid, block, shared_bytes](...)``
 launches the kernel of that name on whichever implementation ``k`` belongs to. The
-launch configuration (by the launch contract, ``portkit/launch_contract.py``, which an
+launch configuration (by the launch contract, ``portkit/runtime/launch_contract.py``, which an
 exported package ships too) and the arguments are checked here, once, for every
 backend, so a user's mistake gets the same message in the simulator, on a GPU and in
 an exported package.

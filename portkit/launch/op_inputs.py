@@ -1,7 +1,7 @@
 """The op-level input checks every call of an implementation runs, and ``as_tuple``.
 
 The implementation itself, differentiable, is ``portkit.torch_op.load.registered_callable``
-(one autograd path, ``torch_op/autograd_function.py``, for check, diff and
+(one autograd path, ``runtime/autograd_function.py``, for check, diff and
 ``portkit.load``); ``check_inputs`` here is the slow path that explains a refused input.
 """
 

@@ -67,8 +67,8 @@ VARIABLES: tuple[Variable, ...] = (
     Variable(
         "PORTKIT_REPLAY",
         "",
-        "0 turns launch replay off in `portkit.load`; python picks the Python replayer "
-        "(docs/production.md)",
+        "0 (or false, no, off) turns launch replay off in `portkit.load` and in exported "
+        "packages; python picks the Python replayer (docs/production.md)",
         "setting",
     ),
     Variable(

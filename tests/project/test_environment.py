@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from portkit.project.environment import VARIABLES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,3 +51,19 @@ def test_every_portkit_variable_the_code_names_is_in_the_table():
     # C macros of portkit_math.h and the CPU twin's headers are not variables
     macros = {n for n in named if n.startswith(("PORTKIT_MATH_", "PORTKIT_WITH_"))}
     assert named - macros <= {v.name for v in VARIABLES}
+
+
+@pytest.mark.parametrize(
+    "value, mode",
+    [("false", "off"), ("0", "off"), (" No ", "off"), ("OFF", "off"), ("python", "python")]
+    + [("", "auto"), ("1", "auto"), ("auto", "auto")],
+)
+def test_portkit_and_an_exported_package_read_portkit_replay_alike(value, mode, monkeypatch):
+    """One parse (portkit/runtime/replay_setting.py): ``false`` turned replay off in
+    portkit but not in an exported package before."""
+    from portkit.project.environment import Settings
+    from portkit.runtime import replaying
+
+    assert Settings.from_environment({"PORTKIT_REPLAY": value}).replay == mode
+    monkeypatch.setenv("PORTKIT_REPLAY", value)
+    assert replaying.replay_wanted() is (mode != "off")
