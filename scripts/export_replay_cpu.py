@@ -71,7 +71,8 @@ def main() -> int:
     args = parser.parse_args()
 
     torch.Tensor.is_cuda = property(lambda self: True)  # type: ignore[assignment,misc]
-    torch.cuda.current_device = lambda: 0
+    # CPU tensors are on device -1: the kernels take it for the GPU they were loaded on.
+    torch.cuda.current_device = lambda: -1
     x = torch.randn(1024)
     timed: dict[str, Callable[[], object]] = {}
     with tempfile.TemporaryDirectory() as tmp:

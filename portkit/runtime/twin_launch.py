@@ -166,10 +166,14 @@ class TwinLaunch:
         try:
             for position, _ in plan.pointers:
                 values[position] = values[position].data_ptr()
+            # torch's launcher takes plain values only: an int for a C bool is packed (0/1).
+            plain = not plan.raw and all(type(values[p]) in ok for p, ok in plan.plain_scalars)
             for position, code in plan.raw:
                 values[position] = struct.pack(code, values[position])
+            grid, block = config.grid, config.block
+            warps = driver_launch.static_warps(grid, block) if plain else 0
             stream = driver_launch.current_stream(self._plan_device())
-            plan.driver.launch(config.grid, config.block, config.shared_bytes, stream, values)
+            plan.driver.launch(grid, block, config.shared_bytes, stream, values, warps)
         except (TypeError, OverflowError, struct.error) as exc:
             raise InputError(f"twin kernel {self.name}: an argument does not fit: {exc}") from None
 

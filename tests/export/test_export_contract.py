@@ -70,6 +70,9 @@ class _OnGpu(torch.Tensor):
     def is_cuda(self) -> bool:
         return True
 
+    def get_device(self) -> int:
+        return 0
+
 
 def _on_gpu(dtype: str, numel: int = 4) -> torch.Tensor:
     return torch.zeros(numel, dtype=getattr(torch, dtype)).as_subclass(_OnGpu)
@@ -209,10 +212,13 @@ def test_an_int_for_a_c_bool_never_reaches_torch_s_launcher_as_its_byte(runtime)
 def test_the_runtime_replays_a_recorded_signature_without_the_launcher(
     exported, runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The package's replayer (portkit's Python one, shipped): the first call of a
-    signature runs the launcher, later ones repeat its launches on new tensors."""
+    """The package's replaying launcher (portkit's, shipped) with its prepared replayer:
+    the first call of a signature builds the kernels' plans on the checked path, the
+    second runs the launcher on the recording k, later ones repeat its launches on new
+    tensors without the launcher."""
     _, package = exported
     monkeypatch.setattr(torch.Tensor, "is_cuda", property(lambda self: True), raising=False)
+    monkeypatch.setattr(torch.Tensor, "get_device", lambda self: 0)
     monkeypatch.setattr(
         runtime.Kernels, "empty", lambda self, shape, dtype: torch.empty(tuple(shape), dtype=dtype)
     )
@@ -220,7 +226,7 @@ def test_the_runtime_replays_a_recorded_signature_without_the_launcher(
     # (which a CUDA build of torch has, and which would be handed the stand-in handles)
     monkeypatch.setattr(runtime.driver_launch, "static_launcher", lambda: None)
     entry = json.loads((package / "manifest.json").read_text())["ops"]["rmsnorm"]
-    parent = runtime.__name__.rsplit(".", 1)[0]
+    parent = runtime.__name__.rsplit(".", 2)[0]
     cls = getattr(importlib.import_module(f"{parent}.ops.rmsnorm"), entry["class"])
     k = runtime.Kernels("rmsnorm", _kernels(runtime, package, "rmsnorm"))
     ran = []
@@ -229,14 +235,19 @@ def test_the_runtime_replays_a_recorded_signature_without_the_launcher(
         ran.append(kernels is k)
         return cls.forward(kernels, *args)
 
-    forward = runtime.replay.ReplayingLauncher(launcher, k, list(entry["kernels"]), flat=True)
+    replay = runtime.replay
+    recording = replay.RecordingKernels(k, list(entry["kernels"]))
+    forward = replay.ReplayingLauncher(
+        launcher, k, recording, runtime.prepared.PreparedReplayer(), flat=True
+    )
     x, w = torch.randn(3, 8), torch.randn(8)
+    forward(k, x, w)  # the first launch of float32 builds its plan: the checked path
     out, (_, _, rstd) = forward(k, x, w)
     recorded = runtime.launches.pop()
     x2, w2 = torch.randn(3, 8), torch.randn(8)
     out2, (saved_x, saved_w, rstd2) = forward(k, x2, w2)
     replayed = runtime.launches.pop()
-    assert ran == [False]  # recorded once, on the recording k; replayed after
+    assert ran == [False, False]  # on the recording k, twice; replayed after
     assert saved_x is x2 and saved_w is w2
     assert out2.shape == out.shape and rstd2.shape == rstd.shape
     assert replayed[:4] == recorded[:4]  # kernel, grid, block, shared bytes
@@ -248,5 +259,5 @@ def test_the_runtime_replays_a_recorded_signature_without_the_launcher(
         8,
         *recorded[4][5:],
     )
-    forward(k, torch.randn(2, 8), w)  # a new signature records again
-    assert ran == [False, False]
+    forward(k, torch.randn(2, 8), w)  # a new signature records at once: the plan exists
+    assert ran == [False, False, False]
