@@ -19,9 +19,7 @@ dispatch costs 8–11 µs per call on recent PyTorch (pytorch#177109), more than
 launch, and both paths run the same launcher on the same kernels.
 
 The eager ``autograd.Function`` is ``autograd_function.eager_function``, the one that
-check and diff use too. This module imports only torch and that module: ``portkit
-export`` copies both verbatim into exported packages, so a shipped op is registered by
-exactly this code.
+check and diff use too. Part of the runtime: a shipped op is registered by this code.
 """
 
 from __future__ import annotations
@@ -58,8 +56,7 @@ class FakeKernels:
 
     def __init__(self, op: str, device: torch.device, kernel_names: Sequence[str]) -> None:
         self.op, self.device, self.implementation = op, device, "fake"
-        self.kind = KernelsKind.FAKE
-        self.poison_outputs = False
+        self.kind, self.poison_outputs = KernelsKind.FAKE, False
         self._names = frozenset(kernel_names)
 
     def __getattr__(self, name: str) -> _NoLaunch:
