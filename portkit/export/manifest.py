@@ -39,6 +39,7 @@ def op_entry(op: Any, class_name: str, builds: Sequence[ArchBuild]) -> dict:
         "class": class_name,
         "dtypes": list(op.definition.dtypes),
         "same_shape": op.definition.same_shape,
+        "input_dtypes": list(op.definition.input_dtypes),
         "layout": {
             "input_types": list(layout.input_types),
             "outputs": layout.outputs,

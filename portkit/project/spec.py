@@ -113,8 +113,7 @@ class OpDefinition:
             and all(_positive_number(f) for f in factors)
         ):
             raise OpDefinitionError(
-                f"{where}: error_factor is (forward, gradients), two numbers >= 1, "
-                f"got {factors!r}"
+                f"{where}: error_factor is (forward, gradients), two numbers >= 1, got {factors!r}"
             )
         for item in self.no_grad:
             if isinstance(item, bool) or not isinstance(item, (int, str)):
@@ -173,23 +172,11 @@ class OpDefinition:
         return self.backward is not None
 
     def refused_dtype(self, dtypes: Sequence[str]) -> str | None:
-        """Why inputs of these dtypes (one per tensor input) are refused, or None."""
-        free: str | None = None
-        for index, dtype in enumerate(dtypes):
-            fixed = self.input_dtypes[index] if index < len(self.input_dtypes) else None
-            if fixed is not None:
-                if dtype != fixed:
-                    return f"input {index} is {dtype}; the op takes {fixed} there"
-                continue
-            if dtype not in self.dtypes:
-                return (
-                    f"input {index} is {dtype}, a dtype the op does not accept; "
-                    f"it takes {', '.join(self.dtypes)}"
-                )
-            if free is not None and dtype != free:
-                return f"input {index} is {dtype} but an earlier input is {free}; they must match"
-            free = dtype
-        return None
+        """Why inputs of these dtypes (one per tensor input) are refused, or None (the
+        runtime's rule, which an exported package applies too)."""
+        from portkit.runtime.op_inputs import refused_dtype
+
+        return refused_dtype(dtypes, self.dtypes, self.input_dtypes)
 
 
 def _positive_number(value: object) -> bool:

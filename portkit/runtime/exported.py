@@ -20,8 +20,7 @@ from typing import Any
 
 import torch
 
-# Siblings only in an exported package (mypy: the [tool.mypy] overrides in pyproject.toml).
-from . import driver_launch, prepared, registration
+from . import driver_launch, op_inputs, prepared, registration
 from . import launch_contract as contract
 from . import replaying as replay
 
@@ -123,31 +122,6 @@ class Kernels:
         return self.empty(tensor.shape, tensor.dtype)
 
 
-def input_check(name: str, entry: dict, custom: Callable | None) -> Callable:
-    accepted = {getattr(torch, d) for d in entry["dtypes"]}
-    same_shape = entry["same_shape"]
-
-    def check(inputs: Sequence[Any]) -> None:
-        tensors = [(i, t) for i, t in enumerate(inputs) if isinstance(t, torch.Tensor)]
-        if not tensors:
-            raise InputError(f"op {name}: no tensor among the inputs")
-        first = tensors[0][1]
-        for i, t in tensors:
-            where = f"op {name}, input {i}"
-            if not t.is_cuda:
-                raise InputError(f"{where}: tensor is on {t.device.type}; move it with .cuda()")
-            if t.dtype not in accepted or t.dtype != first.dtype:
-                raise InputError(f"{where}: dtype {t.dtype}; the op takes {entry['dtypes']}")
-            if not t.is_contiguous():
-                raise InputError(f"{where}: tensor is not contiguous; pass .contiguous()")
-            if same_shape and t.shape != first.shape:
-                raise InputError(f"op {name}: input {i} has shape {tuple(t.shape)}, not input 0's")
-        if custom is not None:
-            custom(*inputs)
-
-    return check
-
-
 def register_ops(folder: Path, launchers: dict[str, type[Any]]) -> dict[str, Any]:
     """Register every op of the package (``manifest.json``) and return its callables."""
     manifest = json.loads((folder / "manifest.json").read_text())
@@ -165,7 +139,13 @@ def register_ops(folder: Path, launchers: dict[str, type[Any]]) -> dict[str, Any
             layout["has_backward"],
         )
         custom = getattr(cls, "check_inputs", None)
-        check = input_check(name, entry, custom)
+        rule = op_inputs.InputRule(
+            name,
+            tuple(entry["dtypes"]),
+            tuple(entry.get("input_dtypes", ())),  # manifests before it had none
+            entry["same_shape"],
+        )
+        check = op_inputs.input_check(rule, custom)
         forward, backward = cls.forward, getattr(cls, "backward", None)
         replaying = None
         if replay.replay_wanted():  # as portkit.load: recorded calls replay (replaying.py)
