@@ -20,7 +20,7 @@ driver with its arguments packed once (``cuLaunchKernel`` and nothing else), and
 any op written in Python pays for autograd). "exported package" is sigmoid exported
 (``portkit export``) for this GPU into a temporary folder and imported with portkit and
 numba blocked, as tests/export does: its plain-eager calls replay through one prepared
-Python function per signature (export/prepared.py), launching with torch's launcher.
+Python function per signature (runtime/prepared.py), launching with torch's launcher.
 ``--profile FILE`` writes a cProfile of
 the twin's forward and forward + backward.
 """
