@@ -8,12 +8,19 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from portkit.errors import InputError, KernelError, LaunchError, PortkitError, TwinCompileError
-from portkit.knob_choice import knobs
-from portkit.launch_contract import cdiv, sm_count
+from portkit.errors import (
+    InputError,
+    KernelError,
+    LaunchError,
+    OpDefinitionError,
+    PortkitError,
+    TwinCompileError,
+)
+from portkit.runtime.knob_choice import knobs
 from portkit.project import cases
 from portkit.project.spec import op
 from portkit.project.tolerances import Tolerance
+from portkit.runtime.launch_contract import cdiv, sm_count
 
 # `from portkit.cases import custom` (the README's spelling) finds the cases module.
 sys.modules.setdefault(f"{__name__}.cases", cases)
@@ -24,6 +31,7 @@ __all__ = [
     "InputError",
     "KernelError",
     "LaunchError",
+    "OpDefinitionError",
     "PortkitError",
     "Tolerance",
     "TwinCompileError",

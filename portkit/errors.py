@@ -8,10 +8,10 @@ from __future__ import annotations
 
 # The errors a launch raises are the launch contract's (shipped verbatim in exported
 # packages): one class object each, here and there.
-from portkit.launch_contract import InputError as InputError
-from portkit.launch_contract import LaunchError as LaunchError
-from portkit.launch_contract import OpDefinitionError as OpDefinitionError
-from portkit.launch_contract import PortkitError as PortkitError
+from portkit.runtime.launch_contract import InputError as InputError
+from portkit.runtime.launch_contract import LaunchError as LaunchError
+from portkit.runtime.launch_contract import OpDefinitionError as OpDefinitionError
+from portkit.runtime.launch_contract import PortkitError as PortkitError
 
 
 class ConfigError(PortkitError):

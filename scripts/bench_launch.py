@@ -20,7 +20,7 @@ driver with its arguments packed once (``cuLaunchKernel`` and nothing else), and
 any op written in Python pays for autograd). "exported package" is sigmoid exported
 (``portkit export``) for this GPU into a temporary folder and imported with portkit and
 numba blocked, as tests/export does: its plain-eager calls replay through one prepared
-Python function per signature (export/prepared.py), launching with torch's launcher.
+Python function per signature (runtime/prepared.py), launching with torch's launcher.
 ``--profile FILE`` writes a cProfile of
 the twin's forward and forward + backward.
 """
@@ -96,7 +96,7 @@ def driver_floor(twin: Callable, x, args) -> float:
     once: what portkit's Python adds is the twin's forward minus this and empty_like."""
     import torch
 
-    from portkit.backends.twin import driver_launch
+    from portkit.runtime import driver_launch
 
     out = torch.empty_like(x)
     target = twin.binding.kernels.targets["sigmoid_fwd"]
@@ -116,7 +116,7 @@ def static_launcher_floor(twin: Callable, x, args) -> float | None:
     against torch.sigmoid: is it cheaper than cuda.bindings' cuLaunchKernel?"""
     import torch
 
-    from portkit.backends.twin import driver_launch
+    from portkit.runtime import driver_launch
 
     launcher = getattr(torch._C, "_StaticCudaLauncher", None)
     if launcher is None:

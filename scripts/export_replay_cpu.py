@@ -43,12 +43,12 @@ def stubbed_package(folder: Path, static: bool) -> object:
     driver.cuLaunchKernel = lambda *args: success
     sys.path.insert(0, str(folder))
     try:
-        launch = importlib.import_module(f"{PACKAGE}._driver_launch")
+        launch = importlib.import_module(f"{PACKAGE}._runtime.driver_launch")
         launch.static_launcher = (lambda: "".format) if static else (lambda: None)
         launch.current_stream = lambda device: 0
-        contract = importlib.import_module(f"{PACKAGE}._launch_contract")
+        contract = importlib.import_module(f"{PACKAGE}._runtime.launch_contract")
         contract._get_device, contract._cuda_sm_count = (lambda: 0), (lambda device: 132)
-        runtime = importlib.import_module(f"{PACKAGE}._runtime")
+        runtime = importlib.import_module(f"{PACKAGE}._runtime.exported")
         runtime.Library.kernel = lambda self, lowered: 1  # a handle; nothing is loaded
         runtime.Kernels.empty = lambda self, shape, dtype: torch.empty(tuple(shape), dtype=dtype)
         return importlib.import_module(PACKAGE)
@@ -71,7 +71,8 @@ def main() -> int:
     args = parser.parse_args()
 
     torch.Tensor.is_cuda = property(lambda self: True)  # type: ignore[assignment,misc]
-    torch.cuda.current_device = lambda: 0
+    # CPU tensors are on device -1: the kernels take it for the GPU they were loaded on.
+    torch.cuda.current_device = lambda: -1
     x = torch.randn(1024)
     timed: dict[str, Callable[[], object]] = {}
     with tempfile.TemporaryDirectory() as tmp:

@@ -45,9 +45,9 @@ def twin_targets_with_stubbed_driver(op) -> dict:
     """The twin's launch targets for ``op`` on CPU tensors (device -1), launching nothing."""
     from cuda.bindings import driver
 
-    from portkit.backends.twin import driver_launch
     from portkit.backends.twin.backend import TwinKernelTarget
     from portkit.backends.twin.instances import checked_twin_kernels
+    from portkit.runtime import driver_launch
 
     def launch(*args):
         LAUNCHES[0] += 1  # a count: a list of every launch would make the GC slow
@@ -130,7 +130,7 @@ def main() -> int:
     python_k = KernelSet("sigmoid", "pykernels", "cpu", twin_targets_with_stubbed_driver(op))
     python_kernels = compiled_replaying(op, python_k, config.namespace)
     if python_kernels is not None:  # the same op with torch.ops's Python kernels only
-        from portkit.torch_op.registration import _NATIVE
+        from portkit.runtime.registration import _NATIVE
 
         _NATIVE.pop(python_kernels.registered.qualname)
         python_kernels.registered.native_kernels = None
@@ -162,7 +162,7 @@ def main() -> int:
             python_kernels.op(x), step(python_kernels.op)()
         node = replayed(xg).grad_fn.name()
         assert node == f"{replayed.registered.name}Backward", node  # the C++ node, not a Function
-        from portkit.torch_op.registration import _NATIVE
+        from portkit.runtime.registration import _NATIVE
 
         kernels = _NATIVE[replayed.registered.qualname]  # the op's C++ kernels (native.cpp)
         before = kernels.counts()

@@ -20,7 +20,7 @@ import portkit
 from portkit.bench.timing import host_rounds
 from portkit.launch.replay.native import native_replayer
 from portkit.launch.replay.recording import RecordingKernels, record
-from portkit.launch.replay.steps import RecordedLaunch, Recording
+from portkit.runtime.steps import RecordedLaunch, Recording
 
 
 def main() -> int:
@@ -89,7 +89,7 @@ def main() -> int:
     samples = {name: [s * 1e6 for s in values] for name, values in seconds.items()}
     torch.testing.assert_close(sigmoid(x), torch.sigmoid(x))
     torch.testing.assert_close(sigmoid.op(x), torch.sigmoid(x))
-    from portkit.torch_op.registration import _NATIVE
+    from portkit.runtime.registration import _NATIVE
 
     native = _NATIVE.get(sigmoid.registered.qualname)
     print("torch.ops's C++ kernels:", native.counts() if native else "not registered")

@@ -36,7 +36,12 @@ def test_import_linter_contracts_are_kept():
     )
     assert run.returncode == 0, run.stdout + run.stderr
     assert "BROKEN" not in run.stdout
-    assert run.stdout.count("KEPT") >= 2, run.stdout
+    assert run.stdout.count("KEPT") >= 3, run.stdout
+    # portkit/runtime/ ships in exported packages: a forbidden contract keeps NumPy, numba
+    # and the CLI's libraries out of it (and the layers keep the rest of portkit out).
+    assert "The runtime imports the standard library, torch and cuda.bindings only KEPT" in (
+        run.stdout
+    )
 
 
 def test_every_command_lives_in_its_own_cli_module():
@@ -125,3 +130,92 @@ def test_nothing_below_the_cli_runs_the_cli_in_a_subprocess():
         if PACKAGE / "cli" not in path.parents and (lines := cli_round_trips(path.read_text()))
     }
     assert not offenders, f"call the engine below instead of the CLI: {offenders}"
+
+
+# -- the one runtime, shipped verbatim ------------------------------------------------------
+# portkit/runtime/ is copied byte for byte into every exported package as ``_runtime/``: its
+# modules import the standard library, torch and cuda.bindings, and each other relatively.
+RUNTIME_ROOTS_ALLOWED = {"torch", "cuda"}
+
+
+def test_the_runtime_imports_only_the_standard_library_torch_and_cuda_bindings():
+    wrong = []
+    for path in sorted((PACKAGE / "runtime").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                continue  # a sibling: shipped with it
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            for name in names:
+                root = name.split(".")[0]
+                if name.startswith("cuda.") and not name.startswith("cuda.bindings"):
+                    wrong.append(f"{path.name}: {name}")
+                elif root not in RUNTIME_ROOTS_ALLOWED and root not in sys.stdlib_module_names:
+                    wrong.append(f"{path.name}: {name}")
+    assert (PACKAGE / "runtime" / "launch_contract.py").exists()
+    assert not wrong, f"portkit/runtime/ ships without portkit, NumPy or numba: {wrong}"
+
+
+def test_the_runtime_modules_import_inside_portkit():
+    import importlib
+
+    for path in sorted((PACKAGE / "runtime").glob("*.py")):
+        module = importlib.import_module(f"portkit.runtime.{path.stem}".removesuffix(".__init__"))
+        assert module.__file__ == str(path), path.name
+
+
+# -- private torch names: one adapter -------------------------------------------------------
+TORCH_PRIVATE = PACKAGE / "runtime" / "torch_private.py"
+
+
+def private_torch_uses(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, name) of each private torch name ``tree`` reaches: an attribute chain from
+    ``torch`` with a ``_name`` in it (``torch._C``, ``torch.utils._python_dispatch``), or
+    an import of such a module. Dunder names (``torch.__version__``) are public."""
+
+    def private(parts: list[str]) -> bool:
+        return parts[0] == "torch" and any(
+            p.startswith("_") and not p.startswith("__") for p in parts[1:]
+        )
+
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            parts, value = [node.attr], node.value
+            while isinstance(value, ast.Attribute):
+                parts.insert(0, value.attr)
+                value = value.value
+            if isinstance(value, ast.Name) and private([value.id, *parts]):
+                found.append((node.lineno, ".".join([value.id, *parts])))
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names if private(a.name.split("."))]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            if private((node.module or "").split(".")):
+                found.append((node.lineno, node.module or ""))
+    return found
+
+
+def test_private_torch_names_are_reached_only_through_torch_private():
+    uses = {
+        f"{path.relative_to(REPO)}:{line}": name
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if path != TORCH_PRIVATE
+        for line, name in private_torch_uses(ast.parse(path.read_text()))
+    }
+    assert uses == {}, "reach private torch names through portkit/runtime/torch_private.py"
+    assert private_torch_uses(ast.parse(TORCH_PRIVATE.read_text()))  # the one place
+
+
+def test_the_private_torch_check_sees_every_spelling():
+    source = (
+        "import torch\nimport torch._dynamo\nfrom torch.utils._python_dispatch import X\n"
+        "a = torch._C._cuda_getDevice\nb = getattr(torch._C, 'y')\nc = torch.__version__\n"
+        "d = torch.cuda.current_device\n"
+    )
+    lines = [line for line, _ in private_torch_uses(ast.parse(source))]
+    assert sorted(set(lines)) == [2, 3, 4, 5]

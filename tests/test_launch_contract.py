@@ -1,4 +1,4 @@
-"""The launch contract (portkit/launch_contract.py): standard library only, the one
+"""The launch contract (portkit/runtime/launch_contract.py): standard library only, the one
 definition of the launch errors, limits and dtype tables in portkit, and what it says."""
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ import pytest
 
 import portkit
 import portkit.errors
-from portkit import launch_contract as contract
-from portkit.launch_contract import LaunchError, TwinKernel, TwinParam, launch_config
 from portkit.project.dtypes import DTYPES
+from portkit.runtime import launch_contract as contract
+from portkit.runtime.launch_contract import LaunchError, TwinKernel, TwinParam, launch_config
 
 REPO = Path(__file__).resolve().parents[1]
-SOURCE = REPO / "portkit" / "launch_contract.py"
+SOURCE = REPO / "portkit" / "runtime" / "launch_contract.py"
 ERRORS = ("PortkitError", "OpDefinitionError", "InputError", "LaunchError")
 
 
@@ -242,6 +242,8 @@ def test_nothing_takes_the_tables_from_a_backend() -> None:
 
 
 def test_a_plan_is_found_by_the_dtypes_of_the_deciding_tensors() -> None:
+    from portkit.runtime.twin_launch import cached_plan
+
     class Plan:
         count = 3
 
@@ -253,7 +255,7 @@ def test_a_plan_is_found_by_the_dtypes_of_the_deciding_tensors() -> None:
     assert positions == (0, 1)
     plans = {("float16", "float32"): Plan()}
     args = [Tensor("float16"), Tensor("float32"), 4]
-    assert contract.cached_plan(plans, positions, args) is plans[("float16", "float32")]
-    assert contract.cached_plan(plans, positions, args[:2]) is None  # the count differs
-    assert contract.cached_plan(plans, positions, [Tensor("float32")] + args[1:]) is None
-    assert contract.cached_plan(plans, positions, [1.0, *args[1:]]) is None  # not a tensor
+    assert cached_plan(plans, positions, args) is plans[("float16", "float32")]
+    assert cached_plan(plans, positions, args[:2]) is None  # the count differs
+    assert cached_plan(plans, positions, [Tensor("float32")] + args[1:]) is None
+    assert cached_plan(plans, positions, [1.0, *args[1:]]) is None  # not a tensor

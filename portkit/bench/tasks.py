@@ -110,10 +110,11 @@ def _keep_saved_buffers() -> None:
     AOTAutograd's donated buffers refuse ("compiled with non-empty donated buffers which
     requires ... retain_graph=False": layernorm's and rmsnorm's compiled backwards on an
     H100, 2026-11-24). Off for the process that benches, where this torch has the switch."""
-    import torch._functorch.config as functorch_config
+    from portkit.runtime.torch_private import functorch_config
 
-    if hasattr(functorch_config, "donated_buffer"):
-        functorch_config.donated_buffer = False
+    config = functorch_config()
+    if hasattr(config, "donated_buffer"):
+        config.donated_buffer = False
 
 
 def verify(

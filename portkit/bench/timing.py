@@ -77,21 +77,23 @@ class CudaClock:
         """GPU clock cycles per microsecond of ``torch.cuda._sleep``."""
         import torch
 
+        from portkit.runtime.torch_private import cuda_sleep
+
         cycles = 2_000_000
-        torch.cuda._sleep(cycles // 10)  # warm-up
+        cuda_sleep(cycles // 10)  # warm-up
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        torch.cuda._sleep(cycles)
+        cuda_sleep(cycles)
         end.record()
         end.synchronize()
         return cycles / max(start.elapsed_time(end) * 1000.0, 1.0)
 
     def prepare(self, spin: bool = True) -> None:
-        import torch
+        from portkit.runtime.torch_private import cuda_sleep
 
         self._flush.zero_()
         if spin:
-            torch.cuda._sleep(int(self.cover_us * self._cycles_per_us))
+            cuda_sleep(int(self.cover_us * self._cycles_per_us))
 
     def mark(self) -> Any:
         import torch

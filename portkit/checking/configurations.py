@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from portkit.knob_choice import KnobChoice, describe
+from portkit.runtime.knob_choice import KnobChoice, describe
 from portkit.project.tuning_table import knob_choice
 
 if TYPE_CHECKING:

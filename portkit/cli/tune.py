@@ -162,7 +162,7 @@ def _print(tunings: list[CaseTuning], gpu: str, written: Any, op: str) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from portkit.knob_choice import describe
+    from portkit.runtime.knob_choice import describe
 
     table = Table(title=f"portkit tune {op} on {gpu}")
     for column in (

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from portkit.errors import PortkitError
-from portkit.launch_contract import LAUNCHER_NAMES
+from portkit.runtime.launch_contract import LAUNCHER_NAMES
 
 RUNTIME_NAMES = set(LAUNCHER_NAMES)
 FORBIDDEN_ROOTS = ("numba", "portkit")

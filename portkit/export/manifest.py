@@ -11,7 +11,7 @@ from typing import Any
 
 from portkit.backends.twin.instances import checked_twin_kernels, twin_instantiations
 from portkit.export.compile import ArchBuild
-from portkit.launch_contract import instantiation_key
+from portkit.runtime.launch_contract import instantiation_key
 from portkit.torch_op.layout import op_layout
 
 
@@ -39,6 +39,7 @@ def op_entry(op: Any, class_name: str, builds: Sequence[ArchBuild]) -> dict:
         "class": class_name,
         "dtypes": list(op.definition.dtypes),
         "same_shape": op.definition.same_shape,
+        "input_dtypes": list(op.definition.input_dtypes),
         "layout": {
             "input_types": list(layout.input_types),
             "outputs": layout.outputs,

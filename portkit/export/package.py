@@ -8,9 +8,8 @@
       NAME/kernels/OP.sm_XY.cubin    per architecture, and OP.sm_XY.ptx for the newest
       NAME/ops/OP.py                 the op's launchers (see launcher_source)
       NAME/tuning/OP.json            the op's knobs and tuned table (`portkit tune`), as committed
-      NAME/_runtime.py, _launch_contract.py, _knobs.py, _registration.py, autograd_function.py,
-      _driver_launch.py, _replay.py, _prepared.py, recorder.py, executor.py, steps.py
-                                     copied from portkit byte for byte
+      NAME/_runtime/                 portkit/runtime/ copied byte for byte (the launch
+                                     contract, the launch loop, registration, replay)
 
 Everything is written to a temporary folder beside OUT and renamed into place at the
 end, so a failure leaves nothing behind and OUT is never half-written; a lock beside OUT
@@ -40,24 +39,17 @@ if TYPE_CHECKING:
     from portkit.project.config import ProjectConfig
     from portkit.project.discovery import Catalog, Op
 
-# Shipped byte for byte: what the package runs is what portkit runs.
-RUNTIME_FILES = {
-    "_runtime.py": ("portkit.export", "runtime.py"),
-    "_launch_contract.py": ("portkit", "launch_contract.py"),
-    # portkit.knobs(k, x) and the choice of a tuned configuration (tuning/OP.json)
-    "_knobs.py": ("portkit", "knob_choice.py"),
-    "_registration.py": ("portkit.torch_op", "registration.py"),
-    # registration.py imports it as .autograd_function: the same name in both packages
-    "autograd_function.py": ("portkit.torch_op", "autograd_function.py"),
-    "_driver_launch.py": ("portkit.backends.twin", "driver_launch.py"),
-    "_replay.py": ("portkit.export", "replaying.py"),
-    "_prepared.py": ("portkit.export", "prepared.py"),
-    # the recorder's rules, the replay key and the recordings, imported as .recorder,
-    # .executor and .steps
-    "recorder.py": ("portkit.launch.replay", "recorder.py"),
-    "executor.py": ("portkit.launch.replay", "executor.py"),
-    "steps.py": ("portkit.launch.replay", "steps.py"),
-}
+# Shipped byte for byte as the package's ``_runtime/``: what the package runs is what
+# portkit runs (portkit/runtime/ imports only the standard library, torch, cuda.bindings).
+RUNTIME_FOLDER = "_runtime"
+
+
+def runtime_sources() -> dict[str, Path]:
+    """The files of ``portkit/runtime/`` a package ships, by name."""
+    import portkit.runtime
+
+    folder = Path(portkit.runtime.__file__).parent
+    return {path.name: path for path in sorted(folder.glob("*.py"))}
 
 
 @dataclass(frozen=True)
@@ -81,15 +73,6 @@ def check_output_folder(out: Path) -> None:
         raise PortkitError(f"cannot write {out}: {parent} is not a folder")
     if not os.access(parent, os.W_OK):
         raise PortkitError(f"cannot write {out}: folder {parent} is not writable")
-
-
-def shipped_file(package: str, filename: str) -> Path:
-    """The portkit file an exported package ships (``RUNTIME_FILES``)."""
-    import importlib
-
-    module = importlib.import_module(package)
-    # mypy: __file__ may be None (a namespace package); portkit's packages have a file
-    return Path(module.__file__).parent / filename  # type: ignore[arg-type]
 
 
 def export_package(
@@ -163,8 +146,9 @@ def _write(
             if on_op is not None:
                 on_op(op.name)
         (root / "manifest.json").write_text(json.dumps(manifest, indent=1))
-        for target, (source_package, filename) in RUNTIME_FILES.items():
-            (root / target).write_bytes(shipped_file(source_package, filename).read_bytes())
+        (root / RUNTIME_FOLDER).mkdir()
+        for filename, shipped in runtime_sources().items():
+            (root / RUNTIME_FOLDER / filename).write_bytes(shipped.read_bytes())
         (root / "__init__.py").write_text(_init_source(package, manifest))
         (staging / "pyproject.toml").write_text(_pyproject(package, version))
         wheel = write_wheel(staging / "dist", root, package, version)
@@ -190,8 +174,8 @@ def _tuning_table(op: Op, config: ProjectConfig) -> str:
     """The op's tuning table as the package ships it: the project's (checked against the
     knobs as declared now: a stale one is refused here, not at the user's import), or
     the declaration alone, every device then running the defaults."""
-    from portkit.knob_choice import TABLE_FORMAT
     from portkit.project.tuning_table import knob_choice, read_table, table_path
+    from portkit.runtime.knob_choice import TABLE_FORMAT
 
     knob_choice(op, config)  # raises on an entry the declaration no longer allows
     table = read_table(table_path(config, op.name)) or {}
@@ -229,7 +213,7 @@ Needs torch and cuda-bindings; the kernels were compiled ahead of time for
 
 from pathlib import Path as _Path
 
-from ._runtime import InputError, PortkitError, register_ops as _register_ops
+from ._runtime.exported import InputError, PortkitError, register_ops as _register_ops
 from collections.abc import Callable
 {imports}
 
@@ -250,7 +234,7 @@ name = "{package}"
 version = "{version}"
 description = "Custom GPU ops exported by portkit"
 requires-python = ">=3.10"
-dependencies = ["torch>=2.4", "cuda-bindings>=12.8"]
+dependencies = ["torch>=2.4,<2.14", "cuda-bindings>=12.8"]
 
 [tool.setuptools]
 packages = ["{package}", "{package}.ops"]

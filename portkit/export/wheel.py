@@ -23,7 +23,7 @@ def write_wheel(dist: Path, package_dir: Path, name: str, version: str) -> Path:
     metadata = (
         f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
         f"Summary: Custom GPU ops exported by portkit\nRequires-Python: >=3.10\n"
-        f"Requires-Dist: torch>=2.4\nRequires-Dist: cuda-bindings>=12.8\n"
+        f"Requires-Dist: torch<2.14,>=2.4\nRequires-Dist: cuda-bindings>=12.8\n"
     )
     files = {
         f"{name}/{p.relative_to(package_dir).as_posix()}": p.read_bytes()

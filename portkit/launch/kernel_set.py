@@ -2,7 +2,7 @@
 
 ``k.sigmoid_fwd[grid, block](x, out, n)`` or ``k.kernel[grid, block, shared_bytes](...)``
 launches the kernel of that name on whichever implementation ``k`` belongs to. The
-launch configuration (by the launch contract, ``portkit/launch_contract.py``, which an
+launch configuration (by the launch contract, ``portkit/runtime/launch_contract.py``, which an
 exported package ships too) and the arguments are checked here, once, for every
 backend, so a user's mistake gets the same message in the simulator, on a GPU and in
 an exported package.
@@ -19,18 +19,19 @@ from portkit.launch.poison import poison_bits
 
 # The configuration checks, its limits and which configurations may key a cache are the
 # launch contract's, shared with the exported runtime.
-from portkit.launch_contract import (
+from portkit.runtime.launch_contract import (
     MAX_CACHED_CONFIGS,
+    KernelsKind,
     cacheable_config,
     launch_config,
     tensor_error,
 )
-from portkit.launch_contract import LaunchConfig as LaunchConfig
+from portkit.runtime.launch_contract import LaunchConfig as LaunchConfig
 
 if TYPE_CHECKING:
     import torch
 
-    from portkit.knob_choice import KnobChoice
+    from portkit.runtime.knob_choice import KnobChoice
     from portkit.launch.guards import GuardZones
 
 
@@ -161,12 +162,18 @@ class KernelSet:
         poison_outputs: bool = False,
         guards: GuardZones | None = None,
         knob_choice: KnobChoice | None = None,
+        kind: KernelsKind | None = None,
     ) -> None:
         self.op = op
-        # The op's knobs and tuned table (portkit.knob_choice): what portkit.knobs(k, x) reads.
+        # The op's knobs and tuned table (portkit.runtime.knob_choice): what portkit.knobs(k, x) reads.
         self.knob_choice = knob_choice
         self.implementation = implementation
         self.device = device
+        # What a launch does (the runtime's kernels_protocol): a GPU's or a simulation's
+        # by the device unless said (lint's trace says TRACE).
+        if kind is None:
+            kind = KernelsKind.GPU if device == "cuda" else KernelsKind.SIMULATED
+        self.kind = kind
         self._poison_outputs = poison_outputs
         # Set by the harness while checking: outputs and inputs in guarded buffers,
         # verified after every launch. None on the production path (portkit.load).
@@ -214,7 +221,8 @@ class KernelSet:
             targets,
             self.poison_outputs,
             self.guards,
-            self.knob_choice,
+            knob_choice=self.knob_choice,
+            kind=self.kind,
         )
 
     def __getattr__(self, name: str) -> Kernel:

@@ -7,7 +7,7 @@ host, and a kernel lint rejects does not pass `sim` and `check`."""
 
 from __future__ import annotations
 
-from portkit.launch_contract import INVALID_LAUNCH, MAX_SHARED_BYTES, LaunchError
+from portkit.runtime.launch_contract import INVALID_LAUNCH, MAX_SHARED_BYTES, LaunchError
 
 MAX_STATIC_SHARED_BYTES = 48 * 1024
 

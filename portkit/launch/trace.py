@@ -19,6 +19,7 @@ from portkit.launch.op_inputs import as_tuple
 from portkit.project.cases import Case, make_grad_outputs, make_inputs
 from portkit.project.dtypes import BITS_VIEW, dtype_name
 from portkit.project.tuning_table import declared_choice
+from portkit.runtime.launch_contract import KernelsKind
 
 if TYPE_CHECKING:
     import torch
@@ -93,7 +94,8 @@ def numba_type(tensor: torch.Tensor) -> Any:
 def record_launches(op: Op, case: Case, backward: bool = True) -> list[Launch]:
     """The launches of ``op``'s forward (and backward, if asked and defined) on ``case``."""
     log: list[Launch] = []
-    k = KernelSet(op.name, "trace", "cpu", {n: _Recorder(n, log) for n in op.kernels})
+    recorders = {n: _Recorder(n, log) for n in op.kernels}
+    k = KernelSet(op.name, "trace", "cpu", recorders, kind=KernelsKind.TRACE)
     k.knob_choice = declared_choice(op)
     inputs = make_inputs(case, "cpu")
     outputs, saved = op.definition.forward(k, *inputs, *case.extra)

@@ -86,7 +86,7 @@ def _mismatch(twin: TwinKernel, param: TwinParam, arg: Any, case: str) -> tuple[
     import numpy as np
 
     from portkit.launch.trace import TensorArg
-    from portkit.launch_contract import DTYPE_OF_C_SCALAR, SCALAR_TYPES
+    from portkit.runtime.launch_contract import DTYPE_OF_C_SCALAR, SCALAR_TYPES
 
     declared = f"`{param.ctype}{'*' if param.pointer else ''} {param.name}`"
     head = f"twin kernel {twin.name}: parameter {declared}"
@@ -133,7 +133,7 @@ def _is_wide_integer(arg: Any) -> bool:
 def _narrow_integer(twin: TwinKernel, param: TwinParam) -> bool:
     import numpy as np
 
-    from portkit.launch_contract import SCALAR_TYPES
+    from portkit.runtime.launch_contract import SCALAR_TYPES
 
     if param.pointer or param.ctype in twin.template_params:
         return False

@@ -16,6 +16,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from portkit.errors import ConfigError
+from portkit.runtime.replay_setting import replay_mode
 
 # Simulator engines (simt/machine.py), replay modes (launch/replay) and math libraries
 # (simt/floatmath): the values the switches take.
@@ -73,8 +74,8 @@ VARIABLES: tuple[Variable, ...] = (
     Variable(
         "PORTKIT_REPLAY",
         "",
-        "0 turns launch replay off in `portkit.load`; python picks the Python replayer "
-        "(docs/production.md)",
+        "0 (or false, no, off) turns launch replay off in `portkit.load` and in exported "
+        "packages; python picks the Python replayer (docs/production.md)",
         "setting",
     ),
     Variable(
@@ -185,7 +186,7 @@ class Settings:
                 LOCKSTEP_FALLBACKS,
             ),
             sim_math=sim_math(env),
-            replay="off" if replay in _OFF else "python" if replay == "python" else "auto",
+            replay=replay_mode(replay),
             pin_gpus=_read("PORTKIT_PIN_GPUS", env) != "0",
         )
 

@@ -71,7 +71,7 @@ class OpDefinition:
     # rows; README tables leave them out); None: its times are claims.
     teaching: str | None = None
     # Tunable launch parameters: name -> allowed values, the first the default
-    # (portkit.knob_choice; ``portkit tune`` picks per GPU and shape bucket).
+    # (portkit.runtime.knob_choice; ``portkit tune`` picks per GPU and shape bucket).
     knobs: tuple[tuple[str, tuple[Any, ...]], ...] = ()
 
     def __post_init__(self) -> None:
@@ -195,23 +195,11 @@ class OpDefinition:
         return self.backward is not None
 
     def refused_dtype(self, dtypes: Sequence[str]) -> str | None:
-        """Why inputs of these dtypes (one per tensor input) are refused, or None."""
-        free: str | None = None
-        for index, dtype in enumerate(dtypes):
-            fixed = self.input_dtypes[index] if index < len(self.input_dtypes) else None
-            if fixed is not None:
-                if dtype != fixed:
-                    return f"input {index} is {dtype}; the op takes {fixed} there"
-                continue
-            if dtype not in self.dtypes:
-                return (
-                    f"input {index} is {dtype}, a dtype the op does not accept; "
-                    f"it takes {', '.join(self.dtypes)}"
-                )
-            if free is not None and dtype != free:
-                return f"input {index} is {dtype} but an earlier input is {free}; they must match"
-            free = dtype
-        return None
+        """Why inputs of these dtypes (one per tensor input) are refused, or None (the
+        runtime's rule, which an exported package applies too)."""
+        from portkit.runtime.op_inputs import refused_dtype
+
+        return refused_dtype(dtypes, self.dtypes, self.input_dtypes)
 
 
 def _positive_number(value: object) -> bool:

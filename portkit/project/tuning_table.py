@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from portkit.atomic_write import write_atomic
 from portkit.errors import OpDefinitionError, PortkitError
-from portkit.knob_choice import TABLE_FORMAT, KnobChoice
+from portkit.runtime.knob_choice import TABLE_FORMAT, KnobChoice
 
 if TYPE_CHECKING:
     from portkit.project.config import ProjectConfig

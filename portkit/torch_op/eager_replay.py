@@ -26,9 +26,9 @@ from typing import Any
 
 import torch
 
-from portkit.launch.replay.executor import flatten
-from portkit.torch_op.autograd_function import Binding, as_tuple, eager_backward
-from portkit.torch_op.registration import OpCallable, RegisteredOp, _is_compiling
+from portkit.runtime.autograd_function import Binding, as_tuple, eager_backward
+from portkit.runtime.executor import flatten
+from portkit.runtime.registration import OpCallable, RegisteredOp, _is_compiling
 
 
 def differentiate(forward: Any, backward: Any, registered: RegisteredOp, binding: Binding) -> None:

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 from portkit.errors import BackwardContractError, OpDefinitionError
 from portkit.project.cases import make_grad_outputs, make_inputs
-from portkit.project.tuning_table import declared_choice
 from portkit.project.op_content import by_op_content
-from portkit.torch_op.autograd_function import OpLayout, as_tuple
-from portkit.torch_op.registration import FakeKernels
+from portkit.project.tuning_table import declared_choice
+from portkit.runtime.autograd_function import OpLayout, as_tuple
+from portkit.runtime.registration import FakeKernels
 
 if TYPE_CHECKING:
     from portkit.project.discovery import Op

@@ -9,10 +9,10 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from portkit.errors import OpDefinitionError
-from portkit.launch.op_inputs import check_inputs
-from portkit.torch_op.autograd_function import Binding
+from portkit.launch.op_inputs import input_rule
+from portkit.runtime.autograd_function import Binding
+from portkit.runtime.registration import OpCallable, register
 from portkit.torch_op.layout import op_layout
-from portkit.torch_op.registration import OpCallable, register
 
 if TYPE_CHECKING:
     from portkit.launch.kernel_set import KernelSet
@@ -67,36 +67,11 @@ def registered_callable(
 
 
 def input_check(op: Op, device: str) -> Callable[[Sequence[Any]], None]:
-    """``check_inputs`` with its per-call work done once: the accepted dtypes as torch
-    objects, no strings. Any doubt goes to ``check_inputs``, which raises the message."""
-    import torch
+    """The runtime's op-level input check (``runtime/op_inputs.py``, an exported package's
+    too) for ``op`` on ``device``, the author's ``check_inputs`` after it."""
+    from portkit.runtime.op_inputs import input_check as runtime_input_check
 
-    accepted = {getattr(torch, d) for d in op.definition.dtypes}
-    same_shape = op.definition.same_shape
-    custom = op.definition.check_inputs
-    on_device = f"is_{device}"
-    tensor = torch.Tensor
-
-    def check(inputs: Sequence[Any]) -> None:
-        first = None
-        for t in inputs:
-            if isinstance(t, tensor):
-                if first is None:
-                    first = t
-                if not (
-                    t.dtype in accepted
-                    and t.dtype == first.dtype
-                    and getattr(t, on_device, False)
-                    and t.is_contiguous()
-                    and (not same_shape or t.shape == first.shape)
-                ):
-                    check_inputs(op, inputs, device)  # raises the clear error
-        if first is None:
-            check_inputs(op, inputs, device)
-        if custom is not None:
-            custom(*inputs)
-
-    return check
+    return runtime_input_check(input_rule(op, device), op.definition.check_inputs)
 
 
 def _checked_by_the_forward(inputs: Sequence[Any]) -> None:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from portkit.bench.runner import Bench
 from portkit.checking.configurations import PinnedBackend
-from portkit.knob_choice import describe
+from portkit.runtime.knob_choice import describe
 from portkit.project.tuning_table import knob_choice
 from portkit.results import Outcome
 from portkit.tuning.search import Config, Trials, defaults, search

@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from portkit.backends.twin import driver_launch
+from portkit.runtime import driver_launch
 
 
 @pytest.fixture
@@ -171,7 +171,7 @@ def test_twin_fast_path_launches_only_what_its_plan_expects(scale_target, launch
         [t, t.double(), 0.5, 4],  # a second dtype
         [t, torch.ones(4, 2)[:, 0], 0.5, 4],  # not contiguous
         [t, t, t, 4],  # a tensor for a scalar
-        [t, t, 0.5, np.int32(4)],  # a NumPy scalar of another width than the slot's
+        [t, t, 0.5, np.float32(4)],  # a NumPy float for an integer parameter
         [t, t, 0.5, 2**80],  # does not fit
         [t, t, 0.5],  # too few
         [t, 7, 0.5, 4],  # an int for a pointer
@@ -179,8 +179,12 @@ def test_twin_fast_path_launches_only_what_its_plan_expects(scale_target, launch
     for args in doubted:
         assert launch(args) is False, args
     assert len(launches) == 2
-    assert launch([t, t, 0.5, np.int64(4)]) is True  # the slot's own NumPy type
-    assert struct.unpack("=q", launches[-1]["slots"][3])[0] == 4
+    # A NumPy scalar is the number it holds, whatever its width, as in an exported package.
+    for number, value in ((np.int64(4), 4), (np.int32(-5), -5), (np.uint8(7), 7)):
+        assert launch([t, t, 0.5, number]) is True
+        assert struct.unpack("=q", launches[-1]["slots"][3])[0] == value
+    assert launch([t, t, np.float32(0.25), 4]) is True
+    assert struct.unpack("=f", launches[-1]["slots"][2][:4])[0] == 0.25
 
 
 def test_torchs_launcher_takes_one_dimensional_whole_warp_blocks(monkeypatch, launches) -> None:
@@ -261,7 +265,7 @@ def test_numpy_int32_for_a_c_int_takes_the_production_path_and_replays(
 ):
     """lint advises numpy.int32 for a C ``int`` when 32 bits are meant, so such a call must
     not fall to the checked path on every launch (replay refuses those): the production
-    path takes exactly the slot's NumPy type, as a Python number, and nothing wider."""
+    path takes a NumPy scalar as the Python number it holds, where that fits the slot."""
     import numpy as np
     import torch
 
@@ -274,6 +278,10 @@ def test_numpy_int32_for_a_c_int_takes_the_production_path_and_replays(
     target.launch(config, [t, t, np.int32(8), 4])  # the first launch builds the plan
     assert launch([t, t, np.int32(8), 4]) is True
     assert launches[-1]["slots"][2][:4] == (8).to_bytes(4, "little")
-    assert launch([t, t, np.int64(8), 4]) is False  # not the slot's type: the checked path
+    # A NumPy scalar is its number (the runtime's one rule, an exported package's too):
+    # a wider integer that fits launches; one that does not fit, or a float, does not.
+    assert launch([t, t, np.int64(8), 4]) is True
+    assert launch([t, t, np.int64(2**40), 4]) is False
+    assert launch([t, t, np.float64(8.0), 4]) is False
     step = target.replay_step(config, [t, t, np.int32(8), 4])
     assert step is not None and type(step.values[2]) is int and step.values[2] == 8

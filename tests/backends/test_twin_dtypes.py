@@ -15,8 +15,8 @@ from portkit.backends.twin.backend import bind_arguments
 from portkit.backends.twin.build import compile_twin
 from portkit.backends.twin.source import parse_twin
 from portkit.errors import InputError, OpDefinitionError
-from portkit.launch_contract import C_SCALAR_OF_DTYPE
 from portkit.project.dtypes import DTYPES
+from portkit.runtime.launch_contract import C_SCALAR_OF_DTYPE
 
 MIXED = """\
 #include <cuda_fp16.h>

@@ -1,5 +1,5 @@
 """``portkit diff`` and ``portkit check`` differentiate an implementation through one
-path (``torch_op/autograd_function.py``), so they cannot disagree about an op.
+path (``runtime/autograd_function.py``), so they cannot disagree about an op.
 
 Before, diff ran ``launch/autograd.op_function``, which kept a non-tensor saved value
 (an ``int`` here) aside and ran the op, while check's registered callable refused it

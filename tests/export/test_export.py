@@ -86,7 +86,10 @@ def test_exported_package_installs_and_imports_without_portkit_or_numba(
     assert report["schemas"]["sigmoid"] == "expns::sigmoid(Tensor a0) -> Tensor"
     assert report["schemas"]["sigmoid_backward"].startswith("expns::sigmoid_backward(")
     assert "vector_add(Tensor a0, Tensor a1) -> Tensor" in report["schemas"]["vector_add"]
-    assert report["error"] == "op sigmoid, input 0: tensor is on cpu; move it with .cuda()"
+    assert report["error"] == (
+        "op sigmoid, input 0: tensor is on cpu, but this implementation runs on cuda; "
+        "move it with .to('cuda')"
+    )
     assert report["loaded"] == []
 
 

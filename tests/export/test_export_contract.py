@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from portkit import launch_contract as contract
-from portkit.export.package import RUNTIME_FILES, shipped_file
+from portkit.export.package import RUNTIME_FOLDER, runtime_sources
+from portkit.runtime import launch_contract as contract
 from tests.export.package_env import REPO, project_with, run_cli
 
 HALF_OPS = ["rmsnorm", "layernorm"]
@@ -40,17 +40,16 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return root, out / "half_ops"
 
 
-def test_the_shipped_contract_is_portkit_s_byte_for_byte(exported) -> None:
+def test_the_shipped_runtime_is_portkit_s_folder_byte_for_byte(exported) -> None:
     _, package = exported
-    assert RUNTIME_FILES["_launch_contract.py"] == ("portkit", "launch_contract.py")
-    shipped = (package / "_launch_contract.py").read_bytes()
-    assert shipped == (REPO / "portkit" / "launch_contract.py").read_bytes()
-    for target, (source_package, filename) in RUNTIME_FILES.items():
-        assert (package / target).read_bytes() == shipped_file(
-            source_package, filename
-        ).read_bytes(), target
-    runtime = (package / "_runtime.py").read_text()
-    assert "from . import _launch_contract as contract" in runtime
+    folder = REPO / "portkit" / "runtime"
+    sources = sorted(p.name for p in folder.glob("*.py"))
+    assert "launch_contract.py" in sources and "exported.py" in sources
+    shipped = sorted(p.name for p in (package / RUNTIME_FOLDER).iterdir() if p.is_file())
+    assert shipped == sources
+    for name in sources:
+        assert (package / RUNTIME_FOLDER / name).read_bytes() == (folder / name).read_bytes(), name
+    assert runtime_sources() == {name: folder / name for name in sources}
 
 
 def test_the_manifest_lists_every_dtype_s_instantiation(exported) -> None:
@@ -74,6 +73,9 @@ class _OnGpu(torch.Tensor):
     def is_cuda(self) -> bool:
         return True
 
+    def get_device(self) -> int:
+        return 0
+
 
 def _on_gpu(dtype: str, numel: int = 4) -> torch.Tensor:
     return torch.zeros(numel, dtype=getattr(torch, dtype)).as_subclass(_OnGpu)
@@ -81,16 +83,16 @@ def _on_gpu(dtype: str, numel: int = 4) -> torch.Tensor:
 
 @pytest.fixture
 def runtime(exported, monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
-    """The package's ``_runtime`` (imported without the package's ``__init__``, which
+    """The package's ``_runtime.exported`` (imported without the package's ``__init__``, which
     would register its ops), its driver replaced by one that records launches."""
     _, package = exported
     name = f"half_ops_{id(package)}"
     parent = types.ModuleType(name)
     parent.__path__ = [str(package)]  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, name, parent)
-    module = importlib.import_module(f"{name}._runtime")
-    shipped = ("_runtime", "_launch_contract", "_driver_launch", "_registration", "_replay")
-    for sub in (*shipped, "executor", "steps", "ops", "ops.rmsnorm"):
+    module = importlib.import_module(f"{name}._runtime.exported")
+    shipped = [f"_runtime.{p.stem}" for p in (package / RUNTIME_FOLDER).glob("*.py")]
+    for sub in ("_runtime", *shipped, "ops", "ops.rmsnorm"):
         monkeypatch.delitem(sys.modules, f"{name}.{sub}", raising=False)
     launches: list[tuple] = []
 
@@ -213,10 +215,13 @@ def test_an_int_for_a_c_bool_never_reaches_torch_s_launcher_as_its_byte(runtime)
 def test_the_runtime_replays_a_recorded_signature_without_the_launcher(
     exported, runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The package's replayer (portkit's Python one, shipped): the first call of a
-    signature runs the launcher, later ones repeat its launches on new tensors."""
+    """The package's replaying launcher (portkit's, shipped) with its prepared replayer:
+    the first call of a signature builds the kernels' plans on the checked path, the
+    second runs the launcher on the recording k, later ones repeat its launches on new
+    tensors without the launcher."""
     _, package = exported
     monkeypatch.setattr(torch.Tensor, "is_cuda", property(lambda self: True), raising=False)
+    monkeypatch.setattr(torch.Tensor, "get_device", lambda self: 0)
     monkeypatch.setattr(
         runtime.Kernels, "empty", lambda self, shape, dtype: torch.empty(tuple(shape), dtype=dtype)
     )
@@ -224,7 +229,7 @@ def test_the_runtime_replays_a_recorded_signature_without_the_launcher(
     # (which a CUDA build of torch has, and which would be handed the stand-in handles)
     monkeypatch.setattr(runtime.driver_launch, "static_launcher", lambda: None)
     entry = json.loads((package / "manifest.json").read_text())["ops"]["rmsnorm"]
-    parent = runtime.__name__.rsplit(".", 1)[0]
+    parent = runtime.__name__.rsplit(".", 2)[0]
     cls = getattr(importlib.import_module(f"{parent}.ops.rmsnorm"), entry["class"])
     k = runtime.Kernels("rmsnorm", _kernels(runtime, package, "rmsnorm"))
     ran = []
@@ -233,14 +238,19 @@ def test_the_runtime_replays_a_recorded_signature_without_the_launcher(
         ran.append(kernels is k)
         return cls.forward(kernels, *args)
 
-    forward = runtime.replay.ReplayingLauncher(launcher, k, list(entry["kernels"]), flat=True)
+    replay = runtime.replay
+    recording = replay.RecordingKernels(k, list(entry["kernels"]))
+    forward = replay.ReplayingLauncher(
+        launcher, k, recording, runtime.prepared.PreparedReplayer(), flat=True
+    )
     x, w = torch.randn(3, 8), torch.randn(8)
+    forward(k, x, w)  # the first launch of float32 builds its plan: the checked path
     out, (_, _, rstd) = forward(k, x, w)
     recorded = runtime.launches.pop()
     x2, w2 = torch.randn(3, 8), torch.randn(8)
     out2, (saved_x, saved_w, rstd2) = forward(k, x2, w2)
     replayed = runtime.launches.pop()
-    assert ran == [False]  # recorded once, on the recording k; replayed after
+    assert ran == [False, False]  # on the recording k, twice; replayed after
     assert saved_x is x2 and saved_w is w2
     assert out2.shape == out.shape and rstd2.shape == rstd.shape
     assert replayed[:4] == recorded[:4]  # kernel, grid, block, shared bytes
@@ -252,8 +262,8 @@ def test_the_runtime_replays_a_recorded_signature_without_the_launcher(
         8,
         *recorded[4][5:],
     )
-    forward(k, torch.randn(2, 8), w)  # a new signature records again
-    assert ran == [False, False]
+    forward(k, torch.randn(2, 8), w)  # a new signature records at once: the plan exists
+    assert ran == [False, False, False]
 
 
 class _CudaLike:
@@ -266,8 +276,10 @@ class _CudaLike:
 
 def test_the_package_ships_each_op_s_tuning_table_and_picks_by_its_rules(exported, runtime) -> None:
     _, package = exported
-    assert RUNTIME_FILES["_knobs.py"] == ("portkit", "knob_choice.py")
-    assert "from ._knobs import knobs as knobs" in (package / "_runtime.py").read_text()
+    assert (package / "_runtime" / "knob_choice.py").is_file()
+    assert "from .knob_choice import knobs as knobs" in (
+        package / "_runtime" / "exported.py"
+    ).read_text()
     table = json.loads((package / "tuning" / "rmsnorm.json").read_text())
     assert table["knobs"]["fwd_elems"] == [16, 8, 32]  # the declaration, for the defaults
     assert table["gpus"]["FakeGPU"]["bfloat16-4096x4096"]["config"] == {"fwd_elems": 8}

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from portkit.launch.trace import record_launches
-from portkit.launch_contract import TRACED_SM_COUNT
 from portkit.project.cases import Case
+from portkit.runtime.launch_contract import TRACED_SM_COUNT
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -17,8 +17,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from portkit.errors import InputError, OpDefinitionError
 from portkit.launch.kernel_set import KernelSet
-from portkit.torch_op.autograd_function import Binding, OpLayout
-from portkit.torch_op.registration import _NATIVE, OpCallable, register
+from portkit.runtime.autograd_function import Binding, OpLayout
+from portkit.runtime.registration import _NATIVE, OpCallable, register
 from tests.launch.test_replay_autograd import CALLS, LAYOUT, Target, backward, forward
 from tests.launch.test_replay_autograd import make_op as square
 

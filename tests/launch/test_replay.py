@@ -15,9 +15,9 @@ import pytest
 import torch
 
 from portkit.launch.kernel_set import KernelSet, LaunchTarget
-from portkit.launch.replay.executor import MAX_SIGNATURES, PythonReplayer, leaf_key
 from portkit.launch.replay.launcher import MAX_FAILURES, ReplayingLauncher, replaying
-from portkit.launch.replay.steps import ReplayLaunch
+from portkit.runtime.executor import MAX_SIGNATURES, PythonReplayer, leaf_key
+from portkit.runtime.steps import ReplayLaunch
 
 
 def floats(pointer: int, n: int) -> np.ndarray:
@@ -395,7 +395,7 @@ def test_a_backward_or_python_replayer_offers_no_eager_call() -> None:
     ],
 )
 def test_the_eager_result_is_what_opcallable_returns(result, outputs, expected) -> None:
-    from portkit.launch.replay.steps import eager_template
+    from portkit.runtime.steps import eager_template
 
     assert eager_template(result, outputs) == expected
 

@@ -23,9 +23,9 @@ import torch
 from portkit.errors import OpDefinitionError
 from portkit.launch.kernel_set import KernelSet, LaunchTarget
 from portkit.launch.replay.launcher import ReplayingLauncher
-from portkit.launch.replay.steps import ReplayLaunch
-from portkit.torch_op.autograd_function import Binding, OpLayout
-from portkit.torch_op.registration import OpCallable, register
+from portkit.runtime.autograd_function import Binding, OpLayout
+from portkit.runtime.registration import OpCallable, register
+from portkit.runtime.steps import ReplayLaunch
 from tests.launch.test_replay import c_launch as scale_launch
 
 LAYOUT = OpLayout(("Tensor",), 1, (("input", 0),), (True,), True)

@@ -7,6 +7,8 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
 from portkit.project.environment import VARIABLES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,7 +29,7 @@ def test_the_docs_table_lists_every_variable_with_its_default_and_meaning():
 
 # Shipped into exported packages, which run without portkit: it reads PORTKIT_REPLAY (a
 # variable of the table) itself, the same way.
-SHIPPED_READERS = {ROOT / "portkit" / "export" / "replaying.py"}
+SHIPPED_READERS = {ROOT / "portkit" / "runtime" / "replaying.py"}
 
 
 def test_no_portkit_switch_is_read_from_the_environment_outside_the_table():
@@ -84,9 +86,8 @@ ENVIRONMENT_NAMES = {"environ", "environb", "getenv", "getenvb", "putenv", "unse
 
 def test_the_environment_is_touched_in_the_table_module_only():
     """Not a spelling: every module's syntax tree, for every way to reach os.environ."""
-    from portkit.export.package import RUNTIME_FILES
-
-    shipped = {shipped_path(package, name) for package, name in RUNTIME_FILES.values()}
+    # portkit/runtime/ ships in exported packages, which have no table: it reads its own
+    shipped = set((ROOT / "portkit" / "runtime").glob("*.py"))
     touches = [
         f"{path.relative_to(ROOT)}:{line}: {what}"
         for path in sorted((ROOT / "portkit").rglob("*.py"))
@@ -94,10 +95,6 @@ def test_the_environment_is_touched_in_the_table_module_only():
         for line, what in _environment_reads(ast.parse(path.read_text()))
     ]
     assert touches == [], "read the environment through portkit/project/environment.py"
-
-
-def shipped_path(package: str, name: str) -> Path:
-    return ROOT.joinpath(*package.split("."), name)
 
 
 def test_the_scan_sees_every_spelling():
@@ -108,3 +105,19 @@ def test_the_scan_sees_every_spelling():
     )
     lines = [line for line, _ in _environment_reads(ast.parse(source))]
     assert sorted(lines) == [4, 5, 6, 7, 8, 9]
+
+
+@pytest.mark.parametrize(
+    "value, mode",
+    [("false", "off"), ("0", "off"), (" No ", "off"), ("OFF", "off"), ("python", "python")]
+    + [("", "auto"), ("1", "auto"), ("auto", "auto")],
+)
+def test_portkit_and_an_exported_package_read_portkit_replay_alike(value, mode, monkeypatch):
+    """One parse (portkit/runtime/replay_setting.py): ``false`` turned replay off in
+    portkit but not in an exported package before."""
+    from portkit.project.environment import Settings
+    from portkit.runtime import replaying
+
+    assert Settings.from_environment({"PORTKIT_REPLAY": value}).replay == mode
+    monkeypatch.setenv("PORTKIT_REPLAY", value)
+    assert replaying.replay_wanted() is (mode != "off")

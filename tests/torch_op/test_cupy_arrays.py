@@ -13,8 +13,8 @@ import torch
 
 import portkit
 from portkit.errors import InputError
+from portkit.runtime.registration import OpCallable
 from portkit.torch_op import cupy_arrays
-from portkit.torch_op.registration import OpCallable
 from tests import fake_cupy
 
 REPO = Path(__file__).resolve().parents[2]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
-from portkit.torch_op.registration import Binding, OpLayout, register
+from portkit.runtime.registration import Binding, OpLayout, register
 
 LAYOUT = OpLayout(("Tensor",), 1, (("input", 0),), (True,), True)
 

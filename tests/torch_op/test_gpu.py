@@ -147,7 +147,7 @@ def test_torch_ops_replays_through_the_cpp_cuda_kernels(repo) -> None:
     """portkit.load's compiled replayer registers C++ kernels at CUDA and AutogradCUDA:
     a recorded signature through torch.ops replays there (forward, with a gradient through
     the replayer's node, and inside a CUDA graph) with portkit.load's own values."""
-    from portkit.torch_op.registration import _NATIVE
+    from portkit.runtime.registration import _NATIVE
 
     f = portkit.load("sigmoid", "twin")
     qualname = f.registered.qualname

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from portkit.torch_op.registration import Binding, OpLayout, register
+from portkit.runtime.registration import Binding, OpLayout, register
 
 
 def _binding(forward) -> Binding:

@@ -28,7 +28,7 @@ def _inputs(seed: int = 0) -> list[torch.Tensor]:
 
 def test_the_launcher_returns_one_tensor_for_both_inputs() -> None:
     from portkit.project.tuning_table import declared_choice
-    from portkit.torch_op.registration import FakeKernels
+    from portkit.runtime.registration import FakeKernels
 
     op = Session.from_environment(REPO).op("add_rmsnorm")
     x, residual, w = (t.detach() for t in _inputs())

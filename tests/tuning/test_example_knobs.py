@@ -15,7 +15,7 @@ from portkit.backends import create
 from portkit.backends.twin_cpu.build import find_compiler
 from portkit.checking.configurations import PinnedBackend
 from portkit.checking.harness import run_case
-from portkit.knob_choice import describe
+from portkit.runtime.knob_choice import describe
 from portkit.project.tuning_table import declared_choice
 
 REPO = Path(__file__).resolve().parents[2]

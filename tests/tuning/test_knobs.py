@@ -12,7 +12,7 @@ import torch
 
 import portkit
 from portkit.errors import OpDefinitionError, PortkitError
-from portkit.knob_choice import KnobChoice, bucket, knobs
+from portkit.runtime.knob_choice import KnobChoice, bucket, knobs
 from portkit.project.cases import custom
 
 DECLARED = {"threads": [128, 256, 64], "per_sm": [2, 4]}

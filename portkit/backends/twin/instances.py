@@ -25,7 +25,7 @@ from portkit.errors import DtypeError, InputError, OpDefinitionError, TwinSignat
 
 # Which C type each dtype instantiates, and which instantiation a launch needs, are the
 # launch contract's: the exported runtime picks instantiations by the same rule.
-from portkit.launch_contract import C_SCALAR_OF_DTYPE, Instantiation, template_types
+from portkit.runtime.launch_contract import C_SCALAR_OF_DTYPE, Instantiation, template_types
 
 if TYPE_CHECKING:
     from portkit.project.discovery import Op

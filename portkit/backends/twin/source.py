@@ -19,7 +19,7 @@ from portkit.errors import TwinSignatureError
 
 # The C types a parameter may have and the signature read here are the launch
 # contract's: an exported package rebuilds the same TwinKernel from its manifest.
-from portkit.launch_contract import POINTER_ONLY_TYPES, SCALAR_TYPES, TwinKernel, TwinParam
+from portkit.runtime.launch_contract import POINTER_ONLY_TYPES, SCALAR_TYPES, TwinKernel, TwinParam
 
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _KERNEL = re.compile(

@@ -9,24 +9,16 @@ be recorded) runs the launcher as always.
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import sys
-import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from portkit.launch.kernel_set import KernelSet
-from portkit.launch.replay.executor import (
-    MAX_SIGNATURES,
-    PythonReplayer,
-    flatten,
-    repeats_a_tensor,
-)
-from portkit.launch.replay.recorder import MAX_FAILURES as MAX_FAILURES  # tests read it here
-from portkit.launch.replay.recorder import gives_up, not_recorded
-from portkit.launch.replay.recording import RecordingKernels, record
-from portkit.launch.replay.steps import eager_template
+from portkit.launch.replay.recording import RecordingKernels
+from portkit.runtime import replaying as runtime_replaying
+from portkit.runtime.executor import PythonReplayer
+from portkit.runtime.recorder import MAX_FAILURES as MAX_FAILURES  # tests read it here
+from portkit.runtime.replaying import saved_refs as saved_refs  # native.py's docstring
 
 
 def make_replayer(mode: str = "auto") -> Any:
@@ -60,10 +52,9 @@ def replays_launches(kernels: KernelSet) -> bool:
     return all(t.has_plain_launch and t.has_replay_step for t in kernels.targets.values())
 
 
-class ReplayingLauncher:
-    """A forward or backward launcher, called as ``f(k, *args)`` like the launcher itself,
-    that replays recorded signatures on ``kernels`` (see the module docstring).
-    ``unreplayable`` says why each signature that could not be recorded was not."""
+class ReplayingLauncher(runtime_replaying.ReplayingLauncher):
+    """The runtime's replaying launcher (``runtime/replaying.py``, the one an exported
+    package uses) over portkit's ``k``, recording on ``RecordingKernels``."""
 
     def __init__(
         self,
@@ -75,105 +66,8 @@ class ReplayingLauncher:
         outputs: int | None = None,
         saved: Sequence[tuple[str, int]] | None = None,
     ) -> None:
-        functools.update_wrapper(self, launcher)
-        self._outputs = outputs  # a forward's number of outputs: recordings get an eager result
-        # A forward's layout of saved tensors (OpLayout.saved): with a compiled replayer,
-        # recordings name them so that replays can save them for backward (native.cpp).
-        self._saved = saved if hasattr(replayer, "set_backward") else None
-        self._launcher, self._kernels, self.replayer = launcher, kernels, replayer
-        # An input check that depends on the inputs' metadata only, run here before the
-        # launcher rather than by the caller: a replayed signature passed it when recorded.
-        self._check = check
-        self._flat = flat  # a forward's arguments are leaves; a backward's start with a tuple
-        self._recording_kernels = RecordingKernels(kernels)
-        self.unreplayable: dict[Any, str] = {}  # key -> why, for signatures seen
-        # Calls run under the recorder: one per signature (two for a twin's first, whose
-        # first launch builds its plan on the checked path).
-        self.recorded = 0
-        self._retried: set[Any] = set()
-        self._recording = threading.Lock()
-
-    def __call__(self, k: Any, *args: Any) -> Any:
-        replayer = self.replayer
-        # _plain_allocation: no guard zones and no poisoned outputs, i.e. production.
-        production = replayer is not None and k is self._kernels and k._plain_allocation
-        if production:
-            leaves = args if self._flat else flatten(args)
-            result = replayer.run(leaves)
-            if result is not None:
-                return result
-        if self._check is not None:
-            self._check(args)
-        if production:
-            return self._record(k, args, leaves)
-        return self._launcher(k, *args)
-
-    @property
-    def run_eager(self) -> Callable[[tuple], Any] | None:
-        """The compiled replayer's whole plain-eager call of the op (``run_eager`` in
-        native.cpp), where this forward replays with it; None otherwise."""
-        replayer = self.replayer  # None once given up on (see _record_call)
-        return replayer.run_eager if replayer is not None and self._outputs is not None else None
-
-    def _record(self, k: Any, args: Sequence[Any], leaves: Sequence[Any]) -> Any:
-        key = self.replayer.key(leaves)
-        if key is None or key in self.unreplayable or repeats_a_tensor(leaves):
-            return self._launcher(k, *args)
-        # One recording at a time (the recording k is shared): another thread's call
-        # meanwhile runs the launcher.
-        if not self._recording.acquire(blocking=False):
-            return self._launcher(k, *args)
-        try:
-            return self._record_call(args, leaves, key)
-        finally:
-            self._recording.release()
-
-    def _record_call(self, args: Sequence[Any], leaves: Sequence[Any], key: Any) -> Any:
-        self.recorded += 1
-        result, recording, reason, retry = record(
-            self._recording_kernels, self._launcher, args, leaves
-        )
-        saved = None
-        if recording is not None and self._outputs is not None:
-            eager = eager_template(recording.result, self._outputs)
-            recording = dataclasses.replace(recording, eager=eager)
-            if self._saved is not None and eager is not None:
-                saved = saved_refs(recording.result, self._saved)
-        if recording is not None and (
-            self.replayer.add(leaves, recording)
-            if saved is None
-            else self.replayer.add(leaves, recording, saved)
-        ):
-            return result
-        if retry and key not in self._retried:
-            self._retried.add(key)  # a first launch's checked path: record the next call
-            return result
-        not_recorded(self.unreplayable, key, reason, MAX_SIGNATURES)
-        if gives_up(self.unreplayable, self.replayer):
-            self.replayer = None
-        return result
-
-
-def saved_refs(result: Any, layout: Sequence[tuple[str, int]]) -> tuple[int, ...] | None:
-    """The references of what a forward's ``(outputs, saved)`` template saves, where they
-    are what ``split_forward`` accepts for ``layout`` (an input saved is that input, an
-    output that output, an extra a tensor); None otherwise (the Python path explains)."""
-    if type(result) not in (tuple, list) or len(result) != 2:
-        return None
-    outputs, saved = (
-        [part] if type(part) is int else list(part) if type(part) in (tuple, list) else None
-        for part in result
-    )
-    if outputs is None or saved is None or len(saved) != len(layout):
-        return None
-    for (kind, index), ref in zip(layout, saved):
-        if type(ref) is not int:
-            return None
-        if kind == "input" and ref != index:
-            return None
-        if kind == "output" and (index >= len(outputs) or ref != outputs[index]):
-            return None
-    return tuple(saved)
+        recording = RecordingKernels(kernels)
+        super().__init__(launcher, kernels, recording, replayer, flat, check, outputs, saved)
 
 
 def replaying(

@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from portkit.launch.replay.executor import MAX_SIGNATURES
-from portkit.launch.replay.steps import Recording
+from portkit.runtime.executor import MAX_SIGNATURES
+from portkit.runtime.steps import Recording
 
 SOURCE = Path(__file__).with_name("native.cpp")
 _built: dict[str, Any] = {}
@@ -29,9 +29,8 @@ class NativeReplayer:
     C++ methods themselves, so a replayed call adds no Python frame of ours."""
 
     def __init__(self, module: Any, launch: int, error_name: int, capacity: int) -> None:
-        import torch
+        from portkit.runtime.torch_private import functorch_level
 
-        functorch_level = torch._C._functorch.peek_interpreter_stack
         self._module = module
         self._native = module.Replayer(launch, error_name, capacity, functorch_level)
         self.run = self._native.run

@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from portkit.launch.kernel_set import KernelSet, LaunchConfig, LaunchTarget
-from portkit.launch.replay.recorder import Call
-from portkit.launch.replay.recorder import record as record  # launcher.py's entry point
+from portkit.runtime.recorder import Call
+from portkit.runtime.recorder import record as record  # the tests' entry point
 
 
 class _RecordingTarget(LaunchTarget):
@@ -62,6 +62,7 @@ class RecordingKernels(KernelSet):
             kernels.device,
             targets,
             knob_choice=kernels.knob_choice,
+            kind=kernels.kind,
         )
 
     def empty(self, shape: Sequence[int], dtype: Any) -> Any:

@@ -13,10 +13,11 @@
   dtype names of its arguments (``template_types``), and the refusal of one that was
   not compiled (``not_compiled``).
 
-Standard library only, because ``portkit export`` copies this file byte for byte into
-every package it writes (``_launch_contract.py``, imported by the package's runtime):
-KernelSet, the twin on a GPU and on the CPU, lint and the exported package launch by one
-definition. torch is imported inside ``sm_count`` alone, when a GPU is asked about.
+- What kind of ``k`` a launcher runs on (``KernelsKind``; ``kernels_protocol.py``
+  declares the rest of ``k``).
+
+Standard library only (torch inside ``sm_count`` alone, when a GPU is asked about):
+``portkit export`` ships portkit/runtime/ byte for byte, and a test loads this file alone.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from enum import Enum
 from functools import cache
 from typing import Any
 
@@ -85,12 +87,24 @@ def _cuda_sm_count(device_index: int) -> int:
 _get_device: Callable[[], int] | None = None
 
 
+class KernelsKind(Enum):
+    """What a ``k`` does with a launch: runs it on a GPU, runs it on the CPU (simulators,
+    the CPU twin), records it unrun (lint's traces), or nothing (registration's fake)."""
+
+    GPU = "gpu"
+    SIMULATED = "simulated"
+    TRACE = "trace"
+    FAKE = "fake"
+
+
 def sm_count(k: Any) -> int:
     """Streaming multiprocessors of the GPU behind ``k`` (``SIMULATED_SM_COUNT`` when
-    ``k`` runs on the CPU): ``grid = min(cdiv(work, threads), 8 * portkit.sm_count(k))``."""
-    if getattr(k, "implementation", None) == "trace":
+    ``k`` runs on the CPU): ``grid = min(cdiv(work, threads), 8 * portkit.sm_count(k))``.
+    A ``k`` without a ``kind`` is a GPU's when its ``device`` is "cuda"."""
+    kind = getattr(k, "kind", None)
+    if kind is KernelsKind.TRACE:
         return TRACED_SM_COUNT
-    if getattr(k, "device", "cpu") != "cuda":
+    if kind is not KernelsKind.GPU and (kind is not None or getattr(k, "device", "") != "cuda"):
         return SIMULATED_SM_COUNT
     global _get_device
     if _get_device is None:
@@ -98,8 +112,10 @@ def sm_count(k: Any) -> int:
         # asks on every launch, after torch initialised CUDA, so read the device directly.
         import torch
 
+        from .torch_private import cuda_current_device
+
         torch.cuda.init()
-        _get_device = torch._C._cuda_getDevice
+        _get_device = cuda_current_device()
     return _cuda_sm_count(_get_device())
 
 
@@ -358,17 +374,6 @@ def deciders(kernel: TwinKernel) -> tuple[int, ...]:
         for t in kernel.template_params
         if any(p.pointer and p.ctype == t for p in params)
     )
-
-
-def cached_plan(plans: dict, positions: tuple[int, ...], args: Sequence[Any]) -> Any:
-    """The plan in ``plans`` (keyed by the dtypes of the tensors at ``positions``, each
-    with a ``count`` of arguments) for ``args``, or None: the first launch of these
-    dtypes, or arguments it does not fit, which then get the full check."""
-    try:
-        plan = plans[tuple(args[i].dtype for i in positions)]
-    except (IndexError, AttributeError, KeyError):
-        return None
-    return plan if len(args) == plan.count else None
 
 
 # -- argument checks ----------------------------------------------------------------------

@@ -22,7 +22,7 @@ this torch has it and the launch suits it (``DriverKernel``'s rule), else to the
 plain-eager call (no compile, mode, functorch transform, subclass, or gradient wanted)
 of a recorded signature is its prepared function, and anything else is ``OpCallable``'s.
 
-Shipped as ``_prepared.py``; imports only torch and the package's siblings.
+Shipped as ``_runtime/prepared.py``; imports only torch and the package's siblings.
 """
 
 from __future__ import annotations
@@ -32,17 +32,17 @@ from typing import Any
 
 import torch
 
-from . import _driver_launch as driver_launch  # type: ignore[attr-defined]
-from ._registration import OpCallable
-from .executor import MAX_SIGNATURES, leaf_key  # type: ignore[import-not-found]
-from .steps import Recording, eager_template  # type: ignore[import-not-found]
+from . import driver_launch, torch_private
+from .executor import MAX_SIGNATURES, leaf_key
+from .registration import OpCallable
+from .steps import Recording, eager_template
 
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
 _SCALARS = (int, bool, str, type(None))
 _is_compiling = torch.compiler.is_compiling
-_dispatch_modes = torch._C._len_torch_dispatch_stack
-_function_modes = torch._C._is_torch_function_mode_enabled
-_functorch_level = torch._C._functorch.peek_interpreter_stack
+_dispatch_modes = torch_private.dispatch_mode_count
+_function_modes = torch_private.function_mode_enabled
+_functorch_level = torch_private.functorch_level
 _grad_enabled = torch.is_grad_enabled
 
 
@@ -133,9 +133,7 @@ def prepare(
             lines.append(f"    b{j} = empty_strided(S{j}, T{j}, dtype=D{j}, device=DEVICE)")
     static = driver_launch.static_launcher()
     names["static"] = static
-    names["stream"] = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
-        driver_launch.current_stream
-    )
+    names["stream"] = torch_private.current_raw_stream() or driver_launch.current_stream
     device = recording.device.index or 0
     for n, launch in enumerate(recording.launches):
         step = launch.step
@@ -146,7 +144,7 @@ def prepare(
                 names[f"V{n}_{slot}"] = value
             values.append(pointers.get(slot, f"V{n}_{slot}"))
         packed = "(" + "".join(v + ", " for v in values) + ")"
-        codes = [driver_launch.STATIC_CODES.get(s) for s in step.driver.slots]
+        codes = [driver_launch.STATIC_CODES.get(s) or "" for s in step.driver.slots]
         grid, block = [int(g) for g in step.grid], [int(b) for b in step.block]
         shared = int(step.shared_bytes)
         if step.warps and static is not None and all(codes):

@@ -172,10 +172,9 @@ def static_launcher() -> Any:
     """torch's C++ launcher of inductor's cubins, or None where this torch has none (CPU
     builds, older releases). It is private API: a torch without it costs 1.6 µs a launch,
     nothing else."""
-    import torch
+    from .torch_private import static_cuda_launcher
 
-    launcher = getattr(torch._C, "_StaticCudaLauncher", None)
-    return getattr(launcher, "_launch_kernel", None)
+    return static_cuda_launcher()
 
 
 _raw_stream: Any = None
@@ -189,7 +188,9 @@ def current_stream(device_index: int) -> int:
     if _raw_stream is None:
         import torch
 
-        _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
+        from .torch_private import current_raw_stream
+
+        _raw_stream = current_raw_stream() or (
             lambda index: torch.cuda.current_stream(index).cuda_stream
         )
     return _raw_stream(device_index)

@@ -16,11 +16,8 @@ a dispatch or function mode such as FakeTensorMode or opcheck's, functorch trans
 tensor subclasses) it calls the registered op. In plain eager it runs the same launchers
 directly, through an ``autograd.Function`` when a gradient is needed: custom_op's Python
 dispatch costs 8–11 µs per call on recent PyTorch (pytorch#177109), more than a whole
-launch, and both paths run the same launcher on the same kernels.
-
-The eager ``autograd.Function`` is ``autograd_function.eager_function`` (check and diff
-use it too). This module imports only torch and that module: ``portkit export`` copies
-both verbatim into exported packages, so a shipped op is registered by exactly this code.
+launch, and both paths run the same launcher on the same kernels: the eager
+``autograd.Function`` is ``autograd_function.eager_function`` (check and diff use it too).
 """
 
 from __future__ import annotations
@@ -30,6 +27,7 @@ from typing import Any
 
 import torch
 
+from . import torch_private
 from .autograd_function import (
     Binding,
     OpLayout,
@@ -38,6 +36,7 @@ from .autograd_function import (
     eager_function,
     split_forward,
 )
+from .launch_contract import KernelsKind
 
 
 class _NoLaunch:
@@ -54,7 +53,8 @@ class FakeKernels:
     FakeTensorMode torch.empty makes a fake tensor, so shapes may be symbolic)."""
 
     def __init__(self, op: str, device: Any, kernel_names: Sequence[str], knobs: Any = None):
-        self.op, self.device, self.implementation, self.poison_outputs = op, device, "fake", False
+        self.op, self.device, self.implementation = op, device, "fake"
+        self.kind, self.poison_outputs = KernelsKind.FAKE, False
         self.knob_choice = knobs  # the real k's knobs (portkit.knobs): it computes as it would
         self._names = frozenset(kernel_names)
 
@@ -334,13 +334,13 @@ def register(
     return op
 
 
-_dispatch_modes = torch._C._len_torch_dispatch_stack
-_function_modes = torch._C._is_torch_function_mode_enabled
-_functorch_level = torch._C._functorch.peek_interpreter_stack
+_dispatch_modes = torch_private.dispatch_mode_count
+_function_modes = torch_private.function_mode_enabled
+_functorch_level = torch_private.functorch_level
 _is_compiling = torch.compiler.is_compiling
 _grad_enabled = torch.is_grad_enabled
-_below_autograd = torch._C._AutoDispatchBelowAutograd
-_AFTER_AUTOGRAD = torch._C._after_autograd_keyset
+_below_autograd = torch_private.AutoDispatchBelowAutograd
+_AFTER_AUTOGRAD = torch_private.AFTER_AUTOGRAD_KEYSET
 _Tensor = torch.Tensor
 _PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)  # Parameter adds no dispatch behaviour
 _SCALARS = (int, float, bool, str, type(None))

@@ -9,7 +9,7 @@ a ``k`` under a ``TorchDispatchMode`` that sees every other PyTorch operation (a
 buffer, or a result made of anything else leaves the signature to the launcher.
 
 portkit's recorder (``recording.py``, over launch targets) and an exported package's
-(``export/replaying.py``, over its runtime's kernels) both use this module: it imports
+(``runtime/replaying.py``, over its runtime's kernels) both use this module: it imports
 only torch and ``steps.py``, and ``portkit export`` ships it byte for byte.
 """
 
@@ -105,7 +105,8 @@ def record(
     recording or why there is none, and whether a launch took the checked path (worth
     one more try)."""
     import torch
-    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from .torch_private import TorchDispatchMode
 
     call = kernels.call = Call(leaves)
 

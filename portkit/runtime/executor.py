@@ -5,7 +5,7 @@ fallback where that cannot be built, and the executable statement of what replay
 (the CPU tests exercise it). Both offer ``key``, ``run``, ``add``, ``__len__``.
 
 This module and ``steps.py`` import only torch and each other: ``portkit export`` ships
-them byte for byte, and an exported package replays with them (export/replaying.py).
+them byte for byte, and an exported package replays with them (runtime/replaying.py).
 """
 
 from __future__ import annotations

@@ -1,0 +1,49 @@
+"""``k`` declared: what an op's author may call on the ``k`` a launcher receives.
+
+Every ``k`` portkit hands a launcher satisfies ``Kernels``: the one of each backend
+(``launch/kernel_set.py`` ``KernelSet``), registration's fake (``registration.py``
+``FakeKernels``), an exported package's (``exported.py`` ``Kernels``), and the two that
+record (launch/replay/recording.py, ``replaying.py``). A launcher may use exactly this:
+
+    out = k.empty_like(x)                       # or k.empty(shape, dtype)
+    k.sigmoid_fwd[grid, block](x, out, n)       # or [grid, block, shared_bytes]
+    grid = min(portkit.cdiv(n, 256), 8 * portkit.sm_count(k))
+
+``kind`` says what a launch does (``KernelsKind``): ``sm_count`` reads it, and nothing
+compares a free string. tests/launch/test_kernels_protocol.py checks that every ``k``
+satisfies the protocol. Standard library only (torch for the type checker alone).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from .launch_contract import KernelsKind as KernelsKind
+
+if TYPE_CHECKING:
+    import torch
+
+
+class Kernel(Protocol):
+    """``k.NAME``: ``k.NAME[grid, block]`` or ``k.NAME[grid, block, shared_bytes]`` is
+    the launch of that configuration, called with the kernel's arguments."""
+
+    def __getitem__(self, config: Any) -> Callable[..., None]: ...
+
+
+@runtime_checkable
+class Kernels(Protocol):
+    """What an author may call on ``k``, besides ``k.NAME`` (a ``Kernel``) for each of the
+    op's kernels: an attribute, so the protocol cannot list it."""
+
+    op: str  # the op's name
+    implementation: str  # "twin", "numba", "sim", ..., "exported twin", "fake", "trace"
+    kind: KernelsKind
+
+    @property
+    def device(self) -> Any: ...  # "cuda", "cpu", or a torch.device (fake runs)
+
+    def empty(self, shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor: ...
+
+    def empty_like(self, tensor: torch.Tensor) -> torch.Tensor: ...
