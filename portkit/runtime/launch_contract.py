@@ -12,7 +12,6 @@
 - The argument checks that need no torch: the instantiation a launch needs, from the
   dtype names of its arguments (``template_types``), and the refusal of one that was
   not compiled (``not_compiled``).
-
 - What kind of ``k`` a launcher runs on (``KernelsKind``; ``kernels_protocol.py``
   declares the rest of ``k``).
 
