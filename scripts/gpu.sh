@@ -23,8 +23,13 @@
 #   replay     the compiled launch replayer builds and loads; tests/launch; its cost
 #   scale      the generated suite's GPU tier on one GPU, then one worker per GPU
 #   speed      the twins against the best of torch in one call: `portkit tune` of the five
-#              knobbed ops with a small budget (tables to $OUT/speed/tuning/), then
-#              scripts/time_vs_torch.py and `portkit bench` (torch, baseline, twin) with them
+#              knobbed ops with a small budget (tables to $OUT/speed/tuning/; TUNE=0 skips
+#              it and times the committed tables), then scripts/time_vs_torch.py and
+#              `portkit bench` (torch, baseline, twin) with them
+#   phases     docs/ci.md's GPU job: `portkit check --phase gpu --verdicts FILE` (FILE
+#              starts as $VERDICTS, the CPU phase's, where given), then the same command
+#              with nothing changed (every row cached); PHASE_OPS="sigmoid softmax"
+#              narrows it (default --all); the verdicts come back in $OUT/phases.tgz
 #   tune       `portkit tune` of the five knobbed ops on this GPU (the tables merged into
 #              tuning/ and copied to $OUT/tuning/ to commit), then `portkit check` of
 #              every configuration the tables pick and the tuning tests
@@ -228,10 +233,12 @@ tune() {
 
 speed() {
   local op
-  for op in rmsnorm layernorm softmax softmax_warp add_rmsnorm; do
-    step "tune-$op" 75 "${PORTKIT[@]}" tune "$op" --budget 10 --reps 15 --warmup 2
-  done
-  mkdir -p "$LOGS/tuning" && cp tuning/*.json "$LOGS/tuning/"
+  if [ "${TUNE:-1}" != 0 ]; then
+    for op in rmsnorm layernorm softmax softmax_warp add_rmsnorm; do
+      step "tune-$op" 75 "${PORTKIT[@]}" tune "$op" --budget 10 --reps 15 --warmup 2
+    done
+    mkdir -p "$LOGS/tuning" && cp tuning/*.json "$LOGS/tuning/"
+  fi
   step time-vs-torch 150 "$PY" scripts/time_vs_torch.py --json "$LOGS/time_vs_torch.json"
   step bench 170 "${PORTKIT[@]}" bench sigmoid vector_add elementwise_mul softmax softmax_warp \
     layernorm rmsnorm add_rmsnorm --impl torch --impl baseline --impl twin --reps 20 \
@@ -254,12 +261,20 @@ shards() {
   step "check-all-j$gpus" 90 "${PORTKIT[@]}" check --all -j "$((gpus > 0 ? gpus : 1))"
 }
 
+phases() {
+  local verdicts=$LOGS/verdicts.json ops
+  read -r -a ops <<< "${PHASE_OPS:---all}"
+  if [ -n "${VERDICTS:-}" ]; then cp "$VERDICTS" "$verdicts"; fi
+  step gpu-phase 240 "${PORTKIT[@]}" check "${ops[@]}" --phase gpu --verdicts "$verdicts"
+  step gpu-phase-no-change 120 "${PORTKIT[@]}" check "${ops[@]}" --phase gpu --verdicts "$verdicts"
+}
+
 case "$SUB" in
-  suite | trust | sanitizer | bench | startup | simulator | replay | scale | tune | speed | shards) run=$SUB ;;
+  suite | trust | sanitizer | bench | startup | simulator | replay | scale | tune | speed | shards | phases) run=$SUB ;;
   export) run=export_ ;;
   twin-cpu) run=twin_cpu ;;
   *)
-    echo "usage: OUT=DIR bash scripts/gpu.sh suite|trust|sanitizer|export|bench|startup|twin-cpu|simulator|replay|scale|tune|speed|shards" >&2
+    echo "usage: OUT=DIR bash scripts/gpu.sh suite|trust|sanitizer|export|bench|startup|twin-cpu|simulator|replay|scale|tune|speed|shards|phases" >&2
     exit 2
     ;;
 esac
