@@ -164,19 +164,23 @@ class KnobChoice:
     def values(self, tensor: Any) -> Knobs:
         if self._pin is not None:
             if self.asked is not None and hasattr(tensor, "shape"):
-                self.asked[tensor_bucket(tensor)] = None
+                self.asked[tensor_bucket(tensor)] = None  # tune's run: plain sizes
             return self._pin
         if not self.entries or getattr(tensor, "device", None) is None:
             return self.defaults
         if tensor.device.type != "cuda":
             return self.defaults  # the simulator and the CPU twin: no GPU, no table entry
-        key = (tensor.device.index, tensor.dtype, tuple(tensor.shape))
+        # int(): a traced call's dimensions are SymInts, which do not hash; the entry is
+        # chosen for the example sizes, as the real call will choose it (torch guards on it)
+        shape = tuple(int(d) for d in tensor.shape)
+        key = (tensor.device.index, tensor.dtype, shape)
         found = self._cache.get(key)
         if found is None:
             if self._device_name is None:
                 self._device_name = _cuda_device_name()
             buckets = self.entries.get(self._device_name(tensor), {})
-            found = buckets.get(tensor_bucket(tensor), self.defaults)
+            dtype = str(tensor.dtype).removeprefix("torch.")
+            found = buckets.get(bucket(dtype, shape), self.defaults)
             if len(self._cache) > 512:  # shapes follow a model's; a few hundred at most
                 self._cache.clear()
             self._cache[key] = found

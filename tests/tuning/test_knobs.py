@@ -136,6 +136,29 @@ def test_the_entry_of_this_gpu_and_bucket_is_picked():
     assert choice.values(_CudaLike((4096, 4096), index=1)).as_dict() == {"threads": 64, "per_sm": 2}
 
 
+class _Traced:
+    """A traced dimension as torch.compile's dynamic shapes give it: it converts to its
+    example size but, like a SymInt, does not hash."""
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, size):
+        self.size = size
+
+    def __int__(self):
+        return self.size
+
+
+def test_a_traced_shape_picks_the_entry_of_its_example_sizes():
+    # opcheck's test_aot_dispatch_dynamic on an H100 (2026-11-27): "unhashable type:
+    # non-nested SymInt" from the lookup, in every knobbed op
+    entries = {"NVIDIA H200": {"float32-4096x4096": {"config": {"threads": 256}}}}
+    choice = _choice_on({0: "NVIDIA H200"}, entries)
+    traced = choice.values(_CudaLike((_Traced(4000), _Traced(4096))))
+    assert traced.as_dict() == choice.values(_CudaLike((4000, 4096))).as_dict()
+    assert traced.as_dict()["threads"] == 256
+
+
 def test_another_gpu_bucket_dtype_or_device_falls_back_to_the_defaults():
     entries = {"NVIDIA H200": {"float32-4096x4096": {"config": {"threads": 256}}}}
     choice = _choice_on({0: "NVIDIA H200", 1: "NVIDIA A100"}, entries)
