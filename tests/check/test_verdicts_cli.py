@@ -187,3 +187,27 @@ def test_archs_must_be_a_list_of_sm_names(make_project, sources, cli):
     root = make_project({"vc_x": (sources.unary_op("vc_x"), None)}, portkit_table=table)
     result = cli(root, "check", "vc_x")
     assert result.exit_code == 2 and "archs must be a list like" in result.output
+
+
+def test_an_op_with_a_tuning_table_is_served_per_configuration(tmp_path, cli):
+    """Each backend runs once per configuration the table can pick ("sim (defaults)",
+    "sim (rows_per_block=2 ...)"): those rows, and the pairs between them, are the
+    backend's unit, served whole; a changed table runs them again."""
+    from tests.export.package_env import REPO, project_with
+
+    root = project_with(tmp_path / "proj", ["softmax_warp"], "vc_knobs")
+    (root / "tuning").mkdir()
+    table = (REPO / "tuning" / "softmax_warp.json").read_text()
+    (root / "tuning" / "softmax_warp.json").write_text(table)
+    args = ("softmax_warp", "--case", "float32-1x1", "--phase", "cpu", "--no-compile", "--json")
+    _, first = check(cli, root, *args)
+    configured = {r["backend"] for r in first if r["backend"].startswith("sim (")}
+    assert len(configured) >= 2 and not served(first), configured
+    _, again = check(cli, root, *args)
+    assert again and all(r["cached"] for r in again if r["status"] == "pass"), again
+    assert {r["backend"] for r in again if r["backend"].startswith("sim (")} == configured
+    retuned = json.loads(table)
+    retuned["gpus"] = {}  # no tuned entry: the defaults alone
+    (root / "tuning" / "softmax_warp.json").write_text(json.dumps(retuned))
+    _, after = check(cli, root, *args)
+    assert not served(after) and {r["backend"] for r in after} >= {"sim", "twin-cpu"}

@@ -132,7 +132,8 @@ def _hash_files(paths: Iterable[Path], root: Path) -> str:
 
 
 def op_sources(op: Op, config: ProjectConfig) -> str:
-    """The digest of every source file the op's verdicts depend on."""
+    """The digest of every source file the op's verdicts depend on: the prototype and the
+    project modules it imports, the twin and its headers, the op's tuning table."""
     from portkit.backends.twin.build import HEADER_SUFFIXES
 
     root = config.root.resolve()
@@ -142,6 +143,11 @@ def op_sources(op: Op, config: ProjectConfig) -> str:
         folder = op.twin_path.parent
         headers = sorted(p for p in folder.rglob("*") if p.suffix in HEADER_SUFFIXES)
         files += [op.twin_path.resolve(), *(h.resolve() for h in headers)]
+    from portkit.project.tuning_table import table_path
+
+    table = table_path(config, op.name)  # which configurations check runs (knobs)
+    if table.is_file():
+        files.append(table.resolve())
     return _hash_files(files, root)
 
 

@@ -111,12 +111,14 @@ def case_rows(
     label = f"{op.name} / {{}} / {case.name}"
     for backend in active:
         if backend.name in need:  # ran: its verdict is stored, or forgotten if it failed
-            own = [r for r in fresh if r.backend == backend.name and not r.check.startswith("vs ")]
+            own = [r for r in fresh if _of(r, backend.name) and not r.check.startswith("vs ")]
             store.record(verdicts.backend_key(op, case, backend), label.format(backend.name), own)
     for prototype, twin in pairs:
         if (prototype.name, twin.name) not in served_pairs:
             check = f"vs {twin.name}"
-            rows = [r for r in fresh if r.backend == prototype.name and r.check == check]
+            rows = [
+                r for r in fresh if _of(r, prototype.name) and r.check.split(" (", 1)[0] == check
+            ]
             unit = label.format(f"{prototype.name} {check}")
             store.record(verdicts.pair_key(op, case, prototype, twin), unit, rows)
     results = list(fresh)
@@ -128,8 +130,18 @@ def case_rows(
     for rows in served_pairs.values():
         results += [r for r in rows if (r.backend, r.check) not in fresh_checks]
     order = {b.name: i for i, b in enumerate(backends)}
-    results.sort(key=lambda r: (r.check.startswith("vs "), order.get(r.backend, len(order))))
+    results.sort(key=lambda r: (r.check.startswith("vs "), order.get(_base(r), len(order))))
     return results
+
+
+def _base(row: CheckResult) -> str:
+    """The backend a row came from, without the knob configuration it ran ("twin" for
+    "twin (threads=64)": an op with a tuning table runs each backend per configuration)."""
+    return row.backend.split(" (", 1)[0]
+
+
+def _of(row: CheckResult, backend: str) -> bool:
+    return _base(row) == backend
 
 
 def op_rows(
