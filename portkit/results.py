@@ -53,6 +53,13 @@ def is_compile_check(check: str) -> bool:
     return check == COMPILE or check.startswith(f"{COMPILE} ")
 
 
+def unconfigured(label: str) -> str:
+    """A row's backend or check without the knob configuration it ran under: "twin" for
+    "twin (threads=64)", "vs twin" for "vs twin (defaults)" (checking/configurations.py
+    labels a tuned op's rows so)."""
+    return label.split(" (", 1)[0]
+
+
 @dataclass(frozen=True)
 class CheckResult:
     op: str

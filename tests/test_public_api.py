@@ -29,6 +29,7 @@ def test_portkit_offers_every_error_the_launch_contract_promises_launchers():
     from portkit.runtime import launch_contract
 
     for name in launch_contract.LAUNCHER_NAMES:
-        assert getattr(portkit, name) is getattr(launch_contract, name), name
-        assert getattr(portkit.runtime, name) is getattr(launch_contract, name), name
+        assert getattr(portkit, name) is getattr(portkit.runtime, name), name
+        if hasattr(launch_contract, name):  # knobs lives beside it (runtime/knob_choice.py)
+            assert getattr(portkit, name) is getattr(launch_contract, name), name
         assert name in portkit.__all__, name

@@ -106,7 +106,7 @@ def run_case(
     unbuilt = {} if unbuilt is None else unbuilt
     config = backends[0].config if backends else None
     others = backends if context is None else context
-    for group, configured in enumerate(configuration_groups(op, backends, config)):
+    for group, configured in enumerate(configuration_groups(op, backends, config, case)):
         runs = []
         for backend, plain in zip(configured, backends):
             # a build failure is the backend's, whatever the configuration
@@ -119,6 +119,8 @@ def run_case(
                 if not group:  # once: it has no knobs
                     runner.run_reference_backend(backend)
                 continue
+            if group and case.large and plain.device == "cpu":
+                continue  # a GPU-sized case runs its tuned configurations on the GPU only
             run = runner.run_implementation(backend)
             if run is not None:
                 runs.append(run)

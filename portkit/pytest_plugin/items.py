@@ -160,7 +160,7 @@ class CaseItem(PortkitItem):
     def runtest(self) -> None:
         from portkit.checking.harness import run_case
         from portkit.checking.seeds import seeded
-        from portkit.results import Outcome
+        from portkit.results import Outcome, unconfigured
 
         settings = None
         tool = self.config.getoption("portkit_under_sanitizer", None)
@@ -185,7 +185,7 @@ class CaseItem(PortkitItem):
         if seeds > 1 and margins:
             self.user_properties.append(("portkit_worst_margin", max(margins)))
         if self.only_check:
-            wanted = [r for r in results if r.check == self.only_check]
+            wanted = [r for r in results if unconfigured(r.check) == self.only_check]
             if not wanted:
                 # The cross-comparison needs both sides to produce outputs.
                 problems = [f"{r.backend} {r.check}: {r.detail}" for r in results if r.failed]

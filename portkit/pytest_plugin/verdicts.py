@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from portkit.results import unconfigured
+
 if TYPE_CHECKING:
     from portkit.backends import Backend
     from portkit.checking.verdicts.serve import Verdicts
@@ -87,11 +89,11 @@ Belongs = Callable[["CheckResult"], bool]
 
 
 def _own_rows(backend: str) -> Belongs:
-    return lambda r: r.backend == backend and not r.check.startswith("vs ")
+    return lambda r: unconfigured(r.backend) == backend and not r.check.startswith("vs ")
 
 
 def _pair_rows(prototype: str, check: str) -> Belongs:
-    return lambda r: r.backend == prototype and r.check == check
+    return lambda r: unconfigured(r.backend) == prototype and unconfigured(r.check) == check
 
 
 def every_row(row: CheckResult) -> bool:

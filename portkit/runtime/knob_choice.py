@@ -12,7 +12,7 @@ the configuration that won there. A device or bucket the table has no entry for 
 defaults; ``portkit check`` pins each configuration the table can pick (``pinned``).
 
 Standard library only: ``portkit export`` copies this file byte for byte into every
-package it writes (``_runtime/knob_choice.py``), so an exported package picks configurations by the
+package it writes (as its ``_runtime`` folder's ``knob_choice.py``), so an exported package picks configurations by the
 rules portkit uses. torch is imported only to name the GPU a tensor lives on.
 """
 
@@ -153,12 +153,14 @@ class KnobChoice:
         choice._pin = Knobs(self.op, full, self.error, label or describe(full))
         return choice
 
-    def configurations(self) -> list[Knobs]:
-        """Every configuration the table can pick, the defaults first, each once."""
+    def configurations(self, bucket: str | None = None) -> list[Knobs]:
+        """Every configuration the table can pick, the defaults first, each once; with
+        ``bucket``, those it can pick for a tensor of that shape bucket (on any GPU)."""
         seen: dict[tuple, Knobs] = {tuple(self.defaults.as_dict().items()): self.defaults}
         for buckets in self.entries.values():
-            for knobs in buckets.values():
-                seen.setdefault(tuple(knobs.as_dict().items()), knobs)
+            for key, knobs in buckets.items():
+                if bucket is None or key == bucket:
+                    seen.setdefault(tuple(knobs.as_dict().items()), knobs)
         return list(seen.values())
 
     def values(self, tensor: Any) -> Knobs:

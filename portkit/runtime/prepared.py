@@ -22,7 +22,7 @@ this torch has it and the launch suits it (``DriverKernel``'s rule), else to the
 plain-eager call (no compile, mode, functorch transform, subclass, or gradient wanted)
 of a recorded signature is its prepared function, and anything else is ``OpCallable``'s.
 
-Shipped as ``_runtime/prepared.py``; imports only torch and the package's siblings.
+Shipped in the package's ``_runtime`` folder; imports only torch and the package's siblings.
 """
 
 from __future__ import annotations

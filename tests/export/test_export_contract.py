@@ -232,6 +232,10 @@ def test_the_runtime_replays_a_recorded_signature_without_the_launcher(
     parent = runtime.__name__.rsplit(".", 2)[0]
     cls = getattr(importlib.import_module(f"{parent}.ops.rmsnorm"), entry["class"])
     k = runtime.Kernels("rmsnorm", _kernels(runtime, package, "rmsnorm"))
+    table = json.loads((package / "tuning" / "rmsnorm.json").read_text())  # as register_ops
+    k.knob_choice = runtime.knob_choice.KnobChoice(
+        "rmsnorm", table["knobs"], table, runtime.OpDefinitionError
+    )
     ran = []
 
     def launcher(kernels, *args):

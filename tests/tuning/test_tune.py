@@ -208,8 +208,10 @@ def test_check_runs_every_configuration_the_table_can_pick(tuned_project, cli):
         "format": 1, "knobs": {"threads": [32, 64], "skip": [1, 2]},
         "gpus": {"H": {"float32-256": {"config": {"threads": 64}}},
                  "G": {"float32-256": {"config": {"threads": 64, "skip": 1}},
-                       "float32-512": {"config": {"skip": 2}}}},
+                       "float32-512": {"config": {"threads": 64, "skip": 2}}},
+                 "K": {"float32-256": {"config": {"skip": 2}}}},
     }))  # fmt: skip
+    # the case is 256 floats: float32-512's configuration is never picked for it
     result = cli(root, "check", "twice", "--backend", "sim", "--no-compile", "--json")
     rows = json.loads(result.output[result.output.index('{\n "results"') :])["results"]
     forward = {r["backend"]: r["status"] for r in rows if r["check"] == "forward"}

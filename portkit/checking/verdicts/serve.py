@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from portkit.checking.harness import run_case, skip_reason
 from portkit.checking.verdicts import key as keys
 from portkit.checking.verdicts.store import VerdictStore
-from portkit.results import CheckResult
+from portkit.results import CheckResult, unconfigured
 
 if TYPE_CHECKING:
     from portkit.backends import Backend
@@ -116,9 +116,7 @@ def case_rows(
     for prototype, twin in pairs:
         if (prototype.name, twin.name) not in served_pairs:
             check = f"vs {twin.name}"
-            rows = [
-                r for r in fresh if _of(r, prototype.name) and r.check.split(" (", 1)[0] == check
-            ]
+            rows = [r for r in fresh if _of(r, prototype.name) and unconfigured(r.check) == check]
             unit = label.format(f"{prototype.name} {check}")
             store.record(verdicts.pair_key(op, case, prototype, twin), unit, rows)
     results = list(fresh)
@@ -135,9 +133,8 @@ def case_rows(
 
 
 def _base(row: CheckResult) -> str:
-    """The backend a row came from, without the knob configuration it ran ("twin" for
-    "twin (threads=64)": an op with a tuning table runs each backend per configuration)."""
-    return row.backend.split(" (", 1)[0]
+    """The backend a row came from (a tuned op runs each backend per configuration)."""
+    return unconfigured(row.backend)
 
 
 def _of(row: CheckResult, backend: str) -> bool:
