@@ -16,10 +16,10 @@ from portkit.errors import (
     PortkitError,
     TwinCompileError,
 )
-from portkit.runtime.knob_choice import knobs
 from portkit.project import cases
 from portkit.project.spec import op
 from portkit.project.tolerances import Tolerance
+from portkit.runtime.knob_choice import knobs
 from portkit.runtime.launch_contract import cdiv, sm_count
 
 # `from portkit.cases import custom` (the README's spelling) finds the cases module.

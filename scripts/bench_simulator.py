@@ -69,7 +69,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from simulator_bench_kernels import KERNELS, Case, Kernel  # noqa: E402
 
-
 # Each simulator's own size per kernel (elements; the matrix edge for matmul_tiled; the
 # number of threads, ``stop``, for find_contiguous), so that one launch takes seconds:
 # numba's simulator does about 5k threads/s elementwise and 450/s on the block

@@ -35,8 +35,8 @@ def main() -> None:
     import torch
 
     from portkit.backends import create
-    from portkit.backends.twin.instances import twin_expressions
     from portkit.backends.twin.build import compile_twin
+    from portkit.backends.twin.instances import twin_expressions
     from portkit.checking.harness import run_case
     from portkit.project.case_choice import choose_case
     from portkit.project.config import load_config

@@ -1,4 +1,5 @@
-"""Run the wrong-twin bank (tests/check/wrong_twins/, patches applied) on the CPU twin backend and print
+"""Run the wrong-twin bank (tests/check/wrong_twins/, patches applied) on the CPU twin
+backend and print
 which mistakes `portkit check --backend twin-cpu` catches, by which rows.
 
     PYTHONPATH=$PWD python scripts/wrong_twins_cpu.py [--portkit DIR] [--json OUT]

@@ -10,12 +10,12 @@ docs/design.md, "Declared capabilities"); callers read them, never probe with ha
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
-    from portkit.launch.kernel_set import KernelSet
+    from portkit.launch.kernel_set import KernelSet, LaunchTarget
     from portkit.project.config import ProjectConfig
     from portkit.project.discovery import Op
     from portkit.simt.machine import Machine
@@ -63,6 +63,19 @@ class Backend(ABC):
 
     @abstractmethod
     def kernels(self, op: Op, *, poison_outputs: bool = False) -> KernelSet: ...
+
+    def kernel_set(
+        self, op: Op, targets: Mapping[str, LaunchTarget], poison_outputs: bool
+    ) -> KernelSet:
+        """This backend's ``k`` for ``op`` over ``targets``, with the op's knob choice
+        (its declared knobs and tuning table: what ``portkit.knobs(k, x)`` reads)."""
+        from portkit.launch.kernel_set import KernelSet
+        from portkit.project.tuning_table import knob_choice
+
+        choice = knob_choice(op, self.config)
+        return KernelSet(
+            op.name, self.name, self.device, targets, poison_outputs, knob_choice=choice
+        )
 
     def cache_report(self, ops: Sequence[Op]) -> list[str]:
         """One line per kernel on where it came from; only where ``reports_cache``."""

@@ -17,7 +17,6 @@ import portkit.backends.prototype_cache as prototype_cache
 from portkit.backends.base import Backend, cuda_unavailable_reason
 from portkit.launch.kernel_set import KernelSet, LaunchConfig, LaunchTarget
 from portkit.project.dtypes import BITS_VIEW, dtype_name, prototype_view
-from portkit.project.tuning_table import knob_choice
 
 if TYPE_CHECKING:
     from portkit.project.discovery import Op
@@ -172,14 +171,7 @@ class NumbaGPU(Backend):
             else:
                 prototype_cache.detach(dispatcher)
         targets = {name: NumbaKernel(d) for name, d in op.kernels.items()}
-        return KernelSet(
-            op.name,
-            self.name,
-            self.device,
-            targets,
-            poison_outputs,
-            knob_choice=knob_choice(op, self.config),
-        )
+        return self.kernel_set(op, targets, poison_outputs)
 
     def cache_report(self, ops: Sequence[Op]) -> list[str]:
         """One line per kernel: loaded from the disk cache, compiled, or not run."""

@@ -10,7 +10,6 @@ from portkit.backends.base import Backend
 from portkit.backends.numba_types import TypeCheck
 from portkit.launch.kernel_set import KernelSet, LaunchConfig, LaunchTarget
 from portkit.project.dtypes import BITS_VIEW, dtype_name, prototype_view
-from portkit.project.tuning_table import knob_choice
 from portkit.simt.debug import Breakpoint
 
 if TYPE_CHECKING:
@@ -90,14 +89,7 @@ class PortkitSimulator(Backend):
             name: SimulatedLaunch(name, dispatcher, self.machine, types)
             for name, dispatcher in op.kernels.items()
         }
-        return KernelSet(
-            op.name,
-            self.name,
-            self.device,
-            targets,
-            poison_outputs,
-            knob_choice=knob_choice(op, self.config),
-        )
+        return self.kernel_set(op, targets, poison_outputs)
 
     def _count_engines(self) -> None:
         """Move the last machine's engine choices into the backend's counts."""

@@ -34,9 +34,9 @@ from portkit.bench.torch_judge import TorchJudge
 from portkit.bench.traffic import declared, default_bytes
 from portkit.checking.reference_run import reference_run
 from portkit.errors import PortkitError
-from portkit.results import Outcome
 from portkit.launch.op_inputs import as_tuple
 from portkit.project.cases import Case, make_grad_outputs, make_inputs
+from portkit.results import Outcome
 
 if TYPE_CHECKING:
     from portkit.checking.compare import Tolerance

@@ -23,8 +23,8 @@ from portkit.bench.timing import SPIN, Clock, LaunchSpan
 from portkit.checking.compare import Tolerance, compare
 from portkit.checking.op_contract import tolerance
 from portkit.errors import describe
-from portkit.results import Outcome
 from portkit.launch.op_inputs import as_tuple
+from portkit.results import Outcome
 
 if TYPE_CHECKING:
     from portkit.project.cases import Case

@@ -127,7 +127,9 @@ class CaseRunner:
 
     def build_failed(self, backend: str) -> bool:
         """Whether ``backend`` could not build the op's kernels (its ``compile`` row)."""
-        return any(r.backend == backend and is_compile_check(r.check) and r.failed for r in self.results)
+        return any(
+            r.backend == backend and is_compile_check(r.check) and r.failed for r in self.results
+        )
 
     # -- the reference, computed once per device ---------------------------------
     def reference(self, device: str) -> tuple[tuple, tuple]:

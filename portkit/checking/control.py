@@ -223,7 +223,8 @@ def control_compare(
         got = a.reshape(-1)[suspects]
         exact = w.reshape(-1)[suspects].to(actual.dtype).to(torch.float64)
         finite = torch.isfinite(got) & torch.isfinite(exact)
-        special = (torch.isnan(got) & torch.isnan(exact)) | (~torch.isfinite(exact) & (got == exact))
+        both_nan = torch.isnan(got) & torch.isnan(exact)
+        special = both_nan | (~torch.isfinite(exact) & (got == exact))
         room = allowed.reshape(-1)[suspects]
         gap = torch.where(finite, err.reshape(-1)[suspects], torch.zeros_like(got))
         is_bad = ~special & (~finite | (gap > room))

@@ -121,7 +121,9 @@ def controls(
     low = runs.low_grads if grad else runs.low_outputs
     factor = factors[1 if grad else 0]
     return [
-        Control(w, lo, runs.low_dtype, factor, runs.memo) if w is not None and lo is not None else None
+        Control(w, lo, runs.low_dtype, factor, runs.memo)
+        if w is not None and lo is not None
+        else None
         for w, lo in zip(wide, low)
     ]
 

@@ -31,8 +31,8 @@ from portkit.runtime.launch_contract import LaunchConfig as LaunchConfig
 if TYPE_CHECKING:
     import torch
 
-    from portkit.runtime.knob_choice import KnobChoice
     from portkit.launch.guards import GuardZones
+    from portkit.runtime.knob_choice import KnobChoice
 
 
 class LaunchTarget:
@@ -165,7 +165,8 @@ class KernelSet:
         kind: KernelsKind | None = None,
     ) -> None:
         self.op = op
-        # The op's knobs and tuned table (portkit.runtime.knob_choice): what portkit.knobs(k, x) reads.
+        # The op's knobs and tuned table (portkit.runtime.knob_choice): what
+        # portkit.knobs(k, x) reads.
         self.knob_choice = knob_choice
         self.implementation = implementation
         self.device = device

@@ -4,8 +4,9 @@
 every op it ever saw, with its prototype module, kernels and compiled code: a resident
 process (``portkit watch``, a notebook) that re-imports an edited op 1,000 times keeps
 1,000 of them. ``by_op_content`` keys instead on what the op is made of (its name, its
-launchers' and kernels' code, its cases) and keeps the ``maxsize`` entries used last: an unchanged op hits whichever object it is, an edited one misses, and nothing
-holds on to an op.
+launchers' and kernels' code, its cases) and keeps the ``maxsize`` entries used last:
+an unchanged op hits whichever object it is, an edited one misses, and nothing holds on
+to an op.
 """
 
 from __future__ import annotations

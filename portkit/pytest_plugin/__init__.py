@@ -44,8 +44,7 @@ from typing import Any
 
 import pytest
 
-from portkit.pytest_plugin import shards
-from portkit.pytest_plugin import verdicts
+from portkit.pytest_plugin import shards, verdicts
 from portkit.pytest_plugin.items import (
     BASELINE_OPTION,
     OpFile,

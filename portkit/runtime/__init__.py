@@ -3,7 +3,8 @@
 Everything in this folder imports only the standard library, torch and cuda.bindings,
 and each module imports its siblings relatively: ``portkit export`` copies the folder
 byte for byte into a package as ``_runtime/``, and the package's launchers see this
-module as ``portkit`` (``portkit.cdiv``, ``portkit.sm_count``, ``portkit.knobs``, ``portkit.InputError``:
+module as ``portkit`` (``portkit.cdiv``, ``portkit.sm_count``, ``portkit.knobs``,
+``portkit.InputError``:
 the launch contract's ``LAUNCHER_NAMES``). docs/design.md maps the modules.
 """
 

@@ -12,7 +12,8 @@ the configuration that won there. A device or bucket the table has no entry for 
 defaults; ``portkit check`` pins each configuration the table can pick (``pinned``).
 
 Standard library only: ``portkit export`` copies this file byte for byte into every
-package it writes (as its ``_runtime`` folder's ``knob_choice.py``), so an exported package picks configurations by the
+package it writes (as its ``_runtime`` folder's ``knob_choice.py``), so an exported
+package picks configurations by the
 rules portkit uses. torch is imported only to name the GPU a tensor lives on.
 """
 

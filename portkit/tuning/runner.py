@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 from portkit.bench.runner import Bench
 from portkit.checking.configurations import PinnedBackend
-from portkit.runtime.knob_choice import describe
 from portkit.project.tuning_table import knob_choice
 from portkit.results import Outcome
+from portkit.runtime.knob_choice import describe
 from portkit.tuning.search import Config, Trials, defaults, search
 
 if TYPE_CHECKING:

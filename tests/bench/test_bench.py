@@ -14,7 +14,6 @@ import pytest
 import torch
 
 from portkit.bench.model import CopyBandwidth, Machine, Measurement, Report
-from portkit.results import Outcome
 from portkit.bench.regression import (
     FASTER,
     MISSING,
@@ -29,6 +28,7 @@ from portkit.bench.regression import (
 from portkit.bench.stats import Summary
 from portkit.bench.traffic import declared, default_bytes, tensor_bytes
 from portkit.errors import OpDefinitionError, PortkitError
+from portkit.results import Outcome
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -14,8 +14,8 @@ import pytest
 import torch
 
 from portkit.bench.model import BASELINE, COMPILED, Report
-from portkit.results import Outcome
 from portkit.errors import OpDefinitionError
+from portkit.results import Outcome
 from tests.bench.test_bench import FakeClock, report, roles_report
 
 REPO = Path(__file__).resolve().parents[2]

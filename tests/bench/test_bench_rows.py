@@ -13,9 +13,9 @@ from types import SimpleNamespace
 import pytest
 
 from portkit.bench.model import COMPILED, LATENCY_BOUND_US, Report
-from portkit.results import Outcome
 from portkit.bench.peaks import peak_tflops
 from portkit.bench.stats import Summary
+from portkit.results import Outcome
 from tests.bench.test_bench import FakeClock, report, roles_report
 
 REPO = Path(__file__).resolve().parents[2]

@@ -130,7 +130,8 @@ def test_an_exact_value_beyond_the_dtype_must_be_its_infinity():
     exact = torch.tensor([1e39, 1.0], dtype=torch.float64)
     low = exact.float()
     table = Tolerance(rtol=0.9, atol=0.0)
-    assert not control_compare("o", exact.float(), exact, low, 2.0, torch.float32, table=table).failed
+    right = control_compare("o", exact.float(), exact, low, 2.0, torch.float32, table=table)
+    assert not right.failed
     biggest = torch.tensor([torch.finfo(torch.float32).max, 1.0])
     verdict = control_compare("o", biggest, exact, low, 2.0, torch.float32, table=table)
     assert verdict.bad == 1 and verdict.nonfinite == 1

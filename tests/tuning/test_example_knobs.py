@@ -15,8 +15,8 @@ from portkit.backends import create
 from portkit.backends.twin_cpu.build import find_compiler
 from portkit.checking.configurations import PinnedBackend
 from portkit.checking.harness import run_case
-from portkit.runtime.knob_choice import describe
 from portkit.project.tuning_table import declared_choice
+from portkit.runtime.knob_choice import describe
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -12,8 +12,8 @@ import torch
 
 import portkit
 from portkit.errors import OpDefinitionError, PortkitError
-from portkit.runtime.knob_choice import KnobChoice, bucket, knobs
 from portkit.project.cases import custom
+from portkit.runtime.knob_choice import KnobChoice, bucket, knobs
 
 DECLARED = {"threads": [128, 256, 64], "per_sm": [2, 4]}
 

@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING
 
 from portkit.backends.base import Backend
 from portkit.launch.kernel_set import KernelSet
-from portkit.project.tuning_table import knob_choice
 from portkit.simt.debug import Breakpoint
 
 if TYPE_CHECKING:
@@ -47,11 +46,4 @@ class NumbaSimulator(Backend):
             target = SimulatedKernel(name, dispatcher, functions)
             target.breakpoint = self.breakpoint
             targets[name] = target
-        return KernelSet(
-            op.name,
-            self.name,
-            self.device,
-            targets,
-            poison_outputs,
-            knob_choice=knob_choice(op, self.config),
-        )
+        return self.kernel_set(op, targets, poison_outputs)

@@ -25,8 +25,6 @@ from portkit.runtime.launch_contract import (
     instantiated_ctypes,
     instantiation_key,
 )
-from portkit.project.dtypes import dtype_name
-from portkit.project.tuning_table import knob_choice
 from portkit.runtime.twin_launch import TwinLaunch, refuse_arguments, scalar_value
 
 if TYPE_CHECKING:
@@ -133,11 +131,4 @@ class Twin(Backend):
                 for combo in instantiations
             }
             targets[name] = TwinKernelTarget(kernel, handles, device)
-        return KernelSet(
-            op.name,
-            self.name,
-            self.device,
-            targets,
-            poison_outputs,
-            knob_choice=knob_choice(op, self.config),
-        )
+        return self.kernel_set(op, targets, poison_outputs)

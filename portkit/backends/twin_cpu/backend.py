@@ -34,7 +34,6 @@ from portkit.backends.twin_cpu.build import (
 from portkit.backends.twin_cpu.check_worker import CheckWorker
 from portkit.errors import KernelError
 from portkit.launch.kernel_set import KernelSet, LaunchConfig, LaunchTarget
-from portkit.project.tuning_table import knob_choice
 
 if TYPE_CHECKING:
     import torch
@@ -201,14 +200,7 @@ class TwinCPU(Backend):
             targets = {n: CheckedLaunch(k, library, self._worker) for n, k in kernels.items()}
         else:
             targets = {n: PlainLaunch(k, library) for n, k in kernels.items()}
-        return KernelSet(
-            op.name,
-            self.name,
-            self.device,
-            targets,
-            poison_outputs,
-            knob_choice=knob_choice(op, self.config),
-        )
+        return self.kernel_set(op, targets, poison_outputs)
 
     def __del__(self) -> None:
         worker = getattr(self, "_worker", None)  # absent if __init__ raised
