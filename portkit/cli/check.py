@@ -49,7 +49,7 @@ SANITIZER_CHOICES = ("memcheck", "racecheck", "initcheck", "synccheck", "all")
 EXIT_SANITIZER_SKIPPED = EXIT_NOTHING_RAN
 
 
-@click.command()
+@click.command(short_help="Check OPs against the reference on every backend this machine has.")
 @click.argument("op_names", metavar="[OP]...", nargs=-1)
 @click.option("--all", "all_ops", is_flag=True, help="Check every op of the project.")
 @click.option(

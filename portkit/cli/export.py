@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 DEFAULT_ARCHS = "sm_80,sm_90,sm_100"
 
 
-@click.command("export")
+@click.command("export", short_help="Write an installable package of OPs' twins for torch.")
 @click.argument("op_names", metavar="OP...", nargs=-1, required=True)
 @click.option(
     "--out",

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from portkit.simt.machine import Machine
 
 
-@click.command()
+@click.command(short_help="Run OP's prototype in the CUDA simulator and compare it with torch.")
 @click.argument("op_name", metavar="OP")
 @click.option("--case", "case_name", help="Run one of the op's cases by name (see `portkit list`).")
 @click.option("--size", type=SIZE, help="1-D inputs of this many elements.")

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 STRATEGIES = ("auto", "grid", "greedy", "random")  # portkit.tuning.search's
 
 
-@click.command("tune")
+@click.command("tune", short_help="Search OP's knobs on this GPU; record the fastest in tuning/.")
 @click.argument("op_name", metavar="OP")
 @click.option("--case", "case_names", multiple=True, help="Only this bench case (repeatable).")
 @click.option(

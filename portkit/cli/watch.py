@@ -18,7 +18,7 @@ from portkit.cli.context import (
 from portkit.errors import PortkitError
 
 
-@click.command("watch")
+@click.command("watch", short_help="Re-run OPs' checks on every save.")
 @click.argument("op_names", metavar="[OP]...", nargs=-1)
 @click.option(
     "--check",
