@@ -356,8 +356,13 @@ def test_a_tolerance_of_nan_inf_or_below_zero_is_one_line(make_project, sources,
 
 
 def test_a_budget_of_a_microsecond_stops_with_one_line(make_project, sources, cli):
-    root = make_project({"mk_bud": (sources.unary_op("mk_bud", cases=sources.ONE_CASE), None)})
-    for command in (["sim", "mk_bud"], ["check", "mk_bud", "--backend", "sim", "--no-compile"]):
+    # Big enough that the launch outlasts the watchdog thread's first turn on a loaded
+    # 2-core machine: 129 elements could finish before it ran, and a launch that ends
+    # is not stopped (simt/watchdog.py), so the budget was not seen (CI, 2026-11-27).
+    many = '[portkit.cases.custom("float32-n262144", [(262144,)])]'
+    root = make_project({"mk_bud": (sources.unary_op("mk_bud", cases=many), None)})
+    sim = ["sim", "mk_bud", "--case", "float32-n262144"]
+    for command in (sim, ["check", "mk_bud", "--backend", "sim", "--no-compile"]):
         out = assert_clean(cli(root, *command, "--budget", "0.000001"), 1)
         assert "kernel mk_bud_fwd: still running after 1e-06 s" in out
 
