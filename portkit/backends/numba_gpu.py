@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import portkit.backends.prototype_cache as prototype_cache
 from portkit.backends.base import Backend, cuda_unavailable_reason
+from portkit.backends.numba_types import NumbaRejects, rejection
 from portkit.launch.kernel_set import KernelSet, LaunchConfig, LaunchTarget
 from portkit.project.dtypes import BITS_VIEW, dtype_name, prototype_view
 
@@ -105,7 +106,32 @@ class NumbaKernel(LaunchTarget):
             # Small grids are deliberate in edge-size cases; numba warns about each.
             # (numba-cuda raises its own copy of the class, so match the message.)
             warnings.filterwarnings("ignore", message=r".*Grid size \d+ will likely result in GPU")
-            self._dispatcher[config.grid, config.block, stream, config.shared_bytes](*device_args)
+            try:
+                self._dispatcher[config.grid, config.block, stream, config.shared_bytes](
+                    *device_args
+                )
+            except Exception as exc:
+                if not _numba_refused(exc):
+                    raise
+                # What numba cannot compile is one line, as in the simulator's type check.
+                func = self._dispatcher.py_func
+                types = ", ".join(str(numba_typeof(a)) for a in device_args)
+                raise NumbaRejects(rejection(func.__name__, func, types, exc)) from None
+
+
+def _numba_refused(exc: BaseException) -> bool:
+    """numba's compile-time refusal (``NumbaError``: typing, lowering, unsupported),
+    matched by name: numba-cuda raises its own copy of numba's error classes."""
+    return any(cls.__name__ == "NumbaError" for cls in type(exc).__mro__)
+
+
+def numba_typeof(value: Any) -> Any:
+    import numba
+
+    try:
+        return numba.typeof(value)
+    except (ValueError, TypeError):
+        return type(value).__name__
 
 
 class NumbaGPU(Backend):

@@ -79,7 +79,9 @@ def check_tensor(
     skip = None
     if bound is not None:  # atomic sums: the control plus every order's spread
         allowed, _ = control.bound(actual.dtype, tolerance)
-        allowed = allowed + order_term(bound, actual.dtype)
+        # The order bound is kept on the CPU (the atomic tally is host-side); the
+        # control's bound is on the output's device: the summed compare runs on the CPU.
+        allowed = allowed.cpu() + order_term(bound, actual.dtype)
         _, summed = compare_summed(
             what,
             actual,

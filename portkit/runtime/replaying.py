@@ -64,8 +64,26 @@ class RecordingKernels:
         for name in kernel_names:
             setattr(self, name, _RecordingKernel(getattr(kernels, name), self))
 
+    # The protocol's members are spelled out: Python 3.12's isinstance on a
+    # runtime_checkable Protocol looks attributes up statically, past __getattr__.
+    @property
+    def op(self) -> str:
+        return str(self._k.op)
+
+    @property
+    def implementation(self) -> str:
+        return str(self._k.implementation)
+
+    @property
+    def kind(self) -> Any:
+        return self._k.kind
+
+    @property
+    def device(self) -> Any:
+        return self._k.device
+
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._k, name)  # op, device, poison_outputs, ...
+        return getattr(self._k, name)  # poison_outputs, knob choice, ...
 
     def empty(self, shape: Sequence[int], dtype: Any) -> Any:
         return self.call.allocated(self._k.empty, shape, dtype)
