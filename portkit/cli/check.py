@@ -136,7 +136,8 @@ EXIT_SANITIZER_SKIPPED = EXIT_NOTHING_RAN
     help="Check N ops at once, each in a worker process: workers take GPUs round robin "
     "(each sees one, as CUDA_VISIBLE_DEVICES) and share the cores. One merged table "
     "in the usual order, --json merged, the exit code the worst; a worker that crashes "
-    "is a failed row for the op it was checking. Not with --sanitize or --seeds.",
+    "is a failed row for the op it was checking. With --phase and --verdicts the "
+    "workers share one verdict store. Not with --sanitize or --seeds.",
 )
 @budget_option
 @strict_option
@@ -228,15 +229,27 @@ def check(
     out = emit if as_json else None
     margins: list = []
     if jobs > 1:
-        if phase != "all" or verdicts_path is not None:
-            # Workers run every row and keep no verdicts yet: said, not half-done.
-            raise click.UsageError("-j N runs every row afresh; drop it with --phase/--verdicts")
+        from portkit.checking.verdicts.store import checked_path
         from portkit.cli.check_jobs import check_jobs
 
-        steps = len(plan) + (0 if no_compile else len({op.name for op, _ in plan}))
+        if verdicts_path is not None:
+            verdicts_path = checked_path(verdicts_path)  # said before any worker starts
+        compiles = not no_compile and phase != "gpu"
+        steps = len(plan) + (len({op.name for op, _ in plan}) if compiles else 0)
         with progress_bar(console, steps, f"checking ({jobs} jobs)") as advance:
             results, states, lines = check_jobs(
-                config, plan, names, case_names, quick, no_compile, verbose, jobs, advance
+                config,
+                plan,
+                names,
+                case_names,
+                quick,
+                no_compile,
+                verbose,
+                jobs,
+                advance,
+                phase=phase,
+                verdicts=verdicts_path,
+                use_verdicts=not no_cache,
             )
         _report(results, states, lines, names, margins, seeds, verbose, console, out, phase, config)
     backends = phase_backends(create_all(config, names or None), phase)

@@ -8,6 +8,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from portkit.checking.parallel.handoff import BackendState
     from portkit.project.cases import Case
     from portkit.project.config import ProjectConfig
@@ -25,9 +27,14 @@ def check_jobs(
     verbose: bool,
     jobs: int,
     advance: Callable[[str], None],
+    phase: str = "all",
+    verdicts: Path | None = None,
+    use_verdicts: bool = True,
 ) -> tuple[list[CheckResult], list[BackendState], list[str]]:
     """The rows in the order one process gives them, each backend once (a worker that
-    could run it wins over one that could not), the ops' report lines in op order."""
+    could run it wins over one that could not), the ops' report lines in op order.
+    Workers run ``phase``'s backends and share one verdict store (``verdicts``, or the
+    cache dir's), served from and updated as one process does."""
     from portkit.checking.parallel.handoff import suite_order
     from portkit.checking.parallel.pool import check_in_parallel
     from portkit.checking.parallel.worker import Request
@@ -42,6 +49,9 @@ def check_jobs(
         budget=config.sim_budget,
         strict=config.strict,
         verbose=verbose,
+        phase=phase,
+        verdicts=str(verdicts.resolve()) if verdicts is not None else "",
+        use_verdicts=use_verdicts,
     )
     ops = list(dict.fromkeys(op.name for op, _ in plan))
     runs = check_in_parallel(ops, request, jobs, config.settings.as_environment(), advance)

@@ -140,3 +140,31 @@ def test_rows_merge_in_the_order_of_one_process_and_survive_the_file(tmp_path):
 def test_exit_status_names_the_signal():
     assert exit_status(-9) == "killed by SIGKILL"
     assert exit_status(3) == "exit code 3"
+
+
+def test_workers_share_one_verdict_store_with_phases(project, tmp_path, monkeypatch):
+    monkeypatch.setenv("PORTKIT_VERDICT_CACHE", "1")  # tests/conftest.py turns it off
+    # the CPU phase in two workers stores its verdicts; a rerun serves them all as cached
+    store = tmp_path / "verdicts.json"
+    args = ("check", "par_twice", "par_alone", "--json", "--phase", "cpu", "-j", "2")
+    first = run_portkit(project, *args, "--verdicts", str(store), timeout=600)
+    assert first.returncode == 0, first.stdout + first.stderr
+    passed = [r for r in json.loads(first.stdout)["results"] if r["status"] == "pass"]
+    assert passed and not any(r["cached"] for r in passed)
+    kept = json.loads(store.read_text())["verdicts"]
+    assert {entry["unit"].split(" / ")[0] for entry in kept.values()} == {"par_twice", "par_alone"}
+    again = run_portkit(project, *args, "--verdicts", str(store), timeout=600)
+    assert again.returncode == 0, again.stdout + again.stderr
+    served = [r for r in json.loads(again.stdout)["results"] if r["status"] == "pass"]
+    assert len(served) == len(passed) and all(r["cached"] for r in served)
+    assert [row[:4] for row in rows(again)] == [row[:4] for row in rows(first)]
+    # no GPU backend ran in the CPU phase, in any worker (their rows: compiles and lint)
+    gpu_rows = {check for _, backend, check, *_ in rows(first) if backend in ("numba", "twin")}
+    assert gpu_rows and all(c.startswith(("compile", "signature", "lint")) for c in gpu_rows)
+
+
+def test_a_verdicts_file_in_a_missing_folder_is_refused_before_workers_start(project, tmp_path):
+    missing = tmp_path / "nope" / "verdicts.json"
+    done = run_portkit(project, "check", "--all", "-j", "2", "--verdicts", str(missing))
+    assert done.returncode == 2
+    assert "does not exist" in done.stderr and "Traceback" not in done.stderr

@@ -40,6 +40,9 @@ class Request:
     budget: float | None = None
     strict: bool = False
     verbose: bool = False
+    phase: str = "all"  # --phase: the backends each worker runs (checking/verdicts/phases.py)
+    verdicts: str = ""  # --verdicts PATH; "" the cache dir's store
+    use_verdicts: bool = True  # False under --no-cache
 
     def write(self, path: Path) -> None:
         path.write_text(json.dumps(asdict(self)))
@@ -62,8 +65,17 @@ def check_op(session: Session, request: Request, name: str, say: IO[str]) -> OpR
     op's, not the sum of the ops this worker checked before."""
     from portkit.backends import create_all
     from portkit.checking.harness import plan_suite, run_suite
+    from portkit.checking.verdicts.phases import phase_backends
+    from portkit.checking.verdicts.serve import Verdicts
+    from portkit.checking.verdicts.store import open_store
 
-    backends = create_all(session.config, list(request.backend_names) or None)
+    all_backends = create_all(session.config, list(request.backend_names) or None)
+    backends = phase_backends(all_backends, request.phase)
+    # The one store every worker reads and updates: its writes lock and merge (store.py).
+    path = Path(request.verdicts) if request.verdicts else None
+    config = session.config
+    store = open_store(config.cache_dir, path, request.use_verdicts and config.settings.verdict_cache)
+    verdicts = None if store is None else Verdicts(store, config)
 
     op = session.op(name)
     # The run's --case names this op has (the parent checked that some op has each).
@@ -78,11 +90,19 @@ def check_op(session: Session, request: Request, name: str, say: IO[str]) -> OpR
 
     results = (
         run_suite(
-            plan, backends, session.config, compile_first=request.compile_first, advance=advance
+            plan,
+            backends,
+            session.config,
+            compile_first=request.compile_first and request.phase != "gpu",
+            advance=advance,
+            reuse=verdicts,
+            op_notes=request.phase != "gpu",
         )
         if plan
         else []
     )
+    if verdicts is not None:
+        verdicts.store.save()
     report: list[str] = []
     if request.verbose:
         for backend in backends:
