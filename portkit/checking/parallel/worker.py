@@ -74,7 +74,8 @@ def check_op(session: Session, request: Request, name: str, say: IO[str]) -> OpR
     # The one store every worker reads and updates: its writes lock and merge (store.py).
     path = Path(request.verdicts) if request.verdicts else None
     config = session.config
-    store = open_store(config.cache_dir, path, request.use_verdicts and config.settings.verdict_cache)
+    enabled = request.use_verdicts and config.settings.verdict_cache
+    store = open_store(config.cache_dir, path, enabled)
     verdicts = None if store is None else Verdicts(store, config)
 
     op = session.op(name)
