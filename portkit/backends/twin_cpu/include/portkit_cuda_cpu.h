@@ -13,7 +13,7 @@
 // ELF section "portkit_shared" (one copy, reused by every block since one block runs at
 // a time), dynamic shared memory in one heap buffer per launch; both are filled with
 // 0xFF bytes (NaN for half, float and double) before each block, so a read before any
-// write shows. Python drives it through the extern "C" launchers portkit generates
+// write shows (0x00 bytes with ZERO_SHARED: the check compares the two). Python drives it through the extern "C" launchers portkit generates
 // (portkit/backends/twin_cpu/build.py) and reads errors from a message buffer.
 #pragma once
 
@@ -158,7 +158,8 @@ enum State { RUNNABLE, AT_BARRIER, AT_WARP, DONE };
 enum WarpOp { W_SYNC, W_SHFL, W_UP, W_DOWN, W_XOR, W_BALLOT, W_ANY, W_ALL, W_MATCH_ANY,
               W_MATCH_ALL, W_RED_ADD, W_RED_MIN, W_RED_MAX, W_RED_AND, W_RED_OR, W_RED_XOR };
 enum BarrierOp { B_SYNC, B_COUNT, B_AND, B_OR };
-enum Flags { REVERSE = 1, STRICT = 2 };
+// ZERO_SHARED: fill shared memory with 0x00 instead of 0xFF (the uninitialised-value check).
+enum Flags { REVERSE = 1, STRICT = 2, ZERO_SHARED = 4 };
 
 struct Fiber {
     Context ctx;
@@ -502,7 +503,8 @@ inline void describe_deadlock(Launch* L) {
 
 inline void run_block(Launch* L, uint3 block) {
     blockIdx = block;
-    memset(__start_portkit_shared, 0xFF, __stop_portkit_shared - __start_portkit_shared);
+    memset(__start_portkit_shared, (L->flags & ZERO_SHARED) ? 0 : 0xFF,
+           __stop_portkit_shared - __start_portkit_shared);
     L->live = L->threads;
     L->at_barrier = 0;
     for (int w = 0; w < L->warps; ++w) L->arrived[w] = L->exited[w] = 0;
@@ -585,7 +587,7 @@ inline int launch(void (*thunk)(void**), const char* kernel, void** args, const 
     for (unsigned z = 0; z < grid[2] && !L.failed; ++z)
         for (unsigned y = 0; y < grid[1] && !L.failed; ++y)
             for (unsigned x = 0; x < grid[0] && !L.failed; ++x) {
-                if (dynamic) memset(dynamic, 0xFF, shared_bytes);
+                if (dynamic) memset(dynamic, (flags & ZERO_SHARED) ? 0 : 0xFF, shared_bytes);
                 run_block(&L, uint3{x, y, z});
             }
     L.current = nullptr;
