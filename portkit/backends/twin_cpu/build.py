@@ -152,12 +152,29 @@ def rewrite_dynamic_shared(source: str) -> str:
     )
 
 
+_STATIC_SHARED = re.compile(r"\b__shared__\b(?P<declarators>[^;{}]*);")
+
+
+def register_static_shared(source: str) -> str:
+    """Append ``PORTKIT_SHARED_REGISTER(name)`` after each ``__shared__`` declaration, on
+    its line, for every declarator (``__shared__ double a[4], b[4];``): GCC drops the
+    section attribute of a static local in a template, and the runtime must find every
+    shared variable to poison it (portkit_cuda_cpu.h)."""
+
+    def register(match: re.Match[str]) -> str:
+        text = re.sub(r"\[[^\]]*\]|\([^)]*\)", "", match["declarators"])
+        names = [re.findall(r"\w+", part)[-1] for part in text.split(",") if re.search(r"\w", part)]
+        return match.group(0) + "".join(f" PORTKIT_SHARED_REGISTER({n})" for n in names)
+
+    return _STATIC_SHARED.sub(register, source)
+
+
 def translation_unit(path: Path, expressions: Sequence[str]) -> str:
     display = display_name(path).replace("\\", "\\\\").replace('"', '\\"')
     parts = [
         '#include "portkit_cuda_cpu.h"',
         f'#line 1 "{display}"',
-        rewrite_dynamic_shared(path.read_text()),
+        register_static_shared(rewrite_dynamic_shared(path.read_text())),
         '#line 1 "portkit-cpu-launchers"',
     ]
     parts.append(

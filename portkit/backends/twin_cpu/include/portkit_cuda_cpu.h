@@ -119,8 +119,16 @@ inline void context_make(Context* c, char* stack, size_t size, void (*entry)()) 
 #define __align__(n) alignas(n)
 #define __grid_constant__
 // Static shared memory: one section, so the runtime can find and poison all of it.
-// `extern __shared__` (dynamic) is rewritten by portkit before compiling.
+// `extern __shared__` (dynamic) is rewritten by portkit before compiling. GCC ignores the
+// section of a static local in a template (it goes to a COMDAT .bss), so portkit also
+// appends PORTKIT_SHARED_REGISTER(name) to every declaration (build.py): the first time it
+// runs, the variable joins the list of ranges poisoned before each block.
 #define __shared__ static __attribute__((section("portkit_shared")))
+#define PORTKIT_CAT2(a, b) a##b
+#define PORTKIT_CAT(a, b) PORTKIT_CAT2(a, b)
+#define PORTKIT_SHARED_REGISTER(name)                                                  \
+    [[maybe_unused]] static const bool PORTKIT_CAT(portkit_shared_, __COUNTER__) =      \
+        ::portkit_cpu::register_shared(&(name), sizeof(name));
 #define __CUDA_ARCH__ 900
 #define __CUDACC__ 1
 #define PORTKIT_CUDA_CPU 1
@@ -224,6 +232,22 @@ inline dim3 gridDim;
 namespace portkit_cpu {
 
 inline unsigned char* dynamic_shared() { return g_dynamic_shared; }
+
+// Static shared variables outside the section (see __shared__): filled like it.
+struct SharedRange {
+    void* address;
+    size_t size;
+};
+inline SharedRange g_shared_ranges[512];
+inline int g_shared_count = 0;
+inline int shared_fill() { return g_launch && (g_launch->flags & ZERO_SHARED) ? 0 : 0xFF; }
+inline bool register_shared(void* address, size_t size) {
+    for (int k = 0; k < g_shared_count; ++k)
+        if (g_shared_ranges[k].address == address) return true;
+    if (g_shared_count < 512) g_shared_ranges[g_shared_count++] = SharedRange{address, size};
+    memset(address, shared_fill(), size);  // first use: before any thread writes it
+    return true;
+}
 
 // The linker defines these around the "portkit_shared" section; the anchor makes sure the
 // section exists (and the symbols with it) when a twin has no static shared memory.
@@ -503,8 +527,9 @@ inline void describe_deadlock(Launch* L) {
 
 inline void run_block(Launch* L, uint3 block) {
     blockIdx = block;
-    memset(__start_portkit_shared, (L->flags & ZERO_SHARED) ? 0 : 0xFF,
-           __stop_portkit_shared - __start_portkit_shared);
+    memset(__start_portkit_shared, shared_fill(), __stop_portkit_shared - __start_portkit_shared);
+    for (int k = 0; k < g_shared_count; ++k)
+        memset(g_shared_ranges[k].address, shared_fill(), g_shared_ranges[k].size);
     L->live = L->threads;
     L->at_barrier = 0;
     for (int w = 0; w < L->warps; ++w) L->arrived[w] = L->exited[w] = 0;
