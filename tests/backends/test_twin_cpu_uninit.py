@@ -6,6 +6,7 @@ writes it later stays green; an int index that overflows fails with UBSan's line
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -104,7 +105,8 @@ def test_a_missing_barrier_is_still_an_order_dependence(make_project, load_op, s
     """The uninitialised check comes after the schedule check: a read of shared memory
     that another thread writes later is a race, not an uninitialised local."""
     racy = SHARED_TWIN.replace("threadIdx.x < 16 && ", "").replace("    __syncthreads();\n", "")
-    racy = racy.replace("s[threadIdx.x]);", "s[31 - threadIdx.x]);")
+    racy = racy.replace("(T)s[threadIdx.x];", "(T)s[31 - threadIdx.x];")
+    assert "s[31 - threadIdx.x]" in racy and "__syncthreads" not in racy
     with pytest.raises(KernelError, match=r"half_fwd<float> is order-dependent: out"):
         _launch(make_project, load_op, sources, "half", racy)
 
@@ -122,11 +124,15 @@ def test_an_int_index_past_2_31_fails_with_ubsan_line(make_project, load_op, sou
 def test_check_fails_the_float32_case_with_one_line(make_project, cli, sources):
     prototype = sources.unary_op("acc", cases=sources.ONE_CASE)
     root = make_project({"acc": (prototype, sources.unary_twin("acc", ACCUMULATOR))})
-    result = cli(root, "check", "acc", "--backend", "twin-cpu", "--no-compile")
+    result = cli(root, "check", "acc", "--backend", "twin-cpu", "--no-compile", "--json")
     assert result.exit_code == 1, result.output
-    failing = [line for line in result.output.splitlines() if "reads an uninitialised value" in line]
-    assert failing and "float32-n129" in result.output
-    assert "`acc`" in failing[0] and re.search(r"acc\.cu:[67]", failing[0])
+    rows = json.loads(result.output[result.output.index('{\n "results"') :])["results"]
+    failing = [r for r in rows if r["status"] == "fail"]
+    assert failing and {r["case"] for r in failing} == {"float32-n129"}
+    forward = next(r for r in failing if r["check"] == "forward")
+    assert forward["detail"].count("\n") == 0
+    assert forward["detail"].startswith("acc_fwd<float> in cuda_src/acc.cu reads an uninitialised")
+    assert re.search(r"acc\.cu:[67]: `acc` (may be|is) used uninitialized", forward["detail"])
 
 
 def test_the_two_check_builds_are_cached_apart(tmp_path):
