@@ -36,26 +36,33 @@ if TYPE_CHECKING:
 
 TRUNCATION = "truncation"  # the finding kind
 FLAGS = ("-fsyntax-only", "-Wconversion", "-Wsign-conversion", "-fno-diagnostics-show-caret")
-_WIDE = r"(?:long long int|long long unsigned int|long int|long unsigned int|long long|long|unsigned long long|unsigned long|size_t|ptrdiff_t)"
-_NARROW = r"(?:int|unsigned int|short int|short unsigned int|short|unsigned short|char|signed char|unsigned char)"
+_WIDE = (
+    r"(?:long long int|long long unsigned int|long int|long unsigned int|long long|long|"
+    r"unsigned long long|unsigned long|size_t|ptrdiff_t)"
+)
+_NARROW = (
+    r"(?:int|unsigned int|short int|short unsigned int|short|unsigned short|char|"
+    r"signed char|unsigned char)"
+)
 _Q = "[\u2018\u2019'`\"]"
 _WHERE = r"^(?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+): warning: "
 _NARROWING = re.compile(
-    _WHERE
-    + rf"(?:(?:unsigned )?conversion from {_Q}(?P<src>[^\u2019'\"]+){_Q}(?: {{aka {_Q}[^\u2019'\"]+{_Q}}})? "
+    _WHERE + rf"(?:(?:unsigned )?conversion from {_Q}(?P<src>[^\u2019'\"]+){_Q}"
+    rf"(?: {{aka {_Q}[^\u2019'\"]+{_Q}}})? "
     rf"to {_Q}(?P<dst>[^\u2019'\"]+){_Q}"
     rf"|implicit conversion loses integer precision: {_Q}(?P<src2>[^\u2019'\"]+){_Q} to "
     rf"{_Q}(?P<dst2>[^\u2019'\"]+){_Q})",
     re.M,
 )
 _SIGN = re.compile(
-    _WHERE
-    + rf"(?:conversion to {_Q}int{_Q} from {_Q}unsigned int{_Q} may change the sign"
+    _WHERE + rf"(?:conversion to {_Q}int{_Q} from {_Q}unsigned int{_Q} may change the sign"
     rf"|implicit conversion changes signedness: {_Q}unsigned int{_Q} to {_Q}int{_Q})",
     re.M,
 )
-_GLOBAL_INDEX = re.compile(r"\bblockIdx\.[xyz]\b.*\b(?:blockDim|gridDim)\.[xyz]\b"
-                           r"|\b(?:blockDim|gridDim)\.[xyz]\b.*\bblockIdx\.[xyz]\b")
+_GLOBAL_INDEX = re.compile(
+    r"\bblockIdx\.[xyz]\b.*\b(?:blockDim|gridDim)\.[xyz]\b"
+    r"|\b(?:blockDim|gridDim)\.[xyz]\b.*\bblockIdx\.[xyz]\b"
+)
 _INT_DECLARATION = re.compile(r"\b(?:const\s+)?(?:signed\s+)?int\s+(?P<name>\w+)\s*=")
 _WIDE_DECLARATION = re.compile(
     r"\b(?:long\s+long(?:\s+int)?|long(?:\s+int)?|unsigned\s+long(?:\s+long)?|int64_t|"
@@ -73,8 +80,7 @@ FIX_NARROWING = (
     "((int)...) where it is known to fit"
 )
 FIX_INDEX = (
-    "compute the index in 64 bits: long long i = (long long)blockIdx.x * blockDim.x + "
-    "threadIdx.x;"
+    "compute the index in 64 bits: long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;"
 )
 
 
@@ -113,9 +119,7 @@ def _diagnostics(path: Path, expressions: list[str]) -> str | None:
     return proc.stderr if proc.returncode == 0 else None  # a compile error is compile's
 
 
-def diagnostics_findings(
-    op: str, path: Path, log: str, kernels: dict[str, int]
-) -> list[Finding]:
+def diagnostics_findings(op: str, path: Path, log: str, kernels: dict[str, int]) -> list[Finding]:
     """The ``truncation`` findings in a compiler log of the twin at ``path``
     (``kernels``: kernel name -> the line its definition starts on)."""
     lines = path.read_text().splitlines()
@@ -135,33 +139,38 @@ def diagnostics_findings(
             code = lines[line - 1].strip()
             if _BOUNDED.search(code):
                 continue  # `tile % 2`, `x & 0xff`, `x >> 32`: the value fits
-            add(line, f"`{code}` converts a 64-bit `{src}` to `{dst}`: past 2^31 it "
-                f"wraps on the GPU, while the prototype keeps 64 bits", FIX_NARROWING)
+            add(
+                line,
+                f"`{code}` converts a 64-bit `{src}` to `{dst}`: past 2^31 it "
+                f"wraps on the GPU, while the prototype keeps 64 bits",
+                FIX_NARROWING,
+            )
     for match in _SIGN.finditer(log):
         line = _own_line(match, path, lines)
         if not line:
             continue
         code = lines[line - 1]
         declared = _INT_DECLARATION.search(code)
-        if declared is None or not _GLOBAL_INDEX.search(code[declared.end():]):
+        if declared is None or not _GLOBAL_INDEX.search(code[declared.end() :]):
             continue
         name = declared["name"]
         later = [start for start in kernels.values() if start > line]
         end = min(later) - 1 if later else len(lines)
         against = _compared_with(name, lines[line - 1 : end], wide_names)
         if against:
-            add(line, f"`{code.strip()}` keeps a global thread index in a 32-bit int, "
+            add(
+                line,
+                f"`{code.strip()}` keeps a global thread index in a 32-bit int, "
                 f"compared with the 64-bit `{against}`: past 2^31 threads it goes negative",
-                FIX_INDEX)
+                FIX_INDEX,
+            )
     return [found[line] for line in sorted(found)]
 
 
 def _own_line(match: re.Match[str], path: Path, lines: list[str]) -> int:
     """The warning's line when it is in the twin's own file, else 0."""
     file = Path(match["file"])
-    same = file.name == path.name and (
-        not file.is_absolute() or file.resolve() == path.resolve()
-    )
+    same = file.name == path.name and (not file.is_absolute() or file.resolve() == path.resolve())
     line = int(match["line"])
     return line if same and 0 < line <= len(lines) else 0
 

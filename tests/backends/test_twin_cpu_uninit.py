@@ -76,11 +76,15 @@ def test_an_uninitialised_float32_accumulator_is_called_so(make_project, load_op
     assert "acc.cu reads an uninitialised value: out (argument 1, 129 float32)" in message
     assert "(129 of 129 elements)" in message
     # The compiler's warning names the variable, the line it is read on and its declaration.
-    assert re.search(r"acc\.cu:[67]: `acc` (may be|is) used uninitialized \(declared at line 5\)", message)
+    assert re.search(
+        r"acc\.cu:[67]: `acc` (may be|is) used uninitialized \(declared at line 5\)", message
+    )
 
 
 def test_a_variable_declared_then_written_stays_green(make_project, load_op, sources):
-    out = _launch(make_project, load_op, sources, "late", sources.unary_twin("late", DECLARED_THEN_WRITTEN))
+    out = _launch(
+        make_project, load_op, sources, "late", sources.unary_twin("late", DECLARED_THEN_WRITTEN)
+    )
     assert torch.equal(out, torch.arange(129.0) * 2)
 
 

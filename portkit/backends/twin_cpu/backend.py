@@ -25,6 +25,7 @@ from portkit.backends.base import Backend
 from portkit.backends.twin.backend import bind_arguments, missing_twin_reason
 from portkit.backends.twin.instances import readable_twin
 from portkit.backends.twin.source import TwinKernel
+from portkit.backends.twin_cpu import uninit
 from portkit.backends.twin_cpu.build import (
     CpuLibrary,
     compile_twin_cpu,
@@ -33,7 +34,6 @@ from portkit.backends.twin_cpu.build import (
     display_name,
     find_compiler,
 )
-from portkit.backends.twin_cpu import uninit
 from portkit.backends.twin_cpu.check_worker import CheckWorker
 from portkit.errors import KernelError
 from portkit.launch.kernel_set import KernelSet, LaunchConfig, LaunchTarget
@@ -148,7 +148,12 @@ class CheckedLaunch(LaunchTarget):
             if not reply["order"]:
                 raise KernelError(
                     uninit.message(
-                        expression, self._twin, names[buffer], index, count, tensor.numel(),
+                        expression,
+                        self._twin,
+                        names[buffer],
+                        index,
+                        count,
+                        tensor.numel(),
                         list(self._library.warnings),
                     )
                 )

@@ -32,8 +32,9 @@ INIT_FLAG = {PATTERN: "-ftrivial-auto-var-init=pattern", ZERO: "-ftrivial-auto-v
 WARNING_FLAGS = ("-Wuninitialized", "-Wmaybe-uninitialized", "-fno-diagnostics-show-caret")
 _QUOTE = "[\u2018\u2019'`\"]"
 _WARNING = re.compile(
-    rf"^(?P<file>[^:\n]+):(?P<line>\d+):\d+: warning: (?:variable )?{_QUOTE}(?P<name>[^\u2019'`\"]+)"
-    rf"{_QUOTE} (?P<what>(?:may be |is )?used uninitialized|is uninitialized when used here)",
+    rf"^(?P<file>[^:\n]+):(?P<line>\d+):\d+: warning: (?:variable )?"
+    rf"{_QUOTE}(?P<name>[^\u2019'`\"]+){_QUOTE} "
+    r"(?P<what>(?:may be |is )?used uninitialized|is uninitialized when used here)",
     re.M,
 )
 _DECLARED = re.compile(
@@ -105,7 +106,12 @@ def without_warnings(log: str) -> str:
 
 
 def message(
-    expression: str, twin: str, name: str, index: list[int], count: int, total: int,
+    expression: str,
+    twin: str,
+    name: str,
+    index: list[int],
+    count: int,
+    total: int,
     warnings: list[str],
 ) -> str:
     """The one line of a launch whose output depends on how its locals start."""

@@ -12,8 +12,8 @@ with threads in reverse order between waits, and every buffer that differs betwe
 two runs is reported (tensor and first index). With ``zero`` (the build whose locals start
 as zeros, where the first's start as 0xFE bytes: uninit.py), the reverse run is of that
 build with shared memory zeroed; when the runs differ, a third (zero build, forward
-order) tells an order dependence from a read of an uninitialised value. Messages are length-prefixed pickles on
-two pipes; the kernel's own printf goes to the inherited stdout.
+order) tells an order dependence from a read of an uninitialised value. Messages are
+length-prefixed pickles on two pipes; the kernel's own printf goes to the inherited stdout.
 """
 
 from __future__ import annotations
