@@ -178,3 +178,37 @@ def test_a_failed_build_shows_errors_without_warnings():
     log = GCC_LOG + "cuda_src/acc.cu:11:5: error: 'nope' was not declared in this scope\n"
     shown = uninit.without_warnings(log)
     assert "error: 'nope'" in shown and "warning" not in shown and "declared here" not in shown
+
+
+def test_template_shared_memory_is_poisoned_before_every_block(make_project, load_op, sources):
+    """GCC drops the section attribute of a static local in a template: each
+    ``__shared__`` declaration registers its range, so the plain build too shows a read
+    before any write as NaN, in the first block and in every later one."""
+    from portkit.backends import create
+
+    root = make_project({"half": (sources.unary_op("half", cases=sources.ONE_CASE), SHARED_TWIN)})
+    config, op = load_op(root, "half")
+    k = create("twin-cpu", config).kernels(op)
+    x = torch.arange(129.0)
+    out = torch.zeros(129)
+    k.half_fwd[5, 32](x, out, 129)
+    lanes = torch.arange(129) % 32
+    assert torch.equal(out[lanes < 16], x[lanes < 16] * 2)
+    assert torch.isnan(out[lanes >= 16]).all()  # blocks 1-3 do not see block 0's values
+
+
+def test_every_shared_declarator_is_registered_on_its_own_line():
+    from portkit.backends.twin_cpu.build import register_static_shared
+
+    source = (
+        "__global__ void k() {\n"
+        "    __shared__ double sums_w[R][C], sums_b[R][C];\n"
+        "    __shared__ __align__(16) float tile[BK][BM + 1];\n"
+        "    __shared__ T partial;\n"
+        "}\n"
+    )
+    lines = register_static_shared(source).splitlines()
+    assert len(lines) == source.count("\n")
+    assert lines[1].endswith("; PORTKIT_SHARED_REGISTER(sums_w) PORTKIT_SHARED_REGISTER(sums_b)")
+    assert lines[2].endswith("; PORTKIT_SHARED_REGISTER(tile)")
+    assert lines[3].endswith("; PORTKIT_SHARED_REGISTER(partial)")

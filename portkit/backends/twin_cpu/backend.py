@@ -19,6 +19,7 @@ from __future__ import annotations
 import ctypes
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from portkit.backends.base import Backend
@@ -214,17 +215,19 @@ class TwinCPU(Backend):
 
     def kernels(self, op: Op, *, poison_outputs: bool = False) -> KernelSet:
         kernels, expressions = readable_twin(op, cpu_syntax_check)
-        mode = uninit.PATTERN if poison_outputs else "plain"
         assert op.twin_path is not None  # readable_twin checked it
-        library = compile_twin_cpu(op.twin_path, expressions, self.config.cache_dir, mode)
+        path, cache_dir = op.twin_path, self.config.cache_dir
         targets: dict[str, Any]
         if poison_outputs:
             compiler = find_compiler()
-            zero = (
-                compile_twin_cpu(op.twin_path, expressions, self.config.cache_dir, uninit.ZERO)
-                if compiler is not None and uninit.supported(compiler)
-                else None
-            )
+            modes = [uninit.PATTERN]
+            if compiler is not None and uninit.supported(compiler):
+                modes.append(uninit.ZERO)  # the two check builds compile side by side
+            with ThreadPoolExecutor(len(modes)) as pool:
+                built = list(
+                    pool.map(lambda m: compile_twin_cpu(path, expressions, cache_dir, m), modes)
+                )
+            library, zero = built[0], (built[1] if len(built) > 1 else None)
             if self._worker is None:
                 self._worker = CheckWorker()
             twin = display_name(op.twin_path)
@@ -232,6 +235,7 @@ class TwinCPU(Backend):
                 n: CheckedLaunch(k, library, self._worker, zero, twin) for n, k in kernels.items()
             }
         else:
+            library = compile_twin_cpu(path, expressions, cache_dir, "plain")
             targets = {n: PlainLaunch(k, library) for n, k in kernels.items()}
         return self.kernel_set(op, targets, poison_outputs)
 
