@@ -26,6 +26,7 @@ from portkit.launch.trace import launch_signatures, record_launches
 from portkit.lint.compile import check_prototype, check_twin
 from portkit.lint.model import Finding, Severity, one_per_line
 from portkit.lint.signature import signature_findings
+from portkit.lint.twin_truncation import truncation_findings
 from portkit.results import Outcome
 
 if TYPE_CHECKING:
@@ -182,7 +183,7 @@ def op_findings(
     ``::lint`` item report for an op that compiles: the code findings (through the
     cache; True when they came from it) and the twin signature findings."""
     findings, cached = remembered_code_findings(op, config, signatures)
-    return signature_findings(op) + findings, cached
+    return signature_findings(op) + truncation_findings(op) + findings, cached
 
 
 def lint_op(op: Op, config: ProjectConfig, report: LintReport, resources: bool = True) -> None:
@@ -195,7 +196,7 @@ def lint_op(op: Op, config: ProjectConfig, report: LintReport, resources: bool =
     not_linted = mlir_reason(op)
     if not_linted:  # the twin's checks still apply
         report.skipped.append(f"{op.name}: prototype not linted: {not_linted}")
-        report.findings += signature_findings(op)
+        report.findings += signature_findings(op) + truncation_findings(op)
         return
     signatures = signatures_by_dtype(op) if resources else None
     report.findings += op_findings(op, config, signatures)[0]

@@ -19,17 +19,21 @@ from __future__ import annotations
 import ctypes
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from portkit.backends.base import Backend
 from portkit.backends.twin.backend import bind_arguments, missing_twin_reason
 from portkit.backends.twin.instances import readable_twin
 from portkit.backends.twin.source import TwinKernel
+from portkit.backends.twin_cpu import uninit
 from portkit.backends.twin_cpu.build import (
     CpuLibrary,
     compile_twin_cpu,
     compiler_unavailable_reason,
     cpu_syntax_check,
+    display_name,
+    find_compiler,
 )
 from portkit.backends.twin_cpu.check_worker import CheckWorker
 from portkit.errors import KernelError
@@ -86,8 +90,16 @@ class CheckedLaunch(LaunchTarget):
     """A kernel of the sanitized build, run twice (thread order forward, then reversed)
     in the check worker on exact-size copies of the tensors, which are copied back."""
 
-    def __init__(self, kernel: TwinKernel, library: CpuLibrary, worker: CheckWorker) -> None:
+    def __init__(
+        self,
+        kernel: TwinKernel,
+        library: CpuLibrary,
+        worker: CheckWorker,
+        zero: CpuLibrary | None = None,
+        twin: str = "",
+    ) -> None:
         self._kernel, self._library, self._worker = kernel, library, worker
+        self._zero, self._twin = zero, twin  # the build with zeroed locals (uninit.py)
 
     def launch(self, config: LaunchConfig, args: Sequence[Any]) -> None:
         scalar, values = bind_arguments(self._kernel, args, self._library.symbols)
@@ -120,6 +132,7 @@ class CheckedLaunch(LaunchTarget):
             "buffers": buffers,
             "itemsizes": [t.element_size() for t in tensors],
             "schedule": True,
+            "zero": (str(self._zero.path), self._zero.symbols[expression]) if self._zero else None,
         }
         reply = self._worker.run(request, names)
         if "error" in reply:
@@ -127,12 +140,24 @@ class CheckedLaunch(LaunchTarget):
         for tensor, before, after in zip(tensors, buffers, reply["buffers"]):
             if after != before:  # writing an unchanged input would bump autograd's version
                 _fill(tensor, after)
-        if reply["order"]:
+        if reply["order"] or reply["uninit"]:
             import numpy as np
 
-            buffer, first, count = reply["order"][0]
+            buffer, first, count = (reply["order"] or reply["uninit"])[0]
             tensor = tensors[buffer]
             index = [int(i) for i in np.unravel_index(first, tuple(tensor.shape))]
+            if not reply["order"]:
+                raise KernelError(
+                    uninit.message(
+                        expression,
+                        self._twin,
+                        names[buffer],
+                        index,
+                        count,
+                        tensor.numel(),
+                        list(self._library.warnings),
+                    )
+                )
             raise KernelError(
                 f"{expression} is order-dependent: {names[buffer]} differs at "
                 f"{index} ({count} of {tensor.numel()} elements) between threads run in "
@@ -190,15 +215,27 @@ class TwinCPU(Backend):
 
     def kernels(self, op: Op, *, poison_outputs: bool = False) -> KernelSet:
         kernels, expressions = readable_twin(op, cpu_syntax_check)
-        mode = "check" if poison_outputs else "plain"
         assert op.twin_path is not None  # readable_twin checked it
-        library = compile_twin_cpu(op.twin_path, expressions, self.config.cache_dir, mode)
+        path, cache_dir = op.twin_path, self.config.cache_dir
         targets: dict[str, Any]
         if poison_outputs:
+            compiler = find_compiler()
+            modes = [uninit.PATTERN]
+            if compiler is not None and uninit.supported(compiler):
+                modes.append(uninit.ZERO)  # the two check builds compile side by side
+            with ThreadPoolExecutor(len(modes)) as pool:
+                built = list(
+                    pool.map(lambda m: compile_twin_cpu(path, expressions, cache_dir, m), modes)
+                )
+            library, zero = built[0], (built[1] if len(built) > 1 else None)
             if self._worker is None:
                 self._worker = CheckWorker()
-            targets = {n: CheckedLaunch(k, library, self._worker) for n, k in kernels.items()}
+            twin = display_name(op.twin_path)
+            targets = {
+                n: CheckedLaunch(k, library, self._worker, zero, twin) for n, k in kernels.items()
+            }
         else:
+            library = compile_twin_cpu(path, expressions, cache_dir, "plain")
             targets = {n: PlainLaunch(k, library) for n, k in kernels.items()}
         return self.kernel_set(op, targets, poison_outputs)
 

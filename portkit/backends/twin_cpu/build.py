@@ -30,12 +30,15 @@ from functools import cache
 from pathlib import Path
 
 from portkit import cache_files, host_compiler
+from portkit.backends.twin_cpu import uninit
 from portkit.errors import TwinCompileError
 from portkit.host_compiler import Compiler
 from portkit.project.environment import tool_path
 from portkit.simt.floatmath import SOURCE_DIR as MATH_DIR
 
-CACHE_FORMAT = 4  # 3: symbols and digest in <library>.manifest.json; 4: shared math header
+# 3: symbols and digest in <library>.manifest.json; 4: shared math header; 5: the two
+# check builds (pattern/zero locals, uninit.py) and their warnings in the manifest
+CACHE_FORMAT = 5
 INCLUDE_DIR = Path(__file__).resolve().parent / "include"
 HEADER_SUFFIXES = (".cuh", ".h", ".hpp")
 # -ffp-contract=off: no fused multiply-add, as the simulated prototype computes (a GPU
@@ -59,6 +62,7 @@ MODE_FLAGS = {
         "-fno-sanitize-recover=undefined",
     ),
 }
+MODE_FLAGS[uninit.ZERO] = MODE_FLAGS["check"]  # the same build but for its locals (uninit.py)
 # Without an ASan runtime to preload (a compiler shipped without it), checks keep UBSan.
 CHECK_WITHOUT_ASAN = (
     "-O1",
@@ -83,6 +87,8 @@ class CpuLibrary:
     path: Path
     symbols: dict[str, str]  # name expression -> exported launcher
     from_cache: bool
+    # The compiler's uninitialised-use warnings on the twin's lines (check modes only).
+    warnings: tuple[str, ...] = ()
 
 
 def compiler_unavailable_reason() -> str | None:
@@ -146,12 +152,29 @@ def rewrite_dynamic_shared(source: str) -> str:
     )
 
 
+_STATIC_SHARED = re.compile(r"\b__shared__\b(?P<declarators>[^;{}]*);")
+
+
+def register_static_shared(source: str) -> str:
+    """Append ``PORTKIT_SHARED_REGISTER(name)`` after each ``__shared__`` declaration, on
+    its line, for every declarator (``__shared__ double a[4], b[4];``): GCC drops the
+    section attribute of a static local in a template, and the runtime must find every
+    shared variable to poison it (portkit_cuda_cpu.h)."""
+
+    def register(match: re.Match[str]) -> str:
+        text = re.sub(r"\[[^\]]*\]|\([^)]*\)", "", match["declarators"])
+        names = [re.findall(r"\w+", part)[-1] for part in text.split(",") if re.search(r"\w", part)]
+        return match.group(0) + "".join(f" PORTKIT_SHARED_REGISTER({n})" for n in names)
+
+    return _STATIC_SHARED.sub(register, source)
+
+
 def translation_unit(path: Path, expressions: Sequence[str]) -> str:
-    display = _display_name(path).replace("\\", "\\\\").replace('"', '\\"')
+    display = display_name(path).replace("\\", "\\\\").replace('"', '\\"')
     parts = [
         '#include "portkit_cuda_cpu.h"',
         f'#line 1 "{display}"',
-        rewrite_dynamic_shared(path.read_text()),
+        register_static_shared(rewrite_dynamic_shared(path.read_text())),
         '#line 1 "portkit-cpu-launchers"',
     ]
     parts.append(
@@ -176,8 +199,19 @@ def _headers(folder: Path) -> list[tuple[str, bytes]]:
 
 
 def flags(mode: str, path: Path) -> list[str]:
-    chosen = MODE_FLAGS[mode] if mode != "check" or asan_runtime() else CHECK_WITHOUT_ASAN
-    return [*COMMON_FLAGS, *chosen, f"-I{INCLUDE_DIR}", f"-I{MATH_DIR}", f"-I{path.parent}"]
+    """The compiler flags of ``mode``: "plain", or "check"/"check-zero" (sanitizers, and
+    locals initialised to a pattern or to zero where the compiler can: uninit.py)."""
+    if mode == "plain":
+        return [*COMMON_FLAGS, *MODE_FLAGS[mode], *_includes(path)]
+    compiler = find_compiler()
+    checked = MODE_FLAGS[mode] if asan_runtime() else CHECK_WITHOUT_ASAN
+    extra = uninit.mode_flags(mode, compiler) if compiler is not None else ()
+    common = [f for f in COMMON_FLAGS if f != "-w"]  # the uninitialised warnings are read
+    return [*common, *checked, *extra, *_includes(path)]
+
+
+def _includes(path: Path) -> list[str]:
+    return [f"-I{INCLUDE_DIR}", f"-I{MATH_DIR}", f"-I{path.parent}"]
 
 
 def cache_key(unit: str, path: Path, mode: str, compiler: Compiler) -> str:
@@ -194,7 +228,8 @@ def cache_key(unit: str, path: Path, mode: str, compiler: Compiler) -> str:
 def compile_twin_cpu(
     path: Path, expressions: Sequence[str], cache_dir: Path, mode: str
 ) -> CpuLibrary:
-    """The host library of the twin at ``path`` in ``mode`` ("plain" or "check")."""
+    """The host library of the twin at ``path`` in ``mode`` ("plain", "check" or
+    "check-zero")."""
     compiler = find_compiler()
     if compiler is None:
         raise TwinCompileError(compiler_unavailable_reason() or "no C++ compiler")
@@ -205,26 +240,30 @@ def compile_twin_cpu(
     symbols = {expr: f"portkit_launch_{i}" for i, expr in enumerate(expressions)}
     entry = cache_files.load(library)  # a truncated library is said and rebuilt
     if entry is not None and entry[1].get("symbols") == symbols:
-        return CpuLibrary(library, symbols, True)
+        return CpuLibrary(library, symbols, True, tuple(entry[1].get("warnings", ())))
     library.parent.mkdir(parents=True, exist_ok=True)
     cache_files.sweep_stale(library.parent)  # build folders of killed runs
     with tempfile.TemporaryDirectory(dir=library.parent, prefix=cache_files.BUILD_PREFIX) as tmp:
         source = Path(tmp) / f"{path.stem}.cpp"
         source.write_text(unit)
         output = Path(tmp) / library.name
-        _compile(compiler, [*flags(mode, path), str(source), "-o", str(output)], path)
-        cache_files.store(library, output, {"symbols": symbols})
-    return CpuLibrary(library, symbols, False)
+        log = _compile(compiler, [*flags(mode, path), str(source), "-o", str(output)], path)
+        warnings = uninit.warnings_in(log) if mode != "plain" else []
+        cache_files.store(library, output, {"symbols": symbols, "warnings": warnings})
+    return CpuLibrary(library, symbols, False, tuple(warnings))
 
 
-def _compile(compiler: Compiler, arguments: Sequence[str], path: Path) -> None:
+def _compile(compiler: Compiler, arguments: Sequence[str], path: Path) -> str:
+    """Compile; the compiler's log (its warnings), or TwinCompileError with its errors."""
     proc = subprocess.run([compiler.path, *arguments], capture_output=True, text=True)
     if proc.returncode != 0:
-        log = "\n".join(proc.stderr.strip().splitlines()[:40])
+        errors = uninit.without_warnings(proc.stderr.strip())
+        log = "\n".join(errors.splitlines()[:40])
         undeclared = not_in_nvrtc(proc.stderr)
         if undeclared:
             raise TwinCompileError(f"twin {undeclared}")
         raise TwinCompileError(f"twin {path} does not compile for the CPU:\n{log}")
+    return proc.stderr
 
 
 def cpu_syntax_check(path: Path) -> None:
@@ -274,7 +313,7 @@ def not_in_nvrtc(log: str) -> str | None:
     )
 
 
-def _display_name(path: Path) -> str:
+def display_name(path: Path) -> str:
     try:
         return str(path.resolve().relative_to(Path.cwd().resolve()))
     except ValueError:

@@ -9,8 +9,11 @@ Each request is one launch: the tensors' bytes arrive, are copied into exact-siz
 ``malloc`` blocks (so ASan's redzones sit right after each tensor), and the kernel runs
 with threads in forward order; with ``schedule`` set, it runs again from the same bytes
 with threads in reverse order between waits, and every buffer that differs between the
-two runs is reported (tensor and first index). Messages are length-prefixed pickles on
-two pipes; the kernel's own printf goes to the inherited stdout.
+two runs is reported (tensor and first index). With ``zero`` (the build whose locals start
+as zeros, where the first's start as 0xFE bytes: uninit.py), the reverse run is of that
+build with shared memory zeroed; when the runs differ, a third (zero build, forward
+order) tells an order dependence from a read of an uninitialised value. Messages are
+length-prefixed pickles on two pipes; the kernel's own printf goes to the inherited stdout.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import struct
 import sys
 from typing import Any
 
-REVERSE, STRICT = 1, 2
+REVERSE, STRICT, ZERO_SHARED = 1, 2, 4
 ERROR_BYTES = 8192
 
 
@@ -137,13 +140,29 @@ def handle(request: dict) -> dict:
     rc, error, outputs, atomic_targets = run_once(request, STRICT)
     if rc:
         return {"error": error}
-    reply = {"buffers": outputs, "order": [], "float_atomics": sorted(atomic_targets)}
-    if request["schedule"]:
-        rc, error, reversed_outputs, _ = run_once(request, STRICT | REVERSE)
+    reply = {"buffers": outputs, "order": [], "uninit": [], "float_atomics": sorted(atomic_targets)}
+    if not request["schedule"]:
+        return reply
+    zero = request.get("zero")  # (library, symbol) of the zero-initialised build, or None
+    other = dict(request, library=zero[0], symbol=zero[1]) if zero else request
+    zeroed = ZERO_SHARED if zero else 0
+    rc, error, reversed_outputs, _ = run_once(other, STRICT | REVERSE | zeroed)
+    if rc:
+        said = ", locals and shared memory zeroed" if zero else ""
+        return {"error": f"{error} (with threads in reverse order{said})"}
+    itemsizes = request["itemsizes"]
+    differences = order_differences(outputs, reversed_outputs, itemsizes)
+    blamed = [d for d in differences if d[0] not in atomic_targets]
+    # Float atomics may differ by order alone: their buffers need the third run to be
+    # checked for uninitialised values.
+    if zero and (blamed or (differences and atomic_targets)):
+        rc, error, zero_outputs, _ = run_once(other, STRICT | zeroed)
         if rc:
-            return {"error": f"{error} (with threads in reverse order)"}
-        differences = order_differences(outputs, reversed_outputs, request["itemsizes"])
-        reply["order"] = [d for d in differences if d[0] not in atomic_targets]
+            return {"error": f"{error} (with locals and shared memory zeroed)"}
+        reply["uninit"] = order_differences(outputs, zero_outputs, itemsizes)
+        differences = order_differences(zero_outputs, reversed_outputs, itemsizes)
+        blamed = [d for d in differences if d[0] not in atomic_targets]
+    reply["order"] = blamed
     return reply
 
 

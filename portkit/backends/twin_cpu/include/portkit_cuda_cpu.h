@@ -13,7 +13,7 @@
 // ELF section "portkit_shared" (one copy, reused by every block since one block runs at
 // a time), dynamic shared memory in one heap buffer per launch; both are filled with
 // 0xFF bytes (NaN for half, float and double) before each block, so a read before any
-// write shows. Python drives it through the extern "C" launchers portkit generates
+// write shows (0x00 bytes with ZERO_SHARED: the check compares the two). Python drives it through the extern "C" launchers portkit generates
 // (portkit/backends/twin_cpu/build.py) and reads errors from a message buffer.
 #pragma once
 
@@ -119,8 +119,16 @@ inline void context_make(Context* c, char* stack, size_t size, void (*entry)()) 
 #define __align__(n) alignas(n)
 #define __grid_constant__
 // Static shared memory: one section, so the runtime can find and poison all of it.
-// `extern __shared__` (dynamic) is rewritten by portkit before compiling.
+// `extern __shared__` (dynamic) is rewritten by portkit before compiling. GCC ignores the
+// section of a static local in a template (it goes to a COMDAT .bss), so portkit also
+// appends PORTKIT_SHARED_REGISTER(name) to every declaration (build.py): the first time it
+// runs, the variable joins the list of ranges poisoned before each block.
 #define __shared__ static __attribute__((section("portkit_shared")))
+#define PORTKIT_CAT2(a, b) a##b
+#define PORTKIT_CAT(a, b) PORTKIT_CAT2(a, b)
+#define PORTKIT_SHARED_REGISTER(name)                                                  \
+    [[maybe_unused]] static const bool PORTKIT_CAT(portkit_shared_, __COUNTER__) =      \
+        ::portkit_cpu::register_shared(&(name), sizeof(name));
 #define __CUDA_ARCH__ 900
 #define __CUDACC__ 1
 #define PORTKIT_CUDA_CPU 1
@@ -158,7 +166,8 @@ enum State { RUNNABLE, AT_BARRIER, AT_WARP, DONE };
 enum WarpOp { W_SYNC, W_SHFL, W_UP, W_DOWN, W_XOR, W_BALLOT, W_ANY, W_ALL, W_MATCH_ANY,
               W_MATCH_ALL, W_RED_ADD, W_RED_MIN, W_RED_MAX, W_RED_AND, W_RED_OR, W_RED_XOR };
 enum BarrierOp { B_SYNC, B_COUNT, B_AND, B_OR };
-enum Flags { REVERSE = 1, STRICT = 2 };
+// ZERO_SHARED: fill shared memory with 0x00 instead of 0xFF (the uninitialised-value check).
+enum Flags { REVERSE = 1, STRICT = 2, ZERO_SHARED = 4 };
 
 struct Fiber {
     Context ctx;
@@ -223,6 +232,22 @@ inline dim3 gridDim;
 namespace portkit_cpu {
 
 inline unsigned char* dynamic_shared() { return g_dynamic_shared; }
+
+// Static shared variables outside the section (see __shared__): filled like it.
+struct SharedRange {
+    void* address;
+    size_t size;
+};
+inline SharedRange g_shared_ranges[512];
+inline int g_shared_count = 0;
+inline int shared_fill() { return g_launch && (g_launch->flags & ZERO_SHARED) ? 0 : 0xFF; }
+inline bool register_shared(void* address, size_t size) {
+    for (int k = 0; k < g_shared_count; ++k)
+        if (g_shared_ranges[k].address == address) return true;
+    if (g_shared_count < 512) g_shared_ranges[g_shared_count++] = SharedRange{address, size};
+    memset(address, shared_fill(), size);  // first use: before any thread writes it
+    return true;
+}
 
 // The linker defines these around the "portkit_shared" section; the anchor makes sure the
 // section exists (and the symbols with it) when a twin has no static shared memory.
@@ -502,7 +527,9 @@ inline void describe_deadlock(Launch* L) {
 
 inline void run_block(Launch* L, uint3 block) {
     blockIdx = block;
-    memset(__start_portkit_shared, 0xFF, __stop_portkit_shared - __start_portkit_shared);
+    memset(__start_portkit_shared, shared_fill(), __stop_portkit_shared - __start_portkit_shared);
+    for (int k = 0; k < g_shared_count; ++k)
+        memset(g_shared_ranges[k].address, shared_fill(), g_shared_ranges[k].size);
     L->live = L->threads;
     L->at_barrier = 0;
     for (int w = 0; w < L->warps; ++w) L->arrived[w] = L->exited[w] = 0;
@@ -585,7 +612,7 @@ inline int launch(void (*thunk)(void**), const char* kernel, void** args, const 
     for (unsigned z = 0; z < grid[2] && !L.failed; ++z)
         for (unsigned y = 0; y < grid[1] && !L.failed; ++y)
             for (unsigned x = 0; x < grid[0] && !L.failed; ++x) {
-                if (dynamic) memset(dynamic, 0xFF, shared_bytes);
+                if (dynamic) memset(dynamic, (flags & ZERO_SHARED) ? 0 : 0xFF, shared_bytes);
                 run_block(&L, uint3{x, y, z});
             }
     L.current = nullptr;
