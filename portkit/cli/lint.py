@@ -30,7 +30,8 @@ def lint(op_names: tuple[str, ...], strict: bool, no_resources: bool, as_json: b
               do not match what the launcher passes (count, tensor vs scalar, a tensor
               size into an `int`); float64 arithmetic in a kernel whose inputs are
               float32 or narrower, where the PTX has a float64 instruction (with the
-              line, the dtypes and the typed-constant fix)
+              line, the dtypes and the typed-constant fix); twin code that keeps a
+              64-bit size or index in an `int` (truncation, from g++ -Wconversion)
     warnings: int64 index arithmetic in loops, launches of the large cases that
               cannot fill an H100, other 64-bit ints passed to 32-bit parameters
     table:    registers, spills, shared and local memory, float64 instructions,
