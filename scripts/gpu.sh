@@ -202,9 +202,9 @@ simulator() {
 replay() {
   step build-replayer 200 "$PY" - <<'PY'
 from torch.utils import cpp_extension
-from portkit.launch.replay.native import SOURCE
+from portkit.runtime.native_replayer import SOURCE
 cpp_extension.load("portkit_replay_buildcheck", [str(SOURCE)], extra_cflags=["-O2"], with_cuda=True)
-from portkit.launch.replay.native import native_replayer, unavailable_reason
+from portkit.runtime.native_replayer import native_replayer, unavailable_reason
 print("replayer:", type(native_replayer()).__name__, "| reason:", unavailable_reason())
 PY
   step tests-launch 200 "${PYTEST[@]}" -n 4 tests/launch

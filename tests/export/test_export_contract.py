@@ -43,8 +43,9 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 def test_the_shipped_runtime_is_portkit_s_folder_byte_for_byte(exported) -> None:
     _, package = exported
     folder = REPO / "portkit" / "runtime"
-    sources = sorted(p.name for p in folder.glob("*.py"))
+    sources = sorted(p.name for p in folder.iterdir() if p.suffix in (".py", ".cpp"))
     assert "launch_contract.py" in sources and "exported.py" in sources
+    assert "native.cpp" in sources  # the compiled replayer, built on the package's first use
     shipped = sorted(p.name for p in (package / RUNTIME_FOLDER).iterdir() if p.is_file())
     assert shipped == sources
     for name in sources:

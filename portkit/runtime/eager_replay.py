@@ -26,9 +26,9 @@ from typing import Any
 
 import torch
 
-from portkit.runtime.autograd_function import Binding, as_tuple, eager_backward
-from portkit.runtime.executor import flatten
-from portkit.runtime.registration import OpCallable, RegisteredOp, _is_compiling
+from .autograd_function import Binding, as_tuple, eager_backward
+from .executor import flatten
+from .registration import OpCallable, RegisteredOp, _is_compiling
 
 
 def differentiate(forward: Any, backward: Any, registered: RegisteredOp, binding: Binding) -> None:
