@@ -4,9 +4,13 @@ package's cubins (or PTX on a newer GPU), and the registration of the ops at imp
 ``portkit export`` copies portkit/runtime/ byte for byte into the package as
 ``_runtime/``; the package's ``__init__`` calls ``register_ops`` here. Each kernel
 launches through ``twin_launch.TwinLaunch``, the launch loop portkit's twin uses; calls
-replay through ``replaying.ReplayingLauncher`` with the prepared replayer
-(``prepared.py``), as ``portkit.load`` replays with the compiled one. No numba, no NVRTC,
-no portkit: the standard library, torch and cuda.bindings. The launchers see the
+replay through ``replaying.ReplayingLauncher`` with ``portkit.load``'s compiled replayer
+(``native_replayer.py``: ``native.cpp``, built once into torch's extension folder where
+a C++ compiler is present, shared with portkit's build) and its callable
+(``eager_replay.ReplayedOpCallable``: the C++ autograd node, the C++ kernels of
+``torch.ops``); where it cannot be built, after one line on stderr, with the prepared
+replayer (``prepared.py``). No numba, no NVRTC, no portkit: the standard library, torch
+and cuda.bindings (and torch's C++ extension builder, where it can build). The launchers see the
 runtime package as ``portkit`` (``portkit.cdiv``, ``portkit.sm_count``, ``portkit.knobs``,
 ``portkit.InputError``).
 """

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import importlib.machinery
 import importlib.util
+import shutil
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -163,19 +164,27 @@ def compiled_module(who: str = "portkit") -> Any:
     if "module" not in _built and "build error" not in _built:
         try:
             _built["module"] = _build(who)
-        except Exception as exc:  # a missing compiler, ninja, headers: fall back, say why
+        except NoCompiler as exc:  # said before any build was tried
+            _built["build error"] = _built["reason"] = str(exc)
+        except Exception as exc:  # a failed build (headers, flags): fall back, say why
             last = (str(exc).strip().splitlines() or [""])[-1]
             _built["build error"] = _built["reason"] = f"{type(exc).__name__}: {last}"
     return _built.get("module")
 
 
-def extension_name(flags: Sequence[str]) -> str:
-    """The extension's name: a digest of the source, torch's version and the flags, so a
-    build is never loaded for another source, torch or configuration."""
+def extension_name() -> str:
+    """The extension's name for this torch: a digest of the source, torch's version and
+    the flags, so a build is never loaded for another source, torch or configuration."""
     import torch
 
-    identity = SOURCE.read_bytes() + torch.__version__.encode() + " ".join(flags).encode()
+    identity = SOURCE.read_bytes() + torch.__version__.encode() + " ".join(_flags()).encode()
     return f"portkit_replay_{hashlib.sha256(identity).hexdigest()[:16]}"
+
+
+def _flags() -> list[str]:
+    import torch
+
+    return ["-O2", "-DPORTKIT_WITH_CUDA"] if torch.version.cuda is not None else ["-O2"]
 
 
 def _build(who: str) -> Any:
@@ -183,9 +192,7 @@ def _build(who: str) -> Any:
 
     from .torch_private import cpp_extension_folder
 
-    cuda = torch.version.cuda is not None
-    flags = ["-O2", "-DPORTKIT_WITH_CUDA"] if cuda else ["-O2"]
-    name = extension_name(flags)
+    cuda, flags, name = torch.version.cuda is not None, _flags(), extension_name()
     if name in sys.modules:  # loaded in this process already (portkit's, or a package's)
         return sys.modules[name]
     folder = cpp_extension_folder(name)
@@ -198,6 +205,7 @@ def _build(who: str) -> Any:
     else:
         from torch.utils import cpp_extension
 
+        _check_tools(cpp_extension)
         print(
             f"{who}: compiling the launch replayer once for this torch (about a minute), "
             f"into {folder}",
@@ -206,6 +214,20 @@ def _build(who: str) -> Any:
         module = cpp_extension.load(name, [str(SOURCE)], extra_cflags=flags, with_cuda=cuda)
     sys.modules[name] = module
     return module
+
+
+class NoCompiler(Exception):
+    """No C++ compiler or no ninja here: nothing was built, nothing tried."""
+
+
+def _check_tools(cpp_extension: Any) -> None:
+    """Refuse at once where the build cannot run (each process would otherwise spend
+    seconds on a build that fails): torch's C++ compiler (``CXX``, else ``c++``) and ninja."""
+    compiler = getattr(cpp_extension, "get_cxx_compiler", lambda: "c++")()
+    if shutil.which(compiler) is None:
+        raise NoCompiler(f"no C++ compiler ({compiler} not found) to build the replayer")
+    if not cpp_extension.is_ninja_available():
+        raise NoCompiler("no ninja (pip install ninja) to build the replayer")
 
 
 def _load(name: str, path: Path) -> Any:
