@@ -3,12 +3,13 @@
 ``ReplayingLauncher`` wraps a forward or backward launcher: on the production ``k`` a
 call whose signature was recorded is replayed by its replayer (the compiled one,
 ``native_replayer.py``, in portkit and in a package where it builds; else portkit's
-Python one, ``executor.py``, or a package's prepared functions, ``prepared.py``); a new signature runs the launcher once on a
-recording ``k`` under the recorder (``recorder.py``: a ``TorchDispatchMode`` watches for
-any other PyTorch operation) and keeps the recording if it can be replayed; anything
-else (another ``k``, a signature that cannot be recorded) runs the launcher, with every
-check and message it had. ``RecordingKernels`` is the package's recording ``k``
-(portkit's, over its launch targets, is launch/replay/recording.py).
+Python one, ``executor.py``, or a package's prepared functions, ``prepared.py``); a new
+signature runs the launcher once on a recording ``k`` under the recorder
+(``recorder.py``: a ``TorchDispatchMode`` watches for any other PyTorch operation) and
+keeps the recording if it can be replayed; anything else (another ``k``, a signature
+that cannot be recorded) runs the launcher, with every check and message it had.
+``RecordingKernels`` is the package's recording ``k`` (portkit's, over its launch
+targets, is launch/replay/recording.py).
 """
 
 from __future__ import annotations

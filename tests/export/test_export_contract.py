@@ -282,9 +282,10 @@ class _CudaLike:
 def test_the_package_ships_each_op_s_tuning_table_and_picks_by_its_rules(exported, runtime) -> None:
     _, package = exported
     assert (package / "_runtime" / "knob_choice.py").is_file()
-    assert "from .knob_choice import knobs as knobs" in (
-        package / "_runtime" / "exported.py"
-    ).read_text()
+    assert (
+        "from .knob_choice import knobs as knobs"
+        in (package / "_runtime" / "exported.py").read_text()
+    )
     table = json.loads((package / "tuning" / "rmsnorm.json").read_text())
     assert table["knobs"]["fwd_elems"] == [16, 8, 32]  # the declaration, for the defaults
     assert table["gpus"]["FakeGPU"]["bfloat16-4096x4096"]["config"] == {"fwd_elems": 8}

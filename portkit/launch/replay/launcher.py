@@ -1,10 +1,10 @@
 """``replaying(launcher, kernels)``: a launcher that replays its recorded calls.
 
 On the production ``k`` (no guard zones, no poisoned outputs) a call whose signature was
-recorded is replayed (``executor.py``/``runtime/native_replayer.py``); a new signature runs the launcher
-once under the recorder and keeps the recording if it can be replayed; anything else
-(another ``k``, such as ``FakeKernels`` or a checker's guarded one; a signature that cannot
-be recorded) runs the launcher as always.
+recorded is replayed (runtime/``executor.py`` or ``native_replayer.py``); a new signature
+runs the launcher once under the recorder and keeps the recording if it can be
+replayed; anything else (another ``k``, such as ``FakeKernels`` or a checker's guarded
+one; a signature that cannot be recorded) runs the launcher as always.
 """
 
 from __future__ import annotations
