@@ -140,17 +140,32 @@ def main() -> int:
             ("package, Python replay", python),
         ]
     }
-    timed = {**fwd, **both}
-    for fn in timed.values():  # warm: plans, recordings, then replays
+    for fn in [*fwd.values(), *both.values()]:  # warm: plans, recordings, then replays
         for _ in range(200):
             fn()
+    # Where the Python path's forward goes: its watch questions and key, then its
+    # prepared function (allocation, data pointers, the launch); the compiled path does
+    # both in one C++ call (run_eager).
+    prepared = sys.modules[type(python).__module__]
+    key = prepared.eager_key((x,))
+    function = python._eager[key]
+    parts = {
+        "  Python path: eager_key": lambda: prepared.eager_key((x,)),
+        "  Python path: prepared function": lambda: function((x,)),
+        "  compiled path: run_eager": lambda: compiled._run_eager((x,)),
+    }
+    timed = {**fwd, **parts, **both}
+    for name, fn in [("portkit.load", load._run_eager), ("the package", compiled._run_eager)]:
+        assert fn((x,)) is not None, f"{name}'s plain-eager call does not replay in C++"
     node = compiled(x.clone().requires_grad_()).grad_fn.name()
     assert node == f"{compiled.registered.name}Backward", node  # the C++ node, no Function
     bases = {}
     for name in timed:
         suffix = ", fwd+bwd" if name.endswith("fwd+bwd") else ""
         bases[name] = (
-            f"portkit.load{suffix}" if name.startswith("package") else f"torch.sigmoid{suffix}"
+            f"portkit.load{suffix}"
+            if name.startswith(("package", "  "))
+            else f"torch.sigmoid{suffix}"
         )
     rows = paired(timed, bases, args.calls, args.rounds)
     if args.json:

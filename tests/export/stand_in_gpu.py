@@ -91,7 +91,8 @@ def import_on_stand_in(
     CPU tensors pass for CUDA ones on device 0, buffers are CPU tensors, and each launcher
     runs the kernel on ``gpu`` (``mp``: a ``pytest.MonkeyPatch`` that undoes it all).
     ``compiled``: the package's compiled replayer launches through ``gpu`` too (a CPU
-    build of torch has no driver: ``native_replayer.launch_entry_points`` gives None)."""
+    build of torch has no driver: ``native_replayer.launch_entry_points`` gives None);
+    else the package replays in Python (``PORTKIT_REPLAY=python``), on a GPU machine too."""
     import importlib
     import sys
     import types
@@ -117,6 +118,8 @@ def import_on_stand_in(
     if compiled:
         native = importlib.import_module(f"{package}._runtime.native_replayer")
         mp.setattr(native, "launch_entry_points", lambda: (gpu.c_launch_address, 0))
+    else:
+        mp.setenv("PORTKIT_REPLAY", "python")  # read as the package registers its ops
     runtime = importlib.import_module(f"{package}._runtime.exported")
     mp.setattr(runtime.Library, "kernel", lambda self, lowered: gpu.handles[lowered])
     mp.setattr(runtime.Kernels, "empty", lambda self, shape, dtype: torch.empty(shape, dtype=dtype))

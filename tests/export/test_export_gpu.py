@@ -118,6 +118,12 @@ def test_exported_op_runs_every_dtype_without_portkit_and_equals_the_twin(
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["file"].startswith(str(installed.parents[1]))  # the installed copy
     assert result["loaded"] == []
+    # portkit.load's compiled replayer where portkit has it (native.cpp ships in the
+    # package and builds, or is found built, at its import), its Python one where not
+    native = type(twin.binding.forward.replayer).__name__ == "NativeReplayer"
+    assert result["replayer"] == ("NativeReplayer" if native else "PreparedReplayer")
+    if native and name == "sigmoid":  # both directions replay: the C++ autograd node
+        assert set(result["nodes"].values()) == {f"{name}Backward"}  # the package's op name
     assert set(result["report"]) == set(op.definition.dtypes)
     failed = {
         f"{dtype}/{check}": outcome

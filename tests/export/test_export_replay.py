@@ -3,8 +3,8 @@ function each, plain-eager calls through them, torch's launcher where this torch
 one and cuda.bindings' ``cuLaunchKernel`` where it has not; the values and the errors
 are the launcher's.
 
-This is the package's Python path: where the compiled replayer cannot be built (no C++
-compiler; a CPU build of torch, as here), test_export_native.py checks that it is taken.
+This is the package's Python path (``PORTKIT_REPLAY=python`` here), the one it takes
+where the compiled replayer cannot be built (no C++ compiler: test_export_native.py).
 No GPU: the package (sigmoid) is imported in this process with CPU tensors passing for
 CUDA ones, and both launchers replaced by one that runs the kernel on the CPU from its
 arguments (data pointers and all), as the GPU would (stand_in_gpu.py)."""
