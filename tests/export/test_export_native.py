@@ -59,8 +59,9 @@ def compiled(exported: Path) -> Iterator[tuple[Any, StandInGpu, str]]:
     compiled replayer builds (or was built)."""
     gpu = _gpu(exported, NATIVE)
     err = io.StringIO()
-    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stderr(err):
-        package = import_on_stand_in(mp, exported, NATIVE, gpu, compiled=True)
+    with pytest.MonkeyPatch.context() as mp:
+        with contextlib.redirect_stderr(err):
+            package = import_on_stand_in(mp, exported, NATIVE, gpu, compiled=True)
         yield package, gpu, err.getvalue()
 
 
@@ -73,11 +74,13 @@ def refused(
     extensions = tmp_path_factory.mktemp("extensions")
     gpu = _gpu(exported, FALLBACK)
     err = io.StringIO()
-    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stderr(err):
-        mp.setenv("TORCH_EXTENSIONS_DIR", str(extensions))  # no build there
-        mp.setenv("CXX", str(extensions / "no-such-c++"))
-        mp.delitem(sys.modules, portkit_native.extension_name(), raising=False)  # nor here
-        package = import_on_stand_in(mp, exported, FALLBACK, gpu, compiled=True)
+    with pytest.MonkeyPatch.context() as mp:
+        # only while it imports: the other package's fixture may be made after this one
+        with pytest.MonkeyPatch.context() as build, contextlib.redirect_stderr(err):
+            build.setenv("TORCH_EXTENSIONS_DIR", str(extensions))  # no build there
+            build.setenv("CXX", str(extensions / "no-such-c++"))
+            build.delitem(sys.modules, portkit_native.extension_name(), raising=False)
+            package = import_on_stand_in(mp, exported, FALLBACK, gpu, compiled=True)
         yield package, gpu, err.getvalue(), extensions
 
 
