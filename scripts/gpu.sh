@@ -147,7 +147,7 @@ export_() {
   # numba blocked for every dtype it takes (opcheck, torch.compile, CUDA graphs), equal
   # to portkit.load(op, "twin"); and the CPU export tests on this machine's NVRTC.
   step exported-every-op 400 "${PYTEST[@]}" -n 4 tests/export/test_export_gpu.py \
-    tests/export/test_export_contract.py tests/export/test_export_native.py
+    tests/export/test_export_contract.py
   # The package's forward and forward + backward beside portkit.load's and torch's, its
   # compiled path and its Python one (PORTKIT_REPLAY=python), interleaved rounds.
   step exported-host-cost 200 "$PY" scripts/bench_launch.py --repeats 21 \
