@@ -1,5 +1,6 @@
 """``ReplayedOpCallable``: ``OpCallable`` whose plain-eager calls of a recorded signature
-are one call into the compiled replayer.
+are one call into the compiled replayer: what ``portkit.load`` returns, and an exported
+package's op where ``native.cpp`` builds (shipped in ``_runtime/`` with the rest).
 
 ``OpCallable``'s eager path asks in Python whether PyTorch is watching (modes, functorch,
 subclasses, gradients), checks the inputs and calls the replaying forward: about 2.5-3 µs

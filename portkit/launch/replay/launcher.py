@@ -17,7 +17,7 @@ from portkit.launch.replay.recording import RecordingKernels
 from portkit.runtime import replaying as runtime_replaying
 from portkit.runtime.executor import PythonReplayer
 from portkit.runtime.recorder import MAX_FAILURES as MAX_FAILURES  # tests read it here
-from portkit.runtime.replaying import saved_refs as saved_refs  # native.py's docstring
+from portkit.runtime.replaying import saved_refs as saved_refs  # native_replayer's docstring
 
 
 def make_replayer(mode: str = "auto") -> Any:
