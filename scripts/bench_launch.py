@@ -19,9 +19,13 @@ driver with its arguments packed once (``cuLaunchKernel`` and nothing else), and
 ``autograd.Function`` whose forward and backward are torch's own sigmoid kernels (what
 any op written in Python pays for autograd). "exported package" is sigmoid exported
 (``portkit export``) for this GPU into a temporary folder and imported with portkit and
-numba blocked, as tests/export does: its plain-eager calls replay through one prepared
-Python function per signature (runtime/prepared.py), launching with torch's launcher.
-``--profile FILE`` writes a cProfile of
+numba blocked, as tests/export does: its calls replay with portkit.load's compiled
+replayer and C++ autograd node (native.cpp, shipped in the package, the one build
+portkit made); "exported package, Python replay" is the same package as where no
+compiler builds it (``PORTKIT_REPLAY=python``: one prepared Python function per
+signature, runtime/prepared.py, launching with torch's launcher). Their rows add "x
+twin": the median per-round ratio of the package's forward to ``portkit.load``'s (the
+goal: within 1.1x). ``--profile FILE`` writes a cProfile of
 the twin's forward and forward + backward.
 """
 
@@ -164,9 +168,14 @@ class _BlockPortkit(importlib.abc.MetaPathFinder):
             raise ImportError(f"blocked: {name}")
 
 
-def exported_sigmoid(folder: str) -> Callable | None:
+def exported_sigmoid(folder: str) -> dict[str, Callable]:
     """sigmoid exported (``portkit export``) for this GPU into ``folder`` and imported
-    from there with portkit and numba blocked; None (and why, on stderr) if it fails."""
+    from there with portkit and numba blocked, twice: as a user gets it (the compiled
+    replayer) and with ``PORTKIT_REPLAY=python`` (its Python path), under another name
+    and op namespace (a process registers an op once); {} (and why, on stderr) if the
+    export fails."""
+    import shutil
+
     import torch
 
     major, minor = torch.cuda.get_device_capability()
@@ -176,13 +185,25 @@ def exported_sigmoid(folder: str) -> Callable | None:
     done = subprocess.run(command, capture_output=True, text=True, cwd=Path(__file__).parents[1])
     if done.returncode != 0:
         print(f"exported package: unavailable: {done.stderr.strip()}", file=sys.stderr)
-        return None
+        return {}
+    shutil.copytree(out / "bench_exported", out / "bench_exported_py")
+    manifest = json.loads((out / "bench_exported_py" / "manifest.json").read_text())
+    manifest["namespace"] += "_py"
+    (out / "bench_exported_py" / "manifest.json").write_text(json.dumps(manifest))
     sys.path.insert(0, str(out))
     blocker = _BlockPortkit()
     sys.meta_path.insert(0, blocker)
     try:
-        return importlib.import_module("bench_exported").sigmoid
+        packages = {}
+        for row, package, replay in (
+            ("exported package", "bench_exported", ""),
+            ("exported package, Python replay", "bench_exported_py", "python"),
+        ):
+            os.environ[REPLAY_SWITCH] = replay  # the package reads it as it registers
+            packages[row] = importlib.import_module(package).sigmoid
+        return packages
     finally:
+        os.environ.pop(REPLAY_SWITCH)
         sys.meta_path.remove(blocker)
         sys.path.remove(str(out))
 
@@ -232,8 +253,13 @@ def main() -> int:
         impls["twin (torch.ops, dispatcher)"] = torch.ops.portkit.sigmoid_twin
     exported_folder = tempfile.TemporaryDirectory()
     exported = exported_sigmoid(exported_folder.name)
-    if exported is not None:  # its prepared replays (nothing compiled but Python)
-        impls["exported package"] = exported
+    impls.update(exported)
+    replayers.update(
+        {
+            name: type(getattr(f.binding.forward, "replayer", None)).__name__
+            for name, f in exported.items()
+        }
+    )
     impls["autograd.Function over torch"] = python_autograd_floor()
 
     timed: dict[str, tuple[Callable[[], object], int]] = {}
@@ -262,6 +288,9 @@ def main() -> int:
                 "fwd_bwd_vs_torch": statistics.median(b / t for b, t in zip(both, torch_both)),
             }
         )
+        if name in exported and "twin" in impls:  # the package against portkit.load
+            forward, twin = samples[f"{name}/forward"], samples["twin/forward"]
+            rows[-1]["fwd_vs_twin"] = statistics.median(a / b for a, b in zip(forward, twin))
         torch.testing.assert_close(f(x), expected)  # the timed calls' output, checked after
     replay_state = {
         name: {
@@ -286,11 +315,15 @@ def main() -> int:
 
     print(f"sigmoid, {args.n} float32, {torch.cuda.get_device_name()}, torch {torch.__version__}")
     print(f"replayers: {replayers}")
-    print(f"{'implementation':32} {'fwd µs':>8} {'fwd+bwd µs':>11} {'x torch':>8}")
+    print(
+        f"{'implementation':32} {'fwd µs':>8} {'fwd+bwd µs':>11} {'x torch':>8} {'fwd x twin':>10}"
+    )
     for r in rows:
         ratio = r["fwd_bwd_vs_torch"]
+        twin_ratio = f"{r['fwd_vs_twin']:10.2f}" if "fwd_vs_twin" in r else ""
         print(
             f"{r['impl']:32} {r['forward_us']:8.1f} {r['forward_backward_us']:11.1f} {ratio:8.2f}"
+            f" {twin_ratio}"
         )
     print(f"replay state (signatures recorded, reasons not): {replay_state}")
     print(f"{'torch.empty_like':32} {empty:8.1f}")

@@ -12,7 +12,9 @@
 #              (seconds against the plain check), and what guard zones cost
 #   export     the twins as registered ops (opcheck, torch.compile, CUDA graphs), and every
 #              op exported, installed in a fresh venv and run there with portkit and numba
-#              blocked for every dtype it takes (the same three), equal to the twin
+#              blocked for every dtype it takes (the same three), equal to the twin, on
+#              portkit's compiled replayer and C++ autograd node; the package's host cost
+#              per call beside portkit.load's (scripts/bench_launch.py, "fwd x twin")
 #   bench      `portkit bench --all` (table, JSON, plot), its GPU tests and the plugin's
 #              bench items against that baseline, host cost per call, ncu of softmax
 #   startup    `portkit check sigmoid` from fresh processes against the floor (import
@@ -146,6 +148,10 @@ export_() {
   # to portkit.load(op, "twin"); and the CPU export tests on this machine's NVRTC.
   step exported-every-op 400 "${PYTEST[@]}" -n 4 tests/export/test_export_gpu.py \
     tests/export/test_export_contract.py
+  # The package's forward and forward + backward beside portkit.load's and torch's, its
+  # compiled path and its Python one (PORTKIT_REPLAY=python), interleaved rounds.
+  step exported-host-cost 200 "$PY" scripts/bench_launch.py --repeats 21 \
+    --json "$LOGS/bench_launch.json"
 }
 
 bench() {
@@ -202,9 +208,9 @@ simulator() {
 replay() {
   step build-replayer 200 "$PY" - <<'PY'
 from torch.utils import cpp_extension
-from portkit.launch.replay.native import SOURCE
+from portkit.runtime.native_replayer import SOURCE
 cpp_extension.load("portkit_replay_buildcheck", [str(SOURCE)], extra_cflags=["-O2"], with_cuda=True)
-from portkit.launch.replay.native import native_replayer, unavailable_reason
+from portkit.runtime.native_replayer import native_replayer, unavailable_reason
 print("replayer:", type(native_replayer()).__name__, "| reason:", unavailable_reason())
 PY
   step tests-launch 200 "${PYTEST[@]}" -n 4 tests/launch

@@ -79,7 +79,7 @@ def compiled_replaying(op, k, namespace):
     import ctypes
 
     from portkit.launch.replay import launcher
-    from portkit.launch.replay.native import NativeReplayer, compiled_module
+    from portkit.runtime.native_replayer import NativeReplayer, compiled_module
     from portkit.torch_op.load import registered_callable
 
     module = compiled_module()

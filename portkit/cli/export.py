@@ -45,7 +45,10 @@ def export_command(
     """Write an installable Python package holding the twins of OP... compiled ahead of
     time (a cubin per --arch, PTX for newer GPUs), their host launchers and the
     registration of each op as torch.ops.<namespace>.<op>. Importing it needs torch and
-    cuda-bindings only: no numba, no NVRTC, no portkit, no compile on first call.
+    cuda-bindings only: no numba, no NVRTC, no portkit, no kernel compiled on a call.
+    Its calls replay as portkit.load's do: its first import where a C++ compiler and
+    ninja are present builds the same launch replayer once (shared with portkit's
+    build); without them it replays in Python and says so in one line.
 
     \b
     Examples:

@@ -9,7 +9,8 @@
       NAME/ops/OP.py                 the op's launchers (see launcher_source)
       NAME/tuning/OP.json            the op's knobs and tuned table (`portkit tune`), as committed
       NAME/_runtime/                 portkit/runtime/ copied byte for byte (the launch
-                                     contract, the launch loop, registration, replay)
+                                     contract, the launch loop, registration, replay,
+                                     native.cpp: the compiled replayer, built on first use)
 
 Everything is written to a temporary folder beside OUT and renamed into place at the
 end, so a failure leaves nothing behind and OUT is never half-written; a lock beside OUT
@@ -45,11 +46,14 @@ RUNTIME_FOLDER = "_runtime"
 
 
 def runtime_sources() -> dict[str, Path]:
-    """The files of ``portkit/runtime/`` a package ships, by name."""
+    """The files of ``portkit/runtime/`` a package ships, by name: its modules and the
+    compiled replayer's source (``native.cpp``, built at the package's first import where
+    a compiler is present, as ``portkit.load`` builds it)."""
     import portkit.runtime
 
     folder = Path(portkit.runtime.__file__).parent
-    return {path.name: path for path in sorted(folder.glob("*.py"))}
+    files = [*folder.glob("*.py"), *folder.glob("*.cpp")]
+    return {path.name: path for path in sorted(files)}
 
 
 @dataclass(frozen=True)
@@ -237,8 +241,9 @@ requires-python = ">=3.10"
 dependencies = ["torch>=2.4,<2.14", "cuda-bindings>=12.8"]
 
 [tool.setuptools]
-packages = ["{package}", "{package}.ops"]
+packages = ["{package}", "{package}.ops", "{package}.{RUNTIME_FOLDER}"]
 
 [tool.setuptools.package-data]
 {package} = ["manifest.json", "kernels/*", "tuning/*"]
+"{package}.{RUNTIME_FOLDER}" = ["*.cpp"]
 """

@@ -4,9 +4,13 @@ package's cubins (or PTX on a newer GPU), and the registration of the ops at imp
 ``portkit export`` copies portkit/runtime/ byte for byte into the package as
 ``_runtime/``; the package's ``__init__`` calls ``register_ops`` here. Each kernel
 launches through ``twin_launch.TwinLaunch``, the launch loop portkit's twin uses; calls
-replay through ``replaying.ReplayingLauncher`` with the prepared replayer
-(``prepared.py``), as ``portkit.load`` replays with the compiled one. No numba, no NVRTC,
-no portkit: the standard library, torch and cuda.bindings. The launchers see the
+replay through ``replaying.ReplayingLauncher`` with ``portkit.load``'s compiled replayer
+(``native_replayer.py``: ``native.cpp``, built once into torch's extension folder where
+a C++ compiler is present, shared with portkit's build) and its callable
+(``eager_replay.ReplayedOpCallable``: the C++ autograd node, the C++ kernels of
+``torch.ops``); where it cannot be built, after one line on stderr, with the prepared
+replayer (``prepared.py``). No numba, no NVRTC, no portkit: the standard library, torch
+and cuda.bindings (and torch's C++ extension builder, where it can build). The launchers see the
 runtime package as ``portkit`` (``portkit.cdiv``, ``portkit.sm_count``, ``portkit.knobs``,
 ``portkit.InputError``).
 """
@@ -20,7 +24,15 @@ from typing import Any
 
 import torch
 
-from . import driver_launch, knob_choice, op_inputs, prepared, registration
+from . import (
+    driver_launch,
+    eager_replay,
+    knob_choice,
+    native_replayer,
+    op_inputs,
+    prepared,
+    registration,
+)
 from . import launch_contract as contract
 from . import replaying as replay
 
@@ -152,29 +164,31 @@ def register_ops(folder: Path, launchers: dict[str, type[Any]]) -> dict[str, Any
         )
         check = op_inputs.input_check(rule, custom)
         forward, backward = cls.forward, getattr(cls, "backward", None)
-        replaying = None
-        if replay.replay_wanted():  # as portkit.load: recorded calls replay (replaying.py)
+        mode = replay.package_replay_mode()
+        replaying, native = None, False
+        if mode != "off":  # as portkit.load: recorded calls replay (replaying.py)
             names = list(entry["kernels"])
             # Without the author's check_inputs the check reads metadata only, which a
             # replay's key holds: the replaying forward runs it on the calls it runs.
             moved = check if custom is None else None
             outputs = layout.outputs if moved is not None else None  # eager replay too
+            # portkit.load's compiled replayer where it builds (native.cpp, shipped here),
+            # else the prepared functions, after one line on stderr saying why.
+            replayers = _replayers(folder.name, mode, outputs, backward is not None)
+            native = hasattr(replayers[0], "set_backward")
             forward = replaying = replay.ReplayingLauncher(
                 forward,
                 k,
                 replay.RecordingKernels(k, names),
-                prepared.PreparedReplayer(outputs),
+                replayers[0],
                 True,
                 moved,
                 outputs,
+                layout.saved,
             )
             if backward is not None:
                 backward = replay.ReplayingLauncher(
-                    backward,
-                    k,
-                    replay.RecordingKernels(k, names),
-                    prepared.PreparedReplayer(),
-                    False,
+                    backward, k, replay.RecordingKernels(k, names), replayers[1], False
                 )
             if moved is not None:
                 check = _checked_by_the_forward
@@ -182,12 +196,26 @@ def register_ops(folder: Path, launchers: dict[str, type[Any]]) -> dict[str, Any
         qualname = f"{manifest['namespace']}::{name}"
         registered = registration.register(qualname, layout, list(entry["kernels"]), binding)
         op: registration.OpCallable
-        if replaying is not None and custom is None:  # a plain-eager call: one function
+        run_eager = replaying.run_eager if replaying is not None and custom is None else None
+        if native and run_eager is not None:  # portkit.load's callable: C++ and its node
+            op = eager_replay.ReplayedOpCallable(registered, binding, run_eager)
+        elif replaying is not None and custom is None:  # a plain-eager call: one function
             op = prepared.ReplayedOp(registered, binding, replaying.replayer)
         else:
             op = registration.OpCallable(registered, binding)
         callables[name] = op
     return callables
+
+
+def _replayers(package: str, mode: str, outputs: int | None, backward: bool) -> list[Any]:
+    """The forward's and the backward's replayers: compiled (``mode`` "auto" where
+    ``native.cpp`` builds or was built, as ``portkit.load``'s) or prepared."""
+    if mode == "auto":
+        first = native_replayer.compiled_replayer(package)
+        if first is not None:
+            second = native_replayer.compiled_replayer(package) if backward else None
+            return [first, second]
+    return [prepared.PreparedReplayer(outputs), prepared.PreparedReplayer()]
 
 
 def _checked_by_the_forward(inputs: Sequence[Any]) -> None:

@@ -1,7 +1,8 @@
-"""An exported package's replayer: each recording prepared once into one Python function.
+"""An exported package's Python replayer: each recording prepared once into one function.
 
-``portkit.load`` replays a recorded signature in C++ (``native.cpp``); a package must not
-compile C++, and the Python replayer (``executor.py``) re-reads its recording on every
+``portkit.load`` and a package replay a recorded signature in C++ (``native.cpp``) where
+it builds; where it does not (no C++ compiler, no ninja) a package falls back to this
+one, because the Python replayer (``executor.py``) re-reads its recording on every
 call: a list per launch, a recursion for the result, a meta tensor's shape and strides
 per buffer, a Python frame per launch. Here ``add`` turns a recording into the source
 of one straight-line function, built once with Python's ``compile`` (no NVRTC, no C++):

@@ -2,13 +2,14 @@
 
 ``ReplayingLauncher`` wraps a forward or backward launcher: on the production ``k`` a
 call whose signature was recorded is replayed by its replayer (the compiled one,
-launch/replay/native.py, or the Python one in portkit; the prepared one, ``prepared.py``,
-in a package, which must not compile C++); a new signature runs the launcher once on a
-recording ``k`` under the recorder (``recorder.py``: a ``TorchDispatchMode`` watches for
-any other PyTorch operation) and keeps the recording if it can be replayed; anything
-else (another ``k``, a signature that cannot be recorded) runs the launcher, with every
-check and message it had. ``RecordingKernels`` is the package's recording ``k``
-(portkit's, over its launch targets, is launch/replay/recording.py).
+``native_replayer.py``, in portkit and in a package where it builds; else portkit's
+Python one, ``executor.py``, or a package's prepared functions, ``prepared.py``); a new
+signature runs the launcher once on a recording ``k`` under the recorder
+(``recorder.py``: a ``TorchDispatchMode`` watches for any other PyTorch operation) and
+keeps the recording if it can be replayed; anything else (another ``k``, a signature
+that cannot be recorded) runs the launcher, with every check and message it had.
+``RecordingKernels`` is the package's recording ``k`` (portkit's, over its launch
+targets, is launch/replay/recording.py).
 """
 
 from __future__ import annotations
@@ -27,10 +28,16 @@ from .replay_setting import replay_mode
 from .steps import eager_template
 
 
-def replay_wanted() -> bool:
-    """Whether an exported package replays: ``PORTKIT_REPLAY`` as portkit reads it (a
+def package_replay_mode() -> str:
+    """How an exported package replays: ``PORTKIT_REPLAY`` as portkit reads it ("off",
+    "python": its prepared functions, "auto": the compiled replayer where it builds; a
     package has no portkit, so it reads this one variable of portkit's table itself)."""
-    return replay_mode(os.environ.get("PORTKIT_REPLAY", "")) != "off"
+    return replay_mode(os.environ.get("PORTKIT_REPLAY", ""))
+
+
+def replay_wanted() -> bool:
+    """Whether an exported package replays at all."""
+    return package_replay_mode() != "off"
 
 
 class _RecordingKernel:

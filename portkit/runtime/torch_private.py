@@ -15,11 +15,14 @@ launch or every op call, where a wrapping Python frame would cost more than the 
 - torch's C++ launcher of inductor's cubins (driver_launch.py), where this torch has it.
 - ``TorchDispatchMode``, which the recorder watches a launcher with (recorder.py).
 - functorch's configuration (the bench turns donated buffers off).
+- The folder torch's C++ extension builder builds an extension in (native_replayer.py
+  loads a finished build from there without running ninja).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -68,3 +71,11 @@ def cuda_sleep(cycles: int) -> None:
     """Keep the current stream busy for about ``cycles`` GPU clock cycles (the bench
     covers its host-side launch overhead with it)."""
     torch.cuda._sleep(cycles)
+
+
+def cpp_extension_folder(name: str) -> Path:
+    """Where ``torch.utils.cpp_extension.load(name, ...)`` builds (``TORCH_EXTENSIONS_DIR``
+    or torch's default, per Python version and CUDA/CPU build), made if missing."""
+    from torch.utils import cpp_extension
+
+    return Path(cpp_extension._get_build_directory(name, verbose=False))

@@ -60,7 +60,7 @@ def registered_callable(
     qualname = qualified_name(namespace, op.name, kernels.implementation)
     registered = register(qualname, layout, list(op.kernels), binding, define_now)
     if run_eager is not None:
-        from portkit.torch_op.eager_replay import ReplayedOpCallable
+        from portkit.runtime.eager_replay import ReplayedOpCallable
 
         return ReplayedOpCallable(registered, binding, run_eager)
     return OpCallable(registered, binding)

@@ -4,10 +4,11 @@ numba cannot import (tests/export/test_export_gpu.py starts it after
 
     ... PACKAGE OP INPUTS.pt OUTPUTS.pt REPO
 
-For every dtype in INPUTS.pt: outputs and gradients (saved to OUTPUTS.pt, for the test
-to compare with portkit's twin), ``torch.library.opcheck``, ``torch.compile`` with
-``fullgraph=True`` against eager and CUDA graph replay against eager. Prints one JSON
-line: the package's file, the portkit/numba modules loaded (none expected) and, per
+For every dtype in INPUTS.pt: outputs and gradients of a replayed call (saved to
+OUTPUTS.pt, for the test to compare with portkit's twin), ``torch.library.opcheck``,
+``torch.compile`` with ``fullgraph=True`` against eager and CUDA graph replay against
+eager. Prints one JSON line: the package's file, the portkit/numba modules loaded (none
+expected), the op's replayer and per dtype its replayed call's ``grad_fn``, and per
 dtype and check, "ok" or the error.
 """
 
@@ -35,14 +36,20 @@ def _equal(actual: Any, expected: Any) -> None:
 
 
 def _forward_backward(f: Callable, item: dict) -> dict:
-    leaves = _leaves(item["inputs"], item["grad"])
-    outputs = _as_list(f(*leaves, *item["extra"]))
-    grads: list = []
-    if item["grad"]:
-        pairs = [(o, g.cuda()) for o, g in zip(outputs, item["grad_outputs"]) if o.requires_grad]
-        torch.autograd.backward([o for o, _ in pairs], [g for _, g in pairs])
-        grads = [x.grad.cpu() if x.grad is not None else None for x in leaves]
-    return {"outputs": [o.detach().cpu() for o in outputs], "grads": grads}
+    """Outputs and gradients of the third call: the first builds the kernels' plans, the
+    second records, the third replays (where the op's calls can be recorded)."""
+    for _ in range(3):
+        leaves = _leaves(item["inputs"], item["grad"])
+        outputs = _as_list(f(*leaves, *item["extra"]))
+        grads: list = []
+        if item["grad"]:
+            pairs = [
+                (o, g.cuda()) for o, g in zip(outputs, item["grad_outputs"]) if o.requires_grad
+            ]
+            torch.autograd.backward([o for o, _ in pairs], [g for _, g in pairs])
+            grads = [x.grad.cpu() if x.grad is not None else None for x in leaves]
+    node = outputs[0].grad_fn.name() if outputs[0].grad_fn is not None else None
+    return {"outputs": [o.detach().cpu() for o in outputs], "grads": grads, "node": node}
 
 
 def _compiled(f: Callable, item: dict) -> None:
@@ -100,9 +107,21 @@ def main(package: str, op: str, inputs_path: str, outputs_path: str, repo: str) 
             "compile": _outcome(lambda item=item: _compiled(f, item)),
             "cudagraph": _outcome(lambda item=item: _graph_replay(f, item)),
         }
+    nodes = {dtype: result.pop("node") for dtype, result in results.items()}
     torch.save(results, outputs_path)
     loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("portkit", "numba"))
-    print(json.dumps({"file": module.__file__, "loaded": loaded, "report": report}))
+    replayer = type(getattr(f.binding.forward, "replayer", None)).__name__
+    print(
+        json.dumps(
+            {
+                "file": module.__file__,
+                "loaded": loaded,
+                "report": report,
+                "replayer": replayer,  # NativeReplayer where native.cpp builds
+                "nodes": nodes,  # per dtype, the replayed call's grad_fn
+            }
+        )
+    )
     return 0
 
 

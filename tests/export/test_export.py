@@ -8,12 +8,14 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+import torch
 
-from tests.export.package_env import BLOCK_PORTKIT_AND_NUMBA, install, run_cli
+from tests.export.package_env import BLOCK_PORTKIT_AND_NUMBA, REPO, install, run_cli
 
 GUARDED_IMPORT = BLOCK_PORTKIT_AND_NUMBA + textwrap.dedent(
     """
@@ -91,6 +93,23 @@ def test_exported_package_installs_and_imports_without_portkit_or_numba(
         "move it with .to('cuda')"
     )
     assert report["loaded"] == []
+    # the compiled replayer ships (byte for byte) and is built, or refused, at import
+    installed = Path(report["file"]).parent / "_runtime" / "native.cpp"
+    assert installed.read_bytes() == (REPO / "portkit" / "runtime" / "native.cpp").read_bytes()
+    if torch.version.cuda is None:  # no twin runs here: the package says so, once
+        assert result.stderr.count("launches replay in Python") == 1
+        assert "exported_ops: launches replay in Python: this torch is a CPU build" in (
+            result.stderr
+        )
+    # `pip install OUT` (setuptools, from pyproject.toml) ships the runtime too
+    built = tmp_path / "from_source"
+    setup = [sys.executable, "-c", "import setuptools; setuptools.setup()"]
+    subprocess.run(
+        [*setup, "build_py", "--build-lib", str(built)], cwd=out, check=True, capture_output=True
+    )
+    shipped = sorted(p.name for p in (built / "exported_ops" / "_runtime").glob("*.*"))
+    assert shipped == sorted(p.name for p in (package / "_runtime").glob("*.*"))
+    assert "native.cpp" in shipped
 
 
 @pytest.mark.parametrize(

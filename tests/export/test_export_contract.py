@@ -43,8 +43,9 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 def test_the_shipped_runtime_is_portkit_s_folder_byte_for_byte(exported) -> None:
     _, package = exported
     folder = REPO / "portkit" / "runtime"
-    sources = sorted(p.name for p in folder.glob("*.py"))
+    sources = sorted(p.name for p in folder.iterdir() if p.suffix in (".py", ".cpp"))
     assert "launch_contract.py" in sources and "exported.py" in sources
+    assert "native.cpp" in sources  # the compiled replayer, built on the package's first use
     shipped = sorted(p.name for p in (package / RUNTIME_FOLDER).iterdir() if p.is_file())
     assert shipped == sources
     for name in sources:
@@ -281,9 +282,10 @@ class _CudaLike:
 def test_the_package_ships_each_op_s_tuning_table_and_picks_by_its_rules(exported, runtime) -> None:
     _, package = exported
     assert (package / "_runtime" / "knob_choice.py").is_file()
-    assert "from .knob_choice import knobs as knobs" in (
-        package / "_runtime" / "exported.py"
-    ).read_text()
+    assert (
+        "from .knob_choice import knobs as knobs"
+        in (package / "_runtime" / "exported.py").read_text()
+    )
     table = json.loads((package / "tuning" / "rmsnorm.json").read_text())
     assert table["knobs"]["fwd_elems"] == [16, 8, 32]  # the declaration, for the defaults
     assert table["gpus"]["FakeGPU"]["bfloat16-4096x4096"]["config"] == {"fwd_elems": 8}

@@ -19,9 +19,11 @@ import pytest
 import torch
 
 import portkit
+from portkit.launch.replay.launcher import make_replayer
 from portkit.project.cases import Case, make_grad_outputs, make_inputs
 from portkit.project.config import load_config
 from portkit.project.discovery import discover
+from portkit.runtime.native_replayer import NativeReplayer
 from tests.export.package_env import BLOCK_PORTKIT_AND_NUMBA, REPO, install, run_cli
 from tests.torch_op.checks import makes_nan
 
@@ -118,6 +120,12 @@ def test_exported_op_runs_every_dtype_without_portkit_and_equals_the_twin(
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["file"].startswith(str(installed.parents[1]))  # the installed copy
     assert result["loaded"] == []
+    # portkit.load's compiled replayer where portkit has it (native.cpp ships in the
+    # package and builds, or is found built, at its import), its Python one where not
+    native = isinstance(make_replayer(), NativeReplayer)  # what portkit.load picks here
+    assert result["replayer"] == ("NativeReplayer" if native else "PreparedReplayer")
+    if native and name == "sigmoid":  # both directions replay: the C++ autograd node
+        assert set(result["nodes"].values()) == {f"{name}Backward"}  # the package's op name
     assert set(result["report"]) == set(op.definition.dtypes)
     failed = {
         f"{dtype}/{check}": outcome

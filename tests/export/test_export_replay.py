@@ -3,99 +3,41 @@ function each, plain-eager calls through them, torch's launcher where this torch
 one and cuda.bindings' ``cuLaunchKernel`` where it has not; the values and the errors
 are the launcher's.
 
+This is the package's Python path (``PORTKIT_REPLAY=python`` here), the one it takes
+where the compiled replayer cannot be built (no C++ compiler: test_export_native.py).
 No GPU: the package (sigmoid) is imported in this process with CPU tensors passing for
 CUDA ones, and both launchers replaced by one that runs the kernel on the CPU from its
-arguments (data pointers and all), as the GPU would."""
+arguments (data pointers and all), as the GPU would (stand_in_gpu.py)."""
 
 from __future__ import annotations
 
-import ctypes
-import importlib
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from portkit.launch.replay import recording
 from portkit.runtime import recorder
 from tests.export.package_env import project_with, run_cli
-
-_C_TYPES = {"float": (ctypes.c_float, torch.float32), "double": (ctypes.c_double, torch.float64)}
-
-
-class _Gpu:
-    """The kernels of the package by handle, run on the CPU; every launch noted."""
-
-    def __init__(self, manifest: dict) -> None:
-        self.kernels: dict[int, tuple[str, str]] = {}
-        self.handles: dict[str, int] = {}
-        for name, spec in manifest["ops"]["sigmoid"]["kernels"].items():
-            for ctype, lowered in spec["lowered"].items():
-                handle = self.handles[lowered] = 1000 + len(self.handles)
-                self.kernels[handle] = (name, ctype)
-        self.launches: list[tuple[str, str, tuple]] = []  # (launcher, kernel, values)
-
-    def run(self, launcher: str, handle: int, values: tuple) -> None:
-        name, ctype = self.kernels[handle]
-        self.launches.append((launcher, name, values))
-        *pointers, n = values
-        c_type, dtype = _C_TYPES[ctype]
-        with _disable_current_modes():  # the kernel's work, unseen by a recorder's watch
-            x, *rest = [
-                torch.frombuffer((c_type * n).from_address(p), dtype=dtype) for p in pointers
-            ]
-            if name == "sigmoid_fwd":
-                rest[0].copy_(torch.sigmoid(x))
-            else:  # sigmoid_bwd(y, dy, dx, n)
-                rest[1].copy_(rest[0] * x * (1 - x))
-
-    def static(self, handle, gx, gy, gz, warps, shared, codes, values, stream) -> None:
-        assert codes == "OOl" or codes == "OOOl"
-        self.run("torch", handle, tuple(values))
-
-    def cu_launch_kernel(self, function, *rest: Any) -> tuple:
-        from cuda.bindings import driver
-
-        name, _ = self.kernels[int(function)]
-        count = 3 if name == "sigmoid_fwd" else 4
-        slots = (ctypes.c_void_p * count).from_address(rest[-2])
-        values = tuple(ctypes.c_uint64.from_address(s).value for s in slots)
-        self.run("driver", int(function), values[:-1] + (ctypes.c_int64(values[-1]).value,))
-        return (driver.CUresult.CUDA_SUCCESS,)
+from tests.export.stand_in_gpu import StandInGpu, import_on_stand_in
 
 
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, _Gpu, Any]]:
+def exported(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, StandInGpu, Any]]:
     """(the package, its stand-in GPU, its _driver_launch) imported in this process."""
     root = project_with(tmp_path_factory.mktemp("prep") / "proj", ["sigmoid"], "prepns")
     out = root.parent / "out"
     done = run_cli(root, "export", "sigmoid", "--out", str(out), "--arch", "sm_90")
     assert done.returncode == 0, done.stderr
-    gpu = _Gpu(json.loads((out / "prepns_kernels" / "manifest.json").read_text()))
-    from cuda.bindings import driver
-
+    gpu = StandInGpu(json.loads((out / "prepns_kernels" / "manifest.json").read_text()))
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(torch.Tensor, "is_cuda", property(lambda self: True), raising=False)
-        mp.setattr(torch.Tensor, "get_device", lambda self: 0)  # cuda:0, as current_device
-        mp.setattr(torch.cuda, "current_device", lambda: 0)
-        mp.setattr(driver, "cuLaunchKernel", gpu.cu_launch_kernel)
-        mp.syspath_prepend(str(out))
-        launch = importlib.import_module("prepns_kernels._runtime.driver_launch")
-        mp.setattr(launch, "static_launcher", lambda: gpu.static)
-        mp.setattr(launch, "current_stream", lambda device: 0)
-        contract = importlib.import_module("prepns_kernels._runtime.launch_contract")
-        mp.setattr(contract, "_get_device", lambda: 0)
-        mp.setattr(contract, "_cuda_sm_count", lambda device: 132)
-        runtime = importlib.import_module("prepns_kernels._runtime.exported")
-        mp.setattr(runtime.Library, "kernel", lambda self, lowered: gpu.handles[lowered])
-        mp.setattr(
-            runtime.Kernels, "empty", lambda self, shape, dtype: torch.empty(shape, dtype=dtype)
-        )
-        yield importlib.import_module("prepns_kernels"), gpu, launch
+        package = import_on_stand_in(mp, out, "prepns_kernels", gpu)
+        yield package, gpu, sys.modules["prepns_kernels._runtime.driver_launch"]
 
 
 def test_plain_eager_calls_replay_the_recording_with_the_launcher_s_values(exported) -> None:

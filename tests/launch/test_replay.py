@@ -65,7 +65,7 @@ def c_launch(function, gx, gy, gz, bx, by, bz, shared, stream, params, extra) ->
 def compiled_replayer(capacity: int = MAX_SIGNATURES):
     if not (shutil.which("ninja") and shutil.which("c++")):
         pytest.skip("no ninja or C++ compiler here to build the compiled replayer")
-    from portkit.launch.replay.native import NativeReplayer, _built, compiled_module
+    from portkit.runtime.native_replayer import NativeReplayer, _built, compiled_module
 
     module = compiled_module()
     assert module is not None, _built.get("reason")
@@ -403,14 +403,20 @@ def test_the_eager_result_is_what_opcallable_returns(result, outputs, expected) 
 def test_a_replayer_that_cannot_be_compiled_says_why_once(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
-    from portkit.launch.replay import launcher, native
+    from portkit.launch.replay import launcher
+    from portkit.runtime import native_replayer as native
 
-    monkeypatch.setattr(native, "native_replayer", lambda: None)
-    monkeypatch.setattr(native, "unavailable_reason", lambda: "no C++ compiler here")
-    monkeypatch.setattr(launcher, "_said", set())
+    def refused(who: str) -> None:
+        raise RuntimeError("the build failed\nno C++ compiler here")
+
+    monkeypatch.setattr(native, "launch_entry_points", lambda: (0, 0))  # as on a GPU
+    monkeypatch.setattr(native, "_build", refused)
+    monkeypatch.setattr(native, "_built", {})
+    monkeypatch.setattr(native, "_said", set())
     first, second = launcher.make_replayer(), launcher.make_replayer()
     assert isinstance(first, PythonReplayer) and isinstance(second, PythonReplayer)
-    assert capsys.readouterr().err.count("replay in Python: no C++ compiler here") == 1
+    err = capsys.readouterr().err
+    assert err == "portkit: launches replay in Python: RuntimeError: no C++ compiler here\n"
 
 
 def test_both_replayers_key_only_plain_tensors_and_tell_devices_apart() -> None:

@@ -116,8 +116,8 @@ def make_op(mode: str, backward_launcher=backward, check=None) -> OpCallable:
         return OpCallable(register(qualname, LAYOUT, ["mul", "scale"], binding), binding)
     if not (shutil.which("ninja") and shutil.which("c++")):
         pytest.skip("no ninja or C++ compiler here to build the compiled replayer")
-    from portkit.launch.replay.native import NativeReplayer, _built, compiled_module
-    from portkit.torch_op.eager_replay import ReplayedOpCallable
+    from portkit.runtime.eager_replay import ReplayedOpCallable
+    from portkit.runtime.native_replayer import NativeReplayer, _built, compiled_module
 
     module = compiled_module()
     assert module is not None, _built.get("reason")

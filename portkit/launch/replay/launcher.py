@@ -1,15 +1,14 @@
 """``replaying(launcher, kernels)``: a launcher that replays its recorded calls.
 
 On the production ``k`` (no guard zones, no poisoned outputs) a call whose signature was
-recorded is replayed (``executor.py``/``native.py``); a new signature runs the launcher
-once under the recorder and keeps the recording if it can be replayed; anything else
-(another ``k``, such as ``FakeKernels`` or a checker's guarded one; a signature that cannot
-be recorded) runs the launcher as always.
+recorded is replayed (runtime/``executor.py`` or ``native_replayer.py``); a new signature
+runs the launcher once under the recorder and keeps the recording if it can be
+replayed; anything else (another ``k``, such as ``FakeKernels`` or a checker's guarded
+one; a signature that cannot be recorded) runs the launcher as always.
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -18,33 +17,23 @@ from portkit.launch.replay.recording import RecordingKernels
 from portkit.runtime import replaying as runtime_replaying
 from portkit.runtime.executor import PythonReplayer
 from portkit.runtime.recorder import MAX_FAILURES as MAX_FAILURES  # tests read it here
-from portkit.runtime.replaying import saved_refs as saved_refs  # native.py's docstring
+from portkit.runtime.replaying import saved_refs as saved_refs  # native_replayer's docstring
 
 
 def make_replayer(mode: str = "auto") -> Any:
     """The replayer ``mode`` asks for (the session's ``replay`` setting, PORTKIT_REPLAY):
     None ("off"), the Python one ("python"), or the compiled one where it builds, the
-    Python one where it does not ("auto")."""
+    Python one where it does not ("auto", after one line on stderr saying why: the
+    runtime's ``compiled_replayer``, which an exported package asks the same way)."""
     if mode == "off":
         return None
     if mode != "python":
-        from portkit.launch.replay.native import native_replayer, unavailable_reason
+        from portkit.runtime.native_replayer import compiled_replayer
 
-        native = native_replayer()
+        native = compiled_replayer("portkit")
         if native is not None:
             return native
-        _say_once(f"portkit: launches replay in Python: {unavailable_reason()}")
     return PythonReplayer()
-
-
-_said: set[str] = set()
-
-
-def _say_once(line: str) -> None:
-    """One line on stderr per process: why the compiled replayer is not used."""
-    if line not in _said:
-        _said.add(line)
-        print(line, file=sys.stderr)
 
 
 def replays_launches(kernels: KernelSet) -> bool:

@@ -1,5 +1,6 @@
 """``ReplayedOpCallable``: ``OpCallable`` whose plain-eager calls of a recorded signature
-are one call into the compiled replayer.
+are one call into the compiled replayer: what ``portkit.load`` returns, and an exported
+package's op where ``native.cpp`` builds (shipped in ``_runtime/`` with the rest).
 
 ``OpCallable``'s eager path asks in Python whether PyTorch is watching (modes, functorch,
 subclasses, gradients), checks the inputs and calls the replaying forward: about 2.5-3 µs
@@ -26,9 +27,9 @@ from typing import Any
 
 import torch
 
-from portkit.runtime.autograd_function import Binding, as_tuple, eager_backward
-from portkit.runtime.executor import flatten
-from portkit.runtime.registration import OpCallable, RegisteredOp, _is_compiling
+from .autograd_function import Binding, as_tuple, eager_backward
+from .executor import flatten
+from .registration import OpCallable, RegisteredOp, _is_compiling
 
 
 def differentiate(forward: Any, backward: Any, registered: RegisteredOp, binding: Binding) -> None:
