@@ -178,6 +178,8 @@ class BlockRun:
                 first = pending[0]
                 kind, mask = self.requests[first][0], self._mask(first)
                 group = [warp_start + lane for lane in range(WARP_SIZE) if mask >> lane & 1]
+                if kind == "syncwarp":  # CUDA C++ guide: non-exited lanes of the mask
+                    group = [t for t in group if not self.finished[t]]
                 missing = [
                     t
                     for t in group

@@ -24,7 +24,6 @@ from __future__ import annotations
 import ast
 import copy
 import math
-import textwrap
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -61,7 +60,7 @@ from portkit.simt.scalars import (
     simulated_bf16,
     typed_constant,
 )
-from portkit.simt.source import own_nodes, source_lines
+from portkit.simt.source import own_nodes, parsed_definition, source_lines
 from portkit.simt.vector_types import simulated_vector_type
 from portkit.simt.xoroshiro import simulated_random
 
@@ -202,8 +201,7 @@ class Rewriter:
             raise KernelError(
                 f"the simulator needs the source of {fn.__name__} and cannot read it: {exc}"
             ) from None
-        tree = ast.parse(textwrap.dedent("".join(lines)))
-        ast.increment_lineno(tree, first - 1)
+        tree = parsed_definition(fn, lines, first)
         definition = tree.body[0]
         if not isinstance(definition, ast.FunctionDef):
             raise KernelError(f"{fn.__name__}: the simulator can only run plain def functions")
