@@ -27,3 +27,12 @@ def run():
     PRICES[:] = [20.0, 50.0, 10.0, 30.0, 60.0]
     compute_totals[1, 32](d_quantities, d_totals)
     return {"first": first, "second": d_totals.copy_to_host()}
+
+
+def expected():
+    """What the example asserts (10.8, 54.0, 16.2, 64.8, 162.0): the globals were captured
+    at the first launch; computed in the kernel's operation order, bit for bit."""
+    quantities = np.array([1, 2, 3, 4, 5], dtype=np.float64)
+    prices = np.array([10.0, 25.0, 5.0, 15.0, 30.0], dtype=np.float64)
+    totals = quantities * prices * (1 + 0.08)
+    return {"first": totals, "second": totals}

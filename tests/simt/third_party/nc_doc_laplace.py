@@ -57,3 +57,19 @@ def run():
     buf_1 = cuda.device_array_like(buf_0)
     solve_heat_equation[4, 32](buf_0, buf_1, 20, 0.25)
     return {"buf_0": buf_0.copy_to_host(), "buf_1": buf_1.copy_to_host()}
+
+
+def expected():
+    """The same finite differences stepped on the host, in the kernel's operation order."""
+    buffers = [np.zeros(101), np.zeros(101)]
+    buffers[0][50] = 10000
+    k = 0.25
+    for step in range(20):
+        data, nxt = buffers[step % 2], buffers[1 - step % 2]
+        left = np.concatenate([[0.0], data[:-1]])
+        right = np.concatenate([data[1:], [0.0]])
+        inner = data + k * (left - (2 * data) + right)
+        inner[0] = data[0] + k * (data[1] - (2 * data[0]))
+        inner[-1] = data[-1] + k * (data[-2] - (2 * data[-1]))
+        nxt[:] = inner
+    return {"buf_0": buffers[0], "buf_1": buffers[1]}

@@ -10,7 +10,7 @@ from numba.cuda.random import (
     xoroshiro128p_uniform_float32,
 )
 
-nsamps = 2000  # the example's 1000000, smaller
+nsamps = 256  # the example's 1000000, smaller
 
 
 @cuda.jit
@@ -46,3 +46,16 @@ def run():
     rng_states = create_xoroshiro128p_states(nsamps, seed=42)
     mc_integrator_kernel.forall(nsamps)(out, rng_states, 1, 2)
     return {"out": out.copy_to_host(), "states": rng_states.copy_to_host().view(np.uint64)}
+
+
+def expected():
+    """The kernel's arithmetic as numba types it for a GPU (float32 sample, int64 limits:
+    float64), the draws by numba's own CPU-compiled xoroshiro functions."""
+    from numba.cuda.random import xoroshiro128p_uniform_float32 as draw
+
+    states = create_xoroshiro128p_states(nsamps, seed=42).copy_to_host()
+    out = np.empty(nsamps, dtype=np.float32)
+    for gid in range(nsamps):
+        samp = np.float64(draw(states, gid)) * (2 - 1) + 1
+        out[gid] = 1.0 / samp
+    return {"out": out, "states": states.view(np.uint64)}

@@ -182,3 +182,11 @@ def run():
     first = partials.copy_to_host()
     kernel[1, partials_size](partials, partials, init, False)
     return {"partials": first, "total": partials.copy_to_host()[:1]}
+
+
+def expected():
+    """The sums cuda.reduce gives (exact: multiples of 0.5): one partial per block of 128
+    (two full blocks, one partial block), then their total."""
+    arr = np.arange(300, dtype=np.float64) * 0.5
+    partials = np.array([arr[:128].sum(), arr[128:256].sum(), arr[256:].sum()])
+    return {"partials": partials, "total": np.array([arr.sum()])}

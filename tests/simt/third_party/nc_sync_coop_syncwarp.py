@@ -39,3 +39,8 @@ def run():
     res = np.zeros(1, dtype=np.int32)
     compiled[1, 32](res)
     return {"res": res}
+
+
+def expected():
+    """What numba-cuda's test asserts: the sum of 0 to 31."""
+    return {"res": np.array([496], dtype=np.int32)}

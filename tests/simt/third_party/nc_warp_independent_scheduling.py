@@ -24,3 +24,9 @@ def run():
     arr = np.empty(32, dtype=np.uint32)
     compiled[1, 32](arr)
     return {"arr": arr}
+
+
+def expected():
+    """What numba-cuda's test asserts."""
+    return {"arr": np.tile(np.array((0x11111111, 0x22222222, 0x44444444, 0x88888888),
+                                    dtype=np.uint32), 8)}

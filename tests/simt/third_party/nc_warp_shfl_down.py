@@ -20,3 +20,13 @@ def run():
         compiled[1, 32](ary, delta)
         out[f"delta{delta}"] = ary
     return out
+
+
+def expected():
+    """What numba-cuda's test asserts (for each delta): lanes past the end keep their own."""
+    out = {}
+    for delta in (0, 3, 31):
+        exp = np.arange(32, dtype=np.int32)
+        exp[: 32 - delta] += delta
+        out[f"delta{delta}"] = exp
+    return out

@@ -20,3 +20,8 @@ def run():
     ary = np.empty(nelem, dtype=np.int32)
     compiled[1, nelem](ary)
     return {"ary": ary}
+
+
+def expected():
+    """What numba-cuda's test asserts."""
+    return {"ary": np.full(32, 42, dtype=np.int32)}
