@@ -11,6 +11,8 @@ import textwrap
 from collections.abc import Iterator
 from typing import Any
 
+from portkit.simt.literal_index import LiteralNegativeIndices
+
 COMMAND_LINE_FILE = "<string>"
 
 
@@ -45,6 +47,7 @@ def parsed_definition(fn: Any, lines: list[str], first: int) -> ast.Module:
     its one expression, at its own lines."""
     tree = ast.parse(textwrap.dedent("".join(lines)))
     ast.increment_lineno(tree, first - 1)
+    tree = LiteralNegativeIndices().visit(tree)  # x[-1]: numba's, from the end
     if fn.__name__ != "<lambda>" or (tree.body and isinstance(tree.body[0], ast.FunctionDef)):
         return tree
     code = fn.__code__

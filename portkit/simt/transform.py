@@ -34,6 +34,7 @@ import numpy as np
 import portkit.simt.array_methods  # noqa: F401  (installs reshape/view/real/imag on SimArray)
 from portkit.errors import KernelError
 from portkit.simt.fp16 import simulated_fp16
+from portkit.simt.literal_index import WRAP, wrap_index
 from portkit.simt.mlir_names import as_numba_names
 from portkit.simt.module_proxy import _is_namespace, _ModuleProxy
 from portkit.simt.numba_forms import (
@@ -208,7 +209,7 @@ class Rewriter:
         definition.decorator_list = []
 
         scope = visible_names(fn)
-        namespace = dict(fn.__globals__)
+        namespace = dict(fn.__globals__, **{WRAP: wrap_index})
         namespace.update(self._helpers)
         facts = FunctionFacts.of(
             copy.deepcopy(definition), fn.__name__, filename, scope, _callable(dispatcher)

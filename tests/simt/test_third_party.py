@@ -49,6 +49,15 @@ NUMBA_SIMULATOR_DIFFERS = {
     "nc_warp_independent_scheduling": NO_WARP_OPS,
     "nc_sync_coop_syncwarp": NO_WARP_OPS,
 }
+# Kept red: portkit reports what numba's simulator lets pass (docs/numba-world.md).
+PORTKIT_RED = {
+    "stumpy_gpu_stump": (
+        "x[i - 1] at i == 0: a computed negative index (QT_in[-1], T_A[-1]); numba on a GPU "
+        "wraps it and the kernel overwrites the value it stored, so stumpy's result is right "
+        "on a GPU, but a C port reads before the array; portkit reports every computed "
+        "negative index (a boundary bug, almost always)"
+    ),
+}
 # Correct kernels that lean on what the CUDA C++ guide leaves undefined: their warning.
 WARNED = {"nc_warp_useful_syncwarp": ["same-value-race"]}
 
@@ -64,7 +73,8 @@ def test_at_least_25_kernels_each_naming_its_source_and_licence() -> None:
     for path in FILES:
         text = path.read_text()
         head = text[: text.index("\nimport") if "\nimport" in text else 600]
-        assert re.search(r"^# Source: .+\n#   https://\S+", head, re.M), path.name
+        assert re.search(r"^# Source: .+", head, re.M), path.name
+        assert re.search(r"^#   https://\S+", head, re.M), path.name
         assert re.search(r"^# Licence: \S+", head, re.M), path.name
         kernels += len(re.findall(r"^(?:@cuda\.jit.*\n)?def (?!run|expected)\w+\(", text, re.M))
         assert "def run()" in text, path.name
@@ -72,7 +82,7 @@ def test_at_least_25_kernels_each_naming_its_source_and_licence() -> None:
 
 
 def test_every_disagreement_listed_is_a_file() -> None:
-    assert set(NUMBA_SIMULATOR_DIFFERS) <= {p.stem for p in FILES}
+    assert set(NUMBA_SIMULATOR_DIFFERS) | set(PORTKIT_RED) <= {p.stem for p in FILES}
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
@@ -81,6 +91,10 @@ def test_same_outcome_as_numbas_simulator(path: Any, numba_simulator: dict) -> N
     mine = portkit_outcome(path)
     assert mine["warnings"] == WARNED.get(path.stem, []), mine["warnings"]
     differs = same(numba, mine)
+    if path.stem in PORTKIT_RED:
+        assert numba["status"] == "ok" and mine["status"] == "raised", differs
+        assert mine["error"] == "SimulationFault" and "negative index" in mine["message"]
+        return
     if path.stem not in NUMBA_SIMULATOR_DIFFERS:
         assert not differs, differs
         return

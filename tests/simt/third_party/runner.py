@@ -35,6 +35,7 @@ def load(path: Path, tag: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(f"_third_party_{tag}_{path.stem}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # as an import would (a kernel may refer to its module)
     spec.loader.exec_module(module)
     return module
 
