@@ -25,7 +25,7 @@ def set_record(ary, i, j):
 
 
 def run():
-    sample = np.recarray(3, dtype=recordtype)
+    sample = np.zeros(3, dtype=recordtype).view(np.recarray)  # padding bytes zeroed
     for i in range(sample.size):
         x = i + 1
         sample[i]["a"] = x / 2
