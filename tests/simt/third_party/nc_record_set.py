@@ -25,7 +25,7 @@ def set_record(ary, i, j):
 
 
 def run():
-    sample = np.zeros(3, dtype=recordtype).view(np.recarray)  # padding bytes zeroed
+    sample = np.recarray(3, dtype=recordtype)
     for i in range(sample.size):
         x = i + 1
         sample[i]["a"] = x / 2
@@ -36,9 +36,9 @@ def run():
     for i in range(3):
         got = sample.copy()
         cuda.jit()(set_a)[1, 1](got, i, 3.1415)
-        out[f"set_a{i}"] = np.asarray(got).view(np.uint8)
+        out.update({f"set_a{i}.{f}": np.array(got[f]) for f in "abcd"})
     for i, j in [(0, 1), (1, 2), (0, 2)]:
         got = sample.copy()
         cuda.jit()(set_record)[1, 1](got, i, j)
-        out[f"set_record{i}{j}"] = np.asarray(got).view(np.uint8)
+        out.update({f"set_record{i}{j}.{f}": np.array(got[f]) for f in "abcd"})
     return out
