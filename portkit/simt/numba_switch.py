@@ -241,12 +241,6 @@ def _announce(on: Any, variable: str | None) -> tuple[Any, str | None]:
     """Tell code that asks "am I simulated?" (numba's ``config.ENABLE_CUDASIM``: its test
     helpers, ``skip_on_cudasim``) and child processes (``NUMBA_ENABLE_CUDASIM``, which
     gives them numba's simulator) whether CUDA is simulated; returns the previous state."""
-    # numba.cuda.random reads the flag at import: under it, its @jit host functions fall
-    # back to object mode for numba's simulator's arrays, and create_xoroshiro128p_states
-    # took 37 ms a state. Here kernels' draws are portkit's (xoroshiro.py), so its host
-    # initialisation may stay compiled (nopython) as on a GPU.
-    import numba.cuda.random  # noqa: F401
-
     from portkit.project.environment import set_process_variable
 
     return set_cudasim_flag(on), set_process_variable("NUMBA_ENABLE_CUDASIM", variable)
