@@ -1,6 +1,7 @@
 """Run the third-party kernel files under one simulator and describe each outcome.
 
     python -m tests.simt.third_party.runner --table      # both simulators, a Markdown table
+    python -m tests.simt.third_party.runner --gpu        # on a GPU: numba there vs portkit
     NUMBA_ENABLE_CUDASIM=1 python -m tests.simt.third_party.runner --numba OUT.pickle
 
 An outcome is a dict: ``status`` "ok" (``values``: the arrays ``run()`` returned) or
@@ -151,14 +152,38 @@ def _table() -> int:
     return 0
 
 
+def _gpu_table(stems: list[str]) -> int:
+    """Each driver on a real GPU with numba (no simulator) beside portkit's simulator:
+    the same values (or exception type), or how they differ. Exits 1 on a difference."""
+    from numba import cuda
+
+    if not cuda.is_available():
+        print("no CUDA GPU: --gpu runs the drivers on a GPU with numba")
+        return 3
+    paths = [FOLDER / f"{s}.py" for s in stems] if stems else kernel_files()
+    gpu = {p.stem: _outcome(p, "gpu") for p in paths}  # before the switch is ever on
+    print("| kernel file | GPU (numba) | portkit's simulator | agree |\n|---|---|---|---|")
+    differences = 0
+    for path in paths:
+        mine = portkit_outcome(path)
+        differs = same(gpu[path.stem], mine)
+        differences += bool(differs)
+        print(f"| {path.stem} | {describe(gpu[path.stem])} | {describe(mine)} | "
+              f"{differs or 'yes'} |", flush=True)
+    return 1 if differences else 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--numba", type=Path, help="child mode: write the outcomes here")
     parser.add_argument("--table", action="store_true")
+    parser.add_argument("--gpu", action="store_true", help="on a GPU: numba there vs portkit")
     parser.add_argument("stems", nargs="*")
     args = parser.parse_args()
     if args.numba:
         return _child(args.numba, args.stems or [p.stem for p in kernel_files()])
+    if args.gpu:
+        return _gpu_table(args.stems)
     return _table()
 
 
