@@ -285,6 +285,11 @@ def set_cudasim_flag(on: Any) -> Any:
     """Set numba-cuda's ``config.ENABLE_CUDASIM`` (numba.cuda.core.config: what its test
     helpers and ``skip_on_cudasim`` ask) and return the value it had.
     Tested: numba-cuda 0.30.4."""
+    # numba.cuda.random reads the flag at import: under it, its @jit host functions fall
+    # back to object mode for numba's simulator's arrays, and create_xoroshiro128p_states
+    # took 37 ms a state. portkit's simulator draws with its own (simt/xoroshiro.py), so
+    # the host initialisation may stay compiled (nopython), as on a GPU.
+    import numba.cuda.random  # noqa: F401
     from numba.cuda.core import config
 
     previous = config.ENABLE_CUDASIM

@@ -2,6 +2,8 @@
 simulator, side by side: the ground truth for the simulator's error/warning rules.
 
     python scripts/gpu_verdict_bank.py [--launches 100] [--json FILE] [--only NAME ...]
+    python scripts/gpu_verdict_bank.py --only barrier_divergence counters_read_beside_atomics \
+        --json tests/simt/verdict_bank_gpu.json   # adds (or refreshes) those rows only
     python scripts/gpu_verdict_bank.py --stress     # the missing-barrier races at 1,024 threads
 
 For each kernel: how many of ``--launches`` GPU launches (numba, the same inputs each
@@ -75,6 +77,15 @@ def row(entry: Entry, gpu: dict[str, Any] | None, sim: dict[str, Any]) -> str:
     )
 
 
+def merged(path: Path, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``records`` in place of the rows of the same kernels in ``path`` (kept otherwise),
+    in the bank's order: ``--only A B --json FILE`` adds or refreshes those rows."""
+    rows = {r["kernel"]: r for r in json.loads(path.read_text())} if path.exists() else {}
+    rows.update((r["kernel"], r) for r in records)
+    order = {e.name: k for k, e in enumerate(BANK)}
+    return sorted(rows.values(), key=lambda r: order.get(r["kernel"], len(order)))
+
+
 def stress(launches: int) -> int:
     if not gpu_available():
         print("no GPU: --stress runs on a GPU only")
@@ -111,7 +122,7 @@ def main() -> int:
         print(line, flush=True)
         records.append({"kernel": entry.name, "bug": entry.bug, "gpu": gpu, "simulator": sim})
     if args.json:
-        args.json.write_text(json.dumps(records, indent=1) + "\n")
+        args.json.write_text(json.dumps(merged(args.json, records), indent=1) + "\n")
     print(f"\n{len(entries)} kernels, {disagreements} disagreements, GPU: {on_gpu}")
     return 1 if disagreements else 0
 

@@ -28,6 +28,12 @@ BARRIERS = ("syncthreads", "syncthreads_count", "syncthreads_and", "syncthreads_
 _DONE = object()  # a finished thread's request
 
 
+# Warp operations that exited lanes of the mask do not hold up (PTX ISA: bar.warp.sync
+# and vote.sync wait for the non-exited threads of membermask; an exited lane votes no).
+# Shuffles are not among them: a lane reading an exited lane's value reads nothing.
+EXITED_ARRIVE = frozenset({"syncwarp", "ballot_sync", "any_sync", "all_sync", "eq_sync"})
+
+
 class BlockHost(Protocol):
     """What a block run drives on the machine (``machine.Machine``): the simulated
     ``cuda`` module, who runs now (thread and stamp), and how faults are reported."""
@@ -178,6 +184,8 @@ class BlockRun:
                 first = pending[0]
                 kind, mask = self.requests[first][0], self._mask(first)
                 group = [warp_start + lane for lane in range(WARP_SIZE) if mask >> lane & 1]
+                if kind in EXITED_ARRIVE:  # PTX: they wait for the mask's non-exited lanes
+                    group = [t for t in group if not self.finished[t]]
                 missing = [
                     t
                     for t in group

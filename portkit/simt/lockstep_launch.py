@@ -20,7 +20,6 @@ import numpy as np
 
 from portkit.errors import KernelError
 from portkit.launch.kernel_set import LaunchConfig
-from portkit.simt.interrupts import passes_through
 from portkit.simt.layout import memory_view
 from portkit.simt.records import ArrayRecord, LaunchRecord
 from portkit.simt.schedule import REVERSED
@@ -120,7 +119,9 @@ def _run_lockstep(
     """The launch's lockstep run: its shadows, or why it stopped and the shadows the
     chunks before the failed one left (the failed chunk undone). Only the engine's own
     signal stops it here (``Unsupported``: a construct not vectorised or a check that
-    failed); a timeout, an interrupt, MemoryError or the budget pass through."""
+    failed; ``engine.py`` turns what a chunk's kernel code raises into it); any other
+    exception, the engine's own included, passes through: a timeout, an interrupt,
+    MemoryError, the budget, a bug of the engine (not hidden as a fallback)."""
     from portkit.simt.lockstep import LaneShadow, Unsupported
 
     # NumPy shadows, not the per-thread engine's array('q'), each slot allocated at its
@@ -129,15 +130,8 @@ def _run_lockstep(
     machine._lockstep.tally = AtomicTally()
     try:
         machine._lockstep.launch(dispatcher, config, args, shadows, machine.schedule)
-    except KernelError:
-        raise  # the launch itself is wrong (an argument): the same for both engines
-    except Exception as exc:
-        if isinstance(exc, Unsupported):
-            return str(exc), shadows
-        if passes_through(exc):
-            raise
-        # The engine's own code failed outside a chunk (a case it did not foresee).
-        return f"not vectorised: {type(exc).__name__}: {exc}", shadows
+    except Unsupported as exc:  # the engine's own signal; anything else passes through
+        return str(exc), shadows
     return shadows
 
 

@@ -8,15 +8,14 @@ multi-dimensional indexing work as in numba. Each access is checked:
 - shared and local memory start poisoned: reading an element no thread of the block
   (or, for local memory, this thread) has written gives a ``Poison`` (poison.py), an
   error where it is used, a warning where it is dropped;
-- races: every element remembers the last writer and reader as a *stamp*
-  (block, barrier epoch, thread), so two threads of a block touching one element
-  between two barriers, one of them writing, or two blocks touching one element of
-  global memory with a write among them, is reported with both threads and lines
-  (two writes of the same bits, and a read racing with atomics, are judged further:
-  ``_racing_write``, second_schedule.py).
+- races: every element remembers the last writer and reader as a *stamp* (block,
+  barrier epoch, thread): two threads of a block touching one element between two
+  barriers, one writing, or two blocks touching one global element with a write among
+  them, are reported with both threads and lines (a write of the bits the element held
+  and a read racing with atomics are judged further: same_value.py, second_schedule.py).
 
-The write stamps of global memory outlive the launch: they are the recorded
-writer map that ``portkit diff`` reads (which block and thread last wrote each element).
+The write stamps of global memory outlive the launch: the writer map ``portkit diff``
+reads (which block and thread last wrote each element).
 """
 
 from __future__ import annotations
@@ -30,6 +29,7 @@ import numpy as np
 from portkit.simt.layout import Layout
 from portkit.simt.memory_fault import MemoryFault, as_integer, out_of_bounds, show_index
 from portkit.simt.poison import Poison, PoisonUsed
+from portkit.simt.same_value import judge_write, read_after_same_write
 from portkit.simt.scalars import INT64, BFloat16, BFloat16Bits, bfloat16_store, widen
 from portkit.simt.shadow import Shadow
 from portkit.simt.stamps import LINE_BITS, NOBODY, ordered
@@ -162,27 +162,30 @@ class SimArray:
     def __setitem__(self, index: Any, value: Any) -> None:
         flat = self._element(index, "write")
         if flat is None:
-            raise MemoryFault(
-                "unsupported", f"assigning to a slice of {self.name} is not supported"
-            )
+            raise MemoryFault("unsupported", f"assigning to a slice of {self.name} isn't supported")
         if self.space == CONST:
             where = f"{self.name}{show_index(index)}"
             raise MemoryFault("const-write", f"write to constant memory {where}")
         shadow = self._shadow
-        racing = None
+        racing = read = None
         if shadow is not None:
-            racing = self._check_write(shadow, flat)
+            racing, read = self._check_write(shadow, flat)
         elif self._written is not None:
             self._written[flat] = 1
-        before = self._data[flat : flat + 1].tobytes() if racing is not None else b""
+        before = self._data[flat : flat + 1].tobytes() if shadow is not None else b""
         if type(value) is Poison:
             self._store_poison(flat, value)
         else:
             self._data[flat] = bfloat16_store(value) if self._bfloat16 else value
             if self._poison:
                 self._poison.pop(flat, None)
-        if racing is not None:
-            self._racing_write(flat, before, racing)
+        if shadow is not None:  # the bits it held: a race then reads or leaves those
+            same = type(value) is not Poison and self._data[flat : flat + 1].tobytes() == before
+            (shadow.same_writes.add if same else shadow.same_writes.discard)(flat)
+            if read is not None:
+                judge_write(self._machine, read, same, "read", sys._getframe(1))
+            if racing is not None:
+                judge_write(self._machine, racing, same, "write", sys._getframe(1))
 
     # -- indexing ----------------------------------------------------------------------
     def _element(self, index: Any, access: str) -> int | None:
@@ -261,10 +264,14 @@ class SimArray:
                     f"read of {self.name}[{self._position(flat)}]",
                     (written, shadow.write_lines[flat]),
                 )
-                if flat not in shadow.atomics or self._machine.strict:
+                frame = sys._getframe(2)
+                if flat in shadow.same_writes:  # a write of the bits it held: a warning
+                    if not read_after_same_write(self._machine, fault, frame):
+                        raise fault
+                elif flat not in shadow.atomics or self._machine.strict:
                     raise fault
-                # Racing with atomics only: the second schedule decides (machine.py).
-                self._machine.suspect_race(fault, sys._getframe(2))
+                else:  # racing with atomics only: the second schedule decides (machine.py)
+                    self._machine.suspect_race(fault, frame)
         read = shadow.reads[flat]
         line = _line_key(sys._getframe(2), self._machine.files)
         if read == me or read == NOBODY or ordered(read, me, self._cross_block):
@@ -275,15 +282,18 @@ class SimArray:
             shadow.read2_lines[flat] = line
         return unwritten
 
-    def _check_write(self, shadow: Shadow, flat: int) -> tuple[int, int] | None:
-        """Check a write; a racing earlier write (its stamp and line key) is returned,
-        to be judged by the value stored (``_racing_write``), a racing read raises."""
+    def _check_write(
+        self, shadow: Shadow, flat: int
+    ) -> tuple[MemoryFault | None, MemoryFault | None]:
+        """Check a write: the faults of a racing earlier write and a racing read, to be
+        judged by the value stored (``same_value.py``)."""
         me = self._machine.stamp
         cross_block = self._cross_block
         other = shadow.writes[flat]
-        racing = None
+        racing = read = None
         if other != me and other != NOBODY and not ordered(other, me, cross_block):
-            racing = (other, shadow.write_lines[flat])
+            what = f"write of {self.name}[{self._position(flat)}] after another thread's write"
+            racing = MemoryFault("race", what, (other, shadow.write_lines[flat]))
         if shadow.atomics:
             shadow.atomics.discard(flat)
         for other, lines in (
@@ -297,24 +307,15 @@ class SimArray:
                         "another thread read it before any thread had written it; "
                         "missing cuda.syncthreads()?"
                     )
-                raise MemoryFault(
+                read = MemoryFault(
                     "race",
                     f"write of {self.name}[{self._position(flat)}] after {what}",
                     (other, lines[flat]),
                 )
+                break
         shadow.writes[flat] = me
         shadow.write_lines[flat] = _line_key(sys._getframe(2), self._machine.files)
-        return racing
-
-    def _racing_write(self, flat: int, before: bytes, racing: tuple[int, int]) -> None:
-        """A write racing with another thread's: an error when the values differ, a
-        warning when this one stored the same bits (whichever lands last, they stay)."""
-        what = f"write of {self.name}[{self._position(flat)}] after another thread's write"
-        same = self._data[flat : flat + 1].tobytes() == before
-        if not same or self._machine.strict:
-            raise MemoryFault("race", what + ("" if same else " of another value"), racing)
-        detail = f"{what} of the same value, with no barrier between them"
-        self._machine.memory_warning("same-value-race", detail, sys._getframe(2), racing)
+        return racing, read
 
     def _poisoned_read(self, flat: int, shadow: Shadow | None) -> Poison:
         """The value of an uninitialised element (poison.py): a warning for local memory

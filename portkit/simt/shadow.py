@@ -32,6 +32,7 @@ class Shadow:
         "read2_lines",
         "unwritten_reads",
         "atomics",
+        "same_writes",
     )
 
     def __init__(self, size: int, sparse: bool = False, seed: Any = None) -> None:
@@ -43,10 +44,13 @@ class Shadow:
         # Elements whose last write was an atomic: a read racing with it is confirmed by
         # a second schedule (machine.py), not reported at once.
         self.atomics: set[int] = set()
+        # Elements whose last write stored the bits they already held: a read racing
+        # with it reads those bits in any order (a warning, memory.py).
+        self.same_writes: set[int] = set()
         if sparse:
             # A few blocks of a big launch: only the elements they touch get an entry.
             # ``seed`` (a LaneShadow) answers the others: what earlier blocks left.
-            for name in self.__slots__[:-2]:
+            for name in self.__slots__[:-3]:
                 if seed is not None and seed.seeds(name):
                     setattr(self, name, _Seeded(seed, name))
                 else:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import ast
 import copy
 import math
-import textwrap
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,6 +34,7 @@ import numpy as np
 import portkit.simt.array_methods  # noqa: F401  (installs reshape/view/real/imag on SimArray)
 from portkit.errors import KernelError
 from portkit.simt.fp16 import simulated_fp16
+from portkit.simt.literal_index import WRAP, wrap_index
 from portkit.simt.mlir_names import as_numba_names
 from portkit.simt.module_proxy import _is_namespace, _ModuleProxy
 from portkit.simt.numba_forms import (
@@ -61,7 +61,7 @@ from portkit.simt.scalars import (
     simulated_bf16,
     typed_constant,
 )
-from portkit.simt.source import own_nodes, source_lines
+from portkit.simt.source import own_nodes, parsed_definition, source_lines
 from portkit.simt.vector_types import simulated_vector_type
 from portkit.simt.xoroshiro import simulated_random
 
@@ -202,15 +202,14 @@ class Rewriter:
             raise KernelError(
                 f"the simulator needs the source of {fn.__name__} and cannot read it: {exc}"
             ) from None
-        tree = ast.parse(textwrap.dedent("".join(lines)))
-        ast.increment_lineno(tree, first - 1)
+        tree = parsed_definition(fn, lines, first)
         definition = tree.body[0]
         if not isinstance(definition, ast.FunctionDef):
             raise KernelError(f"{fn.__name__}: the simulator can only run plain def functions")
         definition.decorator_list = []
 
         scope = visible_names(fn)
-        namespace = dict(fn.__globals__)
+        namespace = dict(fn.__globals__, **{WRAP: wrap_index})
         namespace.update(self._helpers)
         facts = FunctionFacts.of(
             copy.deepcopy(definition), fn.__name__, filename, scope, _callable(dispatcher)

@@ -291,6 +291,31 @@ def last_writer_wins(x, out, n):
 
 
 @cuda.jit
+def counters_read_beside_atomics(x, out, count, n):
+    i = cuda.grid(1)
+    if i < n:
+        cuda.atomic.add(count, i % 2, 1)
+        # a plain read of the other counter, which other threads bump atomically: the
+        # author expects its final value (every thread of that parity counted)
+        out[i] = x[i] + count[(i + 1) % 2]
+
+
+@cuda.jit
+def barrier_divergence(x, out, n):
+    s = cuda.shared.array(THREADS, float32)
+    tid = cuda.threadIdx.x
+    i = cuda.grid(1)
+    half = THREADS // 2
+    if tid < half:
+        cuda.syncthreads()  # only the first half waits here: live threads at two barriers
+        s[tid] = x[i] if i < n else float32(0)
+        s[tid + half] = x[i + half] if i + half < n else float32(0)
+    cuda.syncthreads()
+    if i < n:
+        out[i] = 2 * s[tid]
+
+
+@cuda.jit
 def atomic_max_with_plain_read(x, out, n):
     i = cuda.grid(1)
     if i < n and x[i] > out[0]:  # a plain read of what other threads update atomically
@@ -736,6 +761,12 @@ BANK: list[Entry] = [
           atomic_max_with_plain_read, BLOCKS, THREADS,
           lambda rng: [ints(rng, N), np.full(1, -100, np.float32)],
           lambda b: [b[0], b[1], N], lambda b: {1: np.array([b[0].max()], np.float32)}),
+    Entry("counters_read_beside_atomics", "atomics beside plain reads",
+          "a plain read of a counter other threads bump atomically: what it sees depends on "
+          "their order", counters_read_beside_atomics, BLOCKS, THREADS,
+          lambda rng: [ints(rng, N), np.zeros(N, np.float32), np.zeros(2, np.int32)],
+          lambda b: [b[0], b[1], b[2], N],
+          lambda b: {1: b[0] + np.float32(N // 2), 2: np.array([N // 2, N // 2], np.int32)}),
     histogram_entry("histogram_atomic", histogram_atomic, "", "histogram"),
     histogram_entry("histogram_shared_privatised", histogram_shared_privatised, "", "histogram"),
     histogram_entry("histogram_plain", histogram_plain, "a plain += where threads share a bin",
@@ -746,6 +777,10 @@ BANK: list[Entry] = [
                       lambda x: 2 * x),
     elementwise_entry("scale_off_by_one", scale_off_by_one, "`i <= n`: one write past the end",
                       "elementwise with a guard", lambda x: 2 * x),
+    elementwise_entry("barrier_divergence", barrier_divergence,
+                      "the block's first half waits at one barrier, the second half at "
+                      "another: the second half reads shared memory before it is written",
+                      "barriers in divergent code", lambda x: 2 * x),
     elementwise_entry("stencil_shared_halo", stencil_shared_halo, "",
                       "stencil with a shared halo", lambda x: stencil3(x, N)),
     elementwise_entry("stencil_no_right_edge", stencil_no_right_edge,

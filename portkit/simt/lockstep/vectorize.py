@@ -27,7 +27,6 @@ import builtins
 import copy
 import inspect
 import math
-import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,11 +34,13 @@ from typing import Any
 import numpy as np
 
 from portkit.simt.fp16 import simulated_fp16
+from portkit.simt.literal_index import WRAP, wrap_index
 from portkit.simt.lockstep.bfloat16 import LaneCast, simulated_lane_bf16
 from portkit.simt.lockstep.expressions import Expressions, Unsupported
 from portkit.simt.lockstep.syntax import assign_to, ctx_call, has_node, name_node
 from portkit.simt.lockstep.unwritten import unwritten_parameters
 from portkit.simt.scalars import as_dtype, typed_constant
+from portkit.simt.source import parsed_definition
 from portkit.simt.transform import (
     WAITING_INTRINSICS,
     _ModuleProxy,
@@ -118,9 +119,7 @@ class Vectorizer:
 
     def _rewrite(self, dispatcher: Any, device: bool) -> VectorFunction:
         fn = dispatcher.py_func
-        lines, first = inspect.getsourcelines(fn)
-        tree = ast.parse(textwrap.dedent("".join(lines)))
-        ast.increment_lineno(tree, first - 1)
+        tree = parsed_definition(fn, *inspect.getsourcelines(fn))
         definition = tree.body[0]
         if not isinstance(definition, ast.FunctionDef):
             raise Unsupported(f"{fn.__name__} is not a plain def function")
@@ -135,7 +134,7 @@ class Vectorizer:
                 raise Unsupported(f"line {node.lineno}: print (its order is per thread)")
         definition.decorator_list = []
         scope = visible_names(fn)
-        namespace = dict(fn.__globals__)
+        namespace = dict(fn.__globals__, **{WRAP: wrap_index})
         namespace.update(self._helpers)
         parameters = tuple(a.arg for a in definition.args.args)
         unwritten = unwritten_parameters(definition, parameters, scope)
