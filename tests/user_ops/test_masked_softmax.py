@@ -69,3 +69,18 @@ def test_a_backward_without_the_scale_fails_in_bfloat16(make_project, cli):
 def test_masked_softmax_passes_check(check_op):
     result, rows = check_op("masked_softmax")
     assert result.exit_code == 0, [r for r in rows if r["status"] == "fail"]
+
+
+def test_a_backward_that_forgets_the_scalars_gradient_says_they_count(make_project, cli):
+    """A newcomer's first try returned (dx, None) for forward(k, x, mask, scale): the
+    message now says that the op-level scalar counts as an input."""
+    forgetful = PROTOTYPE.replace("return dx, None, None", "return dx, None")
+    assert forgetful != PROTOTYPE
+    root = make_project({"masked_softmax": (forgetful, None)})
+    result = cli(root, "check", "masked_softmax", "--backend", "sim", "--case", "float32-causal",
+                 "--json")
+    rows = json.loads(result.stdout)["results"]
+    assert result.exit_code == 1
+    (failed,) = [r for r in rows if r["status"] == "fail"]
+    assert "backward returned 2 gradient(s), expected 3" in failed["detail"]
+    assert "scalars after the tensors, a case's extra=, count as inputs" in failed["detail"]
