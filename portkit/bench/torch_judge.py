@@ -90,7 +90,6 @@ class TorchJudge:
                 return "; ".join(verdict.problems)
         return None
 
-
     def kernel_problem(
         self,
         direction: str,

@@ -131,7 +131,6 @@ def control_mismatches(
     that need the elements, not only the verdict: `portkit diff` (diffing/case_diff.py)
     and `portkit bench`'s verification of every timed output, so that neither calls wrong
     what `check` passes, nor passes what it fails."""
-    import torch
 
     if control is None or not uses_control(actual, expected, tolerance, control):
         return None
@@ -141,9 +140,7 @@ def control_mismatches(
     return outside_bound(actual, control.wide, allowed), allowed
 
 
-def outside_bound(
-    actual: torch.Tensor, wide: torch.Tensor, allowed: torch.Tensor
-) -> torch.Tensor:
+def outside_bound(actual: torch.Tensor, wide: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
     """Elements of ``actual`` farther from ``wide`` (float64) than ``allowed``, by
     ``control_compare``'s rule: NaN matches NaN, an infinity only the value the output's dtype
     makes of the exact one."""

@@ -21,9 +21,9 @@ from portkit.checking.compare import (
     elementwise_errors,
 )
 from portkit.checking.contributions import counting_run, from_machine
+from portkit.checking.control import ULPS
 from portkit.checking.op_contract import differentiable, gradient_positions, label
 from portkit.checking.op_contract import tolerance as declared_or_default
-from portkit.checking.control import ULPS
 from portkit.checking.order_bound import OrderBound, bound_errors, compare_summed
 from portkit.checking.reference_run import control_run, reference_run
 from portkit.checking.tensor_check import Control, control_mismatches, controls

@@ -70,7 +70,8 @@ def print_diff(
             if not t.mismatches:
                 continue
             first = Table(
-                title=f"{case.case.name} {t.name}: first mismatches ({t.rule or t.tolerance.describe()}; "
+                title=f"{case.case.name} {t.name}: first mismatches "
+                f"({t.rule or t.tolerance.describe()}; "
                 f"{case.blocks_simulated} blocks re-simulated)",
                 title_justify="left",
             )

@@ -232,7 +232,11 @@ def test_a_timed_call_is_verified_with_the_ops_declared_tolerance() -> None:
 
     op = Session.from_environment().op("add_rmsnorm")
     declared_w = portkit.Tolerance(
-        rtol=1e-5, atol=5e-4, grad=True, output="w", case="float32-16384x4096",
+        rtol=1e-5,
+        atol=5e-4,
+        grad=True,
+        output="w",
+        case="float32-16384x4096",
         reason="16384 rows summed",
     )
     op = replace(op, definition=replace(op.definition, tolerances=(declared_w,)))

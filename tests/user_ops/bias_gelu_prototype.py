@@ -11,9 +11,9 @@ import math
 
 import torch
 from numba import cuda, float32
+from portkit.cases import custom
 
 import portkit
-from portkit.cases import custom
 
 THREADS = 128
 INV_SQRT2 = float32(0.7071067811865476)

@@ -13,9 +13,9 @@ import math
 
 import torch
 from numba import cuda, float32
+from portkit.cases import custom
 
 import portkit
-from portkit.cases import custom
 
 WARP = 32
 
@@ -99,8 +99,15 @@ def padded(rows, cols):
 
 
 def case(name, dtype, mask, shape, scale, seed):
-    return custom(name, [shape, shape], dtype, input_dtypes=(dtype, "bool"),
-                  inputs=mask(*shape), extra=(scale,), seed=seed)
+    return custom(
+        name,
+        [shape, shape],
+        dtype,
+        input_dtypes=(dtype, "bool"),
+        inputs=mask(*shape),
+        extra=(scale,),
+        seed=seed,
+    )
 
 
 CASES = [

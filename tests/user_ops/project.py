@@ -51,8 +51,9 @@ def main(argv: list[str]) -> int:
         return 2
     unknown = sorted(set(argv[1:]) - set(user_ops()))
     if unknown:
-        print(f"error: no user op {', '.join(unknown)}; ops: {', '.join(user_ops())}",
-              file=sys.stderr)
+        print(
+            f"error: no user op {', '.join(unknown)}; ops: {', '.join(user_ops())}", file=sys.stderr
+        )
         return 2
     root = write_project(Path(argv[0]), argv[1:] or None)
     print(f"wrote {root}: {', '.join(argv[1:] or user_ops())}")

@@ -7,11 +7,10 @@ The forward's atomics sum in an order the GPU does not promise: `portkit check` 
 those elements with the summation-order bound (authoring.md, "Float atomics").
 """
 
-import torch
 from numba import cuda
+from portkit.cases import custom, duplicates, indices
 
 import portkit
-from portkit.cases import custom, duplicates, indices
 
 THREADS = 128
 
@@ -47,8 +46,16 @@ def reference(src, idx, rows):
 
 
 def case(name, dtype, n, dim, rows, seed=0, kind=duplicates, **options):
-    return custom(name, [(n, dim), (n,)], dtype, input_dtypes=(dtype, "int64"),
-                  kinds=(None, kind(rows)), extra=(rows,), seed=seed, **options)
+    return custom(
+        name,
+        [(n, dim), (n,)],
+        dtype,
+        input_dtypes=(dtype, "int64"),
+        kinds=(None, kind(rows)),
+        extra=(rows,),
+        seed=seed,
+        **options,
+    )
 
 
 CASES = [

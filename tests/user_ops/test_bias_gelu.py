@@ -36,7 +36,10 @@ def test_bias_gelu_passes_in_bfloat16_on_the_cpu_backends(make_project, cli):
     assert result.exit_code == 0, [r for r in rows if r["status"] == "fail"]
     ran = {(r["case"], r["backend"], r["check"]) for r in rows if r["status"] == "pass"}
     for backend in ("sim", "twin-cpu"):
-        assert {("bfloat16-512x40", backend, "forward"), ("bfloat16-512x40", backend, "backward")} <= ran
+        assert {
+            ("bfloat16-512x40", backend, "forward"),
+            ("bfloat16-512x40", backend, "backward"),
+        } <= ran
         assert ("bfloat16-special", backend, "forward") in ran
 
 
@@ -49,7 +52,10 @@ def test_a_bias_gradient_summed_in_bfloat16_fails(make_project, cli):
     rows = json.loads(result.stdout)["results"]
     assert result.exit_code == 1, rows
     failed = [r for r in rows if r["status"] == "fail"]
-    assert {(r["backend"], r["check"]) for r in failed} == {("twin-cpu", "backward"), ("sim", "vs twin-cpu")}
+    assert {(r["backend"], r["check"]) for r in failed} == {
+        ("twin-cpu", "backward"),
+        ("sim", "vs twin-cpu"),
+    }
     backward = next(r for r in failed if r["check"] == "backward")
     assert "grad of input 1 (bias)" in backward["detail"]
     assert "torch's float32 error" in backward["detail"]

@@ -77,8 +77,9 @@ def test_a_backward_that_forgets_the_scalars_gradient_says_they_count(make_proje
     forgetful = PROTOTYPE.replace("return dx, None, None", "return dx, None")
     assert forgetful != PROTOTYPE
     root = make_project({"masked_softmax": (forgetful, None)})
-    result = cli(root, "check", "masked_softmax", "--backend", "sim", "--case", "float32-causal",
-                 "--json")
+    result = cli(
+        root, "check", "masked_softmax", "--backend", "sim", "--case", "float32-causal", "--json"
+    )
     rows = json.loads(result.stdout)["results"]
     assert result.exit_code == 1
     (failed,) = [r for r in rows if r["status"] == "fail"]

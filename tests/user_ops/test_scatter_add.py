@@ -45,24 +45,32 @@ def test_scatter_add_passes_on_the_cpu_backends(make_project, cli):
 
 @needs_compiler
 def test_a_non_atomic_scatter_fails(make_project, cli):
-    racy = TWIN.replace("atomicAdd(out + idx[r] * dim + c, src[i]);", "out[idx[r] * dim + c] += src[i];")
+    racy = TWIN.replace(
+        "atomicAdd(out + idx[r] * dim + c, src[i]);", "out[idx[r] * dim + c] += src[i];"
+    )
     assert racy != TWIN
     root = make_project({"scatter_add": (PROTOTYPE, racy)})
     result = cli(root, "check", "scatter_add", *CPU, "--case", "float32-few-rows")
     rows = json.loads(result.stdout)["results"]
     assert result.exit_code == 1, rows
-    assert ("twin-cpu", "forward") in {(r["backend"], r["check"]) for r in rows if r["status"] == "fail"}
+    assert ("twin-cpu", "forward") in {
+        (r["backend"], r["check"]) for r in rows if r["status"] == "fail"
+    }
 
 
 @needs_compiler
 def test_a_backward_gathering_the_wrong_row_fails(make_project, cli):
-    wrong = TWIN.replace("dsrc[i] = dout[idx[r] * dim + c];", "dsrc[i] = dout[(r % dim) * dim + c];")
+    wrong = TWIN.replace(
+        "dsrc[i] = dout[idx[r] * dim + c];", "dsrc[i] = dout[(r % dim) * dim + c];"
+    )
     assert wrong != TWIN
     root = make_project({"scatter_add": (PROTOTYPE, wrong)})
     result = cli(root, "check", "scatter_add", *CPU, "--case", "float32-duplicates")
     rows = json.loads(result.stdout)["results"]
     assert result.exit_code == 1, rows
-    assert ("twin-cpu", "backward") in {(r["backend"], r["check"]) for r in rows if r["status"] == "fail"}
+    assert ("twin-cpu", "backward") in {
+        (r["backend"], r["check"]) for r in rows if r["status"] == "fail"
+    }
 
 
 @pytest.mark.compile
