@@ -6,18 +6,19 @@ the dtype table elsewhere. A torch row (below) is re-judged by the control where
 misses the op's tolerance.
 
 An op's declared tolerances (``portkit.Tolerance``) describe its *kernels*: rmsnorm's
-float32 weight gradient, for one, allows the kernels' float64 partial sums against a
-reference that sums in float32. A torch implementation timed beside the twin (the op's
+float32 weight gradient, for one, allowed the kernels' float64 partial sums against a
+reference that sums in float32 (until 2026-11-27, when the measured control was found to
+cover it: docs/seeds.md). A torch implementation timed beside the twin (the op's
 ``baseline=``, ``torch.compile`` of the reference) is another torch sum in the same
 precision as the reference, so its distance to the reference is up to twice torch's own
 error, and a kernels' tolerance can refuse a correct one: on an H200 (2026-11-27)
 ``F.rms_norm``'s float32 weight gradient at 16384x4096 differed from the reference's by
-2.4e-4 in 2 of 4096 columns, beyond rmsnorm's declared 2e-4.
+2.4e-4 in 2 of 4096 columns, beyond rmsnorm's then declared 2e-4.
 
 So where such a row misses the tolerance, it is judged again by the measured control
 (checking/control.py): against the reference run in float64, within ``error_factor``
 times the error of the reference itself in the kernels' precision. The float64 run is
-made only then, once per case. An output the control cannot bound (float64, integers, a
+made once per case. An output the control cannot bound (float64, integers, a
 reference that cannot run in float64) keeps the first verdict.
 """
 
