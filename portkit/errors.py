@@ -36,7 +36,8 @@ class BackwardContractError(OpDefinitionError):
     def gradient_count(cls, op: str, returned: int, inputs: int) -> BackwardContractError:
         return cls(
             f"op {op}: backward returned {returned} gradient(s), expected {inputs} (one per "
-            f"input of the forward, None for an input without one)"
+            f"input of the forward, None for an input without one; scalars after the tensors, "
+            f"a case's extra=, count as inputs)"
         )
 
 

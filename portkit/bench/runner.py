@@ -26,6 +26,7 @@ from portkit.bench.tasks import (
     build_tasks,
     make_leaves,
     native_results,
+    structural_problem,
     tolerances_of,
     verify,
 )
@@ -265,8 +266,16 @@ class Bench:
         tolerances: list[Tolerance | None],
         direction: str,
     ) -> str | None:
-        """Why ``result`` is wrong, or None. A torch row (baseline=, torch.compile) that
-        misses the op's tolerance is judged again by the measured control (torch_judge)."""
+        """Why ``result`` is wrong, or None. A kernel row is judged as `portkit check`
+        judges it (the measured control, torch_judge.kernel_problem); a torch row
+        (baseline=, torch.compile) that misses the op's tolerance is judged again by the
+        measured control (torch_judge)."""
+        if task.role not in TORCH_ROLES and self.judge is not None:
+            return structural_problem(result, expected, f"{direction} output") or (
+                self.judge.kernel_problem(
+                    direction, result, expected, tolerances, task.implementation
+                )
+            )
         problem = verify(result, expected, tolerances, f"{direction} output")
         if not problem or task.role not in (BASELINE, COMPILED) or self.judge is None:
             return problem

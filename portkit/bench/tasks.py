@@ -128,6 +128,24 @@ def verify(
     compares); else why not."""
     import torch
 
+    problem = structural_problem(actual, expected, what)
+    if problem:
+        return problem
+    for i, (a, e) in enumerate(zip(actual, expected)):
+        if e is None:
+            continue
+        tolerance = tolerances[i]
+        assert tolerance is not None  # None only where the reference has no output
+        close = torch.isclose(a, e, rtol=tolerance.rtol, atol=tolerance.atol, equal_nan=True)
+        if not bool(close.all()):
+            mismatch = compare(f"{what} {i}", a, e, tolerance)
+            return mismatch.report() if mismatch else f"{what} {i} differs"
+    return None
+
+
+def structural_problem(actual: Sequence[Any], expected: Sequence[Any], what: str) -> str | None:
+    """Why ``actual`` cannot be compared with ``expected`` value by value (a count, shape
+    or dtype that differs, an output missing), or None."""
     if len(actual) != len(expected):
         return f"{what}: {len(actual)} outputs, the reference has {len(expected)}"
     for i, (a, e) in enumerate(zip(actual, expected)):
@@ -136,12 +154,6 @@ def verify(
         if a is None or tuple(a.shape) != tuple(e.shape) or a.dtype != e.dtype:
             got = "nothing" if a is None else f"{tuple(a.shape)} {a.dtype}"
             return f"{what} {i}: got {got}, the reference has {tuple(e.shape)} {e.dtype}"
-        tolerance = tolerances[i]
-        assert tolerance is not None  # None only where the reference has no output
-        close = torch.isclose(a, e, rtol=tolerance.rtol, atol=tolerance.atol, equal_nan=True)
-        if not bool(close.all()):
-            mismatch = compare(f"{what} {i}", a, e, tolerance)
-            return mismatch.report() if mismatch else f"{what} {i} differs"
     return None
 
 

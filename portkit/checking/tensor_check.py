@@ -62,15 +62,7 @@ def check_tensor(
 ) -> TensorVerdict:
     """``actual`` against ``expected`` (or against ``control.wide`` where the control
     applies: ``control`` given, no declared tolerance, a float narrower than float64)."""
-    usable = (
-        control is not None
-        and not tolerance.reason
-        and controlled(actual.dtype)
-        and actual.dtype == expected.dtype
-        and actual.shape == expected.shape == control.wide.shape == control.low.shape
-        and measurable(control)
-    )
-    if not usable or control is None:
+    if control is None or not uses_control(actual, expected, tolerance, control):
         problems, notes = compare_bounded(
             what, actual, expected, tolerance, bound, sides, reproduce
         )
@@ -111,6 +103,58 @@ def check_tensor(
         verdict.problems.append(result.report(reproduce))
     verdict.margin = max(verdict.margin, result.margin)
     return verdict
+
+
+def uses_control(
+    actual: torch.Tensor, expected: torch.Tensor, tolerance: Tolerance, control: Control
+) -> bool:
+    """Whether ``actual`` meets the measured control rather than ``tolerance``: no declared
+    tolerance, a float narrower than float64, shapes that agree, and torch's low run
+    differs from its float64 run somewhere (``measurable``)."""
+    return (
+        not tolerance.reason
+        and controlled(actual.dtype)
+        and actual.dtype == expected.dtype
+        and actual.shape == expected.shape == control.wide.shape == control.low.shape
+        and measurable(control)
+    )
+
+
+def control_mismatches(
+    actual: torch.Tensor,
+    expected: torch.Tensor,
+    tolerance: Tolerance,
+    bound: OrderBound | None,
+    control: Control | None,
+) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """(outside, allowed) per element, as ``check_tensor`` judges ``actual`` against the
+    reference where the control applies (plus the summation-order term on elements float
+    atomics summed); None where it does not (the caller keeps ``tolerance``). For tools
+    that need the elements, not only the verdict: `portkit diff` (diffing/case_diff.py)
+    and `portkit bench`'s verification of every timed output, so that neither calls wrong
+    what `check` passes, nor passes what it fails."""
+
+    if control is None or not uses_control(actual, expected, tolerance, control):
+        return None
+    allowed, _ = control.bound(actual.dtype, tolerance)
+    if bound is not None:
+        allowed = allowed + order_term(bound, actual.dtype).to(allowed.device)
+    return outside_bound(actual, control.wide, allowed), allowed
+
+
+def outside_bound(actual: torch.Tensor, wide: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
+    """Elements of ``actual`` farther from ``wide`` (float64) than ``allowed``, by
+    ``control_compare``'s rule: NaN matches NaN, an infinity only the value the output's dtype
+    makes of the exact one."""
+    import torch
+
+    a = actual.detach().to(torch.float64)
+    w = wide.detach().to(a.device, torch.float64)
+    held = w.to(actual.dtype).to(torch.float64)  # the exact value as the output dtype holds it
+    finite = torch.isfinite(a) & torch.isfinite(held)
+    special = (torch.isnan(a) & torch.isnan(held)) | (~torch.isfinite(held) & (a == held))
+    err = torch.where(finite, (a - w).abs(), torch.zeros_like(a))
+    return ~special & (~finite | (err > allowed.to(a.device)))
 
 
 def controls(

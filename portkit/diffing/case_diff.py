@@ -21,10 +21,12 @@ from portkit.checking.compare import (
     elementwise_errors,
 )
 from portkit.checking.contributions import counting_run, from_machine
+from portkit.checking.control import ULPS
 from portkit.checking.op_contract import differentiable, gradient_positions, label
 from portkit.checking.op_contract import tolerance as declared_or_default
 from portkit.checking.order_bound import OrderBound, bound_errors, compare_summed
-from portkit.checking.reference_run import reference_run
+from portkit.checking.reference_run import control_run, reference_run
+from portkit.checking.tensor_check import Control, control_mismatches, controls
 from portkit.diffing.model import CaseDiff, ElementDiff, Plan, Side, TensorDiff
 from portkit.diffing.writers import (
     CapturingTarget,
@@ -177,10 +179,16 @@ def diff_case(op: Op, case: Case, plan: Plan, shown: int = 5, replay: bool = Fal
         if p is not None and o is not None
     ]
     against = "reference" if plan.other.role == "reference" else plan.other.name
+    controls_of = reference_controls(op, case) if against == "reference" else {}
+    grad_index = 0
     for grad, position, p, o, bound in pairs:
         name = label(op, grad, position)
         tolerance = declared_or_default(op, case, grad, position, against, o.dtype)
-        tensor = compare_tensors(name, p, o, tolerance, writers, shown, bound)
+        found = controls_of.get(grad, [])
+        index = grad_index if grad else position
+        grad_index += grad
+        control = found[index] if index < len(found) else None
+        tensor = compare_tensors(name, p, o, tolerance, writers, shown, bound, control)
         if not tensor.order_note and counted.note:
             tensor.order_note = counted.note
         tensor.patterns = describe_patterns(tensor, inputs)
@@ -194,6 +202,19 @@ def diff_case(op: Op, case: Case, plan: Plan, shown: int = 5, replay: bool = Fal
     return result
 
 
+def reference_controls(op: Op, case: Case) -> dict[bool, list[Control | None]]:
+    """The measured control of each output (False) and gradient (True) against the
+    reference, as `portkit check` makes it (checking/control.py); empty where the
+    reference cannot run in float64 (the dtype table applies, as in check)."""
+    inputs = differentiable(op, case, make_inputs(case, "cpu"))
+    try:
+        runs = control_run(op, case, inputs, op.definition.has_backward)
+    except Exception:  # e.g. a reference op without a float64 kernel: check falls back too
+        return {}
+    factors = op.definition.error_factor
+    return {grad: controls(runs, grad, factors) for grad in (False, True)}
+
+
 def compare_tensors(
     name: str,
     prototype: torch.Tensor,
@@ -202,11 +223,14 @@ def compare_tensors(
     writers: Any,
     shown: int,
     bound: OrderBound | None = None,
+    control: Control | None = None,
 ) -> TensorDiff:
     """Every figure of one pair: errors, mismatch count, NaN/Inf disagreements, the first
     mismatches and a spread sample of them with the thread that wrote each. Elements
     float atomics summed (``bound``) are mismatches only outside the summation-order
-    bound."""
+    bound. Against the reference (``control`` given), a float narrower than float64 with
+    no declared tolerance mismatches where `portkit check` would call it wrong: outside
+    the measured control (checking/tensor_check.py ``control_mismatches``)."""
     import torch
 
     if prototype.shape != other.shape or prototype.dtype != other.dtype:
@@ -217,8 +241,16 @@ def compare_tensors(
     p, o = prototype.detach(), other.detach()
     errors = elementwise_errors(p, o, tolerance)
     bad, finite, diff, rel, ulps = errors.bad, errors.finite, errors.abs, errors.rel, errors.ulps
-    order_note = ""
-    if bound is not None:
+    order_note, rule, allowed = "", "", None
+    judged = control_mismatches(p, o, tolerance, bound, control)
+    if judged is not None and control is not None:
+        bad, allowed = judged[0].to(bad.device), judged[1]
+        rule = control_rule(control, p.dtype)
+        if bound is not None:
+            order_note = compare_summed(
+                name, p, control.wide, tolerance, bound, allowed=allowed, formula=rule
+            )[1].report()
+    elif bound is not None:
         summed = (bound.count > 0).to(bad.device)
         bad = torch.where(summed, bound_errors(p, o, tolerance, bound).bad.to(bad.device), bad)
         order_note = compare_summed(name, p, o, tolerance, bound)[1].report()
@@ -262,6 +294,18 @@ def compare_tensors(
         other_values=o_cpu,
         bad=bad_cpu,
         order_note=order_note,
+        rule=rule,
+        allowed=None if allowed is None else allowed.cpu(),
+        exact=None if control is None or not rule else control.wide.cpu(),
+    )
+
+
+def control_rule(control: Control, dtype: torch.dtype) -> str:
+    """The measured control's bound, in words, as check's rows state it."""
+    return (
+        f"{control.factor:g}x torch's {str(control.low_dtype).removeprefix('torch.')} error "
+        f"against float64 + {ULPS} ULP of {str(dtype).removeprefix('torch.')}, the measured "
+        f"control of portkit check"
     )
 
 

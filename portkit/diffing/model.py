@@ -64,6 +64,12 @@ class TensorDiff:
     # Elements float atomics summed, compared with the summation-order bound
     # (checking/order_bound.py): what that comparison found, one line.
     order_note: str = ""
+    # Against the reference, where `portkit check` uses the measured control: its bound in
+    # words, the allowed error per element and the float64 reference it is measured from
+    # (mismatches are outside it, as check's verdict); "" / None where the tolerance rules.
+    rule: str = ""
+    allowed: Any = None
+    exact: Any = None
 
     @property
     def share(self) -> float:

@@ -70,7 +70,8 @@ def print_diff(
             if not t.mismatches:
                 continue
             first = Table(
-                title=f"{case.case.name} {t.name}: first mismatches ({t.tolerance.describe()}; "
+                title=f"{case.case.name} {t.name}: first mismatches "
+                f"({t.rule or t.tolerance.describe()}; "
                 f"{case.blocks_simulated} blocks re-simulated)",
                 title_justify="left",
             )
@@ -149,6 +150,9 @@ def diff_json(cases: Sequence[CaseDiff], notes: Sequence[str], plan_note: str) -
             "rtol": t.tolerance.rtol,
             "atol": t.tolerance.atol,
             "tolerance_reason": t.tolerance.reason,
+            # set where the measured control judged (against the reference, as check does):
+            # then rtol/atol are only the dtype table's floor under it
+            "bound": t.rule,
             "elements": t.total,
             "mismatches": t.mismatches,
             "share": t.share,
@@ -249,7 +253,11 @@ def _error_image(t: TensorDiff) -> Any:
     p = t.prototype_values.double().numpy()
     o = t.other_values.double().numpy()
     with np.errstate(all="ignore"):
-        scale = t.tolerance.atol + t.tolerance.rtol * np.abs(o)
+        if t.allowed is not None:  # the measured control: against float64, as check judges
+            o = t.exact.double().numpy()
+            scale = t.allowed.double().numpy()
+        else:
+            scale = t.tolerance.atol + t.tolerance.rtol * np.abs(o)
         error = np.where(np.isnan(p) != np.isnan(o), 1e6, np.abs(p - o) / scale)
         error = np.nan_to_num(error, nan=0.0, posinf=1e6)
         image = np.log10(np.maximum(error, 1e-3))

@@ -249,7 +249,7 @@ def test_baseline_and_teaching_are_validated():
 
 def rows_with_a_kernels_tolerance(monkeypatch, baseline):
     """sigmoid's baseline rows where the op declares an exact tolerance for its kernels
-    (as rmsnorm declares one for its float64 partial sums)."""
+    (as rmsnorm declared one for its float64 partial sums before the measured control)."""
     from portkit.bench import runner as runner_module
     from portkit.bench.runner import Bench
     from portkit.bench.tasks import Baseline
