@@ -35,6 +35,11 @@
 #   tune       `portkit tune` of the five knobbed ops on this GPU (the tables merged into
 #              tuning/ and copied to $OUT/tuning/ to commit), then `portkit check` of
 #              every configuration the tables pick and the tuning tests
+#   tier       after a change: the suite's GPU tier over every GPU (-v: each item's verdict in
+#              the log even if the step is cut), the simulator's verdict bank against numba on
+#              the GPU (100 launches each), the third-party kernels on the GPU beside the simulator
+#   seeds      tests/user_ops's ops and the norms' GPU-sized cases with 20 seeds (worst
+#              margins), the exported package's host cost beside portkit.load's
 #   shards     the generated suite on one GPU (with cores/GPUs xdist workers), then sharded
 #              over every GPU (--portkit-shard K/N, scripts/shard_suite.sh: N runners'
 #              worth), then `portkit check --all` with -j 1 and -j GPUs
@@ -251,6 +256,28 @@ speed() {
     --save "$LOGS/bench.json"
 }
 
+tier() {
+  local workers
+  workers=$(($(nproc) * 3 / 4))
+  step gpu-tier 330 "${PYTEST[@]}" -n "$workers" -m gpu -v tests prototypes
+  # The bank's recorded GPU outcomes, every kernel afresh (the file comes back in $OUT).
+  cp tests/simt/verdict_bank_gpu.json "$OUT/verdict_bank_gpu.json"
+  step verdict-bank 90 "$PY" scripts/gpu_verdict_bank.py --launches 100 \
+    --json "$OUT/verdict_bank_gpu.json"
+  step third-party-on-gpu 90 "$PY" -m tests.simt.third_party.runner --gpu
+}
+
+seeds() {
+  local users=/tmp/portkit-user-ops-$$
+  "$PY" -m tests.user_ops.project "$users" > /dev/null
+  step user-ops-seeds 150 bash -c 'cd "$1" && shift && "$@" check --all --seeds 20 \
+    --backend numba,twin,torch --no-compile' _ "$users" "${PORTKIT[@]}"
+  step norms-seeds 150 "${PORTKIT[@]}" check rmsnorm add_rmsnorm --seeds 20 \
+    --backend numba,twin,torch --no-compile
+  step exported-host-cost 100 "$PY" scripts/bench_launch.py --repeats 11 \
+    --json "$LOGS/bench_launch.json"
+}
+
 shards() {
   local gpus per
   gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
@@ -276,11 +303,11 @@ phases() {
 }
 
 case "$SUB" in
-  suite | trust | sanitizer | bench | startup | simulator | replay | scale | tune | speed | shards | phases) run=$SUB ;;
+  suite | trust | sanitizer | bench | startup | simulator | replay | scale | tune | speed | shards | phases | tier | seeds) run=$SUB ;;
   export) run=export_ ;;
   twin-cpu) run=twin_cpu ;;
   *)
-    echo "usage: OUT=DIR bash scripts/gpu.sh suite|trust|sanitizer|export|bench|startup|twin-cpu|simulator|replay|scale|tune|speed|shards|phases" >&2
+    echo "usage: OUT=DIR bash scripts/gpu.sh suite|trust|sanitizer|export|bench|startup|twin-cpu|simulator|replay|scale|tune|speed|shards|phases|tier|seeds" >&2
     exit 2
     ;;
 esac
