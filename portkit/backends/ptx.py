@@ -1,7 +1,7 @@
 """A prototype kernel compiled to PTX by numba for one signature, through the disk cache.
 
 numba's ``compile_ptx`` needs no GPU. ``portkit compile``/``check``/``lint``
-(lint/compile.py) and the simulator's type check before a launch (backends/numba_types.py)
+(build/compile_checks.py) and the simulator's type check before a launch (backends/numba_types.py)
 both compile here, so a signature one of them compiled is on disk for the other: its
 PTX under the prototype cache's content key (backends/prototype_cache.py). A failure is
 never stored on disk.

@@ -2,11 +2,11 @@
 
 For every op: does each prototype kernel compile for sm_90 with the argument types its
 cases launch, and does the twin compile and take what the launcher passes (errors,
-signature.py); where does a kernel without float64 inputs compute in float64 (an error,
+build/signature.py); where does a kernel without float64 inputs compute in float64 (an error,
 from numba's typed IR, confirmed by the PTX), where does a loop do 64-bit index
 arithmetic, which launches cannot fill an H100 (warnings); and, side by side for
 prototype and twin, the resources each kernel will use on the GPU. Severities:
-model.py.
+build/finding.py.
 
 A finding on a line that carries ``# portkit: allow-<kind>`` (e.g. ``allow-float64``),
 or that follows a comment line carrying it, is an intended choice and is not reported.
@@ -21,11 +21,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from portkit.build.compile_checks import check_prototype, check_twin
+from portkit.build.finding import Finding, Severity, one_per_line
+from portkit.build.signature import signature_findings
 from portkit.errors import PortkitError
 from portkit.launch.trace import launch_signatures, record_launches
-from portkit.lint.compile import check_prototype, check_twin
-from portkit.lint.model import Finding, Severity, one_per_line
-from portkit.lint.signature import signature_findings
 from portkit.results import Outcome
 
 if TYPE_CHECKING:
@@ -146,7 +146,7 @@ def _in_ptx(
     """The findings of ``raw`` the PTX confirms: a float64 line is kept only where the
     kernel's PTX for this signature has a float64 instruction on it (LLVM folds
     ``float32(-math.inf)`` and ``x * 2.5`` to float32). Without PTX, all are kept."""
-    from portkit.lint.compile import lineinfo_ptx
+    from portkit.build.compile_checks import lineinfo_ptx
     from portkit.lint.ptx import f64_lines
 
     if not any(f.kind == "float64" for f in raw):
@@ -186,7 +186,7 @@ def op_findings(
 
 
 def lint_op(op: Op, config: ProjectConfig, report: LintReport, resources: bool = True) -> None:
-    from portkit.lint.compile import mlir_reason
+    from portkit.build.compile_checks import mlir_reason
 
     errors = compile_findings(op, config)
     report.findings += errors

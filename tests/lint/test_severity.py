@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from portkit.lint.model import Severity
+from portkit.build.finding import Severity
 
 from .test_lint import line_of
 

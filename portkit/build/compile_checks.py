@@ -117,8 +117,8 @@ def check_twin(op: Op, config: ProjectConfig, arch: str = DEFAULT_ARCH) -> Check
 def check_signature(op: Op) -> CheckResult:
     """Do the twin's kernels take what the launcher passes (signature.py)? Fails on
     the errors; the warnings are the lint's."""
-    from portkit.lint.model import Severity
-    from portkit.lint.signature import signature_findings
+    from portkit.build.finding import Severity
+    from portkit.build.signature import signature_findings
 
     t0 = time.perf_counter()
     findings = signature_findings(op)
