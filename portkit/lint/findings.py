@@ -21,11 +21,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from portkit.build.compile_checks import check_prototype, check_twin
+from portkit.build.compile_checks import check_prototype, check_twin, signatures_by_dtype
 from portkit.build.finding import Finding, Severity, one_per_line
 from portkit.build.signature import signature_findings
 from portkit.errors import PortkitError
-from portkit.launch.trace import launch_signatures, record_launches
+from portkit.launch.trace import record_launches
 from portkit.results import Outcome
 
 if TYPE_CHECKING:
@@ -106,10 +106,6 @@ def compile_findings(op: Op, config: ProjectConfig) -> list[Finding]:
                 Finding(Severity.ERROR, "compile", op.name, result.backend, "", result.detail)
             )
     return findings
-
-
-def signatures_by_dtype(op: Op) -> dict[str, dict[str, tuple]]:
-    return {dtype: launch_signatures(op, dtype) for dtype in op.definition.dtypes}
 
 
 def code_findings(
