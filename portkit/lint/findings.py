@@ -196,30 +196,34 @@ def lint_op(op: Op, config: ProjectConfig, report: LintReport, resources: bool =
     signatures = signatures_by_dtype(op) if resources else None
     report.findings += op_findings(op, config, signatures)[0]
     if signatures is not None:
-        for dtype, kernels in signatures.items():
-            for kernel, signature in kernels.items():
-                report.resources += resource_rows(op, kernel, dtype, signature)
+        report.resources += resource_rows(op, signatures)
 
 
-def resource_rows(op: Op, kernel: str, dtype: str, signature: tuple) -> list[ResourceRow]:
+def resource_rows(op: Op, signatures: dict[str, dict[str, tuple]]) -> list[ResourceRow]:
+    """Prototype and twin resources of each kernel and dtype, side by side; the twin's
+    instantiations from one compile."""
     from portkit.backends.twin.instances import checked_twin_kernels, instantiation_for
-    from portkit.lint.resources import prototype_usage, twin_usage
+    from portkit.lint.resources import prototype_usage, twin_usages
 
-    rows = [
-        ResourceRow(
-            op.name, kernel, dtype, "prototype", prototype_usage(op.kernels[kernel], signature)
-        )
-    ]
-    if op.twin_path is not None:
-        twin_kernel = checked_twin_kernels(op)[kernel]
-        instantiation = instantiation_for(op, twin_kernel, dtype)
-        if twin_kernel.template_params and instantiation is None:
-            return rows  # no case of this dtype launches it: nothing compiled to measure
-        expression = twin_kernel.expression(instantiation)
-        rows.append(
-            ResourceRow(op.name, kernel, dtype, "twin", twin_usage(op.twin_path, expression))
-        )
-    return rows
+    twins = checked_twin_kernels(op) if op.twin_path is not None else {}
+    rows: list[tuple[str, str, tuple, str | None]] = []  # kernel, dtype, signature, twin
+    for dtype, kernels in signatures.items():
+        for kernel, signature in kernels.items():
+            twin, expression = twins.get(kernel), None
+            if twin is not None:
+                instantiation = instantiation_for(op, twin, dtype)
+                if instantiation is not None or not twin.template_params:
+                    expression = twin.expression(instantiation)  # else no case launches it
+            rows.append((kernel, dtype, signature, expression))
+    wanted = [expression for *_, expression in rows if expression is not None]
+    usages = twin_usages(op.twin_path, wanted) if wanted and op.twin_path else {}
+    found = []
+    for kernel, dtype, signature, expression in rows:
+        usage = prototype_usage(op.kernels[kernel], signature)
+        found.append(ResourceRow(op.name, kernel, dtype, "prototype", usage))
+        if expression is not None:
+            found.append(ResourceRow(op.name, kernel, dtype, "twin", usages[expression]))
+    return found
 
 
 def lint(ops: Sequence[Op], config: ProjectConfig, resources: bool = True) -> LintReport:

@@ -27,6 +27,7 @@ program handle (``nvrtcGetPTX``) after ``Program.compile("cubin")``.
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -125,28 +126,36 @@ def prototype_usage(
 def twin_usage(twin_path: str | Path, expression: str, arch: str = "sm_90") -> ResourceUsage:
     """The resources of the twin kernel ``expression`` of ``twin_path`` (an NVRTC name
     expression: ``"sigmoid_fwd<float>"``, or ``"plain_kernel"`` for an ``extern "C"`` or
-    non-template kernel), compiled for ``arch``.
+    non-template kernel), compiled for ``arch``: ``twin_usages`` of that one."""
+    return twin_usages(twin_path, (expression,), arch)[expression]
 
-    One NVRTC compile (``portkit.backends.twin.build.nvrtc_compile`` with ptxas's ``-v``)
-    to a cubin, as the twin backend compiles it: ptxas's log gives registers, spills,
-    shared and local memory of the kernel's lowered name; the program's PTX, sliced to that kernel's
-    ``.entry`` body and its callees, gives the instruction counts.
+
+def twin_usages(
+    twin_path: str | Path, expressions: Sequence[str], arch: str = "sm_90"
+) -> dict[str, ResourceUsage]:
+    """The resources of each twin kernel of ``expressions``, from one NVRTC compile
+    (``portkit.backends.twin.build.nvrtc_compile`` with ptxas's ``-v``) to a cubin, as the
+    twin backend compiles it: ptxas's log gives registers, spills, shared and local memory
+    of each kernel's lowered name; the program's PTX, sliced to that kernel's ``.entry``
+    body and its callees, gives the instruction counts.
     Raises ``TwinCompileError`` with NVRTC's log when the twin does not compile.
     """
     from portkit.backends.twin.build import nvrtc_compile
 
-    path = Path(twin_path)
-    built = nvrtc_compile(path, (expression,), arch, verbose=True, ptx=True)
-    entry = built.symbols[expression]
-    ptx = built.ptx.rstrip(b"\0").decode()
-    ptxas_log = built.ptxas_log
-    props = parse_ptxas_log(ptxas_log)
-    if entry not in props:
-        raise TwinCompileError(
-            f"twin {path}: {expression} ({entry}) is not a kernel, or ptxas's log does not "
-            f"describe it:\n{ptxas_log}"
-        )
-    return kernel_usage(PtxModule(ptx), entry, props[entry], 0)
+    path, wanted = Path(twin_path), tuple(dict.fromkeys(expressions))
+    built = nvrtc_compile(path, wanted, arch, verbose=True, ptx=True)
+    module = PtxModule(built.ptx.rstrip(b"\0").decode())
+    props = parse_ptxas_log(built.ptxas_log)
+    usages = {}
+    for expression in wanted:
+        entry = built.symbols[expression]
+        if entry not in props:
+            raise TwinCompileError(
+                f"twin {path}: {expression} ({entry}) is not a kernel, or ptxas's log does "
+                f"not describe it:\n{built.ptxas_log}"
+            )
+        usages[expression] = kernel_usage(module, entry, props[entry], 0)
+    return usages
 
 
 # ----------------------------------------------------------------------------- compilers
