@@ -201,8 +201,13 @@ def lint_op(op: Op, config: ProjectConfig, report: LintReport, resources: bool =
 
 def resource_rows(op: Op, signatures: dict[str, dict[str, tuple]]) -> list[ResourceRow]:
     """Prototype and twin resources of each kernel and dtype, side by side; the twin's
-    instantiations from one compile."""
-    from portkit.backends.twin.instances import checked_twin_kernels, instantiation_for
+    from one compile of every instantiation, the program the twin backend runs (ptxas
+    allocates a kernel's registers differently when it is compiled alone)."""
+    from portkit.backends.twin.instances import (
+        checked_twin_kernels,
+        instantiation_for,
+        twin_expressions,
+    )
     from portkit.lint.resources import prototype_usage, twin_usages
 
     twins = checked_twin_kernels(op) if op.twin_path is not None else {}
@@ -216,7 +221,8 @@ def resource_rows(op: Op, signatures: dict[str, dict[str, tuple]]) -> list[Resou
                     expression = twin.expression(instantiation)  # else no case launches it
             rows.append((kernel, dtype, signature, expression))
     wanted = [expression for *_, expression in rows if expression is not None]
-    usages = twin_usages(op.twin_path, wanted) if wanted and op.twin_path else {}
+    program = [*twin_expressions(op), *wanted] if wanted else []
+    usages = twin_usages(op.twin_path, program) if program and op.twin_path else {}
     found = []
     for kernel, dtype, signature, expression in rows:
         usage = prototype_usage(op.kernels[kernel], signature)
