@@ -24,6 +24,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,31 @@ BUILD_PREFIX = ".build-"  # temporary build folders: <folder>/.build-XXXX
 STALE_SECONDS = 3600  # no build takes an hour; anything older was left by a killed run
 
 _swept: set[Path] = set()
+
+
+def files_digest(paths: Iterable[Path], root: Path | None = None) -> str:
+    """SHA-256 of each file's name (relative to ``root`` where inside it) and bytes, in
+    order; a file that cannot be read counts as missing."""
+    digest = hashlib.sha256()
+    for path in paths:
+        name = str(path)
+        if root is not None and path.is_relative_to(root):
+            name = path.relative_to(root).as_posix()
+        try:
+            digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+        except OSError:
+            digest.update(name.encode() + b"\0missing\0")
+    return digest.hexdigest()
+
+
+@functools.cache
+def package_digest() -> str:
+    """Every source file of portkit's package (``.py``, ``.h``, ``.cuh``), for the keys of
+    what portkit's own code decides (lint findings, verdicts); once per process."""
+    package = Path(__file__).resolve().parent
+    return files_digest(
+        sorted(p for p in package.rglob("*") if p.suffix in (".py", ".h", ".cuh")), package
+    )
 
 
 def manifest_path(artifact: Path) -> Path:

@@ -20,14 +20,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-import portkit.backends.prototype_cache as prototype_cache
 from portkit.backends.numba_reasons import why_not
-from portkit.backends.ptx import ARCH, COMPUTE_CAPABILITY, signature_ptx
+from portkit.backends.ptx import ARCH, ptx_cache_folder, ptx_key, signature_ptx
 from portkit.errors import KernelError
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from portkit.project.config import ProjectConfig
     from portkit.project.discovery import Op
 
@@ -68,17 +65,14 @@ class TypeCheck:
 
     def _verdict(self, name: str, sig: tuple, types: str) -> str | None:
         if self._key is None:
-            options = {"check": "compile_ptx", "cc": COMPUTE_CAPABILITY}
-            self._key = prototype_cache.cache_key(
-                self._op.kernels.values(), self._config.root, options
-            )
+            self._key = ptx_key(self._op, self._config.root)
         key = (self._key, name, types)
         if key not in _VERDICTS:
             _VERDICTS[key] = self._compile(name, sig, types)
         return _VERDICTS[key]
 
     def _compile(self, name: str, sig: tuple, types: str) -> str | None:
-        folder = self._folder()
+        folder = ptx_cache_folder(self._op, self._config, self._key)
         kernel = self._op.kernels[name]
         try:
             signature_ptx(kernel, folder, name, sig, ask_driver=False)
@@ -87,13 +81,6 @@ class TypeCheck:
                 return None
             return rejection(name, kernel.py_func, types, exc)
         return None
-
-    def _folder(self) -> Path | None:
-        if not self._config.settings.prototype_cache:
-            return None
-        assert self._key is not None
-        entry = prototype_cache.entry_directory(self._config.cache_dir, self._op.name, self._key)
-        return entry / f"ptx-{ARCH}"
 
 
 def no_compiler(exc: Exception) -> bool:

@@ -1,7 +1,7 @@
 """A prototype kernel compiled to PTX by numba for one signature, through the disk cache.
 
 numba's ``compile_ptx`` needs no GPU. ``portkit compile``/``check``/``lint``
-(lint/compile.py) and the simulator's type check before a launch (backends/numba_types.py)
+(build/compile_checks.py) and the simulator's type check before a launch (backends/numba_types.py)
 both compile here, so a signature one of them compiled is on disk for the other: its
 PTX under the prototype cache's content key (backends/prototype_cache.py). A failure is
 never stored on disk.
@@ -26,13 +26,18 @@ COMPUTE_CAPABILITY = (9, 0)
 ARCH = f"sm_{COMPUTE_CAPABILITY[0]}{COMPUTE_CAPABILITY[1]}"
 
 
-def ptx_cache_folder(op: Op, config: ProjectConfig | None, arch: str = ARCH) -> Path | None:
+def ptx_key(op: Op, root: Path) -> str:
+    """The prototype cache's content key of the op's kernels compiled to PTX."""
+    options = {"check": "compile_ptx", "cc": COMPUTE_CAPABILITY}
+    return prototype_cache.cache_key(op.kernels.values(), root, options)
+
+
+def ptx_cache_folder(op: Op, config: ProjectConfig | None, key: str | None = None) -> Path | None:
     """Where the PTX of this op's checked signatures is kept, or None (cache off)."""
     if config is None or not config.settings.prototype_cache:
         return None
-    options = {"check": "compile_ptx", "cc": COMPUTE_CAPABILITY}
-    key = prototype_cache.cache_key(op.kernels.values(), config.root, options)
-    return prototype_cache.entry_directory(config.cache_dir, op.name, key) / f"ptx-{arch}"
+    key = key or ptx_key(op, config.root)
+    return prototype_cache.entry_directory(config.cache_dir, op.name, key) / f"ptx-{ARCH}"
 
 
 def signature_ptx(
@@ -55,9 +60,7 @@ def signature_ptx(
     if stored is not None:  # digest-checked: a truncated entry is compiled again
         return stored[0].decode(), True
     with device_compute_capability(COMPUTE_CAPABILITY, ask_driver):
-        ptx, _ = cuda.compile_ptx(
-            kernel.py_func, sig, cc=COMPUTE_CAPABILITY, lineinfo=lineinfo
-        )
+        ptx, _ = cuda.compile_ptx(kernel.py_func, sig, cc=COMPUTE_CAPABILITY, lineinfo=lineinfo)
     if entry is not None:
         _remember(entry, ptx)
     return ptx, False

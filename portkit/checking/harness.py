@@ -162,9 +162,9 @@ def lint_result(op: Op, config: ProjectConfig | None = None) -> CheckResult:
     """`portkit lint`'s findings as one row: it fails on an error (a change of results),
     and on a warning only where the project sets ``lint-warnings = "error"``. With
     ``config``, through the findings cache (lint/cache.py); the row says when."""
-    from portkit.lint.compile import mlir_reason
+    from portkit.build.compile_checks import mlir_reason
+    from portkit.build.signature import signature_findings
     from portkit.lint.findings import code_findings, op_findings
-    from portkit.lint.signature import signature_findings
 
     t0 = time.perf_counter()
     not_linted = mlir_reason(op)
@@ -224,7 +224,7 @@ def run_suite(
     """Compile checks (once per op, for each of the project's archs), then every case of
     the plan on every backend. ``reuse``: where rows whose verdict is stored come from
     (checking/verdicts); ``op_notes``: the op-wide gradcheck notes (not in a GPU phase)."""
-    from portkit.lint.compile import compile_checks
+    from portkit.build.compile_checks import compile_checks
 
     results: list[CheckResult] = []
     unbuilt: dict[str, dict[str, str]] = {op.name: {} for op, _ in plan}

@@ -18,8 +18,8 @@ def compile_command(op_names: tuple[str, ...]) -> None:
     Needs no GPU. Twins are cached on disk keyed by source, options, arch and NVRTC
     version. With no OP, compiles every op. Exits 1 if anything fails to compile.
     """
+    from portkit.build.compile_checks import compile_checks
     from portkit.cli.render import print_results
-    from portkit.lint.compile import compile_checks
 
     session = load_project()
     config, catalog = session.config, session.catalog

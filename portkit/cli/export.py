@@ -57,7 +57,7 @@ def export_command(
       pip install build/my_kernels/dist/*.whl      (or: pip install build/my_kernels)
       python -c "import my_kernels, torch; print(my_kernels.sigmoid(torch.randn(8).cuda()))"
     """
-    from portkit.export.compile import parse_archs
+    from portkit.build.archs import parse_archs
     from portkit.export.names import check_package_name
     from portkit.export.package import export_package
 
@@ -100,7 +100,7 @@ def export_command(
 def refuse_mismatched_twin(op: Op) -> None:
     """A twin whose parameters do not match its launches (``portkit compile``'s signature
     check) would be packaged and fail at its first call: one line, nothing written."""
-    from portkit.lint.compile import check_signature
+    from portkit.build.compile_checks import check_signature
 
     if not op.has_twin:
         return  # export_package says so

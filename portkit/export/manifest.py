@@ -10,7 +10,7 @@ from dataclasses import asdict
 from typing import Any
 
 from portkit.backends.twin.instances import checked_twin_kernels, twin_instantiations
-from portkit.export.compile import ArchBuild
+from portkit.build.archs import ArchBuild
 from portkit.runtime.launch_contract import instantiation_key
 from portkit.torch_op.layout import op_layout
 

@@ -112,7 +112,7 @@ def _write(
     on_op: Callable[[str], None] | None,
 ) -> ExportResult:
     from portkit.backends.twin.build import nvrtc_version
-    from portkit.export.compile import compile_arch
+    from portkit.build.archs import compile_arch
     from portkit.export.launcher_source import launcher_module_source
     from portkit.export.manifest import op_entry
     from portkit.export.wheel import write_wheel

@@ -106,14 +106,15 @@ def record_launches(op: Op, case: Case, backward: bool = True) -> list[Launch]:
 
 
 def launch_signatures(op: Op, dtype: str) -> dict[str, tuple]:
-    """Each kernel's argument types in the first non-empty simulator-sized case of
-    ``dtype`` that launches it (types do not depend on sizes, but a launcher may pick its
-    kernel by size: softmax holds short rows in registers and streams long ones)."""
+    """Each kernel's argument types in the first non-empty case of ``dtype`` that
+    launches it (types do not depend on sizes, but a launcher may pick its kernel by
+    size: softmax holds short rows in registers and streams long ones), from the op's
+    traced launches: the compile check, the lint and the signature check share one trace."""
+    cases = {c.name for c in op.definition.cases if c.dtype == dtype and c.numel}
     found: dict[str, tuple] = {}
-    for case in op.definition.cases:
-        if case.dtype == dtype and case.numel and not case.gpu_only:
-            for launch in record_launches(op, case):
-                found.setdefault(launch.kernel, launch.signature)
+    for case, launch in traced_launches(op):
+        if case in cases:
+            found.setdefault(launch.kernel, launch.signature)
     return found
 
 
@@ -124,9 +125,9 @@ _TRACED_KEPT = 32
 
 def traced_launches(op: Op) -> list[tuple[str, Launch]]:
     """(case name, launch) for every launch of every case that is not GPU-only, traced
-    once per op definition in a process: the signature check and the twin's
-    instantiations (backends/twin/instances.py) both ask, and a large case allocates
-    its full-size inputs."""
+    once per op definition in a process: the signature check, the twin's
+    instantiations (backends/twin/instances.py) and ``launch_signatures`` all ask, and a
+    large case allocates its full-size inputs."""
     definition = op.definition
     kept = _TRACED.get(id(definition))
     if kept is not None and kept[0] is definition:

@@ -25,8 +25,6 @@ stored only if the files hashed for the key are unchanged once they are computed
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import json
 import logging
 import os
@@ -73,27 +71,6 @@ def project_files(op: Op, root: Path) -> list[Path]:
     return sorted(files)
 
 
-@functools.cache
-def portkit_digest() -> str:
-    """portkit's own source, every module (the finders and what decides the signatures);
-    a few milliseconds, once per process."""
-    package = Path(__file__).resolve().parents[1]
-    digest = hashlib.sha256()
-    for path in sorted(package.rglob("*.py")):
-        digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()
-
-
-def _files_digest(paths: list[Path]) -> str:
-    digest = hashlib.sha256()
-    for path in paths:
-        try:
-            digest.update(str(path).encode() + b"\0" + path.read_bytes() + b"\0")
-        except OSError:
-            digest.update(str(path).encode() + b"\0missing\0")
-    return digest.hexdigest()
-
-
 def lint_key(op: Op, root: Path) -> str:
     import numpy
     import torch
@@ -102,10 +79,10 @@ def lint_key(op: Op, root: Path) -> str:
     launchers = [f for f in (definition.forward, definition.backward) if f is not None]
     options = {
         "cache": f"lint-findings-{FORMAT}",
-        "project files": _files_digest(project_files(op, root)),
+        "project files": cache_files.files_digest(project_files(op, root)),
         "launchers": [prototype_cache.code_digest(f) for f in launchers],
         "cases": repr((definition.cases, definition.dtypes, definition.input_dtypes)),
-        "portkit": portkit_digest(),
+        "portkit": cache_files.package_digest(),
         "versions": (torch.__version__, numpy.__version__),
         "environment": numba_variables(),
     }

@@ -2,11 +2,11 @@
 
 For every op: does each prototype kernel compile for sm_90 with the argument types its
 cases launch, and does the twin compile and take what the launcher passes (errors,
-signature.py); where does a kernel without float64 inputs compute in float64 (an error,
+build/signature.py); where does a kernel without float64 inputs compute in float64 (an error,
 from numba's typed IR, confirmed by the PTX), where does a loop do 64-bit index
 arithmetic, which launches cannot fill an H100 (warnings); and, side by side for
 prototype and twin, the resources each kernel will use on the GPU. Severities:
-model.py.
+build/finding.py.
 
 A finding on a line that carries ``# portkit: allow-<kind>`` (e.g. ``allow-float64``),
 or that follows a comment line carrying it, is an intended choice and is not reported.
@@ -21,11 +21,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from portkit.build.compile_checks import check_prototype, check_twin, signatures_by_dtype
+from portkit.build.finding import Finding, Severity, one_per_line
+from portkit.build.signature import signature_findings
 from portkit.errors import PortkitError
-from portkit.launch.trace import launch_signatures, record_launches
-from portkit.lint.compile import check_prototype, check_twin
-from portkit.lint.model import Finding, Severity, one_per_line
-from portkit.lint.signature import signature_findings
+from portkit.launch.trace import record_launches
 from portkit.lint.twin_truncation import truncation_findings
 from portkit.results import Outcome
 
@@ -109,10 +109,6 @@ def compile_findings(op: Op, config: ProjectConfig) -> list[Finding]:
     return findings
 
 
-def signatures_by_dtype(op: Op) -> dict[str, dict[str, tuple]]:
-    return {dtype: launch_signatures(op, dtype) for dtype in op.definition.dtypes}
-
-
 def code_findings(
     op: Op,
     signatures: dict[str, dict[str, tuple]] | None = None,
@@ -147,7 +143,7 @@ def _in_ptx(
     """The findings of ``raw`` the PTX confirms: a float64 line is kept only where the
     kernel's PTX for this signature has a float64 instruction on it (LLVM folds
     ``float32(-math.inf)`` and ``x * 2.5`` to float32). Without PTX, all are kept."""
-    from portkit.lint.compile import lineinfo_ptx
+    from portkit.build.compile_checks import lineinfo_ptx
     from portkit.lint.ptx import f64_lines
 
     if not any(f.kind == "float64" for f in raw):
@@ -187,7 +183,7 @@ def op_findings(
 
 
 def lint_op(op: Op, config: ProjectConfig, report: LintReport, resources: bool = True) -> None:
-    from portkit.lint.compile import mlir_reason
+    from portkit.build.compile_checks import mlir_reason
 
     errors = compile_findings(op, config)
     report.findings += errors
@@ -201,30 +197,40 @@ def lint_op(op: Op, config: ProjectConfig, report: LintReport, resources: bool =
     signatures = signatures_by_dtype(op) if resources else None
     report.findings += op_findings(op, config, signatures)[0]
     if signatures is not None:
-        for dtype, kernels in signatures.items():
-            for kernel, signature in kernels.items():
-                report.resources += resource_rows(op, kernel, dtype, signature)
+        report.resources += resource_rows(op, signatures)
 
 
-def resource_rows(op: Op, kernel: str, dtype: str, signature: tuple) -> list[ResourceRow]:
-    from portkit.backends.twin.instances import checked_twin_kernels, instantiation_for
-    from portkit.lint.resources import prototype_usage, twin_usage
+def resource_rows(op: Op, signatures: dict[str, dict[str, tuple]]) -> list[ResourceRow]:
+    """Prototype and twin resources of each kernel and dtype, side by side; the twin's
+    from one compile of every instantiation, the program the twin backend runs (ptxas
+    allocates a kernel's registers differently when it is compiled alone)."""
+    from portkit.backends.twin.instances import (
+        checked_twin_kernels,
+        instantiation_for,
+        twin_expressions,
+    )
+    from portkit.lint.resources import prototype_usage, twin_usages
 
-    rows = [
-        ResourceRow(
-            op.name, kernel, dtype, "prototype", prototype_usage(op.kernels[kernel], signature)
-        )
-    ]
-    if op.twin_path is not None:
-        twin_kernel = checked_twin_kernels(op)[kernel]
-        instantiation = instantiation_for(op, twin_kernel, dtype)
-        if twin_kernel.template_params and instantiation is None:
-            return rows  # no case of this dtype launches it: nothing compiled to measure
-        expression = twin_kernel.expression(instantiation)
-        rows.append(
-            ResourceRow(op.name, kernel, dtype, "twin", twin_usage(op.twin_path, expression))
-        )
-    return rows
+    twins = checked_twin_kernels(op) if op.twin_path is not None else {}
+    rows: list[tuple[str, str, tuple, str | None]] = []  # kernel, dtype, signature, twin
+    for dtype, kernels in signatures.items():
+        for kernel, signature in kernels.items():
+            twin, expression = twins.get(kernel), None
+            if twin is not None:
+                instantiation = instantiation_for(op, twin, dtype)
+                if instantiation is not None or not twin.template_params:
+                    expression = twin.expression(instantiation)  # else no case launches it
+            rows.append((kernel, dtype, signature, expression))
+    wanted = [expression for *_, expression in rows if expression is not None]
+    program = [*twin_expressions(op), *wanted] if wanted else []
+    usages = twin_usages(op.twin_path, program) if program and op.twin_path else {}
+    found = []
+    for kernel, dtype, signature, expression in rows:
+        usage = prototype_usage(op.kernels[kernel], signature)
+        found.append(ResourceRow(op.name, kernel, dtype, "prototype", usage))
+        if expression is not None:
+            found.append(ResourceRow(op.name, kernel, dtype, "twin", usages[expression]))
+    return found
 
 
 def lint(ops: Sequence[Op], config: ProjectConfig, resources: bool = True) -> LintReport:

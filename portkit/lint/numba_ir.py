@@ -30,9 +30,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from portkit.build.finding import Severity
 from portkit.lint.float64 import FLOAT64, float64_in
 from portkit.lint.int64_index import INT64_INDEX, int64_index_in
-from portkit.lint.model import Severity
 from portkit.lint.typed_ir import RawFinding, TypedFunction, typed_functions, unique
 
 SEVERITY = {FLOAT64: Severity.ERROR, INT64_INDEX: Severity.WARNING}

@@ -8,9 +8,9 @@ loads and stores by access width, and special-function / slow-path math. A table
 
 Each side is measured along the path that really produces its GPU code:
 
-* the twin as ``portkit.backends.twin.build`` builds it: NVRTC, the options of
-  ``twin_build.compile_options``, straight to a cubin (whole-program ptxas), with
-  ``-v`` added for ptxas; the PTX is the same NVRTC program's;
+* the twin as ``portkit.backends.twin.build`` builds it (``nvrtc_compile``): NVRTC
+  straight to a cubin (whole-program ptxas), with ``-v`` added for ptxas; the PTX is the
+  same NVRTC program's;
 * the prototype as numba-cuda builds it at launch. With nvJitLink present numba
   compiles kernels with link-time optimisation (the dispatcher's ``lto`` option, on by
   default): LTO-IR from NVVM, linked by nvJitLink ``-lto`` (whole-program ptxas). Without
@@ -27,7 +27,7 @@ program handle (``nvrtcGetPTX``) after ``Program.compile("cubin")``.
 from __future__ import annotations
 
 import functools
-import io
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -126,53 +126,36 @@ def prototype_usage(
 def twin_usage(twin_path: str | Path, expression: str, arch: str = "sm_90") -> ResourceUsage:
     """The resources of the twin kernel ``expression`` of ``twin_path`` (an NVRTC name
     expression: ``"sigmoid_fwd<float>"``, or ``"plain_kernel"`` for an ``extern "C"`` or
-    non-template kernel), compiled for ``arch``.
+    non-template kernel), compiled for ``arch``: ``twin_usages`` of that one."""
+    return twin_usages(twin_path, (expression,), arch)[expression]
 
-    One NVRTC compile (``cuda.core.Program`` with ``name_expressions``, the options of
-    ``portkit.backends.twin.build.compile_options`` plus ``ptxas_options=["-v"]``) to a cubin, as
-    ``twin_build`` compiles it: ptxas's log gives registers, spills, shared and local
-    memory of the kernel's lowered name; the program's PTX, sliced to that kernel's
-    ``.entry`` body and its callees, gives the instruction counts.
+
+def twin_usages(
+    twin_path: str | Path, expressions: Sequence[str], arch: str = "sm_90"
+) -> dict[str, ResourceUsage]:
+    """The resources of each twin kernel of ``expressions``, from one NVRTC compile
+    (``portkit.backends.twin.build.nvrtc_compile`` with ptxas's ``-v``) to a cubin, as the
+    twin backend compiles it: ptxas's log gives registers, spills, shared and local memory
+    of each kernel's lowered name; the program's PTX, sliced to that kernel's ``.entry``
+    body and its callees, gives the instruction counts.
     Raises ``TwinCompileError`` with NVRTC's log when the twin does not compile.
     """
-    from cuda.core import Program, ProgramOptions
+    from portkit.backends.twin.build import nvrtc_compile
 
-    from portkit.backends.twin.build import _display_name, compile_options, program_ptx
-    from portkit.numba_internals import nvrtc_error
-
-    path = Path(twin_path)
-    try:
-        source = path.read_text()
-    except OSError as exc:
-        raise TwinCompileError(f"twin {path} cannot be read: {exc}") from None
-    options = ProgramOptions(
-        name=_display_name(path), ptxas_options=["-v"], **compile_options(path, arch)
-    )
-    log = io.StringIO()
-    program = Program(source, "c++", options)
-    try:
-        try:
-            code = program.compile("cubin", name_expressions=(expression,), logs=log)
-        except nvrtc_error() as exc:
-            text = str(exc).split("compilation log:", 1)[-1].strip()
+    path, wanted = Path(twin_path), tuple(dict.fromkeys(expressions))
+    built = nvrtc_compile(path, wanted, arch, verbose=True, ptx=True)
+    module = PtxModule(built.ptx.rstrip(b"\0").decode())
+    props = parse_ptxas_log(built.ptxas_log)
+    usages = {}
+    for expression in wanted:
+        entry = built.symbols[expression]
+        if entry not in props:
             raise TwinCompileError(
-                f"twin {path}: {expression} does not compile for {arch}:\n{text}"
-            ) from None
-        symbol = code.symbol_mapping.get(expression)
-        if symbol is None:
-            raise TwinCompileError(f"twin {path}: NVRTC found no kernel for {expression}")
-        ptx = program_ptx(program.handle).rstrip(b"\0").decode()
-    finally:
-        program.close()
-    entry = symbol.decode() if isinstance(symbol, bytes) else str(symbol)
-    ptxas_log = log.getvalue().replace("\0", "")
-    props = parse_ptxas_log(ptxas_log)
-    if entry not in props:
-        raise TwinCompileError(
-            f"twin {path}: {expression} ({entry}) is not a kernel, or ptxas's log does not "
-            f"describe it:\n{ptxas_log}"
-        )
-    return kernel_usage(PtxModule(ptx), entry, props[entry], 0)
+                f"twin {path}: {expression} ({entry}) is not a kernel, or ptxas's log does "
+                f"not describe it:\n{built.ptxas_log}"
+            )
+        usages[expression] = kernel_usage(module, entry, props[entry], 0)
+    return usages
 
 
 # ----------------------------------------------------------------------------- compilers

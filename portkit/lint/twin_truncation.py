@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from portkit.errors import PortkitError
-from portkit.lint.model import Finding, Severity
+from portkit.build.finding import Finding, Severity
 
 if TYPE_CHECKING:
     from portkit.project.discovery import Op

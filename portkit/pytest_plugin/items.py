@@ -219,7 +219,7 @@ class CompileItem(PortkitItem):
         self.add_marker("cpu")
 
     def runtest(self) -> None:
-        from portkit.lint.compile import check_prototype, check_twin
+        from portkit.build.compile_checks import check_prototype, check_twin
         from portkit.pytest_plugin import verdicts as stored
 
         known = stored.session_verdicts(self.config, project_config(self.config))

@@ -11,7 +11,7 @@ their caches are keyed by its content), an edited project module a prototype imp
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -163,7 +163,3 @@ def _why_idle(verdict: OpVerdict, case_names: Sequence[str]) -> str:
     if case_names:
         return f"no case named {', '.join(case_names)}"
     return "no case ran"
-
-
-def all_passed(verdicts: Iterable[OpVerdict]) -> bool:
-    return all(v.status in (Outcome.PASS, Outcome.SKIP) for v in verdicts)

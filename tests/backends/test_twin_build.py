@@ -182,7 +182,7 @@ def test_missing_name_expression(twin, cache):
 
 def test_repository_twins_compile(tmp_path):
     """Every twin of the repository compiles for its prototype's dtypes."""
-    from portkit.lint.compile import check_twin
+    from portkit.build.compile_checks import check_twin
     from portkit.project.config import load_config
     from portkit.project.discovery import discover
 

@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from portkit.backends import create
+from portkit.build.compile_checks import check_twin
 from portkit.errors import ConfigError, InputError, LaunchError, OpDefinitionError, OpNotFound
 from portkit.launch.kernel_set import check_kernel_args, launch_config
 from portkit.launch.op_inputs import check_inputs
-from portkit.lint.compile import check_twin
 from portkit.torch_op.load import registered_callable
 
 BINARY = """\

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from numba import types
 
-from portkit.lint.model import Severity
+from portkit.build.finding import Severity
 from portkit.lint.numba_ir import (
     FLOAT64,
     INT64_INDEX,

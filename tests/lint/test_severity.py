@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from portkit.lint.model import Severity
+from portkit.build.finding import Severity
 
 from .test_lint import line_of
 
@@ -98,7 +98,7 @@ def test_a_folded_float32_constant_is_no_finding(make_project, sources, load_op)
     py = py.replace("import torch\n", "import numba\nimport torch\n")
     root = make_project({"sev_inf": (py, None)})
     _, op = load_op(root, "sev_inf")
-    from portkit.lint.findings import signatures_by_dtype
+    from portkit.build.compile_checks import signatures_by_dtype
 
     signature = signatures_by_dtype(op)["float32"]["sev_inf_fwd"]
     # numba's typed IR negates a float64 math.inf; the PTX has no float64 instruction

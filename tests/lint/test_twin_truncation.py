@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from portkit.backends.twin_cpu.build import find_compiler
-from portkit.lint.model import Severity
+from portkit.build.finding import Severity
 from portkit.lint.twin_truncation import TRUNCATION, diagnostics_findings, truncation_findings
 
 REPO = Path(__file__).resolve().parents[2]

@@ -12,6 +12,7 @@ NVRTC needs no GPU, so CI on a CPU-only machine compiles every twin for sm_90.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import re
 from collections.abc import Sequence
@@ -94,43 +95,70 @@ def compile_twin(
     entry = cache_files.load(cubin_file)  # a damaged entry is said, and rebuilt below
     if entry is not None and isinstance(entry[1].get("symbols"), dict):
         return CompiledTwin(path, arch, entry[0], entry[1]["symbols"], cubin_file, True)
-    code = _nvrtc(path, expressions, arch)
-    symbols = {expr: _text(sym) for expr, sym in code.symbol_mapping.items()}
-    missing = sorted(set(expressions) - set(symbols))
-    if missing:
-        raise TwinCompileError(f"twin {path}: NVRTC found no kernel for {', '.join(missing)}")
-    cubin = bytes(code.code)
+    built = nvrtc_compile(path, expressions, arch)
     try:
-        cache_files.store(cubin_file, cubin, {"symbols": symbols})
+        cache_files.store(cubin_file, built.cubin, {"symbols": built.symbols})
     except OSError as exc:  # a cache that cannot be written costs the next compile only
         cache_files.notice(f"could not keep {cubin_file} ({exc}); compiling it again next time")
-    return CompiledTwin(path, arch, cubin, symbols, cubin_file, False)
+    return CompiledTwin(path, arch, built.cubin, built.symbols, cubin_file, False)
 
 
-def _nvrtc(path: Path, expressions: Sequence[str], arch: str) -> Any:
-    """NVRTC's cubin (cuda.core's ObjectCode) or its error: a template that fails for some
-    of the op's types only is a DtypeError, anything else its log as a TwinCompileError."""
+@dataclass(frozen=True)
+class NvrtcOutput:
+    cubin: bytes
+    symbols: dict[str, str]  # name expression -> lowered (mangled) symbol
+    ptxas_log: str = ""  # with ``verbose``: registers and shared memory per kernel
+    ptx: bytes = b""  # with ``ptx``: NUL-terminated, as the driver wants a PTX image
+
+
+def nvrtc_compile(
+    path: Path,
+    expressions: Sequence[str],
+    arch: str = DEFAULT_ARCH,
+    *,
+    verbose: bool = False,
+    ptx: bool = False,
+) -> NvrtcOutput:
+    """The one NVRTC compile of a twin (the backend's cache, ``portkit export``'s
+    cubins per arch, lint's resources): a cubin of every name expression, with
+    ptxas's ``-v`` log and the program's PTX if asked. Its error: a template that fails
+    for some of the op's types only is a DtypeError, anything else its log as a
+    TwinCompileError, as is a twin that cannot be read or names no such kernel."""
     from cuda.core import Program, ProgramOptions
 
     from portkit.numba_internals import nvrtc_error
 
-    options = ProgramOptions(name=_display_name(path), **compile_options(path, arch))
-    program = Program(path.read_text(), "c++", options)
     try:
-        return program.compile("cubin", name_expressions=tuple(expressions))
-    except nvrtc_error() as exc:
-        program.close()  # now: a failed program left to the collector warns from __dealloc__
-        log = str(exc).split("compilation log:", 1)[-1].strip("\x00 \n")
-        instantiation = _instantiation_failure(log, expressions)
-        if instantiation:
-            raise DtypeError(f"twin {path}: {instantiation}") from None
-        raise TwinCompileError(f"twin {path} does not compile for {arch}:\n{log}") from None
+        source = path.read_text()
+    except OSError as exc:
+        raise TwinCompileError(f"twin {path} cannot be read: {exc}") from None
+    extra = {"ptxas_options": ["-v"]} if verbose else {}
+    options = ProgramOptions(name=_display_name(path), **extra, **compile_options(path, arch))
+    log = io.StringIO()
+    program = Program(source, "c++", options)
+    try:
+        try:
+            code = program.compile("cubin", name_expressions=tuple(expressions), logs=log)
+        except nvrtc_error() as exc:
+            text = str(exc).split("compilation log:", 1)[-1].strip("\x00 \n")
+            instantiation = _instantiation_failure(text, expressions)
+            if instantiation:
+                raise DtypeError(f"twin {path}: {instantiation}") from None
+            raise TwinCompileError(f"twin {path} does not compile for {arch}:\n{text}") from None
+        ptx_text = _program_ptx(program.handle) if ptx else b""
+    finally:
+        program.close()  # now: a program left to the collector warns from __dealloc__
+    symbols = {expr: _text(sym) for expr, sym in code.symbol_mapping.items()}
+    missing = sorted(set(expressions) - set(symbols))
+    if missing:
+        raise TwinCompileError(f"twin {path}: NVRTC found no kernel for {', '.join(missing)}")
+    return NvrtcOutput(bytes(code.code), symbols, log.getvalue().replace("\0", ""), ptx_text)
 
 
 def nvrtc_syntax_check(path: Path, arch: str = DEFAULT_ARCH) -> None:
     """Compile ``path`` instantiating nothing, for a twin whose kernel signatures portkit
     cannot read: NVRTC's error, if it has one, says what is wrong better than the reader."""
-    _nvrtc(path, (), arch)
+    nvrtc_compile(path, (), arch)
 
 
 _INSTANTIATION = re.compile(
@@ -173,7 +201,7 @@ def _text(symbol: str | bytes) -> str:
     return symbol.decode() if isinstance(symbol, bytes) else symbol
 
 
-def program_ptx(handle: Any) -> bytes:
+def _program_ptx(handle: Any) -> bytes:
     """The PTX an NVRTC program (``Program.handle``) kept after compiling to a cubin,
     NUL-terminated as the driver wants a PTX image. Read through cuda.bindings: cuda.core's
     ``compile("ptx")`` would ask for a driver, and this runs on machines without one."""

@@ -37,6 +37,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from portkit import cache_files
+
 if TYPE_CHECKING:
     from portkit.project.cases import Case
     from portkit.project.config import ProjectConfig
@@ -117,20 +119,6 @@ def project_imports(prototype: Path, search: Sequence[Path], root: Path) -> list
     return sorted(seen)
 
 
-def _hash_files(paths: Iterable[Path], root: Path) -> str:
-    digest = hashlib.sha256()
-    for path in paths:
-        try:
-            name = path.relative_to(root).as_posix()
-        except ValueError:
-            name = str(path)
-        try:
-            digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
-        except OSError:
-            digest.update(name.encode() + b"\0missing\0")
-    return digest.hexdigest()
-
-
 def op_sources(op: Op, config: ProjectConfig) -> str:
     """The digest of every source file the op's verdicts depend on: the prototype and the
     project modules it imports, the twin and its headers, the op's tuning table."""
@@ -148,7 +136,7 @@ def op_sources(op: Op, config: ProjectConfig) -> str:
     table = table_path(config, op.name)  # which configurations check runs (knobs)
     if table.is_file():
         files.append(table.resolve())
-    return _hash_files(files, root)
+    return cache_files.files_digest(files, root)
 
 
 def case_identity(case: Case) -> str:
@@ -176,11 +164,7 @@ def portkit_source() -> str:
     """portkit's version and a digest of every file of its package."""
     from portkit import __version__
 
-    package = Path(__file__).resolve().parents[2]
-    digest = hashlib.sha256(__version__.encode())
-    for path in sorted(p for p in package.rglob("*") if p.suffix in (".py", ".h", ".cuh")):
-        digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()
+    return f"{__version__} {cache_files.package_digest()}"
 
 
 def _version(module: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from portkit.lint.model import Severity
+from portkit.build.finding import Severity
 
 TWO_PARAMS = """\
 template <typename T>
@@ -53,8 +53,8 @@ def test_a_twin_with_fewer_parameters_fails_compile_lint_and_check(make_project,
 
 
 def test_an_int_parameter_given_the_element_count_is_an_error(make_project, sources, load_op):
-    from portkit.lint.compile import check_signature
-    from portkit.lint.signature import signature_findings
+    from portkit.build.compile_checks import check_signature
+    from portkit.build.signature import signature_findings
 
     root = project(make_project, sources, "sig_int", INT_N)
     _, op = load_op(root, "sig_int")
@@ -70,7 +70,7 @@ def test_an_int_parameter_given_the_element_count_is_an_error(make_project, sour
 
 
 def test_an_int_parameter_given_another_python_int_is_a_warning(make_project, sources, load_op):
-    from portkit.lint.signature import signature_findings
+    from portkit.build.signature import signature_findings
 
     # the launcher passes a constant 7 as `n`: not a size of any tensor it launches with
     py = sources.unary_op("sig_int7", "out[i] = x[i]", reference="lambda x: x.clone()")
@@ -83,7 +83,7 @@ def test_an_int_parameter_given_another_python_int_is_a_warning(make_project, so
 
 
 def test_a_tensor_passed_to_a_scalar_parameter_is_an_error(make_project, sources, load_op):
-    from portkit.lint.signature import signature_findings
+    from portkit.build.signature import signature_findings
 
     twin = sources.unary_twin("sig_kind").replace("long long n", "long long n, float scale")
     py = sources.unary_op("sig_kind", "out[i] = x[i]", reference="lambda x: x.clone()")
@@ -101,7 +101,7 @@ def test_a_tensor_passed_to_a_scalar_parameter_is_an_error(make_project, sources
 def test_the_projects_own_ops_have_no_signature_findings():
     from pathlib import Path
 
-    from portkit.lint.signature import signature_findings
+    from portkit.build.signature import signature_findings
     from portkit.project.config import load_config
     from portkit.project.discovery import discover
 

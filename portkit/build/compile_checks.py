@@ -16,25 +16,20 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from portkit.backends.ptx import COMPUTE_CAPABILITY, ptx_cache_folder, signature_ptx
+from portkit.backends.ptx import ARCH, ptx_cache_folder, signature_ptx
 from portkit.backends.twin.build import DEFAULT_ARCH, compile_twin
 from portkit.errors import DtypeError, PortkitError
 from portkit.launch.trace import launch_signatures
 from portkit.results import CheckResult, Outcome, compile_check
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from portkit.project.config import ProjectConfig
     from portkit.project.discovery import Op
 
-def kernel_signatures(op: Op) -> dict[str, set]:
-    """The argument types each kernel is launched with, over one case of each dtype."""
-    signatures: dict[str, set] = {name: set() for name in op.kernels}
-    for dtype in op.definition.dtypes:
-        for kernel, signature in launch_signatures(op, dtype).items():
-            signatures[kernel].add(signature)
-    return signatures
+
+def signatures_by_dtype(op: Op) -> dict[str, dict[str, tuple]]:
+    """Each kernel's argument types in one case of each dtype (launch/trace.py)."""
+    return {dtype: launch_signatures(op, dtype) for dtype in op.definition.dtypes}
 
 
 def mlir_reason(op: Op) -> str | None:
@@ -50,23 +45,26 @@ def mlir_reason(op: Op) -> str | None:
 def check_prototype(op: Op, config: ProjectConfig | None = None) -> CheckResult:
     """Compile every launched signature to PTX; with ``config``, through the disk cache."""
     t0 = time.perf_counter()
-    arch = f"sm_{COMPUTE_CAPABILITY[0]}{COMPUTE_CAPABILITY[1]}"
+    check = compile_check(ARCH)
     mlir_skip = mlir_reason(op)
     if mlir_skip:
-        return CheckResult(op.name, "all", "numba", compile_check(arch), Outcome.SKIP, mlir_skip)
+        return CheckResult(op.name, "all", "numba", check, Outcome.SKIP, mlir_skip)
+    signatures: dict[str, set] = {name: set() for name in op.kernels}
     try:
-        signatures = kernel_signatures(op)
+        for kernels in signatures_by_dtype(op).values():
+            for kernel, signature in kernels.items():
+                signatures[kernel].add(signature)
     except Exception as exc:
         detail = f"tracing the launchers failed: {type(exc).__name__}: {exc}"
-        return CheckResult(op.name, "all", "numba", compile_check(arch), Outcome.FAIL, detail)
-    folder = ptx_cache_folder(op, config, arch)
+        return CheckResult(op.name, "all", "numba", check, Outcome.FAIL, detail)
+    folder = ptx_cache_folder(op, config)
     compiled, cached, problems = 0, 0, []
     for name, sigs in signatures.items():
         if not sigs:
             problems.append(f"kernel {name} is never launched by the op's cases")
         for sig in sorted(sigs, key=str):
             try:
-                _, from_cache = _signature_ptx(op, folder, name, sig)
+                _, from_cache = signature_ptx(op.kernels[name], folder, name, sig)
                 compiled, cached = compiled + 1, cached + from_cache
             except Exception as exc:
                 first = str(exc).strip().splitlines()
@@ -78,19 +76,13 @@ def check_prototype(op: Op, config: ProjectConfig | None = None) -> CheckResult:
     cache_note = f" ({cached} from the prototype cache)" if cached else ""
     detail = "\n".join(problems) or f"{compiled} kernel signature(s) compiled to PTX{cache_note}"
     seconds = time.perf_counter() - t0
-    return CheckResult(op.name, "all", "numba", compile_check(arch), status, detail, seconds)
-
-
-def _signature_ptx(
-    op: Op, folder: Path | None, name: str, sig: tuple, lineinfo: bool = False
-) -> tuple[str, bool]:
-    return signature_ptx(op.kernels[name], folder, name, sig, lineinfo)
+    return CheckResult(op.name, "all", "numba", check, status, detail, seconds)
 
 
 def lineinfo_ptx(op: Op, config: ProjectConfig | None, name: str, sig: tuple) -> str:
     """Kernel ``name``'s PTX for ``sig`` with ``.loc`` line info, through the PTX cache."""
-    arch = f"sm_{COMPUTE_CAPABILITY[0]}{COMPUTE_CAPABILITY[1]}"
-    return _signature_ptx(op, ptx_cache_folder(op, config, arch), name, sig, lineinfo=True)[0]
+    folder = ptx_cache_folder(op, config)
+    return signature_ptx(op.kernels[name], folder, name, sig, lineinfo=True)[0]
 
 
 def check_twin(op: Op, config: ProjectConfig, arch: str = DEFAULT_ARCH) -> CheckResult | None:
@@ -117,8 +109,8 @@ def check_twin(op: Op, config: ProjectConfig, arch: str = DEFAULT_ARCH) -> Check
 def check_signature(op: Op) -> CheckResult:
     """Do the twin's kernels take what the launcher passes (signature.py)? Fails on
     the errors; the warnings are the lint's."""
-    from portkit.lint.model import Severity
-    from portkit.lint.signature import signature_findings
+    from portkit.build.finding import Severity
+    from portkit.build.signature import signature_findings
 
     t0 = time.perf_counter()
     findings = signature_findings(op)

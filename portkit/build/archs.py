@@ -1,28 +1,21 @@
 """Compile a twin ahead of time for several GPU architectures: a cubin per architecture
 and the PTX of the newest one (the driver compiles it on a GPU newer than every cubin).
 
-NVRTC runs on a machine without a GPU; the options are the twin backend's
-(``build.compile_options``), so an exported kernel is the binary ``portkit check``
-tested. ptxas's verbose log gives each lowered kernel's registers and static shared
-memory for the manifest. The PTX is read from the NVRTC program handle after the cubin
-compile: ``cuda.core``'s ``compile("ptx")`` asks the driver for its version.
+NVRTC runs on a machine without a GPU; the compile is the twin backend's
+(``backends/twin/build.py``'s ``nvrtc_compile``), so an exported kernel is the binary
+``portkit check`` tested. ptxas's verbose log gives each lowered kernel's registers and
+static shared memory for the manifest.
 """
 
 from __future__ import annotations
 
-import io
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from portkit.backends.twin.build import (
-    _display_name,
-    compile_options,
-    nvrtc_version,
-    program_ptx,
-)
-from portkit.errors import PortkitError, TwinCompileError
+from portkit.backends.twin.build import nvrtc_compile, nvrtc_version
+from portkit.errors import PortkitError
 
 _ENTRY = re.compile(r"Compiling entry function '(\w+)'")
 _USED = re.compile(r"Used (\d+) registers")
@@ -61,38 +54,14 @@ def parse_archs(text: str) -> list[str]:
 
 
 def compile_arch(path: Path, expressions: Sequence[str], arch: str, ptx: bool) -> ArchBuild:
-    from cuda.core import Program, ProgramOptions
-
-    from portkit.numba_internals import nvrtc_error
-
-    options = ProgramOptions(
-        name=_display_name(path), ptxas_options=["-v"], **compile_options(path, arch)
-    )
-    log = io.StringIO()
-    program = Program(path.read_text(), "c++", options)
-    try:
-        try:
-            code = program.compile("cubin", name_expressions=tuple(expressions), logs=log)
-        except nvrtc_error() as exc:
-            text = str(exc).split("compilation log:", 1)[-1].strip()
-            raise TwinCompileError(f"twin {path} does not compile for {arch}:\n{text}") from None
-        symbols = {
-            e: (s.decode() if isinstance(s, bytes) else str(s))
-            for e, s in code.symbol_mapping.items()
-        }
-        ptx_text = program_ptx(program.handle) if ptx else b""
-    finally:
-        program.close()
-    missing = sorted(set(expressions) - set(symbols))
-    if missing:
-        raise TwinCompileError(f"twin {path}: NVRTC found no kernel for {', '.join(missing)}")
-    return ArchBuild(arch, bytes(code.code), symbols, _resources(log.getvalue()), ptx_text)
+    built = nvrtc_compile(path, expressions, arch, verbose=True, ptx=ptx)
+    return ArchBuild(arch, built.cubin, built.symbols, _resources(built.ptxas_log), built.ptx)
 
 
 def _resources(log: str) -> dict[str, dict[str, int]]:
     found: dict[str, dict[str, int]] = {}
     entry = None
-    for line in log.replace("\0", "").splitlines():
+    for line in log.splitlines():
         match = _ENTRY.search(line)
         if match:
             entry = match[1]

@@ -25,8 +25,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
+from portkit.build.finding import Finding, Severity
 from portkit.errors import PortkitError
-from portkit.lint.model import Finding, Severity
 
 if TYPE_CHECKING:
     from portkit.backends.twin.source import TwinKernel, TwinParam

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from portkit.lint.compile import check_prototype
+from portkit.build.compile_checks import check_prototype
 from portkit.project.discovery import load_op
 from portkit.project.session import Session
 from portkit.results import Outcome
