@@ -28,8 +28,8 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from portkit.errors import PortkitError
 from portkit.build.finding import Finding, Severity
+from portkit.errors import PortkitError
 
 if TYPE_CHECKING:
     from portkit.project.discovery import Op
