@@ -229,28 +229,12 @@ def check(
     out = emit if as_json else None
     margins: list = []
     if jobs > 1:
-        from portkit.checking.verdicts.store import checked_path
         from portkit.cli.check_jobs import check_jobs
 
-        if verdicts_path is not None:
-            verdicts_path = checked_path(verdicts_path)  # said before any worker starts
-        compiles = not no_compile and phase != "gpu"
-        steps = len(plan) + (len({op.name for op, _ in plan}) if compiles else 0)
-        with progress_bar(console, steps, f"checking ({jobs} jobs)") as advance:
-            results, states, lines = check_jobs(
-                config,
-                plan,
-                names,
-                case_names,
-                quick,
-                no_compile,
-                verbose,
-                jobs,
-                advance,
-                phase=phase,
-                verdicts=verdicts_path,
-                use_verdicts=not no_cache,
-            )
+        results, states, lines = check_jobs(
+            config, plan, names, case_names, quick, no_compile, verbose, jobs, console,
+            phase=phase, verdicts=verdicts_path, use_verdicts=not no_cache,
+        )  # fmt: skip
         _report(results, states, lines, names, margins, seeds, verbose, console, out, phase, config)
     backends = phase_backends(create_all(config, names or None), phase)
     if not backends:

@@ -4,11 +4,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+    from rich.console import Console
 
     from portkit.checking.parallel.handoff import BackendState
     from portkit.project.cases import Case
@@ -26,7 +28,7 @@ def check_jobs(
     no_compile: bool,
     verbose: bool,
     jobs: int,
-    advance: Callable[[str], None],
+    console: Console,
     phase: str = "all",
     verdicts: Path | None = None,
     use_verdicts: bool = True,
@@ -38,6 +40,11 @@ def check_jobs(
     from portkit.checking.parallel.handoff import suite_order
     from portkit.checking.parallel.pool import check_in_parallel
     from portkit.checking.parallel.worker import Request
+    from portkit.checking.verdicts.store import checked_path
+    from portkit.cli.render import progress_bar
+
+    if verdicts is not None:
+        verdicts = checked_path(verdicts)  # said before any worker starts
 
     request = Request(
         root=str(config.root),
@@ -54,7 +61,10 @@ def check_jobs(
         use_verdicts=use_verdicts,
     )
     ops = list(dict.fromkeys(op.name for op, _ in plan))
-    runs = check_in_parallel(ops, request, jobs, config.settings.as_environment(), advance)
+    compiles = not no_compile and phase != "gpu"
+    steps = len(plan) + (len(ops) if compiles else 0)
+    with progress_bar(console, steps, f"checking ({jobs} jobs)") as advance:
+        runs = check_in_parallel(ops, request, jobs, config.settings.as_environment(), advance)
     states: dict[str, BackendState] = {}
     for run in runs:
         for state in run.backends:
