@@ -139,6 +139,8 @@ def diagnostics_findings(op: str, path: Path, log: str, kernels: dict[str, int])
             code = lines[line - 1].strip()
             if _BOUNDED.search(code):
                 continue  # `tile % 2`, `x & 0xff`, `x >> 32`: the value fits
+            if _lane_argument(lines[line - 1], int(match["col"])):
+                continue  # a shuffle's lane, offset or width: below 32 by the call's meaning
             add(
                 line,
                 f"`{code}` converts a 64-bit `{src}` to `{dst}`: past 2^31 it "
@@ -165,6 +167,23 @@ def diagnostics_findings(op: str, path: Path, log: str, kernels: dict[str, int])
                 FIX_INDEX,
             )
     return [found[line] for line in sorted(found)]
+
+
+# Warp intrinsics whose int parameters are a lane, an offset or a width (< 32, or the
+# call is wrong whatever the type): a 64-bit argument converted there truncates nothing.
+_LANE_CALL = re.compile(r"\b__shfl(?:_up|_down|_xor)?(?:_sync)?\s*\(")
+
+
+def _lane_argument(code: str, column: int) -> bool:
+    """Whether ``column`` (1-based) falls inside the arguments of a warp shuffle call."""
+    for call in _LANE_CALL.finditer(code):
+        depth, end = 1, call.end()
+        while end < len(code) and depth:
+            depth += {"(": 1, ")": -1}.get(code[end], 0)
+            end += 1
+        if call.end() < column <= end:
+            return True
+    return False
 
 
 def _own_line(match: re.Match[str], path: Path, lines: list[str]) -> int:

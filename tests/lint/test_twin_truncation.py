@@ -42,6 +42,22 @@ __global__ void tr_fits_fwd(const T* __restrict__ x, T* __restrict__ out, long l
 }
 """
 
+# a shuffle's offset from a 64-bit loop variable (as `portkit port` drafts a scan); the
+# same variable squeezed into an int beside it is still reported
+SHUFFLE_OFFSET = """\
+template <typename T>
+__global__ void tr_scan_fwd(const T* __restrict__ x, T* __restrict__ out, long long n) {
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    T v = i < n ? x[i] : T(0);
+    for (long long d = 1; d < 32; d *= 2) {
+        T up = __shfl_up_sync(0xffffffffu, v, d);
+        if ((threadIdx.x % 32) >= d) v += up;
+    }
+    int wrapped = i;
+    if (i < n) out[i] = v + T(wrapped * 0);
+}
+"""
+
 
 def _project(make_project, sources, name: str, twin: str) -> Path:
     return make_project({name: (sources.unary_op(name, reference="lambda x: x * 2"), twin)})
@@ -79,6 +95,14 @@ def test_explicit_casts_and_bounded_values_are_not_reported(make_project, source
     root = _project(make_project, sources, "tr_fits", FITS)
     _, op = load_op(root, "tr_fits")
     assert truncation_findings(op) == []
+
+
+@needs_compiler
+def test_a_shuffle_offset_is_not_a_truncation(make_project, sources, load_op):
+    root = _project(make_project, sources, "tr_scan", SHUFFLE_OFFSET)
+    _, op = load_op(root, "tr_scan")
+    (finding,) = truncation_findings(op)
+    assert finding.where.endswith("tr_scan.cu:9")  # `int wrapped = i;`, not the shuffle
 
 
 @needs_compiler

@@ -461,7 +461,6 @@ CASES = [
         "ballot_after_exit",
         "ballot_after_exit",
         lambda g: [np.ones(32, np.float32), np.full(32, -1, np.int64), 20],
-        xfail="stricter than a GPU: exited lanes named in a vote's mask",
     ),
     Case(
         "small_block_warp_sum",
