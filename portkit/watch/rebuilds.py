@@ -27,7 +27,9 @@ def compiled_since(before: set[Path], cache_dir: Path) -> list[str]:
     """ "op (twin-cpu check)" for each twin binary written since ``before`` was taken."""
     built = []
     for path in sorted(twin_cache_entries(cache_dir) - before):
-        op, variant, _key = path.stem.rsplit("-", 2)
+        # an op's name has no "-"; a variant may ("check-zero", the twin-cpu zero build)
+        op, rest = path.stem.split("-", 1)
+        variant = rest.rsplit("-", 1)[0]
         built.append(f"{op} ({TWIN_CACHES[path.parent.name]} {variant})")
     return built
 

@@ -75,7 +75,13 @@ def test_a_twin_edit_compiles_that_twin_alone_and_keeps_the_prototype_module(wat
     root = watched("wt_twin")
     engine = Engine(Session.from_environment(root), mode="check", backends=["twin-cpu"])
     first = engine.run()
-    built = ["wt_twin (twin-cpu check)", "wt_twin_other (twin-cpu check)"]
+    # each twin's two check builds: locals set to a pattern and to zero (twin_cpu/uninit.py)
+    built = [
+        "wt_twin (twin-cpu check)",
+        "wt_twin (twin-cpu check-zero)",
+        "wt_twin_other (twin-cpu check)",
+        "wt_twin_other (twin-cpu check-zero)",
+    ]
     assert sorted(first.recompiled) == built
     assert {v.status for v in first.verdicts.values()} == {"pass"}
     op = engine.session.op("wt_twin")
@@ -83,7 +89,10 @@ def test_a_twin_edit_compiles_that_twin_alone_and_keeps_the_prototype_module(wat
     twin = root / "cuda_src" / "wt_twin.cu"
     edit(twin, "x[i] * T(2)", "x[i] * T(3)")
     bug = engine.run()
-    assert bug.reimported == [] and bug.recompiled == ["wt_twin (twin-cpu check)"]
+    assert bug.reimported == [] and bug.recompiled == [
+        "wt_twin (twin-cpu check)",
+        "wt_twin (twin-cpu check-zero)",
+    ]
     assert list(bug.verdicts) == ["wt_twin"]
     (problem,) = bug.verdicts["wt_twin"].problems
     assert problem.kind == "mismatch" and problem.backend == "twin-cpu"
