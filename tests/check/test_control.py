@@ -185,3 +185,40 @@ def test_error_factor_must_be_two_numbers_of_at_least_one(factor):
         class Bad:
             def forward(k, x):
                 return x, ()
+
+
+def test_torch_error_is_the_worse_of_two_devices_runs():
+    # a GPU's torch.sum (a tree) can be more accurate than the CPU's loop: the control
+    # takes, per element, whichever low-precision run is farther from float64
+    from portkit.checking.reference_run import farther
+
+    t, exact = cancelling_sums()
+    tree = t.sum(1)  # torch's own reduction
+    loop = sequential(t)  # the order a CPU loop (and many kernels) take
+    both = farther(tree, loop, exact)
+    worse = torch.maximum((tree.double() - exact).abs(), (loop.double() - exact).abs())
+    assert torch.equal((both.double() - exact).abs(), worse)
+    # a correct loop kernel is judged against the larger of the two torch errors
+    bound, _ = control_bound(torch.float32, exact, both, 2.0)
+    assert bool(((loop.double() - exact).abs() <= bound).all())
+    # NaN in the other run never replaces the device's value; shapes that differ keep it
+    assert torch.equal(farther(tree, torch.full_like(tree, float("nan")), exact), tree)
+    assert farther(tree, loop[:3], exact) is tree
+
+
+def test_the_cpu_low_run_matches_the_devices_on_a_cpu(load_op):
+    # the second run is the same reference on CPU copies: on a CPU it equals the first
+    from pathlib import Path
+
+    from portkit.checking.reference_run import _low_on_cpu, control_run
+    from portkit.project.cases import make_inputs
+
+    _, op = load_op(Path(__file__).resolve().parents[2], "rmsnorm")
+    case = next(c for c in op.definition.cases if c.name == "float32-3x127")
+    inputs = [t.requires_grad_(t.dtype.is_floating_point) for t in make_inputs(case, "cpu")]
+    runs = control_run(op, case, inputs, backward=True)
+    native = op.definition.reference(*inputs, *case.extra)
+    cpu = _low_on_cpu(op, case, inputs, (native,) if torch.is_tensor(native) else native, True)
+    assert cpu is not None
+    assert all(torch.equal(a, b) for a, b in zip(runs.low_outputs, cpu[0]))
+    assert all(torch.equal(a, b) for a, b in zip(runs.low_grads, cpu[1]) if a is not None)
