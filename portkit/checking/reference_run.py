@@ -130,59 +130,60 @@ def control_run(
     (the caller falls back to the dtype table: a reference that cannot run in float64)."""
     import torch
 
-    definition = op.definition
-    native = as_tuple(definition.reference(*inputs, *case.extra))
+    native = as_tuple(op.definition.reference(*inputs, *case.extra))
     floats = [t.dtype for t in inputs if t.dtype.is_floating_point]
     low_dtype = low_precision(floats[0]) if floats else torch.float32
-
-    def run(dtype_of: Callable[[torch.dtype], torch.dtype]) -> tuple[tuple, tuple]:
-        copies = [
-            t.detach().to(dtype_of(t.dtype)).requires_grad_(t.requires_grad)
-            if t.dtype.is_floating_point
-            else t
-            for t in inputs
-        ]
-        outputs = as_tuple(definition.reference(*copies, *case.extra))
-        grads = _grads(case, native, outputs, copies) if backward else ()
-        return tuple(o.detach() for o in outputs), grads
-
-    wide_outputs, wide_grads = run(lambda d: torch.float64)
-    low_outputs, low_grads = run(low_precision)
-    wanted = [t for t in inputs if t.requires_grad]
-    low_outputs = tuple(o.to(n.dtype) for o, n in zip(low_outputs, native))
-    low_grads = tuple(g.to(t.dtype) if g is not None else None for g, t in zip(low_grads, wanted))
+    wide = _copy_run(op, case, inputs, native, backward, lambda d: torch.float64)
+    wide_outputs, wide_grads = wide
+    low_outputs, low_grads = _rounded(
+        _copy_run(op, case, inputs, native, backward, low_precision), native, inputs
+    )
     if any(t.device.type != "cpu" for t in inputs):
         # torch's error is its worst over the CPU and this device: a GPU's reference can
         # sum in a more accurate order than the CPU's (a tree where the CPU runs a loop),
         # and a correct kernel summing as the CPU does would then sit near the bound.
-        cpu = _low_on_cpu(op, case, inputs, native, backward)
+        try:
+            cpu = _copy_run(op, case, inputs, native, backward, low_precision, device="cpu")
+        except Exception:  # noqa: BLE001 (a reference for one device only: the device's run stands)
+            cpu = None
         if cpu is not None:
-            low_outputs = tuple(map(farther, low_outputs, cpu[0], wide_outputs))
-            low_grads = tuple(map(farther, low_grads, cpu[1], wide_grads))
+            cpu_outputs, cpu_grads = _rounded(cpu, native, inputs)
+            low_outputs = tuple(map(farther, low_outputs, cpu_outputs, wide_outputs))
+            low_grads = tuple(map(farther, low_grads, cpu_grads, wide_grads))
     return ControlRuns(wide_outputs, wide_grads, low_outputs, low_grads, low_dtype)
 
 
-def _low_on_cpu(
-    op: Op, case: Case, inputs: Sequence[torch.Tensor], native: Sequence, backward: bool
-) -> tuple[tuple, tuple] | None:
-    """The low-precision run on CPU copies of ``inputs`` (rounded to the native dtypes),
-    or None where the reference cannot run there."""
+def _copy_run(
+    op: Op,
+    case: Case,
+    inputs: Sequence[torch.Tensor],
+    native: Sequence,
+    backward: bool,
+    dtype_of: Callable[[torch.dtype], torch.dtype],
+    device: str | None = None,
+) -> tuple[tuple, tuple]:
+    """The reference on copies of ``inputs`` (floats in ``dtype_of`` their dtype, on
+    ``device`` where given): its outputs, and the gradients seeded from ``native``."""
+    copies = [
+        t.detach().to(device or t.device).to(dtype_of(t.dtype)).requires_grad_(t.requires_grad)
+        if t.dtype.is_floating_point
+        else t.detach().to(device or t.device)
+        for t in inputs
+    ]
+    outputs = as_tuple(op.definition.reference(*copies, *case.extra))
+    seeds = [n.detach().to(device or n.device) for n in native]
+    grads = _grads(case, seeds, outputs, copies) if backward else ()
+    return tuple(o.detach() for o in outputs), grads
 
-    try:
-        copies = [
-            t.detach().cpu().to(low_precision(t.dtype)).requires_grad_(t.requires_grad)
-            if t.dtype.is_floating_point
-            else t.detach().cpu()
-            for t in inputs
-        ]
-        outputs = as_tuple(op.definition.reference(*copies, *case.extra))
-        cpu_native = [n.detach().cpu() for n in native]
-        grads = _grads(case, cpu_native, outputs, copies) if backward else ()
-    except Exception:  # noqa: BLE001 (a reference for one device only: the device's run stands)
-        return None
+
+def _rounded(
+    run: tuple[tuple, tuple], native: Sequence, inputs: Sequence[torch.Tensor]
+) -> tuple[tuple, tuple]:
+    """A low-precision run's outputs and gradients in the native dtypes."""
+    outputs, grads = run
     wanted = [t for t in inputs if t.requires_grad]
     return (
-        tuple(o.detach().to(n.dtype) for o, n in zip(outputs, native)),
+        tuple(o.to(n.dtype) for o, n in zip(outputs, native)),
         tuple(g.to(t.dtype) if g is not None else None for g, t in zip(grads, wanted)),
     )
 

@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn, Protocol
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 import click
 
@@ -195,7 +195,7 @@ def check(
     from portkit.backends import create_all
     from portkit.checking.harness import plan_suite, run_suite
     from portkit.checking.verdicts.phases import phase_backends
-    from portkit.cli.check_phases import open_verdicts
+    from portkit.checking.verdicts.serve import open_verdicts
     from portkit.cli.render import progress_bar
 
     emit = json_output(as_json)
@@ -243,7 +243,7 @@ def check(
     compile_first = not no_compile and phase != "gpu"
     steps = len(plan) * seeds + (len(ops) if compile_first else 0)
     with progress_bar(console, steps, "checking") as advance:
-        common = {
+        common: dict[str, Any] = {
             "compile_first": compile_first,
             "advance": advance,
             "reuse": verdicts,

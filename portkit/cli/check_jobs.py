@@ -46,12 +46,13 @@ def check_jobs(
     if verdicts is not None:
         verdicts = checked_path(verdicts)  # said before any worker starts
 
+    compiles = not no_compile and phase != "gpu"  # the GPU phase compiles nothing first
     request = Request(
         root=str(config.root),
         results="",  # the pool's own folder
         case_names=tuple(case_names),
         quick=quick,
-        compile_first=not no_compile,
+        compile_first=compiles,
         backend_names=tuple(backend_names),
         budget=config.sim_budget,
         strict=config.strict,
@@ -61,7 +62,6 @@ def check_jobs(
         use_verdicts=use_verdicts,
     )
     ops = list(dict.fromkeys(op.name for op, _ in plan))
-    compiles = not no_compile and phase != "gpu"
     steps = len(plan) + (len(ops) if compiles else 0)
     with progress_bar(console, steps, f"checking ({jobs} jobs)") as advance:
         runs = check_in_parallel(ops, request, jobs, config.settings.as_environment(), advance)

@@ -1,24 +1,14 @@
-"""``portkit check``'s verdict store and phases: the store a run reads and updates, and
-after a GPU phase the table of what no hardware here could run (checking/verdicts)."""
+"""``portkit check``'s phases: after a GPU phase, the table of what no hardware here
+could run (checking/verdicts)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from portkit.project.config import ProjectConfig
-
-
-def open_verdicts(config: ProjectConfig, path: Path | None, enabled: bool) -> Any:
-    """The run's verdict store bound to the project (checking/verdicts), None when off."""
-    from portkit.checking.verdicts.serve import Verdicts
-    from portkit.checking.verdicts.store import open_store
-
-    store = open_store(config.cache_dir, path, enabled and config.settings.verdict_cache)
-    return None if store is None else Verdicts(store, config)
 
 
 def print_unreachable(config: ProjectConfig, console: Console) -> None:

@@ -210,15 +210,18 @@ def test_the_cpu_low_run_matches_the_devices_on_a_cpu(load_op):
     # the second run is the same reference on CPU copies: on a CPU it equals the first
     from pathlib import Path
 
-    from portkit.checking.reference_run import _low_on_cpu, control_run
+    from portkit.checking.control import low_precision
+    from portkit.checking.reference_run import _copy_run, _rounded, control_run
+    from portkit.launch.op_inputs import as_tuple
     from portkit.project.cases import make_inputs
 
     _, op = load_op(Path(__file__).resolve().parents[2], "rmsnorm")
     case = next(c for c in op.definition.cases if c.name == "float32-3x127")
     inputs = [t.requires_grad_(t.dtype.is_floating_point) for t in make_inputs(case, "cpu")]
     runs = control_run(op, case, inputs, backward=True)
-    native = op.definition.reference(*inputs, *case.extra)
-    cpu = _low_on_cpu(op, case, inputs, (native,) if torch.is_tensor(native) else native, True)
-    assert cpu is not None
-    assert all(torch.equal(a, b) for a, b in zip(runs.low_outputs, cpu[0]))
-    assert all(torch.equal(a, b) for a, b in zip(runs.low_grads, cpu[1]) if a is not None)
+    native = as_tuple(op.definition.reference(*inputs, *case.extra))
+    run = _copy_run(op, case, inputs, native, True, low_precision, device="cpu")
+    outputs, grads = _rounded(run, native, inputs)
+    assert outputs and grads
+    assert all(torch.equal(a, b) for a, b in zip(runs.low_outputs, outputs))
+    assert all(torch.equal(a, b) for a, b in zip(runs.low_grads, grads) if a is not None)

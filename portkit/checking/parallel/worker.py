@@ -66,17 +66,13 @@ def check_op(session: Session, request: Request, name: str, say: IO[str]) -> OpR
     from portkit.backends import create_all
     from portkit.checking.harness import plan_suite, run_suite
     from portkit.checking.verdicts.phases import phase_backends
-    from portkit.checking.verdicts.serve import Verdicts
-    from portkit.checking.verdicts.store import open_store
+    from portkit.checking.verdicts.serve import open_verdicts
 
     all_backends = create_all(session.config, list(request.backend_names) or None)
     backends = phase_backends(all_backends, request.phase)
     # The one store every worker reads and updates: its writes lock and merge (store.py).
     path = Path(request.verdicts) if request.verdicts else None
-    config = session.config
-    enabled = request.use_verdicts and config.settings.verdict_cache
-    store = open_store(config.cache_dir, path, enabled)
-    verdicts = None if store is None else Verdicts(store, config)
+    verdicts = open_verdicts(session.config, path, request.use_verdicts)
 
     op = session.op(name)
     # The run's --case names this op has (the parent checked that some op has each).
@@ -94,7 +90,7 @@ def check_op(session: Session, request: Request, name: str, say: IO[str]) -> OpR
             plan,
             backends,
             session.config,
-            compile_first=request.compile_first and request.phase != "gpu",
+            compile_first=request.compile_first,
             advance=advance,
             reuse=verdicts,
             op_notes=request.phase != "gpu",

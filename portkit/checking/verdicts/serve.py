@@ -15,15 +15,25 @@ from typing import TYPE_CHECKING
 
 from portkit.checking.harness import run_case, skip_reason
 from portkit.checking.verdicts import key as keys
-from portkit.checking.verdicts.store import VerdictStore
+from portkit.checking.verdicts.store import VerdictStore, open_store
 from portkit.results import CheckResult, unconfigured
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from portkit.backends import Backend
     from portkit.checking.case_runner import CheckSettings
     from portkit.project.cases import Case
     from portkit.project.config import ProjectConfig
     from portkit.project.discovery import Op
+
+
+def open_verdicts(config: ProjectConfig, path: Path | None, enabled: bool) -> Verdicts | None:
+    """The run's verdict store bound to the project, None when off (``enabled`` False,
+    or the project's settings turn the store off): what `portkit check` and each
+    ``-j N`` worker read and update."""
+    store = open_store(config.cache_dir, path, enabled and config.settings.verdict_cache)
+    return None if store is None else Verdicts(store, config)
 
 
 @dataclass
