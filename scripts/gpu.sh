@@ -38,11 +38,13 @@
 #   tier       after a change: the suite's GPU tier over every GPU (-v: each item's verdict in
 #              the log even if the step is cut), the simulator's verdict bank against numba on
 #              the GPU (100 launches each), the third-party kernels on the GPU beside the simulator
-#   seeds      tests/user_ops's ops and the norms' GPU-sized cases with 20 seeds (worst
-#              margins), the exported package's host cost beside portkit.load's
+#   seeds      tests/user_ops's ops, the repository's ops (--quick) and the norms' GPU-sized
+#              cases with 20 seeds (worst margins; -j one worker per GPU), the exported
+#              package's host cost beside portkit.load's
 #   shards     the generated suite on one GPU (with cores/GPUs xdist workers), then sharded
 #              over every GPU (--portkit-shard K/N, scripts/shard_suite.sh: N runners'
-#              worth), then `portkit check --all` with -j 1 and -j GPUs
+#              worth), then `portkit check --all` (-j 1), the same with nothing changed
+#              (every row cached), and --no-cache -j GPUs
 #
 # Every step has its own timeout; each subcommand stays under 10 minutes. Logs go to
 # $OUT/NAME/ and are packed into $OUT/NAME.tgz (one file to copy off the machine);
@@ -268,12 +270,16 @@ tier() {
 }
 
 seeds() {
-  local users=/tmp/portkit-user-ops-$$
+  local users=/tmp/portkit-user-ops-$$ gpus
+  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+  gpus=$((gpus > 0 ? gpus : 1))
   "$PY" -m tests.user_ops.project "$users" > /dev/null
   step user-ops-seeds 150 bash -c 'cd "$1" && shift && "$@" check --all --seeds 20 \
-    --backend numba,twin,torch --no-compile' _ "$users" "${PORTKIT[@]}"
+    --backend numba,twin,torch --no-compile -j "$0"' "$gpus" "$users" "${PORTKIT[@]}"
+  step repo-ops-seeds 240 "${PORTKIT[@]}" check --all --quick --seeds 20 \
+    --backend numba,twin,torch --no-compile -j "$gpus"
   step norms-seeds 150 "${PORTKIT[@]}" check rmsnorm add_rmsnorm --seeds 20 \
-    --backend numba,twin,torch --no-compile
+    --backend numba,twin,torch --no-compile -j 2
   step exported-host-cost 100 "$PY" scripts/bench_launch.py --repeats 11 \
     --json "$LOGS/bench_launch.json"
 }
@@ -291,7 +297,8 @@ shards() {
       bash scripts/shard_suite.sh "$gpus" "${PLUGIN[@]}" prototypes --portkit-durations "$durations"
   fi
   step check-all-j1 120 "${PORTKIT[@]}" check --all
-  step "check-all-j$gpus" 90 "${PORTKIT[@]}" check --all -j "$((gpus > 0 ? gpus : 1))"
+  step check-all-no-change 60 "${PORTKIT[@]}" check --all
+  step "check-all-j$gpus" 90 "${PORTKIT[@]}" check --all --no-cache -j "$((gpus > 0 ? gpus : 1))"
 }
 
 phases() {
