@@ -39,7 +39,7 @@
 #              the log even if the step is cut), the simulator's verdict bank against numba on
 #              the GPU (100 launches each), the third-party kernels on the GPU beside the simulator
 #   seeds      tests/user_ops's ops, the repository's ops (--quick) and the norms' GPU-sized
-#              cases with 20 seeds (worst margins; -j one worker per GPU), the exported
+#              cases with 20 seeds (worst margins; the ops dealt over the GPUs), the exported
 #              package's host cost beside portkit.load's
 #   shards     the generated suite on one GPU (with cores/GPUs xdist workers), then sharded
 #              over every GPU (--portkit-shard K/N, scripts/shard_suite.sh: N runners'
@@ -269,17 +269,34 @@ tier() {
   step third-party-on-gpu 90 "$PY" -m tests.simt.third_party.runner --gpu
 }
 
-seeds() {
-  local users=/tmp/portkit-user-ops-$$ gpus
+spread_seeds() {  # spread_seeds NAME LIMIT DIR OPTIONS...: DIR's ops with --seeds 20, the
+  # ops dealt over the GPUs (check's -j does not take --seeds), one process per GPU
+  local name=$1 limit=$2 dir=$3 gpus k ops=()
+  shift 3
   gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
   gpus=$((gpus > 0 ? gpus : 1))
+  for f in "$dir"/prototypes/*.py; do ops+=("$(basename "$f" .py)"); done
+  for ((k = 0; k < gpus; k++)); do
+    local mine=()
+    for ((i = k; i < ${#ops[@]}; i += gpus)); do mine+=("${ops[i]}"); done
+    [ ${#mine[@]} -gt 0 ] || continue
+    (cd "$dir" && CUDA_VISIBLE_DEVICES=$k step "$name-gpu$k" "$limit" "${PORTKIT[@]}" check \
+      "${mine[@]}" --seeds 20 --backend numba,twin,torch --no-compile "$@"; \
+      printf '%s\n' "${ROWS[-1]}" > "$LOGS/$name-gpu$k.row") &
+  done
+  wait
+  for ((k = 0; k < gpus; k++)); do
+    [ -f "$LOGS/$name-gpu$k.row" ] && ROWS+=("$(cat "$LOGS/$name-gpu$k.row")")
+  done
+}
+
+seeds() {
+  local users=/tmp/portkit-user-ops-$$
   "$PY" -m tests.user_ops.project "$users" > /dev/null
-  step user-ops-seeds 150 bash -c 'cd "$1" && shift && "$@" check --all --seeds 20 \
-    --backend numba,twin,torch --no-compile -j "$0"' "$gpus" "$users" "${PORTKIT[@]}"
-  step repo-ops-seeds 240 "${PORTKIT[@]}" check --all --quick --seeds 20 \
-    --backend numba,twin,torch --no-compile -j "$gpus"
+  spread_seeds user-ops-seeds 150 "$users"
+  spread_seeds repo-ops-seeds 300 "$PWD" --quick
   step norms-seeds 150 "${PORTKIT[@]}" check rmsnorm add_rmsnorm --seeds 20 \
-    --backend numba,twin,torch --no-compile -j 2
+    --backend numba,twin,torch --no-compile
   step exported-host-cost 100 "$PY" scripts/bench_launch.py --repeats 11 \
     --json "$LOGS/bench_launch.json"
 }
