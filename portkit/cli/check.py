@@ -137,7 +137,7 @@ EXIT_SANITIZER_SKIPPED = EXIT_NOTHING_RAN
     "(each sees one, as CUDA_VISIBLE_DEVICES) and share the cores. One merged table "
     "in the usual order, --json merged, the exit code the worst; a worker that crashes "
     "is a failed row for the op it was checking. With --phase and --verdicts the "
-    "workers share one verdict store. Not with --sanitize or --seeds.",
+    "workers share one verdict store. Not with --sanitize.",
 )
 @budget_option
 @strict_option
@@ -213,9 +213,8 @@ def check(
             op.case(case_names[0])  # raises, naming the op and listing its cases
     plan = plan_suite(ops, set(case_names), skip_large=quick)
     console = make_console(stderr=as_json)
-    if jobs > 1 and (sanitize or seeds > 1):
-        other = "--sanitize" if sanitize else "--seeds"
-        raise click.UsageError(f"-j N runs in worker processes; drop it with {other}")
+    if jobs > 1 and sanitize:
+        raise click.UsageError("-j N runs in worker processes; drop it with --sanitize")
     if sanitize:
         if backend_names:
             raise click.UsageError("--sanitize runs the twin and numba backends; drop --backend")
@@ -231,9 +230,9 @@ def check(
     if jobs > 1:
         from portkit.cli.check_jobs import check_jobs
 
-        results, states, lines = check_jobs(
+        results, states, lines, margins = check_jobs(
             config, plan, names, case_names, quick, no_compile, verbose, jobs, console,
-            phase=phase, verdicts=verdicts_path, use_verdicts=not no_cache,
+            phase=phase, verdicts=verdicts_path, use_verdicts=not no_cache, seeds=seeds,
         )  # fmt: skip
         _report(results, states, lines, names, margins, seeds, verbose, console, out, phase, config)
     backends = phase_backends(create_all(config, names or None), phase)

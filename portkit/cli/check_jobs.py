@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from portkit.checking.parallel.handoff import BackendState
+    from portkit.checking.seeds import WorstMargin
     from portkit.project.cases import Case
     from portkit.project.config import ProjectConfig
     from portkit.project.discovery import Op
@@ -32,9 +33,11 @@ def check_jobs(
     phase: str = "all",
     verdicts: Path | None = None,
     use_verdicts: bool = True,
-) -> tuple[list[CheckResult], list[BackendState], list[str]]:
+    seeds: int = 1,
+) -> tuple[list[CheckResult], list[BackendState], list[str], list[WorstMargin]]:
     """The rows in the order one process gives them, each backend once (a worker that
-    could run it wins over one that could not), the ops' report lines in op order.
+    could run it wins over one that could not), the ops' report lines in op order, and
+    under ``seeds`` > 1 the worst margin per check (each op's from its worker).
     Workers run ``phase``'s backends and share one verdict store (``verdicts``, or the
     cache dir's), served from and updated as one process does."""
     from portkit.checking.parallel.handoff import suite_order
@@ -60,9 +63,10 @@ def check_jobs(
         phase=phase,
         verdicts=str(verdicts.resolve()) if verdicts is not None else "",
         use_verdicts=use_verdicts,
+        seeds=seeds,
     )
     ops = list(dict.fromkeys(op.name for op, _ in plan))
-    steps = len(plan) + (len(ops) if compiles else 0)
+    steps = len(plan) * seeds + (len(ops) if compiles else 0)
     with progress_bar(console, steps, f"checking ({jobs} jobs)") as advance:
         runs = check_in_parallel(ops, request, jobs, config.settings.as_environment(), advance)
     states: dict[str, BackendState] = {}
@@ -71,4 +75,5 @@ def check_jobs(
             if state.name not in states or states[state.name].unavailable_reason:
                 states[state.name] = state
     report = [line for run in runs for line in run.report]
-    return suite_order(runs), list(states.values()), report
+    margins = sorted((m for run in runs for m in run.margins), key=lambda m: -m.margin)
+    return suite_order(runs), list(states.values()), report, margins

@@ -88,9 +88,20 @@ def test_jobs_below_one_is_a_usage_error(project, cli, jobs):
     assert "Invalid value for '-j' / '--jobs'" in result.output
 
 
-def test_jobs_with_seeds_or_sanitize_is_a_usage_error(project, cli):
-    seeds = cli(project, "check", "--all", "-j", "2", "--seeds", "3")
-    assert seeds.exit_code == 2 and "drop it with --seeds" in seeds.output
+def test_two_jobs_with_seeds_give_the_rows_and_worst_margins_of_one(project):
+    args = ("check", "par_twice", "par_alone", "--backend", "sim", "--no-compile", "--seeds", "3")
+    one = run_portkit(project, *args, "--json", timeout=600)
+    two = run_portkit(project, *args, "--json", "-j", "2", timeout=600)
+    assert one.returncode == two.returncode == 0, two.stderr
+    # One process runs the seeds round by round over the ops, the workers op by op.
+    assert sorted(rows(one)) == sorted(rows(two)) and len(rows(two)) > 6
+    worst = [json.loads(done.stdout)["worst_margins"] for done in (one, two)]
+    assert worst[0] == worst[1]
+    assert {(w["op"], w["check"]) for w in worst[1]} >= {("par_alone", "forward")}
+    assert "worst margin per check over 3 seeds" in two.stderr
+
+
+def test_jobs_with_sanitize_is_a_usage_error(project, cli):
     sanitize = cli(project, "check", "--all", "-j", "2", "--sanitize", "memcheck")
     assert sanitize.exit_code == 2 and "drop it with --sanitize" in sanitize.output
 

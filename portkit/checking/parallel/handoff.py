@@ -1,9 +1,11 @@
 """What a worker hands its parent for one op, through a file: JSON with a ``format``
 number, so a parent never misreads what another portkit's worker wrote.
 
-Format 1: ``{"format": 1, "op": NAME, "results": [CheckResult as a dict, ...],
-"backends": [{"name", "role", "unavailable_reason"}, ...], "report": [line, ...]}``;
-``report``: ``portkit check -v``'s lines on the backends' engines and caches.
+Format 2: ``{"format": 2, "op": NAME, "results": [CheckResult as a dict, ...],
+"backends": [{"name", "role", "unavailable_reason"}, ...], "report": [line, ...],
+"margins": [WorstMargin as a dict, ...]}``; ``report``: ``portkit check -v``'s lines on
+the backends' engines and caches; ``margins``: under ``--seeds N``, the op's worst margin
+per check (empty otherwise).
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from portkit.atomic_write import write_atomic
+from portkit.checking.seeds import WorstMargin
 from portkit.errors import PortkitError
 from portkit.results import CheckResult, Outcome
 
-FORMAT = 1
+FORMAT = 2
 
 
 class HandoffError(PortkitError):
@@ -42,6 +45,7 @@ class OpRun:
     results: list[CheckResult]
     backends: list[BackendState] = field(default_factory=list)
     report: list[str] = field(default_factory=list)
+    margins: list[WorstMargin] = field(default_factory=list)
 
 
 def write_run(path: Path, run: OpRun) -> None:
@@ -52,6 +56,7 @@ def write_run(path: Path, run: OpRun) -> None:
         "results": [asdict(r) for r in run.results],
         "backends": [asdict(b) for b in run.backends],
         "report": run.report,
+        "margins": [asdict(m) for m in run.margins],
     }
     write_atomic(path, json.dumps(payload))
 
@@ -72,6 +77,7 @@ def read_run(path: Path) -> OpRun:
         [_result(row) for row in payload["results"]],
         [BackendState(**b) for b in payload["backends"]],
         list(payload["report"]),
+        [WorstMargin(**m) for m in payload["margins"]],
     )
 
 

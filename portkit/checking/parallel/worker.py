@@ -43,6 +43,7 @@ class Request:
     phase: str = "all"  # --phase: the backends each worker runs (checking/verdicts/phases.py)
     verdicts: str = ""  # --verdicts PATH; "" the cache dir's store
     use_verdicts: bool = True  # False under --no-cache
+    seeds: int = 1  # --seeds N: every case with N seeds, the worst margin per check
 
     def write(self, path: Path) -> None:
         path.write_text(json.dumps(asdict(self)))
@@ -85,19 +86,20 @@ def check_op(session: Session, request: Request, name: str, say: IO[str]) -> OpR
         say.write(f"step {label}\n")
         say.flush()
 
-    results = (
-        run_suite(
-            plan,
-            backends,
-            session.config,
-            compile_first=request.compile_first,
-            advance=advance,
-            reuse=verdicts,
-            op_notes=request.phase != "gpu",
-        )
-        if plan
-        else []
-    )
+    common = {
+        "compile_first": request.compile_first,
+        "advance": advance,
+        "reuse": verdicts,
+        "op_notes": request.phase != "gpu",
+    }
+    results: list = []
+    margins: list = []
+    if plan and request.seeds > 1:
+        from portkit.checking.seeds import run_seeds
+
+        results, margins = run_seeds(plan, backends, session.config, request.seeds, **common)
+    elif plan:
+        results = run_suite(plan, backends, session.config, **common)
     if verdicts is not None:
         verdicts.store.save()
     report: list[str] = []
@@ -108,7 +110,7 @@ def check_op(session: Session, request: Request, name: str, say: IO[str]) -> OpR
                 lines += backend.cache_report([op])
             report += [f"{name}: {line}" for line in lines]
     states = [BackendState(b.name, b.role, b.unavailable_reason) for b in backends]
-    return OpRun(name, results, states, report)
+    return OpRun(name, results, states, report, margins)
 
 
 def serve(request: Request, ops: IO[str], say: IO[str]) -> None:
