@@ -43,8 +43,10 @@
 #              package's host cost beside portkit.load's
 #   shards     the generated suite on one GPU (with cores/GPUs xdist workers), then sharded
 #              over every GPU (--portkit-shard K/N, scripts/shard_suite.sh: N runners'
-#              worth), then `portkit check --all` (-j 1), the same with nothing changed
-#              (every row cached), and --no-cache -j GPUs
+#              worth), both without the verdict store and with warm compilers' caches
+#              (WARM=1: an earlier subcommand warmed PORTKIT_GPU_CACHE), then `portkit
+#              check --all` (-j 1), the same with nothing changed (every row cached), and
+#              --no-cache -j GPUs (CHECK_ALL=0 leaves those three out)
 #
 # Every step has its own timeout; each subcommand stays under 10 minutes. Logs go to
 # $OUT/NAME/ and are packed into $OUT/NAME.tgz (one file to copy off the machine);
@@ -62,7 +64,9 @@ SUB=${1:-}
 OUT=${OUT:-$PWD/gpu-out}
 LOGS=$OUT/$SUB
 PY=${PYTHON:-python3}
-export XDG_CACHE_HOME=/tmp/portkit-gpu-cache-$SUB-$$  # a fresh twin cache: cold compiles
+# A fresh cache per call (cold compiles) unless PORTKIT_GPU_CACHE names one that
+# subcommands run one after another share (e.g. `tier` then `WARM=1 shards`).
+export XDG_CACHE_HOME=${PORTKIT_GPU_CACHE:-/tmp/portkit-gpu-cache-$SUB-$$}
 export COLUMNS=200
 ROWS=()
 
@@ -306,13 +310,22 @@ shards() {
   gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
   per=$(($(nproc) / (gpus > 0 ? gpus : 1)))
   local durations=$LOGS/durations.json
-  # One runner's worth: one GPU and its share of the cores; records the durations.
-  CUDA_VISIBLE_DEVICES=0 step suite-1-gpu 240 "${PYTEST[@]}" -n "$per" prototypes \
-    --portkit-durations "$durations"
-  if [ "$gpus" -ge 2 ]; then
-    OUT=$LOGS/shards WORKERS=$per PYTHON=$PY step "suite-$gpus-shards" 150 \
-      bash scripts/shard_suite.sh "$gpus" "${PLUGIN[@]}" prototypes --portkit-durations "$durations"
+  # The suite's own time, not the verdict store's: both timed runs check every item, with
+  # the compilers' caches warm (a first run warms them unless WARM=1 says an earlier
+  # subcommand sharing PORTKIT_GPU_CACHE did) and the durations of the one-GPU run.
+  if [ "${WARM:-0}" != 1 ]; then
+    CUDA_VISIBLE_DEVICES=0 PORTKIT_VERDICT_CACHE=0 step warm-caches 240 "${PYTEST[@]}" \
+      -n "$per" prototypes
   fi
+  # One runner's worth: one GPU and its share of the cores; records the durations.
+  CUDA_VISIBLE_DEVICES=0 PORTKIT_VERDICT_CACHE=0 step suite-1-gpu 240 "${PYTEST[@]}" \
+    -n "$per" prototypes --portkit-durations "$durations"
+  if [ "$gpus" -ge 2 ]; then
+    OUT=$LOGS/shards WORKERS=$per PYTHON=$PY PORTKIT_VERDICT_CACHE=0 step "suite-$gpus-shards" \
+      150 bash scripts/shard_suite.sh "$gpus" "${PLUGIN[@]}" -q -p no:cacheprovider \
+      prototypes --portkit-durations "$durations"
+  fi
+  [ "${CHECK_ALL:-1}" = 1 ] || return 0
   step check-all-j1 120 "${PORTKIT[@]}" check --all
   step check-all-no-change 60 "${PORTKIT[@]}" check --all
   step "check-all-j$gpus" 90 "${PORTKIT[@]}" check --all --no-cache -j "$((gpus > 0 ? gpus : 1))"
