@@ -75,7 +75,7 @@ class Backend(ABC):
         sanitized worker that runs each launch in two thread orders), else the plain ones."""
         return self.launch_targets(op)
 
-    def knob_choice(self, op: Op) -> KnobChoice:
+    def knob_choice_for(self, op: Op) -> KnobChoice:
         """The op's declared knobs and tuning table: what ``portkit.knobs(k, x)`` reads."""
         from portkit.project.tuning_table import knob_choice
 

@@ -42,7 +42,7 @@ class PinnedBackend:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._backend, name)
 
-    def knob_choice(self, op: Op) -> KnobChoice:
+    def knob_choice_for(self, op: Op) -> KnobChoice:
         return self._choice
 
 

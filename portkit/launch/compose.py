@@ -36,7 +36,7 @@ class TargetSource(Protocol):
 
     def checked_launch_targets(self, op: Op) -> Mapping[str, LaunchTarget]: ...
 
-    def knob_choice(self, op: Op) -> KnobChoice | None: ...
+    def knob_choice_for(self, op: Op) -> KnobChoice | None: ...
 
 
 def compose_kernels(
@@ -60,5 +60,5 @@ def compose_kernels(
         targets,
         poison,
         guards,
-        knob_choice=source.knob_choice(op),
+        knob_choice=source.knob_choice_for(op),
     )
