@@ -15,6 +15,7 @@ import torch
 
 from portkit.backends import create
 from portkit.bench.timing import host_rounds
+from portkit.launch.compose import compose_kernels
 from portkit.project.config import load_config
 from portkit.project.discovery import discover
 
@@ -47,7 +48,8 @@ def main() -> None:
     for op_name in ("vector_add", "softmax", "softmax_warp"):
         op = catalog.get(op_name)
         for mode, scale in (("plain", 1), ("check", 8)):
-            k = backend.kernels(op, poison_outputs=mode == "check")
+            checked = mode == "check"  # the harness's k: check build, poisoned outputs
+            k = compose_kernels(backend, op, checked=checked, poison=checked)
             label, threads, call = launches(op_name, k, scale)
             call()  # warm: library loaded, worker started
             times = host_rounds({label: call}, rounds=args.repeat)[label]

@@ -31,6 +31,8 @@ def register(backend: type[Backend]) -> type[Backend]:
             raise TypeError(f"backend {backend.__name__} must set the class attribute {attribute}")
     if backend.role not in ROLES:
         raise TypeError(f"backend {backend.name}: role {backend.role!r} is not one of {ROLES}")
+    if "launch_targets" in getattr(backend, "__abstractmethods__", ()):
+        raise TypeError(_missing_targets(backend))
     builtin = _BUILTINS.get(backend.name)
     taken = _REGISTRY.get(backend.name)
     if builtin and not taken and (backend.__module__, backend.__name__) != builtin[:2]:
@@ -39,6 +41,21 @@ def register(backend: type[Backend]) -> type[Backend]:
         raise TypeError(f"backend name {backend.name!r} is already registered")
     _REGISTRY[backend.name] = backend
     return backend
+
+
+def _missing_targets(backend: type[Backend]) -> str:
+    """Why a class without ``launch_targets`` is no backend; the interface before it
+    (``kernels(op, poison_outputs=...)``) is named with what to change (docs/design.md,
+    "Backends return launch targets": why an error, not an adapter)."""
+    own = backend.__mro__[: backend.__mro__.index(Backend)]
+    if any("kernels" in vars(cls) for cls in own):
+        return (
+            f"backend {backend.name} defines kernels(op, poison_outputs=...), which portkit "
+            f"no longer calls: rename it launch_targets(op) and return the targets by kernel "
+            f"name instead of self.kernel_set(...); portkit adds poisoned outputs and guard "
+            f"zones itself (docs/add-a-backend.md)"
+        )
+    return f"backend {backend.name} must define launch_targets(op) (docs/add-a-backend.md)"
 
 
 def _register_found(backend: type[Backend]) -> None:

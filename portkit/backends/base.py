@@ -1,9 +1,11 @@
 """The one small interface every implementation of an op sits behind.
 
 A backend answers three questions: can it run on this machine, can it run this
-op, and what is ``k`` (the kernels) for this op. Everything else (inputs, autograd,
-comparison) is shared, so adding a backend never touches the harness. What a backend can
-do beyond that it declares as class attributes whose defaults here say "no" (the table in
+op, and what runs each of this op's kernels (its launch targets). Everything else
+(``k`` around the targets, poisoned outputs and guard zones while checking, inputs,
+autograd, comparison) is the caller's (``launch/compose.py``), so adding a backend never
+touches the harness and a backend never sees the checker. What a backend can do beyond
+that it declares as class attributes whose defaults here say "no" (the table in
 docs/design.md, "Declared capabilities"); callers read them, never probe with hasattr.
 """
 
@@ -18,6 +20,7 @@ if TYPE_CHECKING:
     from portkit.launch.kernel_set import KernelSet, LaunchTarget
     from portkit.project.config import ProjectConfig
     from portkit.project.discovery import Op
+    from portkit.runtime.knob_choice import KnobChoice
     from portkit.simt.machine import Machine
 
 ROLES = ("reference", "prototype", "twin")
@@ -42,7 +45,7 @@ class Backend(ABC):
     reports_cache: ClassVar[bool] = False
 
     lineinfo: bool = False
-    # The simulated machine of the last ``kernels()`` call (records, tallies), where the
+    # The simulated machine of the last ``launch_targets()`` call (records, tallies), where the
     # backend runs on portkit's simulator; None elsewhere.
     machine: Machine | None = None
 
@@ -62,20 +65,33 @@ class Backend(ABC):
         return None
 
     @abstractmethod
-    def kernels(self, op: Op, *, poison_outputs: bool = False) -> KernelSet: ...
+    def launch_targets(self, op: Op) -> Mapping[str, LaunchTarget]:
+        """What runs each of ``op``'s kernels, by kernel name: the targets ``k`` launches
+        (``k.NAME[grid, block](*args)`` ends in ``targets[NAME].launch(config, args)``)."""
 
-    def kernel_set(
-        self, op: Op, targets: Mapping[str, LaunchTarget], poison_outputs: bool
-    ) -> KernelSet:
-        """This backend's ``k`` for ``op`` over ``targets``, with the op's knob choice
-        (its declared knobs and tuning table: what ``portkit.knobs(k, x)`` reads)."""
-        from portkit.launch.kernel_set import KernelSet
+    def checked_launch_targets(self, op: Op) -> Mapping[str, LaunchTarget]:
+        """The targets the harness runs while checking (``portkit check``, ``portkit
+        diff``): a build made for finding bugs where the backend has one (twin-cpu's
+        sanitized worker that runs each launch in two thread orders), else the plain ones."""
+        return self.launch_targets(op)
+
+    def knob_choice_for(self, op: Op) -> KnobChoice:
+        """The op's declared knobs and tuning table: what ``portkit.knobs(k, x)`` reads."""
         from portkit.project.tuning_table import knob_choice
 
-        choice = knob_choice(op, self.config)
-        return KernelSet(
-            op.name, self.name, self.device, targets, poison_outputs, knob_choice=choice
-        )
+        return knob_choice(op, self.config)
+
+    @property
+    def implementation(self) -> str:
+        """The name ``k`` carries (registered op names, guard reports): the backend's."""
+        return self.name
+
+    def kernels(self, op: Op) -> KernelSet:
+        """The production ``k`` over the plain targets (``portkit.load``, tests): nothing
+        poisoned, no guard zones. A checker composes its own (``launch/compose.py``)."""
+        from portkit.launch.compose import compose_kernels
+
+        return compose_kernels(self, op)
 
     def cache_report(self, ops: Sequence[Op]) -> list[str]:
         """One line per kernel on where it came from; only where ``reports_cache``."""

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
 import portkit.backends.prototype_cache as prototype_cache
 from portkit.backends.base import Backend, cuda_unavailable_reason
 from portkit.backends.numba_types import NumbaRejects, rejection
-from portkit.launch.kernel_set import KernelSet, LaunchConfig, LaunchTarget
+from portkit.launch.kernel_set import LaunchConfig, LaunchTarget
 from portkit.project.dtypes import BITS_VIEW, dtype_name, prototype_view
 
 if TYPE_CHECKING:
@@ -177,7 +177,7 @@ class NumbaGPU(Backend):
             return f"numba_cuda_mlir cannot be imported: {exc}"
         return None if mlir_cuda.is_available() else "numba-cuda-mlir sees no GPU"
 
-    def kernels(self, op: Op, *, poison_outputs: bool = False) -> KernelSet:
+    def launch_targets(self, op: Op) -> Mapping[str, LaunchTarget]:
         use_cache = self.use_cache and self.config.settings.prototype_cache
         lineinfo = self.lineinfo and lineinfo_links(op.definition.dtypes)
         if self.lineinfo and not lineinfo and op.name not in self._told_no_lineinfo:
@@ -196,8 +196,7 @@ class NumbaGPU(Backend):
                 prototype_cache.attach(dispatcher, op.name, self.config.root, self.config.cache_dir)
             else:
                 prototype_cache.detach(dispatcher)
-        targets = {name: NumbaKernel(d) for name, d in op.kernels.items()}
-        return self.kernel_set(op, targets, poison_outputs)
+        return {name: NumbaKernel(d) for name, d in op.kernels.items()}
 
     def cache_report(self, ops: Sequence[Op]) -> list[str]:
         """One line per kernel: loaded from the disk cache, compiled, or not run."""

@@ -3,12 +3,13 @@ reference function itself and gradchecks it, proving the reference's backward.""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from portkit.backends.base import Backend
-from portkit.launch.kernel_set import KernelSet
 
 if TYPE_CHECKING:
+    from portkit.launch.kernel_set import LaunchTarget
     from portkit.project.discovery import Op
 
 
@@ -25,5 +26,5 @@ class TorchReference(Backend):
             return "torch is not installed"
         return None
 
-    def kernels(self, op: Op, *, poison_outputs: bool = False) -> KernelSet:
+    def launch_targets(self, op: Op) -> Mapping[str, LaunchTarget]:
         raise TypeError("the torch reference has no kernels")

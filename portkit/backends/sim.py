@@ -3,12 +3,12 @@ the default prototype backend on a CPU. numba's simulator is ``backends/numba_si
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from portkit.backends.base import Backend
 from portkit.backends.numba_types import TypeCheck
-from portkit.launch.kernel_set import KernelSet, LaunchConfig, LaunchTarget
+from portkit.launch.kernel_set import LaunchConfig, LaunchTarget
 from portkit.project.dtypes import BITS_VIEW, dtype_name, prototype_view
 from portkit.simt.debug import Breakpoint
 
@@ -70,7 +70,7 @@ class PortkitSimulator(Backend):
         self._launches = 0  # launches of the machines before the current one
         self._fallbacks: dict[tuple[str, str], int] = {}  # (kernel, reason): launches
 
-    def kernels(self, op: Op, *, poison_outputs: bool = False) -> KernelSet:
+    def launch_targets(self, op: Op) -> Mapping[str, LaunchTarget]:
         from portkit.simt.machine import Machine
 
         self._count_engines()
@@ -85,11 +85,10 @@ class PortkitSimulator(Backend):
             or self.config.lockstep_fallback,
         )
         types = TypeCheck(op, self.config)
-        targets = {
+        return {
             name: SimulatedLaunch(name, dispatcher, self.machine, types)
             for name, dispatcher in op.kernels.items()
         }
-        return self.kernel_set(op, targets, poison_outputs)
 
     def _count_engines(self) -> None:
         """Move the last machine's engine choices into the backend's counts."""

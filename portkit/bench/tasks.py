@@ -23,6 +23,7 @@ from portkit.bench.timing import SPIN, Clock, LaunchSpan
 from portkit.checking.compare import Tolerance, compare
 from portkit.checking.op_contract import tolerance
 from portkit.errors import describe
+from portkit.launch.compose import compose_kernels
 from portkit.launch.op_inputs import as_tuple
 from portkit.results import Outcome
 
@@ -266,7 +267,7 @@ def _kernel_task(
     definition = op.definition
     span = LaunchSpan(clock)
     try:
-        kernels = span.wrap(backend.kernels(op, poison_outputs=True))
+        kernels = span.wrap(compose_kernels(backend, op, poison=True))
     except Exception as exc:  # a twin that does not compile, say
         task = Task(backend.name, backend.role, tuple, None)
         task.raised(exc)

@@ -49,6 +49,7 @@ from portkit.errors import (
     TwinSignatureError,
     describe,
 )
+from portkit.launch.compose import compose_kernels
 from portkit.launch.guards import GuardZones
 from portkit.launch.op_inputs import as_tuple
 from portkit.project.cases import Case, make_grad_outputs, make_inputs
@@ -222,10 +223,9 @@ class CaseRunner:
             return None
         t0 = time.perf_counter()
         try:
-            kernels = backend.kernels(self.op, poison_outputs=self.settings.poison)
-            guards = None
-            if self.settings.guards:
-                guards = kernels.guards = GuardZones(parameter_names(self.op))
+            guards = GuardZones(parameter_names(self.op)) if self.settings.guards else None
+            poison = self.settings.poison
+            kernels = compose_kernels(backend, self.op, checked=True, poison=poison, guards=guards)
             fn = registered_callable(self.op, kernels, backend.config.namespace, define_now=False)
             expected_outputs, expected_grads = self.reference(device)
             inputs = self.differentiable(self.inputs(device))

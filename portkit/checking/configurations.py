@@ -26,7 +26,6 @@ from portkit.runtime.knob_choice import KnobChoice, bucket, describe
 
 if TYPE_CHECKING:
     from portkit.backends import Backend
-    from portkit.launch.kernel_set import KernelSet
     from portkit.project.cases import Case
     from portkit.project.config import ProjectConfig
     from portkit.project.discovery import Op
@@ -43,10 +42,8 @@ class PinnedBackend:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._backend, name)
 
-    def kernels(self, op: Op, *, poison_outputs: bool = False) -> KernelSet:
-        k = self._backend.kernels(op, poison_outputs=poison_outputs)
-        k.knob_choice = self._choice
-        return k
+    def knob_choice_for(self, op: Op) -> KnobChoice:
+        return self._choice
 
 
 def configuration_groups(

@@ -69,13 +69,14 @@ def counting_run(op: Op, case: Case, config: ProjectConfig) -> Contributions:
     import torch
 
     from portkit.backends.sim import PortkitSimulator
+    from portkit.launch.compose import compose_kernels
     from portkit.launch.op_inputs import as_tuple
     from portkit.project.cases import make_grad_outputs, make_inputs
     from portkit.torch_op.load import registered_callable
 
     sim = PortkitSimulator(config)
     try:
-        kernels = sim.kernels(op, poison_outputs=True)
+        kernels = compose_kernels(sim, op, poison=True)
         inputs = [
             t.detach().requires_grad_(t.dtype.is_floating_point) for t in make_inputs(case, "cpu")
         ]

@@ -68,12 +68,13 @@ def _run(
     import torch
 
     from portkit.backends.sim import PortkitSimulator
+    from portkit.launch.compose import compose_kernels
     from portkit.launch.op_inputs import as_tuple
     from portkit.torch_op.load import registered_callable
 
     sim = PortkitSimulator(config)
     sim.schedule = schedule
-    kernels = sim.kernels(op, poison_outputs=True)
+    kernels = compose_kernels(sim, op, poison=True)
     fn = registered_callable(op, kernels, config.namespace, define_now=False)
     with torch.no_grad():
         outputs = fn(*[t.detach() for t in inputs], *case.extra)

@@ -40,6 +40,7 @@ from portkit.errors import (
     TwinSignatureError,
     describe,
 )
+from portkit.launch.compose import compose_kernels
 from portkit.launch.op_inputs import as_tuple
 from portkit.project.cases import Case, make_grad_outputs, make_inputs
 from portkit.torch_op.load import registered_callable
@@ -107,7 +108,7 @@ def run_side(
             side.outputs, side.grads = reference_run(op, case, inputs, wanted)
             return side
         else:
-            kernels = backend.kernels(op, poison_outputs=True)
+            kernels = compose_kernels(backend, op, checked=True, poison=True)
             side.machine = backend.machine  # declared: None unless simulated by portkit
             kernels = kernels.wrapped(lambda n, t: CapturingTarget(n, t, side.launches))
             # check's callable, so that diff and check run (and refuse) an op alike

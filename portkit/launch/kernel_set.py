@@ -175,12 +175,15 @@ class KernelSet:
         if kind is None:
             kind = KernelsKind.GPU if device == "cuda" else KernelsKind.SIMULATED
         self.kind = kind
+        # Both composed in by whoever asks for k (launch/compose.py), fixed for its life:
+        # the harness poisons outputs and puts them and the inputs in guarded buffers,
+        # verified after every launch; the production path (portkit.load) does neither.
         self._poison_outputs = poison_outputs
-        # Set by the harness while checking: outputs and inputs in guarded buffers,
-        # verified after every launch. None on the production path (portkit.load).
         self._guards = guards
         self._device_flag = _DEVICE_FLAG.get(device, "")
-        self._update_allocation()
+        # Whether empty_like may be torch's plain allocation (decided here, not on every
+        # call, because a launcher allocates on every call).
+        self._plain_allocation = not poison_outputs and guards is None
         self.targets = dict(targets)
         self._kernels = {name: Kernel(name, t, self) for name, t in targets.items()}
         # Kernels as instance attributes: k.name finds them without __getattr__.
@@ -192,24 +195,9 @@ class KernelSet:
     def guards(self) -> GuardZones | None:
         return self._guards
 
-    @guards.setter
-    def guards(self, guards: GuardZones | None) -> None:
-        self._guards = guards
-        self._update_allocation()
-
     @property
     def poison_outputs(self) -> bool:
         return self._poison_outputs
-
-    @poison_outputs.setter
-    def poison_outputs(self, poison: bool) -> None:
-        self._poison_outputs = poison
-        self._update_allocation()
-
-    def _update_allocation(self) -> None:
-        """Whether ``empty_like`` may be torch's plain allocation (decided here, not on
-        every call, because a launcher allocates on every call)."""
-        self._plain_allocation = not self._poison_outputs and self._guards is None
 
     def wrapped(self, wrap: Callable[[str, LaunchTarget], LaunchTarget]) -> KernelSet:
         """The same kernels with every launch target passed through ``wrap`` (to record

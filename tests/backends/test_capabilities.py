@@ -30,12 +30,11 @@ class Minimal(Backend):
     def _probe(self) -> str | None:
         return None
 
-    def kernels(self, op, *, poison_outputs: bool = False) -> KernelSet:
+    def launch_targets(self, op) -> dict[str, LaunchTarget]:
         from portkit.simt.machine import Machine
 
         machine = Machine(budget=self.config.sim_budget)
-        targets = {n: SimulatedLaunch(n, d, machine) for n, d in op.kernels.items()}
-        return KernelSet(op.name, self.name, self.device, targets, poison_outputs)
+        return {n: SimulatedLaunch(n, d, machine) for n, d in op.kernels.items()}
 
 
 def test_a_backend_without_overrides_gets_the_defaults(tmp_path):

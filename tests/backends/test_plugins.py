@@ -29,8 +29,7 @@ def fresh_registry(monkeypatch):
 def project_with_example(make_project, table: str = "") -> Path:
     """A project with one op and the example backend's package copied into its root."""
     portkit_table = (
-        'prototypes = "prototypes"\ncuda-src = "cuda_src"\ncache-dir = ".portkit-cache"\n'
-        + table
+        'prototypes = "prototypes"\ncuda-src = "cuda_src"\ncache-dir = ".portkit-cache"\n' + table
     )
     op = unary_op("plug_double", "out[i] = x[i] * 2.0", cases=ONE_CASE)
     root = make_project({"plug_double": (op, None)}, portkit_table=portkit_table)
@@ -125,15 +124,35 @@ def test_a_third_party_may_not_take_a_builtin_name(make_project, cli, tmp_path):
         "class Sim(Backend):\n"
         "    name, role, device, description = 'sim', 'prototype', 'cpu', 'not the simulator'\n"
         "    def _probe(self):\n        return None\n"
-        "    def kernels(self, op, *, poison_outputs=False):\n        raise NotImplementedError\n"
+        "    def launch_targets(self, op):\n        raise NotImplementedError\n"
     )
     result = cli(root, "check", "plug_double", "--backend", "sim")
     assert result.exit_code != 0
     assert "impostor.Sim: backend name 'sim' is already registered" in result.output
 
 
+def test_a_backend_of_the_old_interface_is_one_line_naming_the_change(make_project, cli):
+    """A project's backend still written against ``kernels(op, poison_outputs=...)``."""
+    root = project_with_example(make_project, 'backends = ["oldstyle:Old"]\n')
+    (root / "oldstyle.py").write_text(
+        "from portkit.backends import Backend\n"
+        "class Old(Backend):\n"
+        "    name, role, device, description = 'old', 'prototype', 'cpu', 'before targets'\n"
+        "    def _probe(self):\n        return None\n"
+        "    def kernels(self, op, *, poison_outputs=False):\n"
+        "        return self.kernel_set(op, {}, poison_outputs)\n"
+    )
+    result = cli(root, "check", "plug_double", "--backend", "old")
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in result.output
+    assert "oldstyle.Old: backend old defines kernels(op, poison_outputs=...)" in lines[0]
+    assert "rename it launch_targets(op)" in lines[0]
+
+
 def test_plain_import_and_check_read_no_entry_points(monkeypatch, make_project, load_op):
     """A name portkit knows never scans the installed packages (it costs tens of ms)."""
+
     def refuse(**selection):
         raise AssertionError("entry points read for a known backend")
 

@@ -35,11 +35,42 @@ def test_a_builtin_name_cannot_be_taken_before_the_builtin_loads():
         def _probe(self):
             return None
 
-        def kernels(self, op, *, poison_outputs=False):
+        def launch_targets(self, op):
             raise NotImplementedError
 
     with pytest.raises(TypeError, match="already registered"):
         backends.register(Impostor)
+
+
+def test_a_backend_of_the_old_interface_is_told_what_to_change():
+    """``kernels(op, poison_outputs=...)`` was the interface before launch targets: the
+    error names the method to write instead (docs/design.md: why not an adapter)."""
+
+    class Old(Backend):
+        name, role, device, description = "old-style", "twin", "cpu", "before launch targets"
+
+        def _probe(self):
+            return None
+
+        def kernels(self, op, *, poison_outputs=False):
+            raise NotImplementedError
+
+    with pytest.raises(TypeError) as raised:
+        backends.register(Old)
+    message = str(raised.value)
+    assert "\n" not in message and "old-style" in message
+    assert "defines kernels(op, poison_outputs=...)" in message
+    assert "rename it launch_targets(op)" in message and "docs/add-a-backend.md" in message
+    assert "old-style" not in backends.names()
+
+    class Empty(Backend):
+        name, role, device, description = "empty", "twin", "cpu", "no targets at all"
+
+        def _probe(self):
+            return None
+
+    with pytest.raises(TypeError, match=r"^backend empty must define launch_targets\(op\)"):
+        backends.register(Empty)
 
 
 def test_creating_the_simulator_imports_no_other_backend():

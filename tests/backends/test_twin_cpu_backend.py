@@ -13,6 +13,7 @@ import portkit
 from portkit.backends.twin_cpu import build
 from portkit.backends.twin_cpu.build import compile_twin_cpu, find_compiler
 from portkit.errors import KernelError, TwinCompileError
+from portkit.launch.compose import compose_kernels
 
 REPO = Path(__file__).resolve().parents[2]
 needs_compiler = pytest.mark.skipif(find_compiler() is None, reason="no C++ compiler")
@@ -136,7 +137,7 @@ def test_plain_and_check_builds_agree_bit_for_bit(load_op):
     x = torch.randn(4, 300)
     outs = []
     for checked in (False, True):
-        k = backend.kernels(op, poison_outputs=checked)
+        k = compose_kernels(backend, op, checked=checked, poison=checked)
         out = k.empty_like(x)
         k.softmax_fwd[4, 128](x, out, 300)
         outs.append(out)
@@ -165,7 +166,7 @@ def test_kernel_errors_are_kernel_errors_in_both_modes(make_project, load_op, so
     config, op = load_op(root, "hang")
     backend = create("twin-cpu", config)
     for checked in (False, True):
-        k = backend.kernels(op, poison_outputs=checked)
+        k = compose_kernels(backend, op, checked=checked, poison=checked)
         x = torch.ones(32)
         with pytest.raises(
             KernelError, match=r"deadlock in hang_fwd<float> block \(0,0,0\).*hang\.cu:5"
@@ -185,7 +186,7 @@ def test_check_worker_survives_a_sanitizer_report(make_project, load_op, sources
         {"spill": (sources.unary_op("spill", "out[i] = x[i]", cases=sources.ONE_CASE), overflow)}
     )
     config, op = load_op(root, "spill")
-    k = create("twin-cpu", config).kernels(op, poison_outputs=True)
+    k = compose_kernels(create("twin-cpu", config), op, checked=True, poison=True)
     x = torch.arange(40.0)
     with pytest.raises(
         KernelError, match=r"heap-buffer-overflow.*past the end of x .*thread \(8,0,0\)"
@@ -224,7 +225,7 @@ def test_float_atomic_sums_are_not_blamed_on_the_order(make_project, load_op, so
     x = torch.tensor([1e8, 1.0, -1e8, 3.0] * 16)  # the sum depends on the order
     results = []
     for checked in (False, True):
-        k = backend.kernels(op, poison_outputs=checked)
+        k = compose_kernels(backend, op, checked=checked, poison=checked)
         out = torch.zeros(1)
         k.fsum_fwd[2, 32](x, out, x.numel())  # would raise "order-dependent" if blamed
         results.append(out)

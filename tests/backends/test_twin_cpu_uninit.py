@@ -15,6 +15,7 @@ import torch
 from portkit.backends.twin_cpu import uninit
 from portkit.backends.twin_cpu.build import compile_twin_cpu, find_compiler
 from portkit.errors import KernelError
+from portkit.launch.compose import compose_kernels
 
 COMPILER = find_compiler()
 pytestmark = [
@@ -59,7 +60,7 @@ def _launch(make_project, load_op, sources, name: str, twin: str):
     prototype = sources.unary_op(name, cases=sources.ONE_CASE)
     root = make_project({name: (prototype, twin)})
     config, op = load_op(root, name)
-    k = create("twin-cpu", config).kernels(op, poison_outputs=True)
+    k = compose_kernels(create("twin-cpu", config), op, checked=True, poison=True)
     x = torch.arange(129.0)
     out = k.empty_like(x)
     getattr(k, f"{name}_fwd")[5, 32](x, out, 129)

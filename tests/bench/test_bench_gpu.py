@@ -22,11 +22,12 @@ pytestmark = [
 @pytest.mark.parametrize("name", ["sigmoid", "vector_add", "elementwise_mul"])
 def test_twin_elementwise_on_views_not_16_byte_aligned(name, load_op):
     from portkit.backends import create
+    from portkit.launch.compose import compose_kernels
     from portkit.launch.op_inputs import as_tuple
     from portkit.torch_op.load import registered_callable
 
     config, op = load_op(REPO, name)
-    kernels = create("twin", config).kernels(op, poison_outputs=True)
+    kernels = compose_kernels(create("twin", config), op, poison=True)
     f = registered_callable(op, kernels, config.namespace, define_now=False)
     inputs = op.definition.cases[0].shapes
     n = 1003
@@ -41,10 +42,11 @@ def test_twin_elementwise_on_views_not_16_byte_aligned(name, load_op):
 @pytest.mark.parametrize("name", ["softmax", "softmax_warp"])
 def test_twin_softmax_rows_not_16_byte_aligned(name, load_op):
     from portkit.backends import create
+    from portkit.launch.compose import compose_kernels
     from portkit.torch_op.load import registered_callable
 
     config, op = load_op(REPO, name)
-    kernels = create("twin", config).kernels(op, poison_outputs=True)
+    kernels = compose_kernels(create("twin", config), op, poison=True)
     f = registered_callable(op, kernels, config.namespace, define_now=False)
     x = torch.randn(5 * 1029 + 1, device="cuda")[1:].view(5, 1029).requires_grad_()
     y = f(x)

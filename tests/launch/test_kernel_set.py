@@ -85,12 +85,11 @@ def test_the_fast_path_is_off_while_guards_are_set() -> None:
             self.verified += 1
 
     target = PlainFirst()
-    k = KernelSet("op", "impl", "cpu", {"kern": target})
     guards = Guards()
-    k.guards = guards
+    k = KernelSet("op", "impl", "cpu", {"kern": target}, guards=guards)
     k.kern[1, 32](torch.ones(4), 4)
     assert target.fast == [] and len(target.launches) == 1 and guards.verified == 1
-    k.guards = None
+    k = KernelSet("op", "impl", "cpu", {"kern": target})
     k.kern[1, 32](torch.ones(4), 4)
     assert len(target.fast) == 1
 
@@ -100,7 +99,7 @@ def test_empty_like_is_plain_only_without_poison_and_guards() -> None:
     strided = torch.ones(4, 6).t()
     out = k.empty_like(strided)
     assert out.shape == strided.shape and out.is_contiguous()
-    k.poison_outputs = True
-    assert torch.isnan(k.empty_like(torch.ones(5))).all()
-    k.poison_outputs = False
     assert k.empty_like(torch.ones(5, dtype=torch.int32)).dtype == torch.int32
+    poisoned = KernelSet("op", "impl", "cpu", {}, poison_outputs=True)
+    assert torch.isnan(poisoned.empty_like(torch.ones(5))).all()
+    assert (poisoned.empty_like(torch.ones(5, dtype=torch.int32)) == -1).all()

@@ -243,12 +243,17 @@ def test_only_the_production_kernels_replay(new_replayer) -> None:
     f(k, x, 2.0)
     other = kernels()
     f(other, x, 2.0)  # FakeKernels, a checker's k: not the kernels it records on
-    k.poison_outputs = True  # the checker's poisoned outputs
-    out, _ = f(k, x, 2.0)
-    assert launcher.calls == 3 and torch.equal(out, x * 2)
-    k.poison_outputs = False
+    assert launcher.calls == 2
     f(k, x, 2.0)
-    assert launcher.calls == 3
+    assert launcher.calls == 2  # replayed
+    # A launcher made over a checker's k (poisoned outputs) never replays, not even on it.
+    poisoned = KernelSet("scale", "fake", "cpu", {"scale": ScaleTarget()}, poison_outputs=True)
+    checked = Counted()
+    g = ReplayingLauncher(checked, poisoned, new_replayer(), flat=True)
+    for _ in range(3):
+        out, _ = g(poisoned, x, 2.0)
+        assert torch.equal(out, x * 2)
+    assert checked.calls == 3
 
 
 def test_a_backward_with_a_saved_tuple_replays(new_replayer) -> None:

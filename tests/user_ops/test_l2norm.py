@@ -17,6 +17,7 @@ import torch
 
 from portkit.backends.twin_cpu.build import find_compiler
 from portkit.errors import InputError
+from portkit.launch.compose import compose_kernels
 from tests.user_ops.op_files import sources
 
 PROTOTYPE, TWIN = sources("l2norm")
@@ -63,7 +64,7 @@ def test_a_combination_no_case_launches_is_one_clear_line(make_project, load_op,
     from portkit.backends import create
 
     config, op = load_op(make_project({"l2norm": (PROTOTYPE, TWIN)}), "l2norm")
-    k = create("twin-cpu", config).kernels(op, poison_outputs=checked)
+    k = compose_kernels(create("twin-cpu", config), op, checked=checked, poison=checked)
     x = torch.ones(2, 4, dtype=torch.float16)
     norm = torch.ones(2, dtype=torch.float16)  # float16 stats: A=__half, never compiled
     message = (

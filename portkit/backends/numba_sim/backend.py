@@ -3,13 +3,14 @@ cross-checks and not run unless asked for with ``--backend numba-sim``."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from portkit.backends.base import Backend
-from portkit.launch.kernel_set import KernelSet
 from portkit.simt.debug import Breakpoint
 
 if TYPE_CHECKING:
+    from portkit.launch.kernel_set import LaunchTarget
     from portkit.project.discovery import Op
 
 
@@ -37,13 +38,13 @@ class NumbaSimulator(Backend):
             return "numba's simulator has no warp intrinsics (shfl_*_sync, ballot_sync...)"
         return None
 
-    def kernels(self, op: Op, *, poison_outputs: bool = False) -> KernelSet:
+    def launch_targets(self, op: Op) -> Mapping[str, LaunchTarget]:
         from portkit.backends.numba_sim.functions import SimulatedFunctions, SimulatedKernel
 
         functions = SimulatedFunctions()
-        targets = {}
+        targets: dict[str, LaunchTarget] = {}
         for name, dispatcher in op.kernels.items():
             target = SimulatedKernel(name, dispatcher, functions)
             target.breakpoint = self.breakpoint
             targets[name] = target
-        return self.kernel_set(op, targets, poison_outputs)
+        return targets

@@ -19,7 +19,7 @@ from portkit.backends.base import Backend, cuda_unavailable_reason
 from portkit.backends.twin.build import compile_twin, nvrtc_syntax_check
 from portkit.backends.twin.instances import readable_twin, twin_instantiations
 from portkit.backends.twin.source import TwinKernel
-from portkit.launch.kernel_set import KernelSet, LaunchTarget
+from portkit.launch.kernel_set import LaunchTarget
 from portkit.runtime.launch_contract import (
     SCALAR_TYPES,
     instantiated_ctypes,
@@ -106,7 +106,7 @@ class Twin(Backend):
     def unsupported_reason(self, op: Op) -> str | None:
         return missing_twin_reason(op, self.config)
 
-    def kernels(self, op: Op, *, poison_outputs: bool = False) -> KernelSet:
+    def launch_targets(self, op: Op) -> dict[str, LaunchTarget]:
         import torch
 
         from portkit.runtime.driver_launch import get_kernel, load_library
@@ -123,7 +123,7 @@ class Twin(Backend):
         if key not in _LIBRARIES:
             _LIBRARIES[key] = load_library(compiled.cubin)
         library = _LIBRARIES[key]
-        targets = {}
+        targets: dict[str, LaunchTarget] = {}
         for name, instantiations in twin_instantiations(op).items():
             kernel = kernels[name]
             handles = {
@@ -131,4 +131,4 @@ class Twin(Backend):
                 for combo in instantiations
             }
             targets[name] = TwinKernelTarget(kernel, handles, device)
-        return self.kernel_set(op, targets, poison_outputs)
+        return targets

@@ -3,12 +3,13 @@ each block's threads as fibers (``include/portkit_cuda_cpu.h``).
 
 Two ways to run, chosen by what asks:
 
-- ``kernels(op)`` (``portkit.load``, benchmarks): the plain build, launched in this
-  process through ``ctypes`` on the tensors' own memory.
-- ``kernels(op, poison_outputs=True)`` (``portkit check``, ``portkit diff``, pytest): the
-  check build, with AddressSanitizer and UndefinedBehaviorSanitizer, in a child process
-  (``check_worker``); each launch runs twice, threads in forward and in reverse order,
-  and a result that depends on the order fails the launch, naming the tensor and index.
+- ``launch_targets(op)`` (``portkit.load``, benchmarks): the plain build, launched in
+  this process through ``ctypes`` on the tensors' own memory.
+- ``checked_launch_targets(op)`` (the harness: ``portkit check``, ``portkit diff``,
+  pytest): the check build, with AddressSanitizer and UndefinedBehaviorSanitizer, in a
+  child process (``check_worker``); each launch runs twice, threads in forward and in
+  reverse order, and a result that depends on the order fails the launch, naming the
+  tensor and index.
 
 Signatures, template instantiations and argument checks are the GPU twin's
 (``portkit.backends.twin``), so the same launch means the same instantiation on both.
@@ -37,7 +38,7 @@ from portkit.backends.twin_cpu.build import (
 )
 from portkit.backends.twin_cpu.check_worker import CheckWorker
 from portkit.errors import KernelError
-from portkit.launch.kernel_set import KernelSet, LaunchConfig, LaunchTarget
+from portkit.launch.kernel_set import LaunchConfig, LaunchTarget
 
 if TYPE_CHECKING:
     import torch
@@ -213,31 +214,34 @@ class TwinCPU(Backend):
     def unsupported_reason(self, op: Op) -> str | None:
         return missing_twin_reason(op, self.config)
 
-    def kernels(self, op: Op, *, poison_outputs: bool = False) -> KernelSet:
+    def launch_targets(self, op: Op) -> dict[str, LaunchTarget]:
+        """The plain build, run in this process."""
+        kernels, expressions = readable_twin(op, cpu_syntax_check)
+        assert op.twin_path is not None  # readable_twin checked it
+        library = compile_twin_cpu(op.twin_path, expressions, self.config.cache_dir, "plain")
+        return {n: PlainLaunch(k, library) for n, k in kernels.items()}
+
+    def checked_launch_targets(self, op: Op) -> dict[str, LaunchTarget]:
+        """The check builds, run in the sanitized worker: the pattern build (locals filled
+        with a pattern, AddressSanitizer, UBSan) and, where the compiler can, the zeroed
+        one beside it; a value that differs between them was read uninitialised
+        (``uninit.py``)."""
         kernels, expressions = readable_twin(op, cpu_syntax_check)
         assert op.twin_path is not None  # readable_twin checked it
         path, cache_dir = op.twin_path, self.config.cache_dir
-        targets: dict[str, Any]
-        if poison_outputs:
-            compiler = find_compiler()
-            modes = [uninit.PATTERN]
-            if compiler is not None and uninit.supported(compiler):
-                modes.append(uninit.ZERO)  # the two check builds compile side by side
-            with ThreadPoolExecutor(len(modes)) as pool:
-                built = list(
-                    pool.map(lambda m: compile_twin_cpu(path, expressions, cache_dir, m), modes)
-                )
-            library, zero = built[0], (built[1] if len(built) > 1 else None)
-            if self._worker is None:
-                self._worker = CheckWorker()
-            twin = display_name(op.twin_path)
-            targets = {
-                n: CheckedLaunch(k, library, self._worker, zero, twin) for n, k in kernels.items()
-            }
-        else:
-            library = compile_twin_cpu(path, expressions, cache_dir, "plain")
-            targets = {n: PlainLaunch(k, library) for n, k in kernels.items()}
-        return self.kernel_set(op, targets, poison_outputs)
+        compiler = find_compiler()
+        modes = [uninit.PATTERN]
+        if compiler is not None and uninit.supported(compiler):
+            modes.append(uninit.ZERO)  # the two check builds compile side by side
+        with ThreadPoolExecutor(len(modes)) as pool:
+            built = list(
+                pool.map(lambda m: compile_twin_cpu(path, expressions, cache_dir, m), modes)
+            )
+        library, zero = built[0], (built[1] if len(built) > 1 else None)
+        if self._worker is None:
+            self._worker = CheckWorker()
+        twin = display_name(op.twin_path)
+        return {n: CheckedLaunch(k, library, self._worker, zero, twin) for n, k in kernels.items()}
 
     def __del__(self) -> None:
         worker = getattr(self, "_worker", None)  # absent if __init__ raised

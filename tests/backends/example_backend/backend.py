@@ -7,8 +7,9 @@ device does the same three things with its own machinery:
 
 - ``_probe``: why this machine cannot run it, or None;
 - ``unsupported_reason(op)``: why it cannot run an op, or None;
-- ``kernels(op, poison_outputs=...)``: ``k``, the op's kernels by name, each launched as
-  ``k.name[grid, block](*args)`` by the op's own host launcher.
+- ``launch_targets(op)``: what runs each of the op's kernels, by kernel name; portkit
+  wraps them in ``k`` (each launched as ``k.name[grid, block](*args)`` by the op's own
+  host launcher), with poisoned outputs and guard zones when it checks.
 
 It is registered two ways in tests/backends/test_plugins.py: by a project's
 ``[tool.portkit] backends = ["example_backend.backend:ExampleCPU"]`` and by an entry
@@ -17,12 +18,13 @@ point in the ``portkit.backends`` group, as an installed package would declare i
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from portkit.backends import Backend, create
 
 if TYPE_CHECKING:
-    from portkit.launch.kernel_set import KernelSet
+    from portkit.launch.kernel_set import LaunchTarget
     from portkit.project.discovery import Op
 
 
@@ -46,8 +48,8 @@ class ExampleCPU(Backend):
             return "the op has no prototype kernels"
         return None
 
-    def kernels(self, op: Op, *, poison_outputs: bool = False) -> KernelSet:
+    def launch_targets(self, op: Op) -> Mapping[str, LaunchTarget]:
         engine = create("sim", self.config)
-        found = engine.kernels(op, poison_outputs=poison_outputs)
+        targets = engine.launch_targets(op)
         self.machine = engine.machine  # the simulated launches' records, for diff and warnings
-        return found
+        return targets
