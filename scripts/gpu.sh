@@ -32,9 +32,10 @@
 #              starts as $VERDICTS, the CPU phase's, where given), then the same command
 #              with nothing changed (every row cached); PHASE_OPS="sigmoid softmax"
 #              narrows it (default --all); the verdicts come back in $OUT/phases.tgz
-#   tune       `portkit tune` of the five knobbed ops on this GPU (the tables merged into
-#              tuning/ and copied to $OUT/tuning/ to commit), then `portkit check` of
-#              every configuration the tables pick and the tuning tests
+#   tune       `portkit tune` of the five knobbed ops, dealt over the GPUs (one search per
+#              card at a time; TUNE_BUDGET configurations a case), the tables merged into
+#              tuning/ and copied to $OUT/tuning/ to commit; then `portkit check` of every
+#              configuration the tables pick and the tuning tests (CHECK_TUNED=0: not)
 #   tier       after a change: the suite's GPU tier over every GPU (-v: each item's verdict in
 #              the log even if the step is cut), the simulator's verdict bank against numba on
 #              the GPU (100 launches each), the third-party kernels on the GPU beside the simulator
@@ -238,11 +239,23 @@ scale() {
 }
 
 tune() {
-  local op
-  for op in rmsnorm layernorm add_rmsnorm softmax softmax_warp; do
-    step "tune-$op" 170 "${PORTKIT[@]}" tune "$op" --reps 20 --warmup 2 --json
+  local gpus k op ops=(rmsnorm layernorm add_rmsnorm softmax softmax_warp)
+  gpus=$(gpu_count)
+  # Each op on a GPU of its own (the ops dealt over the GPUs, one at a time on each), so
+  # no two searches time on one card at once. TUNE_BUDGET: configurations per case.
+  for ((k = 0; k < gpus; k++)); do
+    (
+      for op in $(dealt "$k" "$gpus" "${ops[@]}"); do
+        step_on_gpu "$k" "tune-$op" "${TUNE_LIMIT:-170}" "${PORTKIT[@]}" tune "$op" \
+          --budget "${TUNE_BUDGET:-32}" --reps 20 --warmup 2 --json
+        wait
+      done
+    ) &
   done
+  wait
+  collect_rows
   mkdir -p "$OUT/tuning" && cp tuning/*.json "$OUT/tuning/"
+  [ "${CHECK_TUNED:-1}" = 1 ] || return 0
   step check-tuned 300 "${PORTKIT[@]}" check rmsnorm layernorm add_rmsnorm softmax softmax_warp \
     --backend twin --backend numba --no-compile
   step tests-tuning 200 "${PYTEST[@]}" -n 4 tests/tuning tests/export/test_export_contract.py
@@ -273,25 +286,46 @@ tier() {
   step third-party-on-gpu 90 "$PY" -m tests.simt.third_party.runner --gpu
 }
 
+gpu_count() { local n; n=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU '); echo $((n > 0 ? n : 1)); }
+
+dealt() {  # dealt K N ITEMS...: the items for GPU K of N, dealt round robin
+  local k=$1 n=$2 i=0
+  shift 2
+  for item in "$@"; do
+    if ((i % n == k)); then echo "$item"; fi
+    i=$((i + 1))
+  done
+}
+
+step_on_gpu() {  # step_on_gpu K NAME SECONDS COMMAND...: step on GPU K alone, in the
+  # background; its table row waits in $LOGS/NAME.row for collect_rows
+  local k=$1 name=$2
+  shift 2
+  (CUDA_VISIBLE_DEVICES=$k step "$name" "$@"; printf '%s\n' "${ROWS[-1]}" > "$LOGS/$name.row") &
+}
+
+collect_rows() {  # after `wait`: the background steps' rows, in name order
+  local row
+  for row in "$LOGS"/*.row; do
+    [ -f "$row" ] && ROWS+=("$(cat "$row")") && rm -f "$row"
+  done
+}
+
 spread_seeds() {  # spread_seeds NAME LIMIT DIR OPTIONS...: DIR's ops with --seeds 20, the
-  # ops dealt over the GPUs (check's -j does not take --seeds), one process per GPU
+  # ops dealt over the GPUs, one process per GPU
   local name=$1 limit=$2 dir=$3 gpus k ops=()
   shift 3
-  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
-  gpus=$((gpus > 0 ? gpus : 1))
+  gpus=$(gpu_count)
   for f in "$dir"/prototypes/*.py; do ops+=("$(basename "$f" .py)"); done
   for ((k = 0; k < gpus; k++)); do
-    local mine=()
-    for ((i = k; i < ${#ops[@]}; i += gpus)); do mine+=("${ops[i]}"); done
+    local mine
+    mapfile -t mine < <(dealt "$k" "$gpus" "${ops[@]}")
     [ ${#mine[@]} -gt 0 ] || continue
-    (cd "$dir" && CUDA_VISIBLE_DEVICES=$k step "$name-gpu$k" "$limit" "${PORTKIT[@]}" check \
-      "${mine[@]}" --seeds 20 --backend numba,twin,torch --no-compile "$@"; \
-      printf '%s\n' "${ROWS[-1]}" > "$LOGS/$name-gpu$k.row") &
+    (cd "$dir" && step_on_gpu "$k" "$name-gpu$k" "$limit" "${PORTKIT[@]}" check "${mine[@]}" \
+      --seeds 20 --backend numba,twin,torch --no-compile "$@"; wait) &
   done
   wait
-  for ((k = 0; k < gpus; k++)); do
-    [ -f "$LOGS/$name-gpu$k.row" ] && ROWS+=("$(cat "$LOGS/$name-gpu$k.row")")
-  done
+  collect_rows
 }
 
 seeds() {
@@ -307,8 +341,8 @@ seeds() {
 
 shards() {
   local gpus per
-  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
-  per=$(($(nproc) / (gpus > 0 ? gpus : 1)))
+  gpus=$(gpu_count)
+  per=$(($(nproc) / gpus))
   local durations=$LOGS/durations.json
   # The suite's own time, not the verdict store's: both timed runs check every item, with
   # the compilers' caches warm (a first run warms them unless WARM=1 says an earlier
