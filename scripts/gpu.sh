@@ -33,7 +33,7 @@
 #              with nothing changed (every row cached); PHASE_OPS="sigmoid softmax"
 #              narrows it (default --all); the verdicts come back in $OUT/phases.tgz
 #   tune       `portkit tune` of the five knobbed ops, dealt over the GPUs (one search per
-#              card at a time; TUNE_BUDGET configurations a case), the tables merged into
+#              card at a time; TUNE_BUDGET configurations a case; TUNE_OPS="a b" narrows), the tables merged into
 #              tuning/ and copied to $OUT/tuning/ to commit; then `portkit check` of every
 #              configuration the tables pick and the tuning tests (CHECK_TUNED=0: not)
 #   tier       after a change: the suite's GPU tier over every GPU (-v: each item's verdict in
@@ -239,7 +239,8 @@ scale() {
 }
 
 tune() {
-  local gpus k op ops=(rmsnorm layernorm add_rmsnorm softmax softmax_warp)
+  local gpus k op ops
+  read -r -a ops <<< "${TUNE_OPS:-rmsnorm layernorm add_rmsnorm softmax softmax_warp}"
   gpus=$(gpu_count)
   # Each op on a GPU of its own (the ops dealt over the GPUs, one at a time on each), so
   # no two searches time on one card at once. TUNE_BUDGET: configurations per case.
