@@ -44,6 +44,7 @@ from .launch_contract import OpDefinitionError as OpDefinitionError
 from .launch_contract import PortkitError as PortkitError
 from .launch_contract import cdiv as cdiv
 from .launch_contract import sm_count as sm_count
+from .replayer_protocol import carries_backward
 from .twin_launch import TwinLaunch
 
 
@@ -175,7 +176,7 @@ def register_ops(folder: Path, launchers: dict[str, type[Any]]) -> dict[str, Any
             # portkit.load's compiled replayer where it builds (native.cpp, shipped here),
             # else the prepared functions, after one line on stderr saying why.
             replayers = _replayers(folder.name, mode, outputs, backward is not None)
-            native = hasattr(replayers[0], "set_backward")
+            native = carries_backward(replayers[0])  # declared by the compiled one
             forward = replaying = replay.ReplayingLauncher(
                 forward,
                 k,
@@ -197,10 +198,11 @@ def register_ops(folder: Path, launchers: dict[str, type[Any]]) -> dict[str, Any
         registered = registration.register(qualname, layout, list(entry["kernels"]), binding)
         op: registration.OpCallable
         run_eager = replaying.run_eager if replaying is not None and custom is None else None
+        replayer = replaying.replayer if replaying is not None else None
         if native and run_eager is not None:  # portkit.load's callable: C++ and its node
             op = eager_replay.ReplayedOpCallable(registered, binding, run_eager)
-        elif replaying is not None and custom is None:  # a plain-eager call: one function
-            op = prepared.ReplayedOp(registered, binding, replaying.replayer)
+        elif custom is None and isinstance(replayer, prepared.PreparedReplayer):
+            op = prepared.ReplayedOp(registered, binding, replayer)  # one function a call
         else:
             op = registration.OpCallable(registered, binding)
         callables[name] = op

@@ -38,6 +38,8 @@ class NativeReplayer:
     """``PythonReplayer``'s interface over the compiled one: ``run`` and ``key`` are the
     C++ methods themselves, so a replayed call adds no Python frame of ours."""
 
+    carries_backward = True  # saved references and set_backward (replayer_protocol.py)
+
     def __init__(self, module: Any, launch: int, error_name: int, capacity: int) -> None:
         from .torch_private import functorch_level
 
