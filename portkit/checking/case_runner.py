@@ -106,7 +106,7 @@ class CaseRunner:
     # -- bookkeeping -------------------------------------------------------------
     def record(
         self,
-        who: Backend | str,
+        who: Backend | str,  # a backend (its name, its configuration), or a name: "reference"
         check: str,
         status: Outcome,
         detail: str = "",
@@ -116,23 +116,12 @@ class CaseRunner:
         warnings: tuple[dict, ...] = (),
         compared_with: str | None = None,
     ) -> None:
-        """One row. ``who``: the backend (its name and knob configuration), or the name
-        of one that runs no configuration ("reference": the reference's own failure)."""
         seconds = time.perf_counter() - t0 if t0 is not None else 0.0
-        if isinstance(who, str):
-            name, configuration = who, None
-        else:
-            name, configuration = who.name, configuration_of(who)
+        name = who if isinstance(who, str) else who.name
         row = (self.op.name, case or self.case.name, name, check, status, detail, seconds)
-        self.results.append(
-            CheckResult(
-                *row,
-                warnings=warnings,
-                margin=margin,
-                configuration=configuration,
-                compared_with=compared_with,
-            )
-        )
+        # the fields after ``seconds``: warnings, margin, cached, configuration, compared_with
+        more = (warnings, margin, False, configuration_of(who), compared_with)
+        self.results.append(CheckResult(*row, *more))
 
     @property
     def reproduce(self) -> str:
@@ -345,8 +334,7 @@ class CaseRunner:
                 fast_mode=fast,
             )
         except Exception as exc:
-            detail = f"{describe(exc)}{self.reproduce}"
-            self.record(backend, "gradcheck", Outcome.FAIL, detail, t0)
+            self.record(backend, "gradcheck", Outcome.FAIL, describe(exc) + self.reproduce, t0)
         else:
             self.record(backend, "gradcheck", Outcome.PASS, "", t0)
 

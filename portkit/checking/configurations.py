@@ -51,8 +51,9 @@ class PinnedBackend:
         return k
 
 
-def configuration_of(backend: Backend) -> str | None:
-    """The knob configuration ``backend`` runs under (a ``PinnedBackend``'s label), or None."""
+def configuration_of(backend: Backend | str) -> str | None:
+    """The knob configuration ``backend`` runs under (a ``PinnedBackend``'s label); None
+    for any other backend, or a backend's bare name."""
     return backend.label if isinstance(backend, PinnedBackend) else None
 
 

@@ -22,6 +22,7 @@ takes ``OpCallable``'s ``autograd.Function``, as every call did before.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -49,8 +50,13 @@ def differentiate(forward: Any, backward: Any, registered: RegisteredOp, binding
         carries_backward(forward_replayer) and carries_backward(backward_replayer)
     ):
         return
+    # The compiled replayer keeps the fallback, and the forward keeps the replayer: a
+    # fallback holding the whole binding would close a cycle through C++, which the
+    # collector cannot see, and keep the op's kernels (their library) loaded for good
+    # after it is loaded again. Without the forward it keeps what its backward needs.
+    backward_only = dataclasses.replace(binding, forward=_forward_gone)
     once = torch.autograd.function.once_differentiable(
-        eager_backward(registered.name, layout, binding)
+        eager_backward(registered.name, layout, backward_only)
     )
 
     def fallback(saved: tuple, *grads: Any) -> tuple:
@@ -60,6 +66,10 @@ def differentiate(forward: Any, backward: Any, registered: RegisteredOp, binding
     cast(BackwardReplayer, forward_replayer).set_backward(
         backward_replayer, registered.name, layout.grads, structure, fallback
     )
+
+
+def _forward_gone(*args: Any) -> Any:
+    raise RuntimeError("the backward's fallback has no forward")  # never called
 
 
 class ReplayedOpCallable(OpCallable):

@@ -52,12 +52,13 @@ class Library:
     """An op's compiled twin: the image for this GPU, loaded on first launch."""
 
     def __init__(self, folder: Path, entry: dict) -> None:
-        self.folder, self.entry, self._library = folder, entry, None
+        self.folder, self.entry = folder, entry
+        self._library: driver_launch.LoadedLibrary | None = None
 
     def kernel(self, lowered: str) -> Any:
         if self._library is None:
-            self._library = driver_launch.load_library(self._image())
-        return driver_launch.get_kernel(self._library, lowered)
+            self._library = driver_launch.LoadedLibrary(self._image())
+        return self._library.kernel(lowered)
 
     def _image(self) -> bytes:
         major, minor = torch.cuda.get_device_capability()

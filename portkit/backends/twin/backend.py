@@ -20,6 +20,7 @@ from portkit.backends.twin.build import compile_twin, nvrtc_syntax_check
 from portkit.backends.twin.instances import readable_twin, twin_instantiations
 from portkit.backends.twin.source import TwinKernel
 from portkit.launch.kernel_set import KernelSet, LaunchTarget
+from portkit.runtime.driver_launch import LoadedLibrary
 from portkit.runtime.launch_contract import (
     SCALAR_TYPES,
     instantiated_ctypes,
@@ -59,8 +60,10 @@ def bind_arguments(
     return scalar, values
 
 
-# (cubin digest, device) -> the CUlibrary loaded from it (``Twin.kernels``).
-_LIBRARIES: dict[tuple[str, int], Any] = {}
+# (twin source, device) -> (its cubin's digest, the library loaded from it): what a new
+# KernelSet launches (``Twin.kernels``). An edited twin replaces its entry; the old library
+# is unloaded once no KernelSet or recording launches it (``LoadedLibrary``).
+_LIBRARIES: dict[tuple[str, int], tuple[str, LoadedLibrary]] = {}
 
 
 class TwinKernelTarget(TwinLaunch, LaunchTarget):
@@ -109,25 +112,25 @@ class Twin(Backend):
     def kernels(self, op: Op, *, poison_outputs: bool = False) -> KernelSet:
         import torch
 
-        from portkit.runtime.driver_launch import get_kernel, load_library
-
         arch = _current_device_arch()
         kernels, expressions = readable_twin(op, lambda path: nvrtc_syntax_check(path, arch))
         assert op.twin_path is not None  # readable_twin checked it
         compiled = compile_twin(op.twin_path, expressions, self.config.cache_dir, arch)
         device = torch.cuda.current_device()
-        # One CUlibrary per cubin content and device for the process: the harness asks for
-        # kernels once per case, and a resident process (portkit watch, a notebook) asks
-        # on every run; loading again each time would pile up modules on the GPU.
-        key = (hashlib.sha256(compiled.cubin).hexdigest(), device)
-        if key not in _LIBRARIES:
-            _LIBRARIES[key] = load_library(compiled.cubin)
-        library = _LIBRARIES[key]
+        # One library per twin and device, loaded once per cubin content: the harness asks
+        # for kernels once per case, and a resident process (portkit watch, a notebook)
+        # asks on every run; an edit's new cubin replaces the old, which is unloaded with
+        # the last KernelSet that launches it.
+        key, digest = (str(op.twin_path), device), hashlib.sha256(compiled.cubin).hexdigest()
+        current = _LIBRARIES.get(key)
+        if current is None or current[0] != digest:
+            current = _LIBRARIES[key] = (digest, LoadedLibrary(compiled.cubin))
+        library = current[1]
         targets = {}
         for name, instantiations in twin_instantiations(op).items():
             kernel = kernels[name]
             handles = {
-                combo: get_kernel(library, compiled.symbols[kernel.expression(combo)])
+                combo: library.kernel(compiled.symbols[kernel.expression(combo)])
                 for combo in instantiations
             }
             targets[name] = TwinKernelTarget(kernel, handles, device)
