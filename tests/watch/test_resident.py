@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -110,7 +111,7 @@ def fake_driver(monkeypatch: pytest.MonkeyPatch) -> FakeDriver:
     monkeypatch.setattr(driver_launch, "get_kernel", fake.kernel)
     monkeypatch.setattr(driver_launch, "unload_library", fake.unloaded.append)
     monkeypatch.setattr(twin_backend, "_current_device_arch", lambda: "sm_90")
-    monkeypatch.setattr(twin_backend, "_LIBRARIES", {})
+    monkeypatch.setattr(twin_backend, "_LIBRARIES", type(twin_backend._LIBRARIES)())
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     return fake
 
@@ -155,6 +156,24 @@ def test_an_edited_twin_unloads_its_old_library_once_nothing_launches_it(watched
     assert fake_driver.unloaded == [old] and len(fake_driver.loaded) == 2
 
 
+def test_the_twin_keeps_the_libraries_of_the_twins_used_last(fake_driver, monkeypatch):
+    """Twins at other paths (``portkit mutate`` writes each mutant to a folder of its own)
+    do not pile up: past ``MAX_LIBRARIES`` the twin used least recently leaves the table,
+    and its library is unloaded once nothing launches it."""
+    import gc
+
+    from portkit.backends.twin import backend as twin_backend
+
+    monkeypatch.setattr(twin_backend, "MAX_LIBRARIES", 2)
+    a = twin_backend.current_library(Path("a.cu"), b"A", 0)
+    twin_backend.current_library(Path("b.cu"), b"B", 0)
+    assert twin_backend.current_library(Path("a.cu"), b"A", 0) is a  # same content: kept
+    twin_backend.current_library(Path("c.cu"), b"C", 0)  # b.cu, used least recently, leaves
+    gc.collect()
+    assert [image for _, image in fake_driver.unloaded] == [b"B"]
+    assert [image for _, image in fake_driver.loaded] == [b"A", b"B", b"C"]
+
+
 def library_loaded(handle: object) -> bool:
     """Whether the driver still knows the CUlibrary ``handle`` (it refuses an unloaded one)."""
     from cuda.bindings import driver
@@ -184,28 +203,33 @@ def test_the_gpu_twin_loads_one_library_per_cubin_content(watched):
     session = Session.from_environment(root)
     twin = create("twin", session.config)
     op = session.op("res_gpu_twin")
-    entries, live = len(twin_backend._LIBRARIES), loaded_libraries()
+
+    def entries() -> list:
+        return [v for k, v in twin_backend._LIBRARIES.items() if k[0].endswith("/res_gpu_twin.cu")]
+
     first = twin.kernels(op)
+    ((_, library),) = entries()
     twin.kernels(op)
-    assert len(twin_backend._LIBRARIES) == entries + 1 and loaded_libraries() == live + 1
-    (key,) = [k for k in twin_backend._LIBRARIES if k[0].endswith("res_gpu_twin.cu")]
-    old_handle = twin_backend._LIBRARIES[key][1].handle
+    assert entries() == [(entries()[0][0], library)]  # the same content: loaded once
+    old_handle = library.handle
+    del library
     edit(root / "cuda_src" / "res_gpu_twin.cu", "T(2)", "T(3)")
     session.refresh(keep_ops_on_twin_edit=True)
     kernels = twin.kernels(session.op("res_gpu_twin"))
-    assert len(twin_backend._LIBRARIES) == entries + 1  # replaced, not added
-    assert loaded_libraries() == live + 2  # `first` still launches the old one
+    ((_, current),) = entries()  # replaced, not added
+    assert current.handle is not old_handle
     x = torch.arange(64, dtype=torch.float32, device="cuda")
     out = torch.zeros_like(x)
     kernels.targets["res_gpu_twin_fwd"].launch(LaunchConfig((2, 1, 1), (32, 1, 1)), [x, out, 64])
     torch.cuda.synchronize()
     assert torch.equal(out, x * 3)
-    assert library_loaded(old_handle)
+    assert library_loaded(old_handle)  # `first` may still launch it
+    live = loaded_libraries()
     del first
     gc.collect()
-    assert loaded_libraries() == live + 1
+    assert loaded_libraries() <= live - 1
     assert not library_loaded(old_handle), "the old library is still loaded"
-    assert library_loaded(twin_backend._LIBRARIES[key][1].handle)
+    assert library_loaded(current.handle)
 
 
 @pytest.mark.gpu
@@ -247,7 +271,7 @@ def test_fifty_edits_in_a_notebook_keep_two_libraries_loaded_at_most(
 
     f = portkit.load(name, "twin", session=session)
     run(f, 2)
-    (key,) = [k for k in twin_backend._LIBRARIES if k[0].endswith(f"{name}.cu")]
+    (key,) = [k for k in twin_backend._LIBRARIES if k[0].endswith(f"/{name}.cu")]
     gc.collect()
     live = loaded_libraries()
     big = torch.arange(1 << 22, dtype=torch.float32, device="cuda")

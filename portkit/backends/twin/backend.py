@@ -11,8 +11,10 @@ scalar, and a wrong argument is named before anything reaches the GPU.
 from __future__ import annotations
 
 import hashlib
+from collections import OrderedDict
 from collections.abc import Collection, Sequence
 from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from portkit.backends.base import Backend, cuda_unavailable_reason
@@ -61,9 +63,25 @@ def bind_arguments(
 
 
 # (twin source, device) -> (its cubin's digest, the library loaded from it): what a new
-# KernelSet launches (``Twin.kernels``). An edited twin replaces its entry; the old library
-# is unloaded once no KernelSet or recording launches it (``LoadedLibrary``).
-_LIBRARIES: dict[tuple[str, int], tuple[str, LoadedLibrary]] = {}
+# KernelSet launches (``Twin.kernels``), for the MAX_LIBRARIES twins used last. An edited
+# twin replaces its entry; a replaced or dropped library is unloaded once no KernelSet or
+# recording launches it (``LoadedLibrary``).
+_LIBRARIES: OrderedDict[tuple[str, int], tuple[str, LoadedLibrary]] = OrderedDict()
+MAX_LIBRARIES = 64  # twins a project works on at once, with room (each mutant is one)
+
+
+def current_library(path: Path, cubin: bytes, device: int) -> LoadedLibrary:
+    """The library of twin ``path``'s ``cubin`` on ``device``, loaded once per content:
+    the harness asks for kernels once per case, a resident process (portkit watch, a
+    notebook) on every run."""
+    key, digest = (str(path), device), hashlib.sha256(cubin).hexdigest()
+    current = _LIBRARIES.get(key)
+    if current is None or current[0] != digest:
+        current = _LIBRARIES[key] = (digest, LoadedLibrary(cubin))
+    _LIBRARIES.move_to_end(key)
+    while len(_LIBRARIES) > MAX_LIBRARIES:
+        _LIBRARIES.popitem(last=False)
+    return current[1]
 
 
 class TwinKernelTarget(TwinLaunch, LaunchTarget):
@@ -117,15 +135,7 @@ class Twin(Backend):
         assert op.twin_path is not None  # readable_twin checked it
         compiled = compile_twin(op.twin_path, expressions, self.config.cache_dir, arch)
         device = torch.cuda.current_device()
-        # One library per twin and device, loaded once per cubin content: the harness asks
-        # for kernels once per case, and a resident process (portkit watch, a notebook)
-        # asks on every run; an edit's new cubin replaces the old, which is unloaded with
-        # the last KernelSet that launches it.
-        key, digest = (str(op.twin_path), device), hashlib.sha256(compiled.cubin).hexdigest()
-        current = _LIBRARIES.get(key)
-        if current is None or current[0] != digest:
-            current = _LIBRARIES[key] = (digest, LoadedLibrary(compiled.cubin))
-        library = current[1]
+        library = current_library(op.twin_path, compiled.cubin, device)
         targets = {}
         for name, instantiations in twin_instantiations(op).items():
             kernel = kernels[name]
