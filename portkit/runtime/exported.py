@@ -44,7 +44,7 @@ from .launch_contract import OpDefinitionError as OpDefinitionError
 from .launch_contract import PortkitError as PortkitError
 from .launch_contract import cdiv as cdiv
 from .launch_contract import sm_count as sm_count
-from .replayer_protocol import carries_backward
+from .replayer_protocol import Replayer, carries_backward
 from .twin_launch import TwinLaunch
 
 
@@ -210,14 +210,14 @@ def register_ops(folder: Path, launchers: dict[str, type[Any]]) -> dict[str, Any
     return callables
 
 
-def _replayers(package: str, mode: str, outputs: int | None, backward: bool) -> list[Any]:
-    """The forward's and the backward's replayers: compiled (``mode`` "auto" where
-    ``native.cpp`` builds or was built, as ``portkit.load``'s) or prepared."""
+def _replayers(package: str, mode: str, outputs: int | None, backward: bool) -> list[Replayer]:
+    """The forward's and (with ``backward``) the backward's replayers: compiled (``mode``
+    "auto" where ``native.cpp`` builds or was built, as ``portkit.load``'s) or prepared."""
     if mode == "auto":
         first = native_replayer.compiled_replayer(package)
         if first is not None:
             second = native_replayer.compiled_replayer(package) if backward else None
-            return [first, second]
+            return [first] if second is None else [first, second]
     return [prepared.PreparedReplayer(outputs), prepared.PreparedReplayer()]
 
 
