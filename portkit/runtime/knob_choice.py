@@ -14,7 +14,8 @@ defaults; ``portkit check`` pins each configuration the table can pick (``pinned
 Standard library only: ``portkit export`` copies this file byte for byte into every
 package it writes (as its ``_runtime`` folder's ``knob_choice.py``), so an exported
 package picks configurations by the
-rules portkit uses. torch is imported only to name the GPU a tensor lives on.
+rules portkit uses. torch is imported only to name the GPU a tensor lives on (and, in
+`portkit tune`'s run, to tell a tensor from anything else a launcher passes).
 """
 
 from __future__ import annotations
