@@ -53,11 +53,15 @@ def is_compile_check(check: str) -> bool:
     return check == COMPILE or check.startswith(f"{COMPILE} ")
 
 
-def unconfigured(label: str) -> str:
-    """A row's backend or check without the knob configuration it ran under: "twin" for
-    "twin (threads=64)", "vs twin" for "vs twin (defaults)" (checking/configurations.py
-    labels a tuned op's rows so)."""
-    return label.split(" (", 1)[0]
+def configured(label: str, configuration: str | None) -> str:
+    """How a row labels a backend (or a ``vs`` check) that ran under a knob configuration:
+    "twin (threads=64)"; the label itself where the op runs one configuration (None)."""
+    return label if configuration is None else f"{label} ({configuration})"
+
+
+def comparison_check(twin: str, configuration: str | None = None) -> str:
+    """The check label of a prototype-against-twin row: ``vs twin (threads=64)``."""
+    return configured(f"vs {twin}", configuration)
 
 
 @dataclass(frozen=True)
@@ -78,7 +82,38 @@ class CheckResult:
     # A pass served from the verdict store (checking/verdicts): its key (every file,
     # setting and version the row depends on) is unchanged since it passed. Never a FAIL.
     cached: bool = False
+    # The knob configuration the row's backend ran under (checking/configurations.py):
+    # "defaults" or "fwd_elems=8", shown in its labels ("twin (fwd_elems=8)"); None where
+    # the op runs one configuration. Read this, never the labels' text.
+    configuration: str | None = None
+    # A prototype-against-twin row (``comparison_check``): the twin's backend, without its
+    # configuration; None for every other row.
+    compared_with: str | None = None
+
+    def __post_init__(self) -> None:
+        """The labels are made from the fields (``configured``, ``comparison_check``),
+        so the fields are what a reader asks and the labels what a person reads."""
+        if self.configuration is not None:
+            suffix = f" ({self.configuration})"
+            if not self.backend.endswith(suffix) or len(self.backend) == len(suffix):
+                raise ValueError(f"row backend {self.backend!r} is not configured{suffix}")
+        if self.compared_with is not None:
+            expected = comparison_check(self.compared_with, self.configuration)
+            if self.check != expected:
+                raise ValueError(f"comparison row check {self.check!r}, not {expected!r}")
 
     @property
     def failed(self) -> bool:
         return self.status == Outcome.FAIL
+
+    @property
+    def base_backend(self) -> str:
+        """The backend without its configuration: "twin" for a row of "twin (threads=64)"."""
+        if self.configuration is None:
+            return self.backend
+        return self.backend[: -len(self.configuration) - 3]  # " (" + configuration + ")"
+
+    @property
+    def is_comparison(self) -> bool:
+        """A prototype-against-twin row (``vs twin``), not one backend's own check."""
+        return self.compared_with is not None

@@ -2,6 +2,7 @@
 notebook run, measured with tracemalloc (Python allocations) and the process's RSS.
 
     PYTHONPATH=$PWD python scripts/watch_memory.py [--edits 1000] [--portkit DIR] [--json OUT]
+    PYTHONPATH=$PWD python scripts/watch_memory.py --twin --edits 200 --every 20   # GPU
 
 One throwaway project with one op; each edit changes a constant of its kernel, then
 ``portkit.load(op, "sim")`` (the op as its files are now: the project's session is
@@ -10,6 +11,11 @@ one call of the loaded op on 129 elements, checked against the expected values. 
 ``--every`` edits the script collects garbage and prints the traced memory and the RSS.
 ``--portkit DIR`` runs another checkout's portkit (the commit before a fix) in a child
 process, so before and after are measured the same way. docs/design.md records a run.
+
+``--twin`` (a GPU): each edit changes a constant of the op's twin (``cuda_src/``) instead,
+then ``portkit.load(op, "twin")`` and one call on the GPU; each row adds the twin
+libraries loaded in the process (``driver_launch.loaded_libraries``; before that
+existed, the twin backend's table of them) and the GPU memory in use (``cudaMemGetInfo``).
 """
 
 from __future__ import annotations
@@ -50,6 +56,34 @@ class MemScale:
 '''
 
 
+TWIN = """
+template <typename T>
+__global__ void mem_scale_fwd(const T* __restrict__ x, T* __restrict__ out, long long n) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = x[i] * T(SCALE);
+}
+"""
+
+
+def twin_libraries() -> int:
+    """The twin libraries loaded in this process (the backend's table before a portkit
+    that counts them)."""
+    try:
+        from portkit.runtime.driver_launch import loaded_libraries
+    except ImportError:
+        from portkit.backends.twin import backend
+
+        return len(backend._LIBRARIES)
+    return loaded_libraries()
+
+
+def gpu_used_mib() -> float:
+    import torch
+
+    free, total = torch.cuda.mem_get_info()
+    return round((total - free) / 2**20, 1)
+
+
 def rss_mib() -> float:
     """Resident set size of this process (Linux /proc), MiB."""
     for line in Path("/proc/self/status").read_text().splitlines():
@@ -58,7 +92,7 @@ def rss_mib() -> float:
     return float("nan")
 
 
-def measure(edits: int, every: int) -> list[dict]:
+def measure(edits: int, every: int, twin: bool = False) -> list[dict]:
     import torch
 
     import portkit
@@ -73,14 +107,21 @@ def measure(edits: int, every: int) -> list[dict]:
         (root / "prototypes").mkdir()
         (root / "cuda_src").mkdir()
         os.chdir(root)
-        x = torch.arange(129, dtype=torch.float32)
+        x = torch.arange(129, dtype=torch.float32, device="cuda" if twin else "cpu")
+        if twin:  # the prototype stays; its launcher launches the twin's kernel
+            (root / "prototypes" / "mem_scale.py").write_text(PROTOTYPE.replace("SCALE", "1.0"))
         tracemalloc.start()
         start = time.perf_counter()
         for edit in range(edits + 1):
             scale = 1.0 + edit % 997  # a new constant each edit: a new kernel
-            source = PROTOTYPE.replace("SCALE", f"{scale!r}")
-            (root / "prototypes" / "mem_scale.py").write_text(source)
-            out = portkit.load("mem_scale", "sim")(x)
+            if twin:
+                source = TWIN.replace("SCALE", f"{scale!r}")
+                (root / "cuda_src" / "mem_scale.cu").write_text(source)
+                out = portkit.load("mem_scale", "twin")(x)
+            else:
+                source = PROTOTYPE.replace("SCALE", f"{scale!r}")
+                (root / "prototypes" / "mem_scale.py").write_text(source)
+                out = portkit.load("mem_scale", "sim")(x)
             assert torch.equal(out, x * scale), edit
             if edit % every == 0:
                 gc.collect()
@@ -91,6 +132,8 @@ def measure(edits: int, every: int) -> list[dict]:
                     "rss_mib": round(rss_mib(), 1),
                     "seconds": round(time.perf_counter() - start, 1),
                 }
+                if twin:
+                    row.update(libraries=twin_libraries(), gpu_used_mib=gpu_used_mib())
                 rows.append(row)
                 print(json.dumps(row), flush=True)
         os.chdir("/")
@@ -103,16 +146,18 @@ def main() -> None:
     parser.add_argument("--every", type=int, default=100, help="print every N edits")
     parser.add_argument("--portkit", type=Path, default=None, help="another checkout to run")
     parser.add_argument("--json", type=Path, default=None, help="write the rows here")
+    parser.add_argument("--twin", action="store_true", help="edit the twin; run it on a GPU")
     args = parser.parse_args()
     if args.portkit is not None:
         child = [sys.executable, __file__, "--edits", str(args.edits), "--every", str(args.every)]
+        child += ["--twin"] if args.twin else []
         env = {**os.environ, "PYTHONPATH": str(args.portkit.resolve())}
         output = subprocess.run(child, env=env, check=True, capture_output=True, text=True)
         rows = [json.loads(line) for line in output.stdout.splitlines() if line.startswith("{")]
         for row in rows:
             print(json.dumps(row))
     else:
-        rows = measure(args.edits, args.every)
+        rows = measure(args.edits, args.every, args.twin)
     first, last = rows[0], rows[-1]
     grown = (last["traced_mib"] - rows[min(1, len(rows) - 1)]["traced_mib"]) * 1024
     per_edit = grown / max(1, last["edits"] - rows[min(1, len(rows) - 1)]["edits"])
@@ -120,6 +165,12 @@ def main() -> None:
         f"{last['edits']} edits: traced {first['traced_mib']} -> {last['traced_mib']} MiB, "
         f"RSS {first['rss_mib']} -> {last['rss_mib']} MiB; "
         f"{per_edit:.1f} KiB traced per edit after the first {args.every}"
+        + (
+            f"; twin libraries loaded {first['libraries']} -> {last['libraries']}, GPU memory "
+            f"in use {first['gpu_used_mib']} -> {last['gpu_used_mib']} MiB"
+            if args.twin
+            else ""
+        )
     )
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))

@@ -162,6 +162,21 @@ def test_the_limits_themselves_are_accepted() -> None:
     assert launch_config((3, 32), "k").shared_bytes == 0
 
 
+def test_dimensions_are_whatever_speaks_the_index_protocol() -> None:
+    """``operator.index``, not an attribute's presence: NumPy integers and integer
+    tensors of one element are dimensions; a float tensor, which has ``__index__`` too
+    and raises from it, is refused instead of truncated (it once launched 2 for 2.7)."""
+    import numpy as np
+    import torch
+
+    config = launch_config(((np.int64(4), torch.tensor(2)), np.int32(32)), "k")
+    assert config.grid == (4, 2, 1) and config.block == (32, 1, 1)
+    assert all(type(d) is int for d in (*config.grid, *config.block))
+    for grid in [torch.tensor(2.7), np.float32(2.0), np.bool_(True), (4, torch.tensor([1, 2]))]:
+        with pytest.raises(LaunchError, match="grid must be an int or 1-3 ints"):
+            launch_config((grid, 32), "k")
+
+
 def test_only_plain_int_configurations_key_a_cache() -> None:
     assert contract.cacheable_config((4, 32))
     assert contract.cacheable_config(((4, 2), (32, 4), 0))

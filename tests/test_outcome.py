@@ -62,3 +62,45 @@ def test_no_module_parses_a_check_label_or_an_outcome_by_its_spelling():
             if value in words and ("status" in text or "check" in text):
                 found.append(f"{path.relative_to(PORTKIT.parent)}:{node.lineno}: {text}")
     assert not found, "\n".join(found)
+
+
+def test_a_row_carries_its_configuration_and_comparison_as_fields():
+    """What a row is comes from its fields; its labels are made from them and printed as
+    before. A backend whose own name has " (" in it stays itself (splitting the label at
+    " (" once made "my (fork)" a backend called "my")."""
+    from portkit.results import CheckResult, comparison_check, configured
+
+    backend = configured("my (fork)", "threads=64")
+    assert backend == "my (fork) (threads=64)"
+    row = CheckResult("op", "c", backend, "forward", Outcome.PASS, configuration="threads=64")
+    assert row.base_backend == "my (fork)" and not row.is_comparison
+    plain = CheckResult("op", "c", "my (fork)", "forward", Outcome.PASS)
+    assert plain.base_backend == "my (fork)" and plain.configuration is None
+    check = comparison_check("twin", "defaults")
+    assert check == "vs twin (defaults)" and comparison_check("twin") == "vs twin"
+    vs = CheckResult(
+        "op", "c", "sim (defaults)", check, Outcome.PASS,
+        configuration="defaults", compared_with="twin",
+    )  # fmt: skip
+    assert vs.is_comparison and vs.compared_with == "twin" and vs.base_backend == "sim"
+
+
+@pytest.mark.parametrize(
+    ("backend", "check", "configuration", "compared_with"),
+    [
+        ("twin", "forward", "threads=64", None),  # the label lacks the configuration
+        (" (threads=64)", "forward", "threads=64", None),  # no backend before it
+        ("sim (defaults)", "vs twin", "defaults", "twin"),  # the check lacks it
+        ("sim", "forward", None, "twin"),  # a comparison row must say so in its check
+    ],
+)
+def test_a_row_whose_labels_disagree_with_its_fields_is_refused(
+    backend, check, configuration, compared_with
+):
+    from portkit.results import CheckResult
+
+    with pytest.raises(ValueError):
+        CheckResult(
+            "op", "c", backend, check, Outcome.PASS,
+            configuration=configuration, compared_with=compared_with,
+        )  # fmt: skip

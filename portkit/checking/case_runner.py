@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from portkit.backends.sim import PortkitSimulator
+from portkit.checking.configurations import configuration_of
 from portkit.checking.contributions import Contributions, counting_run, from_machine
 from portkit.checking.control import controlled
 from portkit.checking.op_contract import (
@@ -106,7 +107,7 @@ class CaseRunner:
     # -- bookkeeping -------------------------------------------------------------
     def record(
         self,
-        backend: str,
+        who: Backend | str,  # a backend (its name, its configuration), or a name: "reference"
         check: str,
         status: Outcome,
         detail: str = "",
@@ -114,10 +115,14 @@ class CaseRunner:
         case: str = "",
         margin: float | None = None,
         warnings: tuple[dict, ...] = (),
+        compared_with: str | None = None,
     ) -> None:
         seconds = time.perf_counter() - t0 if t0 is not None else 0.0
-        row = (self.op.name, case or self.case.name, backend, check, status, detail, seconds)
-        self.results.append(CheckResult(*row, warnings=warnings, margin=margin))
+        name = who if isinstance(who, str) else who.name
+        row = (self.op.name, case or self.case.name, name, check, status, detail, seconds)
+        # the fields after ``seconds``: warnings, margin, cached, configuration, compared_with
+        more = (warnings, margin, False, configuration_of(who), compared_with)
+        self.results.append(CheckResult(*row, *more))
 
     @property
     def reproduce(self) -> str:
@@ -168,14 +173,14 @@ class CaseRunner:
         found = self._controls[device]
         return found if isinstance(found, ControlRuns) else None
 
-    def reference_failed(self, name: str, device: str) -> bool:
-        """Whether the reference raised on ``device``; if so ``name`` is marked as not
-        compared (the failure is the reference's row)."""
+    def reference_failed(self, backend: Backend) -> bool:
+        """Whether the reference raised on ``backend``'s device; if so ``backend`` is
+        marked as not compared (the failure is the reference's row)."""
         try:
-            self.reference(device)
+            self.reference(backend.device)
         except ReferenceFailure as exc:
             reason = f"not compared: the reference failed (see reference / {exc.stage})"
-            self.record(name, "run", Outcome.SKIP, reason)
+            self.record(backend, "run", Outcome.SKIP, reason)
             return True
         return False
 
@@ -209,17 +214,17 @@ class CaseRunner:
     def run_reference_backend(self, backend: Backend) -> None:
         if not (self.case.gradcheck and self.op.definition.has_backward):
             return
-        if self.reference_failed(backend.name, backend.device):
+        if self.reference_failed(backend):
             return
         t0 = time.perf_counter()
-        self.gradcheck(backend.name, self.op.definition.reference, backend.device, t0)
+        self.gradcheck(backend, self.op.definition.reference, t0)
 
     def run_implementation(self, backend: Backend) -> ImplementationRun | None:
         import torch
 
         run = ImplementationRun(backend)
         name, device = backend.name, backend.device
-        if self.reference_failed(name, device):
+        if self.reference_failed(backend):
             return None
         t0 = time.perf_counter()
         try:
@@ -236,17 +241,17 @@ class CaseRunner:
             if device == "cuda":
                 torch.cuda.synchronize()
         except (TwinCompileError, TwinSignatureError) as exc:  # the op's build, not this case
-            self.record(name, compile_check(), Outcome.FAIL, str(exc), t0, case="all")
+            self.record(backend, compile_check(), Outcome.FAIL, str(exc), t0, case="all")
             return None
         except BackwardContractError as exc:  # found registering the forward; not its fault
             self.record(
-                name, "forward", Outcome.SKIP, "not run: the op's backward breaks the contract"
+                backend, "forward", Outcome.SKIP, "not run: the op's backward breaks the contract"
             )
-            self.record(name, "backward", Outcome.FAIL, f"{exc}{self.reproduce}", t0)
+            self.record(backend, "backward", Outcome.FAIL, f"{exc}{self.reproduce}", t0)
             return None
         except Exception as exc:  # a kernel's or launcher's error fails this check only
             detail = f"{describe(exc)}{self.reproduce}"
-            self.record(name, "forward", Outcome.FAIL, detail, t0, warnings=taken(backend))
+            self.record(backend, "forward", Outcome.FAIL, detail, t0, warnings=taken(backend))
             return None
         require_reference_dtypes(self.op, self.case, name, outputs, expected_outputs)
         machine = backend.machine  # declared on Backend: None unless portkit simulates it
@@ -271,7 +276,7 @@ class CaseRunner:
                 self.reproduce,
             )
         self.record(
-            name,
+            backend,
             "forward",
             Outcome.FAIL if problems else Outcome.PASS,
             "\n".join(problems or notes),
@@ -289,7 +294,7 @@ class CaseRunner:
                     torch.cuda.synchronize()
             except Exception as exc:
                 detail = f"{describe(exc)}{self.reproduce}"
-                self.record(name, "backward", Outcome.FAIL, detail, t0, warnings=taken(backend))
+                self.record(backend, "backward", Outcome.FAIL, detail, t0, warnings=taken(backend))
                 return run
             counted = self.contributions(backend, machine, outputs, grads)
             notes = no_gradient_notes(self.op, self.case)
@@ -302,12 +307,12 @@ class CaseRunner:
             detail = "\n".join(problems or notes)
             outcome = Outcome.FAIL if problems else Outcome.PASS
             margin, warned = max(margins, default=None), taken(backend)
-            self.record(name, "backward", outcome, detail, t0, margin=margin, warnings=warned)
+            self.record(backend, "backward", outcome, detail, t0, margin=margin, warnings=warned)
             run.grads = grads
             if self.case.gradcheck:
                 # The simulator is slow; gradcheck's fast mode checks one random
                 # projection of the Jacobian instead of every column.
-                self.gradcheck(name, fn, device, time.perf_counter(), fast=backend.simulated)
+                self.gradcheck(backend, fn, time.perf_counter(), fast=backend.simulated)
         return run
 
     def dropped_gradients(self) -> list[str]:
@@ -317,12 +322,10 @@ class CaseRunner:
             self._dropped = [f"{line}{self.reproduce}" for line in found]
         return self._dropped
 
-    def gradcheck(
-        self, name: str, fn: Callable, device: str, t0: float, fast: bool = False
-    ) -> None:
+    def gradcheck(self, backend: Backend, fn: Callable, t0: float, fast: bool = False) -> None:
         import torch
 
-        inputs = self.differentiable(self.inputs(device))
+        inputs = self.differentiable(self.inputs(backend.device))
         try:
             torch.autograd.gradcheck(
                 lambda *xs: fn(*xs, *self.case.extra),
@@ -331,9 +334,9 @@ class CaseRunner:
                 fast_mode=fast,
             )
         except Exception as exc:
-            self.record(name, "gradcheck", Outcome.FAIL, f"{describe(exc)}{self.reproduce}", t0)
+            self.record(backend, "gradcheck", Outcome.FAIL, describe(exc) + self.reproduce, t0)
         else:
-            self.record(name, "gradcheck", Outcome.PASS, "", t0)
+            self.record(backend, "gradcheck", Outcome.PASS, "", t0)
 
     def compare_all(
         self,
@@ -415,4 +418,3 @@ class CaseRunner:
         from portkit.checking.twin_compare import cross_compare
 
         cross_compare(self, runs)
-

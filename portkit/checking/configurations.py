@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from portkit.project.tuning_table import knob_choice
+from portkit.results import configured
 from portkit.runtime.knob_choice import KnobChoice, bucket, describe
 
 if TYPE_CHECKING:
@@ -32,11 +33,12 @@ if TYPE_CHECKING:
 
 
 class PinnedBackend:
-    """A backend whose ``k`` runs one knob configuration; everything else is the backend's."""
+    """A backend whose ``k`` runs one knob configuration; everything else is the backend's.
+    Its rows carry the configuration as a field (``CheckResult.configuration``)."""
 
     def __init__(self, backend: Backend, choice: KnobChoice, label: str) -> None:
         self._backend, self._choice = backend, choice
-        self.name = f"{backend.name} ({label})"  # no [..]: rich reads it as markup
+        self.name = configured(backend.name, label)  # no [..]: rich reads it as markup
         self.label = label
 
     def __getattr__(self, name: str) -> Any:
@@ -44,6 +46,17 @@ class PinnedBackend:
 
     def knob_choice_for(self, op: Op) -> KnobChoice:
         return self._choice
+
+
+def configuration_of(backend: Backend | str) -> str | None:
+    """The knob configuration ``backend`` runs under (a ``PinnedBackend``'s label); None
+    for any other backend, or a backend's bare name."""
+    return backend.label if isinstance(backend, PinnedBackend) else None
+
+
+def base_name(backend: Backend) -> str:
+    """``backend``'s name without its configuration: "twin" for "twin (threads=64)"."""
+    return backend._backend.name if isinstance(backend, PinnedBackend) else backend.name
 
 
 def configuration_groups(

@@ -8,7 +8,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from portkit.results import Outcome
+from portkit.checking.configurations import base_name, configuration_of
+from portkit.results import Outcome, comparison_check
 
 
 def cross_compare(runner: Any, runs: Sequence[Any]) -> None:
@@ -35,11 +36,13 @@ def cross_compare(runner: Any, runs: Sequence[Any]) -> None:
                 problems += runner.compare_all(
                     "grad", proto.grads, twin.grads, sides, counted, notes, margins
                 )
+            twin_name = base_name(twin.backend)  # both ran one configuration
             runner.record(
-                proto.backend.name,
-                f"vs {twin.backend.name}",
+                proto.backend,
+                comparison_check(twin_name, configuration_of(twin.backend)),
                 Outcome.FAIL if problems else Outcome.PASS,
                 "\n".join(problems or notes),
                 t0,
                 margin=max(margins, default=None),
+                compared_with=twin_name,
             )

@@ -350,7 +350,7 @@ def not_run(results: Sequence[CheckResult], requested: Sequence[BackendState]) -
 
     missing = []
     for backend in requested:
-        rows = [r for r in results if r.backend == backend.name and r.case != "all"]
+        rows = [r for r in results if r.base_backend == backend.name and r.case != "all"]
         if any(r.status in (Outcome.PASS, Outcome.FAIL) for r in rows):
             continue
         why = backend.unavailable_reason

@@ -15,6 +15,7 @@ knob or value the op no longer declares is a one-line error (run ``portkit tune`
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,8 +30,12 @@ if TYPE_CHECKING:
 
 TABLE_FOLDER = "tuning"
 
-# (op identity, table path) -> (file stamp, choice)
-_choices: dict[tuple[int, Path], tuple[tuple[int, int] | None, KnobChoice]] = {}
+# (table path, the knobs declared) -> (file stamp, choice): keyed by what a choice is made
+# of, so an edited op's declaration misses and an unchanged one hits whichever Op object
+# asks (an object's id, the key once, outlived it and grew with every reload); the
+# MAX_CHOICES used last are kept.
+_choices: OrderedDict[tuple[Path, str], tuple[tuple[int, int] | None, KnobChoice]] = OrderedDict()
+MAX_CHOICES = 64
 
 
 def table_path(config: ProjectConfig, op_name: str) -> Path:
@@ -71,13 +76,18 @@ def knob_choice(op: Op, config: ProjectConfig) -> KnobChoice:
         stamp: tuple[int, int] | None = (stat.st_mtime_ns, stat.st_size)
     except OSError:
         stamp = None
-    key = (id(op), path)
+    knobs = declared(op)
+    key = (path, repr(sorted(knobs.items())))
     cached = _choices.get(key)
     if cached is not None and cached[0] == stamp:
+        _choices.move_to_end(key)
         return cached[1]
     table = read_table(path) if stamp is not None else None
-    choice = KnobChoice(op.name, declared(op), table, OpDefinitionError, where=str(path))
+    choice = KnobChoice(op.name, knobs, table, OpDefinitionError, where=str(path))
     _choices[key] = (stamp, choice)
+    _choices.move_to_end(key)
+    while len(_choices) > MAX_CHOICES:
+        _choices.popitem(last=False)
     return choice
 
 

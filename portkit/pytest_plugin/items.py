@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from portkit.results import comparison_check
+
 if TYPE_CHECKING:
     from _pytest._code.code import TerminalRepr, TracebackStyle
 
@@ -118,7 +120,7 @@ class OpFile(pytest.File):
                     op=op,
                     case=case,
                     backends=list(pair),
-                    only_check=f"vs {twin.name}",
+                    only_check=comparison_check(twin.name),
                 )
                 item.add_marker(_marker(twin))
                 item.add_marker(_phase(twin))
@@ -160,7 +162,7 @@ class CaseItem(PortkitItem):
     def runtest(self) -> None:
         from portkit.checking.harness import run_case
         from portkit.checking.seeds import seeded
-        from portkit.results import Outcome, unconfigured
+        from portkit.results import Outcome
 
         settings = None
         tool = self.config.getoption("portkit_under_sanitizer", None)
@@ -185,7 +187,8 @@ class CaseItem(PortkitItem):
         if seeds > 1 and margins:
             self.user_properties.append(("portkit_worst_margin", max(margins)))
         if self.only_check:
-            wanted = [r for r in results if unconfigured(r.check) == self.only_check]
+            twin = self.backends[-1].name  # a pair item's: [prototype, twin]
+            wanted = [r for r in results if r.compared_with == twin]
             if not wanted:
                 # The cross-comparison needs both sides to produce outputs.
                 problems = [f"{r.backend} {r.check}: {r.detail}" for r in results if r.failed]

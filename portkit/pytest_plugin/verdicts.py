@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from portkit.results import unconfigured
+from portkit.results import comparison_check
 
 if TYPE_CHECKING:
     from portkit.backends import Backend
@@ -89,11 +89,11 @@ Belongs = Callable[["CheckResult"], bool]
 
 
 def _own_rows(backend: str) -> Belongs:
-    return lambda r: unconfigured(r.backend) == backend and not r.check.startswith("vs ")
+    return lambda r: r.base_backend == backend and not r.is_comparison
 
 
-def _pair_rows(prototype: str, check: str) -> Belongs:
-    return lambda r: unconfigured(r.backend) == prototype and unconfigured(r.check) == check
+def _pair_rows(prototype: str, twin: str) -> Belongs:
+    return lambda r: r.base_backend == prototype and r.compared_with == twin
 
 
 def every_row(row: CheckResult) -> bool:
@@ -109,9 +109,9 @@ def case_units(
     units = {b.name: (verdicts.backend_key(op, case, b), _own_rows(b.name)) for b in backends}
     if len(backends) == 2:
         prototype, twin = backends
-        check = f"vs {twin.name}"
+        check = comparison_check(twin.name)
         key = verdicts.pair_key(op, case, prototype, twin)
-        units[f"{prototype.name} {check}"] = (key, _pair_rows(prototype.name, check))
+        units[f"{prototype.name} {check}"] = (key, _pair_rows(prototype.name, twin.name))
     return units
 
 

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import ctypes
 import struct
+import sys
 import threading
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -207,6 +209,57 @@ def load_library(image: bytes) -> Any:
     err, library = driver.cuLibraryLoadData(image, [], [], 0, [], [], 0)
     _check(err, "cuLibraryLoadData")
     return library
+
+
+class LoadedLibrary:
+    """A CUlibrary loaded from a cubin, fatbin or PTX image (``load_library``), unloaded
+    (``cuLibraryUnload``) once nothing references this object. Each of its kernels
+    (``kernel``) references it, and so does every ``DriverKernel`` made from one: a
+    KernelSet in use, a recording that replays its launches, keep its code loaded, and an
+    edited twin's old library goes with the last of them (a resident process, ``portkit
+    watch`` or a notebook, would otherwise keep every version it ever loaded). Nothing is
+    unloaded at interpreter exit: the driver releases it all with the process."""
+
+    def __init__(self, image: bytes) -> None:
+        self.handle = load_library(image)
+        finalizer = weakref.finalize(self, unload_library, self.handle)
+        finalizer.atexit = False
+        _LOADED.add(self)
+
+    def kernel(self, lowered_name: str) -> LibraryKernel:
+        return LibraryKernel(get_kernel(self.handle, lowered_name), self)
+
+
+class LibraryKernel:
+    """A CUkernel of a ``LoadedLibrary``, keeping it loaded; ``int()`` is the handle
+    ``cuLaunchKernel`` and torch's launcher take (``DriverKernel``)."""
+
+    __slots__ = ("kernel", "library")
+
+    def __init__(self, kernel: Any, library: LoadedLibrary) -> None:
+        self.kernel, self.library = kernel, library
+
+    def __int__(self) -> int:
+        return int(self.kernel)
+
+
+# The libraries loaded now (``LoadedLibrary``): what a resident process holds on the GPU.
+_LOADED: weakref.WeakSet[LoadedLibrary] = weakref.WeakSet()
+
+
+def loaded_libraries() -> int:
+    """How many ``LoadedLibrary`` are loaded in this process."""
+    return len(_LOADED)
+
+
+def unload_library(handle: Any) -> None:
+    """``cuLibraryUnload``. It runs from the garbage collector: a failure is one line on
+    stderr, never an exception."""
+    from cuda.bindings import driver
+
+    (err,) = driver.cuLibraryUnload(handle)
+    if err != driver.CUresult.CUDA_SUCCESS:
+        print(f"portkit: cuLibraryUnload failed: {getattr(err, 'name', err)}", file=sys.stderr)
 
 
 def _make_primary_context_current() -> None:

@@ -22,38 +22,54 @@ takes ``OpCallable``'s ``autograd.Function``, as every call did before.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import torch
 
 from .autograd_function import Binding, as_tuple, eager_backward
 from .executor import flatten
 from .registration import OpCallable, RegisteredOp, _is_compiling
+from .replayer_protocol import BackwardReplayer, Replayer, carries_backward
+from .replaying import ReplayingLauncher
+
+
+def replayer_of(launcher: Any) -> Replayer | None:
+    """The replayer of a ``ReplayingLauncher``; None for a plain launcher (or none)."""
+    return launcher.replayer if isinstance(launcher, ReplayingLauncher) else None
 
 
 def differentiate(forward: Any, backward: Any, registered: RegisteredOp, binding: Binding) -> None:
     """Give ``forward``'s compiled replayer ``backward``'s (both ``ReplayingLauncher``s)
     so that its plain-eager replays wanting a gradient get its autograd node; nothing
     where either does not replay with the compiled replayer."""
-    forward_replayer: Any = getattr(forward, "replayer", None)
-    backward_replayer: Any = getattr(backward, "replayer", None)
+    forward_replayer, backward_replayer = replayer_of(forward), replayer_of(backward)
     layout = registered.layout
-    if not layout.has_backward or not all(
-        hasattr(r, "set_backward") for r in (forward_replayer, backward_replayer)
+    if not layout.has_backward or not (
+        carries_backward(forward_replayer) and carries_backward(backward_replayer)
     ):
         return
+    # The compiled replayer keeps the fallback, and the forward keeps the replayer: a
+    # fallback holding the whole binding would close a cycle through C++, which the
+    # collector cannot see, and keep the op's kernels (their library) loaded for good
+    # after it is loaded again. Without the forward it keeps what its backward needs.
+    backward_only = dataclasses.replace(binding, forward=_forward_gone)
     once = torch.autograd.function.once_differentiable(
-        eager_backward(registered.name, layout, binding)
+        eager_backward(registered.name, layout, backward_only)
     )
 
     def fallback(saved: tuple, *grads: Any) -> tuple:
         return as_tuple(once(saved, *grads))  # once_differentiable unpacks a single one
 
     structure = flatten(((None,) * len(layout.saved), *[None] * layout.outputs))[0]
-    forward_replayer.set_backward(
+    cast(BackwardReplayer, forward_replayer).set_backward(
         backward_replayer, registered.name, layout.grads, structure, fallback
     )
+
+
+def _forward_gone(*args: Any) -> Any:
+    raise RuntimeError("the backward's fallback has no forward")  # never called
 
 
 class ReplayedOpCallable(OpCallable):
@@ -65,7 +81,8 @@ class ReplayedOpCallable(OpCallable):
         differentiate(binding.forward, binding.backward, registered, binding)
         if registered.layout.extras == 0:  # its result is the op's: torch.ops replays too
             registered.eager_forward = self._eager_forward
-            op_kernels = getattr(getattr(binding.forward, "replayer", None), "op_kernels", None)
+            replayer = replayer_of(binding.forward)
+            op_kernels = replayer.op_kernels if replayer is not None else None
             # C++ kernels for the op at its device's keys; the twin's are CUDA, the CPU
             # tests' CPU; any other device keeps the Python kernels.
             device_type = str(self._kernels.device).split(":")[0]

@@ -2,7 +2,7 @@
 
 The compiled replayer (``native.cpp``) does the same per call in C++; this one is the
 fallback where that cannot be built, and the executable statement of what replaying means
-(the CPU tests exercise it). Both offer ``key``, ``run``, ``add``, ``__len__``.
+(the CPU tests exercise it). Both are ``Replayer``s (``replayer_protocol.py``).
 
 This module and ``steps.py`` import only torch and each other: ``portkit export`` ships
 them byte for byte, and an exported package replays with them (runtime/replaying.py).
@@ -62,13 +62,17 @@ def flatten(args: Sequence[Any]) -> tuple[Any, ...]:
 
 def repeats_a_tensor(leaves: Sequence[Any]) -> bool:
     """``f(x, x)``: a recording names tensors by position, and could not tell which."""
-    tensors = [id(leaf) for leaf in leaves if hasattr(leaf, "data_ptr")]
+    tensors = [id(leaf) for leaf in leaves if isinstance(leaf, torch.Tensor)]
     return len(tensors) != len(set(tensors))
 
 
 class PythonReplayer:
+    """A ``Replayer`` (replayer_protocol.py) that carries no backward."""
+
+    carries_backward = False
     # The compiled replayer's whole plain-eager call (native.py); this one has none.
     run_eager: Callable[[tuple], Any] | None = None
+    op_kernels: Callable[..., Any] | None = None  # the compiled replayer's C++ op kernels
 
     def __init__(self, capacity: int = MAX_SIGNATURES) -> None:
         self._recordings: dict[tuple, Recording] = {}

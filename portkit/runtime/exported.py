@@ -44,6 +44,7 @@ from .launch_contract import OpDefinitionError as OpDefinitionError
 from .launch_contract import PortkitError as PortkitError
 from .launch_contract import cdiv as cdiv
 from .launch_contract import sm_count as sm_count
+from .replayer_protocol import Replayer, carries_backward
 from .twin_launch import TwinLaunch
 
 
@@ -51,12 +52,13 @@ class Library:
     """An op's compiled twin: the image for this GPU, loaded on first launch."""
 
     def __init__(self, folder: Path, entry: dict) -> None:
-        self.folder, self.entry, self._library = folder, entry, None
+        self.folder, self.entry = folder, entry
+        self._library: driver_launch.LoadedLibrary | None = None
 
     def kernel(self, lowered: str) -> Any:
         if self._library is None:
-            self._library = driver_launch.load_library(self._image())
-        return driver_launch.get_kernel(self._library, lowered)
+            self._library = driver_launch.LoadedLibrary(self._image())
+        return self._library.kernel(lowered)
 
     def _image(self) -> bytes:
         major, minor = torch.cuda.get_device_capability()
@@ -175,7 +177,7 @@ def register_ops(folder: Path, launchers: dict[str, type[Any]]) -> dict[str, Any
             # portkit.load's compiled replayer where it builds (native.cpp, shipped here),
             # else the prepared functions, after one line on stderr saying why.
             replayers = _replayers(folder.name, mode, outputs, backward is not None)
-            native = hasattr(replayers[0], "set_backward")
+            native = carries_backward(replayers[0])  # declared by the compiled one
             forward = replaying = replay.ReplayingLauncher(
                 forward,
                 k,
@@ -197,24 +199,25 @@ def register_ops(folder: Path, launchers: dict[str, type[Any]]) -> dict[str, Any
         registered = registration.register(qualname, layout, list(entry["kernels"]), binding)
         op: registration.OpCallable
         run_eager = replaying.run_eager if replaying is not None and custom is None else None
+        replayer = replaying.replayer if replaying is not None else None
         if native and run_eager is not None:  # portkit.load's callable: C++ and its node
             op = eager_replay.ReplayedOpCallable(registered, binding, run_eager)
-        elif replaying is not None and custom is None:  # a plain-eager call: one function
-            op = prepared.ReplayedOp(registered, binding, replaying.replayer)
+        elif custom is None and isinstance(replayer, prepared.PreparedReplayer):
+            op = prepared.ReplayedOp(registered, binding, replayer)  # one function a call
         else:
             op = registration.OpCallable(registered, binding)
         callables[name] = op
     return callables
 
 
-def _replayers(package: str, mode: str, outputs: int | None, backward: bool) -> list[Any]:
-    """The forward's and the backward's replayers: compiled (``mode`` "auto" where
-    ``native.cpp`` builds or was built, as ``portkit.load``'s) or prepared."""
+def _replayers(package: str, mode: str, outputs: int | None, backward: bool) -> list[Replayer]:
+    """The forward's and (with ``backward``) the backward's replayers: compiled (``mode``
+    "auto" where ``native.cpp`` builds or was built, as ``portkit.load``'s) or prepared."""
     if mode == "auto":
         first = native_replayer.compiled_replayer(package)
         if first is not None:
             second = native_replayer.compiled_replayer(package) if backward else None
-            return [first, second]
+            return [first] if second is None else [first, second]
     return [prepared.PreparedReplayer(outputs), prepared.PreparedReplayer()]
 
 

@@ -14,7 +14,8 @@ defaults; ``portkit check`` pins each configuration the table can pick (``pinned
 Standard library only: ``portkit export`` copies this file byte for byte into every
 package it writes (as its ``_runtime`` folder's ``knob_choice.py``), so an exported
 package picks configurations by the
-rules portkit uses. torch is imported only to name the GPU a tensor lives on.
+rules portkit uses. torch is imported only to name the GPU a tensor lives on (and, in
+`portkit tune`'s run, to tell a tensor from anything else a launcher passes).
 """
 
 from __future__ import annotations
@@ -95,6 +96,13 @@ def checked_values(
     return {name: values.get(name, allowed[0]) for name, allowed in declared.items()}
 
 
+def _is_tensor(value: Any) -> bool:
+    """``value`` is a tensor (torch imported here: only `portkit tune`'s run asks)."""
+    import torch
+
+    return isinstance(value, torch.Tensor)
+
+
 def _cuda_device_name() -> Callable[[Any], str]:
     import torch
 
@@ -166,7 +174,7 @@ class KnobChoice:
 
     def values(self, tensor: Any) -> Knobs:
         if self._pin is not None:
-            if self.asked is not None and hasattr(tensor, "shape"):
+            if self.asked is not None and _is_tensor(tensor):
                 self.asked[tensor_bucket(tensor)] = None  # tune's run: plain sizes
             return self._pin
         if not self.entries or getattr(tensor, "device", None) is None:

@@ -22,6 +22,7 @@ Standard library only (torch inside ``sm_count`` alone, when a GPU is asked abou
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -140,17 +141,16 @@ class LaunchConfig:
         return math.prod(self.block)
 
 
-def _is_int(value: Any) -> bool:
-    """An int or an integer NumPy scalar; bool is not a dimension."""
-    return not isinstance(value, bool) and hasattr(value, "__index__")
-
-
 def _dims(value: Any, what: str, kernel: str) -> tuple[int, int, int]:
+    """Python's index protocol (an int, an integer NumPy scalar, a SymInt); not a bool."""
     items = tuple(value) if isinstance(value, (tuple, list)) else (value,)
-    if not 1 <= len(items) <= 3 or not all(_is_int(i) for i in items):
-        raise LaunchError(f"kernel {kernel}: {what} must be an int or 1-3 ints, got {value!r}")
-    x, y, z = (*(int(i) for i in items), 1, 1)[:3]
-    return x, y, z
+    try:
+        if 1 <= len(items) <= 3 and not any(isinstance(i, bool) for i in items):
+            x, y, z = (*(operator.index(i) for i in items), 1, 1)[:3]
+            return x, y, z
+    except TypeError:
+        pass
+    raise LaunchError(f"kernel {kernel}: {what} must be an int or 1-3 ints, got {value!r}")
 
 
 def _within_limits(kernel: str, what: str, dims: tuple[int, ...], limits: tuple[int, ...]) -> None:

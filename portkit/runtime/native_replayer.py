@@ -38,6 +38,8 @@ class NativeReplayer:
     """``PythonReplayer``'s interface over the compiled one: ``run`` and ``key`` are the
     C++ methods themselves, so a replayed call adds no Python frame of ours."""
 
+    carries_backward = True  # saved references and set_backward (replayer_protocol.py)
+
     def __init__(self, module: Any, launch: int, error_name: int, capacity: int) -> None:
         from .torch_private import functorch_level
 
@@ -46,14 +48,19 @@ class NativeReplayer:
         self.run = self._native.run
         self.run_eager = self._native.run_eager
         self.key = self._native.key
+        # The recordings' kernels (``DriverKernel``s), whose handles the C++ side keeps
+        # raw: held here, their libraries stay loaded while this replayer can launch them.
+        self._drivers: set[Any] = set()
 
     def add(
         self, leaves: Sequence[Any], recording: Recording, saved: tuple[int, ...] | None = None
     ) -> bool:
-        """The C++ side keeps the kernels as raw handles: their libraries stay loaded for
-        the process (nothing in portkit unloads one). ``saved``: the references of the
-        tensors a forward saves for backward, where ``set_backward`` may give its
-        replays an autograd node (``launcher.saved_refs``)."""
+        """The C++ side keeps the kernels as raw handles; this object keeps their
+        ``DriverKernel``s, and through them their libraries loaded (a twin's library is
+        unloaded once nothing launches it: ``driver_launch.LoadedLibrary``). ``saved``:
+        the references of the tensors a forward saves for backward, where
+        ``set_backward`` may give its replays an autograd node (``launcher.saved_refs``)."""
+        self._drivers.update(launch.step.driver for launch in recording.launches)
         launches = [
             (
                 launch.step.function,

@@ -73,6 +73,9 @@ class PreparedReplayer:
     functions, and ``run_eager``: the op's plain-eager result for a forward's recording
     (``outputs``: the op's number of outputs; None for a backward)."""
 
+    carries_backward = False  # replayer_protocol.py
+    op_kernels: Callable[..., Any] | None = None  # the compiled replayer's only
+
     def __init__(self, outputs: int | None = None, capacity: int = MAX_SIGNATURES) -> None:
         self._outputs, self._capacity = outputs, capacity
         self._replays: dict[tuple, Callable[[Sequence[Any]], Any]] = {}

@@ -19,12 +19,13 @@ import functools
 import os
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from . import launch_contract as contract
 from .executor import MAX_SIGNATURES, flatten, repeats_a_tensor
 from .recorder import Call, gives_up, not_recorded, record
 from .replay_setting import replay_mode
+from .replayer_protocol import BackwardReplayer, Replayer, carries_backward
 from .steps import eager_template
 
 
@@ -111,7 +112,7 @@ class ReplayingLauncher:
         launcher: Callable[..., Any],
         kernels: Any,
         recording_kernels: Any,
-        replayer: Any,
+        replayer: Replayer,
         flat: bool,
         check: Callable[[Sequence[Any]], None] | None = None,
         outputs: int | None = None,
@@ -121,8 +122,9 @@ class ReplayingLauncher:
         self._outputs = outputs  # a forward's number of outputs: recordings get an eager result
         # A forward's layout of saved tensors (OpLayout.saved): with a compiled replayer,
         # recordings name them so that replays can save them for backward (native.cpp).
-        self._saved = saved if hasattr(replayer, "set_backward") else None
-        self._launcher, self._kernels, self.replayer = launcher, kernels, replayer
+        self._saved = saved if carries_backward(replayer) else None
+        self._launcher, self._kernels = launcher, kernels
+        self.replayer: Replayer | None = replayer
         # An input check that depends on the inputs' metadata only, run here before the
         # launcher rather than by the caller: a replayed signature passed it when recorded.
         self._check = check
@@ -138,16 +140,16 @@ class ReplayingLauncher:
     def __call__(self, k: Any, *args: Any) -> Any:
         replayer = self.replayer
         # _plain_allocation: no guard zones and no poisoned outputs, i.e. production.
-        production = replayer is not None and k is self._kernels and k._plain_allocation
-        if production:
+        if replayer is not None and k is self._kernels and k._plain_allocation:
             leaves = args if self._flat else flatten(args)
             result = replayer.run(leaves)
             if result is not None:
                 return result
+            if self._check is not None:
+                self._check(args)
+            return self._record(replayer, k, args, leaves)
         if self._check is not None:
             self._check(args)
-        if production:
-            return self._record(k, args, leaves)
         return self._launcher(k, *args)
 
     @property
@@ -157,8 +159,10 @@ class ReplayingLauncher:
         replayer = self.replayer  # None once given up on (see _record_call)
         return replayer.run_eager if replayer is not None and self._outputs is not None else None
 
-    def _record(self, k: Any, args: Sequence[Any], leaves: Sequence[Any]) -> Any:
-        key = self.replayer.key(leaves)
+    def _record(
+        self, replayer: Replayer, k: Any, args: Sequence[Any], leaves: Sequence[Any]
+    ) -> Any:
+        key = replayer.key(leaves)
         if key is None or key in self.unreplayable or repeats_a_tensor(leaves):
             return self._launcher(k, *args)
         # One recording at a time (the recording k is shared): another thread's call
@@ -166,32 +170,34 @@ class ReplayingLauncher:
         if not self._recording.acquire(blocking=False):
             return self._launcher(k, *args)
         try:
-            return self._record_call(args, leaves, key)
+            return self._record_call(replayer, args, leaves, key)
         finally:
             self._recording.release()
 
-    def _record_call(self, args: Sequence[Any], leaves: Sequence[Any], key: Any) -> Any:
+    def _record_call(
+        self, replayer: Replayer, args: Sequence[Any], leaves: Sequence[Any], key: Any
+    ) -> Any:
         self.recorded += 1
         result, recording, reason, retry = record(
             self._recording_kernels, self._launcher, args, leaves
         )
-        saved = None
+        saved = None  # set where the replayer carries backward (self._saved)
         if recording is not None and self._outputs is not None:
             eager = eager_template(recording.result, self._outputs)
             recording = dataclasses.replace(recording, eager=eager)
             if self._saved is not None and eager is not None:
                 saved = saved_refs(recording.result, self._saved)
         if recording is not None and (
-            self.replayer.add(leaves, recording)
+            replayer.add(leaves, recording)
             if saved is None
-            else self.replayer.add(leaves, recording, saved)
+            else cast(BackwardReplayer, replayer).add(leaves, recording, saved)
         ):
             return result
         if retry and key not in self._retried:
             self._retried.add(key)  # a first launch's checked path: record the next call
             return result
         not_recorded(self.unreplayable, key, reason, MAX_SIGNATURES)
-        if gives_up(self.unreplayable, self.replayer):
+        if gives_up(self.unreplayable, replayer):
             self.replayer = None
         return result
 

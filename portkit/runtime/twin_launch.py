@@ -16,8 +16,9 @@ the same message in both.
 - The **refusal path** (``refuse``): the launch contract's checks, argument by argument,
   and the scalar values (an int parameter refuses 2.7; a value must fit its C type).
 
-NumPy scalars are numbers here (``.item()``, without importing NumPy): a package does
-not depend on NumPy, and portkit's twin takes them as the package does.
+NumPy scalars are numbers here (``.item()``; recognised by their base class's name,
+without importing NumPy): a package does not depend on NumPy, and portkit's twin takes
+them as the package does.
 """
 
 from __future__ import annotations
@@ -43,9 +44,15 @@ _REFUSED = (TypeError, AttributeError, OverflowError, ValueError, IndexError, Ke
 
 def python_number(value: Any) -> Any:
     """A NumPy scalar as the Python number it holds; any other value as it is."""
-    if type(value).__module__ == "numpy" and hasattr(value, "item"):
-        return value.item()
-    return value
+    return value.item() if numpy_scalar_type(value.__class__) else value
+
+
+@functools.lru_cache(maxsize=64)  # per type: a launch's arguments are of a few
+def numpy_scalar_type(kind: Any) -> bool:  # a type
+    """``isinstance(x, numpy.generic)`` without importing NumPy: NumPy's scalar types
+    (``float32``, ``int64``, ``bool``, ...) all derive from ``numpy.generic``, which
+    declares ``item()``; an array (even of one element) is not one."""
+    return any(base.__module__ == "numpy" and base.__name__ == "generic" for base in kind.__mro__)
 
 
 def cached_plan(plans: dict, positions: tuple[int, ...], args: Sequence[Any]) -> Any:

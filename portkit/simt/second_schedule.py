@@ -27,6 +27,7 @@ from portkit.simt.schedule import FORWARD, REVERSED
 from portkit.simt.tally import AtomicTally
 
 _NAMES_ATOMICS: dict[Any, bool] = {}  # a kernel's code -> its module names an atomic
+MAX_KERNELS = 256  # kernels a project simulates at once, with room
 
 
 @dataclass
@@ -49,6 +50,8 @@ def snapshot(dispatcher: Any, args: Sequence[Any]) -> list[Any] | None:
             source = inspect.getsource(module if module is not None else function)
         except (OSError, TypeError):
             source = ""
+        if len(_NAMES_ATOMICS) >= MAX_KERNELS:  # a resident process re-imports edited kernels
+            _NAMES_ATOMICS.clear()
         _NAMES_ATOMICS[key] = "atomic" in source
     if not _NAMES_ATOMICS[key]:
         return None

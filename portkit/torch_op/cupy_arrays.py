@@ -22,6 +22,7 @@ import torch
 from portkit.errors import InputError
 
 _TENSOR = torch.Tensor
+_SCALARS = (bool, int, float, complex, str, type(None))
 
 # kDLCUDA and kDLCUDAManaged: the device types ``__dlpack_device__`` gives for GPU memory
 _DLPACK_GPU = (2, 13)
@@ -61,12 +62,11 @@ def call_with_cupy(function: Callable[..., Any], name: str, inputs: Sequence[Any
 
 
 def _is_array(value: Any) -> bool:
-    """A tensor or another library's array (scalars may go beside CuPy arrays)."""
+    """A tensor or another library's array: anything but a scalar, Python's or NumPy's
+    (which may go beside CuPy arrays; an op's inputs are tensors and scalars)."""
     import numpy as np
 
-    return isinstance(value, (torch.Tensor, np.ndarray)) or hasattr(
-        value, "__cuda_array_interface__"
-    )
+    return not isinstance(value, (*_SCALARS, np.generic))
 
 
 @contextlib.contextmanager

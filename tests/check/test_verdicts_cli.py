@@ -204,6 +204,13 @@ def test_an_op_with_a_tuning_table_is_served_per_configuration(tmp_path, cli):
     _, first = check(cli, root, *args)
     configured = {r["backend"] for r in first if r["backend"].startswith("sim (")}
     assert len(configured) == 2 and not served(first), configured
+    # each row says its configuration and comparison as fields (--json), the labels print them
+    for r in first:
+        suffix = f" ({r['configuration']})" if r["configuration"] else ""
+        assert r["backend"] in {f"{b}{suffix}" for b in ("sim", "twin-cpu", "torch")}, r
+    vs = [r for r in first if r["compared_with"] is not None]
+    assert {r["compared_with"] for r in vs} == {"twin-cpu"} and len(vs) == 2, first
+    assert all(r["check"] == f"vs twin-cpu ({r['configuration']})" for r in vs)
     _, again = check(cli, root, *args)
     assert again and all(r["cached"] for r in again if r["status"] == "pass"), again
     assert {r["backend"] for r in again if r["backend"].startswith("sim (")} == configured

@@ -50,7 +50,11 @@ def test_statuses_are_written_as_plain_strings(make_project, sources, cli):
     assert statuses[("sim", "forward")] == "fail"
     assert statuses[("twin", "run")] == "skip"  # no GPU here, or twin-less on one
     fields = ["op", "case", "backend", "check", "status", "detail", "seconds", "warnings"]
-    assert all(list(r) == [*fields, "margin", "cached"] for r in rows)
+    assert all(
+        list(r) == [*fields, "margin", "cached", "configuration", "compared_with"] for r in rows
+    )
+    # an op without knobs runs one configuration; no twin ran beside the prototype here
+    assert all(r["configuration"] is None and r["compared_with"] is None for r in rows)
     assert not any(r["cached"] for r in rows)  # run, not served from the verdict store
     assert all(r["warnings"] == [] for r in rows)  # this kernel gives no simulator warning
     # A compared row carries its margin (largest error over its bound); others None.

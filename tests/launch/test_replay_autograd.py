@@ -266,3 +266,31 @@ def test_a_signature_not_recorded_yet_takes_the_python_function_then_the_node() 
     second = native(x)
     assert second.grad_fn.name() == f"{native.registered.name}Backward"
     assert torch.equal(first, second)
+
+
+def test_an_op_loaded_again_lets_its_old_kernels_go() -> None:
+    """The compiled replayer keeps the backward's fallback, and the forward keeps the
+    compiled replayer: a fallback holding the whole binding closed a cycle through C++,
+    which the collector cannot see, so an op loaded again (an edited twin in a notebook)
+    kept its old kernels, and their library, loaded for the process. An output whose
+    graph is still alive keeps them, and its backward still runs."""
+    import gc
+    import weakref
+
+    old = make_op("compiled")
+    warm(old)
+    x = torch.rand(5, dtype=torch.float64, requires_grad=True)
+    kept = old(x)  # its node (and the old kernels) stay while its graph lives
+    kernels = weakref.ref(old.binding.kernels)
+    qualname = old.registered.qualname
+    k = KernelSet("square", "fake", "cpu", {"mul": Target("mul"), "scale": Target("scale")})
+    fresh = Binding(forward, backward, k, _no_check, OpDefinitionError)
+    register(qualname, LAYOUT, ["mul", "scale"], fresh)  # loaded again: rebound
+    del old
+    gc.collect()
+    assert kernels() is not None  # `kept`'s graph can still run the backward
+    kept.sum().backward()
+    assert torch.equal(x.grad, 2 * x.detach())
+    del kept
+    gc.collect()
+    assert kernels() is None, "the old kernels are kept for the process"

@@ -236,3 +236,25 @@ def test_a_table_that_is_not_json_names_the_file(tmp_path):
     path.write_text('{"gpus": []}')
     with pytest.raises(PortkitError, match="not a portkit tuning table"):
         read_table(path)
+
+
+def test_the_table_choice_is_kept_by_content_and_bounded(tmp_path, monkeypatch):
+    """``knob_choice`` keys on what a choice is made of (the table file and the knobs
+    declared), not on an op object's id: an op imported again unchanged gets the same
+    choice, an edited declaration a new one (an id, reused by the edited op, once served
+    the old one), and a resident process keeps the last ``MAX_CHOICES`` only."""
+    from portkit.project import tuning_table
+
+    monkeypatch.setattr(tuning_table, "_choices", type(tuning_table._choices)())
+    config = SimpleNamespace(root=tmp_path)
+
+    def op(knobs: dict) -> SimpleNamespace:
+        return SimpleNamespace(name="op", definition=SimpleNamespace(knobs=knobs))
+
+    first = tuning_table.knob_choice(op({"threads": (64, 128)}), config)
+    assert tuning_table.knob_choice(op({"threads": (64, 128)}), config) is first
+    edited = tuning_table.knob_choice(op({"threads": (256, 64)}), config)
+    assert edited is not first and edited.defaults.as_dict() == {"threads": 256}
+    for n in range(2 * tuning_table.MAX_CHOICES):
+        tuning_table.knob_choice(op({"threads": (n,)}), config)
+    assert len(tuning_table._choices) == tuning_table.MAX_CHOICES

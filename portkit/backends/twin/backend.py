@@ -11,8 +11,10 @@ scalar, and a wrong argument is named before anything reaches the GPU.
 from __future__ import annotations
 
 import hashlib
+from collections import OrderedDict
 from collections.abc import Collection, Sequence
 from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from portkit.backends.base import Backend, cuda_unavailable_reason
@@ -20,6 +22,7 @@ from portkit.backends.twin.build import compile_twin, nvrtc_syntax_check
 from portkit.backends.twin.instances import readable_twin, twin_instantiations
 from portkit.backends.twin.source import TwinKernel
 from portkit.launch.kernel_set import LaunchTarget
+from portkit.runtime.driver_launch import LoadedLibrary
 from portkit.runtime.launch_contract import (
     SCALAR_TYPES,
     instantiated_ctypes,
@@ -59,8 +62,26 @@ def bind_arguments(
     return scalar, values
 
 
-# (cubin digest, device) -> the CUlibrary loaded from it (``Twin.kernels``).
-_LIBRARIES: dict[tuple[str, int], Any] = {}
+# (twin source, device) -> (its cubin's digest, the library loaded from it): what a new
+# KernelSet launches (``Twin.kernels``), for the MAX_LIBRARIES twins used last. An edited
+# twin replaces its entry; a replaced or dropped library is unloaded once no KernelSet or
+# recording launches it (``LoadedLibrary``).
+_LIBRARIES: OrderedDict[tuple[str, int], tuple[str, LoadedLibrary]] = OrderedDict()
+MAX_LIBRARIES = 64  # twins a project works on at once, with room (each mutant is one)
+
+
+def current_library(path: Path, cubin: bytes, device: int) -> LoadedLibrary:
+    """The library of twin ``path``'s ``cubin`` on ``device``, loaded once per content:
+    the harness asks for kernels once per case, a resident process (portkit watch, a
+    notebook) on every run."""
+    key, digest = (str(path), device), hashlib.sha256(cubin).hexdigest()
+    current = _LIBRARIES.get(key)
+    if current is None or current[0] != digest:
+        current = _LIBRARIES[key] = (digest, LoadedLibrary(cubin))
+    _LIBRARIES.move_to_end(key)
+    while len(_LIBRARIES) > MAX_LIBRARIES:
+        _LIBRARIES.popitem(last=False)
+    return current[1]
 
 
 class TwinKernelTarget(TwinLaunch, LaunchTarget):
@@ -109,25 +130,17 @@ class Twin(Backend):
     def launch_targets(self, op: Op) -> dict[str, LaunchTarget]:
         import torch
 
-        from portkit.runtime.driver_launch import get_kernel, load_library
-
         arch = _current_device_arch()
         kernels, expressions = readable_twin(op, lambda path: nvrtc_syntax_check(path, arch))
         assert op.twin_path is not None  # readable_twin checked it
         compiled = compile_twin(op.twin_path, expressions, self.config.cache_dir, arch)
         device = torch.cuda.current_device()
-        # One CUlibrary per cubin content and device for the process: the harness asks for
-        # kernels once per case, and a resident process (portkit watch, a notebook) asks
-        # on every run; loading again each time would pile up modules on the GPU.
-        key = (hashlib.sha256(compiled.cubin).hexdigest(), device)
-        if key not in _LIBRARIES:
-            _LIBRARIES[key] = load_library(compiled.cubin)
-        library = _LIBRARIES[key]
+        library = current_library(op.twin_path, compiled.cubin, device)
         targets: dict[str, LaunchTarget] = {}
         for name, instantiations in twin_instantiations(op).items():
             kernel = kernels[name]
             handles = {
-                combo: get_kernel(library, compiled.symbols[kernel.expression(combo)])
+                combo: library.kernel(compiled.symbols[kernel.expression(combo)])
                 for combo in instantiations
             }
             targets[name] = TwinKernelTarget(kernel, handles, device)

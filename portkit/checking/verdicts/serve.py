@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from portkit.checking.harness import run_case, skip_reason
 from portkit.checking.verdicts import key as keys
 from portkit.checking.verdicts.store import VerdictStore, open_store
-from portkit.results import CheckResult, unconfigured
+from portkit.results import CheckResult, comparison_check
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -53,9 +53,9 @@ class Verdicts:
         )
 
     def pair_key(self, op: Op, case: Case, prototype: Backend, twin: Backend) -> str:
-        names = [prototype.name, twin.name]
+        names, check = [prototype.name, twin.name], comparison_check(twin.name)
         return keys.unit_key(
-            op, self.config, self.sources(op), "pair", twin.device, names, case, f"vs {twin.name}"
+            op, self.config, self.sources(op), "pair", twin.device, names, case, check
         )
 
     def op_key(self, op: Op, check: str) -> str:
@@ -121,12 +121,12 @@ def case_rows(
     label = f"{op.name} / {{}} / {case.name}"
     for backend in active:
         if backend.name in need:  # ran: its verdict is stored, or forgotten if it failed
-            own = [r for r in fresh if _of(r, backend.name) and not r.check.startswith("vs ")]
+            own = [r for r in fresh if _of(r, backend.name) and not r.is_comparison]
             store.record(verdicts.backend_key(op, case, backend), label.format(backend.name), own)
     for prototype, twin in pairs:
         if (prototype.name, twin.name) not in served_pairs:
-            check = f"vs {twin.name}"
-            rows = [r for r in fresh if _of(r, prototype.name) and unconfigured(r.check) == check]
+            check = comparison_check(twin.name)
+            rows = [r for r in fresh if _of(r, prototype.name) and r.compared_with == twin.name]
             unit = label.format(f"{prototype.name} {check}")
             store.record(verdicts.pair_key(op, case, prototype, twin), unit, rows)
     results = list(fresh)
@@ -138,17 +138,13 @@ def case_rows(
     for rows in served_pairs.values():
         results += [r for r in rows if (r.backend, r.check) not in fresh_checks]
     order = {b.name: i for i, b in enumerate(backends)}
-    results.sort(key=lambda r: (r.check.startswith("vs "), order.get(_base(r), len(order))))
+    results.sort(key=lambda r: (r.is_comparison, order.get(r.base_backend, len(order))))
     return results
 
 
-def _base(row: CheckResult) -> str:
-    """The backend a row came from (a tuned op runs each backend per configuration)."""
-    return unconfigured(row.backend)
-
-
 def _of(row: CheckResult, backend: str) -> bool:
-    return _base(row) == backend
+    """Whether ``row`` came from ``backend`` (a tuned op runs each per configuration)."""
+    return row.base_backend == backend
 
 
 def op_rows(

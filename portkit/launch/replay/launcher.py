@@ -17,10 +17,11 @@ from portkit.launch.replay.recording import RecordingKernels
 from portkit.runtime import replaying as runtime_replaying
 from portkit.runtime.executor import PythonReplayer
 from portkit.runtime.recorder import MAX_FAILURES as MAX_FAILURES  # tests read it here
+from portkit.runtime.replayer_protocol import Replayer
 from portkit.runtime.replaying import saved_refs as saved_refs  # native_replayer's docstring
 
 
-def make_replayer(mode: str = "auto") -> Any:
+def make_replayer(mode: str = "auto") -> Replayer | None:
     """The replayer ``mode`` asks for (the session's ``replay`` setting, PORTKIT_REPLAY):
     None ("off"), the Python one ("python"), or the compiled one where it builds, the
     Python one where it does not ("auto", after one line on stderr saying why: the
@@ -49,7 +50,7 @@ class ReplayingLauncher(runtime_replaying.ReplayingLauncher):
         self,
         launcher: Callable[..., Any],
         kernels: KernelSet,
-        replayer: Any,
+        replayer: Replayer,
         flat: bool,
         check: Callable[[Sequence[Any]], None] | None = None,
         outputs: int | None = None,

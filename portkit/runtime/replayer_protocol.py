@@ -1,0 +1,68 @@
+"""``Replayer`` declared: what a ``ReplayingLauncher`` (``replaying.py``) asks of the
+replayer it holds, and what each replayer says it can do.
+
+Three replayers exist: the compiled one (``native_replayer.NativeReplayer``), portkit's
+Python one (``executor.PythonReplayer``) and a package's prepared functions
+(``prepared.PreparedReplayer``). What one can do beyond ``key``, ``run``, ``add`` and
+``len`` is a class attribute it declares, read where a launcher or an op is built; no
+caller tells them apart by the methods they happen to have:
+
+- ``carries_backward``: recordings name the tensors a forward saves (``add``'s ``saved``)
+  and ``set_backward`` gives plain-eager replays that want a gradient an autograd node
+  whose backward replays too (native.cpp). The compiled replayer only.
+- ``run_eager``: the op's whole plain-eager call of a recorded signature, or None.
+- ``op_kernels``: C++ kernels for the registered op that replay its forward's
+  recordings (``NativeReplayer.op_kernels``), or None.
+
+Standard library only: ``portkit export`` ships it with the rest of the runtime.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from .steps import Recording
+
+
+class Replayer(Protocol):
+    """Keys calls by their leaves, keeps recordings and replays them."""
+
+    carries_backward: bool  # see the module's docstring; a class attribute of each
+
+    @property
+    def run_eager(self) -> Callable[..., Any] | None: ...
+
+    @property
+    def op_kernels(self) -> Callable[..., Any] | None: ...
+
+    def key(self, leaves: Sequence[Any]) -> Hashable | None: ...
+
+    def run(self, leaves: Sequence[Any]) -> Any: ...  # None: not recorded
+
+    def add(self, leaves: Sequence[Any], recording: Recording) -> bool: ...
+
+    def __len__(self) -> int: ...
+
+
+class BackwardReplayer(Replayer, Protocol):
+    """A replayer that declares ``carries_backward = True``."""
+
+    def add(
+        self, leaves: Sequence[Any], recording: Recording, saved: tuple[int, ...] | None = None
+    ) -> bool: ...
+
+    def set_backward(
+        self,
+        backward: Any,
+        name: str,
+        grads: Sequence[bool],
+        structure: str,
+        fallback: Callable[..., Any],
+    ) -> None: ...
+
+
+def carries_backward(replayer: Replayer | None) -> bool:
+    """Whether ``replayer`` (None: no replayer) declares ``carries_backward``."""
+    return replayer is not None and replayer.carries_backward
