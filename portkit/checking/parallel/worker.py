@@ -17,7 +17,7 @@ import traceback
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 from portkit.checking.parallel.handoff import BackendState, OpRun, crashed, write_run
 
@@ -86,7 +86,7 @@ def check_op(session: Session, request: Request, name: str, say: IO[str]) -> OpR
         say.write(f"step {label}\n")
         say.flush()
 
-    common = {
+    common: dict[str, Any] = {
         "compile_first": request.compile_first,
         "advance": advance,
         "reuse": verdicts,
