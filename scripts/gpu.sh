@@ -279,7 +279,8 @@ speed() {
 tier() {
   local workers
   workers=$(($(nproc) * 3 / 4))
-  step gpu-tier 330 "${PYTEST[@]}" -n "$workers" -m gpu -v tests prototypes
+  # -v after PYTEST's -q only cancels it: -vv names each item with its verdict.
+  step gpu-tier 420 "${PYTEST[@]}" -n "$workers" -m gpu -vv tests prototypes
   # The bank's recorded GPU outcomes, every kernel afresh (the file comes back in $OUT).
   cp tests/simt/verdict_bank_gpu.json "$OUT/verdict_bank_gpu.json"
   step verdict-bank 90 "$PY" scripts/gpu_verdict_bank.py --launches 100 \
