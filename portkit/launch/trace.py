@@ -91,12 +91,22 @@ def numba_type(tensor: torch.Tensor) -> Any:
     return numba.typeof(tensor.numpy())
 
 
-def record_launches(op: Op, case: Case, backward: bool = True) -> list[Launch]:
-    """The launches of ``op``'s forward (and backward, if asked and defined) on ``case``."""
+def record_launches(
+    op: Op,
+    case: Case,
+    backward: bool = True,
+    *,
+    knob_choice: Any = None,
+    kind: KernelsKind = KernelsKind.TRACE,
+) -> list[Launch]:
+    """The launches of ``op``'s forward (and backward, if asked and defined) on ``case``,
+    with the declared knob defaults unless ``knob_choice`` (a ``KnobChoice``) is given;
+    ``kind=KernelsKind.SIMULATED``: the launches the CPU backends get (their small
+    ``portkit.sm_count``), not a GPU's."""
     log: list[Launch] = []
     recorders = {n: _Recorder(n, log) for n in op.kernels}
-    k = KernelSet(op.name, "trace", "cpu", recorders, kind=KernelsKind.TRACE)
-    k.knob_choice = declared_choice(op)
+    k = KernelSet(op.name, "trace", "cpu", recorders, kind=kind)
+    k.knob_choice = declared_choice(op) if knob_choice is None else knob_choice
     inputs = make_inputs(case, "cpu")
     outputs, saved = op.definition.forward(k, *inputs, *case.extra)
     if backward and op.definition.backward is not None:

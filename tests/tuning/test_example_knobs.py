@@ -3,7 +3,13 @@ others at their defaults) runs in portkit's simulator and in the twin compiled f
 CPU, each against the reference and prototype against twin, so a configuration
 `portkit tune` may pick on a GPU is one whose kernels were checked. The cases are small
 ones that reach each launcher's branches (rows walked in chunks, persistent grids that
-loop, short rows sharing a block)."""
+loop, short rows sharing a block).
+
+A knob reaches the kernels only through the launches its launcher makes (grid, block,
+scalar arguments: the twin is built once for every configuration). So a value runs on
+the cases where its launches differ from the defaults'; on the others it would launch
+the same kernels on the same inputs the defaults' run already checked. Every value must
+change the launches of some case, or this test would check nothing of it."""
 
 from __future__ import annotations
 
@@ -15,8 +21,10 @@ from portkit.backends import create
 from portkit.backends.twin_cpu.build import find_compiler
 from portkit.checking.configurations import PinnedBackend
 from portkit.checking.harness import run_case
+from portkit.launch.trace import record_launches
 from portkit.project.tuning_table import declared_choice
 from portkit.runtime.knob_choice import describe
+from portkit.runtime.launch_contract import KernelsKind
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -24,7 +32,9 @@ REPO = Path(__file__).resolve().parents[2]
 CASES = {
     "rmsnorm": ("float32-20x1000", "bfloat16-3x127"),
     "layernorm": ("float32-37x64", "float32-4x1000"),
-    "add_rmsnorm": ("float16-150x41", "bfloat16-4x1000"),
+    # float32-4x1000: bwd_elems 4 and 8 give half precision's 8-column packs the same
+    # threads; float32's 4-column packs tell them apart
+    "add_rmsnorm": ("float16-150x41", "bfloat16-4x1000", "float32-4x1000"),
     "softmax": ("float32-3x1000", "float32-2x4101"),
     "softmax_warp": ("float32-3x1000", "float32-2x4103"),
 }
@@ -48,11 +58,21 @@ def test_every_knob_value_agrees_in_the_simulator_and_the_cpu_twin(op_name, load
     if find_compiler() is not None:
         backends.append(create("twin-cpu", config))
     failures = []
-    for values in one_at_a_time(choice.declared):
+    configs = one_at_a_time(choice.declared)
+    defaults: dict[str, list] = {}
+    for values in configs:
         label = describe(values)
         pinned = choice.pinned(values, label)
         group = [PinnedBackend(b, pinned, label) for b in backends]
-        for case_name in CASES[op_name]:
+        launches = {
+            c: launches_of(op, op.case(c), pinned) for c in CASES[op_name]
+        }  # what sim and twin-cpu get (both run with the simulated SM count)
+        if values is configs[0]:
+            defaults = launches
+        changed = [c for c in CASES[op_name] if launches[c] != defaults[c]]
+        if values is not configs[0]:
+            assert changed, f"{op_name} {label}: no case launches differently from the defaults"
+        for case_name in CASES[op_name] if values is configs[0] else changed:
             results = run_case(op, op.case(case_name), group)
             ran = [r for r in results if r.status == "pass"]
             assert ran, f"{op_name} {case_name} {label}: nothing ran"
@@ -62,3 +82,12 @@ def test_every_knob_value_agrees_in_the_simulator_and_the_cpu_twin(op_name, load
             if len(backends) == 2:  # prototype against twin within the configuration
                 assert any(r.check.startswith("vs ") for r in ran), (op_name, case_name, label)
     assert not failures, "\n".join(failures)
+
+
+def launches_of(op, case, choice) -> list:
+    """Kernel, launch configuration and arguments (tensors by dtype and shape, scalars by
+    value) of each launch of the forward and backward, as a simulated ``k`` makes them."""
+    return [
+        (launch.kernel, launch.config, launch.args)
+        for launch in record_launches(op, case, knob_choice=choice, kind=KernelsKind.SIMULATED)
+    ]
