@@ -8,6 +8,7 @@ import json
 import os
 import random
 import re
+import sys
 
 import pytest
 
@@ -103,18 +104,45 @@ def project(pytester, make_project, sources):
     return make_project(ops, at=pytester.path)
 
 
-def collected(pytester, *args: str) -> list[str]:
-    result = pytester.runpytest_subprocess(
-        *plugin_args(), "prototypes", "-p", "no:cacheprovider", "--collect-only", "-q", *args
-    )
+# Several collections in one fresh process, one pytest.main each: a process's start-up
+# (torch, numba, the prototypes' imports) is most of a collection's seconds.
+_COLLECT = """
+import json, sys
+import pytest
+
+class Items:
+    ids = None
+    def pytest_collection_finish(self, session):
+        self.ids = [item.nodeid for item in session.items]
+
+found = []
+for args in json.loads(sys.argv[1]):
+    items = Items()
+    code = pytest.main(args, plugins=[items])
+    found.append([int(code), items.ids])
+print("COLLECTED " + json.dumps(found))
+"""
+
+
+def collected(pytester, *arg_lists: list[str]) -> list[list[str]]:
+    """The items each of ``arg_lists`` collects (`pytest prototypes --collect-only`), all
+    collected by the plugin in one fresh process."""
+    common = [*plugin_args(), "prototypes", "-p", "no:cacheprovider", "--collect-only", "-q"]
+    runs = json.dumps([common + list(args) for args in arg_lists])
+    result = pytester.run(sys.executable, "-c", _COLLECT, runs)
     assert result.ret == 0, result.stdout.str() + result.stderr.str()
-    return [line for line in result.outlines if re.match(r"^prototypes/\w+\.py::", line)]
+    line = next(line for line in result.outlines if line.startswith("COLLECTED "))
+    found = json.loads(line.removeprefix("COLLECTED "))
+    assert all(code == 0 for code, _ in found), result.stdout.str() + result.stderr.str()
+    return [ids for _, ids in found]
 
 
 def test_the_plugins_shards_partition_the_collected_items(pytester, project):
-    everything = collected(pytester)
+    everything, *parts = collected(
+        pytester, [], *(["--portkit-shard", f"{k}/3"] for k in (1, 2, 3))
+    )
     assert len(everything) > 10
-    parts = [collected(pytester, "--portkit-shard", f"{k}/3") for k in (1, 2, 3)]
+    assert all(n.startswith("prototypes/") for n in everything)
     assert sorted(n for part in parts for n in part) == sorted(everything)
     assert all(parts)
     for part in parts:  # three light ops over three shards: one whole op each
@@ -137,12 +165,12 @@ def test_a_bad_shard_is_a_usage_error(pytester, project):
 
 
 def test_a_shard_records_the_durations_of_its_own_items(pytester, project):
-    mine = collected(pytester, "-m", "sim", "--portkit-shard", "2/3")
     result = pytester.runpytest_subprocess(
         *plugin_args(),
         "prototypes",
         "-p",
         "no:cacheprovider",
+        "-v",
         "-m",
         "sim",
         "--portkit-shard",
@@ -152,8 +180,15 @@ def test_a_shard_records_the_durations_of_its_own_items(pytester, project):
     )
     assert result.ret == 0, result.stdout.str()
     assert "portkit shard 2/3 (whole ops, balanced by item count)" in result.stdout.str()
+    # the shard's items, as its own -v lines name them (one line each, its outcome)
+    mine = [
+        m.group(1)
+        for m in map(re.compile(r"^(prototypes/\w+\.py::\S+) PASSED").match, result.outlines)
+        if m
+    ]
     recorded = json.loads((pytester.path / "durations.json").read_text())
     assert sorted(recorded) == sorted(mine) and mine
+    assert len(mine) == result.parseoutcomes()["passed"]  # no item left out of the list
     assert all(seconds > 0 for seconds in recorded.values())
 
 
