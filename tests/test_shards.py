@@ -8,11 +8,11 @@ import json
 import os
 import random
 import re
-import sys
 
 import pytest
 
 from portkit.pytest_plugin import shards
+from tests.pytest_runs import pytest_runs
 from tests.test_plugin import plugin_args
 
 
@@ -104,37 +104,15 @@ def project(pytester, make_project, sources):
     return make_project(ops, at=pytester.path)
 
 
-# Several collections in one fresh process, one pytest.main each: a process's start-up
-# (torch, numba, the prototypes' imports) is most of a collection's seconds.
-_COLLECT = """
-import json, sys
-import pytest
-
-class Items:
-    ids = None
-    def pytest_collection_finish(self, session):
-        self.ids = [item.nodeid for item in session.items]
-
-found = []
-for args in json.loads(sys.argv[1]):
-    items = Items()
-    code = pytest.main(args, plugins=[items])
-    found.append([int(code), items.ids])
-print("COLLECTED " + json.dumps(found))
-"""
-
-
 def collected(pytester, *arg_lists: list[str]) -> list[list[str]]:
-    """The items each of ``arg_lists`` collects (`pytest prototypes --collect-only`), all
-    collected by the plugin in one fresh process."""
+    """The items each of ``arg_lists`` collects (`pytest prototypes --collect-only -q`),
+    the collections run one after another in one fresh process (tests/pytest_runs.py)."""
     common = [*plugin_args(), "prototypes", "-p", "no:cacheprovider", "--collect-only", "-q"]
-    runs = json.dumps([common + list(args) for args in arg_lists])
-    result = pytester.run(sys.executable, "-c", _COLLECT, runs)
-    assert result.ret == 0, result.stdout.str() + result.stderr.str()
-    line = next(line for line in result.outlines if line.startswith("COLLECTED "))
-    found = json.loads(line.removeprefix("COLLECTED "))
-    assert all(code == 0 for code, _ in found), result.stdout.str() + result.stderr.str()
-    return [ids for _, ids in found]
+    found = []
+    for result in pytest_runs(pytester, *(common + list(args) for args in arg_lists)):
+        assert result.ret == 0, result.stdout.str() + result.stderr.str()
+        found.append([line for line in result.outlines if re.match(r"^prototypes/\w+\.py::", line)])
+    return found
 
 
 def test_the_plugins_shards_partition_the_collected_items(pytester, project):
@@ -142,7 +120,6 @@ def test_the_plugins_shards_partition_the_collected_items(pytester, project):
         pytester, [], *(["--portkit-shard", f"{k}/3"] for k in (1, 2, 3))
     )
     assert len(everything) > 10
-    assert all(n.startswith("prototypes/") for n in everything)
     assert sorted(n for part in parts for n in part) == sorted(everything)
     assert all(parts)
     for part in parts:  # three light ops over three shards: one whole op each

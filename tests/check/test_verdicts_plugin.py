@@ -9,6 +9,7 @@ import re
 import pytest
 import torch  # noqa: F401  (before pytester: see tests/test_plugin.py)
 
+from tests.pytest_runs import pytest_runs
 from tests.test_plugin import plugin_args
 
 GOOD, BAD = "vp_good", "vp_bad"
@@ -68,15 +69,18 @@ def test_an_edit_runs_the_item_again(pytester, project):
     assert found[f"{GOOD}.py::sim[float32-n129]"] == "PASSED"
 
 
-def collected(pytester, *args: str) -> set[str]:
-    result = pytester.runpytest_subprocess(
-        *plugin_args(), "prototypes", "-p", "no:cacheprovider", "--collect-only", "-q", *args
-    )
-    return {line.split("prototypes/", 1)[1] for line in result.outlines if "::" in line}
+def collected(pytester, *markers: str) -> list[set[str]]:
+    """The items each marker expression selects, collected in one fresh process."""
+    args = [*plugin_args(), "prototypes", "-p", "no:cacheprovider", "--collect-only", "-q"]
+    results = pytest_runs(pytester, *([*args, "-m", m] for m in markers))
+    return [
+        {line.split("prototypes/", 1)[1] for line in result.outlines if "::" in line}
+        for result in results
+    ]
 
 
 def test_phase_markers_split_the_suite(pytester, project):
-    cpu, gpu = collected(pytester, "-m", "cpu"), collected(pytester, "-m", "gpu")
+    cpu, gpu = collected(pytester, "cpu", "gpu")
     assert cpu and gpu and not cpu & gpu
     assert f"{GOOD}.py::compile[twin]" in cpu and f"{GOOD}.py::lint" in cpu
     assert f"{GOOD}.py::twin-cpu[float32-n129]" in cpu and f"{GOOD}.py::sim[float32-n129]" in cpu

@@ -34,8 +34,7 @@ out[i] = s[THREADS - 1 - t] * 0.0 + x[i] * 2.0
 def project(make_project, name: str, body: str, table: str = ""):
     py = "import numba\n" + unary_op(name, body, bound="True", cases=ONE_CASE)
     portkit_table = (
-        'prototypes = "prototypes"\ncuda-src = "cuda_src"\ncache-dir = ".portkit-cache"\n'
-        + table
+        'prototypes = "prototypes"\ncuda-src = "cuda_src"\ncache-dir = ".portkit-cache"\n' + table
     )
     root = make_project({name: (py, None)}, portkit_table=portkit_table)
     line = next(
@@ -135,17 +134,18 @@ def test_the_notebook_api_returns_the_warnings(make_project, monkeypatch):
 
 
 def test_generated_pytest_items_emit_the_warnings(make_project, pytester):
+    from tests.pytest_runs import pytest_runs
     from tests.test_plugin import plugin_args
 
     name = "sw_plug"
     py = "import numba\n" + unary_op(name, EARLY_RETURN, bound="True", cases=ONE_CASE)
     make_project({name: (py, None)}, at=pytester.path)
     args = [*plugin_args(), "prototypes", "-p", "no:cacheprovider", "-m", "sim", "-q"]
-    result = pytester.runpytest_subprocess(*args, "-W", "always")
+    # both runs in one fresh process (tests/pytest_runs.py): each its own session
+    result, strict = pytest_runs(pytester, [*args, "-W", "always"], [*args, "--portkit-strict"])
     result.assert_outcomes(passed=1)
     text = result.stdout.str()
     assert "SimulatorWarning: [barrier-after-exit] kernel sw_plug_fwd" in text
 
-    strict = pytester.runpytest_subprocess(*args, "--portkit-strict")
     strict.assert_outcomes(failed=1)
     assert "reached by 1 of the block's 32 threads" in strict.stdout.str()

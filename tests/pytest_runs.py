@@ -1,0 +1,43 @@
+"""Several runs of pytest with the portkit plugin over one throwaway project, in one fresh
+process: one ``pytest.main`` after another, each with its own output. A fresh process
+costs seconds before the first item (torch, numba, the prototypes' imports), most of
+what a collection or a one-item run takes; the runs still share nothing but the process
+(each has its own session, config and reports), and the tests still read each run's
+exit code and output lines as pytester's ``RunResult``."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+# Each run's stdout and stderr go to buffers: pytest's terminal reporter writes to the
+# sys.stdout it finds when it configures, and a usage error goes to sys.stderr.
+_RUNS = """
+import io, json, sys
+import pytest
+
+found = []
+for args in json.loads(sys.argv[1]):
+    out, err = io.StringIO(), io.StringIO()
+    sys.stdout, sys.stderr = out, err
+    try:
+        code = pytest.main(args)
+    finally:
+        sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+    found.append([int(code), out.getvalue(), err.getvalue()])
+print("PYTEST-RUNS " + json.dumps(found))
+"""
+
+
+def pytest_runs(pytester: pytest.Pytester, *arg_lists: list[str]) -> list[pytest.RunResult]:
+    """The result of ``pytest *args`` for each of ``arg_lists``, run in ``pytester.path``
+    one after another in one fresh Python process."""
+    result = pytester.run(sys.executable, "-c", _RUNS, json.dumps([list(a) for a in arg_lists]))
+    lines = [line for line in result.outlines if line.startswith("PYTEST-RUNS ")]
+    assert result.ret == 0 and lines, result.stdout.str() + result.stderr.str()
+    return [
+        pytest.RunResult(code, out.splitlines(), err.splitlines(), result.duration)
+        for code, out, err in json.loads(lines[-1].removeprefix("PYTEST-RUNS "))
+    ]
