@@ -8,7 +8,11 @@ exit code and output lines as pytester's ``RunResult``."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -34,10 +38,24 @@ print("PYTEST-RUNS " + json.dumps(found))
 def pytest_runs(pytester: pytest.Pytester, *arg_lists: list[str]) -> list[pytest.RunResult]:
     """The result of ``pytest *args`` for each of ``arg_lists``, run in ``pytester.path``
     one after another in one fresh Python process."""
-    result = pytester.run(sys.executable, "-c", _RUNS, json.dumps([list(a) for a in arg_lists]))
-    lines = [line for line in result.outlines if line.startswith("PYTEST-RUNS ")]
-    assert result.ret == 0 and lines, result.stdout.str() + result.stderr.str()
+    return pytest_runs_in(pytester.path, *arg_lists)
+
+
+def pytest_runs_in(root: Path, *arg_lists: list[str]) -> list[pytest.RunResult]:
+    """``pytest_runs`` in the folder ``root`` (for a module's project, made once)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", _RUNS, json.dumps([list(a) for a in arg_lists])],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("PYTEST-RUNS ")]
+    assert done.returncode == 0 and lines, done.stdout + done.stderr
+    duration = time.perf_counter() - started
     return [
-        pytest.RunResult(code, out.splitlines(), err.splitlines(), result.duration)
+        pytest.RunResult(code, out.splitlines(), err.splitlines(), duration)
         for code, out, err in json.loads(lines[-1].removeprefix("PYTEST-RUNS "))
     ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 from importlib.metadata import entry_points
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +19,8 @@ from portkit.backends.twin_cpu.build import compiler_unavailable_reason
 from portkit.checking.harness import gpu_implementations
 from portkit.project.config import load_config
 from portkit.project.discovery import discover
+from tests.conftest import ONE_CASE, make_project_at, unary_op, unary_twin
+from tests.pytest_runs import pytest_runs_in
 
 GOOD = "plug_good"
 BAD = "plug_bad"
@@ -32,22 +35,54 @@ def plugin_args() -> list[str]:
     return [] if installed and autoload else ["-p", "portkit.pytest_plugin"]
 
 
+def three_ops() -> dict[str, tuple[str | None, str | None]]:
+    """A good op, a wrong one (3x where the reference doubles) and one that fails to import."""
+    return {
+        GOOD: (
+            unary_op(GOOD, backward="dx[i] = dy[i] * 2.0"),
+            unary_twin(GOOD, backward="dx[i] = dy[i] * T(2);"),
+        ),
+        BAD: (
+            unary_op(BAD, "out[i] = x[i] * 3.0", cases=ONE_CASE),
+            unary_twin(BAD, "out[i] = x[i] * T(3);"),
+        ),
+        BROKEN: ("import portkit_no_such_module_xyz\n", None),
+    }
+
+
 @pytest.fixture
-def project(pytester, make_project, sources):
-    return make_project(
-        {
-            GOOD: (
-                sources.unary_op(GOOD, backward="dx[i] = dy[i] * 2.0"),
-                sources.unary_twin(GOOD, backward="dx[i] = dy[i] * T(2);"),
-            ),
-            BAD: (
-                sources.unary_op(BAD, "out[i] = x[i] * 3.0", cases=sources.ONE_CASE),
-                sources.unary_twin(BAD, "out[i] = x[i] * T(3);"),
-            ),
-            BROKEN: ("import portkit_no_such_module_xyz\n", None),
-        },
-        at=pytester.path,
-    )
+def project(pytester, make_project):
+    return make_project(three_ops(), at=pytester.path)
+
+
+# The runs of the generated suite the tests below read, by name: pytest's arguments.
+RUNS = {
+    "all": ["-v", "-rs"],
+    "sim": ["-v", "-m", "sim"],
+    "twin_cpu": ["-v", "-m", "twin_cpu"],
+    "compile": ["-q", "-m", "compile"],
+    "bench": ["-v", "-rs", "-m", "bench", "--portkit-bench-baseline", "baseline.json"],
+    "gpu": ["-v", "-rs", "-m", "gpu and not bench"],
+    "seeds": ["-m", "sim", "--portkit-seeds", "3", "-k", GOOD],
+}
+
+
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory) -> tuple[Path, dict[str, pytest.RunResult]]:
+    """The three ops' project, made once, and each of ``RUNS`` of its generated suite,
+    run one after another in one fresh process (tests/pytest_runs.py): a process's
+    start-up (torch, numba, the prototypes) would be most of each run's seconds."""
+    root = make_project_at(tmp_path_factory.mktemp("plugin") / "project", three_ops())
+    (root / "baseline.json").write_text("{}")
+    # what a test below skips is not run: the gpu items where a GPU runs them, the CPU
+    # twin's without a compiler
+    no_gpu = all(gpu_reasons(root).values())
+    skipped = {"gpu"} if not no_gpu else set()
+    skipped |= {"twin_cpu"} if compiler_unavailable_reason() else set()
+    names = [name for name in RUNS if name not in skipped]
+    common = [*plugin_args(), "prototypes", "-p", "no:cacheprovider", "--strict-markers"]
+    results = pytest_runs_in(root, *([*common, *RUNS[name]] for name in names))
+    return root, dict(zip(names, results))
 
 
 def run(pytester, *args: str):
@@ -71,8 +106,9 @@ def gpu_reasons(root) -> dict[str, str | None]:
     return {name: create(name, config).unavailable_reason for name in ("numba", "twin")}
 
 
-def test_generated_items(pytester, project):
-    result = run(pytester, "-v", "-rs")
+def test_generated_items(suite):
+    project, runs = suite
+    result = runs["all"]
     text = result.stdout.str()
     got = outcomes(result)
 
@@ -128,8 +164,8 @@ def test_generated_items(pytester, project):
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 
-def test_marker_selects_sim_only(pytester, project):
-    result = run(pytester, "-v", "-m", "sim")
+def test_marker_selects_sim_only(suite):
+    result = suite[1]["sim"]
     got = outcomes(result)
     assert sorted(got) == sorted(
         [f"{GOOD}.py::sim[{c}]" for c in GOOD_CASES] + [f"{BAD}.py::sim[float32-n129]"]
@@ -141,10 +177,10 @@ def test_marker_selects_sim_only(pytester, project):
     assert "skipped" not in parsed
 
 
-def test_marker_selects_the_cpu_twin(pytester, project):
+def test_marker_selects_the_cpu_twin(suite):
     if compiler_unavailable_reason():
         pytest.skip("no C++ compiler for the CPU twin")
-    result = run(pytester, "-v", "-m", "twin_cpu")
+    result = suite[1]["twin_cpu"]
     got = outcomes(result)
     expected = [f"{GOOD}.py::{b}[{c}]" for c in GOOD_CASES for b in ("twin-cpu", "sim~twin-cpu")]
     expected += [f"{BAD}.py::twin-cpu[float32-n129]", f"{BAD}.py::sim~twin-cpu[float32-n129]"]
@@ -155,8 +191,8 @@ def test_marker_selects_the_cpu_twin(pytester, project):
     assert "twin-cpu forward: output 0: 129 of 129 elements differ" in result.stdout.str()
 
 
-def test_marker_selects_compile_only(pytester, project):
-    result = run(pytester, "-q", "-m", "compile")
+def test_marker_selects_compile_only(suite):
+    result = suite[1]["compile"]
     # compile[numba], compile[twin] and lint of both ops pass: their Python float literals
     # (`* 2.0`, `* 3.0`) fold into float32 constants, so the PTX has no float64 instruction
     # and lint has no finding (a float64 accumulator fails it: tests/lint/test_severity.py)
@@ -201,21 +237,21 @@ def test_large_cases_run_in_sim_only_and_are_marked(pytester, make_project, sour
             assert "large case: on a CPU only portkit's simulator (`sim`) runs it" in text
 
 
-def test_bench_items_need_a_gpu_even_with_a_baseline(pytester, project):
-    baseline = pytester.path / "baseline.json"
-    baseline.write_text("{}")
-    result = run(pytester, "-v", "-rs", "-m", "bench", "--portkit-bench-baseline", str(baseline))
+def test_bench_items_need_a_gpu_even_with_a_baseline(suite):
+    project, runs = suite
+    result = runs["bench"]  # --portkit-bench-baseline baseline.json, a file of {}
     got = outcomes(result)
     assert got[f"{GOOD}.py::bench"] in ("SKIPPED" if gpu_reasons(project)["twin"] else "FAILED",)
     if gpu_reasons(project)["twin"]:
         assert "portkit bench needs an NVIDIA GPU" in result.stdout.str()
 
 
-def test_gpu_items_without_a_gpu_are_skipped_with_their_reason(pytester, project):
+def test_gpu_items_without_a_gpu_are_skipped_with_their_reason(suite):
+    project, runs = suite
     reasons = gpu_reasons(project)
     if not (reasons["numba"] and reasons["twin"]):
         pytest.skip("this machine has a GPU: the gpu items run")
-    result = run(pytester, "-v", "-rs", "-m", "gpu and not bench")
+    result = runs["gpu"]
     got = outcomes(result)
     assert got and set(got.values()) == {"SKIPPED"}
     summary = [line for line in result.outlines if line.startswith("SKIPPED [")]
@@ -225,10 +261,8 @@ def test_gpu_items_without_a_gpu_are_skipped_with_their_reason(pytester, project
         assert reason in (reasons["numba"], reasons["twin"]) or "GPU" in reason, line
 
 
-def test_portkit_seeds_runs_every_case_with_n_seeds_and_lists_the_worst_margins(
-    pytester, project
-):
-    result = run(pytester, "-m", "sim", "--portkit-seeds", "3", "-k", GOOD)
+def test_portkit_seeds_runs_every_case_with_n_seeds_and_lists_the_worst_margins(suite):
+    result = suite[1]["seeds"]
     assert result.parseoutcomes()["passed"] == 3
     text = "\n".join(result.outlines)
     assert "portkit: worst margin over 3 seeds (1 = the bound)" in text
