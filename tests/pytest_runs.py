@@ -19,11 +19,12 @@ import pytest
 # Each run's stdout and stderr go to buffers: pytest's terminal reporter writes to the
 # sys.stdout it finds when it configures, and a usage error goes to sys.stderr.
 _RUNS = """
-import io, json, sys
+import io, json, os, sys
 import pytest
 
 found = []
-for args in json.loads(sys.argv[1]):
+for folder, args in json.loads(sys.argv[1]):
+    os.chdir(folder)
     out, err = io.StringIO(), io.StringIO()
     sys.stdout, sys.stderr = out, err
     try:
@@ -41,12 +42,17 @@ def pytest_runs(pytester: pytest.Pytester, *arg_lists: list[str]) -> list[pytest
     return pytest_runs_in(pytester.path, *arg_lists)
 
 
-def pytest_runs_in(root: Path, *arg_lists: list[str]) -> list[pytest.RunResult]:
-    """``pytest_runs`` in the folder ``root`` (for a module's project, made once)."""
+def pytest_runs_in(
+    root: Path, *arg_lists: list[str], folders: list[Path] | None = None
+) -> list[pytest.RunResult]:
+    """``pytest_runs`` in the folder ``root`` (for a module's project, made once), or
+    each run in its own of ``folders`` (a project each)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
+    runs = [[str(f), list(a)] for f, a in zip(folders or [root] * len(arg_lists), arg_lists)]
+    assert len(runs) == len(arg_lists), "one folder for each run"
     started = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-c", _RUNS, json.dumps([list(a) for a in arg_lists])],
+        [sys.executable, "-c", _RUNS, json.dumps(runs)],
         cwd=root,
         env=env,
         capture_output=True,

@@ -121,16 +121,22 @@ def test_a_finding_in_several_dtypes_is_one_line_listing_them(make_project, sour
     assert finding.line().endswith("[float32, float64]")
 
 
-def test_pytest_lint_item_follows_the_same_model(pytester, make_project, sources):
-    from tests.test_plugin import outcomes, run
+def test_pytest_lint_item_follows_the_same_model(tmp_path, make_project, sources):
+    from tests.pytest_runs import pytest_runs_in
+    from tests.test_plugin import outcomes, plugin_args
 
     acc = sources.unary_op("sev_pacc", ACCUMULATE, reference="lambda x: x * 3")
     warn = sources.unary_op("sev_pwarn", INDEX_IN_LOOP, reference="lambda x: x.clone()")
-    make_project({"sev_pacc": (acc, None), "sev_pwarn": (warn, None)}, at=pytester.path)
-    got = outcomes(run(pytester, "-v", "-k", "lint"))
-    assert got == {"sev_pacc.py::lint": "FAILED", "sev_pwarn.py::lint": "PASSED"}
-
+    default = make_project({"sev_pacc": (acc, None), "sev_pwarn": (warn, None)})
     table = WARN_ONLY_TABLE + 'lint-warnings = "error"\n'
-    make_project({"sev_pwarn": (warn, None)}, at=pytester.path, portkit_table=table)
-    got = outcomes(run(pytester, "-v", "-k", "sev_pwarn and lint"))
-    assert got == {"sev_pwarn.py::lint": "FAILED"}
+    strict = make_project({"sev_pwarn": (warn, None)}, portkit_table=table)
+    # both projects' suites in one fresh process (tests/pytest_runs.py), each from its folder
+    args = [*plugin_args(), "prototypes", "-p", "no:cacheprovider", "--strict-markers", "-v"]
+    first, second = pytest_runs_in(
+        tmp_path,
+        [*args, "-k", "lint"],
+        [*args, "-k", "sev_pwarn and lint"],
+        folders=[default, strict],
+    )
+    assert outcomes(first) == {"sev_pacc.py::lint": "FAILED", "sev_pwarn.py::lint": "PASSED"}
+    assert outcomes(second) == {"sev_pwarn.py::lint": "FAILED"}
