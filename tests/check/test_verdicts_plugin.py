@@ -46,10 +46,14 @@ def statuses(result) -> dict[str, str]:
 
 
 def test_unchanged_passes_are_reported_cached_and_failures_run_again(pytester, project):
-    first = statuses(run(pytester, "-m", "sim"))
+    # three sessions one after another in one fresh process (tests/pytest_runs.py): the
+    # verdict store is a file, read by each session as it starts
+    args = [*plugin_args(), "prototypes", "-p", "no:cacheprovider", "--strict-markers", "-v"]
+    sim = [*args, "-m", "sim"]
+    first, second, forced = pytest_runs(pytester, sim, sim, [*sim, "--portkit-no-cache"])
+    first = statuses(first)
     assert first[f"{GOOD}.py::sim[float32-n129]"] == "PASSED"
     assert first[f"{BAD}.py::sim[float32-n129]"] == "FAILED"
-    second = run(pytester, "-m", "sim")
     found = statuses(second)
     assert found[f"{GOOD}.py::sim[float32-n129]"] == "CACHED"
     assert found[f"{BAD}.py::sim[float32-n129]"] == "FAILED"  # never served
@@ -57,8 +61,7 @@ def test_unchanged_passes_are_reported_cached_and_failures_run_again(pytester, p
     summary = second.outlines[-1]
     assert "1 failed" in summary and "1 cached" in summary and "passed" not in summary
     assert any("1 item(s) passed before and are unchanged" in line for line in second.outlines)
-    forced = statuses(run(pytester, "-m", "sim", "--portkit-no-cache"))
-    assert forced[f"{GOOD}.py::sim[float32-n129]"] == "PASSED"
+    assert statuses(forced)[f"{GOOD}.py::sim[float32-n129]"] == "PASSED"
 
 
 def test_an_edit_runs_the_item_again(pytester, project):
