@@ -231,7 +231,7 @@ PY
 
 scale() {
   local gpus selection=(prototypes/sigmoid.py prototypes/softmax.py -m gpu)
-  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+  gpus=$(gpu_count)
   CUDA_VISIBLE_DEVICES=0 step gpu-tier-1-gpu 200 "${PYTEST[@]}" "${selection[@]}"
   if [ "$gpus" -ge 2 ]; then
     step "gpu-tier-$gpus-gpus" 200 "${PYTEST[@]}" -n "$gpus" "${selection[@]}"

@@ -73,9 +73,22 @@ def run_seeds(
     op_notes: bool = True,
 ) -> tuple[list[CheckResult], list[WorstMargin]]:
     """``run_suite`` once per seed (the compile checks and op-wide rows once), and the
-    worst margin per check over all cases and seeds."""
+    worst margin per check over all cases and seeds; with one seed, ``run_suite``'s rows
+    and no margins (`portkit check` lists them only under ``--seeds N``)."""
     from portkit.checking.harness import run_suite
 
+    if seeds == 1:
+        suite = run_suite(
+            plan,
+            backends,
+            config,
+            compile_first=compile_first,
+            advance=advance,
+            settings=settings,
+            reuse=reuse,
+            op_notes=op_notes,
+        )
+        return suite, []
     results: list[CheckResult] = []
     tagged: list[tuple[CheckResult, int]] = []
     for round_ in range(seeds):

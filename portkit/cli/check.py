@@ -193,7 +193,8 @@ def check(
     cached (counted apart; --no-cache runs everything); docs/verdict-cache.md.
     """
     from portkit.backends import create_all
-    from portkit.checking.harness import plan_suite, run_suite
+    from portkit.checking.harness import plan_suite
+    from portkit.checking.seeds import run_seeds
     from portkit.checking.verdicts.phases import phase_backends
     from portkit.checking.verdicts.serve import open_verdicts
     from portkit.cli.render import progress_bar
@@ -248,12 +249,7 @@ def check(
             "reuse": verdicts,
             "op_notes": phase != "gpu",
         }
-        if seeds > 1:
-            from portkit.checking.seeds import run_seeds
-
-            results, margins = run_seeds(plan, backends, config, seeds, **common)
-        else:
-            results = run_suite(plan, backends, config, **common)
+        results, margins = run_seeds(plan, backends, config, seeds, **common)
     if verdicts is not None:
         verdicts.store.save()
     report: list[str] = []

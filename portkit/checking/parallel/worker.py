@@ -65,7 +65,8 @@ def check_op(session: Session, request: Request, name: str, say: IO[str]) -> OpR
     of its own, so ``-v``'s engine counts (the simulator's lockstep fallbacks) are the
     op's, not the sum of the ops this worker checked before."""
     from portkit.backends import create_all
-    from portkit.checking.harness import plan_suite, run_suite
+    from portkit.checking.harness import plan_suite
+    from portkit.checking.seeds import run_seeds
     from portkit.checking.verdicts.phases import phase_backends
     from portkit.checking.verdicts.serve import open_verdicts
 
@@ -92,14 +93,9 @@ def check_op(session: Session, request: Request, name: str, say: IO[str]) -> OpR
         "reuse": verdicts,
         "op_notes": request.phase != "gpu",
     }
-    results: list = []
-    margins: list = []
-    if plan and request.seeds > 1:
-        from portkit.checking.seeds import run_seeds
-
-        results, margins = run_seeds(plan, backends, session.config, request.seeds, **common)
-    elif plan:
-        results = run_suite(plan, backends, session.config, **common)
+    results, margins = (
+        run_seeds(plan, backends, session.config, request.seeds, **common) if plan else ([], [])
+    )
     if verdicts is not None:
         verdicts.store.save()
     report: list[str] = []
