@@ -36,8 +36,9 @@
 #              card at a time; TUNE_BUDGET configurations a case; TUNE_OPS="a b" narrows), the tables merged into
 #              tuning/ and copied to $OUT/tuning/ to commit; then `portkit check` of every
 #              configuration the tables pick and the tuning tests (CHECK_TUNED=0: not)
-#   tier       after a change: the suite's GPU tier over every GPU (-v: each item's verdict in
-#              the log even if the step is cut), the simulator's verdict bank against numba on
+#   tier       after a change: the suite's GPU tier over every GPU (-vv: each item's verdict in
+#              the log even if the step is cut; TIER_PATHS="tests" narrows it, TIER_LIMIT
+#              its seconds, 420 by default), the simulator's verdict bank against numba on
 #              the GPU (100 launches each), the third-party kernels on the GPU beside the simulator
 #   seeds      tests/user_ops's ops, the repository's ops (--quick) and the norms' GPU-sized
 #              cases with 20 seeds (worst margins; the ops dealt over the GPUs), the exported
@@ -280,7 +281,9 @@ tier() {
   local workers
   workers=$(($(nproc) * 3 / 4))
   # -v after PYTEST's -q only cancels it: -vv names each item with its verdict.
-  step gpu-tier 420 "${PYTEST[@]}" -n "$workers" -m gpu -vv tests prototypes
+  # TIER_PATHS narrows it (e.g. "tests" where a shards run covered prototypes/).
+  # shellcheck disable=SC2086
+  step gpu-tier "${TIER_LIMIT:-420}" "${PYTEST[@]}" -n "$workers" -m gpu -vv ${TIER_PATHS:-tests prototypes}
   # The bank's recorded GPU outcomes, every kernel afresh (the file comes back in $OUT).
   cp tests/simt/verdict_bank_gpu.json "$OUT/verdict_bank_gpu.json"
   step verdict-bank 90 "$PY" scripts/gpu_verdict_bank.py --launches 100 \
