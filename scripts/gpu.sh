@@ -36,6 +36,9 @@
 #              card at a time; TUNE_BUDGET configurations a case; TUNE_OPS="a b" narrows), the tables merged into
 #              tuning/ and copied to $OUT/tuning/ to commit; then `portkit check` of every
 #              configuration the tables pick and the tuning tests (CHECK_TUNED=0: not)
+#   pytest     the given pytest arguments with this script's setup, each item named and
+#              every failure's traceback (PYTEST_LIMIT seconds, 500 by default), e.g.
+#              `gpu.sh pytest tests/watch/test_resident.py` after a tier named its failures
 #   tier       after a change: the suite's GPU tier over every GPU (-vv: each item's verdict in
 #              the log even if the step is cut; TIER_PATHS="tests" narrows it, TIER_LIMIT
 #              its seconds, 420 by default), the simulator's verdict bank against numba on
@@ -63,6 +66,8 @@ fi
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 set -uo pipefail
 SUB=${1:-}
+shift || true
+ARGS=("$@")  # the pytest subcommand's arguments
 OUT=${OUT:-$PWD/gpu-out}
 LOGS=$OUT/$SUB
 PY=${PYTHON:-python3}
@@ -267,7 +272,8 @@ speed() {
   local op
   if [ "${TUNE:-1}" != 0 ]; then
     for op in rmsnorm layernorm softmax softmax_warp add_rmsnorm; do
-      step "tune-$op" 75 "${PORTKIT[@]}" tune "$op" --budget 10 --reps 15 --warmup 2
+      # add_rmsnorm's grid is the largest (36 configurations a case): it needs the longest.
+      step "tune-$op" "$([ "$op" = add_rmsnorm ] && echo 150 || echo 75)" "${PORTKIT[@]}" tune "$op" --budget 10 --reps 15 --warmup 2
     done
     mkdir -p "$LOGS/tuning" && cp tuning/*.json "$LOGS/tuning/"
   fi
@@ -275,6 +281,10 @@ speed() {
   step bench 170 "${PORTKIT[@]}" bench sigmoid vector_add elementwise_mul softmax softmax_warp \
     layernorm rmsnorm add_rmsnorm --impl torch --impl baseline --impl twin --reps 20 \
     --save "$LOGS/bench.json"
+}
+
+pytest_() {
+  step pytest "${PYTEST_LIMIT:-500}" "${PYTEST[@]}" -vv --tb=long --durations=20 "${ARGS[@]}"
 }
 
 tier() {
@@ -382,8 +392,9 @@ case "$SUB" in
   suite | trust | sanitizer | bench | startup | simulator | replay | scale | tune | speed | shards | phases | tier | seeds) run=$SUB ;;
   export) run=export_ ;;
   twin-cpu) run=twin_cpu ;;
+  pytest) run=pytest_ ;;
   *)
-    echo "usage: OUT=DIR bash scripts/gpu.sh suite|trust|sanitizer|export|bench|startup|twin-cpu|simulator|replay|scale|tune|speed|shards|phases|tier|seeds" >&2
+    echo "usage: OUT=DIR bash scripts/gpu.sh pytest ARGS...|suite|trust|sanitizer|export|bench|startup|twin-cpu|simulator|replay|scale|tune|speed|shards|phases|tier|seeds" >&2
     exit 2
     ;;
 esac
