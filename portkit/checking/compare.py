@@ -201,32 +201,63 @@ def compare(
     # copied to the host to pass); the figures of a mismatch are computed on the host.
     if _all_close(actual.detach(), expected.detach().to(actual.device), tolerance):
         return None
-    a = actual.detach().cpu()
-    e = expected.detach().cpu()
-    errors = elementwise_errors(a, e, tolerance)
-    bad, diff, rel, ulps = errors.bad, errors.abs, errors.rel, errors.ulps
-    if not bool(bad.any()):
+    import torch
+
+    figures = _MismatchFigures()
+    flat_a = actual.detach().reshape(-1)
+    flat_e = expected.detach().to(actual.device).reshape(-1)
+    # In slices: the float64 figures of a 2^31-element case would take ~100 GB at once.
+    for start in range(0, flat_a.numel(), FIGURE_SLICE):
+        a = flat_a[start : start + FIGURE_SLICE].cpu()
+        e = flat_e[start : start + FIGURE_SLICE].cpu()
+        figures.add(start, a, e, elementwise_errors(a, e, tolerance))
+    if not figures.count:
         return None
-    figured = bad & errors.finite  # NaN/Inf mismatches have no error figures
-    nonfinite = int((bad & ~errors.finite).sum())
-    indices = bad.nonzero()[:SHOWN_MISMATCHES]
     first = tuple(
-        (tuple(int(i) for i in idx), float(a[tuple(idx)]), float(e[tuple(idx)])) for idx in indices
+        (tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), actual.shape)), a, e)
+        for flat, a, e in figures.first
     )
     return Mismatch(
         what=what,
-        count=int(bad.sum()),
-        total=a.numel(),
-        max_abs=float(diff[figured].max()) if figured.any() else 0.0,
-        max_rel=float(rel[figured].max()) if figured.any() else 0.0,
-        max_ulp=int(ulps[figured].max()) if figured.any() else 0,
+        count=figures.count,
+        total=actual.numel(),
+        max_abs=figures.max_abs,
+        max_rel=figures.max_rel,
+        max_ulp=figures.max_ulp,
         first=first,
         tolerance=tolerance,
         got=got,
         expected=expected_by,
-        nonfinite=nonfinite,
-        integer=not a.dtype.is_floating_point,
+        nonfinite=figures.nonfinite,
+        integer=not actual.dtype.is_floating_point,
     )
+
+
+FIGURE_SLICE = 1 << 24  # elements per slice of a mismatch's figures (~0.7 GB of float64)
+
+
+class _MismatchFigures:
+    """A mismatch's figures gathered slice by slice of the flattened tensors."""
+
+    def __init__(self) -> None:
+        self.count = self.nonfinite = self.max_ulp = 0
+        self.max_abs = self.max_rel = 0.0
+        self.first: list[tuple[int, float, float]] = []  # (flat index, actual, expected)
+
+    def add(self, start: int, a: torch.Tensor, e: torch.Tensor, errors: ElementErrors) -> None:
+        bad = errors.bad
+        count = int(bad.sum())
+        if not count:
+            return
+        self.count += count
+        figured = bad & errors.finite  # NaN/Inf mismatches have no error figures
+        self.nonfinite += int((bad & ~errors.finite).sum())
+        if figured.any():
+            self.max_abs = max(self.max_abs, float(errors.abs[figured].max()))
+            self.max_rel = max(self.max_rel, float(errors.rel[figured].max()))
+            self.max_ulp = max(self.max_ulp, int(errors.ulps[figured].max()))
+        for i in bad.nonzero()[: SHOWN_MISMATCHES - len(self.first)].flatten().tolist():
+            self.first.append((start + i, float(a[i]), float(e[i])))
 
 
 def _all_close(a: torch.Tensor, e: torch.Tensor, tolerance: Tolerance) -> bool:

@@ -13,7 +13,7 @@ import torch
 
 N = 2**31 + 4096  # past INT_MAX by more than a block: the last blocks' int index wraps
 
-PROTOTYPE = '''
+PROTOTYPE = """
 import torch
 from numba import cuda
 
@@ -48,7 +48,7 @@ class ByteCopy:
         if n:
             k.byte_copy[portkit.cdiv(n, 256), 256](x, out, n)
         return out, ()
-'''.replace("__N__", str(N))
+""".replace("__N__", str(N))
 
 TWINS = {
     "long long": """
@@ -84,17 +84,29 @@ def test_case_past_int_max_fails_an_int_twin(twin, make_project, portkit_process
         pytest.skip("needs 16 GiB free on the GPU: the case is 2^31 bytes a tensor")
     root = make_project({"byte_copy": (PROTOTYPE, TWINS[twin])})
     done = portkit_process(
-        root, "check", "byte_copy", "--backend", "twin,torch", "--case", "uint8-past-int-max",
-        "--case", "uint8-n129", "--no-compile", "--json", timeout=300,
+        root,
+        "check",
+        "byte_copy",
+        "--backend",
+        "twin,torch",
+        "--case",
+        "uint8-past-int-max",
+        "--case",
+        "uint8-n129",
+        "--no-compile",
+        "--json",
+        timeout=300,
     )
+    said = f"exit {done.returncode}; stdout: {done.stdout[-2000:]}; stderr: {done.stderr[-3000:]}"
+    assert done.stdout.startswith("{"), said  # a crash (out of memory, say) prints no table
     rows = json.loads(done.stdout)["results"]
     big = [r for r in rows if r["backend"] == "twin" and r["case"] == "uint8-past-int-max"]
     small = [r for r in rows if r["backend"] == "twin" and r["case"] == "uint8-n129"]
-    assert big and small, done.stdout[-2000:] + done.stderr[-2000:]
+    assert big and small, said
     assert all(r["status"] == "pass" for r in small), small  # every twin is right below 2^31
     if twin == "long long":
-        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        assert done.returncode == 0, said
         assert all(r["status"] == "pass" for r in big), big
     else:
-        assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+        assert done.returncode == 1, said
         assert any(r["status"] == "fail" for r in big), big
