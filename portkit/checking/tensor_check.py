@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from portkit.checking.compare import Tolerance, elementwise_errors
+from portkit.checking.compare import FIGURE_SLICE, Tolerance, elementwise_errors
 from portkit.checking.control import control_bound, control_compare, controlled
 from portkit.checking.order_bound import OrderBound, compare_bounded, compare_summed, order_term
 
@@ -194,15 +194,31 @@ def table_margin(
     actual: torch.Tensor, expected: torch.Tensor, tolerance: Tolerance, bound: OrderBound | None
 ) -> float:
     """The largest |error| / (atol + rtol * |expected|) (inf where NaN/Inf or an exact
-    comparison differs); 0 for tensors that cannot be compared (their problem is reported)."""
-    import torch
-
+    comparison differs); 0 for tensors that cannot be compared (their problem is reported).
+    Judged where the tensors are, a slice at a time: the float64 figures of a 2^31-element
+    case at once ran an H100 out of memory."""
     if actual.shape != expected.shape or actual.dtype != expected.dtype or not actual.numel():
         return 0.0
-    a, e = actual.detach(), expected.detach().to(actual.device)  # judged where they are
+    a = actual.detach().reshape(-1)
+    e = expected.detach().to(actual.device).reshape(-1)
+    keep = None if bound is None else (bound.count == 0).to(a.device).reshape(-1)
+    worst = 0.0
+    for start in range(0, a.numel(), FIGURE_SLICE):
+        part = slice(start, start + FIGURE_SLICE)
+        kept = None if keep is None else keep[part]
+        worst = max(worst, _slice_margin(a[part], e[part], tolerance, kept))
+        if worst == float("inf"):
+            break
+    return worst
+
+
+def _slice_margin(
+    a: torch.Tensor, e: torch.Tensor, tolerance: Tolerance, keep: torch.Tensor | None
+) -> float:
+    import torch
+
     errors = elementwise_errors(a, e, tolerance)
-    if bound is not None:  # judged by the order bound; its verdict carries its own margin
-        keep = (bound.count == 0).to(a.device)
+    if keep is not None:  # judged by the order bound; its verdict carries its own margin
         errors_bad, diff = errors.bad & keep, torch.where(keep, errors.abs, 0.0)
     else:
         errors_bad, diff = errors.bad, errors.abs

@@ -36,3 +36,20 @@ def test_the_report_does_not_depend_on_the_slice(monkeypatch, slice_elements: in
         assert sliced is not None and whole[name] is not None, name
         assert sliced.report() == whole[name].report()  # NaN != NaN: compare the text
         assert sliced.count > 0 and len(sliced.first) == min(sliced.count, 5)
+
+
+@pytest.mark.parametrize("slice_elements", [1, 3, 64])
+def test_the_table_margin_does_not_depend_on_the_slice(monkeypatch, slice_elements: int) -> None:
+    from portkit.checking import tensor_check
+    from portkit.checking.tensor_check import table_margin
+
+    g = torch.Generator().manual_seed(1)
+    a = torch.randn(6, 11, generator=g)
+    near = a + 1e-6 * torch.randn(6, 11, generator=g)
+    ints = torch.randint(0, 9, (40,), generator=g)
+    pairs = [(a, near), (a, a), (ints, ints), (ints, ints.flip(0))]
+    t = Tolerance(1e-5, 1e-5)
+    whole = [table_margin(x, y, t, None) for x, y in pairs]
+    assert 0 < whole[0] < 1 and whole[1] == 0 and whole[2] == 0 and whole[3] == float("inf")
+    monkeypatch.setattr(tensor_check, "FIGURE_SLICE", slice_elements)
+    assert [table_margin(x, y, t, None) for x, y in pairs] == whole

@@ -299,8 +299,9 @@ def test_fifty_edits_in_a_notebook_keep_two_libraries_loaded_at_most(
     live = loaded_libraries()
     big = torch.arange(1 << 22, dtype=torch.float32, device="cuda")
     for factor in range(3, 53):
+        # The driver may hand an unloaded library's handle to a later one: count afresh.
+        unloaded.clear()
         old_handle = twin_backend._LIBRARIES[key][1].handle
-        assert int(old_handle) not in unloaded
         edit(twin, f"T({factor - 1})", f"T({factor})")  # forward and backward
         session.refresh(keep_ops_on_twin_edit=True)
         pending = f(big)  # the old version, maybe still running when it is replaced
