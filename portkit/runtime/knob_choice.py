@@ -22,7 +22,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .kernels_protocol import Kernels
 
 # The table file's format; a table of another format is refused, not misread.
 TABLE_FORMAT = 1
@@ -198,11 +201,11 @@ class KnobChoice:
         return found
 
 
-def knobs(k: Any, tensor: Any = None) -> Knobs:
+def knobs(k: Kernels, tensor: Any = None) -> Knobs:
     """The knob values a launcher uses for ``tensor`` (its device picks the table's GPU
     entry, its dtype and shape the bucket): ``kn = portkit.knobs(k, x)``. The backward
     passes the same tensor as the forward (a saved input) so both pick one entry."""
-    choice = getattr(k, "knob_choice", None)
+    choice = k.knob_choice  # declared by every k (kernels_protocol.Kernels)
     if choice is None:
-        return Knobs(getattr(k, "op", "?"), {}, AttributeError, "no knobs")
+        return Knobs(k.op, {}, AttributeError, "no knobs")
     return choice.values(tensor)

@@ -265,7 +265,7 @@ class RegisteredOp:
 
     def _fake_kernels(self, args: Sequence[Any]) -> FakeKernels:
         device = next(a.device for a in args if isinstance(a, torch.Tensor))
-        choice = getattr(self.binding and self.binding.kernels, "knob_choice", None)
+        choice = self.binding.kernels.knob_choice if self.binding is not None else None
         return FakeKernels(self.name, device, self.kernel_names, choice)
 
 

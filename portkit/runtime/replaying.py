@@ -90,8 +90,12 @@ class RecordingKernels:
     def device(self) -> Any:
         return self._k.device
 
+    @property
+    def knob_choice(self) -> Any:
+        return self._k.knob_choice
+
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._k, name)  # poison_outputs, knob choice, ...
+        return getattr(self._k, name)  # poison_outputs, ...
 
     def empty(self, shape: Sequence[int], dtype: Any) -> Any:
         return self.call.allocated(self._k.empty, shape, dtype)
