@@ -125,7 +125,7 @@ class Kernels:
         self.op, self.implementation, self.device = op, "exported twin", "cuda"
         self.kind = contract.KernelsKind.GPU
         self.poison_outputs = False
-        self._plain_allocation = True  # the production k: replays run (replaying.py)
+        self.plain_allocation = True  # the production k: replays run (replaying.py)
         self.knob_choice: Any = None  # portkit.knobs(k, x) reads it; register_ops sets it
         self.__dict__.update(kernels)
 

@@ -54,7 +54,7 @@ class FakeKernels:
 
     def __init__(self, op: str, device: Any, kernel_names: Sequence[str], knobs: Any = None):
         self.op, self.device, self.implementation = op, device, "fake"
-        self.kind, self.poison_outputs = KernelsKind.FAKE, False
+        self.kind, self.poison_outputs, self.plain_allocation = KernelsKind.FAKE, False, False
         self.knob_choice = knobs  # the real k's knobs (portkit.knobs): it computes as it would
         self._names = frozenset(kernel_names)
 
