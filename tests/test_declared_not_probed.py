@@ -34,9 +34,6 @@ ALLOWED_DEFAULTS: dict[tuple[str, str], str] = {
     ("portkit/runtime/torch_private.py", "_cuda_getCurrentRawStream"): "private torch name",
     ("portkit/runtime/torch_private.py", "_StaticCudaLauncher"): "private torch name",
     ("portkit/runtime/torch_private.py", "_launch_kernel"): "private torch name",
-    # A cuda.bindings CUresult's name for an error message, which must never raise itself:
-    # the bindings' own type, not portkit's, and a message falls back to the number.
-    ("portkit/runtime/driver_launch.py", "name"): "cuda.bindings error code, in a message",
     # The tensor a launcher passes to portkit.knobs(k, x): the author's argument (a tensor,
     # a tensor-like, None or a number), not portkit's object; one with no device picks the
     # defaults, as it always did.
