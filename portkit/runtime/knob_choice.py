@@ -22,10 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .kernels_protocol import Kernels
+from typing import Any
 
 # The table file's format; a table of another format is refused, not misread.
 TABLE_FORMAT = 1
@@ -201,7 +198,7 @@ class KnobChoice:
         return found
 
 
-def knobs(k: Kernels, tensor: Any = None) -> Knobs:
+def knobs(k: Any, tensor: Any = None) -> Knobs:
     """The knob values a launcher uses for ``tensor`` (its device picks the table's GPU
     entry, its dtype and shape the bucket): ``kn = portkit.knobs(k, x)``. The backward
     passes the same tensor as the forward (a saved input) so both pick one entry."""

@@ -27,10 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from functools import cache
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .kernels_protocol import Kernels
+from typing import Any
 
 # -- errors -----------------------------------------------------------------------------
 
@@ -100,7 +97,7 @@ class KernelsKind(Enum):
     FAKE = "fake"
 
 
-def sm_count(k: Kernels) -> int:
+def sm_count(k: Any) -> int:
     """Streaming multiprocessors of the GPU behind ``k`` (``SIMULATED_SM_COUNT`` when
     ``k`` runs on the CPU): ``grid = min(cdiv(work, threads), 8 * portkit.sm_count(k))``."""
     kind = k.kind  # declared by every k (kernels_protocol.Kernels)
