@@ -27,14 +27,13 @@ from typing import TYPE_CHECKING, Any
 from portkit.backends.base import Backend
 from portkit.backends.twin.backend import bind_arguments, missing_twin_reason
 from portkit.backends.twin.instances import readable_twin
-from portkit.backends.twin.source import TwinKernel
+from portkit.backends.twin.source import TwinKernel, display_name
 from portkit.backends.twin_cpu import uninit
 from portkit.backends.twin_cpu.build import (
     CpuLibrary,
     compile_twin_cpu,
     compiler_unavailable_reason,
     cpu_syntax_check,
-    display_name,
     find_compiler,
 )
 from portkit.backends.twin_cpu.check_worker import CheckWorker
