@@ -16,6 +16,11 @@ process, so before and after are measured the same way. docs/design.md records a
 then ``portkit.load(op, "twin")`` and one call on the GPU; each row adds the twin
 libraries loaded in the process (``driver_launch.loaded_libraries``; before that
 existed, the twin backend's table of them) and the GPU memory in use (``cudaMemGetInfo``).
+
+``--twin-cpu`` (no GPU): the same edits of the twin, loaded with ``portkit.load(op,
+"twin-cpu")`` (its plain build, compiled and opened in this process); each row adds the
+twin's builds mapped in the process now, read from ``/proc/self/maps`` (so a checkout
+from before portkit closed replaced builds is measured the same way).
 """
 
 from __future__ import annotations
@@ -77,6 +82,12 @@ def twin_libraries() -> int:
     return loaded_libraries()
 
 
+def mapped_builds(cache: Path) -> int:
+    """The CPU twin's builds under ``cache`` that this process has mapped (Linux)."""
+    names = {line.split()[-1] for line in Path("/proc/self/maps").read_text().splitlines()}
+    return sum(1 for name in names if name.endswith(".so") and name.startswith(str(cache)))
+
+
 def gpu_used_mib() -> float:
     import torch
 
@@ -92,7 +103,7 @@ def rss_mib() -> float:
     return float("nan")
 
 
-def measure(edits: int, every: int, twin: bool = False) -> list[dict]:
+def measure(edits: int, every: int, twin: bool = False, backend: str = "twin") -> list[dict]:
     import torch
 
     import portkit
@@ -107,7 +118,8 @@ def measure(edits: int, every: int, twin: bool = False) -> list[dict]:
         (root / "prototypes").mkdir()
         (root / "cuda_src").mkdir()
         os.chdir(root)
-        x = torch.arange(129, dtype=torch.float32, device="cuda" if twin else "cpu")
+        gpu = twin and backend == "twin"
+        x = torch.arange(129, dtype=torch.float32, device="cuda" if gpu else "cpu")
         if twin:  # the prototype stays; its launcher launches the twin's kernel
             (root / "prototypes" / "mem_scale.py").write_text(PROTOTYPE.replace("SCALE", "1.0"))
         tracemalloc.start()
@@ -117,7 +129,7 @@ def measure(edits: int, every: int, twin: bool = False) -> list[dict]:
             if twin:
                 source = TWIN.replace("SCALE", f"{scale!r}")
                 (root / "cuda_src" / "mem_scale.cu").write_text(source)
-                out = portkit.load("mem_scale", "twin")(x)
+                out = portkit.load("mem_scale", backend)(x)
             else:
                 source = PROTOTYPE.replace("SCALE", f"{scale!r}")
                 (root / "prototypes" / "mem_scale.py").write_text(source)
@@ -132,8 +144,10 @@ def measure(edits: int, every: int, twin: bool = False) -> list[dict]:
                     "rss_mib": round(rss_mib(), 1),
                     "seconds": round(time.perf_counter() - start, 1),
                 }
-                if twin:
+                if gpu:
                     row.update(libraries=twin_libraries(), gpu_used_mib=gpu_used_mib())
+                elif twin:
+                    row.update(libraries=mapped_builds(root.resolve() / ".cache"))
                 rows.append(row)
                 print(json.dumps(row), flush=True)
         os.chdir("/")
@@ -147,17 +161,20 @@ def main() -> None:
     parser.add_argument("--portkit", type=Path, default=None, help="another checkout to run")
     parser.add_argument("--json", type=Path, default=None, help="write the rows here")
     parser.add_argument("--twin", action="store_true", help="edit the twin; run it on a GPU")
+    parser.add_argument("--twin-cpu", action="store_true", help="edit the twin; run it on the CPU")
     args = parser.parse_args()
+    backend = "twin-cpu" if args.twin_cpu else "twin"
+    args.twin = args.twin or args.twin_cpu
     if args.portkit is not None:
         child = [sys.executable, __file__, "--edits", str(args.edits), "--every", str(args.every)]
-        child += ["--twin"] if args.twin else []
+        child += [f"--{backend}"] if args.twin else []
         env = {**os.environ, "PYTHONPATH": str(args.portkit.resolve())}
         output = subprocess.run(child, env=env, check=True, capture_output=True, text=True)
         rows = [json.loads(line) for line in output.stdout.splitlines() if line.startswith("{")]
         for row in rows:
             print(json.dumps(row))
     else:
-        rows = measure(args.edits, args.every, args.twin)
+        rows = measure(args.edits, args.every, args.twin, backend)
     first, last = rows[0], rows[-1]
     grown = (last["traced_mib"] - rows[min(1, len(rows) - 1)]["traced_mib"]) * 1024
     per_edit = grown / max(1, last["edits"] - rows[min(1, len(rows) - 1)]["edits"])
@@ -166,8 +183,12 @@ def main() -> None:
         f"RSS {first['rss_mib']} -> {last['rss_mib']} MiB; "
         f"{per_edit:.1f} KiB traced per edit after the first {args.every}"
         + (
-            f"; twin libraries loaded {first['libraries']} -> {last['libraries']}, GPU memory "
-            f"in use {first['gpu_used_mib']} -> {last['gpu_used_mib']} MiB"
+            f"; twin libraries loaded {first['libraries']} -> {last['libraries']}"
+            + (
+                f", GPU memory in use {first['gpu_used_mib']} -> {last['gpu_used_mib']} MiB"
+                if backend == "twin"
+                else ""
+            )
             if args.twin
             else ""
         )

@@ -6,7 +6,12 @@ an attribute. These modules run per launch and ship in every exported package, w
 probe silently takes the other branch for an object that grew or lost a method.
 
 The check parses the modules (it does not grep): a call of ``hasattr``, however spelled
-(``builtins.hasattr``, an alias), is a probe unless ``ALLOWED`` names it with the reason."""
+(``builtins.hasattr``, an alias), is a probe unless ``ALLOWED`` names it with the reason.
+So is ``getattr`` with a default (three arguments): ``getattr(k, "knob_choice", None)``
+asks whether ``k`` has the attribute as surely as ``hasattr`` does. ``getattr`` of a name
+the object must have (two arguments: ``getattr(torch.ops, namespace)``) is a lookup by a
+name known only at run time, and stays; a default is allowed only at the sites
+``ALLOWED_DEFAULTS`` names, each with why no declaration can serve there."""
 
 from __future__ import annotations
 
@@ -22,6 +27,19 @@ CHECKED = ("portkit/runtime", "portkit/torch_op")
 # contract is the attribute (the CUDA array interface of an array portkit did not make).
 ALLOWED: dict[tuple[str, str], str] = {}
 
+# (module, the attribute asked about) -> why ``getattr`` with a default is right there.
+ALLOWED_DEFAULTS: dict[tuple[str, str], str] = {
+    # torch_private.py is the adapter for torch's private names (issue 34): whether a torch
+    # release has one is the question it exists to answer, once, for the rest of portkit.
+    ("portkit/runtime/torch_private.py", "_cuda_getCurrentRawStream"): "private torch name",
+    ("portkit/runtime/torch_private.py", "_StaticCudaLauncher"): "private torch name",
+    ("portkit/runtime/torch_private.py", "_launch_kernel"): "private torch name",
+    # The tensor a launcher passes to portkit.knobs(k, x): the author's argument (a tensor,
+    # a tensor-like, None or a number), not portkit's object; one with no device picks the
+    # defaults, as it always did.
+    ("portkit/runtime/knob_choice.py", "device"): "the launcher's argument, not portkit's",
+}
+
 
 def probes(tree: ast.AST) -> list[tuple[int, str]]:
     """``(line, attribute)`` for each ``hasattr`` in ``tree``: called by name, through a
@@ -36,6 +54,28 @@ def probes(tree: ast.AST) -> list[tuple[int, str]]:
         elif _is_hasattr(node) and not _called(tree, node):
             found.append((node.lineno, "?"))  # passed on or aliased
     return sorted(found)
+
+
+def defaulted_getattrs(tree: ast.AST) -> list[tuple[int, str]]:
+    """``(line, attribute)`` for each ``getattr`` with a default in ``tree`` (called by
+    name or through a module), and each ``getattr`` passed on or aliased ("?": what it
+    will be called with cannot be seen); the attribute is "?" where it is not a literal."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _is_named(node.func, "getattr"):
+            if len(node.args) >= 3 or any(isinstance(a, ast.Starred) for a in node.args):
+                name = node.args[1] if len(node.args) > 1 else None
+                literal = isinstance(name, ast.Constant) and isinstance(name.value, str)
+                found.append((node.lineno, name.value if literal else "?"))  # type: ignore[union-attr]
+        elif _is_named(node, "getattr") and not _called(tree, node):
+            found.append((node.lineno, "?"))
+    return sorted(found)
+
+
+def _is_named(node: ast.AST, builtin: str) -> bool:
+    return (isinstance(node, ast.Name) and node.id == builtin) or (
+        isinstance(node, ast.Attribute) and node.attr == builtin
+    )
 
 
 def _is_hasattr(node: ast.AST) -> bool:
@@ -80,6 +120,43 @@ def f(x, name):
     assert probes(ast.parse(source)) == [(4, "set_backward"), (5, "data_ptr"), (6, "?"), (7, "?")]
     # ... and not reading a declared attribute, or getattr of a name the object must have
     assert probes(ast.parse("x = obj.has_plain_launch\ny = getattr(k, 'op')")) == []
+
+
+def test_the_runtime_and_the_op_layer_ask_no_attribute_with_a_default() -> None:
+    found = [
+        (str(path.relative_to(REPO)), line, attribute)
+        for path in _modules()
+        for line, attribute in defaulted_getattrs(ast.parse(path.read_text()))
+    ]
+    unexplained = [
+        f"{module}:{line} getattr(.., {attribute!r}, default)"
+        for module, line, attribute in found
+        if (module, attribute) not in ALLOWED_DEFAULTS
+    ]
+    assert not unexplained, "declare the member and read it: " + ", ".join(unexplained)
+    stale = set(ALLOWED_DEFAULTS) - {(module, attribute) for module, _, attribute in found}
+    assert not stale, f"allowed defaults that are gone (drop them): {stale}"
+
+
+def test_the_check_sees_every_getattr_with_a_default() -> None:
+    source = """
+import builtins
+def f(k, name, args):
+    choice = getattr(k, "knob_choice", None)
+    kind = builtins.getattr(k, "kind", None)
+    get = getattr
+    return getattr(k, name, 0), getattr(*args), list(map(getattr, [k], ["op"]))
+"""
+    found = defaulted_getattrs(ast.parse(source))
+    assert found == [(4, "knob_choice"), (5, "kind"), (6, "?"), (7, "?"), (7, "?"), (7, "?")]
+    # a lookup by a name the object must have is no probe
+    assert defaulted_getattrs(ast.parse("ops = getattr(torch.ops, namespace)")) == []
+
+
+def test_every_site_allowed_a_default_says_why() -> None:
+    for site, reason in {**ALLOWED, **ALLOWED_DEFAULTS}.items():
+        assert (REPO / site[0]).is_file(), site
+        assert len(reason.split()) >= 3, site
 
 
 def test_the_check_reads_the_folders_it_names() -> None:

@@ -49,7 +49,7 @@ sys.modules["shipped_contract"] = c
 spec.loader.exec_module(c)
 
 class K:
-    device, implementation = "cpu", "sim"
+    device, implementation, kind = "cpu", "sim", c.KernelsKind.SIMULATED
 
 print(json.dumps({{"config": c.launch_config(((2, 3), 64, 128), "k").grid,
                   "sm": c.sm_count(K()), "cdiv": c.cdiv(1000, 256),

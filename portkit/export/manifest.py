@@ -40,6 +40,9 @@ def op_entry(op: Any, class_name: str, builds: Sequence[ArchBuild]) -> dict:
         "dtypes": list(op.definition.dtypes),
         "same_shape": op.definition.same_shape,
         "input_dtypes": list(op.definition.input_dtypes),
+        # The class defines check_inputs (backward: the layout's has_backward); the
+        # runtime reads what is declared here and probes the class for nothing.
+        "check_inputs": op.definition.check_inputs is not None,
         "layout": {
             "input_types": list(layout.input_types),
             "outputs": layout.outputs,

@@ -183,7 +183,7 @@ class KernelSet:
         self._device_flag = _DEVICE_FLAG.get(device, "")
         # Whether empty_like may be torch's plain allocation (decided here, not on every
         # call, because a launcher allocates on every call).
-        self._plain_allocation = not poison_outputs and guards is None
+        self.plain_allocation = not poison_outputs and guards is None
         self.targets = dict(targets)
         self._kernels = {name: Kernel(name, t, self) for name, t in targets.items()}
         # Kernels as instance attributes: k.name finds them without __getattr__.
@@ -242,7 +242,7 @@ class KernelSet:
         return out
 
     def empty_like(self, tensor: torch.Tensor) -> torch.Tensor:
-        if self._plain_allocation and getattr(tensor, self._device_flag, False):
+        if self.plain_allocation and getattr(tensor, self._device_flag, False):
             # The cheapest allocation torch offers from Python; C order whatever the
             # strides of ``tensor``, because kernels index outputs in C order.
             torch, _ = _torch_numpy()

@@ -16,9 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
+
+if TYPE_CHECKING:
+    from .kernels_protocol import Kernels
 
 
 def as_tuple(value: Any) -> tuple:
@@ -60,7 +63,7 @@ class Binding:
 
     forward: Callable
     backward: Callable | None
-    kernels: Any
+    kernels: Kernels  # the k the launchers run on (declared: kernels_protocol.py)
     check: Callable[[Sequence[Any]], None]
     error: type[Exception]
 

@@ -259,7 +259,7 @@ def unload_library(handle: Any) -> None:
 
     (err,) = driver.cuLibraryUnload(handle)
     if err != driver.CUresult.CUDA_SUCCESS:
-        print(f"portkit: cuLibraryUnload failed: {getattr(err, 'name', err)}", file=sys.stderr)
+        print(f"portkit: cuLibraryUnload failed: {err.name}", file=sys.stderr)
 
 
 def _make_primary_context_current() -> None:
@@ -286,4 +286,4 @@ def _check(err: Any, what: str) -> None:
     from cuda.bindings import driver
 
     if err != driver.CUresult.CUDA_SUCCESS:
-        raise RuntimeError(f"{what} failed: {getattr(err, 'name', err)}")
+        raise RuntimeError(f"{what} failed: {err.name}")

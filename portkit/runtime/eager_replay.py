@@ -93,11 +93,11 @@ class ReplayedOpCallable(OpCallable):
 
     def _eager_forward(self, inputs: tuple) -> Any:
         """The registered op's plain-eager call (its Autograd kernel asked the rest)."""
-        return self._run_eager(inputs) if self._kernels._plain_allocation else None
+        return self._run_eager(inputs) if self._kernels.plain_allocation else None
 
     def __call__(self, *inputs: Any) -> Any:
-        # _plain_allocation: the production k (no guard zones, no poisoned outputs).
-        if not _is_compiling() and self._kernels._plain_allocation:
+        # plain_allocation: the production k (no guard zones, no poisoned outputs).
+        if not _is_compiling() and self._kernels.plain_allocation:
             outputs = self._run_eager(inputs)
             if outputs is not None:
                 return outputs

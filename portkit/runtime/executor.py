@@ -10,6 +10,7 @@ them byte for byte, and an exported package replays with them (runtime/replaying
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
@@ -67,7 +68,10 @@ def repeats_a_tensor(leaves: Sequence[Any]) -> bool:
 
 
 class PythonReplayer:
-    """A ``Replayer`` (replayer_protocol.py) that carries no backward."""
+    """A ``Replayer`` (replayer_protocol.py) that carries no backward: per signature
+    (``leaf_key``) a function of the leaves that replays its recording, the ``capacity``
+    signatures added last. ``prepared`` makes the function: here ``replay`` reading the
+    recording on each call; a package's ``PreparedReplayer`` compiles one (prepared.py)."""
 
     carries_backward = False
     # The compiled replayer's whole plain-eager call (native.py); this one has none.
@@ -75,7 +79,7 @@ class PythonReplayer:
     op_kernels: Callable[..., Any] | None = None  # the compiled replayer's C++ op kernels
 
     def __init__(self, capacity: int = MAX_SIGNATURES) -> None:
-        self._recordings: dict[tuple, Recording] = {}
+        self._replays: dict[tuple, Callable[[Sequence[Any]], Any]] = {}
         self._capacity = capacity
 
     def key(self, leaves: Sequence[Any]) -> tuple | None:
@@ -84,22 +88,28 @@ class PythonReplayer:
     def run(self, leaves: Sequence[Any]) -> Any:
         """The result of replaying this signature's recording, or None (not recorded)."""
         key = leaf_key(leaves)
-        recording = self._recordings.get(key) if key is not None else None
-        if recording is None:
-            return None
-        return replay(recording, leaves)
+        replayed = self._replays.get(key) if key is not None else None
+        return None if replayed is None else replayed(leaves)
 
     def add(self, leaves: Sequence[Any], recording: Recording) -> bool:
         key = leaf_key(leaves)
         if key is None:
             return False
-        if len(self._recordings) >= self._capacity:
-            self._recordings.clear()
-        self._recordings[key] = recording
+        if len(self._replays) >= self._capacity:
+            self.forget()
+        self._replays[key] = self.prepared(recording, leaves)
         return True
 
+    def prepared(self, recording: Recording, leaves: Sequence[Any]) -> Callable[..., Any]:
+        """What replays ``recording`` for calls of the signature of ``leaves``."""
+        return functools.partial(replay, recording)
+
+    def forget(self) -> None:
+        """Drop every recording (the table is full: signatures follow a model's)."""
+        self._replays.clear()
+
     def __len__(self) -> int:
-        return len(self._recordings)
+        return len(self._replays)
 
 
 def replay(recording: Recording, leaves: Sequence[Any]) -> Any:

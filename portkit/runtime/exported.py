@@ -125,7 +125,7 @@ class Kernels:
         self.op, self.implementation, self.device = op, "exported twin", "cuda"
         self.kind = contract.KernelsKind.GPU
         self.poison_outputs = False
-        self._plain_allocation = True  # the production k: replays run (replaying.py)
+        self.plain_allocation = True  # the production k: replays run (replaying.py)
         self.knob_choice: Any = None  # portkit.knobs(k, x) reads it; register_ops sets it
         self.__dict__.update(kernels)
 
@@ -157,7 +157,9 @@ def register_ops(folder: Path, launchers: dict[str, type[Any]]) -> dict[str, Any
             tuple(layout["grads"]),
             layout["has_backward"],
         )
-        custom = getattr(cls, "check_inputs", None)
+        # What the class defines besides forward is declared by the manifest (export read
+        # it from @portkit.op): check_inputs and backward are read, never probed for.
+        custom = cls.check_inputs if entry["check_inputs"] else None
         rule = op_inputs.InputRule(
             name,
             tuple(entry["dtypes"]),
@@ -165,7 +167,7 @@ def register_ops(folder: Path, launchers: dict[str, type[Any]]) -> dict[str, Any
             entry["same_shape"],
         )
         check = op_inputs.input_check(rule, custom)
-        forward, backward = cls.forward, getattr(cls, "backward", None)
+        forward, backward = cls.forward, cls.backward if layout.has_backward else None
         mode = replay.package_replay_mode()
         replaying, native = None, False
         if mode != "off":  # as portkit.load: recorded calls replay (replaying.py)

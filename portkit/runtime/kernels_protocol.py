@@ -10,7 +10,10 @@ record (launch/replay/recording.py, ``replaying.py``). A launcher may use exactl
     grid = min(portkit.cdiv(n, 256), 8 * portkit.sm_count(k))
 
 ``kind`` says what a launch does (``KernelsKind``): ``sm_count`` reads it, and nothing
-compares a free string. tests/launch/test_kernels_protocol.py checks that every ``k``
+compares a free string. ``knob_choice`` (None: the op declares no knobs) is what
+``portkit.knobs(k, x)`` reads, ``plain_allocation`` says whether recorded calls may
+replay on it (no checker's guard zones or poison); all are read as declared, never
+probed for. tests/launch/test_kernels_protocol.py checks that every ``k``
 satisfies the protocol. Standard library only (torch for the type checker alone).
 """
 
@@ -23,6 +26,8 @@ from .launch_contract import KernelsKind as KernelsKind
 
 if TYPE_CHECKING:
     import torch
+
+    from .knob_choice import KnobChoice
 
 
 class Kernel(Protocol):
@@ -40,6 +45,8 @@ class Kernels(Protocol):
     op: str  # the op's name
     implementation: str  # "twin", "numba", "sim", ..., "exported twin", "fake", "trace"
     kind: KernelsKind
+    knob_choice: KnobChoice | None  # the op's knobs and tuned table (portkit.knobs)
+    plain_allocation: bool  # production: no guard zones, no poisoned outputs; replays run
 
     @property
     def device(self) -> Any: ...  # "cuda", "cpu", or a torch.device (fake runs)

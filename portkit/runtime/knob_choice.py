@@ -202,7 +202,7 @@ def knobs(k: Any, tensor: Any = None) -> Knobs:
     """The knob values a launcher uses for ``tensor`` (its device picks the table's GPU
     entry, its dtype and shape the bucket): ``kn = portkit.knobs(k, x)``. The backward
     passes the same tensor as the forward (a saved input) so both pick one entry."""
-    choice = getattr(k, "knob_choice", None)
+    choice = k.knob_choice  # declared by every k (kernels_protocol.Kernels)
     if choice is None:
-        return Knobs(getattr(k, "op", "?"), {}, AttributeError, "no knobs")
+        return Knobs(k.op, {}, AttributeError, "no knobs")
     return choice.values(tensor)

@@ -99,13 +99,10 @@ class KernelsKind(Enum):
 
 def sm_count(k: Any) -> int:
     """Streaming multiprocessors of the GPU behind ``k`` (``SIMULATED_SM_COUNT`` when
-    ``k`` runs on the CPU): ``grid = min(cdiv(work, threads), 8 * portkit.sm_count(k))``.
-    A ``k`` without a ``kind`` is a GPU's when its ``device`` is "cuda"."""
-    kind = getattr(k, "kind", None)
-    if kind is KernelsKind.TRACE:
-        return TRACED_SM_COUNT
-    if kind is not KernelsKind.GPU and (kind is not None or getattr(k, "device", "") != "cuda"):
-        return SIMULATED_SM_COUNT
+    ``k`` runs on the CPU): ``grid = min(cdiv(work, threads), 8 * portkit.sm_count(k))``."""
+    kind = k.kind  # declared by every k (kernels_protocol.Kernels)
+    if kind is not KernelsKind.GPU:
+        return TRACED_SM_COUNT if kind is KernelsKind.TRACE else SIMULATED_SM_COUNT
     global _get_device
     if _get_device is None:
         # torch.cuda.current_device() checks lazy initialisation on every call; a launcher
@@ -169,8 +166,7 @@ def launch_config(config: Any, kernel: str) -> LaunchConfig:
             f"kernel {kernel}: launch as k.{kernel}[grid, block] or "
             f"k.{kernel}[grid, block, shared_bytes], got [{config!r}]"
         )
-    grid = _dims(config[0], "grid", kernel)
-    block = _dims(config[1], "block", kernel)
+    grid, block = _dims(config[0], "grid", kernel), _dims(config[1], "block", kernel)
     shared = int(config[2]) if len(config) == 3 else 0
     result = LaunchConfig(grid, block, shared)
     if any(d <= 0 for d in block):

@@ -230,7 +230,7 @@ class NoCompiler(Exception):
 def _check_tools(cpp_extension: Any) -> None:
     """Refuse at once where the build cannot run (each process would otherwise spend
     seconds on a build that fails): torch's C++ compiler (``CXX``, else ``c++``) and ninja."""
-    compiler = getattr(cpp_extension, "get_cxx_compiler", lambda: "c++")()
+    compiler = cpp_extension.get_cxx_compiler()  # CXX, else c++ (every torch portkit takes)
     if shutil.which(compiler) is None:
         raise NoCompiler(f"no C++ compiler ({compiler} not found) to build the replayer")
     if not cpp_extension.is_ninja_available():

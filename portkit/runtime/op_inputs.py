@@ -63,7 +63,7 @@ def refuse_inputs(rule: InputRule, inputs: Sequence[Any]) -> None:
         raise InputError(f"op {name}: {problem}")
     for i, t in tensors:
         where = f"op {name}, input {i}"
-        if not getattr(t, f"is_{device}", t.device.type == device):
+        if not getattr(t, f"is_{device}"):  # as input_check's: Tensor.is_cuda, is_cpu
             raise InputError(
                 f"{where}: tensor is on {t.device.type}, but this implementation runs on "
                 f"{device}; move it with .to({device!r})"
@@ -101,7 +101,7 @@ def input_check(
                 if fixed or not (
                     t.dtype in accepted
                     and t.dtype == first.dtype
-                    and getattr(t, on_device, False)
+                    and getattr(t, on_device)  # Tensor.is_cuda, Tensor.is_cpu
                     and t.is_contiguous()
                     and (not same_shape or t.shape == first.shape)
                 ):

@@ -34,7 +34,7 @@ from typing import Any
 import torch
 
 from . import driver_launch, torch_private
-from .executor import MAX_SIGNATURES, leaf_key
+from .executor import MAX_SIGNATURES, PythonReplayer
 from .registration import OpCallable
 from .steps import Recording, eager_template
 
@@ -68,41 +68,27 @@ def eager_key(inputs: Sequence[Any]) -> tuple | None:
     return tuple(parts)
 
 
-class PreparedReplayer:
-    """``PythonReplayer``'s interface (``key``, ``run``, ``add``, ``len``) over prepared
-    functions, and ``run_eager``: the op's plain-eager result for a forward's recording
-    (``outputs``: the op's number of outputs; None for a backward)."""
-
-    carries_backward = False  # replayer_protocol.py
-    op_kernels: Callable[..., Any] | None = None  # the compiled replayer's only
+class PreparedReplayer(PythonReplayer):
+    """``PythonReplayer`` with each recording prepared into one function, and
+    ``run_eager``: the op's plain-eager result for a forward's recording (``outputs``: the
+    op's number of outputs; None for a backward)."""
 
     def __init__(self, outputs: int | None = None, capacity: int = MAX_SIGNATURES) -> None:
-        self._outputs, self._capacity = outputs, capacity
-        self._replays: dict[tuple, Callable[[Sequence[Any]], Any]] = {}
+        super().__init__(capacity)
+        self._outputs = outputs
         self.eager: dict[tuple, Callable[[Sequence[Any]], Any]] = {}  # eager_key -> function
 
-    def key(self, leaves: Sequence[Any]) -> tuple | None:
-        return leaf_key(leaves)
-
-    def run(self, leaves: Sequence[Any]) -> Any:
-        """The launcher's result for this signature, replayed, or None (not recorded)."""
-        key = leaf_key(leaves)
-        replay = self._replays.get(key) if key is not None else None
-        return None if replay is None else replay(leaves)
-
-    def add(self, leaves: Sequence[Any], recording: Recording) -> bool:
-        key = leaf_key(leaves)
-        if key is None:
-            return False
-        if len(self._replays) >= self._capacity:
-            self._replays.clear()
-            self.eager.clear()
-        self._replays[key] = prepare(recording, recording.result, leaves)
+    def prepared(self, recording: Recording, leaves: Sequence[Any]) -> Callable[..., Any]:
+        replay = prepare(recording, recording.result, leaves)
         eager = eager_template(recording.result, self._outputs) if self._outputs else None
         plain = eager_key(leaves) if eager is not None else None
         if plain is not None:
             self.eager[plain] = prepare(recording, eager, leaves)
-        return True
+        return replay
+
+    def forget(self) -> None:
+        super().forget()
+        self.eager.clear()
 
     def run_eager(self, inputs: Sequence[Any]) -> Any:
         """The op's result for a plain-eager call of a recorded signature, else None."""
@@ -112,8 +98,6 @@ class PreparedReplayer:
         replay = self.eager.get(key) if key is not None else None
         return None if replay is None else replay(inputs)
 
-    def __len__(self) -> int:
-        return len(self._replays)
 
 
 def prepare(

@@ -54,7 +54,7 @@ class FakeKernels:
 
     def __init__(self, op: str, device: Any, kernel_names: Sequence[str], knobs: Any = None):
         self.op, self.device, self.implementation = op, device, "fake"
-        self.kind, self.poison_outputs = KernelsKind.FAKE, False
+        self.kind, self.poison_outputs, self.plain_allocation = KernelsKind.FAKE, False, False
         self.knob_choice = knobs  # the real k's knobs (portkit.knobs): it computes as it would
         self._names = frozenset(kernel_names)
 
@@ -265,7 +265,7 @@ class RegisteredOp:
 
     def _fake_kernels(self, args: Sequence[Any]) -> FakeKernels:
         device = next(a.device for a in args if isinstance(a, torch.Tensor))
-        choice = getattr(self.binding and self.binding.kernels, "knob_choice", None)
+        choice = self.binding.kernels.knob_choice if self.binding is not None else None
         return FakeKernels(self.name, device, self.kernel_names, choice)
 
 

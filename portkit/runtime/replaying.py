@@ -90,8 +90,16 @@ class RecordingKernels:
     def device(self) -> Any:
         return self._k.device
 
+    @property
+    def knob_choice(self) -> Any:
+        return self._k.knob_choice
+
+    @property
+    def plain_allocation(self) -> bool:
+        return bool(self._k.plain_allocation)
+
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._k, name)  # poison_outputs, knob choice, ...
+        return getattr(self._k, name)  # poison_outputs, ...
 
     def empty(self, shape: Sequence[int], dtype: Any) -> Any:
         return self.call.allocated(self._k.empty, shape, dtype)
@@ -139,8 +147,8 @@ class ReplayingLauncher:
 
     def __call__(self, k: Any, *args: Any) -> Any:
         replayer = self.replayer
-        # _plain_allocation: no guard zones and no poisoned outputs, i.e. production.
-        if replayer is not None and k is self._kernels and k._plain_allocation:
+        # plain_allocation: no guard zones and no poisoned outputs, i.e. production.
+        if replayer is not None and k is self._kernels and k.plain_allocation:
             leaves = args if self._flat else flatten(args)
             result = replayer.run(leaves)
             if result is not None:

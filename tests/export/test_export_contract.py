@@ -14,6 +14,7 @@ import struct
 import sys
 import types
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -300,3 +301,54 @@ def test_the_package_ships_each_op_s_tuning_table_and_picks_by_its_rules(exporte
     assert runtime.knobs(k, _CudaLike((4000, 4096), torch.float32)).fwd_elems == 16
     with pytest.raises(runtime.OpDefinitionError, match="has no knob 'fwd'"):
         _ = runtime.knobs(k, None).fwd
+
+
+class _Stop(Exception):
+    """Raised by a spied forward: the call got past the input check."""
+
+
+def test_the_class_s_check_inputs_and_backward_are_read_where_the_manifest_declares_them(
+    exported, runtime, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``register_ops`` reads an op class's ``check_inputs`` and ``backward`` where the
+    manifest declares them (export records what ``@portkit.op`` found) and asks the class
+    for nothing it does not declare: a class that defines more is not probed."""
+    _, package = exported
+    manifest = json.loads((package / "manifest.json").read_text())
+    assert [manifest["ops"][n]["check_inputs"] for n in HALF_OPS] == [True, True]
+    monkeypatch.setenv("PORTKIT_REPLAY", "off")
+    monkeypatch.setattr(torch.Tensor, "is_cuda", property(lambda self: True), raising=False)
+    asked: list[str] = []
+
+    def spied(name: str) -> type:
+        def check_inputs(*inputs: Any) -> None:
+            asked.append(name)
+
+        def forward(k: Any, *inputs: Any) -> Any:
+            raise _Stop
+
+        return type(name, (), {"check_inputs": check_inputs, "forward": forward,
+                               "backward": lambda k, saved, *grads: None})  # fmt: skip
+
+    launchers = {n: spied(n) for n in HALF_OPS}
+    ops = runtime.register_ops(package, launchers)
+    assert ops["rmsnorm"].binding.backward is launchers["rmsnorm"].backward
+    x, w = torch.randn(2, 8), torch.randn(8)
+    with pytest.raises(_Stop):
+        ops["rmsnorm"](x, w)
+    assert asked == ["rmsnorm"]
+    # The same classes under a manifest that declares neither: neither is read.
+    undeclared = tmp_path / "package"
+    (undeclared / "tuning").mkdir(parents=True)
+    for name in HALF_OPS:
+        manifest["ops"][name]["check_inputs"] = False
+        manifest["ops"][name]["layout"]["has_backward"] = False
+        (undeclared / "tuning" / f"{name}.json").write_bytes(
+            (package / "tuning" / f"{name}.json").read_bytes()
+        )
+    (undeclared / "manifest.json").write_text(json.dumps(manifest))
+    ops = runtime.register_ops(undeclared, launchers)
+    assert ops["rmsnorm"].binding.backward is None
+    with pytest.raises(_Stop):
+        ops["rmsnorm"](x, w)
+    assert asked == ["rmsnorm"]

@@ -56,7 +56,7 @@ def test_the_production_k_is_plain_without_poison_or_guards(tmp_path) -> None:
     backend = TwoBuilds(load_config(tmp_path))
     for k in (backend.kernels(OP), compose_kernels(backend, OP)):
         assert (k.op, k.implementation, k.device) == ("scale", "two-builds", "cpu")
-        assert k.guards is None and not k.poison_outputs and k._plain_allocation
+        assert k.guards is None and not k.poison_outputs and k.plain_allocation
         assert k.knob_choice is TwoBuilds.choice
         assert torch.equal(run(k), torch.ones(4))
 
@@ -65,7 +65,7 @@ def test_the_caller_picks_the_checked_build_and_composes_poison_and_guards(tmp_p
     backend = TwoBuilds(load_config(tmp_path))
     guards = GuardZones({"scale": ["out"]})
     k = compose_kernels(backend, OP, checked=True, poison=True, guards=guards)
-    assert k.guards is guards and k.poison_outputs and not k._plain_allocation
+    assert k.guards is guards and k.poison_outputs and not k.plain_allocation
     assert torch.equal(run(k), torch.full((4,), 2.0))  # the checked build's target ran
     poisoned = compose_kernels(backend, OP, poison=True)
     assert poisoned.guards is None

@@ -18,7 +18,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from portkit.errors import InputError, OpDefinitionError
 from portkit.launch.kernel_set import KernelSet
 from portkit.runtime.autograd_function import Binding, OpLayout
-from portkit.runtime.registration import _NATIVE, OpCallable, register
+from portkit.runtime.registration import _NATIVE, FakeKernels, OpCallable, register
 from tests.launch.test_replay_autograd import CALLS, LAYOUT, Target, backward, forward
 from tests.launch.test_replay_autograd import make_op as square
 
@@ -162,7 +162,8 @@ def test_redefining_the_op_deregisters_its_cpp_kernels() -> None:
     def scaled(k, t, factor):
         return t * factor, (t,)
 
-    register(qualname, layout, ["mul"], Binding(scaled, None, None, check, OpDefinitionError))
+    k = FakeKernels("mul", "cpu", ["mul"])
+    register(qualname, layout, ["mul"], Binding(scaled, None, k, check, OpDefinitionError))
     assert qualname not in _NATIVE and "native.cpp" not in torch._C._dispatch_dump(qualname)
     op = getattr(torch.ops.pkreplaygrad, qualname.split("::")[1])
     assert torch.equal(op(x, 3.0), x * 3.0)  # the new schema and launcher

@@ -8,13 +8,17 @@ from __future__ import annotations
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
-from portkit.runtime.registration import Binding, OpLayout, register
+from portkit.runtime.registration import Binding, FakeKernels, OpLayout, register
 
 LAYOUT = OpLayout(("Tensor",), 1, (("input", 0),), (True,), True)
 
 
 def _forward(k, x):
     return x * 2, (x,)
+
+
+def _no_check(inputs) -> None:
+    return None
 
 
 def _backward(k, saved, g):
@@ -26,7 +30,7 @@ def test_plain_eager_through_torch_ops_takes_the_eager_forward_only_when_unwatch
         "pkdispatch::double",
         LAYOUT,
         ["k"],
-        Binding(_forward, _backward, None, lambda a: None, RuntimeError),
+        Binding(_forward, _backward, FakeKernels("double", "cpu", ["k"]), _no_check, RuntimeError),
     )
     assert "pkdispatch::double" not in torch._library.custom_ops.OPDEFS  # not a custom_op
     seen = []

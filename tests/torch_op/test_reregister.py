@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import torch
 
-from portkit.runtime.registration import Binding, OpLayout, register
+from portkit.runtime.registration import Binding, FakeKernels, OpLayout, register
 
 
 def _binding(forward) -> Binding:
-    return Binding(forward, None, None, lambda args: None, RuntimeError)
+    k = FakeKernels("f", "cpu", ["k"])  # launches nothing: the launchers here compute
+    return Binding(forward, None, k, lambda args: None, RuntimeError)
 
 
 def test_an_edited_op_with_another_schema_is_defined_anew() -> None:

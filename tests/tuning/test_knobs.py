@@ -95,7 +95,7 @@ def test_pinned_completes_with_defaults_whatever_the_tensor():
 
 def test_a_k_without_knobs_says_the_op_declares_none():
     with pytest.raises(AttributeError, match="it declares none"):
-        _ = knobs(SimpleNamespace(op="op"), torch.zeros(1)).threads
+        _ = knobs(SimpleNamespace(op="op", knob_choice=None), torch.zeros(1)).threads
 
 
 # -- the table: GPU name and shape bucket, else the defaults -------------------------------

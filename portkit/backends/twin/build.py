@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from portkit import cache_files
+from portkit.backends.twin.source import display_name
 from portkit.errors import DtypeError, TwinCompileError
 
 CACHE_FORMAT = 2  # 2: symbols and digest in <cubin>.manifest.json
@@ -133,7 +134,7 @@ def nvrtc_compile(
     except OSError as exc:
         raise TwinCompileError(f"twin {path} cannot be read: {exc}") from None
     extra = {"ptxas_options": ["-v"]} if verbose else {}
-    options = ProgramOptions(name=_display_name(path), **extra, **compile_options(path, arch))
+    options = ProgramOptions(name=display_name(path), **extra, **compile_options(path, arch))
     log = io.StringIO()
     program = Program(source, "c++", options)
     try:
@@ -187,14 +188,6 @@ def _instantiation_failure(log: str, expressions: Sequence[str]) -> str | None:
         f"kernel {match['kernel']} cannot be instantiated with {match['with']}{detail}; "
         f"make the template work for that type or drop its dtype from the op's dtypes"
     )
-
-
-def _display_name(path: Path) -> str:
-    """The file name NVRTC prints in its log: relative to the working directory if possible."""
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
 
 
 def _text(symbol: str | bytes) -> str:

@@ -82,3 +82,12 @@ def parse_twin(path: Path) -> dict[str, TwinKernel]:
                 )
         kernels[name] = TwinKernel(name, tparams, params, line)
     return kernels
+
+
+def display_name(path: Path) -> str:
+    """The twin's file name as its compilers print it (NVRTC's log, the CPU build's
+    ``#line``): relative to the working directory if possible."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)

@@ -21,22 +21,23 @@ import ctypes
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from portkit.backends.base import Backend
 from portkit.backends.twin.backend import bind_arguments, missing_twin_reason
 from portkit.backends.twin.instances import readable_twin
-from portkit.backends.twin.source import TwinKernel
+from portkit.backends.twin.source import TwinKernel, display_name
 from portkit.backends.twin_cpu import uninit
 from portkit.backends.twin_cpu.build import (
     CpuLibrary,
     compile_twin_cpu,
     compiler_unavailable_reason,
     cpu_syntax_check,
-    display_name,
     find_compiler,
 )
 from portkit.backends.twin_cpu.check_worker import CheckWorker
+from portkit.backends.twin_cpu.loaded import current_library
 from portkit.errors import KernelError
 from portkit.launch.kernel_set import LaunchConfig, LaunchTarget
 
@@ -53,17 +54,18 @@ _LAUNCH_LOCK = threading.Lock()
 
 
 class PlainLaunch(LaunchTarget):
-    """A kernel of the plain build, run in this process on the tensors' memory."""
+    """A kernel of the plain build, run in this process on the tensors' memory; it keeps
+    the build open (``loaded.py``: an edited twin's old build closes with its last one)."""
 
-    def __init__(self, kernel: TwinKernel, library: CpuLibrary) -> None:
+    def __init__(self, kernel: TwinKernel, library: CpuLibrary, twin: Path) -> None:
         self._kernel = kernel
         self._symbols = library.symbols
-        self._library = ctypes.CDLL(str(library.path))
+        self._library = current_library(twin, library.path)
 
     def launch(self, config: LaunchConfig, args: Sequence[Any]) -> None:
         scalar, values = bind_arguments(self._kernel, args, self._symbols)
         expression = self._kernel.expression(scalar)
-        function = getattr(self._library, self._symbols[expression])
+        function = self._library.function(self._symbols[expression])
         holders: list[Any] = []
         for param, value in zip(self._kernel.params, values):
             if param.pointer:
@@ -96,11 +98,12 @@ class CheckedLaunch(LaunchTarget):
         kernel: TwinKernel,
         library: CpuLibrary,
         worker: CheckWorker,
-        zero: CpuLibrary | None = None,
-        twin: str = "",
+        zero: CpuLibrary | None,
+        twin: Path,
     ) -> None:
         self._kernel, self._library, self._worker = kernel, library, worker
-        self._zero, self._twin = zero, twin  # the build with zeroed locals (uninit.py)
+        self._zero = zero  # the build with zeroed locals (uninit.py)
+        self._twin, self._source = display_name(twin), str(twin.resolve())
 
     def launch(self, config: LaunchConfig, args: Sequence[Any]) -> None:
         scalar, values = bind_arguments(self._kernel, args, self._library.symbols)
@@ -123,6 +126,8 @@ class CheckedLaunch(LaunchTarget):
             slots.append(("buffer", where[key]))
         buffers = [_bytes(t) for t in tensors]
         request = {
+            "source": self._source,  # the twin: a new build of it closes the old (worker.py)
+            "build": "pattern",
             "library": str(self._library.path),
             "symbol": self._library.symbols[expression],
             "kernel": expression,
@@ -219,7 +224,7 @@ class TwinCPU(Backend):
         kernels, expressions = readable_twin(op, cpu_syntax_check)
         assert op.twin_path is not None  # readable_twin checked it
         library = compile_twin_cpu(op.twin_path, expressions, self.config.cache_dir, "plain")
-        return {n: PlainLaunch(k, library) for n, k in kernels.items()}
+        return {n: PlainLaunch(k, library, op.twin_path) for n, k in kernels.items()}
 
     def checked_launch_targets(self, op: Op) -> dict[str, LaunchTarget]:
         """The check builds, run in the sanitized worker: the pattern build (locals filled
@@ -240,8 +245,8 @@ class TwinCPU(Backend):
         library, zero = built[0], (built[1] if len(built) > 1 else None)
         if self._worker is None:
             self._worker = CheckWorker()
-        twin = display_name(op.twin_path)
-        return {n: CheckedLaunch(k, library, self._worker, zero, twin) for n, k in kernels.items()}
+        worker, twin = self._worker, op.twin_path
+        return {n: CheckedLaunch(k, library, worker, zero, twin) for n, k in kernels.items()}
 
     def __del__(self) -> None:
         worker = getattr(self, "_worker", None)  # absent if __init__ raised

@@ -30,6 +30,7 @@ from functools import cache
 from pathlib import Path
 
 from portkit import cache_files, host_compiler
+from portkit.backends.twin.source import display_name
 from portkit.backends.twin_cpu import uninit
 from portkit.errors import TwinCompileError
 from portkit.host_compiler import Compiler
@@ -311,10 +312,3 @@ def not_in_nvrtc(log: str) -> str | None:
         f"{match['where']}: {where} is not declared by NVRTC, which compiles the twin for "
         f"the GPU; write {instead}"
     )
-
-
-def display_name(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)

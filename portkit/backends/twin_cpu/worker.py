@@ -14,15 +14,23 @@ as zeros, where the first's start as 0xFE bytes: uninit.py), the reverse run is 
 build with shared memory zeroed; when the runs differ, a third (zero build, forward
 order) tells an order dependence from a read of an uninitialised value. Messages are
 length-prefixed pickles on two pipes; the kernel's own printf goes to the inherited stdout.
+
+The worker lives as long as the process that started it (``portkit watch``, a notebook),
+so what it loads is bounded: a request names its twin (``source``), and a new build of a
+twin (an edit) closes the one it replaces (``dlclose``); past ``MAX_LIBRARIES`` builds the
+one used least recently is closed too. Nothing is closed while a launch runs: one request
+at a time, and no function of a library outlives the request that looked it up.
 """
 
 from __future__ import annotations
 
+import _ctypes
 import ctypes
 import os
 import pickle
 import struct
 import sys
+from collections import OrderedDict
 from typing import Any
 
 REVERSE, STRICT, ZERO_SHARED = 1, 2, 4
@@ -55,24 +63,54 @@ def _read_exactly(fd: int, size: int) -> bytes:
     return b"".join(chunks)
 
 
-_libraries: dict[str, ctypes.CDLL] = {}
+# The twin builds loaded (library path -> library), the one used last at the end, and the
+# build each twin has now ((twin source, which build) -> library path).
+MAX_LIBRARIES = 16  # both check builds of the twins a session works on, with room
+_libraries: OrderedDict[str, ctypes.CDLL] = OrderedDict()
+_builds: dict[tuple[str, str], str] = {}
+_libc_loaded: list[ctypes.CDLL] = []
 
 
 def _libc() -> ctypes.CDLL:
     """The C library already in the process: its malloc is ASan's (preloaded)."""
-    if "libc" not in _libraries:
-        libc = _libraries["libc"] = ctypes.CDLL(None)
+    if not _libc_loaded:
+        libc = ctypes.CDLL(None)
         libc.malloc.restype = ctypes.c_void_p
         libc.malloc.argtypes = [ctypes.c_size_t]
         libc.free.argtypes = [ctypes.c_void_p]
-    return _libraries["libc"]
+        _libc_loaded.append(libc)
+    return _libc_loaded[0]
+
+
+def load(path: str, build: tuple[str, str]) -> ctypes.CDLL:
+    """The library at ``path``, the current ``build`` (twin source, which build) of its
+    twin: loaded once; the build it replaces, and past ``MAX_LIBRARIES`` the one used
+    least recently, are closed."""
+    loaded = _libraries.get(path)
+    if loaded is None:
+        replaced = _builds.get(build)
+        if replaced is not None and replaced in _libraries:
+            close(replaced)
+        loaded = _libraries[path] = ctypes.CDLL(path)
+    _builds[build] = path
+    _libraries.move_to_end(path)
+    while len(_libraries) > MAX_LIBRARIES:
+        close(next(iter(_libraries)))
+    return loaded
+
+
+def close(path: str) -> None:
+    """Forget the library at ``path`` and close it (``dlclose``): its code leaves the
+    process once nothing else holds it open."""
+    loaded = _libraries.pop(path)
+    for build in [b for b, p in _builds.items() if p == path]:
+        del _builds[build]
+    _ctypes.dlclose(loaded._handle)
 
 
 def run_once(request: dict, flags: int) -> tuple[int, str, list[bytes], set[int]]:
     """One launch on fresh copies of the request's buffers."""
-    library = _libraries.get(request["library"])
-    if library is None:
-        library = _libraries[request["library"]] = ctypes.CDLL(request["library"])
+    library = load(request["library"], (request["source"], request["build"]))
     launch = getattr(library, request["symbol"])
     launch.restype = ctypes.c_int
     buffers = request["buffers"]
@@ -144,7 +182,7 @@ def handle(request: dict) -> dict:
     if not request["schedule"]:
         return reply
     zero = request.get("zero")  # (library, symbol) of the zero-initialised build, or None
-    other = dict(request, library=zero[0], symbol=zero[1]) if zero else request
+    other = dict(request, library=zero[0], symbol=zero[1], build="zero") if zero else request
     zeroed = ZERO_SHARED if zero else 0
     rc, error, reversed_outputs, _ = run_once(other, STRICT | REVERSE | zeroed)
     if rc:
