@@ -16,6 +16,7 @@ from portkit.checking.op_contract import label as contract_label
 from portkit.checking.op_contract import tolerance as declared_or_default
 from portkit.checking.order_bound import OrderBound, compare_bounded, order_term
 from portkit.errors import describe
+from portkit.results import ValueMismatch
 from portkit.simt.schedule import FORWARD, REVERSED
 
 if TYPE_CHECKING:
@@ -37,9 +38,11 @@ def other_schedule(
     counted: Contributions,
     notes: list[str],
     reproduce: str = "",
+    differ: list[ValueMismatch] | None = None,
 ) -> list[str]:
     """Problems of the forward run of ``op`` on ``inputs`` in the schedule other than
-    ``ran``; per output float atomics sum into, whether the two agree goes to ``notes``."""
+    ``ran``; per output float atomics sum into, whether the two agree goes to ``notes``,
+    and the values that differ from the reference to ``differ``."""
     if not any(bound is not None for bound in counted.outputs):
         return []
     other = FORWARD if ran == REVERSED else REVERSED
@@ -58,7 +61,12 @@ def other_schedule(
         tolerance = declared_or_default(op, case, False, position, "reference", reference.dtype)
         what = f"{label} in the {other} schedule"
         sides = (f"sim ({other})", "reference")
-        problems += compare_bounded(what, second, reference, tolerance, bound, sides, reproduce)[0]
+        found, _, values = compare_bounded(
+            what, second, reference, tolerance, bound, sides, reproduce
+        )
+        problems += found
+        if differ is not None:
+            differ += values
     return problems
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from portkit import cache_files
+from portkit.backends.compiler_log import first_error_site
 from portkit.errors import DtypeError, TwinCompileError
 
 CACHE_FORMAT = 2  # 2: symbols and digest in <cubin>.manifest.json
@@ -144,7 +145,8 @@ def nvrtc_compile(
             instantiation = _instantiation_failure(text, expressions)
             if instantiation:
                 raise DtypeError(f"twin {path}: {instantiation}") from None
-            raise TwinCompileError(f"twin {path} does not compile for {arch}:\n{text}") from None
+            message = f"twin {path} does not compile for {arch}:\n{text}"
+            raise TwinCompileError(message, first_error_site(text)) from None
         ptx_text = _program_ptx(program.handle) if ptx else b""
     finally:
         program.close()  # now: a program left to the collector warns from __dealloc__
