@@ -266,6 +266,7 @@ class CaseRunner:
         notes: list[str] = []
         margins: list[float] = []
         differ: list[ValueMismatch] = []
+        sites: list[FailureSite] = []  # a fault in the simulator's other schedule
         sides = (name, "reference")
         problems = self.compare_all(
             "output", outputs, expected_outputs, sides, counted, notes, margins, differ
@@ -274,7 +275,7 @@ class CaseRunner:
         if isinstance(backend, PortkitSimulator):  # float atomics: their other order too
             problems += other_schedule(
                 self.op, self.case, backend.config, backend.schedule, self.inputs(device),
-                outputs, expected_outputs, counted, notes, self.reproduce, differ,
+                outputs, expected_outputs, counted, notes, self.reproduce, differ, sites,
             )  # fmt: skip
         outcome, detail = Outcome.FAIL if problems else Outcome.PASS, "\n".join(problems or notes)
         margin, warned = max(margins, default=None), taken(backend)
@@ -286,6 +287,7 @@ class CaseRunner:
             t0,
             margin=margin,
             warnings=warned,
+            site=next(iter(sites), None),
             mismatches=differ,
         )
         run.outputs = tuple(o.detach() for o in outputs)

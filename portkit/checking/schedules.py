@@ -15,8 +15,8 @@ from portkit.checking.contributions import Contributions
 from portkit.checking.op_contract import label as contract_label
 from portkit.checking.op_contract import tolerance as declared_or_default
 from portkit.checking.order_bound import OrderBound, compare_bounded, order_term
-from portkit.errors import describe
-from portkit.results import ValueMismatch
+from portkit.errors import describe, failure_site
+from portkit.results import FailureSite, ValueMismatch
 from portkit.simt.schedule import FORWARD, REVERSED
 
 if TYPE_CHECKING:
@@ -39,16 +39,21 @@ def other_schedule(
     notes: list[str],
     reproduce: str = "",
     differ: list[ValueMismatch] | None = None,
+    sites: list[FailureSite] | None = None,
 ) -> list[str]:
     """Problems of the forward run of ``op`` on ``inputs`` in the schedule other than
     ``ran``; per output float atomics sum into, whether the two agree goes to ``notes``,
-    and the values that differ from the reference to ``differ``."""
+    the values that differ from the reference to ``differ``, and where a fault in that
+    schedule happened to ``sites``."""
     if not any(bound is not None for bound in counted.outputs):
         return []
     other = FORWARD if ran == REVERSED else REVERSED
     try:
         again = _run(op, case, config, other, inputs)
     except Exception as exc:  # a kernel fault in this order only: the op's bug
+        site = failure_site(exc)
+        if sites is not None and site is not None:
+            sites.append(site)
         return [f"the {other} schedule: {describe(exc)}{reproduce}"]
     problems: list[str] = []
     for position, (first, second, reference, bound) in enumerate(
