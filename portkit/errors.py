@@ -59,6 +59,8 @@ class Located(PortkitError):
     ``failure_site`` gives a check row (results.FailureSite); None where nothing names a
     place. The message says the same for people."""
 
+    site: FailureSite | None = None  # also for one made without __init__ (kernel_exceptions)
+
     def __init__(self, message: str, site: FailureSite | None = None) -> None:
         super().__init__(message)
         self.site = site

@@ -83,6 +83,27 @@ def test_a_simulator_out_of_bounds_fault_carries_kernel_block_thread_and_line(
         assert back.site.where == f"{prototype}:15"
 
 
+def test_a_kernel_that_raises_in_the_simulator_carries_its_thread_and_line(
+    make_project, sources, cli
+):
+    """The kernel's own exception is re-raised as its type and a SimulationFault at once
+    (simt/kernel_exceptions.py): it keeps the site of the thread that raised it."""
+    name = "rf_kraise"
+    body = "if i == 37:\n    raise ValueError('no 37')\nout[i] = x[i] * 2.0"
+    root = make_project({name: (sources.unary_op(name, body, cases=sources.ONE_CASE), None)})
+    result = cli(root, "check", name, "--backend", "sim", "--no-compile", "--json")
+    assert result.exit_code == 1, result.output
+    row = one(rows_of(result), "sim", "forward")
+    assert "raised ValueError: no 37" in row["detail"]
+    path = str(root / "prototypes" / f"{name}.py")
+    line = (root / "prototypes" / f"{name}.py").read_text().splitlines().index(
+        "            raise ValueError('no 37')"
+    ) + 1
+    assert row["site"] == {
+        "kernel": f"{name}_fwd", "block": [1, 0, 0], "thread": [5, 0, 0], "file": path, "line": line
+    }  # fmt: skip
+
+
 def test_a_launcher_that_raises_carries_its_line(make_project, sources, cli):
     name = "rf_raise"
     prototype = sources.unary_op(name, cases=sources.ONE_CASE).replace(
