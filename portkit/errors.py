@@ -6,6 +6,8 @@ exits nonzero. Anything else that escapes is a bug in portkit and keeps its trac
 
 from __future__ import annotations
 
+from portkit.results import FailureSite
+
 # The errors a launch raises are the launch contract's (shipped verbatim in exported
 # packages): one class object each, here and there.
 from portkit.runtime.launch_contract import InputError as InputError
@@ -52,21 +54,40 @@ class DtypeError(OpDefinitionError):
     than the implementation. A contract error (exit 2), not one failed check."""
 
 
-class TwinCompileError(PortkitError):
-    """NVRTC or the host C++ compiler rejected a twin; the message carries its log."""
+class Located(PortkitError):
+    """An error that knows where it happened: ``site``, set where it is raised, is what
+    ``failure_site`` gives a check row (results.FailureSite); None where nothing names a
+    place. The message says the same for people."""
 
+    site: FailureSite | None = None  # also for one made without __init__ (kernel_exceptions)
 
-class ReferenceFailure(PortkitError):
-    """An op's PyTorch reference raised on a case. ``stage`` is "forward" (calling it) or
-    "backward" (its autograd); the message names the reference's file:line."""
-
-    def __init__(self, message: str, stage: str) -> None:
+    def __init__(self, message: str, site: FailureSite | None = None) -> None:
         super().__init__(message)
+        self.site = site
+
+
+class OpLoadError(Located, OpDefinitionError):
+    """An op's prototype that does not import (a syntax error, an exception at import);
+    ``site``: the line."""
+
+
+class TwinCompileError(Located):
+    """NVRTC or the host C++ compiler rejected a twin; the message carries its log and
+    ``site`` the file and line of its first error, where the log names one."""
+
+
+class ReferenceFailure(Located):
+    """An op's PyTorch reference raised on a case. ``stage`` is "forward" (calling it) or
+    "backward" (its autograd); the message and ``site`` name the reference's file:line."""
+
+    def __init__(self, message: str, stage: str, site: FailureSite | None = None) -> None:
+        super().__init__(message, site)
         self.stage = stage
 
 
-class KernelError(PortkitError):
-    """A kernel raised while it ran in the simulator; the message names block and thread."""
+class KernelError(Located):
+    """A kernel raised while it ran in the simulator; the message names block and thread,
+    and ``site`` holds them where the simulator knew them."""
 
 
 class GuardViolation(KernelError):
@@ -83,7 +104,7 @@ class GuardViolation(KernelError):
         before: int,
         after: int,
     ) -> None:
-        super().__init__(message)
+        super().__init__(message, FailureSite(kernel))
         self.kernel, self.implementation, self.argument = kernel, implementation, argument
         self.before, self.after = before, after
 
@@ -105,3 +126,16 @@ def describe(exc: Exception) -> str:
     frames = traceback.extract_tb(exc.__traceback__)
     where = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
     return f"{type(exc).__name__}: {exc}{where}"
+
+
+def failure_site(exc: BaseException) -> FailureSite | None:
+    """Where ``exc`` happened, as a check row keeps it: the site a ``Located`` error was
+    raised with; for anything but a portkit error, the frame ``describe`` names."""
+    import traceback
+
+    if isinstance(exc, Located):
+        return exc.site
+    if isinstance(exc, PortkitError):
+        return None
+    frames = traceback.extract_tb(exc.__traceback__)
+    return FailureSite(file=frames[-1].filename, line=frames[-1].lineno) if frames else None

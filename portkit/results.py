@@ -4,8 +4,10 @@ produce results without importing the harness that aggregates them."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
 
 class Outcome(str, Enum):
@@ -39,18 +41,81 @@ class Outcome(str, Enum):
         return self in (Outcome.FAIL, Outcome.ERROR)
 
 
+class Stage(str, Enum):
+    """Which step of checking an op made a row: a field of the row, set where the row is
+    built, so that no reader tells a compile row by its label. A ``str`` whose value is
+    what ``--json`` and the handoff files write.
+
+    COMPILE: building the kernels (the prototype to PTX, the twin with NVRTC or the host
+    compiler). STATIC: reading the code without running a kernel (lint's findings, the
+    twin's signature against the traced launches). RUN: running a case (forward,
+    backward, gradcheck, prototype against twin) and the rows about running (an op-wide
+    gradcheck note, a worker that died)."""
+
+    COMPILE = "compile"
+    STATIC = "static"
+    RUN = "run"
+
+    def __str__(self) -> str:
+        return self.value
+
+
 COMPILE = "compile"  # the check label of building kernels: "compile" or "compile <arch>"
 
 
 def compile_check(arch: str | None = None) -> str:
     """The check label of a compile row: ``compile`` (a backend built the op's kernels for
-    its cases) or ``compile sm_90`` (``portkit compile``'s build for a GPU architecture)."""
+    its cases) or ``compile sm_90`` (``portkit compile``'s build for a GPU architecture).
+    A label for people: readers ask the row's ``stage``."""
     return COMPILE if arch is None else f"{COMPILE} {arch}"
 
 
-def is_compile_check(check: str) -> bool:
-    """Whether a row's check label is a compile row, of either form (``compile_check``)."""
-    return check == COMPILE or check.startswith(f"{COMPILE} ")
+@dataclass(frozen=True)
+class FailureSite:
+    """Where a failure happened, as its producer knew it: the kernel, the block and thread
+    (a simulator's fault), the source file and line (a fault's line, a launcher's frame, a
+    compiler's first error, a prototype's syntax error). Each part None where unknown."""
+
+    kernel: str | None = None
+    block: tuple[int, int, int] | None = None
+    thread: tuple[int, int, int] | None = None
+    file: str | None = None
+    line: int | None = None
+
+    @property
+    def where(self) -> str | None:
+        """``file:line``, or None without both."""
+        return f"{self.file}:{self.line}" if self.file and self.line is not None else None
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FailureSite:
+        """Read back from JSON, where the coordinates became lists."""
+        block, thread = data.get("block"), data.get("thread")
+        return cls(
+            data.get("kernel"),
+            _coordinates(block),
+            _coordinates(thread),
+            data.get("file"),
+            data.get("line"),
+        )
+
+
+def _coordinates(value: Sequence[int] | None) -> tuple[int, int, int] | None:
+    if value is None:
+        return None
+    x, y, z = (int(v) for v in value)
+    return (x, y, z)
+
+
+@dataclass(frozen=True)
+class ValueMismatch:
+    """A compared tensor whose values differ: which one ("output 0", "grad x") and how
+    many of its elements lie outside their bound (of the elements judged by that bound:
+    all of them, or those float atomics summed)."""
+
+    tensor: str
+    mismatched: int
+    total: int
 
 
 def configured(label: str, configuration: str | None) -> str:
@@ -89,6 +154,13 @@ class CheckResult:
     # A prototype-against-twin row (``comparison_check``): the twin's backend, without its
     # configuration; None for every other row.
     compared_with: str | None = None
+    # Which step made the row (Stage): read this, never the check label's text.
+    stage: Stage = Stage.RUN
+    # Where a failure happened (a fault's kernel, block, thread and line), as its producer
+    # knew it; None for a pass and where nothing names a place.
+    site: FailureSite | None = None
+    # The first compared tensor whose values differ; None where no values differ.
+    mismatch: ValueMismatch | None = None
 
     def __post_init__(self) -> None:
         """The labels are made from the fields (``configured``, ``comparison_check``),
@@ -117,3 +189,17 @@ class CheckResult:
     def is_comparison(self) -> bool:
         """A prototype-against-twin row (``vs twin``), not one backend's own check."""
         return self.compared_with is not None
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CheckResult:
+        """A row read back from JSON (``dataclasses.asdict`` of one, as the handoff files,
+        the verdict store and ``--json`` write it). Raises KeyError, TypeError or
+        ValueError on a row that is not one."""
+        row = dict(data)
+        row["status"] = Outcome(row["status"])
+        row["stage"] = Stage(row["stage"])
+        row["warnings"] = tuple(row.get("warnings", ()))
+        site, mismatch = row.get("site"), row.get("mismatch")
+        row["site"] = FailureSite.from_dict(site) if site is not None else None
+        row["mismatch"] = ValueMismatch(**mismatch) if mismatch is not None else None
+        return cls(**row)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from portkit.results import Outcome, compile_check, is_compile_check
+from portkit.results import Outcome, compile_check
 
 PORTKIT = Path(__file__).resolve().parents[1] / "portkit"
 
@@ -19,21 +19,20 @@ def test_the_values_are_what_json_writes_and_failures_shout():
     assert {o for o in Outcome if o.bad} == {Outcome.FAIL, Outcome.ERROR}
 
 
-@pytest.mark.parametrize(
-    ("check", "compile_row"),
-    [
-        ("compile", True),
-        ("compile sm_90", True),
-        (compile_check(), True),
-        (compile_check("sm_100"), True),
-        ("compiled", False),
-        ("compile_ptx", False),
-        ("forward", False),
-        ("vs twin", False),
-    ],
-)
-def test_compile_rows_are_recognised_one_way(check, compile_row):
-    assert is_compile_check(check) is compile_row
+def test_a_rows_stage_is_a_field_and_its_value_is_what_json_writes():
+    """Which step made a row is declared where the row is built (results.Stage); the
+    compile label is for people and no reader parses it (tests/test_row_fields.py)."""
+    import portkit.results
+    from portkit.results import CheckResult, Stage
+
+    assert [s.value for s in Stage] == ["compile", "static", "run"]
+    assert compile_check() == "compile" and compile_check("sm_100") == "compile sm_100"
+    assert CheckResult("op", "c", "sim", "forward", Outcome.PASS).stage is Stage.RUN
+    row = CheckResult(
+        "op", "all", "twin", compile_check("sm_90"), Outcome.FAIL, stage=Stage.COMPILE
+    )
+    assert row.stage is Stage.COMPILE and f"{row.stage}" == "compile"
+    assert "is_compile_check" not in vars(portkit.results)  # no label parser is left
 
 
 def _string_comparisons(tree: ast.AST):
@@ -51,7 +50,7 @@ def _string_comparisons(tree: ast.AST):
 
 def test_no_module_parses_a_check_label_or_an_outcome_by_its_spelling():
     """``== "compile"``, ``.startswith("compile")``, ``status == "FAIL"``: the spellings
-    that drifted apart. Labels go through results.is_compile_check, statuses are Outcome."""
+    that drifted apart. A row's stage is its ``stage`` field, statuses are Outcome."""
     words = {"compile", "compile ", "pass", "fail", "FAIL", "skip", "error", "running", "ok"}
     found = []
     for path in sorted(PORTKIT.rglob("*.py")):

@@ -18,13 +18,15 @@ from typing import TYPE_CHECKING
 
 from portkit.backends.ptx import ARCH, ptx_cache_folder, signature_ptx
 from portkit.backends.twin.build import DEFAULT_ARCH, compile_twin
-from portkit.errors import DtypeError, PortkitError
+from portkit.errors import DtypeError, PortkitError, failure_site
 from portkit.launch.trace import launch_signatures
-from portkit.results import CheckResult, Outcome, compile_check
+from portkit.results import CheckResult, Outcome, Stage, compile_check
 
 if TYPE_CHECKING:
     from portkit.project.config import ProjectConfig
     from portkit.project.discovery import Op
+
+COMPILE, STATIC = Stage.COMPILE, Stage.STATIC  # the stages of the rows built here
 
 
 def signatures_by_dtype(op: Op) -> dict[str, dict[str, tuple]]:
@@ -48,7 +50,7 @@ def check_prototype(op: Op, config: ProjectConfig | None = None) -> CheckResult:
     check = compile_check(ARCH)
     mlir_skip = mlir_reason(op)
     if mlir_skip:
-        return CheckResult(op.name, "all", "numba", check, Outcome.SKIP, mlir_skip)
+        return CheckResult(op.name, "all", "numba", check, Outcome.SKIP, mlir_skip, stage=COMPILE)
     signatures: dict[str, set] = {name: set() for name in op.kernels}
     try:
         for kernels in signatures_by_dtype(op).values():
@@ -56,7 +58,7 @@ def check_prototype(op: Op, config: ProjectConfig | None = None) -> CheckResult:
                 signatures[kernel].add(signature)
     except Exception as exc:
         detail = f"tracing the launchers failed: {type(exc).__name__}: {exc}"
-        return CheckResult(op.name, "all", "numba", check, Outcome.FAIL, detail)
+        return CheckResult(op.name, "all", "numba", check, Outcome.FAIL, detail, stage=COMPILE)
     folder = ptx_cache_folder(op, config)
     compiled, cached, problems = 0, 0, []
     for name, sigs in signatures.items():
@@ -76,7 +78,7 @@ def check_prototype(op: Op, config: ProjectConfig | None = None) -> CheckResult:
     cache_note = f" ({cached} from the prototype cache)" if cached else ""
     detail = "\n".join(problems) or f"{compiled} kernel signature(s) compiled to PTX{cache_note}"
     seconds = time.perf_counter() - t0
-    return CheckResult(op.name, "all", "numba", check, status, detail, seconds)
+    return CheckResult(op.name, "all", "numba", check, status, detail, seconds, stage=COMPILE)
 
 
 def lineinfo_ptx(op: Op, config: ProjectConfig | None, name: str, sig: tuple) -> str:
@@ -91,7 +93,7 @@ def check_twin(op: Op, config: ProjectConfig, arch: str = DEFAULT_ARCH) -> Check
 
     if not op.has_twin:
         return None
-    t0 = time.perf_counter()
+    t0, check = time.perf_counter(), compile_check(arch)
     try:
         _, expressions = readable_twin(op, lambda path: nvrtc_syntax_check(path, arch))
         assert op.twin_path is not None
@@ -99,11 +101,14 @@ def check_twin(op: Op, config: ProjectConfig, arch: str = DEFAULT_ARCH) -> Check
     except DtypeError:
         raise  # the op's dtypes and its twin disagree: a contract error, exit 2
     except PortkitError as exc:
-        return CheckResult(op.name, "all", "twin", compile_check(arch), Outcome.FAIL, str(exc))
+        detail, site = str(exc), failure_site(exc)
+        return CheckResult(
+            op.name, "all", "twin", check, Outcome.FAIL, detail, stage=COMPILE, site=site
+        )
     source = "cache" if compiled.from_cache else "NVRTC"
     detail = f"{len(expressions)} kernel instantiation(s), cubin from {source}"
     seconds = time.perf_counter() - t0
-    return CheckResult(op.name, "all", "twin", compile_check(arch), Outcome.PASS, detail, seconds)
+    return CheckResult(op.name, "all", "twin", check, Outcome.PASS, detail, seconds, stage=COMPILE)
 
 
 def check_signature(op: Op) -> CheckResult:
@@ -118,7 +123,7 @@ def check_signature(op: Op) -> CheckResult:
     detail = "\n".join(f.line() for f in errors) or "twin parameters match every launch"
     seconds = time.perf_counter() - t0
     status = Outcome.FAIL if errors else Outcome.PASS
-    return CheckResult(op.name, "all", "twin", "signature", status, detail, seconds)
+    return CheckResult(op.name, "all", "twin", "signature", status, detail, seconds, stage=STATIC)
 
 
 def compile_checks(op: Op, config: ProjectConfig) -> list[CheckResult]:

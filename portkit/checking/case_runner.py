@@ -21,19 +21,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from portkit.backends.sim import PortkitSimulator
+from portkit.checking.case_compare import compare_tensors
 from portkit.checking.configurations import configuration_of
 from portkit.checking.contributions import Contributions, counting_run, from_machine
-from portkit.checking.control import controlled
 from portkit.checking.op_contract import (
     differentiable,
-    gradient_positions,
     modified_inputs,
     no_gradient_notes,
     parameter_names,
     require_reference_dtypes,
 )
-from portkit.checking.op_contract import label as contract_label
-from portkit.checking.op_contract import tolerance as declared_or_default
 from portkit.checking.reference_run import (
     ControlRuns,
     control_run,
@@ -42,19 +39,19 @@ from portkit.checking.reference_run import (
 )
 from portkit.checking.schedules import other_schedule
 from portkit.checking.sim_warnings import taken
-from portkit.checking.tensor_check import Control, check_tensor, controls
 from portkit.errors import (
     BackwardContractError,
     ReferenceFailure,
     TwinCompileError,
     TwinSignatureError,
     describe,
+    failure_site,
 )
 from portkit.launch.compose import compose_kernels
 from portkit.launch.guards import GuardZones
 from portkit.launch.op_inputs import as_tuple
 from portkit.project.cases import Case, make_grad_outputs, make_inputs
-from portkit.results import CheckResult, Outcome, compile_check, is_compile_check
+from portkit.results import CheckResult, FailureSite, Outcome, Stage, ValueMismatch, compile_check
 from portkit.torch_op.load import registered_callable
 
 if TYPE_CHECKING:
@@ -116,13 +113,17 @@ class CaseRunner:
         margin: float | None = None,
         warnings: tuple[dict, ...] = (),
         compared_with: str | None = None,
+        site: FailureSite | None = None,
+        mismatches: Sequence[ValueMismatch] = (),  # the row keeps the first
+        stage: Stage = Stage.RUN,
     ) -> None:
         seconds = time.perf_counter() - t0 if t0 is not None else 0.0
         name = who if isinstance(who, str) else who.name
         row = (self.op.name, case or self.case.name, name, check, status, detail, seconds)
-        # the fields after ``seconds``: warnings, margin, cached, configuration, compared_with
-        more = (warnings, margin, False, configuration_of(who), compared_with)
-        self.results.append(CheckResult(*row, *more))
+        # the fields after ``seconds``: warnings, margin, cached, configuration, compared_with,
+        # stage, site, mismatch
+        more = (warnings, margin, False, configuration_of(who), compared_with, stage, site)
+        self.results.append(CheckResult(*row, *more, next(iter(mismatches), None)))
 
     @property
     def reproduce(self) -> str:
@@ -134,7 +135,7 @@ class CaseRunner:
     def build_failed(self, backend: str) -> bool:
         """Whether ``backend`` could not build the op's kernels (its ``compile`` row)."""
         return any(
-            r.backend == backend and is_compile_check(r.check) and r.failed for r in self.results
+            r.backend == backend and r.stage is Stage.COMPILE and r.failed for r in self.results
         )
 
     # -- the reference, computed once per device ---------------------------------
@@ -151,7 +152,8 @@ class CaseRunner:
             except ReferenceFailure as exc:
                 self._references[device] = exc
                 # The reference's own row, once: no implementation is blamed for it.
-                self.record("reference", exc.stage, Outcome.FAIL, f"{exc}{self.reproduce}")
+                detail = f"{exc}{self.reproduce}"
+                self.record("reference", exc.stage, Outcome.FAIL, detail, site=exc.site)
             if device == "cuda":
                 torch.cuda.synchronize()
         found = self._references[device]
@@ -241,7 +243,10 @@ class CaseRunner:
             if device == "cuda":
                 torch.cuda.synchronize()
         except (TwinCompileError, TwinSignatureError) as exc:  # the op's build, not this case
-            self.record(backend, compile_check(), Outcome.FAIL, str(exc), t0, case="all")
+            self.record(
+                backend, compile_check(), Outcome.FAIL, str(exc), t0, "all",
+                site=failure_site(exc), stage=Stage.COMPILE,
+            )  # fmt: skip
             return None
         except BackwardContractError as exc:  # found registering the forward; not its fault
             self.record(
@@ -250,39 +255,40 @@ class CaseRunner:
             self.record(backend, "backward", Outcome.FAIL, f"{exc}{self.reproduce}", t0)
             return None
         except Exception as exc:  # a kernel's or launcher's error fails this check only
-            detail = f"{describe(exc)}{self.reproduce}"
-            self.record(backend, "forward", Outcome.FAIL, detail, t0, warnings=taken(backend))
+            detail, site = f"{describe(exc)}{self.reproduce}", failure_site(exc)
+            self.record(
+                backend, "forward", Outcome.FAIL, detail, t0, warnings=taken(backend), site=site
+            )
             return None
         require_reference_dtypes(self.op, self.case, name, outputs, expected_outputs)
         machine = backend.machine  # declared on Backend: None unless portkit simulates it
         counted = self.contributions(backend, machine, outputs)
         notes: list[str] = []
         margins: list[float] = []
+        differ: list[ValueMismatch] = []
+        sites: list[FailureSite] = []  # a fault in the simulator's other schedule
+        sides = (name, "reference")
         problems = self.compare_all(
-            "output", outputs, expected_outputs, (name, "reference"), counted, notes, margins
+            "output", outputs, expected_outputs, sides, counted, notes, margins, differ
         )
         problems += modified_inputs(inputs, originals, "forward")
         if isinstance(backend, PortkitSimulator):  # float atomics: their other order too
             problems += other_schedule(
-                self.op,
-                self.case,
-                backend.config,
-                backend.schedule,
-                self.inputs(device),
-                outputs,
-                expected_outputs,
-                counted,
-                notes,
-                self.reproduce,
-            )
+                self.op, self.case, backend.config, backend.schedule, self.inputs(device),
+                outputs, expected_outputs, counted, notes, self.reproduce, differ, sites,
+            )  # fmt: skip
+        outcome, detail = Outcome.FAIL if problems else Outcome.PASS, "\n".join(problems or notes)
+        margin, warned = max(margins, default=None), taken(backend)
         self.record(
             backend,
             "forward",
-            Outcome.FAIL if problems else Outcome.PASS,
-            "\n".join(problems or notes),
+            outcome,
+            detail,
             t0,
-            warnings=taken(backend),
-            margin=max(margins, default=None),
+            margin=margin,
+            warnings=warned,
+            site=next(iter(sites), None),
+            mismatches=differ,
         )
         run.outputs = tuple(o.detach() for o in outputs)
 
@@ -293,21 +299,32 @@ class CaseRunner:
                 if device == "cuda":
                     torch.cuda.synchronize()
             except Exception as exc:
-                detail = f"{describe(exc)}{self.reproduce}"
-                self.record(backend, "backward", Outcome.FAIL, detail, t0, warnings=taken(backend))
+                detail, site = f"{describe(exc)}{self.reproduce}", failure_site(exc)
+                self.record(
+                    backend,
+                    "backward",
+                    Outcome.FAIL,
+                    detail,
+                    t0,
+                    warnings=taken(backend),
+                    site=site,
+                )
                 return run
             counted = self.contributions(backend, machine, outputs, grads)
             notes = no_gradient_notes(self.op, self.case)
-            margins = []
+            margins, differ = [], []
             problems = self.compare_all(
-                "grad", grads, expected_grads, (name, "reference"), counted, notes, margins
+                "grad", grads, expected_grads, sides, counted, notes, margins, differ
             )
             problems += modified_inputs(inputs, originals, "backward")
             problems += self.dropped_gradients()
             detail = "\n".join(problems or notes)
             outcome = Outcome.FAIL if problems else Outcome.PASS
             margin, warned = max(margins, default=None), taken(backend)
-            self.record(backend, "backward", outcome, detail, t0, margin=margin, warnings=warned)
+            self.record(
+                backend, "backward", outcome, detail, t0,
+                margin=margin, warnings=warned, mismatches=differ,
+            )  # fmt: skip
             run.grads = grads
             if self.case.gradcheck:
                 # The simulator is slow; gradcheck's fast mode checks one random
@@ -334,7 +351,8 @@ class CaseRunner:
                 fast_mode=fast,
             )
         except Exception as exc:
-            self.record(backend, "gradcheck", Outcome.FAIL, describe(exc) + self.reproduce, t0)
+            detail, site = describe(exc) + self.reproduce, failure_site(exc)
+            self.record(backend, "gradcheck", Outcome.FAIL, detail, t0, site=site)
         else:
             self.record(backend, "gradcheck", Outcome.PASS, "", t0)
 
@@ -347,53 +365,14 @@ class CaseRunner:
         counted: Contributions | None = None,
         notes: list[str] | None = None,
         margins: list[float] | None = None,
+        differ: list[ValueMismatch] | None = None,
     ) -> list[str]:
         """Problems of ``actual`` (made by ``sides[0]``) against ``expected`` (by
-        ``sides[1]``: "reference" or a twin's name); ``kind`` "output" or "grad".
-        Against the reference, floats meet the measured control (checking/control.py);
-        elements float atomics summed (``counted``) meet the summation-order bound
-        (checking/order_bound.py); its passing verdicts and any declared tolerance used go
-        to ``notes``, so that a pass shows them too; each tensor's margin to ``margins``."""
-        grad = kind == "grad"
-        if len(actual) != len(expected):
-            what = "grads" if grad else "outputs"
-            return [f"{len(actual)} {what} from {sides[0]}, {len(expected)} from {sides[1]}"]
-        bounds = counted.of(kind) if counted is not None else ()
-        notes = notes if notes is not None else []
-        if counted is not None and counted.note and counted.note not in notes:
-            notes.append(counted.note)
-        positions = gradient_positions(self.op, self.case) if grad else range(len(actual))
-        controls = self.controls_for(kind, sides[1], actual)
-        problems = []
-        for index, (position, a, e) in enumerate(zip(positions, actual, expected)):
-            label = contract_label(self.op, grad, position)
-            if a is None or e is None:
-                if (a is None) != (e is None):
-                    missing = sides[0] if a is None else sides[1]
-                    problems.append(
-                        f"{label}: {missing} gives no gradient; declare the input with "
-                        f"no_grad= if it carries none{self.reproduce}"
-                    )
-                continue
-            tolerance = declared_or_default(self.op, self.case, grad, position, sides[1], e.dtype)
-            if tolerance.reason:
-                notes.append(f"{label}: {tolerance.describe()}")
-            bound = bounds[index] if index < len(bounds) else None
-            control = controls[index] if index < len(controls) else None
-            verdict = check_tensor(label, a, e, tolerance, bound, sides, self.reproduce, control)
-            problems += verdict.problems
-            notes += verdict.notes
-            if margins is not None:
-                margins.append(verdict.margin)
-        return problems
-
-    def controls_for(self, kind: str, against: str, actual: Sequence) -> list[Control | None]:
-        """The measured control of each tensor compared against the reference."""
-        floats = [t for t in actual if t is not None and controlled(t.dtype)]
-        if against != "reference" or not floats:  # nothing the control would bound
-            return []
-        devices = [t.device.type for t in floats]
-        return controls(self.control(devices[0]), kind == "grad", self.op.definition.error_factor)
+        ``sides[1]``), this case's (case_compare.py ``compare_tensors``)."""
+        return compare_tensors(
+            self.op, self.case, self.reproduce, self.control,
+            kind, actual, expected, sides, counted, notes, margins, differ,
+        )  # fmt: skip
 
     def contributions(
         self,

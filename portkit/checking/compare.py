@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from portkit.results import ValueMismatch
+
 if TYPE_CHECKING:
     import torch
 
@@ -89,6 +91,10 @@ class Mismatch:
     expected: str = ""
     nonfinite: int = 0  # mismatches where one side is NaN or Inf (no error figures)
     integer: bool = False  # exact comparison: differences, never ULPs
+
+    def values(self) -> ValueMismatch | None:
+        """How many values differ, for the check row; None for a shape or dtype problem."""
+        return ValueMismatch(self.what, self.count, self.total) if self.count else None
 
     def report(self, seed_note: str = "") -> str:
         got = f"got ({self.got})" if self.got else "got"

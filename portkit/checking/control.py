@@ -62,6 +62,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from portkit.checking.compare import SHOWN_MISMATCHES, Tolerance
+from portkit.results import ValueMismatch
 
 if TYPE_CHECKING:
     import torch
@@ -117,6 +118,10 @@ class ControlVerdict:
     @property
     def failed(self) -> bool:
         return self.bad > 0
+
+    def values(self) -> ValueMismatch | None:
+        """How many values differ, for the check row; None for a pass."""
+        return ValueMismatch(self.what, self.bad, self.total) if self.failed else None
 
     def bound_text(self) -> str:
         return (

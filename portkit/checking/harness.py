@@ -17,13 +17,14 @@ from typing import TYPE_CHECKING, Protocol
 from portkit.checking.case_runner import CaseRunner, CheckSettings
 from portkit.checking.configurations import configuration_groups
 from portkit.errors import PortkitError
-from portkit.results import CheckResult, Outcome, is_compile_check
+from portkit.results import CheckResult, Outcome, Stage
 
 if TYPE_CHECKING:
     from portkit.backends import Backend
     from portkit.project.cases import Case
     from portkit.project.config import ProjectConfig
     from portkit.project.discovery import Op
+
 
 class Reuse(Protocol):
     """Rows served instead of run (checking/verdicts: passing verdicts by content)."""
@@ -169,7 +170,8 @@ def lint_result(op: Op, config: ProjectConfig | None = None) -> CheckResult:
     t0 = time.perf_counter()
     not_linted = mlir_reason(op)
     if not_linted:
-        return CheckResult(op.name, "all", "numba", "lint", Outcome.SKIP, not_linted, 0.0)
+        skip = (Outcome.SKIP, not_linted, 0.0)
+        return CheckResult(op.name, "all", "numba", "lint", *skip, stage=Stage.STATIC)
     if config is None:
         findings, cached = signature_findings(op) + code_findings(op), False
     else:
@@ -187,7 +189,8 @@ def lint_result(op: Op, config: ProjectConfig | None = None) -> CheckResult:
     else:
         detail = f"{summary}, see `portkit lint {op.name}`; first: {findings[0].line()}"
     status = Outcome.FAIL if failing else Outcome.PASS
-    return CheckResult(op.name, "all", "numba", "lint", status, detail, time.perf_counter() - t0)
+    seconds = time.perf_counter() - t0
+    return CheckResult(op.name, "all", "numba", "lint", status, detail, seconds, stage=Stage.STATIC)
 
 
 def plan_suite(
@@ -236,7 +239,7 @@ def run_suite(
         if not any(r.failed for r in compiled):
             results += _op_rows(reuse, op, "lint", functools.partial(_lint_rows, op, config))
         for failed in compiled:
-            twin_compile = failed.backend == "twin" and is_compile_check(failed.check)
+            twin_compile = failed.backend == "twin" and failed.stage is Stage.COMPILE
             if failed.failed and twin_compile:
                 # Its compiler's error is that row's; no twin backend repeats it per case.
                 reason = not_built("the twin", f"twin / {failed.check}")

@@ -24,7 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from portkit.checking.compare import SHOWN_MISMATCHES, Tolerance, compare
+from portkit.checking.compare import SHOWN_MISMATCHES, Mismatch, Tolerance, compare
+from portkit.results import ValueMismatch
 
 if TYPE_CHECKING:
     import torch
@@ -91,6 +92,10 @@ class OrderedComparison:
     @property
     def failed(self) -> bool:
         return self.bad > 0
+
+    def values(self) -> ValueMismatch | None:
+        """How many summed values differ (of the summed), for the check row; None for a pass."""
+        return ValueMismatch(self.what, self.bad, self.summed) if self.failed else None
 
     @property
     def margin(self) -> float:
@@ -213,19 +218,23 @@ def compare_bounded(
     bound: OrderBound | None,
     sides: tuple[str, str] = ("", ""),
     reproduce: str = "",
-) -> tuple[list[str], list[str]]:
-    """(problems, notes) of one tensor against another: the elements ``bound`` counts
-    against the summation-order bound (a passing verdict is a note), the rest by
-    ``tolerance``. ``sides`` name who got and who expected."""
+) -> tuple[list[str], list[str], list[ValueMismatch]]:
+    """(problems, notes, values that differ) of one tensor against another: the elements
+    ``bound`` counts against the summation-order bound (a passing verdict is a note), the
+    rest by ``tolerance``. ``sides`` name who got and who expected."""
     problems: list[str] = []
     notes: list[str] = []
+    verdicts: list[OrderedComparison | Mismatch] = []
     if bound is not None and actual.shape == expected.shape and actual.dtype == expected.dtype:
         actual, verdict = compare_summed(what, actual, expected, tolerance, bound, *sides)
         (problems if verdict.failed else notes).append(verdict.report(reproduce))
+        verdicts.append(verdict)
     mismatch = compare(what, actual, expected, tolerance, *sides)
     if mismatch:
         problems.append(mismatch.report(reproduce))
-    return problems, notes
+        verdicts.append(mismatch)
+    differ = [found for v in verdicts if (found := v.values()) is not None]
+    return problems, notes, differ
 
 
 def _at(flat: int, a: torch.Tensor, e: torch.Tensor) -> tuple[tuple[int, ...], float, float]:

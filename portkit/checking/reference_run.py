@@ -20,6 +20,7 @@ from portkit.checking.control import low_precision
 from portkit.errors import ReferenceFailure
 from portkit.launch.op_inputs import as_tuple
 from portkit.project.cases import make_grad_outputs
+from portkit.results import FailureSite
 
 if TYPE_CHECKING:
     import torch
@@ -51,10 +52,10 @@ def reference_run(
     try:
         return _run(op, case, inputs, backward, stage)
     except Exception as exc:
-        raise ReferenceFailure(_failure(op, exc, stage[0]), stage[0]) from exc
+        raise _failure(op, exc, stage[0]) from exc
 
 
-def _failure(op: Op, exc: Exception, stage: str) -> str:
+def _failure(op: Op, exc: Exception, stage: str) -> ReferenceFailure:
     """One line: what the reference raised and where, at the deepest frame in the op's
     prototype file (a torch function's internals are not where the mistake is)."""
     import traceback
@@ -63,10 +64,11 @@ def _failure(op: Op, exc: Exception, stage: str) -> str:
     ours = [f for f in frames if f.filename == str(op.prototype_path)]
     deepest = ours or frames
     where = f" (at {deepest[-1].filename}:{deepest[-1].lineno})" if deepest else ""
+    site = FailureSite(file=deepest[-1].filename, line=deepest[-1].lineno) if deepest else None
     message = str(exc).strip().splitlines()
     text = f"{type(exc).__name__}: {message[0]}" if message else type(exc).__name__
     what = "the reference" if stage == "forward" else "the reference's autograd"
-    return f"op {op.name}: {what} raised {text}{where}"
+    return ReferenceFailure(f"op {op.name}: {what} raised {text}{where}", stage, site)
 
 
 def _run(
@@ -123,9 +125,7 @@ class ControlRuns:
     memo: dict = field(default_factory=dict, compare=False, repr=False)
 
 
-def control_run(
-    op: Op, case: Case, inputs: Sequence[torch.Tensor], backward: bool
-) -> ControlRuns:
+def control_run(op: Op, case: Case, inputs: Sequence[torch.Tensor], backward: bool) -> ControlRuns:
     """Two more runs of the reference for the control; raises what the reference raises
     (the caller falls back to the dtype table: a reference that cannot run in float64)."""
     import torch

@@ -15,7 +15,8 @@ from portkit.checking.contributions import Contributions
 from portkit.checking.op_contract import label as contract_label
 from portkit.checking.op_contract import tolerance as declared_or_default
 from portkit.checking.order_bound import OrderBound, compare_bounded, order_term
-from portkit.errors import describe
+from portkit.errors import describe, failure_site
+from portkit.results import FailureSite, ValueMismatch
 from portkit.simt.schedule import FORWARD, REVERSED
 
 if TYPE_CHECKING:
@@ -37,15 +38,22 @@ def other_schedule(
     counted: Contributions,
     notes: list[str],
     reproduce: str = "",
+    differ: list[ValueMismatch] | None = None,
+    sites: list[FailureSite] | None = None,
 ) -> list[str]:
     """Problems of the forward run of ``op`` on ``inputs`` in the schedule other than
-    ``ran``; per output float atomics sum into, whether the two agree goes to ``notes``."""
+    ``ran``; per output float atomics sum into, whether the two agree goes to ``notes``,
+    the values that differ from the reference to ``differ``, and where a fault in that
+    schedule happened to ``sites``."""
     if not any(bound is not None for bound in counted.outputs):
         return []
     other = FORWARD if ran == REVERSED else REVERSED
     try:
         again = _run(op, case, config, other, inputs)
     except Exception as exc:  # a kernel fault in this order only: the op's bug
+        site = failure_site(exc)
+        if sites is not None and site is not None:
+            sites.append(site)
         return [f"the {other} schedule: {describe(exc)}{reproduce}"]
     problems: list[str] = []
     for position, (first, second, reference, bound) in enumerate(
@@ -58,7 +66,12 @@ def other_schedule(
         tolerance = declared_or_default(op, case, False, position, "reference", reference.dtype)
         what = f"{label} in the {other} schedule"
         sides = (f"sim ({other})", "reference")
-        problems += compare_bounded(what, second, reference, tolerance, bound, sides, reproduce)[0]
+        found, _, values = compare_bounded(
+            what, second, reference, tolerance, bound, sides, reproduce
+        )
+        problems += found
+        if differ is not None:
+            differ += values
     return problems
 
 

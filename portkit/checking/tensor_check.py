@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from portkit.checking.compare import FIGURE_SLICE, Tolerance, elementwise_errors
 from portkit.checking.control import control_bound, control_compare, controlled
 from portkit.checking.order_bound import OrderBound, compare_bounded, compare_summed, order_term
+from portkit.results import ValueMismatch
 
 if TYPE_CHECKING:
     import torch
@@ -48,6 +49,7 @@ class TensorVerdict:
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     margin: float = 0.0
+    mismatches: list[ValueMismatch] = field(default_factory=list)  # values that differ, as data
 
 
 def check_tensor(
@@ -63,10 +65,11 @@ def check_tensor(
     """``actual`` against ``expected`` (or against ``control.wide`` where the control
     applies: ``control`` given, no declared tolerance, a float narrower than float64)."""
     if control is None or not uses_control(actual, expected, tolerance, control):
-        problems, notes = compare_bounded(
+        problems, notes, differ = compare_bounded(
             what, actual, expected, tolerance, bound, sides, reproduce
         )
-        return TensorVerdict(problems, notes, table_margin(actual, expected, tolerance, bound))
+        margin = table_margin(actual, expected, tolerance, bound)
+        return TensorVerdict(problems, notes, margin, differ)
     verdict = TensorVerdict()
     skip = None
     if bound is not None:  # atomic sums: the control plus every order's spread
@@ -85,6 +88,7 @@ def check_tensor(
             formula=f"{control.factor:g}x torch's error + 2 ULP + 2*gamma_n*S",
         )
         (verdict.problems if summed.failed else verdict.notes).append(summed.report(reproduce))
+        verdict.mismatches += [m for m in (summed.values(),) if m is not None]
         verdict.margin = summed.margin
         skip = bound.count > 0
     result = control_compare(
@@ -101,6 +105,7 @@ def check_tensor(
     )
     if result.failed:
         verdict.problems.append(result.report(reproduce))
+        verdict.mismatches += [m for m in (result.values(),) if m is not None]
     verdict.margin = max(verdict.margin, result.margin)
     return verdict
 

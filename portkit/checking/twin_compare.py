@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from portkit.checking.configurations import base_name, configuration_of
-from portkit.results import Outcome, comparison_check
+from portkit.results import Outcome, ValueMismatch, comparison_check
 
 
 def cross_compare(runner: Any, runs: Sequence[Any]) -> None:
@@ -29,12 +29,13 @@ def cross_compare(runner: Any, runs: Sequence[Any]) -> None:
             sides = (proto.backend.name, twin.backend.name)
             notes: list[str] = []
             margins: list[float] = []
+            differ: list[ValueMismatch] = []
             problems = runner.compare_all(
-                "output", proto.outputs, twin.outputs, sides, counted, notes, margins
+                "output", proto.outputs, twin.outputs, sides, counted, notes, margins, differ
             )
             if proto.grads and twin.grads:
                 problems += runner.compare_all(
-                    "grad", proto.grads, twin.grads, sides, counted, notes, margins
+                    "grad", proto.grads, twin.grads, sides, counted, notes, margins, differ
                 )
             twin_name = base_name(twin.backend)  # both ran one configuration
             runner.record(
@@ -45,4 +46,5 @@ def cross_compare(runner: Any, runs: Sequence[Any]) -> None:
                 t0,
                 margin=max(margins, default=None),
                 compared_with=twin_name,
+                mismatches=differ,
             )

@@ -39,6 +39,7 @@ from portkit.errors import (
     TwinCompileError,
     TwinSignatureError,
     describe,
+    failure_site,
 )
 from portkit.launch.compose import compose_kernels
 from portkit.launch.op_inputs import as_tuple
@@ -125,6 +126,7 @@ def run_side(
             torch.cuda.synchronize()
     except Exception as exc:  # a kernel bug or launcher error: reported, not raised
         side.error, side.error_kind = describe(exc), failure_kind(exc, backend)
+        side.error_site = failure_site(exc)
     return side
 
 
@@ -153,7 +155,7 @@ def diff_case(op: Op, case: Case, plan: Plan, shown: int = 5, replay: bool = Fal
     for side in (prototype, other):
         if side.error:
             result.error = f"{side.backend.name}: {side.error}"
-            result.error_kind = side.error_kind
+            result.error_kind, result.error_site = side.error_kind, side.error_site
             if side.error_kind.endswith("compile error"):
                 plan.unbuilt[side.backend.name] = (result.error, result.error_kind)
             result.seconds = time.perf_counter() - t0

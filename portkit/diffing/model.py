@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from portkit.checking.compare import Tolerance
 from portkit.diffing.writers import CapturedLaunch, Writer
 from portkit.project.cases import Case
+from portkit.results import FailureSite
 
 if TYPE_CHECKING:
     import torch
@@ -28,6 +29,7 @@ class Side:
     machine: Any = None  # the simulator's machine, when the side ran in it
     error: str = ""
     error_kind: str = ""  # what kind of failure, for the verdict: "twin compile error"
+    error_site: FailureSite | None = None  # where it failed (a fault's kernel, thread, line)
 
 
 @dataclass
@@ -84,6 +86,7 @@ class CaseDiff:
     tensors: list[TensorDiff] = field(default_factory=list)
     error: str = ""  # why the case could not be compared (then nothing was)
     error_kind: str = ""  # short, for the verdict: "twin compile error"
+    error_site: FailureSite | None = None  # where the side that failed failed, if known
     seconds: float = 0.0
     blocks_simulated: int = 0
     launches: list[CapturedLaunch] = field(default_factory=list)  # the prototype's

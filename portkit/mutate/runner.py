@@ -28,7 +28,7 @@ from portkit.mutate.c_operators import twin_mutants
 from portkit.mutate.model import HINTS, KILLED, STILLBORN, SURVIVED, Mutant, MutantResult
 from portkit.mutate.py_operators import prototype_mutants
 from portkit.project.discovery import MODULE_PREFIX, discover
-from portkit.results import CheckResult, Outcome, is_compile_check
+from portkit.results import CheckResult, Outcome, Stage
 
 if TYPE_CHECKING:
     from portkit.backends import Backend
@@ -136,7 +136,7 @@ class MutationRun:
 
 def _verdict(mutant: Mutant, result: CheckResult) -> MutantResult:
     detail = _first_line(result.detail)
-    if is_compile_check(result.check):
+    if result.stage is Stage.COMPILE:
         return MutantResult(mutant, STILLBORN, f"{result.backend} compile", detail)
     by = f"{result.backend} {result.check} {result.case}"
     return MutantResult(mutant, KILLED, by, detail)

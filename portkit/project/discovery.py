@@ -26,10 +26,18 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from portkit.errors import ConfigError, OpDefinitionError, OpNotFound, PortkitError
+from portkit.errors import (
+    ConfigError,
+    OpDefinitionError,
+    OpLoadError,
+    OpNotFound,
+    PortkitError,
+    failure_site,
+)
 from portkit.project.cases import Case
 from portkit.project.config import ProjectConfig
 from portkit.project.spec import OP_ATTRIBUTE, OpDefinition
+from portkit.results import FailureSite
 
 MODULE_PREFIX = "portkit_ops"
 
@@ -64,6 +72,7 @@ class Catalog:
     twins: dict[str, Path] = field(default_factory=dict)  # op name -> twin file
     _ops: dict[str, Op] = field(default_factory=dict)
     _broken: dict[str, str] = field(default_factory=dict)
+    _broken_at: dict[str, FailureSite | None] = field(default_factory=dict)  # the line, if known
     # op name -> {file: content digest} as loaded; project modules prototypes imported
     _stamps: dict[str, dict[Path, str]] = field(default_factory=dict)
     _helpers: dict[str, Path] = field(default_factory=dict)  # module name -> its file
@@ -103,7 +112,7 @@ class Catalog:
             with importable(self.config):
                 self._ops[name] = load_op(name, self.prototypes[name], self.twins.get(name))
         except OpDefinitionError as exc:
-            self._broken[name] = str(exc)
+            self._broken[name], self._broken_at[name] = str(exc), failure_site(exc)
         finally:
             self._note_helpers(set(sys.modules) - before)
 
@@ -155,6 +164,7 @@ class Catalog:
         for name in stale:
             self._ops.pop(name, None)
             self._broken.pop(name, None)
+            self._broken_at.pop(name, None)
             del self._stamps[name]
             sys.modules.pop(f"{MODULE_PREFIX}.{name}", None)
         return sorted(stale)
@@ -178,7 +188,8 @@ class Catalog:
         if name in self._ops:
             return self._ops[name]
         if name in self._broken:
-            raise OpDefinitionError(f"op {name} cannot be loaded: {self._broken[name]}")
+            site = self._broken_at.get(name)
+            raise OpLoadError(f"op {name} cannot be loaded: {self._broken[name]}", site)
         raise OpNotFound(name, self.names)
 
 
@@ -247,9 +258,13 @@ def load_op(name: str, path: Path, twin_path: Path | None) -> Op:
         raise
     except BaseException as exc:  # SystemExit too: sys.exit() or argparse at import
         frame = traceback.extract_tb(exc.__traceback__)[-1]
-        raise OpDefinitionError(
+        site = FailureSite(file=frame.filename, line=frame.lineno)
+        if isinstance(exc, SyntaxError) and exc.filename:  # its frame is importlib's
+            site = FailureSite(file=exc.filename, line=exc.lineno)
+        raise OpLoadError(
             f"{path} failed to import: {type(exc).__name__}: {exc} "
-            f"(at {frame.filename}:{frame.lineno})"
+            f"(at {frame.filename}:{frame.lineno})",
+            site,
         ) from exc
     definitions = [
         v for v in vars(module).values() if isinstance(v, type) and OP_ATTRIBUTE in vars(v)

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from portkit.errors import KernelError
+from portkit.results import FailureSite
 from portkit.simt.records import Place, unflatten
 from portkit.simt.watchdog import WATCHDOG, Expired
 
@@ -31,7 +32,7 @@ class BudgetExceeded(KernelError):
 
 @contextmanager
 def launch_budget(
-    seconds: float | None, kernel: str, where: Callable[[FrameType | None], str]
+    seconds: float | None, kernel: str, where: Callable[[FrameType | None], Place | str]
 ) -> Iterator[None]:
     """Run the body under a budget of ``seconds`` (None or 0: none). ``where(frame)``
     names the spinning thread and line when the budget runs out (``frame``: the
@@ -45,10 +46,17 @@ def launch_budget(
     except Expired:
         if not alarm.fired:  # another budget's (an outer launch's): not ours to name
             raise
+        place = alarm.where
+        at, site = (
+            (place.describe(), place.site(kernel))
+            if isinstance(place, Place)
+            else (str(place), FailureSite(kernel))
+        )
         raise BudgetExceeded(
             f"kernel {kernel}: still running after {seconds:g} s (the budget of one "
-            f"simulated launch) at {alarm.where}; a loop that never ends? A longer launch "
-            f"needs --budget SECONDS or [tool.portkit] sim-budget"
+            f"simulated launch) at {at}; a loop that never ends? A longer launch "
+            f"needs --budget SECONDS or [tool.portkit] sim-budget",
+            site,
         ) from None
     finally:
         _disarm(alarm)
@@ -66,13 +74,13 @@ def _disarm(alarm: Any) -> None:
 
 def where_spinning(
     frame: FrameType | None, engine: Any, per_thread: Callable[[str, int], Place]
-) -> str:
+) -> Place | str:
     """Block, thread and kernel line of a launch whose budget ran out: in lockstep the
     first lane still active, per thread the thread running (``per_thread(file, line)``)."""
     file, line = kernel_line(frame)
     if file == "?":  # no kernel line on the stack: the budget ran out before one ran
         return "the launch's start, before a kernel line ran"
-    return (lockstep_place(engine, file, line) or per_thread(file, line)).describe()
+    return lockstep_place(engine, file, line) or per_thread(file, line)
 
 
 def kernel_line(frame: FrameType | None) -> tuple[str, int]:

@@ -60,5 +60,5 @@ def raised(
     fault.__dict__.update(getattr(exc, "__dict__", {}))  # the user's own attributes
     fault.args = (text,)
     fault.kernel, fault.kind, fault.detail = kernel, "exception", detail
-    fault.place, fault.other = place, None
+    fault.place, fault.other, fault.site = place, None, plain.site
     return fault

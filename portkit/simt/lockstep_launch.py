@@ -20,6 +20,7 @@ import numpy as np
 
 from portkit.errors import KernelError
 from portkit.launch.kernel_set import LaunchConfig
+from portkit.results import FailureSite
 from portkit.simt.layout import memory_view
 from portkit.simt.records import ArrayRecord, LaunchRecord
 from portkit.simt.schedule import REVERSED
@@ -108,7 +109,8 @@ def _fall_back(
     if getattr(machine, "lockstep_fallback", "allow") == "error":
         raise LockstepFallback(
             f"kernel {name}: ran in the per-thread engine, not in lockstep: {reason} "
-            f'(lockstep-fallback = "error"; PORTKIT_LOCKSTEP_FALLBACK=allow lets it run)'
+            f'(lockstep-fallback = "error"; PORTKIT_LOCKSTEP_FALLBACK=allow lets it run)',
+            FailureSite(name),
         )
     return record
 

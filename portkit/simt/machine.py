@@ -29,6 +29,7 @@ from portkit.errors import KernelError
 from portkit.launch.kernel_set import LaunchConfig
 from portkit.launch.shared_memory import check_shared_bytes
 from portkit.project.config import DEFAULT_SIM_BUDGET
+from portkit.results import FailureSite
 from portkit.simt.block_run import BlockRun
 from portkit.simt.budget import launch_budget, where_spinning
 from portkit.simt.debug import Breakpoint, DebugSession
@@ -151,7 +152,8 @@ class Machine(Reporting):
         if len(args) != len(function.parameters):
             raise KernelError(
                 f"kernel {name} takes {len(function.parameters)} arguments "
-                f"({', '.join(function.parameters)}), launched with {len(args)}"
+                f"({', '.join(function.parameters)}), launched with {len(args)}",
+                FailureSite(name),
             )
         bp = self.breakpoint
         stop = bp if bp is not None and bp.kernel == name and name not in self._launched else None

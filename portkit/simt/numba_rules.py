@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from portkit.errors import KernelError
+from portkit.results import FailureSite
 
 
 @dataclass
@@ -74,8 +75,9 @@ class FunctionFacts:
         return name in self.parameters or name in self.definitions
 
     def fail(self, node: ast.AST, message: str) -> KernelError:
-        line = getattr(node, "lineno", "?")  # statements and expressions have one
-        return KernelError(f"kernel {self.name}, {self.filename}:{line}: {message}")
+        line = getattr(node, "lineno", None)  # statements and expressions have one
+        site = FailureSite(self.name, file=self.filename, line=line)
+        return KernelError(f"kernel {self.name}, {self.filename}:{line or '?'}: {message}", site)
 
 
 # -- allocations ---------------------------------------------------------------------------

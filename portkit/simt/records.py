@@ -12,6 +12,7 @@ import numpy as np
 
 from portkit.errors import KernelError
 from portkit.launch.kernel_set import LaunchConfig
+from portkit.results import FailureSite
 from portkit.simt.stamps import line_of, stamp_block, stamp_thread
 
 
@@ -31,6 +32,10 @@ class Place:
     def describe(self) -> str:
         return f"block {self.block}, thread {self.thread}, {self.file}:{self.line}: {self.source}"
 
+    def site(self, kernel: str) -> FailureSite:
+        """This place as a check row keeps it (results.FailureSite)."""
+        return FailureSite(kernel, self.block, self.thread, self.file, self.line)
+
 
 class SimulationFault(KernelError):
     """A kernel bug the simulator caught, with where it happened."""
@@ -49,7 +54,8 @@ class SimulationFault(KernelError):
             lines.append(f"  at {place.describe()}")
         if other is not None:
             lines.append(f"  {other_what or 'other'}: {other.describe()}")
-        super().__init__("\n".join(lines))
+        site = place.site(kernel) if place is not None else FailureSite(kernel)
+        super().__init__("\n".join(lines), site)
         self.kernel, self.kind, self.detail, self.place, self.other = (
             kernel,
             kind,

@@ -30,11 +30,12 @@ class Alarm:
     """One launch's deadline; ``where`` is filled in when it fires."""
 
     def __init__(
-        self, watchdog: Watchdog, deadline: float, thread: int, where: Callable[..., str]
+        self, watchdog: Watchdog, deadline: float, thread: int, where: Callable[..., object]
     ) -> None:
         self._watchdog, self.deadline, self.thread = watchdog, deadline, thread
         self._describe = where
-        self.armed, self.fired, self.where = True, False, "?"
+        self.armed, self.fired = True, False
+        self.where: object = "?"  # what ``where(frame)`` gave: a place, or text
 
     def fire(self, frame: FrameType | None) -> None:
         """Name the place from the thread's innermost frame, then stop the thread."""
@@ -67,7 +68,7 @@ class Watchdog:
         """A forked child has no watchdog thread, and its lock may be held: start over."""
         self.__init__()  # type: ignore[misc]
 
-    def arm(self, seconds: float, thread: int, where: Callable[..., str]) -> Alarm:
+    def arm(self, seconds: float, thread: int, where: Callable[..., object]) -> Alarm:
         """An alarm that stops ``thread`` (a ``threading.get_ident()``) in ``seconds``
         unless disarmed; ``where(frame)`` names the place it stopped."""
         alarm = Alarm(self, time.monotonic() + seconds, thread, where)

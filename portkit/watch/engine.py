@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from portkit.errors import OpNotFound, PortkitError, describe
+from portkit.errors import OpNotFound, PortkitError, describe, failure_site
 from portkit.results import Outcome
 from portkit.watch.model import OpVerdict, Rerun
 from portkit.watch.modes import make_mode
@@ -143,8 +143,9 @@ class Engine:
             verdict.results += self.mode.closing_rows(op)
         except PortkitError as exc:  # the op does not load (a syntax error), or a user error
             verdict.error, verdict.exception = str(exc), exc
+            verdict.error_site = failure_site(exc)
         except Exception as exc:  # a resident loop reports what broke and goes on
-            verdict.error = describe(exc)
+            verdict.error, verdict.error_site = describe(exc), failure_site(exc)
         verdict.done = True
         verdict.seconds = time.perf_counter() - started
         if rerun.first_verdict is None:

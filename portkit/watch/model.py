@@ -1,24 +1,20 @@
 """What a re-run found, as data: per op a verdict, the rows or diffs behind it, and its
-problems (a mismatch or a fault, with kernel, block, thread and line where the message
-names them). ``portkit watch`` shows these; the notebook API's results expose them."""
+problems (a mismatch or a fault, with kernel, block, thread and line where its producer
+knew them). ``portkit watch`` shows these; the notebook API's results expose them.
+
+Everything here is read from fields: a row's ``stage``, ``site`` and ``mismatch``
+(results.py), a diff's writer, a load error's site; never from a message's text."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from portkit.results import CheckResult, Outcome, is_compile_check
+from portkit.results import CheckResult, FailureSite, Outcome, Stage, ValueMismatch
 
 if TYPE_CHECKING:
     from portkit.diffing.model import CaseDiff
     from portkit.errors import PortkitError
-
-_MISMATCH = re.compile(r"\d+ of \d+ elements differ")
-_KERNEL = re.compile(r"\bkernel (\w+)")
-_BLOCK = re.compile(r"\bblock \((\d+), (\d+), (\d+)\)")
-_THREAD = re.compile(r"\bthread \((\d+), (\d+), (\d+)\)")
-_WHERE = re.compile(r"([^\s,()\[\]]+\.(?:py|cu|cuh|h|hpp)):(\d+)")
 
 
 @dataclass(frozen=True)
@@ -37,6 +33,7 @@ class Problem:
     block: tuple[int, int, int] | None = None
     thread: tuple[int, int, int] | None = None
     where: str | None = None  # file:line
+    mismatch: ValueMismatch | None = None  # which tensor, how many of its values differ
 
     def line(self, width: int = 160) -> str:
         """One line: where it happened, then the message's first line."""
@@ -61,32 +58,24 @@ def _short(where: str) -> str:
     return f"{path.rsplit('/', 1)[-1]}:{line}"
 
 
-def _triple(pattern: re.Pattern[str], text: str) -> tuple[int, int, int] | None:
-    found = pattern.search(text)
-    return tuple(int(v) for v in found.groups()) if found else None  # type: ignore[return-value]
-
-
 def problem_of(result: CheckResult) -> Problem:
-    """A failed row as a problem, with what its message says about where."""
-    text = result.detail
-    if is_compile_check(result.check):
+    """A failed row as a problem: its kind from the row's stage and mismatch, where it
+    happened from the row's site."""
+    if result.stage is Stage.COMPILE:
         kind = "compile"
     else:
-        kind = "mismatch" if _MISMATCH.search(text) else "fault"
-    kernel = _KERNEL.search(text)
-    where = _WHERE.search(text)
-    return Problem(
-        kind,
-        result.op,
-        result.case,
-        result.backend,
-        result.check,
-        text,
-        kernel[1] if kernel else None,
-        _triple(_BLOCK, text),
-        _triple(_THREAD, text),
-        f"{where[1]}:{where[2]}" if where else None,
-    )
+        kind = "mismatch" if result.mismatch is not None else "fault"
+    head = (kind, result.op, result.case, result.backend, result.check, result.detail)
+    return Problem(*head, *_places(result.site), mismatch=result.mismatch)
+
+
+def _places(
+    site: FailureSite | None,
+) -> tuple[str | None, tuple[int, int, int] | None, tuple[int, int, int] | None, str | None]:
+    """A site as a problem's kernel, block, thread and file:line."""
+    if site is None:
+        return None, None, None, None
+    return site.kernel, site.block, site.thread, site.where
 
 
 def diff_problems(op: str, diff: CaseDiff) -> list[Problem]:
@@ -94,7 +83,8 @@ def diff_problems(op: str, diff: CaseDiff) -> list[Problem]:
     tensor's first mismatch with the thread and line that wrote it."""
     check = f"{diff.prototype} vs {diff.other}"
     if diff.error:
-        return [Problem("fault", op, diff.case.name, diff.prototype, check, diff.error)]
+        head = ("fault", op, diff.case.name, diff.prototype, check, diff.error)
+        return [Problem(*head, *_places(diff.error_site))]
     found = []
     for tensor in diff.tensors:
         if not tensor.mismatches:
@@ -116,6 +106,7 @@ def diff_problems(op: str, diff: CaseDiff) -> list[Problem]:
                 writer.block if writer else None,
                 writer.thread if writer else None,
                 f"{writer.file}:{writer.line}" if writer else None,
+                ValueMismatch(tensor.name, tensor.mismatches, tensor.total),
             )
         )
     return found
@@ -132,13 +123,15 @@ class OpVerdict:
     diffs: list[CaseDiff] = field(default_factory=list)
     error: str = ""
     exception: PortkitError | None = None  # the error, for the API to raise
+    error_site: FailureSite | None = None  # where the error happened (a syntax error's line)
     seconds: float = 0.0
     done: bool = False
 
     @property
     def problems(self) -> list[Problem]:
         if self.error:
-            return [Problem("error", self.op, "", "", "load", self.error, where=_where(self.error))]
+            where = self.error_site.where if self.error_site else None
+            return [Problem("error", self.op, "", "", "load", self.error, where=where)]
         found = [problem_of(r) for r in self.results if r.status == Outcome.FAIL]
         for diff in self.diffs:
             found += diff_problems(self.op, diff)
@@ -158,12 +151,6 @@ class OpVerdict:
 
     def failed_cases(self) -> set[str]:
         return {p.case for p in self.problems}
-
-
-def _where(text: str) -> str | None:
-    """The line a load error names: Python's ``(x.py, line 3)`` or a ``file:line``."""
-    found = re.search(r"\(([^(),]+\.py), line (\d+)\)", text) or _WHERE.search(text)
-    return f"{found[1]}:{found[2]}" if found else None
 
 
 @dataclass

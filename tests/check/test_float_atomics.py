@@ -142,6 +142,9 @@ def test_a_result_right_only_in_thread_order_fails_in_the_reversed_schedule(make
     assert row["status"] == "fail"
     label = "output 0 in the reversed schedule (float atomics on 1 of 8 elements, up to 1 "
     assert row["detail"].startswith(f"{label}contributions): 1 of 1 summed elements differ")
+    # the values that differ, as data: the summed elements of the other schedule's output
+    tensor = "output 0 in the reversed schedule"
+    assert row["mismatch"] == {"tensor": tensor, "mismatched": 1, "total": 1}
     assert row["detail"].endswith(
         "[seed 3; reproduce: portkit check index_add --case float32-n4096]"
     )

@@ -75,7 +75,8 @@ def test_a_stored_row_that_is_not_a_pass_is_never_served(tmp_path):
 
     path = tmp_path / "verdicts.json"
     row = {"op": "x", "case": "c", "backend": "sim", "check": "forward", "status": "fail"}
-    path.write_text(json.dumps({"format": 1, "verdicts": {"k": {"unit": "x", "rows": [row]}}}))
+    row["stage"] = "run"
+    path.write_text(json.dumps({"format": 2, "verdicts": {"k": {"unit": "x", "rows": [row]}}}))
     store = VerdictStore.open(path)
     assert store.lookup("k") is None
     failed = CheckResult("x", "c", "sim", "forward", Outcome.FAIL, "wrong")
@@ -112,13 +113,34 @@ def test_a_damaged_store_is_said_and_treated_as_empty(make_project, sources, cli
     root = make_project({"vc_d": (sources.unary_op("vc_d", cases=sources.ONE_CASE), None)})
     store = root / ".portkit-cache" / "verdicts.json"
     store.parent.mkdir(parents=True, exist_ok=True)
-    for damage in ("{not json", '{"format": 1, "verdicts": [1, 2]}', "\x00\x01"):
+    for damage in ("{not json", '{"format": 2, "verdicts": [1, 2]}', "\x00\x01"):
         store.write_text(damage)
         result = cli(root, "check", "vc_d", "--backend", "sim", "--no-compile")
         assert result.exit_code == 0, result.output
         assert f"verdict file {store} is damaged" in result.output
         assert "1 passed" in result.output and "Traceback" not in result.output
-        assert json.loads(store.read_text())["format"] == 1  # rewritten whole
+        assert json.loads(store.read_text())["format"] == 2  # rewritten whole
+
+
+def test_a_store_of_an_older_format_is_said_and_checked_again(make_project, sources, cli):
+    """Format 1 rows have no stage: a compile row read from one would pass for a run row,
+    so the file is re-checked, not guessed from labels, and rewritten as format 2."""
+    root = make_project({"vc_o": (sources.unary_op("vc_o", cases=sources.ONE_CASE), None)})
+    store = root / ".portkit-cache" / "verdicts.json"
+    store.parent.mkdir(parents=True, exist_ok=True)
+    _, rows = check(cli, root, "vc_o", *SIM)  # stores its pass, format 2
+    stored = json.loads(store.read_text())
+    assert stored["format"] == 2
+    assert {r["stage"] for e in stored["verdicts"].values() for r in e["rows"]} == {"run"}
+    for entry in stored["verdicts"].values():
+        for row in entry["rows"]:
+            del row["stage"]
+    store.write_text(json.dumps(stored | {"format": 1}))
+    result = cli(root, "check", "vc_o", *SIM)
+    assert result.exit_code == 0, result.output
+    assert f"verdict file {store} is of an older portkit (format 1)" in result.output
+    assert not served(rows_of(result)) and ran(rows_of(result)) == ran(rows)
+    assert json.loads(store.read_text())["format"] == 2
 
 
 def test_an_unreadable_store_is_said_and_the_run_goes_on(make_project, sources, cli):

@@ -50,9 +50,9 @@ def test_statuses_are_written_as_plain_strings(make_project, sources, cli):
     assert statuses[("sim", "forward")] == "fail"
     assert statuses[("twin", "run")] == "skip"  # no GPU here, or twin-less on one
     fields = ["op", "case", "backend", "check", "status", "detail", "seconds", "warnings"]
-    assert all(
-        list(r) == [*fields, "margin", "cached", "configuration", "compared_with"] for r in rows
-    )
+    more = ["margin", "cached", "configuration", "compared_with", "stage", "site", "mismatch"]
+    assert all(list(r) == [*fields, *more] for r in rows)
+    assert {r["stage"] for r in rows} == {"run"}  # no compile checks (--no-compile)
     # an op without knobs runs one configuration; no twin ran beside the prototype here
     assert all(r["configuration"] is None and r["compared_with"] is None for r in rows)
     assert not any(r["cached"] for r in rows)  # run, not served from the verdict store

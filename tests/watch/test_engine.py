@@ -65,7 +65,8 @@ def test_a_syntax_error_is_shown_with_its_line_and_the_next_save_recovers(watche
     broken = engine.run().verdicts["wt_syntax"]
     assert broken.status is Outcome.ERROR
     (problem,) = broken.problems
-    assert problem.kind == "error" and problem.where == "wt_syntax.py:15"
+    assert problem.kind == "error" and problem.where == f"{prototype}:15"  # the error's site
+    assert "load: wt_syntax.py:15: op wt_syntax cannot be loaded" in problem.line()
     assert "SyntaxError" in problem.text
     edit(prototype, "x[i] * (2.0", "x[i] * 2.0")
     assert engine.run().verdicts["wt_syntax"].status is Outcome.PASS

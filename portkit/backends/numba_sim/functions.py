@@ -23,6 +23,7 @@ from typing import Any
 from portkit.errors import KernelError
 from portkit.launch.kernel_set import LaunchConfig, LaunchTarget
 from portkit.project.dtypes import prototype_view
+from portkit.results import FailureSite
 from portkit.simt.debug import Breakpoint
 from portkit.simt.transform import is_device_function as _is_device_function
 
@@ -192,26 +193,35 @@ class SimulatedKernel(LaunchTarget):
                 warnings.simplefilter("ignore", RuntimeWarning)
                 kernel[config.grid, config.block, 0, config.shared_bytes](*host_args)
         except Exception as exc:
-            raise KernelError(self._describe(exc)) from None
+            raise self._error(exc) from None
 
-    def _describe(self, exc: Exception) -> str:
+    def _error(self, exc: Exception) -> KernelError:
         """numba prefixes thread errors with 'tid=[x, y, z] ctaid=[x, y, z]: '."""
         message = str(exc)
-        where = ""
+        where, block, thread = "", None, None
         if message.startswith("tid="):
             head, _, message = message.partition(": ")
             tid, _, ctaid = head.partition(" ctaid=")
-            where = f" at block {_coords(ctaid)}, thread {_coords(tid[4:])}"
+            block, thread = _coords(ctaid), _coords(tid[4:])
+            where = f" at block {block}, thread {thread}"
         source = self._dispatcher.py_func.__code__.co_filename
         frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == source]
         line = f"\n  {frames[-1].filename}:{frames[-1].lineno}: {frames[-1].line}" if frames else ""
-        return f"kernel {self.name} raised in the simulator{where}: {type(exc).__name__}: " + (
-            f"{message}{line}"
+        text = f"kernel {self.name} raised in the simulator{where}: {type(exc).__name__}: "
+        site = FailureSite(
+            self.name,
+            block,
+            thread,
+            frames[-1].filename if frames else None,
+            frames[-1].lineno if frames else None,
         )
+        return KernelError(f"{text}{message}{line}", site)
 
 
-def _coords(text: str) -> tuple[int, ...]:
-    return tuple(int(v) for v in text.strip(" []").split(",") if v.strip())
+def _coords(text: str) -> tuple[int, int, int] | None:
+    """numba's ``[x, y, z]``; None for anything else."""
+    values = [int(v) for v in text.strip(" []").split(",") if v.strip()]
+    return (values[0], values[1], values[2]) if len(values) == 3 else None
 
 
 def simulator_importable() -> str | None:

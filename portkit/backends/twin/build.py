@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from portkit import cache_files
+from portkit.backends.compiler_log import first_error_site
 from portkit.backends.twin.source import display_name
 from portkit.errors import DtypeError, TwinCompileError
 
@@ -145,7 +146,8 @@ def nvrtc_compile(
             instantiation = _instantiation_failure(text, expressions)
             if instantiation:
                 raise DtypeError(f"twin {path}: {instantiation}") from None
-            raise TwinCompileError(f"twin {path} does not compile for {arch}:\n{text}") from None
+            message = f"twin {path} does not compile for {arch}:\n{text}"
+            raise TwinCompileError(message, first_error_site(text)) from None
         ptx_text = _program_ptx(program.handle) if ptx else b""
     finally:
         program.close()  # now: a program left to the collector warns from __dealloc__

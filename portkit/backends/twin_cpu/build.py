@@ -30,6 +30,7 @@ from functools import cache
 from pathlib import Path
 
 from portkit import cache_files, host_compiler
+from portkit.backends.compiler_log import first_error_site
 from portkit.backends.twin.source import display_name
 from portkit.backends.twin_cpu import uninit
 from portkit.errors import TwinCompileError
@@ -263,7 +264,8 @@ def _compile(compiler: Compiler, arguments: Sequence[str], path: Path) -> str:
         undeclared = not_in_nvrtc(proc.stderr)
         if undeclared:
             raise TwinCompileError(f"twin {undeclared}")
-        raise TwinCompileError(f"twin {path} does not compile for the CPU:\n{log}")
+        message = f"twin {path} does not compile for the CPU:\n{log}"
+        raise TwinCompileError(message, first_error_site(log))
     return proc.stderr
 
 

@@ -1,11 +1,12 @@
 """What a worker hands its parent for one op, through a file: JSON with a ``format``
 number, so a parent never misreads what another portkit's worker wrote.
 
-Format 2: ``{"format": 2, "op": NAME, "results": [CheckResult as a dict, ...],
+Format 3: ``{"format": 3, "op": NAME, "results": [CheckResult as a dict, ...],
 "backends": [{"name", "role", "unavailable_reason"}, ...], "report": [line, ...],
 "margins": [WorstMargin as a dict, ...]}``; ``report``: ``portkit check -v``'s lines on
 the backends' engines and caches; ``margins``: under ``--seeds N``, the op's worst margin
-per check (empty otherwise).
+per check (empty otherwise). Format 3 rows carry ``stage``, ``site`` and ``mismatch``
+(results.CheckResult), which format 2 had not.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from portkit.checking.seeds import WorstMargin
 from portkit.errors import PortkitError
 from portkit.results import CheckResult, Outcome
 
-FORMAT = 2
+FORMAT = 3
 
 
 class HandoffError(PortkitError):
@@ -74,16 +75,11 @@ def read_run(path: Path) -> OpRun:
         )
     return OpRun(
         payload["op"],
-        [_result(row) for row in payload["results"]],
+        [CheckResult.from_dict(row) for row in payload["results"]],
         [BackendState(**b) for b in payload["backends"]],
         list(payload["report"]),
         [WorstMargin(**m) for m in payload["margins"]],
     )
-
-
-def _result(row: dict) -> CheckResult:
-    fields = dict(row, status=Outcome(row["status"]), warnings=tuple(row.get("warnings", ())))
-    return CheckResult(**fields)
 
 
 def crashed(op: str, why: str) -> CheckResult:

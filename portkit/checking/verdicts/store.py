@@ -1,7 +1,10 @@
 """The verdict store: one plain JSON file of passing units, keyed by content (key.py).
 
-    {"format": 1, "verdicts": {"<key>": {"unit": "sigmoid / sim / float32-n129",
+    {"format": 2, "verdicts": {"<key>": {"unit": "sigmoid / sim / float32-n129",
                                           "used": "2026-11-27", "rows": [<CheckResult>...]}}}
+
+Format 2 rows carry their ``stage`` (results.Stage); a format-1 file, which predates it,
+is said in one line and treated as empty (each row is checked again and stored anew).
 
 Only units whose every row passed are kept; a unit that fails is removed, so a failure is
 never served. The default file is ``<cache-dir>/verdicts.json``; ``--verdicts PATH``
@@ -28,7 +31,7 @@ from portkit.cache_files import notice
 from portkit.errors import ConfigError
 from portkit.results import CheckResult, Outcome
 
-FORMAT = 1
+FORMAT = 2
 FILE_NAME = "verdicts.json"
 KEEP_DAYS = 30
 
@@ -56,12 +59,8 @@ def _today() -> str:
 
 
 def _row(data: dict[str, Any]) -> CheckResult:
-    data = dict(data)
-    data["status"] = Outcome(data["status"])
-    data["warnings"] = tuple(data.get("warnings", ()))
-    data["cached"] = True
-    data["seconds"] = 0.0  # served, not run: the time column shows what this run spent
-    return CheckResult(**data)
+    # served, not run: the time column shows what this run spent
+    return replace(CheckResult.from_dict(data), cached=True, seconds=0.0)
 
 
 def _read(path: Path) -> dict[str, dict[str, Any]]:
@@ -75,6 +74,12 @@ def _read(path: Path) -> dict[str, dict[str, Any]]:
         return {}
     try:
         data = json.loads(text)
+        version = data.get("format") if isinstance(data, dict) else None
+        if isinstance(version, int) and version < FORMAT:
+            notice(
+                f"verdict file {path} is of an older portkit (format {version}); re-checking all"
+            )
+            return {}
         if data.get("format") != FORMAT or not isinstance(data.get("verdicts"), dict):
             raise ValueError(f"not a verdict file of format {FORMAT}")
         return {
