@@ -37,6 +37,7 @@ CASES = {
     # threads; float32's 4-column packs tell them apart
     "add_rmsnorm": ("float16-150x41", "bfloat16-4x1000", "float32-4x1000"),
     "softmax": ("float32-3x1000", "float32-2x4101"),
+    "sigmoid": ("float32-n1000", "float32-n127", "float64-n129"),
     "softmax_warp": ("float32-3x1000", "float32-2x4103"),
 }
 
