@@ -375,13 +375,15 @@ BENCH = [
     knobs={
         "fwd_elems": [FWD_ELEMS, 8, 32],
         "fwd_threads_per_sm": [FWD_THREADS_PER_SM, 1024, 2048],
-        "bwd_elems": [BWD_ELEMS, 4, 16],
-        "bwd_threads_per_sm": [BWD_THREADS_PER_SM, 1024, 256],
         # float16 / bfloat16 backward's per-element arithmetic: float64 (layernorm_bwd) or
         # float32 (layernorm_bwd32: no conversion to double an element, 64 registers a
         # thread, so 2 blocks of 512 an SM with bwd_threads_per_sm 1024, where the
-        # float64 path's 118 leave 1; cuda_src/layernorm.cu says why)
+        # float64 path's 118 leave 1; cuda_src/layernorm.cu says why). Before the other
+        # backward knobs: `portkit tune`'s greedy search (--budget 10) then tries
+        # bwd_threads_per_sm 1024 with it.
         "bwd_half_math": ["float64", "float32"],
+        "bwd_elems": [BWD_ELEMS, 4, 16],
+        "bwd_threads_per_sm": [BWD_THREADS_PER_SM, 1024, 256],
     },
 )
 class LayerNorm:
