@@ -1,7 +1,8 @@
 """Launches that a knob's other value changes, traced on the CPU (no GPU): layernorm's
 bwd_half_math picks the float32 backward for the 2-byte dtypes only, sigmoid's fwd_packs /
-fwd_threads pick sigmoid_fwd_packs and its grid, the defaults launch what they did before
-the knobs came; the twins' new kernels compiled by NVRTC for their registers."""
+fwd_threads pick sigmoid_fwd_packs and its grid, softmax's rows_lane_packs 2 a warp for a
+row of up to 64 packs; the defaults launch what they did before the knobs came; the
+twins' new kernels compiled by NVRTC for their registers."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ def ops():
     from portkit.project.discovery import discover
 
     catalog = discover(load_config(REPO))
-    return {name: catalog.get(name) for name in ("layernorm", "sigmoid")}
+    return {name: catalog.get(name) for name in ("layernorm", "sigmoid", "softmax")}
 
 
 def launches(op, shapes, dtype, **knobs):
@@ -65,11 +66,33 @@ def test_sigmoid_fwd_packs_grid_covers_every_pack_once(ops, packs, threads):
     assert bwd.kernel == "sigmoid_bwd"  # the knobs are the forward's
 
 
+@pytest.mark.parametrize(
+    ("cols", "dtype", "kernel", "group"),
+    [
+        (256, "float32", "softmax_rows2_fwd", 32),  # 64 packs: 2 a lane, a warp a row
+        (127, "float32", "softmax_rows2_fwd", 16),  # 31 packs and a 3-column tail
+        (128, "float64", "softmax_rows2_fwd", 32),
+        (260, "float32", "softmax_rows_fwd", 16),  # 65 packs: the 8-pack kernel, as before
+        (1024, "float32", "softmax_rows_fwd", 32),
+    ],
+)
+def test_softmax_rows_lane_packs_2_holds_short_rows_in_fewer_registers(
+    ops, cols, dtype, kernel, group
+):
+    op = ops["softmax"]
+    (fwd, _) = launches(op, ((1000, cols),), dtype, rows_lane_packs=2)
+    assert (fwd.kernel, fwd.args[-1]) == (kernel, group)
+    assert fwd.blocks == -(-1000 // (128 // group))  # rows_threads 128: 128 / group rows a block
+    (default, _) = launches(op, ((1000, cols),), dtype)
+    assert default.kernel == "softmax_rows_fwd"
+
+
 def test_knob_only_kernels_are_traced(ops):
     """The defaults never launch them; the compile and signature checks and the twins'
     instantiations see them through the other knob values' traced launches."""
     assert "layernorm_bwd32" in {launch.kernel for _, launch in traced_launches(ops["layernorm"])}
     assert "sigmoid_fwd_packs" in {launch.kernel for _, launch in traced_launches(ops["sigmoid"])}
+    assert "softmax_rows2_fwd" in {launch.kernel for _, launch in traced_launches(ops["softmax"])}
 
 
 @pytest.mark.parametrize(
@@ -80,6 +103,8 @@ def test_knob_only_kernels_are_traced(ops):
         ("layernorm", "layernorm_bwd32<__nv_bfloat16>", 64),
         # 64: 1024 threads an SM at 4 packs (64 bytes) in flight each
         ("sigmoid", "sigmoid_fwd_packs<float>", 64),
+        # 48: 10 blocks of 128 an SM, where softmax_rows_fwd's 80 leave 6
+        ("softmax", "softmax_rows2_fwd<float>", 48),
     ],
 )
 def test_twin_knob_kernels_keep_their_registers_and_do_not_spill(ops, op_name, kernel, most):
