@@ -95,6 +95,20 @@ def test_knob_only_kernels_are_traced(ops):
     assert "softmax_rows2_fwd" in {launch.kernel for _, launch in traced_launches(ops["softmax"])}
 
 
+def test_ops_whose_defaults_launch_every_kernel_trace_nothing_more():
+    from portkit.project.config import load_config
+    from portkit.project.discovery import discover
+
+    op = discover(load_config(REPO)).get("rmsnorm")  # knobs that change launches only
+    defaults = [
+        (case.name, launch)
+        for case in op.definition.cases
+        if not case.gpu_only
+        for launch in record_launches(op, case)
+    ]
+    assert traced_launches(op) == defaults
+
+
 @pytest.mark.parametrize(
     ("op_name", "kernel", "most"),
     [
