@@ -148,6 +148,26 @@ __device__ inline double row_sum(double* part, double value) {
     return total;
 }
 
+// row_sum of two values at once (the narrow backward's two row sums): each summed in
+// row_sum's order, with one pair of barriers where two row_sum calls take two pairs.
+// part: 2 x MAX_WARPS.
+__device__ inline void row_sum2(double* part, double& a, double& b) {
+    const double va = warp_sum(a), vb = warp_sum(b);
+    if (threadIdx.x % WARP == 0) {
+        part[threadIdx.x / WARP] = va;
+        part[MAX_WARPS + threadIdx.x / WARP] = vb;
+    }
+    __syncthreads();
+    double ta = part[0], tb = part[MAX_WARPS];
+    for (int i = 1; i < (int)(blockDim.x / WARP); ++i) {
+        ta += part[i];
+        tb += part[MAX_WARPS + i];
+    }
+    __syncthreads();  // read before the next sums overwrite them
+    a = ta;
+    b = tb;
+}
+
 // One row. FITS: the row is one chunk (packs <= blockDim.x x P), held in registers.
 template <typename T, bool FITS>
 __device__ inline void fwd_row(const T* xr, const T* w, const T* b, T* yr, double* mean,
@@ -438,12 +458,19 @@ __device__ inline void bwd_rows(const T* x, const T* w, const T* dy, const doubl
             s1 += g;
             s2 += g * ((widen<B>(xr[c]) - mu) * r);
         }
-        // the narrow path multiplies by 1 / cols, divided once a thread: a double division
-        // in the row loop is a call whose saved registers spilled at float's 64 registers
-        const B m1 = narrow ? (B)(row_sum(sums, (double)s1) * inv_cols)
-                            : (B)(row_sum(sums, (double)s1) / cols);
-        const B m2 = narrow ? (B)(row_sum(sums, (double)s2) * inv_cols)
-                            : (B)(row_sum(sums, (double)s2) / cols);
+        // the narrow path: both sums behind one pair of barriers (row_sum2; sums holds
+        // 2 x MAX_WARPS), times 1 / cols, divided once a thread (a double division in the
+        // row loop is a call whose saved registers spilled at float's 64 registers)
+        B m1, m2;
+        if (narrow) {
+            double t1 = s1, t2 = s2;
+            row_sum2(sums, t1, t2);
+            m1 = (B)(t1 * inv_cols);
+            m2 = (B)(t2 * inv_cols);
+        } else {
+            m1 = (B)(row_sum(sums, (double)s1) / cols);
+            m2 = (B)(row_sum(sums, (double)s2) / cols);
+        }
         for (long long p0 = tx; p0 < packs; p0 += nx * P) {
             if (!FITS) {
                 load_chunk(dyr, p0, packs, vector, gv);
@@ -537,7 +564,7 @@ __global__ void __launch_bounds__(MAX_THREADS)
                     const double* __restrict__ mean, const double* __restrict__ rstd,
                     T* __restrict__ dx, double* __restrict__ partw, double* __restrict__ partb,
                     long long rows, long long cols) {
-    __shared__ double sums[MAX_WARPS];
+    __shared__ double sums[2 * MAX_WARPS];  // row_sum2's
     bwd_kernel<T, float>(x, w, dy, mean, rstd, dx, partw, partb, rows, cols, sums);
 }
 

@@ -267,7 +267,9 @@ def layernorm_bwd32(x, w, dy, mean, rstd, dx, partw, partb, rows, cols):
     """layernorm_bwd's narrow path (the bwd_half_math knob's "float32", float16 and
     bfloat16 only): per element float32 (mean and 1/std rounded to float32 once a row), a
     thread's row sums widened once for the float64 sums across threads, their means
-    through 1 / cols (float64, once a thread), the gradient partials float32 sums."""
+    through 1 / cols (float64, once a thread), the gradient partials float32 sums. (The
+    twin reduces the two row sums behind one pair of barriers, `row_sum2`: each in
+    row_sum's order, so the same values.)"""
     tx = cuda.threadIdx.x
     nx = cuda.blockDim.x
     sums = cuda.shared.array(MAX_WARPS, dtype=float64)
