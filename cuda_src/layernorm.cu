@@ -148,6 +148,26 @@ __device__ inline double row_sum(double* part, double value) {
     return total;
 }
 
+// row_sum of two values at once (the narrow backward's two row sums): each summed in
+// row_sum's order, with one pair of barriers where two row_sum calls take two pairs.
+// part: 2 x MAX_WARPS.
+__device__ inline void row_sum2(double* part, double& a, double& b) {
+    const double va = warp_sum(a), vb = warp_sum(b);
+    if (threadIdx.x % WARP == 0) {
+        part[threadIdx.x / WARP] = va;
+        part[MAX_WARPS + threadIdx.x / WARP] = vb;
+    }
+    __syncthreads();
+    double ta = part[0], tb = part[MAX_WARPS];
+    for (int i = 1; i < (int)(blockDim.x / WARP); ++i) {
+        ta += part[i];
+        tb += part[MAX_WARPS + i];
+    }
+    __syncthreads();  // read before the next sums overwrite them
+    a = ta;
+    b = tb;
+}
+
 // One row. FITS: the row is one chunk (packs <= blockDim.x x P), held in registers.
 template <typename T, bool FITS>
 __device__ inline void fwd_row(const T* xr, const T* w, const T* b, T* yr, double* mean,
@@ -380,8 +400,12 @@ __global__ void __launch_bounds__(MAX_THREADS)
 // The backward's rows, walked by a persistent grid, one row per block at a time. Each
 // thread adds the weight and bias gradients of the columns it owns over its rows: in
 // registers when the row is one chunk (FITS), else in the block's partial rows pw and pb
-// of global memory; they hold the sums at the end either way.
-template <typename T, bool FITS>
+// of global memory; they hold the sums at the end either way. B: the type of a thread's
+// per-element arithmetic and its own partial sums: double (layernorm_bwd), or float for
+// the 2-byte types' narrow path (layernorm_bwd32: the sums across threads and the
+// partial rows stay double, each thread's partial widened once; every gradient partial
+// is a float sum, so a double partial row holds it exactly).
+template <typename T, bool FITS, typename B>
 __device__ inline void bwd_rows(const T* x, const T* w, const T* dy, const double* mean,
                                 const double* rstd, T* dx, double* pw, double* pb,
                                 long long rows, long long cols, double* sums) {
@@ -392,8 +416,8 @@ __device__ inline void bwd_rows(const T* x, const T* w, const T* dy, const doubl
     const long long packs = cols / W;
     const long long tail = packs * W;
 
-    double aw[P][W], ab[P][W];  // FITS: this thread's columns' sums
-    double aw_tail = 0.0, ab_tail = 0.0;  // a thread owns at most one tail column
+    B aw[P][W], ab[P][W];  // FITS: this thread's columns' sums
+    B aw_tail = 0.0, ab_tail = 0.0;  // a thread owns at most one tail column
 #pragma unroll
     for (int u = 0; u < P; ++u)
 #pragma unroll
@@ -402,14 +426,16 @@ __device__ inline void bwd_rows(const T* x, const T* w, const T* dy, const doubl
         for (long long p = tx; p < packs; p += nx)
             for (int j = 0; j < W; ++j) pw[p * W + j] = pb[p * W + j] = 0.0;
 
-    double gv[P][W], hv[P][W];  // dy and xhat of the thread's packs (w: from L1 per pack)
+    B gv[P][W], hv[P][W];  // dy and xhat of the thread's packs (w: from L1 per pack)
+    constexpr bool narrow = sizeof(B) < sizeof(double);
+    const double inv_cols = narrow ? 1.0 / cols : 0.0;
     for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
         const long long base = row * cols;
         const T *xr = x + base, *dyr = dy + base;
         T* dxr = dx + base;
         const bool vector = aligned16(xr) && aligned16(dyr) && aligned16(dxr) && aligned16(w);
-        const double mu = mean[row], r = rstd[row];
-        double s1 = 0.0, s2 = 0.0;  // sums of g = dy * w and of g * xhat over the row
+        const B mu = (B)mean[row], r = (B)rstd[row];
+        B s1 = 0.0, s2 = 0.0;  // sums of g = dy * w and of g * xhat over the row
         for (long long p0 = tx; p0 < packs; p0 += nx * P) {
             load_chunk(dyr, p0, packs, vector, gv);
             load_chunk(xr, p0, packs, vector, hv);
@@ -420,7 +446,7 @@ __device__ inline void bwd_rows(const T* x, const T* w, const T* dy, const doubl
 #pragma unroll
                     for (int j = 0; j < W; ++j) {
                         hv[u][j] = (hv[u][j] - mu) * r;
-                        const double g = gv[u][j] * widen<double>(wp.v[j]);
+                        const B g = gv[u][j] * widen<B>(wp.v[j]);
                         s1 += g;
                         s2 += g * hv[u][j];
                     }
@@ -428,12 +454,23 @@ __device__ inline void bwd_rows(const T* x, const T* w, const T* dy, const doubl
             if (FITS) break;
         }
         for (long long c = tail + tx; c < cols; c += nx) {
-            const double g = widen<double>(dyr[c]) * widen<double>(w[c]);
+            const B g = widen<B>(dyr[c]) * widen<B>(w[c]);
             s1 += g;
-            s2 += g * ((widen<double>(xr[c]) - mu) * r);
+            s2 += g * ((widen<B>(xr[c]) - mu) * r);
         }
-        const double m1 = row_sum(sums, s1) / cols;
-        const double m2 = row_sum(sums, s2) / cols;
+        // the narrow path: both sums behind one pair of barriers (row_sum2; sums holds
+        // 2 x MAX_WARPS), times 1 / cols, divided once a thread (a double division in the
+        // row loop is a call whose saved registers spilled at float's 64 registers)
+        B m1, m2;
+        if (narrow) {
+            double t1 = s1, t2 = s2;
+            row_sum2(sums, t1, t2);
+            m1 = (B)(t1 * inv_cols);
+            m2 = (B)(t2 * inv_cols);
+        } else {
+            m1 = (B)(row_sum(sums, (double)s1) / cols);
+            m2 = (B)(row_sum(sums, (double)s2) / cols);
+        }
         for (long long p0 = tx; p0 < packs; p0 += nx * P) {
             if (!FITS) {
                 load_chunk(dyr, p0, packs, vector, gv);
@@ -451,14 +488,14 @@ __device__ inline void bwd_rows(const T* x, const T* w, const T* dy, const doubl
                     Pack<T> out;
 #pragma unroll
                     for (int j = 0; j < W; ++j) {
-                        const double dyc = gv[u][j], xhat = hv[u][j];
-                        out.v[j] = (T)(r * (dyc * widen<double>(wp.v[j]) - m1 - xhat * m2));
+                        const B dyc = gv[u][j], xhat = hv[u][j];
+                        out.v[j] = (T)(r * (dyc * widen<B>(wp.v[j]) - m1 - xhat * m2));
                         if (FITS) {
                             aw[u][j] += dyc * xhat;
                             ab[u][j] += dyc;
-                        } else {
-                            pw[p * W + j] += dyc * xhat;
-                            pb[p * W + j] += dyc;
+                        } else {  // B's sum, held in a double (exactly, for float)
+                            pw[p * W + j] = (B)pw[p * W + j] + dyc * xhat;
+                            pb[p * W + j] = (B)pb[p * W + j] + dyc;
                         }
                     }
                     store_pack(dxr, p, out, vector);
@@ -467,9 +504,9 @@ __device__ inline void bwd_rows(const T* x, const T* w, const T* dy, const doubl
             if (FITS) break;
         }
         for (long long c = tail + tx; c < cols; c += nx) {
-            const double dyc = widen<double>(dyr[c]);
-            const double xhat = (widen<double>(xr[c]) - mu) * r;
-            dxr[c] = (T)(r * (dyc * widen<double>(w[c]) - m1 - xhat * m2));
+            const B dyc = widen<B>(dyr[c]);
+            const B xhat = (widen<B>(xr[c]) - mu) * r;
+            dxr[c] = (T)(r * (dyc * widen<B>(w[c]) - m1 - xhat * m2));
             aw_tail += dyc * xhat;
             ab_tail += dyc;
         }
@@ -491,6 +528,19 @@ __device__ inline void bwd_rows(const T* x, const T* w, const T* dy, const doubl
     }
 }
 
+template <typename T, typename B>
+__device__ inline void bwd_kernel(const T* x, const T* w, const T* dy, const double* mean,
+                                  const double* rstd, T* dx, double* partw, double* partb,
+                                  long long rows, long long cols, double* sums) {
+    const long long first = (long long)blockIdx.x * cols;
+    if (cols / Pack<T>::N <= (long long)blockDim.x * (BWD_ELEMS / Pack<T>::N))
+        bwd_rows<T, true, B>(x, w, dy, mean, rstd, dx, partw + first, partb + first, rows,
+                             cols, sums);
+    else
+        bwd_rows<T, false, B>(x, w, dy, mean, rstd, dx, partw + first, partb + first, rows,
+                              cols, sums);
+}
+
 template <typename T>
 __global__ void __launch_bounds__(MAX_THREADS)
     layernorm_bwd(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ dy,
@@ -498,13 +548,24 @@ __global__ void __launch_bounds__(MAX_THREADS)
                   T* __restrict__ dx, double* __restrict__ partw, double* __restrict__ partb,
                   long long rows, long long cols) {
     __shared__ double sums[MAX_WARPS];
-    const long long first = (long long)blockIdx.x * cols;
-    if (cols / Pack<T>::N <= (long long)blockDim.x * (BWD_ELEMS / Pack<T>::N))
-        bwd_rows<T, true>(x, w, dy, mean, rstd, dx, partw + first, partb + first, rows, cols,
-                          sums);
-    else
-        bwd_rows<T, false>(x, w, dy, mean, rstd, dx, partw + first, partb + first, rows, cols,
-                           sums);
+    bwd_kernel<T, double>(x, w, dy, mean, rstd, dx, partw, partb, rows, cols, sums);
+}
+
+// The bwd_half_math knob's "float32" (launched for __half and __nv_bfloat16 only): the
+// same rows with float per-element arithmetic. Why: at 16384x4096 bfloat16 the double
+// path ran at 30% of copy bandwidth on an H200 (torch 40%): each element costs five
+// float <-> double conversions (16 a clock per SM) and ten double operations, and its
+// registers leave one block of 512 threads an SM, so nothing overlaps a block's
+// barriers; in float an element costs no conversion to double and the registers leave
+// room for a second block (bwd_threads_per_sm 1024).
+template <typename T>
+__global__ void __launch_bounds__(MAX_THREADS)
+    layernorm_bwd32(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ dy,
+                    const double* __restrict__ mean, const double* __restrict__ rstd,
+                    T* __restrict__ dx, double* __restrict__ partw, double* __restrict__ partb,
+                    long long rows, long long cols) {
+    __shared__ double sums[2 * MAX_WARPS];  // row_sum2's
+    bwd_kernel<T, float>(x, w, dy, mean, rstd, dx, partw, partb, rows, cols, sums);
 }
 
 template <typename T>

@@ -150,12 +150,13 @@ __device__ inline T exp_from(T v, T m) {
 // its tail columns packs * W + g, ... (fewer than W a row) are read in both passes.
 // 80 registers (float32; 96 double), no spills: 6 blocks of 128 an SM, 96 KiB of loads in
 // flight an SM; capping them at 64 (8 blocks) spills the held row.
+// LP: the packs a lane holds at most, the register array's static size (a kernel's
+// registers are its largest path's): LANE_PACKS in softmax_rows_fwd, 2 in softmax_rows2_fwd.
 #define LANE_PACKS 8
 
-template <typename T>
-__global__ void __launch_bounds__(MAX_THREADS) softmax_rows_fwd(const T* __restrict__ x,
-                                                            T* __restrict__ out, long long rows,
-                                                            long long cols, int group) {
+template <typename T, int LP>
+__device__ inline void rows_held(const T* __restrict__ x, T* __restrict__ out, long long rows,
+                                 long long cols, int group) {
     constexpr int W = Pack<T>::N;
     const int tid = threadIdx.x;
     const int g = tid % group;
@@ -169,15 +170,15 @@ __global__ void __launch_bounds__(MAX_THREADS) softmax_rows_fwd(const T* __restr
     T* outr = out + row * cols;
     const bool vector = aligned16(xr) && aligned16(outr);
 
-    Pack<T> v[LANE_PACKS];
+    Pack<T> v[LP];
     if (vector) {
         const Pack<T>* xv = reinterpret_cast<const Pack<T>*>(xr);
 #pragma unroll
-        for (int u = 0; u < LANE_PACKS; ++u)
+        for (int u = 0; u < LP; ++u)
             if (g + u * group < packs) v[u] = load_stream(xv + g + u * group);
     } else {  // the same packs, element by element
 #pragma unroll
-        for (int u = 0; u < LANE_PACKS; ++u)
+        for (int u = 0; u < LP; ++u)
             if (g + u * group < packs)
 #pragma unroll
                 for (int j = 0; j < W; ++j) v[u].v[j] = xr[(g + u * group) * (long long)W + j];
@@ -185,7 +186,7 @@ __global__ void __launch_bounds__(MAX_THREADS) softmax_rows_fwd(const T* __restr
 
     T m = negative_infinity<T>();  // the row's maximum: held columns, tail, butterfly
 #pragma unroll
-    for (int u = 0; u < LANE_PACKS; ++u)
+    for (int u = 0; u < LP; ++u)
         if (g + u * group < packs)
 #pragma unroll
             for (int j = 0; j < W; ++j) m = v[u].v[j] > m ? v[u].v[j] : m;
@@ -197,7 +198,7 @@ __global__ void __launch_bounds__(MAX_THREADS) softmax_rows_fwd(const T* __restr
 
     T s = T(0);  // the sum, in the same order; each held column becomes its exp
 #pragma unroll
-    for (int u = 0; u < LANE_PACKS; ++u) {
+    for (int u = 0; u < LP; ++u) {
         if (g + u * group < packs) {
 #pragma unroll
             for (int j = 0; j < W; ++j) {
@@ -211,7 +212,7 @@ __global__ void __launch_bounds__(MAX_THREADS) softmax_rows_fwd(const T* __restr
 
     const T inv = T(1) / s;
 #pragma unroll
-    for (int u = 0; u < LANE_PACKS; ++u) {
+    for (int u = 0; u < LP; ++u) {
         if (g + u * group < packs) {
 #pragma unroll
             for (int j = 0; j < W; ++j) v[u].v[j] = v[u].v[j] * inv;
@@ -223,6 +224,24 @@ __global__ void __launch_bounds__(MAX_THREADS) softmax_rows_fwd(const T* __restr
         }
     }
     for (long long c = packs * W + g; c < cols; c += group) outr[c] = exp_from(xr[c], m) * inv;
+}
+
+template <typename T>
+__global__ void __launch_bounds__(MAX_THREADS) softmax_rows_fwd(const T* __restrict__ x,
+                                                            T* __restrict__ out, long long rows,
+                                                            long long cols, int group) {
+    rows_held<T, LANE_PACKS>(x, out, rows, cols, group);
+}
+
+// The rows_lane_packs knob's 2 (rows of at most 64 packs: 256 float / 128 double columns):
+// 2 packs a lane, so 32 lanes a 256-column row, and few registers. Why: at 32768x256
+// float the 8-pack kernel (80 registers: 6 blocks of 128 an SM) ran at 91% of copy
+// bandwidth on an H200 (torch 98%), softmax_warp's held2 kernel, this layout, at 98%.
+template <typename T>
+__global__ void __launch_bounds__(MAX_THREADS) softmax_rows2_fwd(const T* __restrict__ x,
+                                                             T* __restrict__ out, long long rows,
+                                                             long long cols, int group) {
+    rows_held<T, 2>(x, out, rows, cols, group);
 }
 
 // Loads are issued UNROLL packs at a time (all of them before any is used), then the

@@ -1,6 +1,7 @@
 // Twin of prototypes/softmax_warp.py: one warp per row (blockDim.x / WARP rows a block: the
 // launcher's rows_per_block knob, at most MAX_THREADS / WARP), no
-// shared memory, no barrier, arithmetic in T (float accumulation for float, as
+// shared memory, no barrier (but softmax_warp_split_fwd, below: a long row over a block of
+// warps, the warps_per_row knob), arithmetic in T (float accumulation for float, as
 // torch.softmax), in the prototype's order. Rows of at most 32 packs a lane are held in
 // registers (softmax_warp_held{2,8,32}_fwd: max, then exps and sum); longer rows stream
 // (softmax_warp_fwd: online softmax, the sum rescaled at most once per pack). Lane l takes
@@ -259,6 +260,99 @@ __global__ void softmax_warp_fwd(const T* __restrict__ x, T* __restrict__ out, l
     } else {
         for (long long k = mine - 1; k >= 0; --k) {
             const long long p = lane + k * WARP;
+            for (int j = 0; j < W; ++j) outr[p * W + j] = exp(xr[p * W + j] - m) * inv;
+        }
+    }
+}
+
+// A streamed row split over a block of warps (the launcher's warps_per_row knob, at most
+// MAX_SPLIT_THREADS / WARP; one row a block, grid = rows): thread t walks packs t, t + nt,
+// ... (UNROLL packs' loads in flight, processed in column order) then tail columns
+// packs * W + t, ...; each warp's (max, sum) by butterflies, as softmax_warp_fwd's row's,
+// then every thread merges the warps' pairs from shared memory in warp order (the row's
+// maximum, then each warp's sum moved to it). The output pass walks each thread's packs
+// backwards, tail first, as softmax_warp_fwd's does. Why: 1024 rows of 32768 floats are
+// 1024 warps in softmax_warp_fwd, every row in flight at once (128 MiB, more than L2), so
+// most of each row's second read came from DRAM (46% of copy bandwidth on an H200).
+#define MAX_SPLIT_THREADS 512
+#define MAX_SPLIT_WARPS (MAX_SPLIT_THREADS / WARP)
+
+template <typename T>
+__global__ void __launch_bounds__(MAX_SPLIT_THREADS)
+    softmax_warp_split_fwd(const T* __restrict__ x, T* __restrict__ out, long long rows,
+                           long long cols) {
+    __shared__ T part_m[MAX_SPLIT_WARPS], part_s[MAX_SPLIT_WARPS];
+    constexpr int W = Pack<T>::N;
+    const int tid = threadIdx.x;
+    const long long nt = blockDim.x;
+    const int warps = blockDim.x / WARP;
+    const long long row = blockIdx.x;
+    if (row >= rows) return;  // the whole block leaves together (grid = rows: none does)
+    const T* xr = x + row * cols;
+    T* outr = out + row * cols;
+    const long long packs = cols / W;
+    const bool vector = aligned16(xr) && aligned16(outr);
+
+    T m = negative_infinity<T>();
+    T s = T(0);
+    if (vector) {
+        const Pack<T>* xv = reinterpret_cast<const Pack<T>*>(xr);
+        for (long long p0 = tid; p0 < packs; p0 += nt * UNROLL) {
+            Pack<T> v[UNROLL];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u)
+                if (p0 + u * nt < packs) v[u] = xv[p0 + u * nt];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u)
+                if (p0 + u * nt < packs) online_update(m, s, v[u].v);
+        }
+    } else {  // the same packs, element by element
+        for (long long p = tid; p < packs; p += nt) {
+            T v[W];
+            for (int j = 0; j < W; ++j) v[j] = xr[p * W + j];
+            online_update(m, s, v);
+        }
+    }
+    for (long long c = packs * W + tid; c < cols; c += nt) {
+        const T v[1] = {xr[c]};
+        online_update(m, s, v);
+    }
+
+    const T big = warp_max(m);  // this warp's maximum and sum
+    s = warp_sum(moved(s, m, big));
+    if (tid % WARP == 0) {
+        part_m[tid / WARP] = big;
+        part_s[tid / WARP] = s;
+    }
+    __syncthreads();
+    m = part_m[0];  // the row's: every thread merges the same pairs in the same order
+    for (int w = 1; w < warps; ++w) m = part_m[w] > m ? part_m[w] : m;
+    s = T(0);
+    for (int w = 0; w < warps; ++w) s += moved(part_s[w], part_m[w], m);
+
+    const T inv = T(1) / s;
+    for (long long c = packs * W + tid; c < cols; c += nt) outr[c] = exp(xr[c] - m) * inv;
+    const long long mine = (packs - tid + nt - 1) / nt;  // this thread's packs
+    if (vector) {
+        const Pack<T>* xv = reinterpret_cast<const Pack<T>*>(xr);
+        Pack<T>* ov = reinterpret_cast<Pack<T>*>(outr);
+        for (long long k0 = mine - 1; k0 >= 0; k0 -= UNROLL) {
+            Pack<T> v[UNROLL];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u)
+                if (k0 - u >= 0) v[u] = xv[tid + (k0 - u) * nt];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+                if (k0 - u >= 0) {
+#pragma unroll
+                    for (int j = 0; j < W; ++j) v[u].v[j] = exp(v[u].v[j] - m) * inv;
+                    ov[tid + (k0 - u) * nt] = v[u];
+                }
+            }
+        }
+    } else {
+        for (long long k = mine - 1; k >= 0; --k) {
+            const long long p = tid + k * nt;
             for (int j = 0; j < W; ++j) outr[p * W + j] = exp(xr[p * W + j] - m) * inv;
         }
     }

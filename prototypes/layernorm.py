@@ -26,7 +26,9 @@ orders, so the two agree within the twin tolerance):
   time; each thread keeps the weight and bias gradients of its columns summed over its rows
   (in registers in the twin, in ``partw``/``partb`` here: the same additions in the same
   order) and leaves one partial row per block; ``layernorm_bwd_wb`` sums the partials per
-  column, 32 at a time, then the 32 sums in order. Deterministic: no atomics.
+  column, 32 at a time, then the 32 sums in order. Deterministic: no atomics. With the
+  bwd_half_math knob's "float32", float16 and bfloat16 take ``layernorm_bwd32``: the same
+  layout with float32 per-element arithmetic and partial sums (the forward's narrow path).
 """
 
 import torch
@@ -243,6 +245,66 @@ def layernorm_bwd(x, w, dy, mean, rstd, dx, partw, partb, rows, cols):
             bwd_element(x, w, dy, dx, partw, partb, row, c, mu, r, m1, m2)
 
 
+@cuda.jit(device=True)
+def bwd_sums32(x, w, dy, row, c, mu32, r32, s1, s2):
+    """bwd_sums in float32 (the narrow path)."""
+    g = float32(dy[row, c]) * float32(w[c])
+    return s1 + g, s2 + g * ((float32(x[row, c]) - mu32) * r32)
+
+
+@cuda.jit(device=True)
+def bwd_element32(x, w, dy, dx, partw, partb, row, c, mu32, r32, m1, m2):
+    """bwd_element in float32: the partial rows hold float32 sums (exactly, as float64)."""
+    dyc = float32(dy[row, c])
+    xhat = (float32(x[row, c]) - mu32) * r32
+    dx[row, c] = r32 * (dyc * float32(w[c]) - m1 - xhat * m2)
+    partw[cuda.blockIdx.x, c] = float32(partw[cuda.blockIdx.x, c]) + dyc * xhat
+    partb[cuda.blockIdx.x, c] = float32(partb[cuda.blockIdx.x, c]) + dyc
+
+
+@cuda.jit
+def layernorm_bwd32(x, w, dy, mean, rstd, dx, partw, partb, rows, cols):
+    """layernorm_bwd's narrow path (the bwd_half_math knob's "float32", float16 and
+    bfloat16 only): per element float32 (mean and 1/std rounded to float32 once a row), a
+    thread's row sums widened once for the float64 sums across threads, their means
+    through 1 / cols (float64, once a thread), the gradient partials float32 sums. (The
+    twin reduces the two row sums behind one pair of barriers, `row_sum2`: each in
+    row_sum's order, so the same values.)"""
+    tx = cuda.threadIdx.x
+    nx = cuda.blockDim.x
+    sums = cuda.shared.array(MAX_WARPS, dtype=float64)
+    width = 16 // x.itemsize
+    packs = cols // width
+    tail = packs * width
+    inv_cols = 1.0 / cols  # portkit: allow-float64
+
+    for p in range(tx, packs, nx):
+        for j in range(width):
+            partw[cuda.blockIdx.x, p * width + j] = 0.0  # portkit: allow-int64-index
+            partb[cuda.blockIdx.x, p * width + j] = 0.0  # portkit: allow-int64-index
+    for c in range(tail + tx, cols, nx):
+        partw[cuda.blockIdx.x, c] = 0.0
+        partb[cuda.blockIdx.x, c] = 0.0
+
+    for row in range(cuda.blockIdx.x, rows, cuda.gridDim.x):
+        mu32 = float32(mean[row])
+        r32 = float32(rstd[row])
+        s1 = float32(0.0)
+        s2 = float32(0.0)
+        for p in range(tx, packs, nx):
+            for j in range(width):
+                s1, s2 = bwd_sums32(x, w, dy, row, p * width + j, mu32, r32, s1, s2)
+        for c in range(tail + tx, cols, nx):
+            s1, s2 = bwd_sums32(x, w, dy, row, c, mu32, r32, s1, s2)
+        m1 = float32(row_sum(sums, float64(s1)) * inv_cols)  # portkit: allow-float64
+        m2 = float32(row_sum(sums, float64(s2)) * inv_cols)  # portkit: allow-float64
+        for p in range(tx, packs, nx):
+            for j in range(width):
+                bwd_element32(x, w, dy, dx, partw, partb, row, p * width + j, mu32, r32, m1, m2)
+        for c in range(tail + tx, cols, nx):
+            bwd_element32(x, w, dy, dx, partw, partb, row, c, mu32, r32, m1, m2)
+
+
 @cuda.jit
 def layernorm_bwd_wb(partw, partb, dw, db, parts, cols):
     tx = cuda.threadIdx.x
@@ -315,6 +377,13 @@ BENCH = [
     knobs={
         "fwd_elems": [FWD_ELEMS, 8, 32],
         "fwd_threads_per_sm": [FWD_THREADS_PER_SM, 1024, 2048],
+        # float16 / bfloat16 backward's per-element arithmetic: float64 (layernorm_bwd) or
+        # float32 (layernorm_bwd32: no conversion to double an element, 64 registers a
+        # thread, so 2 blocks of 512 an SM with bwd_threads_per_sm 1024, where the
+        # float64 path's 118 leave 1; cuda_src/layernorm.cu says why). Before the other
+        # backward knobs: `portkit tune`'s greedy search (--budget 10) then tries
+        # bwd_threads_per_sm 1024 with it.
+        "bwd_half_math": ["float64", "float32"],
         "bwd_elems": [BWD_ELEMS, 4, 16],
         "bwd_threads_per_sm": [BWD_THREADS_PER_SM, 1024, 256],
     },
@@ -358,7 +427,9 @@ class LayerNorm:
         )
         partw = k.empty((parts, cols), torch.float64)
         partb = k.empty((parts, cols), torch.float64)
-        k.layernorm_bwd[parts, threads](x, w, dy, mean, rstd, dx, partw, partb, rows, cols)
+        narrow = x.element_size() == 2 and kn.bwd_half_math == "float32"
+        kernel = k.layernorm_bwd32 if narrow else k.layernorm_bwd
+        kernel[parts, threads](x, w, dy, mean, rstd, dx, partw, partb, rows, cols)
         grid = portkit.cdiv(cols, W_COLS)
         k.layernorm_bwd_wb[grid, (W_COLS, W_ROWS)](partw, partb, dw, db, parts, cols)
         return dx, dw, db

@@ -59,6 +59,28 @@ def sigmoid_fwd(x, out, n):
 
 
 @cuda.jit
+def sigmoid_fwd_packs(x, out, n, per_thread):
+    """The forward for the fwd_packs / fwd_threads knobs' other values: block b's chunk is
+    blockDim.x * per_thread packs, thread t's packs in it p0, p0 + blockDim.x, ...
+    (the twin issues their loads together), chunks grid-strided; the tail as
+    sigmoid_fwd's."""
+    nt = cuda.blockDim.x
+    width = 16 // x.itemsize
+    packs = n // width
+    chunk = nt * per_thread
+    stride = cuda.gridDim.x * chunk
+    for p0 in range(cuda.blockIdx.x * chunk + cuda.threadIdx.x, packs, stride):
+        for u in range(per_thread):
+            p = p0 + u * nt  # portkit: allow-int64-index
+            if p < packs:
+                for j in range(width):
+                    i = p * width + j  # portkit: allow-int64-index
+                    out[i] = stable_sigmoid(x[i])
+    for i in range(packs * width + cuda.grid(1), n, cuda.gridsize(1)):
+        out[i] = stable_sigmoid(x[i])
+
+
+@cuda.jit
 def sigmoid_bwd(y, dy, dx, n):
     start = cuda.grid(1)
     stride = cuda.gridsize(1)
@@ -81,13 +103,24 @@ def sigmoid_bwd(y, dy, dx, n):
         special=[0.3, -100000.0, 100000.0, 0.5, -0.5, float("inf"), float("-inf"), float("nan")]
     ),
     bench=[portkit.cases.custom("float32-n67108864", [(N_BENCH,)])],
+    # The forward's launch, which `portkit tune` may pick per GPU (the first values the
+    # default, sigmoid_fwd's one pack a thread in blocks of THREADS): 16-byte packs a
+    # thread, and threads a block (sigmoid_fwd_packs for any other pair; at most the
+    # twin's MAX_PACKS and MAX_FWD_THREADS).
+    knobs={"fwd_packs": [1, 2, 4], "fwd_threads": [THREADS, 128, 512]},
 )
 class Sigmoid:
     def forward(k, x):
         out = k.empty_like(x)
         n = x.numel()
         if n:
-            k.sigmoid_fwd[grid_for(k, n, x.element_size()), THREADS](x, out, n)
+            kn = portkit.knobs(k, x)
+            if (kn.fwd_packs, kn.fwd_threads) == (1, THREADS):
+                k.sigmoid_fwd[grid_for(k, n, x.element_size()), THREADS](x, out, n)
+            else:
+                per_block = kn.fwd_threads * kn.fwd_packs  # packs a block's chunk
+                grid = portkit.cdiv(portkit.cdiv(n, 16 // x.element_size()), per_block)
+                k.sigmoid_fwd_packs[grid, kn.fwd_threads](x, out, n, kn.fwd_packs)
         return out, (out,)
 
     def backward(k, saved, dy):

@@ -58,6 +58,7 @@ FULL_MASK = 0xFFFFFFFF  # all 32 lanes take part in every shuffle
 LANE_PACKS = 8  # short rows: packs a lane holds (128 bytes: 32 float32 registers)
 HELD = 8  # softmax_fwd: packs a thread holds (rows of up to THREADS * HELD packs)
 HELD_COLS = 32  # LANE_PACKS or HELD packs of up to 4 columns (float32, float64)
+HELD2_COLS = 8  # softmax_rows2_fwd: 2 packs of up to 4 columns
 
 
 @cuda.jit(device=True)
@@ -216,17 +217,17 @@ def softmax_fwd(x, out, cols):
         out[row, c] = math.exp(x[row, c] - m) * inv
 
 
-@cuda.jit
-def softmax_rows_fwd(x, out, rows, cols, group):
-    """Short rows (at most WARP * LANE_PACKS packs): `group` lanes per row (a power of two,
+@cuda.jit(device=True)
+def rows_held(x, out, rows, cols, group, held, lane_packs):
+    """Short rows (at most WARP * lane_packs packs): `group` lanes per row (a power of two,
     at most WARP), cuda.blockDim.x // group rows per block, the row held in registers (`held`)
     between its one read and its one write: one exp per column, no online rescaling.
-    Lane g of a row holds packs g, g + group, ... (at most LANE_PACKS), then reads its tail
-    columns packs * width + g, ... (fewer than width a row) from memory in both passes."""
+    Lane g of a row holds packs g, g + group, ... (at most lane_packs), then reads its tail
+    columns packs * width + g, ... (fewer than width a row) from memory in both passes.
+    (`held` is 1-D and passed in, so each kernel sizes it: the twin's template argument.)"""
     tid = cuda.threadIdx.x
     g = tid % group
     row = cuda.blockIdx.x * (cuda.blockDim.x // group) + tid // group
-    held = cuda.local.array(HELD_COLS, dtype=x.dtype)
     width = 16 // x.itemsize
     packs = cols // width
     if row >= rows:  # past the last row: no columns, but the lanes still shuffle
@@ -234,7 +235,7 @@ def softmax_rows_fwd(x, out, rows, cols, group):
         cols = 0
 
     m = -float32(math.inf)  # the row's maximum: held columns, tail, group butterfly
-    for u in range(LANE_PACKS):
+    for u in range(lane_packs):
         p = g + u * group  # portkit: allow-int64-index
         if p < packs:
             for j in range(width):
@@ -253,7 +254,7 @@ def softmax_rows_fwd(x, out, rows, cols, group):
         offset //= 2
 
     s = float32(0)  # the sum, in the same order; each held column becomes its exp
-    for u in range(LANE_PACKS):
+    for u in range(lane_packs):
         if g + u * group < packs:  # portkit: allow-int64-index
             for j in range(width):
                 e = exp_from(held[u * width + j], m)  # portkit: allow-int64-index
@@ -267,13 +268,27 @@ def softmax_rows_fwd(x, out, rows, cols, group):
         offset //= 2
 
     inv = float32(1) / s
-    for u in range(LANE_PACKS):
+    for u in range(lane_packs):
         p = g + u * group  # portkit: allow-int64-index
         if p < packs:
             for j in range(width):
                 out[row, p * width + j] = held[u * width + j] * inv  # portkit: allow-int64-index
     for c in range(packs * width + g, cols, group):
         out[row, c] = exp_from(x[row, c], m) * inv
+
+
+@cuda.jit
+def softmax_rows_fwd(x, out, rows, cols, group):
+    """rows_held with LANE_PACKS packs a lane (the rows_lane_packs knob's default)."""
+    held = cuda.local.array(HELD_COLS, dtype=x.dtype)
+    rows_held(x, out, rows, cols, group, held, LANE_PACKS)
+
+
+@cuda.jit
+def softmax_rows2_fwd(x, out, rows, cols, group):
+    """rows_held with 2 packs a lane (rows_lane_packs 2; rows of at most WARP * 2 packs)."""
+    held = cuda.local.array(HELD2_COLS, dtype=x.dtype)
+    rows_held(x, out, rows, cols, group, held, 2)
 
 
 @cuda.jit
@@ -319,14 +334,14 @@ BENCH_SHAPES = ((4096, 4096), (16384, 1024), (1024, 32768), (32768, 256), (8192,
 CHECK_SHAPES = ((1, 1), (3, 127), (4, 128), (2, 129), (3, 1000), (2, 1029), (2, 4101))
 
 
-def short_row_group(cols, itemsize):
+def short_row_group(cols, itemsize, lane_packs=LANE_PACKS):
     """Lanes per row for softmax_rows_fwd (the fewest, a power of two, that hold the row's
-    packs LANE_PACKS a lane), or 0 for a row too long to hold (softmax_fwd streams it)."""
+    packs lane_packs a lane), or 0 for a row too long to hold (softmax_fwd streams it)."""
     packs = cols // (16 // itemsize)
-    if packs > WARP * LANE_PACKS:
+    if packs > WARP * lane_packs:
         return 0
     group = 1
-    while group * LANE_PACKS < packs:
+    while group * lane_packs < packs:
         group *= 2
     return group
 
@@ -349,6 +364,12 @@ def reference(x):
         "threads": [THREADS, 256, 64],
         "bwd_threads": [THREADS, 256, 64],
         "rows_threads": [THREADS, 256, 64],
+        # Packs a lane of a short row holds (the most; 2: softmax_rows2_fwd, for rows of at
+        # most 64 packs, 256 float32 columns). At 32768x256 float32 the default's 8 lanes
+        # a row, 8 packs each, ran at 91% of copy bandwidth on an H200 (torch 98%): 80
+        # registers, 6 blocks of 128 an SM; softmax_warp's 32 lanes of 2 packs (28
+        # registers) ran at 98% there. 2: a warp a row, more rows in flight an SM.
+        "rows_lane_packs": [LANE_PACKS, 2],
     },
 )
 class Softmax:
@@ -359,11 +380,15 @@ class Softmax:
     def forward(k, x):
         out = k.empty_like(x)
         rows, cols = x.shape
-        group = short_row_group(cols, x.element_size())
         kn = portkit.knobs(k, x)
+        group = short_row_group(cols, x.element_size())
+        kernel = k.softmax_rows_fwd
+        if kn.rows_lane_packs == 2 and short_row_group(cols, x.element_size(), 2):
+            group = short_row_group(cols, x.element_size(), 2)
+            kernel = k.softmax_rows2_fwd
         if rows and cols and group:
             threads = kn.rows_threads
-            k.softmax_rows_fwd[portkit.cdiv(rows, threads // group), threads](
+            kernel[portkit.cdiv(rows, threads // group), threads](
                 x,
                 out,
                 rows,

@@ -21,7 +21,10 @@ the row's 16-byte packs (4 float32 or 2 float64 columns) a lane (`forward_kernel
      each lane's sum moved to it (one exp), a butterfly for the sum: every lane ends with
      the same pair (a + b == b + a bit for bit), and no lane waits for another warp;
   3. out = exp(x - max) * (1 / sum), the tail first, then each lane's packs from the last
-     to the first (the twin's second read starts where its first ended: in L2).
+     to the first (the twin's second read starts where its first ended: in L2);
+- streamed rows with the warps_per_row knob above 1 (`softmax_warp_split_fwd`): one row a
+  block of that many warps, thread t in the place of lane l (stride blockDim.x, not 32),
+  each warp's (max, sum) merged with the others' through shared memory in warp order.
 
 The statistics are in the input's dtype. `rescale`, `add_exp`, `moved` and `exp_from`
 repeat softmax.py's so each op stays two files. The backward walks the row as the
@@ -45,6 +48,7 @@ ROWS_PER_BLOCK = 4  # 4 warps, 128 threads per block: the default of the rows_pe
 FULL_MASK = 0xFFFFFFFF  # all 32 lanes take part in every shuffle
 MAX_WIDTH = 4  # columns in a 16-byte pack: 4 float32, 2 float64
 HELD2, HELD8, HELD32 = 2 * MAX_WIDTH, 8 * MAX_WIDTH, 32 * MAX_WIDTH  # held columns a lane
+MAX_SPLIT_WARPS = 16  # warps_per_row at most: the twin's MAX_SPLIT_THREADS / WARP
 
 
 @cuda.jit(device=True)
@@ -253,6 +257,63 @@ def softmax_warp_fwd(x, out, rows, cols):
 
 
 @cuda.jit
+def softmax_warp_split_fwd(x, out, rows, cols):
+    """A streamed row split over the block's warps (the warps_per_row knob; one row a
+    block, grid = rows): thread t walks packs t, t + blockDim.x, ... then tail columns
+    packs * width + t, ... as softmax_warp_fwd's lanes walk theirs with WARP; each warp's
+    (max, sum) by butterflies, then every thread merges the warps' pairs from shared
+    memory, warp 0 first: the row's maximum, then each warp's sum moved to it, in order."""
+    tid = cuda.threadIdx.x
+    nt = cuda.blockDim.x
+    warps = nt // WARP
+    row = cuda.blockIdx.x
+    if row >= rows:  # the whole block leaves together (grid = rows: none does)
+        return
+    part_m = cuda.shared.array(MAX_SPLIT_WARPS, dtype=x.dtype)
+    part_s = cuda.shared.array(MAX_SPLIT_WARPS, dtype=x.dtype)
+    width = 16 // x.itemsize
+    packs = cols // width
+
+    m = -float32(math.inf)
+    s = float32(0)
+    for p in range(tid, packs, nt):
+        base = p * width  # portkit: allow-int64-index
+        top = x[row, base]
+        for j in range(1, width):
+            if x[row, base + j] > top:  # portkit: allow-int64-index
+                top = x[row, base + j]  # portkit: allow-int64-index
+        m, s = rescale(m, s, top)
+        for j in range(width):
+            s = add_exp(m, s, x[row, base + j])  # portkit: allow-int64-index
+    for c in range(packs * width + tid, cols, nt):
+        m, s = rescale(m, s, x[row, c])
+        s = add_exp(m, s, x[row, c])
+
+    big = warp_max(m)  # this warp's maximum and sum, as softmax_warp_fwd's row's
+    s = warp_sum(moved(s, m, big))
+    if tid % WARP == 0:
+        part_m[tid // WARP] = big
+        part_s[tid // WARP] = s
+    cuda.syncthreads()
+    m = part_m[0]  # the row's: every thread merges the same pairs in the same order
+    for w in range(1, warps):
+        if part_m[w] > m:
+            m = part_m[w]
+    s = float32(0)
+    for w in range(warps):
+        s += moved(part_s[w], part_m[w], m)
+
+    inv = float32(1) / s
+    for c in range(packs * width + tid, cols, nt):
+        out[row, c] = math.exp(x[row, c] - m) * inv
+    mine = (packs - tid + nt - 1) // nt  # this thread's packs, walked last to first
+    for k in range(mine - 1, -1, -1):
+        for j in range(width):
+            c = (tid + k * nt) * width + j  # portkit: allow-int64-index
+            out[row, c] = math.exp(x[row, c] - m) * inv
+
+
+@cuda.jit
 def softmax_warp_bwd(y, dy, dx, rows, cols):
     lane = cuda.threadIdx.x % WARP
     row = cuda.blockIdx.x * (cuda.blockDim.x // WARP) + cuda.threadIdx.x // WARP
@@ -315,7 +376,18 @@ def reference(x):
     # Rows (warps) a block, forward and backward, that `portkit tune` may pick per GPU (the
     # first the default; at most the twin's MAX_THREADS / WARP = 8): kernels read it as
     # blockDim.x / WARP.
-    knobs={"rows_per_block": [ROWS_PER_BLOCK, 2, 8], "bwd_rows_per_block": [ROWS_PER_BLOCK, 2, 8]},
+    # warps_per_row: a streamed row's warps in the forward (1: softmax_warp_fwd, a warp a
+    # row; more: softmax_warp_split_fwd, one row a block of that many warps, rows_per_block
+    # unused). 1024 rows of 32768 float32 are 1024 warps for 132 SMs, every row in flight
+    # at once (128 MiB, more than L2: most of a row's second read comes from DRAM). Split
+    # over 8 warps, each thread with the same bytes in flight, a row is done about 8x
+    # sooner and fewer rows are in flight at once (blocks an SM are bounded by registers),
+    # so more of their second reads hit L2.
+    knobs={
+        "rows_per_block": [ROWS_PER_BLOCK, 2, 8],
+        "bwd_rows_per_block": [ROWS_PER_BLOCK, 2, 8],
+        "warps_per_row": [1, 4, 8, 16],
+    },
 )
 class SoftmaxWarp:
     def check_inputs(x):
@@ -326,9 +398,14 @@ class SoftmaxWarp:
         out = k.empty_like(x)
         rows, cols = x.shape
         if rows and cols:
-            kernel = getattr(k, forward_kernel(cols, x.element_size()))
-            per_block = portkit.knobs(k, x).rows_per_block
-            kernel[portkit.cdiv(rows, per_block), per_block * WARP](x, out, rows, cols)
+            kn = portkit.knobs(k, x)
+            name = forward_kernel(cols, x.element_size())
+            if name == "softmax_warp_fwd" and kn.warps_per_row > 1:  # a streamed row, split
+                k.softmax_warp_split_fwd[rows, kn.warps_per_row * WARP](x, out, rows, cols)
+            else:
+                per_block = kn.rows_per_block
+                kernel = getattr(k, name)
+                kernel[portkit.cdiv(rows, per_block), per_block * WARP](x, out, rows, cols)
         return out, (out,)
 
     def backward(k, saved, dy):

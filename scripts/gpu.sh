@@ -24,15 +24,17 @@
 #   simulator  both simulator engines against the GPU; `portkit diff` of 16M elements
 #   replay     the compiled launch replayer builds and loads; tests/launch; its cost
 #   scale      the generated suite's GPU tier on one GPU, then one worker per GPU
-#   speed      the twins against the best of torch in one call: `portkit tune` of the five
-#              knobbed ops with a small budget (tables to $OUT/speed/tuning/; TUNE=0 skips
-#              it and times the committed tables), then scripts/time_vs_torch.py and
-#              `portkit bench` (torch, baseline, twin) with them
+#   speed      the twins against the best of torch in one call: `portkit tune` of the
+#              knobbed ops of issue 36's table (sigmoid, rmsnorm, layernorm, softmax,
+#              softmax_warp; add_rmsnorm's search never fit its step) with a small budget
+#              (tables to $OUT/speed/tuning/; TUNE=0 skips it and times the committed
+#              tables), then scripts/time_vs_torch.py and `portkit bench` (torch,
+#              baseline, twin) with them; the steps' limits add up to 555 s
 #   phases     docs/ci.md's GPU job: `portkit check --phase gpu --verdicts FILE` (FILE
 #              starts as $VERDICTS, the CPU phase's, where given), then the same command
 #              with nothing changed (every row cached); PHASE_OPS="sigmoid softmax"
 #              narrows it (default --all); the verdicts come back in $OUT/phases.tgz
-#   tune       `portkit tune` of the five knobbed ops, dealt over the GPUs (one search per
+#   tune       `portkit tune` of the six knobbed ops, dealt over the GPUs (one search per
 #              card at a time; TUNE_BUDGET configurations a case; TUNE_OPS="a b" narrows), the tables merged into
 #              tuning/ and copied to $OUT/tuning/ to commit; then `portkit check` of every
 #              configuration the tables pick and the tuning tests (CHECK_TUNED=0: not)
@@ -246,7 +248,7 @@ scale() {
 
 tune() {
   local gpus k op ops
-  read -r -a ops <<< "${TUNE_OPS:-rmsnorm layernorm add_rmsnorm softmax softmax_warp}"
+  read -r -a ops <<< "${TUNE_OPS:-rmsnorm layernorm add_rmsnorm softmax softmax_warp sigmoid}"
   gpus=$(gpu_count)
   # Each op on a GPU of its own (the ops dealt over the GPUs, one at a time on each), so
   # no two searches time on one card at once. TUNE_BUDGET: configurations per case.
@@ -263,22 +265,26 @@ tune() {
   collect_rows
   mkdir -p "$OUT/tuning" && cp tuning/*.json "$OUT/tuning/"
   [ "${CHECK_TUNED:-1}" = 1 ] || return 0
-  step check-tuned 300 "${PORTKIT[@]}" check rmsnorm layernorm add_rmsnorm softmax softmax_warp \
+  step check-tuned 300 "${PORTKIT[@]}" check rmsnorm layernorm add_rmsnorm softmax softmax_warp sigmoid \
     --backend twin --backend numba --no-compile
   step tests-tuning 200 "${PYTEST[@]}" -n 4 tests/tuning tests/export/test_export_contract.py
 }
 
 speed() {
-  local op
+  local op op_limit
   if [ "${TUNE:-1}" != 0 ]; then
-    for op in rmsnorm layernorm softmax softmax_warp add_rmsnorm; do
-      # add_rmsnorm's grid is the largest (36 configurations a case): it needs the longest.
-      step "tune-$op" "$([ "$op" = add_rmsnorm ] && echo 150 || echo 75)" "${PORTKIT[@]}" tune "$op" --budget 10 --reps 15 --warmup 2
+    # op:limit. H200, 2026-11-27 (--budget 10 --reps 15): rmsnorm 54 s, layernorm 55,
+    # softmax 26, softmax_warp 15 (sigmoid's 9 configurations: one case, less). A cold H100
+    # took longer (rmsnorm and layernorm past 75 s, softmax 70 s): tune there with `tune`.
+    for op_limit in sigmoid:45 rmsnorm:75 layernorm:75 softmax:50 softmax_warp:50; do
+      op=${op_limit%:*}
+      step "tune-$op" "${op_limit#*:}" "${PORTKIT[@]}" tune "$op" --budget 10 --reps 15 --warmup 2
     done
     mkdir -p "$LOGS/tuning" && cp tuning/*.json "$LOGS/tuning/"
   fi
-  step time-vs-torch 150 "$PY" scripts/time_vs_torch.py --json "$LOGS/time_vs_torch.json"
-  step bench 170 "${PORTKIT[@]}" bench sigmoid vector_add elementwise_mul softmax softmax_warp \
+  # H200, 2026-11-27: time-vs-torch 37 s, bench 58
+  step time-vs-torch 110 "$PY" scripts/time_vs_torch.py --json "$LOGS/time_vs_torch.json"
+  step bench 150 "${PORTKIT[@]}" bench sigmoid vector_add elementwise_mul softmax softmax_warp \
     layernorm rmsnorm add_rmsnorm --impl torch --impl baseline --impl twin --reps 20 \
     --save "$LOGS/bench.json"
 }

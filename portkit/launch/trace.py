@@ -148,7 +148,33 @@ def traced_launches(op: Op) -> list[tuple[str, Launch]]:
         if not case.gpu_only
         for launch in record_launches(op, case)
     ]
+    launches += _knob_only_launches(op, {launch.kernel for _, launch in launches})
     if len(_TRACED) >= _TRACED_KEPT:
         del _TRACED[next(iter(_TRACED))]
     _TRACED[id(definition)] = (definition, launches)
     return launches
+
+
+def _knob_only_launches(op: Op, launched: set[str]) -> list[tuple[str, Launch]]:
+    """The launches of kernels that only a knob's other value launches (softmax_warp's
+    split rows under warps_per_row > 1): each other value of each knob, the rest at
+    their defaults, on the cases that are neither GPU-only nor large, so the compile and
+    signature checks and the twin's instantiations cover every kernel a tuned table can
+    pick. Nothing (and no extra tracing) when the defaults launch every kernel."""
+    if not set(op.kernels) - launched or not op.definition.knobs:
+        return []
+    choice = declared_choice(op)
+    base = {name: values[0] for name, values in choice.declared.items()}
+    found: list[tuple[str, Launch]] = []
+    for name, values in choice.declared.items():
+        for value in values[1:]:
+            pinned = choice.pinned({**base, name: value})
+            for case in op.definition.cases:
+                if case.gpu_only or case.large:
+                    continue
+                found += [
+                    (case.name, launch)
+                    for launch in record_launches(op, case, knob_choice=pinned)
+                    if launch.kernel not in launched
+                ]
+    return found

@@ -13,6 +13,7 @@ from portkit.project.cases import Case
 
 REPO = Path(__file__).resolve().parents[2]
 STREAMED = "softmax_warp_fwd"
+SPLIT = "softmax_warp_split_fwd"  # a streamed row over a block of warps (warps_per_row > 1)
 FORWARD_KERNELS = {
     "softmax_warp_held2_fwd",
     "softmax_warp_held8_fwd",
@@ -29,8 +30,14 @@ def op():
     return discover(load_config(REPO)).get("softmax_warp")
 
 
-def forward_launch(op, rows: int, cols: int, dtype: str):
-    (launch,) = record_launches(op, Case("probe", ((rows, cols),), dtype), backward=False)
+def forward_launch(op, rows: int, cols: int, dtype: str, **knobs):
+    choice = None
+    if knobs:
+        from portkit.project.tuning_table import declared_choice
+
+        choice = declared_choice(op).pinned(knobs)
+    case = Case("probe", ((rows, cols),), dtype)
+    (launch,) = record_launches(op, case, backward=False, knob_choice=choice)
     return launch
 
 
@@ -70,14 +77,37 @@ def test_every_forward_kernel_has_a_simulator_sized_case(op, dtype):
     assert launched == FORWARD_KERNELS | {"softmax_warp_bwd"}
 
 
+@pytest.mark.parametrize("warps", [4, 8, 16])
+def test_warps_per_row_splits_a_streamed_row_over_a_block(op, warps):
+    launch = forward_launch(op, 5, 32768, "float32", warps_per_row=warps)
+    assert launch.kernel == SPLIT
+    assert launch.config.grid == (5, 1, 1) and launch.config.block == (warps * 32, 1, 1)
+
+
+@pytest.mark.parametrize(("cols", "dtype"), [(4096, "float32"), (1000, "float32"), (2048, "float64")])
+def test_warps_per_row_leaves_held_rows_a_warp_each(op, cols, dtype):
+    held = forward_launch(op, 5, cols, dtype)
+    assert forward_launch(op, 5, cols, dtype, warps_per_row=8) == held
+
+
+def test_the_split_kernel_is_traced_for_the_checks(op):
+    """The defaults never launch it; the compile and signature checks and the twin's
+    instantiations see it through the traced launches of the other knob values."""
+    from portkit.launch.trace import launch_signatures, traced_launches
+
+    assert SPLIT in {launch.kernel for _, launch in traced_launches(op)}
+    assert SPLIT in launch_signatures(op, "float64")
+
+
 @pytest.fixture(scope="module")
 def twin_float32(op):
     from portkit.lint.resources import twin_usage
 
-    return {kernel: twin_usage(op.twin_path, f"{kernel}<float>") for kernel in FORWARD_KERNELS}
+    kernels = FORWARD_KERNELS | {SPLIT}
+    return {kernel: twin_usage(op.twin_path, f"{kernel}<float>") for kernel in kernels}
 
 
-@pytest.mark.parametrize("kernel", sorted(FORWARD_KERNELS))
+@pytest.mark.parametrize("kernel", sorted(FORWARD_KERNELS | {SPLIT}))
 def test_twin_forward_kernels_do_not_spill(twin_float32, kernel):
     usage = twin_float32[kernel]
     assert usage.registers > 0
@@ -87,7 +117,8 @@ def test_twin_forward_kernels_do_not_spill(twin_float32, kernel):
 @pytest.mark.parametrize(
     ("kernel", "most"),
     # 32: 64 warps an SM for 256-column rows; 64: 32 warps an SM for 1024-column rows
-    [("softmax_warp_held2_fwd", 32), ("softmax_warp_held8_fwd", 64)],
+    # 128: the split kernel launches 512 threads (warps_per_row 16)
+    [("softmax_warp_held2_fwd", 32), ("softmax_warp_held8_fwd", 64), (SPLIT, 128)],
 )
 def test_short_row_kernels_keep_their_occupancy(twin_float32, kernel, most):
     assert twin_float32[kernel].registers <= most

@@ -31,11 +31,13 @@ REPO = Path(__file__).resolve().parents[2]
 # op -> cases (by name) that reach the code each knob changes
 CASES = {
     "rmsnorm": ("float32-20x1000", "bfloat16-3x127"),
-    "layernorm": ("float32-37x64", "float32-4x1000"),
+    # bfloat16-37x64: bwd_half_math (the float16 / bfloat16 backward's arithmetic)
+    "layernorm": ("float32-37x64", "float32-4x1000", "bfloat16-37x64"),
     # float32-4x1000: bwd_elems 4 and 8 give half precision's 8-column packs the same
     # threads; float32's 4-column packs tell them apart
     "add_rmsnorm": ("float16-150x41", "bfloat16-4x1000", "float32-4x1000"),
-    "softmax": ("float32-3x1000", "float32-2x4101"),
+    "softmax": ("float32-3x1000", "float32-2x4101", "float32-3x127"),
+    "sigmoid": ("float32-n1000", "float32-n127", "float64-n129"),
     "softmax_warp": ("float32-3x1000", "float32-2x4103"),
 }
 
