@@ -103,6 +103,8 @@ def run_case(
     failed once reports its compiler's error in that case and is skipped in the rest.
     ``context``: every backend of the run, where ``backends`` is a part of them (the rest
     served from stored verdicts), for the skip reasons that depend on the others."""
+    import torch
+
     runner = CaseRunner(op, case, settings=settings or CheckSettings())
     unbuilt = {} if unbuilt is None else unbuilt
     config = backends[0].config if backends else None
@@ -122,13 +124,27 @@ def run_case(
                 continue
             if group and case.large and plain.device == "cpu":
                 continue  # a GPU-sized case runs its tuned configurations on the GPU only
-            run = runner.run_implementation(backend)
+            try:
+                run = runner.run_implementation(backend)
+            except (MemoryError, torch.OutOfMemoryError) as exc:  # the host's or the GPU's
+                runner.record(backend, "forward", Outcome.FAIL, out_of_memory(exc))
+                continue
             if run is not None:
                 runs.append(run)
             elif runner.build_failed(backend.name):
                 unbuilt[plain.name] = not_built(backend.name, f"{backend.name} / compile")
         runner.cross_compare(runs)
     return runner.results
+
+
+def out_of_memory(exc: Exception) -> str:
+    """The row of a case that ran its machine out of memory: the case, not the op, is at
+    fault, and the rest of the run goes on."""
+    first = (str(exc).splitlines() or ["out of memory"])[0]
+    return (
+        f"ran out of memory: {first} (the case is too large for this machine beside what "
+        "else runs on it; run it alone with --case, or on a larger GPU)"
+    )
 
 
 def not_built(subject: str, row: str) -> str:
