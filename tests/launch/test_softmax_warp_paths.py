@@ -84,7 +84,9 @@ def test_warps_per_row_splits_a_streamed_row_over_a_block(op, warps):
     assert launch.config.grid == (5, 1, 1) and launch.config.block == (warps * 32, 1, 1)
 
 
-@pytest.mark.parametrize(("cols", "dtype"), [(4096, "float32"), (1000, "float32"), (2048, "float64")])
+@pytest.mark.parametrize(
+    ("cols", "dtype"), [(4096, "float32"), (1000, "float32"), (2048, "float64")]
+)
 def test_warps_per_row_leaves_held_rows_a_warp_each(op, cols, dtype):
     held = forward_launch(op, 5, cols, dtype)
     assert forward_launch(op, 5, cols, dtype, warps_per_row=8) == held
