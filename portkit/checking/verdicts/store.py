@@ -63,6 +63,16 @@ def _row(data: dict[str, Any]) -> CheckResult:
     return replace(CheckResult.from_dict(data), cached=True, seconds=0.0)
 
 
+_SAID: set[str] = set()  # the lines already said in this process
+
+
+def _say_once(line: str) -> None:
+    """A line said once: a run reads the file when it starts and again when it saves."""
+    if line not in _SAID:
+        _SAID.add(line)
+        notice(line)
+
+
 def _read(path: Path) -> dict[str, dict[str, Any]]:
     """The entries of ``path``; {} when missing, and, said once, when unreadable."""
     try:
@@ -70,13 +80,13 @@ def _read(path: Path) -> dict[str, dict[str, Any]]:
     except FileNotFoundError:
         return {}
     except OSError as exc:
-        notice(f"verdict file {path} is unreadable ({exc.strerror or exc}); re-checking all")
+        _say_once(f"verdict file {path} is unreadable ({exc.strerror or exc}); re-checking all")
         return {}
     try:
         data = json.loads(text)
         version = data.get("format") if isinstance(data, dict) else None
         if isinstance(version, int) and version < FORMAT:
-            notice(
+            _say_once(
                 f"verdict file {path} is of an older portkit (format {version}); re-checking all"
             )
             return {}
@@ -88,7 +98,7 @@ def _read(path: Path) -> dict[str, dict[str, Any]]:
             if isinstance(v, dict) and isinstance(v.get("rows"), list)
         }
     except (ValueError, AttributeError, TypeError) as exc:
-        notice(f"verdict file {path} is damaged ({exc}); treated as empty, re-checking all")
+        _say_once(f"verdict file {path} is damaged ({exc}); treated as empty, re-checking all")
         return {}
 
 
