@@ -18,7 +18,7 @@ does: a matrix may hold more than 2**31 elements.
 
 A teaching example, left out of speed claims (``teaching=``): the float64 sums run on the
 FP64 tensor cores at 0.27-0.41x of cuBLAS's float32 matmul (H100 and H200, 2026-11-27,
-issue 36), which no tuning of this design closes. A twin worth benchmarking would
+H100 and H200, 2026-11-27), which no tuning of this design closes. A twin worth benchmarking would
 accumulate in float32, with a tolerance from the measured control (the reference's own
 float32 error), and reach at least 0.8x of cuBLAS at the bench shapes."""
 
@@ -170,7 +170,7 @@ BENCH = [portkit.cases.custom(f"float32-{s}x{s}x{s}", [(s, s), (s, s)]) for s in
 @portkit.op(
     reference=torch.matmul,
     baseline=torch.matmul,  # cuBLAS
-    teaching="float64 sums: 0.27-0.41x cuBLAS (issue 36); a teaching example, no speed claim",
+    teaching="float64 sums: 0.27-0.41x cuBLAS (2026-11-27); a teaching example, no speed claim",
     cases=_cases(),
     dtypes=DTYPES,
     same_shape=False,

@@ -20,7 +20,7 @@ per kind the simulator must be fast on:
 - ``find_contiguous`` (unequal loops): advent-of-numba day 9's part 2 shape, thread
   ``i`` of ``stop`` loops ``stop - i`` times, its inner loop ``j`` times; work counted
   in inner-loop steps, ``(stop - 1) stop (stop + 1) / 6``;
-- ``causal_softmax`` and ``transpose`` (bfloat16, issue 35): a newcomer's causal
+- ``causal_softmax`` and ``transpose`` (bfloat16): a newcomer's causal
   softmax of 4 x n x n scores (a row per block; size n) and the tutorial's 32 x 32
   shared-tile transpose of an n x (2n + 2) matrix (size n; 2049 is 2049 x 4100). portkit
   only: numba's simulator has no bfloat16.
@@ -84,8 +84,8 @@ SIZES = {
         "histogram": 4_000_000,
         "histogram_1": 4_000_000,
         "find_contiguous": 600,
-        "causal_softmax": 512,  # issue 35's 4 x 512 x 512
-        "transpose": 2049,  # issue 35's 2049 x 4100
+        "causal_softmax": 512,  # a newcomer's 4 x 512 x 512
+        "transpose": 2049,  # a newcomer's 2049 x 4100
     },
     "per-thread": {
         "sigmoid": 200_000,

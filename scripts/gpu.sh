@@ -25,8 +25,9 @@
 #   replay     the compiled launch replayer builds and loads; tests/launch; its cost
 #   scale      the generated suite's GPU tier on one GPU, then one worker per GPU
 #   speed      the twins against the best of torch in one call: `portkit tune` of the
-#              knobbed ops of issue 36's table (sigmoid, rmsnorm, layernorm, softmax,
-#              softmax_warp; add_rmsnorm's search never fit its step) with a small budget
+#              knobbed ops timed against torch (sigmoid, rmsnorm, layernorm, softmax,
+#              softmax_warp; SPEED_OPS="a b" narrows them; add_rmsnorm's search never fit
+#              its step) with a small budget
 #              (tables to $OUT/speed/tuning/; TUNE=0 skips it and times the committed
 #              tables), then scripts/time_vs_torch.py and `portkit bench` (torch,
 #              baseline, twin) with them; the steps' limits add up to 555 s
@@ -276,8 +277,11 @@ speed() {
     # op:limit. H200, 2026-11-27 (--budget 10 --reps 15): rmsnorm 54 s, layernorm 55,
     # softmax 26, softmax_warp 15 (sigmoid's 9 configurations: one case, less). A cold H100
     # took longer (rmsnorm and layernorm past 75 s, softmax 70 s): tune there with `tune`.
+    # SPEED_OPS="sigmoid layernorm" tunes only those (the call must fit 10 minutes: on an
+    # H100, bench alone took 147 s).
     for op_limit in sigmoid:45 rmsnorm:75 layernorm:75 softmax:50 softmax_warp:50; do
       op=${op_limit%:*}
+      [[ " ${SPEED_OPS:-$op} " == *" $op "* ]] || continue
       step "tune-$op" "${op_limit#*:}" "${PORTKIT[@]}" tune "$op" --budget 10 --reps 15 --warmup 2
     done
     mkdir -p "$LOGS/tuning" && cp tuning/*.json "$LOGS/tuning/"

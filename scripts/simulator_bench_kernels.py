@@ -124,7 +124,7 @@ def find_contiguous(target, stop, seq, answer):
             answer[0] = smallest + largest
 
 
-# The newcomer-style bfloat16 kernels of issue 35: written as README.md teaches (read
+# The newcomer-style bfloat16 kernels: written as README.md teaches (read
 # through ``float32(x[...])``, compute in float32, round once at the store into the
 # bfloat16 output), not tuned for the simulator.
 @cuda.jit

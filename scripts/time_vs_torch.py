@@ -1,7 +1,7 @@
 """Time each example twin against the torch call a user would otherwise write, apart from
-`portkit bench` (issue 36): a second opinion with its own timing loop.
+`portkit bench`: a second opinion with its own timing loop.
 
-For every op, shape and dtype of issue 36's table, forward and (where the op has one)
+For every op, shape and dtype of the torch-comparison table, forward and (where the op has one)
 backward, per repetition and in an order that alternates: the L2 is flushed (a buffer of
 twice its size is written), a spin kernel gives the host time to queue the call, then
 CUDA events bracket one call of torch, of the twin (`portkit.load(op, "twin")`, its
@@ -60,7 +60,7 @@ class Row:
 
 @dataclass(frozen=True)
 class Spec:
-    """One line of issue 36's table: the op, its torch call, its input shapes and dtype,
+    """One line of the torch-comparison table: the op, its torch call, its input shapes and dtype,
     and whether it has a backward."""
 
     op: str
@@ -263,7 +263,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     known = {s.op for s in specs()}
     unknown = sorted(set(args.op or ()) - known)
     if unknown:
-        parser.error(f"{unknown[0]!r} is not in issue 36's table; choose from {sorted(known)}")
+        parser.error(
+            f"{unknown[0]!r} is not in the torch-comparison table; choose from {sorted(known)}"
+        )
 
     import torch
 

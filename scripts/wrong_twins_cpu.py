@@ -5,7 +5,7 @@ which mistakes `portkit check --backend twin-cpu` catches, by which rows.
     PYTHONPATH=$PWD python scripts/wrong_twins_cpu.py [--portkit DIR] [--json OUT]
 
 The twin-cpu rows compare the wrong twin against the reference (the measured control
-since issue 33); `--portkit DIR` runs another checkout's portkit (e.g. the commit before
+since 2026-11-27); `--portkit DIR` runs another checkout's portkit (e.g. the commit before
 the control) on the same bank, so the two verdicts can be compared mistake by mistake.
 Cases are the bank's non-large ones; a race the CPU twin cannot see stays uncaught here
 and is listed so.

@@ -29,7 +29,7 @@ ALLOWED: dict[tuple[str, str], str] = {}
 
 # (module, the attribute asked about) -> why ``getattr`` with a default is right there.
 ALLOWED_DEFAULTS: dict[tuple[str, str], str] = {
-    # torch_private.py is the adapter for torch's private names (issue 34): whether a torch
+    # torch_private.py is the adapter for torch's private names: whether a torch
     # release has one is the question it exists to answer, once, for the rest of portkit.
     ("portkit/runtime/torch_private.py", "_cuda_getCurrentRawStream"): "private torch name",
     ("portkit/runtime/torch_private.py", "_StaticCudaLauncher"): "private torch name",

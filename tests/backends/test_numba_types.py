@@ -1,7 +1,7 @@
 """The fast loop says what numba says: a prototype numba's CUDA compiler rejects for its
 launch's argument types is red in ``portkit sim``, ``check --quick``, ``watch`` (every
 mode) and the notebook API, as one line naming the kernel, file:line and numba's reason;
-the verdict is kept by content, so a warm loop compiles nothing (issue 32)."""
+the verdict is kept by content, so a warm loop compiles nothing."""
 
 from __future__ import annotations
 

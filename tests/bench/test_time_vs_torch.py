@@ -1,5 +1,5 @@
 """scripts/time_vs_torch.py on a CPU: it imports, says it needs a GPU (exit 2), refuses an
-op outside issue 36's table, covers that table, and its torch calls compute what the
+op outside the torch-comparison table, covers that table, and its torch calls compute what the
 ops' references compute (the same eps), so its speed figures compare like with like."""
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def test_an_op_outside_the_table_is_a_usage_error(script, capsys):
     with pytest.raises(SystemExit) as stop:
         script.main(["--op", "matmul"])
     assert stop.value.code == 2
-    assert "'matmul' is not in issue 36's table" in capsys.readouterr().err
+    assert "'matmul' is not in the torch-comparison table" in capsys.readouterr().err
 
 
 def test_it_times_issue_36s_table(script):

@@ -1,6 +1,6 @@
 """A launch the lockstep engine hands to the per-thread engine is counted and shown
 with -v, and is an error under lockstep-fallback = "error" (CI); the launch budget
-stops a spinning kernel run by the notebook API in a thread (issue 32)."""
+stops a spinning kernel run by the notebook API in a thread."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The fuzz list of issue 33, one test each: nothing green that did not check (a dropped
+"""The fuzz list (docs/verdicts.md), one test each: nothing green that did not check (a dropped
 gradient, a launch over the device's shared-memory limit, a configured folder that does
 not exist, a requested backend or case that did not run, an export of a twin that fails
 compile), and every mistake one line with a nonzero exit, nothing written where it

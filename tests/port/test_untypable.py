@@ -1,5 +1,5 @@
 """`portkit port` on kernels numba cannot type: one line each (kernel, file:line, reason),
-exit code 1, never a traceback (issue 32)."""
+exit code 1, never a traceback."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Interrupts, timeouts and budgets get through a simulated launch: in any thread, in
-both engines, never taken for a lockstep failure and re-run per thread (issue 32)."""
+both engines, never taken for a lockstep failure and re-run per thread."""
 
 from __future__ import annotations
 

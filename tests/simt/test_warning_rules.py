@@ -210,7 +210,7 @@ def test_a_read_racing_with_atomics_is_an_error_in_strict_mode():
 
 
 def test_min_max_reading_what_others_update_atomically_is_a_warning():
-    """numba-examples' histogram: portkit's simulator reported a race (issue 32); the
+    """numba-examples' histogram: portkit's simulator reported a race; the
     reversed schedule gives the same minmax, so it is a warning (per thread; the lockstep
     engine, where it vectorises such a kernel, sees every read before any atomic)."""
     x = np.array([5, -3, 9, 2, 7, 1] * 11, np.float32)

@@ -1,4 +1,4 @@
-"""A fused bias + GELU in bfloat16 end to end, written from the docs alone (issue 33):
+"""A fused bias + GELU in bfloat16 end to end, written from the docs alone:
 bfloat16 in and out, float32 inside, no declared tolerance. Summing the bias gradient in
 bfloat16 instead of float32 (a rounding per row: 512 of them) fails the bias gradient,
 named, in ULPs and multiples of torch's float32 error."""

@@ -1,4 +1,4 @@
-"""An attention-style masked, scaled row softmax written from the docs alone (issue 33):
+"""An attention-style masked, scaled row softmax written from the docs alone:
 float32, float16 and bfloat16, forward and backward, a boolean mask made by the case
 (causal or random with the diagonal kept). It passes on the measured control with no
 declared tolerance; a twin that ignores the mask or drops the scale from the backward

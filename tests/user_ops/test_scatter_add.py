@@ -1,4 +1,4 @@
-"""A scatter-add with duplicate int64 indices written from the docs alone (issue 33):
+"""A scatter-add with duplicate int64 indices written from the docs alone:
 the case kind `duplicates` makes indices that repeat, the forward's float atomics are
 judged by the summation-order bound, and a scatter that is not atomic, or a backward that
 gathers from the wrong row, fails."""

@@ -1,4 +1,4 @@
-"""A CSR segment sum (issue 33's newcomer op): offsets are a structured input, and the
+"""A CSR segment sum (a newcomer's op): offsets are a structured input, and the
 measured control passes the correct kernel on a cancelling sum (32 terms ~N(0, 8) per
 output adding up to about 0.1) that the old float32 atol failed, while a kernel that
 accumulates in float16 or drops a term fails with its distance in ULPs and in multiples
