@@ -1,6 +1,6 @@
 """Re-run the fuzz list of false greens and mistakes (docs/verdicts.md), as a user
-would: a throwaway project per case, the portkit command as its console script runs it (the project not on
-sys.path), and a table of each case's exit code and last line, for one or two portkit
+would: a throwaway project per case, the portkit command as its console script runs it
+(the project not on sys.path), and a table of each case's exit code and last line, for one or two portkit
 source trees (before and after a change).
 
     python scripts/fuzz_verdicts.py                      # this tree
