@@ -1,7 +1,7 @@
 """Re-run the fuzz list of false greens and mistakes (docs/verdicts.md), as a user
 would: a throwaway project per case, the portkit command as its console script runs it
-(the project not on sys.path), and a table of each case's exit code and last line, for one or two portkit
-source trees (before and after a change).
+(the project not on sys.path), and a table of each case's exit code and last line, for
+one or two portkit source trees (before and after a change).
 
     python scripts/fuzz_verdicts.py                      # this tree
     python scripts/fuzz_verdicts.py --before /tmp/old    # and an older tree (git archive)
