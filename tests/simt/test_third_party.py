@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from tests.simt.third_party import kernel_files
-from tests.simt.third_party.runner import numba_outcomes, portkit_outcome, same
+from tests.simt.third_party.runner import PORTKIT_RED, numba_outcomes, portkit_outcome, same
 
 FILES = kernel_files()
 GRID_SYNC = (
@@ -48,15 +48,6 @@ NUMBA_SIMULATOR_DIFFERS = {
     "nc_warp_vote_eq": NO_WARP_OPS,
     "nc_warp_independent_scheduling": NO_WARP_OPS,
     "nc_sync_coop_syncwarp": NO_WARP_OPS,
-}
-# Kept red: portkit reports what numba's simulator lets pass (docs/numba-world.md).
-PORTKIT_RED = {
-    "stumpy_gpu_stump": (
-        "x[i - 1] at i == 0: a computed negative index (QT_in[-1], T_A[-1]); numba on a GPU "
-        "wraps it and the kernel overwrites the value it stored, so stumpy's result is right "
-        "on a GPU, but a C port reads before the array; portkit reports every computed "
-        "negative index (a boundary bug, almost always)"
-    ),
 }
 # Correct kernels that lean on what the CUDA C++ guide leaves undefined: their warning.
 WARNED = {"nc_warp_useful_syncwarp": ["same-value-race"]}
