@@ -222,6 +222,8 @@ def _slice_margin(
 ) -> float:
     import torch
 
+    if not a.dtype.is_floating_point and keep is None:  # exact: equal or not, no figures
+        return 0.0 if bool(torch.equal(a, e)) else float("inf")
     errors = elementwise_errors(a, e, tolerance)
     if keep is not None:  # judged by the order bound; its verdict carries its own margin
         errors_bad, diff = errors.bad & keep, torch.where(keep, errors.abs, 0.0)
