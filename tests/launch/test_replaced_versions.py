@@ -37,9 +37,10 @@ def load(qualname: str, module) -> tuple[object, KernelSet]:
 
 
 def collect_fully() -> None:
-    """Until nothing is left: the compiled replayer (C++, invisible to the collector) lets
-    go of a replaced version's kernels only when it is destroyed, so they are garbage of
-    the next pass (one pass left the previous version alive, here and on an H100)."""
+    """Collect until nothing is left to collect. A replaced op version is a cycle whose
+    compiled replayer (C++, invisible to the collector) lets go of the op's kernels only
+    when it is destroyed: they are garbage one pass later (measured here, on the CPU
+    build's replayer, and on an H100, 2026-11-27: one pass left the previous version)."""
     for _ in range(10):
         if not gc.collect():
             return

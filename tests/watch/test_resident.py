@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from portkit.project.session import Session
+from tests.launch.test_replaced_versions import collect_fully
 from tests.watch.conftest import edit
 
 
@@ -172,18 +173,6 @@ def test_the_twin_keeps_the_libraries_of_the_twins_used_last(fake_driver, monkey
     gc.collect()
     assert [image for _, image in fake_driver.unloaded] == [b"B"]
     assert [image for _, image in fake_driver.loaded] == [b"A", b"B", b"C"]
-
-
-def collect_fully() -> None:
-    """Collect until nothing is left to collect. A replaced op version is a cycle whose
-    compiled replayer (C++, invisible to the collector) lets go of the op's kernels only
-    when it is destroyed: they are garbage one pass later (measured on the CPU build's
-    replayer and on an H100, 2026-11-27: one pass left the previous version loaded)."""
-    import gc
-
-    for _ in range(10):
-        if not gc.collect():
-            return
 
 
 @pytest.fixture
