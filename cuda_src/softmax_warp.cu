@@ -196,6 +196,75 @@ __global__ void __launch_bounds__(MAX_THREADS) softmax_warp_held32_fwd(const T* 
 // every resident warp is more than L2 holds).
 #define UNROLL 16
 
+// Thread t of nt's online (max m, sum s) over a row: packs t, t + nt, ... (UNROLL packs'
+// loads in flight, processed in column order), then tail columns packs * W + t, ...: a lane
+// of softmax_warp_fwd (nt = WARP) or a thread of softmax_warp_split_fwd (nt = blockDim.x).
+// Inlined, so the warp kernel's strides stay the constant WARP.
+template <typename T>
+__device__ __forceinline__ void streamed_stats(const T* __restrict__ xr, long long cols,
+                                               long long packs, bool vector, long long t,
+                                               long long nt, T& m, T& s) {
+    constexpr int W = Pack<T>::N;
+    m = negative_infinity<T>();
+    s = T(0);
+    if (vector) {
+        const Pack<T>* xv = reinterpret_cast<const Pack<T>*>(xr);
+        for (long long p0 = t; p0 < packs; p0 += nt * UNROLL) {
+            Pack<T> v[UNROLL];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u)
+                if (p0 + u * nt < packs) v[u] = xv[p0 + u * nt];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u)
+                if (p0 + u * nt < packs) online_update(m, s, v[u].v);
+        }
+    } else {  // the same packs, element by element
+        for (long long p = t; p < packs; p += nt) {
+            T v[W];
+            for (int j = 0; j < W; ++j) v[j] = xr[p * W + j];
+            online_update(m, s, v);
+        }
+    }
+    for (long long c = packs * W + t; c < cols; c += nt) {
+        const T v[1] = {xr[c]};
+        online_update(m, s, v);
+    }
+}
+
+// Thread t of nt's output exp(x - m) * inv: the tail columns first, then its packs
+// backwards (the end of the row was read last, so it is the part most likely in L2).
+template <typename T>
+__device__ __forceinline__ void streamed_write(const T* __restrict__ xr, T* __restrict__ outr,
+                                               long long cols, long long packs, bool vector,
+                                               long long t, long long nt, T m, T inv) {
+    constexpr int W = Pack<T>::N;
+    for (long long c = packs * W + t; c < cols; c += nt) outr[c] = exp(xr[c] - m) * inv;
+    const long long mine = (packs - t + nt - 1) / nt;
+    if (vector) {
+        const Pack<T>* xv = reinterpret_cast<const Pack<T>*>(xr);
+        Pack<T>* ov = reinterpret_cast<Pack<T>*>(outr);
+        for (long long k0 = mine - 1; k0 >= 0; k0 -= UNROLL) {
+            Pack<T> v[UNROLL];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u)
+                if (k0 - u >= 0) v[u] = xv[t + (k0 - u) * nt];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+                if (k0 - u >= 0) {
+#pragma unroll
+                    for (int j = 0; j < W; ++j) v[u].v[j] = exp(v[u].v[j] - m) * inv;
+                    ov[t + (k0 - u) * nt] = v[u];
+                }
+            }
+        }
+    } else {
+        for (long long k = mine - 1; k >= 0; --k) {
+            const long long p = t + k * nt;
+            for (int j = 0; j < W; ++j) outr[p * W + j] = exp(xr[p * W + j] - m) * inv;
+        }
+    }
+}
+
 template <typename T>
 __global__ void softmax_warp_fwd(const T* __restrict__ x, T* __restrict__ out, long long rows,
                                  long long cols) {
@@ -208,61 +277,15 @@ __global__ void softmax_warp_fwd(const T* __restrict__ x, T* __restrict__ out, l
     const long long packs = cols / W;
     const bool vector = aligned16(xr) && aligned16(outr);
 
-    T m = negative_infinity<T>();
-    T s = T(0);
-    if (vector) {
-        const Pack<T>* xv = reinterpret_cast<const Pack<T>*>(xr);
-        for (long long p0 = lane; p0 < packs; p0 += (long long)WARP * UNROLL) {
-            Pack<T> v[UNROLL];
-#pragma unroll
-            for (int u = 0; u < UNROLL; ++u)
-                if (p0 + u * WARP < packs) v[u] = xv[p0 + u * WARP];
-#pragma unroll
-            for (int u = 0; u < UNROLL; ++u)
-                if (p0 + u * WARP < packs) online_update(m, s, v[u].v);
-        }
-    } else {  // the same packs, element by element
-        for (long long p = lane; p < packs; p += WARP) {
-            T v[W];
-            for (int j = 0; j < W; ++j) v[j] = xr[p * W + j];
-            online_update(m, s, v);
-        }
-    }
-    for (long long c = packs * W + lane; c < cols; c += WARP) {
-        const T v[1] = {xr[c]};
-        online_update(m, s, v);
-    }
+    T m, s;
+    streamed_stats(xr, cols, packs, vector, lane, WARP, m, s);
 
     const T big = warp_max(m);  // the row's maximum, then the sum, each lane's moved to it
     s = warp_sum(moved(s, m, big));
     m = big;
 
     const T inv = T(1) / s;  // one division per row; each column is exp(x - m) * inv
-    for (long long c = packs * W + lane; c < cols; c += WARP) outr[c] = exp(xr[c] - m) * inv;
-    const long long mine = (packs - lane + WARP - 1) / WARP;  // this lane's packs
-    if (vector) {
-        const Pack<T>* xv = reinterpret_cast<const Pack<T>*>(xr);
-        Pack<T>* ov = reinterpret_cast<Pack<T>*>(outr);
-        for (long long k0 = mine - 1; k0 >= 0; k0 -= UNROLL) {
-            Pack<T> v[UNROLL];
-#pragma unroll
-            for (int u = 0; u < UNROLL; ++u)
-                if (k0 - u >= 0) v[u] = xv[lane + (k0 - u) * WARP];
-#pragma unroll
-            for (int u = 0; u < UNROLL; ++u) {
-                if (k0 - u >= 0) {
-#pragma unroll
-                    for (int j = 0; j < W; ++j) v[u].v[j] = exp(v[u].v[j] - m) * inv;
-                    ov[lane + (k0 - u) * WARP] = v[u];
-                }
-            }
-        }
-    } else {
-        for (long long k = mine - 1; k >= 0; --k) {
-            const long long p = lane + k * WARP;
-            for (int j = 0; j < W; ++j) outr[p * W + j] = exp(xr[p * W + j] - m) * inv;
-        }
-    }
+    streamed_write(xr, outr, cols, packs, vector, lane, WARP, m, inv);
 }
 
 // A streamed row split over a block of warps (the launcher's warps_per_row knob, at most
@@ -293,30 +316,8 @@ __global__ void __launch_bounds__(MAX_SPLIT_THREADS)
     const long long packs = cols / W;
     const bool vector = aligned16(xr) && aligned16(outr);
 
-    T m = negative_infinity<T>();
-    T s = T(0);
-    if (vector) {
-        const Pack<T>* xv = reinterpret_cast<const Pack<T>*>(xr);
-        for (long long p0 = tid; p0 < packs; p0 += nt * UNROLL) {
-            Pack<T> v[UNROLL];
-#pragma unroll
-            for (int u = 0; u < UNROLL; ++u)
-                if (p0 + u * nt < packs) v[u] = xv[p0 + u * nt];
-#pragma unroll
-            for (int u = 0; u < UNROLL; ++u)
-                if (p0 + u * nt < packs) online_update(m, s, v[u].v);
-        }
-    } else {  // the same packs, element by element
-        for (long long p = tid; p < packs; p += nt) {
-            T v[W];
-            for (int j = 0; j < W; ++j) v[j] = xr[p * W + j];
-            online_update(m, s, v);
-        }
-    }
-    for (long long c = packs * W + tid; c < cols; c += nt) {
-        const T v[1] = {xr[c]};
-        online_update(m, s, v);
-    }
+    T m, s;
+    streamed_stats(xr, cols, packs, vector, tid, nt, m, s);
 
     const T big = warp_max(m);  // this warp's maximum and sum
     s = warp_sum(moved(s, m, big));
@@ -331,31 +332,7 @@ __global__ void __launch_bounds__(MAX_SPLIT_THREADS)
     for (int w = 0; w < warps; ++w) s += moved(part_s[w], part_m[w], m);
 
     const T inv = T(1) / s;
-    for (long long c = packs * W + tid; c < cols; c += nt) outr[c] = exp(xr[c] - m) * inv;
-    const long long mine = (packs - tid + nt - 1) / nt;  // this thread's packs
-    if (vector) {
-        const Pack<T>* xv = reinterpret_cast<const Pack<T>*>(xr);
-        Pack<T>* ov = reinterpret_cast<Pack<T>*>(outr);
-        for (long long k0 = mine - 1; k0 >= 0; k0 -= UNROLL) {
-            Pack<T> v[UNROLL];
-#pragma unroll
-            for (int u = 0; u < UNROLL; ++u)
-                if (k0 - u >= 0) v[u] = xv[tid + (k0 - u) * nt];
-#pragma unroll
-            for (int u = 0; u < UNROLL; ++u) {
-                if (k0 - u >= 0) {
-#pragma unroll
-                    for (int j = 0; j < W; ++j) v[u].v[j] = exp(v[u].v[j] - m) * inv;
-                    ov[tid + (k0 - u) * nt] = v[u];
-                }
-            }
-        }
-    } else {
-        for (long long k = mine - 1; k >= 0; --k) {
-            const long long p = tid + k * nt;
-            for (int j = 0; j < W; ++j) outr[p * W + j] = exp(xr[p * W + j] - m) * inv;
-        }
-    }
+    streamed_write(xr, outr, cols, packs, vector, tid, nt, m, inv);
 }
 
 // The backward keeps 8 packs of each input in flight (its measured 1.19-1.76x torch).

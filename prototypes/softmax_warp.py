@@ -218,6 +218,42 @@ def softmax_warp_held32_fwd(x, out, rows, cols):
         out[row, c] = exp_from(t, m) * inv
 
 
+@cuda.jit(device=True)
+def streamed_stats(x, row, t, nt, packs, width, cols):
+    """Thread t of nt's online (max, sum) over row's packs t, t + nt, ... (left to right;
+    per pack the max moves once, then each column adds exp(x - max)), then its tail
+    columns packs * width + t, ...: a lane of softmax_warp_fwd (nt = WARP) or a thread of
+    softmax_warp_split_fwd (nt = blockDim.x)."""
+    m = -float32(math.inf)  # float32 here; float64 for a float64 x (numba unifies)
+    s = float32(0)
+    for p in range(t, packs, nt):
+        base = p * width  # portkit: allow-int64-index
+        top = x[row, base]
+        for j in range(1, width):
+            if x[row, base + j] > top:  # portkit: allow-int64-index
+                top = x[row, base + j]  # portkit: allow-int64-index
+        m, s = rescale(m, s, top)
+        for j in range(width):
+            s = add_exp(m, s, x[row, base + j])  # portkit: allow-int64-index
+    for c in range(packs * width + t, cols, nt):
+        m, s = rescale(m, s, x[row, c])
+        s = add_exp(m, s, x[row, c])
+    return m, s
+
+
+@cuda.jit(device=True)
+def streamed_write(x, out, row, t, nt, packs, width, cols, m, inv):
+    """Thread t of nt's output, exp(x - m) * inv: its tail columns first, then its packs
+    from the last to the first (the twin's second read starts where its first ended)."""
+    for c in range(packs * width + t, cols, nt):
+        out[row, c] = math.exp(x[row, c] - m) * inv
+    mine = (packs - t + nt - 1) // nt
+    for k in range(mine - 1, -1, -1):
+        for j in range(width):
+            c = (t + k * nt) * width + j  # portkit: allow-int64-index
+            out[row, c] = math.exp(x[row, c] - m) * inv
+
+
 @cuda.jit
 def softmax_warp_fwd(x, out, rows, cols):
     lane = cuda.threadIdx.x % WARP
@@ -227,33 +263,14 @@ def softmax_warp_fwd(x, out, rows, cols):
     width = 16 // x.itemsize  # columns in one of the twin's 16-byte packs
     packs = cols // width
 
-    m = -float32(math.inf)  # float32 here; float64 for a float64 x (numba unifies)
-    s = float32(0)
-    for p in range(lane, packs, WARP):
-        base = p * width  # portkit: allow-int64-index
-        top = x[row, base]
-        for j in range(1, width):
-            if x[row, base + j] > top:  # portkit: allow-int64-index
-                top = x[row, base + j]  # portkit: allow-int64-index
-        m, s = rescale(m, s, top)
-        for j in range(width):
-            s = add_exp(m, s, x[row, base + j])  # portkit: allow-int64-index
-    for c in range(packs * width + lane, cols, WARP):
-        m, s = rescale(m, s, x[row, c])
-        s = add_exp(m, s, x[row, c])
+    m, s = streamed_stats(x, row, lane, WARP, packs, width, cols)
 
     big = warp_max(m)  # the row's maximum, then the sum, each lane's moved to it
     s = warp_sum(moved(s, m, big))
     m = big
 
     inv = float32(1) / s  # one division per row; each column is exp(x - m) * inv
-    for c in range(packs * width + lane, cols, WARP):
-        out[row, c] = math.exp(x[row, c] - m) * inv
-    mine = (packs - lane + WARP - 1) // WARP  # this lane's packs, walked last to first
-    for k in range(mine - 1, -1, -1):
-        for j in range(width):
-            c = (lane + k * WARP) * width + j  # portkit: allow-int64-index
-            out[row, c] = math.exp(x[row, c] - m) * inv
+    streamed_write(x, out, row, lane, WARP, packs, width, cols, m, inv)
 
 
 @cuda.jit
@@ -274,20 +291,7 @@ def softmax_warp_split_fwd(x, out, rows, cols):
     width = 16 // x.itemsize
     packs = cols // width
 
-    m = -float32(math.inf)
-    s = float32(0)
-    for p in range(tid, packs, nt):
-        base = p * width  # portkit: allow-int64-index
-        top = x[row, base]
-        for j in range(1, width):
-            if x[row, base + j] > top:  # portkit: allow-int64-index
-                top = x[row, base + j]  # portkit: allow-int64-index
-        m, s = rescale(m, s, top)
-        for j in range(width):
-            s = add_exp(m, s, x[row, base + j])  # portkit: allow-int64-index
-    for c in range(packs * width + tid, cols, nt):
-        m, s = rescale(m, s, x[row, c])
-        s = add_exp(m, s, x[row, c])
+    m, s = streamed_stats(x, row, tid, nt, packs, width, cols)
 
     big = warp_max(m)  # this warp's maximum and sum, as softmax_warp_fwd's row's
     s = warp_sum(moved(s, m, big))
@@ -304,13 +308,7 @@ def softmax_warp_split_fwd(x, out, rows, cols):
         s += moved(part_s[w], part_m[w], m)
 
     inv = float32(1) / s
-    for c in range(packs * width + tid, cols, nt):
-        out[row, c] = math.exp(x[row, c] - m) * inv
-    mine = (packs - tid + nt - 1) // nt  # this thread's packs, walked last to first
-    for k in range(mine - 1, -1, -1):
-        for j in range(width):
-            c = (tid + k * nt) * width + j  # portkit: allow-int64-index
-            out[row, c] = math.exp(x[row, c] - m) * inv
+    streamed_write(x, out, row, tid, nt, packs, width, cols, m, inv)
 
 
 @cuda.jit
