@@ -29,8 +29,10 @@
 #              softmax_warp; SPEED_OPS="a b" narrows them; add_rmsnorm's search never fit
 #              its step) with a small budget
 #              (tables to $OUT/speed/tuning/; TUNE=0 skips it and times the committed
-#              tables), then scripts/time_vs_torch.py and `portkit bench` (torch,
-#              baseline, twin) with them; the steps' limits add up to 555 s
+#              tables; TUNE_CASES="op=case,case ..." tunes only those cases, TUNE_LIMIT
+#              seconds an op), then scripts/time_vs_torch.py and `portkit bench` (torch,
+#              baseline, twin; BENCH=0 leaves it out) with them, then `portkit check`
+#              of SPEED_OPS' configurations (CHECK_TUNED=0: not); limits add up to 555 s
 #   phases     docs/ci.md's GPU job: `portkit check --phase gpu --verdicts FILE` (FILE
 #              starts as $VERDICTS, the CPU phase's, where given), then the same command
 #              with nothing changed (every row cached); PHASE_OPS="sigmoid softmax"
@@ -272,25 +274,41 @@ tune() {
 }
 
 speed() {
-  local op op_limit
+  local op op_limit cases
+  local -a case_args
   if [ "${TUNE:-1}" != 0 ]; then
     # op:limit. H200, 2026-11-27 (--budget 10 --reps 15): rmsnorm 54 s, layernorm 55,
     # softmax 26, softmax_warp 15 (sigmoid's 9 configurations: one case, less). A cold H100
-    # took longer (rmsnorm and layernorm past 75 s, softmax 70 s): tune there with `tune`.
+    # took longer (rmsnorm and layernorm past 75 s, softmax 70 s), and so did the H200 once
+    # the knobs grew (softmax's 90 steps): tune the slow cases alone with
+    # TUNE_CASES="softmax=float32-16384x1024,float32-32768x256 layernorm=bfloat16-16384x4096"
+    # (other cases keep their table entries) and TUNE_LIMIT seconds an op.
     # SPEED_OPS="sigmoid layernorm" tunes only those (the call must fit 10 minutes: on an
-    # H100, bench alone took 147 s).
+    # H100, bench alone took 147 s; BENCH=0 leaves it out).
     for op_limit in sigmoid:45 rmsnorm:75 layernorm:75 softmax:50 softmax_warp:50; do
       op=${op_limit%:*}
       [[ " ${SPEED_OPS:-$op} " == *" $op "* ]] || continue
-      step "tune-$op" "${op_limit#*:}" "${PORTKIT[@]}" tune "$op" --budget 10 --reps 15 --warmup 2
+      case_args=()
+      cases=$(tr ' ' '\n' <<< "${TUNE_CASES:-}" | sed -n "s/^$op=//p")
+      for case in ${cases//,/ }; do case_args+=(--case "$case"); done
+      step "tune-$op" "${TUNE_LIMIT:-${op_limit#*:}}" "${PORTKIT[@]}" tune "$op" --budget 10 \
+        --reps 15 --warmup 2 "${case_args[@]}"
     done
     mkdir -p "$LOGS/tuning" && cp tuning/*.json "$LOGS/tuning/"
   fi
-  # H200, 2026-11-27: time-vs-torch 37 s, bench 58
+  # H200, 2026-11-27: time-vs-torch 37 s, bench 58-111
   step time-vs-torch 110 "$PY" scripts/time_vs_torch.py --json "$LOGS/time_vs_torch.json"
-  step bench 150 "${PORTKIT[@]}" bench sigmoid vector_add elementwise_mul softmax softmax_warp \
-    layernorm rmsnorm add_rmsnorm --impl torch --impl baseline --impl twin --reps 20 \
-    --save "$LOGS/bench.json"
+  if [ "${BENCH:-1}" != 0 ]; then
+    step bench 150 "${PORTKIT[@]}" bench sigmoid vector_add elementwise_mul softmax softmax_warp \
+      layernorm rmsnorm add_rmsnorm --impl torch --impl baseline --impl twin --reps 20 \
+      --save "$LOGS/bench.json"
+  fi
+  # Every configuration the tables can pick, on this GPU, against the reference and numba.
+  if [ -n "${SPEED_OPS:-}" ] && [ "${CHECK_TUNED:-1}" = 1 ]; then
+    # shellcheck disable=SC2086
+    step check-tuned 200 "${PORTKIT[@]}" check $SPEED_OPS --backend twin --backend numba \
+      --no-compile
+  fi
 }
 
 pytest_() {
