@@ -259,7 +259,8 @@ tune() {
     (
       for op in $(dealt "$k" "$gpus" "${ops[@]}"); do
         step_on_gpu "$k" "tune-$op" "${TUNE_LIMIT:-170}" "${PORTKIT[@]}" tune "$op" \
-          --budget "${TUNE_BUDGET:-32}" --reps 20 --warmup 2 --json
+          --budget "${TUNE_BUDGET:-32}" --reps 20 --warmup 2 --json \
+          --time-limit "$((${TUNE_LIMIT:-170} * 2 / 3))"
         wait
       done
     ) &
@@ -274,7 +275,7 @@ tune() {
 }
 
 speed() {
-  local op op_limit cases
+  local op op_limit cases limit
   local -a case_args
   if [ "${TUNE:-1}" != 0 ]; then
     # op:limit. H200, 2026-11-27 (--budget 10 --reps 15): rmsnorm 54 s, layernorm 55,
@@ -291,8 +292,10 @@ speed() {
       case_args=()
       cases=$(tr ' ' '\n' <<< "${TUNE_CASES:-}" | sed -n "s/^$op=//p")
       for case in ${cases//,/ }; do case_args+=(--case "$case"); done
-      step "tune-$op" "${TUNE_LIMIT:-${op_limit#*:}}" "${PORTKIT[@]}" tune "$op" --budget 10 \
-        --reps 15 --warmup 2 "${case_args[@]}"
+      limit=${TUNE_LIMIT:-${op_limit#*:}}
+      # --time-limit: a search cut short still writes the cases it finished (exit 3)
+      step "tune-$op" "$limit" "${PORTKIT[@]}" tune "$op" --budget 10 --reps 15 --warmup 2 \
+        --time-limit "$((limit * 2 / 3))" "${case_args[@]}"
     done
     mkdir -p "$LOGS/tuning" && cp tuning/*.json "$LOGS/tuning/"
   fi

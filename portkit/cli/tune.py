@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from portkit.cli.context import json_output, load_project, make_console, user_errors
+from portkit.cli.context import (
+    EXIT_NOTHING_RAN,
+    json_output,
+    load_project,
+    make_console,
+    user_errors,
+)
 from portkit.errors import PortkitError
 
 if TYPE_CHECKING:
@@ -42,6 +49,14 @@ STRATEGIES = ("auto", "grid", "greedy", "random")  # portkit.tuning.search's
 @click.option(
     "--warmup", type=click.IntRange(min=1), default=3, show_default=True, help="Untimed calls."
 )
+@click.option(
+    "--time-limit",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="SECONDS",
+    help="Start no case after this many seconds: the cases done are in the table, the "
+    "rest are named with the command that tunes them (exit 3). Default: every case.",
+)
 @click.option("--dry-run", is_flag=True, help="Time and report; write no table.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 @user_errors
@@ -52,6 +67,7 @@ def tune(
     budget: int,
     reps: int,
     warmup: int,
+    time_limit: float | None,
     dry_run: bool,
     as_json: bool,
 ) -> None:
@@ -61,7 +77,9 @@ def tune(
     dimension rounded to a power of two). portkit.load, `portkit check` and exported
     packages read that table: on a GPU and bucket it lists, the launchers get the tuned
     values from portkit.knobs(k, x); anywhere else, the defaults (each knob's first
-    value). Commit the file: it is part of the op.
+    value). Commit the file: it is part of the op. Each case is written as soon as it is
+    tuned, so a run stopped by --time-limit or Ctrl-C keeps the cases it finished (and
+    the table's other entries).
 
     Each candidate is the twin pinned to one configuration, timed as `portkit bench`
     times (CUDA events, L2 flushed, candidates interleaved, medians of --reps calls;
@@ -78,6 +96,7 @@ def tune(
       portkit tune softmax --case float32-4096x4096 --strategy grid --budget 64
       portkit tune layernorm --strategy greedy --budget 20 --json
       portkit tune rmsnorm --dry-run     # time and report, write nothing
+      portkit tune softmax --time-limit 300   # what fits in 5 minutes, the rest named
     """
     emit = json_output(as_json)
     session = load_project()
@@ -108,36 +127,59 @@ def tune(
     batches = 1 if strategy == "grid" else 2 * len(op.definition.knobs) + 1
     directions = 2 if op.definition.has_backward else 1
     total = len(cases) * batches * directions
-    with progress_bar(make_console(stderr=True), total, verb="tuning") as advance:
-        tunings = tune_op(
-            op, cases, twin, config, CudaClock(),
-            strategy=strategy, budget=budget, reps=reps, warmup=warmup, advance=advance,
-        )  # fmt: skip
-    results = table_results(tunings)
     path = table_path(config, op.name)
-    written = bool(results) and not dry_run
-    dropped: list[str] = []
-    if written:
-        dropped = merge_results(path, op, gpu, results)["dropped"]
+    dropped: set[str] = set()
+    written: list[str] = []  # the cases already in the table
+
+    def write(tuning: CaseTuning) -> None:
+        results = table_results([tuning])
+        if results and not dry_run:
+            dropped.update(merge_results(path, op, gpu, results)["dropped"])
+            written.append(tuning.case)
+
+    deadline = None if time_limit is None else time.monotonic() + time_limit
+    try:
+        with progress_bar(make_console(stderr=True), total, verb="tuning") as advance:
+            tunings = tune_op(
+                op, cases, twin, config, CudaClock(), deadline=deadline, tuned=write,
+                strategy=strategy, budget=budget, reps=reps, warmup=warmup, advance=advance,
+            )  # fmt: skip
+    except KeyboardInterrupt:
+        if written:  # said before user_errors' "interrupted while ..." line
+            click.echo(f"kept in {path}: {', '.join(written)}", err=True)
+        raise
+    untuned = [case.name for case in cases[len(tunings) :]]
     failed = any(t.best is None for t in tunings)
     if as_json:
         data = {
             "op": op.name,
             "gpu": gpu,
             "table": str(path),
-            "written": written,
-            "dropped": dropped,  # GPUs whose entries were tuned for other knobs
+            "written": bool(written),
+            "dropped": sorted(dropped),  # GPUs whose entries were tuned for other knobs
             "cases": [_case_dict(t) for t in tunings],
+            "not_tuned": untuned,  # past --time-limit
         }
         emit(json.dumps(data, indent=1))
     else:
         _print(tunings, gpu, path if written else None, op.name)
         if dropped:
             make_console().print(
-                f"dropped the entries of {', '.join(dropped)}: tuned for other knobs; "
-                f"run `portkit tune {op.name}` on those GPUs again"
+                f"dropped the entries of {', '.join(sorted(dropped))}: tuned for other "
+                f"knobs; run `portkit tune {op.name}` on those GPUs again"
             )
-    sys.exit(1 if failed else 0)
+    if untuned:
+        click.secho(_continue_line(op.name, untuned, time_limit), fg="yellow", err=True)
+    sys.exit(1 if failed else EXIT_NOTHING_RAN if untuned else 0)
+
+
+def _continue_line(op: str, untuned: list[str], time_limit: float | None) -> str:
+    """What --time-limit left out, and the command that tunes just that."""
+    cases = " ".join(f"--case {name}" for name in untuned)
+    return (
+        f"not tuned, past --time-limit {time_limit:g} s: {', '.join(untuned)}; "
+        f"tune them with `portkit tune {op} {cases}`"
+    )
 
 
 def _case_dict(tuning: CaseTuning) -> dict[str, Any]:

@@ -13,6 +13,7 @@ about (``portkit.knobs(k, x)``), recorded while it ran.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -124,9 +125,23 @@ def tune_op(
     backend: Backend,
     config: ProjectConfig,
     clock: Clock,
+    *,
+    deadline: float | None = None,
+    tuned: Callable[[CaseTuning], None] | None = None,
     **options: Any,
 ) -> list[CaseTuning]:
-    return [tune_case(op, case, backend, config, clock, **options) for case in cases]
+    """The cases in order, each handed to ``tuned`` as soon as it is done (the CLI writes
+    it to the table then, so a run that is stopped keeps what it finished). No case starts
+    once ``time.monotonic()`` has reached ``deadline``: the tunings returned are then the
+    first cases only."""
+    tunings: list[CaseTuning] = []
+    for case in cases:
+        if deadline is not None and time.monotonic() >= deadline:
+            break
+        tunings.append(tune_case(op, case, backend, config, clock, **options))
+        if tuned is not None:
+            tuned(tunings[-1])
+    return tunings
 
 
 def table_results(tunings: Sequence[CaseTuning]) -> dict[str, dict[str, Any]]:
