@@ -71,6 +71,11 @@ class OpLoadError(Located, OpDefinitionError):
     ``site``: the line."""
 
 
+class LauncherError(Located, OpDefinitionError):
+    """An op's launcher (its forward or backward) raised while portkit traced its launches
+    on one of its own cases; ``site``: the deepest line in the op's prototype file."""
+
+
 class TwinCompileError(Located):
     """NVRTC or the host C++ compiler rejected a twin; the message carries its log and
     ``site`` the file and line of its first error, where the log names one."""
@@ -117,25 +122,32 @@ class BackendUnavailable(PortkitError):
     """The machine lacks what a backend needs (no GPU, package missing)."""
 
 
-def describe(exc: Exception) -> str:
-    """A portkit error's own message; for anything else its type and where it was raised."""
-    import traceback
-
+def describe(exc: Exception, prototype: object = None) -> str:
+    """A portkit error's own message; for anything else its type and where it was raised:
+    in the op's ``prototype`` file where given and on the way (``deepest_site``)."""
     if isinstance(exc, PortkitError):
         return str(exc)
-    frames = traceback.extract_tb(exc.__traceback__)
-    where = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    site = deepest_site(exc, prototype)
+    where = f" (at {site.file}:{site.line})" if site else ""
     return f"{type(exc).__name__}: {exc}{where}"
 
 
-def failure_site(exc: BaseException) -> FailureSite | None:
-    """Where ``exc`` happened, as a check row keeps it: the site a ``Located`` error was
-    raised with; for anything but a portkit error, the frame ``describe`` names."""
+def deepest_site(exc: BaseException, path: object) -> FailureSite | None:
+    """Where ``exc`` was raised in the file ``path`` (an op's prototype): its deepest frame
+    there, else the deepest frame of all (torch's or portkit's internals are not where the
+    author's mistake is)."""
     import traceback
 
+    frames = traceback.extract_tb(exc.__traceback__)
+    ours = [f for f in frames if path is not None and f.filename == str(path)] or frames
+    return FailureSite(file=ours[-1].filename, line=ours[-1].lineno) if ours else None
+
+
+def failure_site(exc: BaseException, prototype: object = None) -> FailureSite | None:
+    """Where ``exc`` happened, as a check row keeps it: the site a ``Located`` error was
+    raised with; for anything but a portkit error, the frame ``describe`` names."""
     if isinstance(exc, Located):
         return exc.site
     if isinstance(exc, PortkitError):
         return None
-    frames = traceback.extract_tb(exc.__traceback__)
-    return FailureSite(file=frames[-1].filename, line=frames[-1].lineno) if frames else None
+    return deepest_site(exc, prototype)

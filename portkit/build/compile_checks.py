@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from portkit.backends.ptx import ARCH, ptx_cache_folder, signature_ptx
 from portkit.backends.twin.build import DEFAULT_ARCH, compile_twin
-from portkit.errors import DtypeError, PortkitError, failure_site
+from portkit.errors import DtypeError, LauncherError, PortkitError, failure_site
 from portkit.launch.trace import launch_signatures
 from portkit.results import CheckResult, Outcome, Stage, compile_check
 
@@ -56,6 +56,10 @@ def check_prototype(op: Op, config: ProjectConfig | None = None) -> CheckResult:
         for kernels in signatures_by_dtype(op).values():
             for kernel, signature in kernels.items():
                 signatures[kernel].add(signature)
+    except LauncherError as exc:
+        return CheckResult(
+            op.name, "all", "numba", check, Outcome.FAIL, str(exc), stage=COMPILE, site=exc.site
+        )
     except Exception as exc:
         detail = f"tracing the launchers failed: {type(exc).__name__}: {exc}"
         return CheckResult(op.name, "all", "numba", check, Outcome.FAIL, detail, stage=COMPILE)
@@ -118,7 +122,14 @@ def check_signature(op: Op) -> CheckResult:
     from portkit.build.signature import signature_findings
 
     t0 = time.perf_counter()
-    findings = signature_findings(op)
+    try:
+        findings = signature_findings(op)
+    except LauncherError as exc:  # the launcher's bug: this op's red row, not the run's end
+        seconds = time.perf_counter() - t0
+        return CheckResult(
+            op.name, "all", "twin", "signature", Outcome.FAIL, str(exc), seconds,
+            stage=STATIC, site=exc.site,
+        )  # fmt: skip
     errors = [f for f in findings if f.severity is Severity.ERROR]
     detail = "\n".join(f.line() for f in errors) or "twin parameters match every launch"
     seconds = time.perf_counter() - t0

@@ -132,6 +132,12 @@ class CaseRunner:
             rerun += f" --seeds {self.case.seed_round + 1}"
         return f" [seed {self.case.seed}; reproduce: {rerun}]"
 
+    def failure(self, exc: Exception) -> tuple[str, FailureSite | None]:
+        """A row's detail and site for what a kernel or launcher raised: where in the op's
+        prototype, if the error passed through it, and how to reproduce the case."""
+        path = self.op.prototype_path
+        return f"{describe(exc, path)}{self.reproduce}", failure_site(exc, path)
+
     def build_failed(self, backend: str) -> bool:
         """Whether ``backend`` could not build the op's kernels (its ``compile`` row)."""
         return any(
@@ -255,7 +261,7 @@ class CaseRunner:
             self.record(backend, "backward", Outcome.FAIL, f"{exc}{self.reproduce}", t0)
             return None
         except Exception as exc:  # a kernel's or launcher's error fails this check only
-            detail, site = f"{describe(exc)}{self.reproduce}", failure_site(exc)
+            detail, site = self.failure(exc)
             self.record(
                 backend, "forward", Outcome.FAIL, detail, t0, warnings=taken(backend), site=site
             )
@@ -299,7 +305,7 @@ class CaseRunner:
                 if device == "cuda":
                     torch.cuda.synchronize()
             except Exception as exc:
-                detail, site = f"{describe(exc)}{self.reproduce}", failure_site(exc)
+                detail, site = self.failure(exc)
                 self.record(
                     backend,
                     "backward",
@@ -351,7 +357,7 @@ class CaseRunner:
                 fast_mode=fast,
             )
         except Exception as exc:
-            detail, site = describe(exc) + self.reproduce, failure_site(exc)
+            detail, site = self.failure(exc)
             self.record(backend, "gradcheck", Outcome.FAIL, detail, t0, site=site)
         else:
             self.record(backend, "gradcheck", Outcome.PASS, "", t0)

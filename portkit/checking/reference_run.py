@@ -17,10 +17,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from portkit.checking.control import low_precision
-from portkit.errors import ReferenceFailure
+from portkit.errors import ReferenceFailure, deepest_site
 from portkit.launch.op_inputs import as_tuple
 from portkit.project.cases import make_grad_outputs
-from portkit.results import FailureSite
 
 if TYPE_CHECKING:
     import torch
@@ -58,13 +57,8 @@ def reference_run(
 def _failure(op: Op, exc: Exception, stage: str) -> ReferenceFailure:
     """One line: what the reference raised and where, at the deepest frame in the op's
     prototype file (a torch function's internals are not where the mistake is)."""
-    import traceback
-
-    frames = traceback.extract_tb(exc.__traceback__)
-    ours = [f for f in frames if f.filename == str(op.prototype_path)]
-    deepest = ours or frames
-    where = f" (at {deepest[-1].filename}:{deepest[-1].lineno})" if deepest else ""
-    site = FailureSite(file=deepest[-1].filename, line=deepest[-1].lineno) if deepest else None
+    site = deepest_site(exc, op.prototype_path)
+    where = f" (at {site.file}:{site.line})" if site else ""
     message = str(exc).strip().splitlines()
     text = f"{type(exc).__name__}: {message[0]}" if message else type(exc).__name__
     what = "the reference" if stage == "forward" else "the reference's autograd"

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from portkit.errors import InputError
 from portkit.launch.poison import poison_bits
+from portkit.runtime.kernels_protocol import no_kernel_message
 
 # The configuration checks, its limits and which configurations may key a cache are the
 # launch contract's, shared with the exported runtime.
@@ -218,10 +219,8 @@ class KernelSet:
         kernels = self.__dict__.get("_kernels", {})
         if name in kernels:
             return kernels[name]
-        raise AttributeError(
-            f"op {self.op} has no kernel {name!r} in its {self.__dict__.get('implementation')} "
-            f"implementation; kernels: {', '.join(sorted(kernels)) or 'none'}"
-        )
+        where = f" in its {self.__dict__.get('implementation')} implementation"
+        raise AttributeError(no_kernel_message(self.op, name, list(kernels), where))
 
     def empty(self, shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
         """An output buffer on this implementation's device. During checks it is filled

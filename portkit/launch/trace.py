@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from portkit.errors import LauncherError, PortkitError, deepest_site
 from portkit.launch.kernel_set import KernelSet, LaunchConfig, LaunchTarget
 from portkit.launch.op_inputs import as_tuple
 from portkit.project.cases import Case, make_grad_outputs, make_inputs
@@ -108,11 +109,30 @@ def record_launches(
     k = KernelSet(op.name, "trace", "cpu", recorders, kind=kind)
     k.knob_choice = declared_choice(op) if knob_choice is None else knob_choice
     inputs = make_inputs(case, "cpu")
-    outputs, saved = op.definition.forward(k, *inputs, *case.extra)
-    if backward and op.definition.backward is not None:
-        outputs = as_tuple(outputs)
-        op.definition.backward(k, as_tuple(saved), *make_grad_outputs(case, outputs))
+    stage = "forward"
+    try:
+        outputs, saved = op.definition.forward(k, *inputs, *case.extra)
+        if backward and op.definition.backward is not None:
+            stage = "backward"
+            outputs = as_tuple(outputs)
+            op.definition.backward(k, as_tuple(saved), *make_grad_outputs(case, outputs))
+    except PortkitError:
+        raise
+    except Exception as exc:
+        raise _launcher_error(op, case, stage, exc) from exc
     return log
+
+
+def _launcher_error(op: Op, case: Case, stage: str, exc: Exception) -> LauncherError:
+    """One line for a launcher that raised on the op's own case: what and where."""
+    site = deepest_site(exc, op.prototype_path)
+    where = f" (at {site.file}:{site.line})" if site else ""
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return LauncherError(
+        f"op {op.name}: its {stage} launcher raised {type(exc).__name__}: {first}{where} "
+        f"on case {case.name}, while portkit traced its launches",
+        site,
+    )
 
 
 def launch_signatures(op: Op, dtype: str) -> dict[str, tuple]:

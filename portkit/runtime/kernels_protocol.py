@@ -54,3 +54,20 @@ class Kernels(Protocol):
     def empty(self, shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor: ...
 
     def empty_like(self, tensor: torch.Tensor) -> torch.Tensor: ...
+
+
+# portkit.X helpers an author may reach for on k by mistake, and how they are called
+_HELPERS_ON_PORTKIT = {
+    "sm_count": "portkit.sm_count(k)",
+    "cdiv": "portkit.cdiv(a, b)",
+    "knobs": "portkit.knobs(k, x)",
+}
+
+
+def no_kernel_message(op: object, name: str, kernels: Sequence[str], where: str = "") -> str:
+    """What ``k.NAME`` says when the op has no kernel NAME (``where``: "in its twin
+    implementation", say), pointing at the portkit function a helper's name means."""
+    listed = ", ".join(sorted(kernels)) or "none"
+    message = f"op {op} has no kernel {name!r}{where}; kernels: {listed}"
+    helper = _HELPERS_ON_PORTKIT.get(name)
+    return f"{message}. {name} is not on k: call {helper}" if helper else message

@@ -36,6 +36,7 @@ from .autograd_function import (
     eager_function,
     split_forward,
 )
+from .kernels_protocol import no_kernel_message
 from .launch_contract import KernelsKind
 
 
@@ -61,10 +62,8 @@ class FakeKernels:
     def __getattr__(self, name: str) -> _NoLaunch:
         if name in self.__dict__.get("_names", ()):
             return _NoLaunch()
-        names = ", ".join(sorted(self.__dict__.get("_names", ()))) or "none"
-        raise AttributeError(
-            f"op {self.__dict__.get('op')} has no kernel {name!r}; kernels: {names}"
-        )
+        names = sorted(self.__dict__.get("_names", ()))
+        raise AttributeError(no_kernel_message(self.__dict__.get("op"), name, names))
 
     def empty(self, shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
         return torch.empty(tuple(shape), dtype=dtype, device=self.device)
