@@ -101,10 +101,12 @@ def refuse_mismatched_twin(op: Op) -> None:
     """A twin whose parameters do not match its launches (``portkit compile``'s signature
     check) would be packaged and fail at its first call: one line, nothing written."""
     from portkit.build.compile_checks import check_signature
+    from portkit.launch.trace import traced_launches
 
     if not op.has_twin:
         return  # export_package says so
     try:
+        traced_launches(op)  # a launcher that raises here (LauncherError) has no signature row
         result = check_signature(op)
     except Exception:  # noqa: BLE001 (launchers it cannot trace: export's own checks say why)
         return
