@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from portkit.errors import LauncherError, PortkitError, deepest_site
+from portkit.errors import LauncherError, OpDefinitionError, PortkitError, deepest_site
 from portkit.launch.kernel_set import KernelSet, LaunchConfig, LaunchTarget
 from portkit.launch.op_inputs import as_tuple
 from portkit.project.cases import Case, make_grad_outputs, make_inputs
@@ -111,7 +111,12 @@ def record_launches(
     inputs = make_inputs(case, "cpu")
     stage = "forward"
     try:
-        outputs, saved = op.definition.forward(k, *inputs, *case.extra)
+        result = op.definition.forward(k, *inputs, *case.extra)
+        if not (isinstance(result, tuple) and len(result) == 2):
+            raise OpDefinitionError(
+                f"op {op.name}: forward must return (outputs, saved_for_backward)"
+            )
+        outputs, saved = result
         if backward and op.definition.backward is not None:
             stage = "backward"
             outputs = as_tuple(outputs)

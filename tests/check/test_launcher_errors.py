@@ -72,3 +72,15 @@ def test_a_portkit_helper_asked_of_k_names_the_function(name, hint):
     assert no_kernel_message("op1", "op1_bwd", ["op1_fwd"]) == (
         "op op1 has no kernel 'op1_bwd'; kernels: op1_fwd"
     )
+
+
+def test_a_forward_that_returns_only_its_output_is_named_as_the_contract_says(
+    make_project, sources, cli
+):
+    prototype = sources.unary_op("one_return").replace("return out, (x,)", "return out")
+    assert "return out\n" in prototype
+    root = make_project({"one_return": (prototype, sources.unary_twin("one_return"))})
+    result = cli(root, "check", "one_return")
+    assert result.exit_code == 2, result.output
+    assert "op one_return: forward must return (outputs, saved_for_backward)" in result.output
+    assert "unpack" not in result.output
