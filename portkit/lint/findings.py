@@ -98,6 +98,40 @@ def launch_fill_findings(op: Op, sms: int = H100_SMS) -> list[Finding]:
     return findings
 
 
+def knob_value_findings(op: Op) -> list[Finding]:
+    """Errors for each declared knob value whose launches a GPU would refuse (too many
+    threads, too much shared memory, an empty grid): each other value of each knob, the
+    rest at their defaults, traced on the cases that are neither GPU-only nor large. Only a
+    tuned table runs such a value, and `portkit tune` would refuse it on a GPU: said here
+    first, without one. One finding per value, its first refusing case."""
+    from portkit.project.tuning_table import declared_choice
+    from portkit.runtime.knob_choice import describe
+
+    if not op.definition.knobs:
+        return []
+    choice = declared_choice(op)
+    base = {name: values[0] for name, values in choice.declared.items()}
+    cases = [c for c in op.definition.cases if not (c.gpu_only or c.large)]
+    findings = []
+    for name, values in choice.declared.items():
+        for value in values[1:]:
+            label = describe({name: value})
+            pinned = choice.pinned({**base, name: value}, label)
+            for case in cases:
+                try:
+                    record_launches(op, case, knob_choice=pinned)
+                except PortkitError as exc:
+                    message = (
+                        f"knob {label} (the others at their defaults), case {case.name}: {exc}"
+                    )
+                    fix = f"drop {value!r} from the knob's values, or keep its launches in limits"
+                    findings.append(
+                        Finding(Severity.ERROR, "launch", op.name, "", "", message, fix)
+                    )
+                    break
+    return findings
+
+
 def compile_findings(op: Op, config: ProjectConfig) -> list[Finding]:
     """Errors for a prototype kernel or twin that does not compile for sm_90."""
     findings = []
@@ -134,7 +168,7 @@ def code_findings(
                 findings.append(
                     Finding(f.severity, f.kind, op.name, kernel, where, message, f.fix, (dtype,))
                 )
-    return one_per_line(findings) + launch_fill_findings(op)
+    return one_per_line(findings) + launch_fill_findings(op) + knob_value_findings(op)
 
 
 def _in_ptx(
