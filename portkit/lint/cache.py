@@ -41,7 +41,8 @@ if TYPE_CHECKING:
     from portkit.project.config import ProjectConfig
     from portkit.project.discovery import Op
 
-FORMAT = 4  # 2: severity as the enum's value, dtypes per finding; 3: digest manifest; 4: knob values
+# 2: severity as the enum's value, dtypes per finding; 3: digest manifest; 4: knob values
+FORMAT = 4
 FILE_NAME = "lint-findings.json"
 _INSTALLED = ("site-packages", "dist-packages")
 
