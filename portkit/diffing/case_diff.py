@@ -125,8 +125,8 @@ def run_side(
         if backend.device == "cuda":
             torch.cuda.synchronize()
     except Exception as exc:  # a kernel bug or launcher error: reported, not raised
-        side.error, side.error_kind = describe(exc), failure_kind(exc, backend)
-        side.error_site = failure_site(exc)
+        side.error, side.error_kind = describe(exc, op.prototype_path), failure_kind(exc, backend)
+        side.error_site = failure_site(exc, op.prototype_path)
     return side
 
 

@@ -124,12 +124,13 @@ def record_launches(
     except PortkitError:
         raise
     except Exception as exc:
-        raise _launcher_error(op, case, stage, exc) from exc
+        raise launcher_error(op, case, stage, exc) from exc
     return log
 
 
-def _launcher_error(op: Op, case: Case, stage: str, exc: Exception) -> LauncherError:
-    """One line for a launcher that raised on the op's own case: what and where."""
+def launcher_error(op: Op, case: Case, stage: str, exc: Exception) -> LauncherError:
+    """One line for a launcher that raised on the op's own case: what, where, and that
+    portkit found it tracing the launches (or, for a registered op, its layout)."""
     site = deepest_site(exc, op.prototype_path)
     where = f" (at {site.file}:{site.line})" if site else ""
     first = (str(exc).strip().splitlines() or [""])[0]

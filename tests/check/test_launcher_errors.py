@@ -84,3 +84,20 @@ def test_a_forward_that_returns_only_its_output_is_named_as_the_contract_says(
     assert result.exit_code == 2, result.output
     assert "op one_return: forward must return (outputs, saved_for_backward)" in result.output
     assert "unpack" not in result.output
+
+
+def test_export_says_a_raising_launcher_in_one_line_and_writes_nothing(wrong_grid, cli, tmp_path):
+    root, where = wrong_grid
+    out = tmp_path / "package"
+    result = cli(root, "export", "wrong_grid", "--out", str(out))
+    assert result.exit_code == 2, result.output
+    assert "error: op wrong_grid: its forward launcher raised AttributeError" in result.output
+    assert f"(at {where})" in result.output
+    assert not out.exists()
+
+
+def test_diff_names_the_prototype_s_line(wrong_grid, cli):
+    root, where = wrong_grid
+    result = cli(root, "diff", "wrong_grid")
+    assert result.exit_code == 1, result.output
+    assert f"(at {where})" in " ".join(result.output.split())
