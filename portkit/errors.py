@@ -143,6 +143,16 @@ def deepest_site(exc: BaseException, path: object) -> FailureSite | None:
     return FailureSite(file=ours[-1].filename, line=ours[-1].lineno) if ours else None
 
 
+def raised(exc: BaseException, prototype: object) -> tuple[str, FailureSite | None]:
+    """``"KeyError: 'x' (at proto.py:12)"``: what an op's own code raised, its message's
+    first line, and where in the ``prototype`` file (``deepest_site``); and that site."""
+    site = deepest_site(exc, prototype)
+    where = f" (at {site.file}:{site.line})" if site else ""
+    first = (str(exc).strip().splitlines() or [""])[0]
+    text = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+    return text + where, site
+
+
 def failure_site(exc: BaseException, prototype: object = None) -> FailureSite | None:
     """Where ``exc`` happened, as a check row keeps it: the site a ``Located`` error was
     raised with; for anything but a portkit error, the frame ``describe`` names."""

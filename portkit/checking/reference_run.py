@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from portkit.checking.control import low_precision
-from portkit.errors import ReferenceFailure, deepest_site
+from portkit.errors import ReferenceFailure, raised
 from portkit.launch.op_inputs import as_tuple
 from portkit.project.cases import make_grad_outputs
 
@@ -57,12 +57,9 @@ def reference_run(
 def _failure(op: Op, exc: Exception, stage: str) -> ReferenceFailure:
     """One line: what the reference raised and where, at the deepest frame in the op's
     prototype file (a torch function's internals are not where the mistake is)."""
-    site = deepest_site(exc, op.prototype_path)
-    where = f" (at {site.file}:{site.line})" if site else ""
-    message = str(exc).strip().splitlines()
-    text = f"{type(exc).__name__}: {message[0]}" if message else type(exc).__name__
+    text, site = raised(exc, op.prototype_path)
     what = "the reference" if stage == "forward" else "the reference's autograd"
-    return ReferenceFailure(f"op {op.name}: {what} raised {text}{where}", stage, site)
+    return ReferenceFailure(f"op {op.name}: {what} raised {text}", stage, site)
 
 
 def _run(

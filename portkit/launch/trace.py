@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from portkit.errors import LauncherError, OpDefinitionError, PortkitError, deepest_site
+from portkit.errors import LauncherError, OpDefinitionError, PortkitError, raised
 from portkit.launch.kernel_set import KernelSet, LaunchConfig, LaunchTarget
 from portkit.launch.op_inputs import as_tuple
 from portkit.project.cases import Case, make_grad_outputs, make_inputs
@@ -108,15 +108,13 @@ def record_launches(
     recorders = {n: _Recorder(n, log) for n in op.kernels}
     k = KernelSet(op.name, "trace", "cpu", recorders, kind=kind)
     k.knob_choice = declared_choice(op) if knob_choice is None else knob_choice
+    from portkit.runtime.autograd_function import forward_pair  # imports torch: not at start-up
+
     inputs = make_inputs(case, "cpu")
     stage = "forward"
     try:
         result = op.definition.forward(k, *inputs, *case.extra)
-        if not (isinstance(result, tuple) and len(result) == 2):
-            raise OpDefinitionError(
-                f"op {op.name}: forward must return (outputs, saved_for_backward)"
-            )
-        outputs, saved = result
+        outputs, saved = forward_pair(op.name, result, OpDefinitionError)
         if backward and op.definition.backward is not None:
             stage = "backward"
             outputs = as_tuple(outputs)
@@ -131,12 +129,10 @@ def record_launches(
 def launcher_error(op: Op, case: Case, stage: str, exc: Exception) -> LauncherError:
     """One line for a launcher that raised on the op's own case: what, where, and that
     portkit found it tracing the launches (or, for a registered op, its layout)."""
-    site = deepest_site(exc, op.prototype_path)
-    where = f" (at {site.file}:{site.line})" if site else ""
-    first = (str(exc).strip().splitlines() or [""])[0]
+    text, site = raised(exc, op.prototype_path)
     return LauncherError(
-        f"op {op.name}: its {stage} launcher raised {type(exc).__name__}: {first}{where} "
-        f"on case {case.name}, while portkit traced its launches",
+        f"op {op.name}: its {stage} launcher raised {text} on case {case.name}, while portkit "
+        f"traced its launches",
         site,
     )
 

@@ -68,15 +68,20 @@ class Binding:
     error: type[Exception]
 
 
+def forward_pair(name: str, result: Any, error: type[Exception]) -> tuple[Any, Any]:
+    """A forward launcher's ``(outputs, saved)``, or ``error`` saying the contract."""
+    if not (isinstance(result, tuple) and len(result) == 2):
+        raise error(f"op {name}: forward must return (outputs, saved_for_backward)")
+    return result[0], result[1]
+
+
 def split_forward(
     name: str, layout: OpLayout, inputs: Sequence[Any], result: Any, error: type[Exception]
 ) -> tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]]:
     """(outputs, extras) of a forward launcher's ``(outputs, saved)``, checked against the
     layout found at registration (a launcher that saves different things per call cannot
     be a registered op)."""
-    if not (isinstance(result, tuple) and len(result) == 2):
-        raise error(f"op {name}: forward must return (outputs, saved_for_backward)")
-    outputs, saved = as_tuple(result[0]), as_tuple(result[1])
+    outputs, saved = (as_tuple(part) for part in forward_pair(name, result, error))
     if len(outputs) != layout.outputs or len(saved) != len(layout.saved):
         raise error(
             f"op {name}: forward returned {len(outputs)} outputs and {len(saved)} saved values; "

@@ -16,7 +16,7 @@ from portkit.launch.trace import launcher_error
 from portkit.project.cases import make_grad_outputs, make_inputs
 from portkit.project.op_content import by_op_content
 from portkit.project.tuning_table import declared_choice
-from portkit.runtime.autograd_function import OpLayout, as_tuple
+from portkit.runtime.autograd_function import OpLayout, as_tuple, forward_pair
 from portkit.runtime.registration import FakeKernels
 
 if TYPE_CHECKING:
@@ -51,9 +51,7 @@ def op_layout(op: Op) -> OpLayout:
     k = FakeKernels(op.name, torch.device("meta"), list(op.kernels))
     k.knob_choice = declared_choice(op)  # the defaults: launches do nothing, shapes count
     result = _launched(op, case, "forward", lambda: op.definition.forward(k, *inputs))
-    if not (isinstance(result, tuple) and len(result) == 2):
-        raise OpDefinitionError(f"op {op.name}: forward must return (outputs, saved_for_backward)")
-    outputs, saved = as_tuple(result[0]), as_tuple(result[1])
+    outputs, saved = (as_tuple(part) for part in forward_pair(op.name, result, OpDefinitionError))
     if not outputs or not all(isinstance(o, torch.Tensor) for o in outputs):
         raise OpDefinitionError(f"op {op.name}: forward's outputs must be tensors")
     layout_saved = []
