@@ -209,6 +209,21 @@ def bwd_element(x, w, dy, dx, partw, partb, row, c, mu, r, m1, m2):
     partb[cuda.blockIdx.x, c] += dyc  # portkit: allow-float64
 
 
+@cuda.jit(device=True)
+def zero_partials(partw, partb, packs, width, cols):
+    """This block's row of each gradient partial zeroed, each thread its own columns (packs
+    tx, tx + nx, ..., then tail columns): the ones it accumulates into afterwards."""
+    tx = cuda.threadIdx.x
+    nx = cuda.blockDim.x
+    for p in range(tx, packs, nx):
+        for j in range(width):
+            partw[cuda.blockIdx.x, p * width + j] = 0.0  # portkit: allow-int64-index
+            partb[cuda.blockIdx.x, p * width + j] = 0.0  # portkit: allow-int64-index
+    for c in range(packs * width + tx, cols, nx):
+        partw[cuda.blockIdx.x, c] = 0.0
+        partb[cuda.blockIdx.x, c] = 0.0
+
+
 @cuda.jit
 def layernorm_bwd(x, w, dy, mean, rstd, dx, partw, partb, rows, cols):
     tx = cuda.threadIdx.x
@@ -218,13 +233,7 @@ def layernorm_bwd(x, w, dy, mean, rstd, dx, partw, partb, rows, cols):
     packs = cols // width
     tail = packs * width
 
-    for p in range(tx, packs, nx):  # the columns this thread owns
-        for j in range(width):
-            partw[cuda.blockIdx.x, p * width + j] = 0.0  # portkit: allow-int64-index
-            partb[cuda.blockIdx.x, p * width + j] = 0.0  # portkit: allow-int64-index
-    for c in range(tail + tx, cols, nx):
-        partw[cuda.blockIdx.x, c] = 0.0
-        partb[cuda.blockIdx.x, c] = 0.0
+    zero_partials(partw, partb, packs, width, cols)  # the columns this thread owns
 
     for row in range(cuda.blockIdx.x, rows, cuda.gridDim.x):
         mu = mean[row]
@@ -278,13 +287,7 @@ def layernorm_bwd32(x, w, dy, mean, rstd, dx, partw, partb, rows, cols):
     tail = packs * width
     inv_cols = 1.0 / cols  # portkit: allow-float64
 
-    for p in range(tx, packs, nx):
-        for j in range(width):
-            partw[cuda.blockIdx.x, p * width + j] = 0.0  # portkit: allow-int64-index
-            partb[cuda.blockIdx.x, p * width + j] = 0.0  # portkit: allow-int64-index
-    for c in range(tail + tx, cols, nx):
-        partw[cuda.blockIdx.x, c] = 0.0
-        partb[cuda.blockIdx.x, c] = 0.0
+    zero_partials(partw, partb, packs, width, cols)
 
     for row in range(cuda.blockIdx.x, rows, cuda.gridDim.x):
         mu32 = float32(mean[row])
