@@ -3,8 +3,10 @@
 An entry is an artifact (a cubin, a PTX file, a CPU twin library, lint findings) with a
 manifest beside it, ``<artifact>.manifest.json``: the artifact's SHA-256 and size and
 whatever the caller keeps with it (symbols). Both are written whole (atomic_write); the
-manifest last, so it is the commit marker. Reading hashes the artifact again: a truncated
-or overwritten artifact is a miss, said in one line on stderr, and the caller rebuilds it.
+manifest last, so it is the commit marker, and both under the folder's lock (file_lock),
+so concurrent builders of one entry never leave a reader a mismatched pair. Reading
+hashes the artifact again: a truncated or overwritten artifact is a miss, said in one
+line on stderr, and the caller rebuilds it.
 
 The cache folder itself may be unusable (a file, or not writable): ``usable_folder`` then
 says so once, naming the setting that chose it, and hands out a private temporary folder
@@ -29,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from portkit.atomic_write import TEMP_SUFFIX, write_atomic
+from portkit.file_lock import locked
 
 MANIFEST_SUFFIX = ".manifest.json"
 BUILD_PREFIX = ".build-"  # temporary build folders: <folder>/.build-XXXX
@@ -72,22 +75,40 @@ def digest(data: bytes) -> str:
 
 def store(artifact: Path, data: bytes | str | Path, meta: dict[str, Any] | None = None) -> None:
     """Keep ``data`` (bytes, text, or a finished file that is moved into place) as
-    ``artifact`` with its manifest. Raises OSError when the folder cannot be written."""
+    ``artifact`` with its manifest. Raises OSError when the folder cannot be written.
+    The artifact and its manifest change under the folder's exclusive lock, so a reader
+    never sees one writer's artifact with another's manifest (two builds of one entry
+    need not be byte-identical: a CPU twin's debug information names its build folder)."""
     artifact.parent.mkdir(parents=True, exist_ok=True)
     sweep_stale(artifact.parent)
-    if isinstance(data, Path):
-        raw = data.read_bytes()
-        os.replace(data, artifact)
-    else:
-        raw = data.encode() if isinstance(data, str) else data
-        write_atomic(artifact, raw)
+    raw = data.read_bytes() if isinstance(data, Path) else data
+    raw = raw.encode() if isinstance(raw, str) else raw
     record = {"sha256": digest(raw), "size": len(raw), "meta": meta or {}}
-    write_atomic(manifest_path(artifact), json.dumps(record, indent=1))
+    with locked(artifact.parent):
+        if isinstance(data, Path):
+            os.replace(data, artifact)
+        else:
+            write_atomic(artifact, raw)
+        write_atomic(manifest_path(artifact), json.dumps(record, indent=1))
 
 
 def load(artifact: Path) -> tuple[bytes, dict[str, Any]] | None:
     """(bytes, meta) of an entry whose artifact matches its manifest; None for a miss.
     A damaged entry is reported in one line on stderr and removed."""
+    with locked(artifact.parent, shared=True):  # no writer is between artifact and manifest
+        found = _read(artifact)
+    if not isinstance(found, str):
+        return found
+    with locked(artifact.parent):  # another process may have rebuilt it since: look again
+        found = _read(artifact)
+        if isinstance(found, str):
+            _discard(artifact, found)
+            return None
+    return found
+
+
+def _read(artifact: Path) -> tuple[bytes, dict[str, Any]] | None | str:
+    """The entry, None if there is none, or why it is damaged."""
     manifest = manifest_path(artifact)
     if not manifest.is_file():
         return None  # never stored, or its writer was killed before committing
@@ -96,12 +117,9 @@ def load(artifact: Path) -> tuple[bytes, dict[str, Any]] | None:
         expected, meta = record["sha256"], record.get("meta", {})
         data = artifact.read_bytes()
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        _discard(artifact, f"unreadable ({type(exc).__name__}: {exc})")
-        return None
+        return f"unreadable ({type(exc).__name__}: {exc})"
     if digest(data) != expected:
-        size = record.get("size")
-        _discard(artifact, f"digest mismatch ({len(data)} bytes, manifest says {size})")
-        return None
+        return f"digest mismatch ({len(data)} bytes, manifest says {record.get('size')})"
     return data, meta
 
 

@@ -51,6 +51,8 @@
 #   seeds      tests/user_ops's ops, the repository's ops (--quick) and the norms' GPU-sized
 #              cases with 20 seeds (worst margins; the ops dealt over the GPUs), the exported
 #              package's host cost beside portkit.load's
+#   large-seeds  the norms' GPU-sized cases alone, 20 seeds each, one (op, case) at a time
+#              per GPU (LARGE_OPS="a b" narrows them, SEEDS_LIMIT seconds a case, 500)
 #   shards     the generated suite on one GPU (with cores/GPUs xdist workers), then sharded
 #              over every GPU (--portkit-shard K/N, scripts/shard_suite.sh: N runners'
 #              worth), both without the verdict store and with warm compilers' caches
@@ -385,6 +387,34 @@ seeds() {
     --json "$LOGS/bench_launch.json"
 }
 
+large_seeds() {  # the norms' GPU-sized cases with 20 seeds, one (op, case) at a time per
+  # GPU, dealt over the GPUs (LARGE_OPS="a b" narrows the ops, SEEDS_LIMIT the seconds)
+  local gpus k pairs=()
+  gpus=$(gpu_count)
+  mapfile -t pairs < <("$PY" -c "
+import sys
+from portkit.project.config import load_config
+from portkit.project.discovery import discover
+catalog = discover(load_config())
+for op in sys.argv[1:]:
+    for case in catalog.get(op).definition.cases:
+        if case.large:
+            print(op + '=' + case.name)
+" ${LARGE_OPS:-rmsnorm add_rmsnorm layernorm})
+  for ((k = 0; k < gpus; k++)); do
+    local mine
+    mapfile -t mine < <(dealt "$k" "$gpus" "${pairs[@]}")
+    [ ${#mine[@]} -gt 0 ] || continue
+    (for pair in "${mine[@]}"; do
+      step_on_gpu "$k" "large-seeds-${pair//=/-}" "${SEEDS_LIMIT:-500}" "${PORTKIT[@]}" check \
+        "${pair%%=*}" --case "${pair#*=}" --seeds 20 --backend numba,twin,torch --no-compile
+      wait
+    done) &
+  done
+  wait
+  collect_rows
+}
+
 shards() {
   local gpus per
   gpus=$(gpu_count)
@@ -397,8 +427,11 @@ shards() {
     CUDA_VISIBLE_DEVICES=0 PORTKIT_VERDICT_CACHE=0 step warm-caches 240 "${PYTEST[@]}" \
       -n "$per" prototypes
   fi
-  # One runner's worth: one GPU and its share of the cores; records the durations.
-  CUDA_VISIBLE_DEVICES=0 PORTKIT_VERDICT_CACHE=0 step suite-1-gpu 240 "${PYTEST[@]}" \
+  # One runner's worth: one GPU and its share of the cores (pinned to them, as each
+  # shard is in shard_suite.sh); records the durations.
+  local pin=()
+  command -v taskset > /dev/null && pin=(taskset -c "0-$((per - 1))")
+  CUDA_VISIBLE_DEVICES=0 PORTKIT_VERDICT_CACHE=0 step suite-1-gpu 240 "${pin[@]}" "${PYTEST[@]}" \
     -n "$per" prototypes --portkit-durations "$durations"
   if [ "$gpus" -ge 2 ]; then
     OUT=$LOGS/shards WORKERS=$per PYTHON=$PY PORTKIT_VERDICT_CACHE=0 step "suite-$gpus-shards" \
@@ -421,11 +454,12 @@ phases() {
 
 case "$SUB" in
   suite | trust | sanitizer | bench | startup | simulator | replay | scale | tune | speed | shards | phases | tier | seeds) run=$SUB ;;
+  large-seeds) run=large_seeds ;;
   export) run=export_ ;;
   twin-cpu) run=twin_cpu ;;
   pytest) run=pytest_ ;;
   *)
-    echo "usage: OUT=DIR bash scripts/gpu.sh pytest ARGS...|suite|trust|sanitizer|export|bench|startup|twin-cpu|simulator|replay|scale|tune|speed|shards|phases|tier|seeds" >&2
+    echo "usage: OUT=DIR bash scripts/gpu.sh pytest ARGS...|suite|trust|sanitizer|export|bench|startup|twin-cpu|simulator|replay|scale|tune|speed|shards|phases|tier|seeds|large-seeds" >&2
     exit 2
     ;;
 esac

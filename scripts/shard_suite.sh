@@ -4,6 +4,8 @@
 #
 #   bash scripts/shard_suite.sh N [PYTEST ARGS...]     e.g. 4 prototypes -m gpu
 #
+# Each shard is pinned to its own share of the cores (taskset, where the machine has it):
+# a shard is one runner's worth, a GPU and its cores, as on a matrix of N machines.
 # Each shard's output goes to $OUT/shard-K.txt (default: ./shard-out); the exit code is
 # the worst shard's. Durations: pass --portkit-durations FILE in the pytest args to
 # balance by them; every shard reads FILE, and writes its own items to FILE.K (merge
@@ -29,7 +31,12 @@ for k in $(seq 1 "$N"); do
     [ -f "$durations" ] && cp "$durations" "$durations.$k"
     extra=(--portkit-durations "$durations.$k")
   fi
-  CUDA_VISIBLE_DEVICES=$((k - 1)) "$PY" -m pytest -n "$workers" -p no:cacheprovider "${args[@]}" \
+  pin=()
+  if command -v taskset > /dev/null && [ "$cores" -ge "$N" ]; then
+    share=$((cores / N))
+    pin=(taskset -c "$(((k - 1) * share))-$((k * share - 1))")
+  fi
+  CUDA_VISIBLE_DEVICES=$((k - 1)) "${pin[@]}" "$PY" -m pytest -n "$workers" -p no:cacheprovider "${args[@]}" \
     --portkit-shard "$k/$N" "${extra[@]}" > "$OUT/shard-$k.txt" 2>&1 &
   pids+=($!)
 done

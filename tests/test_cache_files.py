@@ -89,3 +89,40 @@ def test_an_unusable_folder_is_said_once_and_replaced(tmp_path, capsys):
     assert line.endswith("running without the cache")
     fine = tmp_path / "fine"
     assert usable_folder(fine, "x") == fine and fine.is_dir()
+
+
+def _store_builds(artifact, writer: int, rounds: int) -> None:
+    for k in range(rounds):  # each build's bytes differ, as a CPU twin's debug info does
+        built = artifact.parent / f".build-{writer}-{k}"
+        built.write_bytes(f"library built by {writer}, round {k}".encode() * 50)
+        store(artifact, built)
+
+
+def _load_until_stopped(artifact, rounds: int, damaged) -> None:
+    for _ in range(rounds):
+        if load(artifact) is None and manifest_path(artifact).exists():
+            damaged.value += 1
+
+
+def test_concurrent_builders_never_make_a_reader_discard_the_entry(tmp_path, capfd):
+    """Two processes storing different builds of one entry while two others load it: a
+    reader must never take a half-committed pair (one writer's artifact, the other's
+    manifest) for damage and delete the file a builder is about to open."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    artifact = tmp_path / "op-check-key.so"
+    store(artifact, b"first build")
+    damaged = context.Value("i", 0)
+    workers = [context.Process(target=_store_builds, args=(artifact, w, 400)) for w in (1, 2)]
+    workers += [
+        context.Process(target=_load_until_stopped, args=(artifact, 800, damaged)) for _ in (1, 2)
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(60)
+    assert [w.exitcode for w in workers] == [0, 0, 0, 0]
+    assert damaged.value == 0
+    assert "damaged" not in capfd.readouterr().err
+    assert load(artifact) is not None

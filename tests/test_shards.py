@@ -8,6 +8,7 @@ import json
 import os
 import random
 import re
+import sys
 
 import pytest
 
@@ -183,3 +184,28 @@ def test_xdist_workers_inside_a_shard_still_get_a_gpu_each(monkeypatch):
     assert pin_worker_gpu() is None
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
     assert pin_worker_gpu(pin=False) is None
+
+
+def test_xdist_workers_share_the_cores_instead_of_a_thread_per_core_each(monkeypatch):
+    """16 workers on a 64-core runner each get 4 of torch's threads (before the prototypes
+    import torch, and torch told as well where a conftest imported it); a user's own
+    OMP_NUM_THREADS wins, and a process outside xdist is left alone."""
+    import types
+
+    from portkit.checking.parallel import gpus
+    from portkit.pytest_plugin import share_worker_threads
+
+    told = []
+    monkeypatch.setattr(gpus, "usable_cores", lambda: 64)
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(set_num_threads=told.append))
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "16")
+    assert share_worker_threads() == 4
+    assert os.environ["OMP_NUM_THREADS"] == "4" and told == [4]
+    assert share_worker_threads() is None  # set now: kept, as a user's setting would be
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "128")
+    assert share_worker_threads() == 1  # never zero threads
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT")
+    assert share_worker_threads() is None and "OMP_NUM_THREADS" not in os.environ

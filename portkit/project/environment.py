@@ -107,7 +107,8 @@ VARIABLES: tuple[Variable, ...] = (
     Variable(
         "OMP_NUM_THREADS",
         "",
-        "process setup: `portkit check -j N` sets it to cores / N for its workers unless set",
+        "process setup: `portkit check -j N` sets it to cores / N for its workers unless "
+        "set, and the pytest plugin to cores / workers for each xdist worker",
         "process",
     ),
     Variable(
@@ -121,6 +122,13 @@ VARIABLES: tuple[Variable, ...] = (
         "PYTEST_XDIST_WORKER",
         "",
         "process setup: read by the pytest plugin, which gives worker gwN a GPU of its own",
+        "process",
+    ),
+    Variable(
+        "PYTEST_XDIST_WORKER_COUNT",
+        "",
+        "process setup: read by the pytest plugin, which gives each xdist worker its share "
+        "of the cores (OMP_NUM_THREADS)",
         "process",
     ),
     Variable(

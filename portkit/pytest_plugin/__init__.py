@@ -39,6 +39,7 @@ never asserts a time.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -167,11 +168,31 @@ def pin_worker_gpu(pin: bool = True) -> str | None:
     return chosen
 
 
+def share_worker_threads() -> int | None:
+    """Under pytest-xdist, give each worker its share of the cores for torch's threads
+    (OMP_NUM_THREADS, unless set), before the prototypes import torch: N workers each
+    starting a thread per core slow every CPU reference and simulator case by their
+    contention. Returns the threads set, or None."""
+    from portkit.checking.parallel.gpus import thread_share
+    from portkit.project.environment import process_variable, set_process_variable
+
+    workers = process_variable("PYTEST_XDIST_WORKER_COUNT")
+    if not (workers or "").isdigit() or process_variable("OMP_NUM_THREADS") is not None:
+        return None
+    threads = thread_share(int(workers or 1))
+    set_process_variable("OMP_NUM_THREADS", str(threads))
+    torch = sys.modules.get("torch")
+    if torch is not None:  # imported already (by a conftest): tell it as well
+        torch.set_num_threads(threads)
+    return threads
+
+
 def pytest_configure(config: pytest.Config) -> None:
     for name, text in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
     settings = environment_settings(config)
     pin_worker_gpu(settings.pin_gpus)
+    share_worker_threads()
     durations = config.getoption("portkit_durations", None)
     sharded = config.getoption("portkit_shard", None) is not None
     if durations is not None:

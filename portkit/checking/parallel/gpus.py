@@ -38,5 +38,21 @@ def worker_environment(
     if gpus:
         env["CUDA_VISIBLE_DEVICES"] = gpus[slot % len(gpus)]
     if "OMP_NUM_THREADS" not in env:
-        env["OMP_NUM_THREADS"] = str(max(1, (cores or os.cpu_count() or 1) // max(1, jobs)))
+        env["OMP_NUM_THREADS"] = str(thread_share(jobs, cores))
     return env
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity: a runner pinned with taskset or a
+    container's cpuset has fewer than the machine)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # pragma: no cover - no affinity on this platform
+        return os.cpu_count() or 1
+
+
+def thread_share(jobs: int, cores: int | None = None) -> int:
+    """Threads for each of ``jobs`` processes sharing ``cores`` (default: usable_cores):
+    torch starts a thread per core in every process, so 16 workers on 16 cores would
+    otherwise run 256 threads and each wait for the others' CPU work."""
+    return max(1, (cores or usable_cores()) // max(1, jobs))

@@ -18,10 +18,9 @@ written costs the next run its time, never this run its result. Entries unused f
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from typing import Any
 from portkit.atomic_write import write_atomic
 from portkit.cache_files import notice
 from portkit.errors import ConfigError
+from portkit.file_lock import locked
 from portkit.results import CheckResult, Outcome
 
 FORMAT = 2
@@ -102,22 +102,6 @@ def _read(path: Path) -> dict[str, dict[str, Any]]:
         return {}
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """An exclusive lock beside ``path`` (none where the platform has no flock)."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows
-        yield
-        return
-    with open(path.with_name(path.name + ".lock"), "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 @dataclass
 class VerdictStore:
     path: Path
@@ -167,7 +151,7 @@ class VerdictStore:
         if not self.added and not self.removed:
             return
         try:
-            with _locked(self.path):
+            with locked(self.path.parent):
                 current = _read(self.path) if self.path.exists() else {}
                 current.update(self.added)
                 for key in self.removed:
