@@ -58,7 +58,8 @@
 #              worth), both without the verdict store and with warm compilers' caches
 #              (WARM=1: an earlier subcommand warmed PORTKIT_GPU_CACHE), then `portkit
 #              check --all` (-j 1), the same with nothing changed (every row cached), and
-#              --no-cache -j GPUs (CHECK_ALL=0 leaves those three out)
+#              --no-cache -j GPUs (CHECK_ALL=0 leaves those three out); ALONE=1 adds each
+#              shard run alone on one GPU and its cores (a runner of its own)
 #
 # Every step has its own timeout; each subcommand stays under 10 minutes. Logs go to
 # $OUT/NAME/ and are packed into $OUT/NAME.tgz (one file to copy off the machine);
@@ -437,6 +438,17 @@ shards() {
     OUT=$LOGS/shards WORKERS=$per PYTHON=$PY PORTKIT_VERDICT_CACHE=0 step "suite-$gpus-shards" \
       150 bash scripts/shard_suite.sh "$gpus" "${PLUGIN[@]}" -q -p no:cacheprovider \
       prototypes --portkit-durations "$durations"
+  fi
+  # Each shard alone, one after another, on one GPU and its cores: what shard K costs on
+  # a runner of its own (a CI matrix of separate machines shares no disk, memory or driver)
+  if [ "${ALONE:-0}" = 1 ] && [ "$gpus" -ge 2 ]; then
+    local k
+    for ((k = 1; k <= gpus; k++)); do
+      cp "$durations" "$durations.alone"
+      CUDA_VISIBLE_DEVICES=0 PORTKIT_VERDICT_CACHE=0 step "shard-$k-of-$gpus-alone" 120 \
+        "${pin[@]}" "${PYTEST[@]}" -n "$per" prototypes --portkit-shard "$k/$gpus" \
+        --portkit-durations "$durations.alone"
+    done
   fi
   [ "${CHECK_ALL:-1}" = 1 ] || return 0
   step check-all-j1 120 "${PORTKIT[@]}" check --all
