@@ -13,7 +13,8 @@
 // - softmax_fwd, longer rows: online softmax (running max and sum in one pass, the sum
 //   rescaled at most once per pack), each thread's sum moved to the warp's maximum, the
 //   warps' pairs merged left to right, then a second read of the row for the output (from
-//   L1/L2: the row crosses DRAM once in and once out), UNROLL packs' loads in flight.
+//   L1/L2: the row crosses DRAM once in and once out), UNROLL packs' loads in flight,
+//   its chunks of NX x UNROLL packs walked from the row's end (what was read last first).
 // In every path a thread takes packs t, t + NX, ... (or g, g + group, ...) then its
 // tail columns packs * W + t, ..., left to right: the prototype's order, stage by stage.
 //
@@ -382,9 +383,14 @@ __global__ void softmax_fwd(const T* __restrict__ x, T* __restrict__ out, long l
 
     const T inv = T(1) / s;  // one division per row; each column is exp(x - m) * inv
     if (vector) {
+        // The second read walks the row's chunks from its end: the first pass read the end
+        // last, so that part is the likeliest still in L2 (softmax_warp's split kernel
+        // walks its rows the same way).
         const Pack<T>* xv = reinterpret_cast<const Pack<T>*>(xr);
         Pack<T>* ov = reinterpret_cast<Pack<T>*>(outr);
-        for (long long p0 = tid; p0 < packs; p0 += (long long)NX * UNROLL) {
+        const long long chunk = (long long)NX * UNROLL;
+        for (long long first = (packs - 1) / chunk * chunk; first >= 0; first -= chunk) {
+            const long long p0 = first + tid;
             Pack<T> v[UNROLL];
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u)

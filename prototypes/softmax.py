@@ -209,7 +209,9 @@ def softmax_fwd(x, out, cols):
         s += moved(part_s[w], part_m[w], m)
 
     inv = float32(1) / s  # one division per row; each column is exp(x - m) * inv
-    for p in range(tid, packs, cuda.blockDim.x):
+    # The second read walks from the row's end (the twin: its chunks of packs), where the
+    # first pass read last: that part is the likeliest still in L2.
+    for p in range(packs - 1 - (packs - 1 - tid) % cuda.blockDim.x, -1, -cuda.blockDim.x):
         for j in range(width):
             c = p * width + j  # portkit: allow-int64-index
             out[row, c] = math.exp(x[row, c] - m) * inv

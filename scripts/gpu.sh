@@ -29,7 +29,8 @@
 #              softmax_warp; SPEED_OPS="a b" narrows them; add_rmsnorm's search never fit
 #              its step) with a small budget
 #              (tables to $OUT/speed/tuning/; TUNE=0 skips it and times the committed
-#              tables; TUNE_CASES="op=case,case ..." tunes only those cases, TUNE_LIMIT
+#              tables; TUNE_CASES="op=case,case ..." tunes only those cases (an op it does
+#              not name is not tuned, only timed and checked), TUNE_LIMIT
 #              seconds an op), then scripts/time_vs_torch.py and `portkit bench` (torch,
 #              baseline, twin; BENCH=0 leaves it out) with them, then `portkit check`
 #              of SPEED_OPS' configurations (CHECK_TUNED=0: not); limits add up to 555 s
@@ -294,6 +295,7 @@ speed() {
       [[ " ${SPEED_OPS:-$op} " == *" $op "* ]] || continue
       case_args=()
       cases=$(tr ' ' '\n' <<< "${TUNE_CASES:-}" | sed -n "s/^$op=//p")
+      [ -z "${TUNE_CASES:-}" ] || [ -n "$cases" ] || continue  # TUNE_CASES names others
       for case in ${cases//,/ }; do case_args+=(--case "$case"); done
       limit=${TUNE_LIMIT:-${op_limit#*:}}
       # --time-limit: a search cut short still writes the cases it finished (exit 3)
