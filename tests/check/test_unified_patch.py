@@ -35,10 +35,16 @@ def test_a_changed_context_line_names_patch_hunk_and_line():
     assert "'line 9'" in message and "'line nine'" in message
 
 
-def test_no_fuzz_a_shifted_file_does_not_apply():
-    patch = diff(ORIGINAL, ORIGINAL.replace("line 10\n", "ten\n"))
-    with pytest.raises(PatchDoesNotApply, match="hunk 1 does not apply"):
-        apply("inserted\n" + ORIGINAL, patch, "p")
+def test_a_shifted_file_applies_where_its_lines_moved_but_never_fuzzes():
+    """Lines added or removed above a hunk (a re-tune elsewhere in the twin) move it; a
+    context line that changed does not apply anywhere."""
+    new = ORIGINAL.replace("line 10\n", "ten\n").replace("line 18\n", "eighteen\n")
+    patch = diff(ORIGINAL, new)
+    assert apply("inserted\n" + ORIGINAL, patch, "p") == "inserted\n" + new
+    shorter = ORIGINAL.replace("line 2\n", "")
+    assert apply(shorter, patch, "p") == new.replace("line 2\n", "")
+    with pytest.raises(PatchDoesNotApply, match="hunk 1 does not apply at line 7"):
+        apply("inserted\n" + ORIGINAL.replace("line 9\n", "nine\n"), patch, "p")
 
 
 def test_a_hunk_past_the_end_and_a_bad_header_are_refused():

@@ -1,10 +1,12 @@
 """A strict applier of unified diffs (``diff -u`` / ``git diff`` output, one file each).
 
 Python's difflib writes unified diffs but cannot apply them; ``patch`` and ``git apply``
-are not on every machine the tests run on. This one is strict where those tools are
-lenient: every hunk must apply at the line its header names, every context and removed
-line must match exactly, no fuzz, no offsets. A patch that no longer applies raises
-``PatchDoesNotApply`` naming the patch, the hunk and the first line that differs.
+are not on every machine the tests run on. Like them it applies a hunk where
+its lines are when the file has moved (lines added or removed above it: the nearest place,
+after the hunk before it, where every context and removed line matches); unlike them it
+never fuzzes: every context and removed line must match exactly. A patch that no longer
+applies raises ``PatchDoesNotApply`` naming the patch, the hunk and the first line that
+differs at the line its header names.
 """
 
 from __future__ import annotations
@@ -76,7 +78,8 @@ def apply(original: str, patch: str, name: str) -> str:
     out: list[str] = []
     at = 0  # lines of source consumed
     for number, hunk in enumerate(parse(patch, name), 1):
-        start = hunk.old_start - 1 if hunk.old_count else hunk.old_start
+        named = hunk.old_start - 1 if hunk.old_count else hunk.old_start
+        start = _nearest_match(source, hunk.old, named, at)
         if start < at:
             raise PatchDoesNotApply(f"{name}: hunk {number} overlaps the hunk before it")
         found = source[start : start + hunk.old_count]
@@ -93,3 +96,18 @@ def apply(original: str, patch: str, name: str) -> str:
         out += source[at:start] + hunk.new
         at = start + hunk.old_count
     return "".join(out + source[at:])
+
+
+def _nearest_match(source: list[str], old: list[str], named: int, after: int) -> int:
+    """The start nearest ``named`` (not before ``after``) where ``old`` is in ``source``
+    line for line; ``named`` itself when it matches or nothing does (the caller then
+    names the first line that differs there)."""
+    if not old or source[named : named + len(old)] == old:
+        return named
+    for distance in range(1, len(source) + 1):
+        for start in (named - distance, named + distance):
+            if after <= start <= len(source) - len(old) and source[start : start + len(old)] == old:
+                return start
+        if named - distance < after and named + distance > len(source) - len(old):
+            break
+    return named
