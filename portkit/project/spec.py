@@ -106,7 +106,7 @@ class OpDefinition:
         for case in self.cases:
             problem = self.refused_dtype(case.dtypes)
             if problem:
-                raise OpDefinitionError(f"{where}: case {case.name!r}: {problem}")
+                raise OpDefinitionError(f"{where}: case {case.name!r}: {problem}{self._dtypes_hint(case)}")
         bad = [c for c in self.bench if not isinstance(c, Case)]
         if bad:
             raise OpDefinitionError(f"{where}: bench holds {bad[0]!r}, not a portkit Case")
@@ -117,7 +117,9 @@ class OpDefinition:
         for case in self.bench:
             problem = self.refused_dtype(case.dtypes)
             if problem:
-                raise OpDefinitionError(f"{where}: bench case {case.name!r}: {problem}")
+                raise OpDefinitionError(
+                    f"{where}: bench case {case.name!r}: {problem}{self._dtypes_hint(case)}"
+                )
         if self.reference_in not in (None, "float32", "float64"):
             raise OpDefinitionError(
                 f"{where}: reference_in is float32 or float64, got {self.reference_in!r}"
@@ -193,6 +195,18 @@ class OpDefinition:
     @property
     def has_backward(self) -> bool:
         return self.backward is not None
+
+    def _dtypes_hint(self, case: Case) -> str:
+        """How to make the op take the dtypes of ``case`` it refuses (none: "")."""
+        fixed = {d for d in self.input_dtypes if d is not None}
+        missing = [d for d in case.dtypes if d not in self.dtypes and d not in fixed]
+        if not missing:
+            return ""
+        wanted = ", ".join(repr(d) for d in (*self.dtypes, missing[0]))
+        hint = f" (declare the dtypes it takes: @portkit.op(dtypes=({wanted}), ...)"
+        if case.gradcheck:  # the generators add it in float64 whatever their dtypes
+            hint += "; or, for an op without float64, leave it out: gradcheck=False"
+        return hint + ")"
 
     def refused_dtype(self, dtypes: Sequence[str]) -> str | None:
         """Why inputs of these dtypes (one per tensor input) are refused, or None (the
@@ -377,3 +391,4 @@ def _plain(member: Any) -> Any:
     if isinstance(member, staticmethod):
         return member.__func__
     return member
+

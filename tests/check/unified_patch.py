@@ -1,4 +1,5 @@
-"""A strict applier of unified diffs (``diff -u`` / ``git diff`` output, one file each).
+"""An applier of unified diffs (``diff -u`` / ``git diff`` output, one file each) that
+never fuzzes.
 
 Python's difflib writes unified diffs but cannot apply them; ``patch`` and ``git apply``
 are not on every machine the tests run on. Like them it applies a hunk where

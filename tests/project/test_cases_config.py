@@ -164,7 +164,14 @@ def test_gradcheck_float64_is_fine():
         ({"cases": [custom("a", [(1,)]), custom("a", [(2,)])]}, "case names repeat: a"),
         (
             {"cases": [custom("a", [(1,)], "float64")], "dtypes": ["float32"]},
-            "a dtype the op does not accept",
+            "a dtype the op does not accept; it takes float32 (declare the dtypes it takes: "
+            "@portkit.op(dtypes=('float32', 'float64'), ...))",
+        ),
+        (  # the generators' gradcheck case is float64 whatever their dtypes say
+            {"cases": rows(shapes=[(2, 3)], dtypes=["float32"]), "dtypes": ["float32"]},
+            "case 'float64-gradcheck': input 0 is float64, a dtype the op does not accept; "
+            "it takes float32 (declare the dtypes it takes: @portkit.op(dtypes=('float32', "
+            "'float64'), ...); or, for an op without float64, leave it out: gradcheck=False)",
         ),
         ({"cases": [custom("a", [(1,)])], "dtypes": ["bfloat8"]}, "dtypes ['bfloat8'] unknown"),
         (
@@ -186,6 +193,8 @@ def test_op_definition_validation(options, words):
 
     assert "@portkit.op class Bad" in str(info.value)
     assert words in str(info.value)
+    if "there" in words:  # a fixed dtype refused: a dtypes= hint would not help
+        assert str(info.value).endswith(words)
 
 
 def test_op_definition_needs_forward_signature():
