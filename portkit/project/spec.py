@@ -106,7 +106,8 @@ class OpDefinition:
         for case in self.cases:
             problem = self.refused_dtype(case.dtypes)
             if problem:
-                raise OpDefinitionError(f"{where}: case {case.name!r}: {problem}{self._dtypes_hint(case)}")
+                hint = self._dtypes_hint(case)
+                raise OpDefinitionError(f"{where}: case {case.name!r}: {problem}{hint}")
         bad = [c for c in self.bench if not isinstance(c, Case)]
         if bad:
             raise OpDefinitionError(f"{where}: bench holds {bad[0]!r}, not a portkit Case")
