@@ -392,4 +392,3 @@ def _plain(member: Any) -> Any:
     if isinstance(member, staticmethod):
         return member.__func__
     return member
-
