@@ -551,8 +551,8 @@ __global__ void __launch_bounds__(MAX_THREADS)
     bwd_kernel<T, double>(x, w, dy, mean, rstd, dx, partw, partb, rows, cols, sums);
 }
 
-// The bwd_half_math knob's "float32" (launched for __half and __nv_bfloat16 only): the
-// same rows with float per-element arithmetic. Why: at 16384x4096 bfloat16 the double
+// The bwd_half_math knob's "float32" (__half and __nv_bfloat16) and bwd_float_math's
+// (float): the same rows with float per-element arithmetic. Why: at 16384x4096 bfloat16 the double
 // path ran at 30% of copy bandwidth on an H200 (torch 40%): each element costs five
 // float <-> double conversions (16 a clock per SM) and ten double operations, and its
 // registers leave one block of 512 threads an SM, so nothing overlaps a block's

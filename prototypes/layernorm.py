@@ -27,8 +27,9 @@ orders, so the two agree within the twin tolerance):
   (in registers in the twin, in ``partw``/``partb`` here: the same additions in the same
   order) and leaves one partial row per block; ``layernorm_bwd_wb`` sums the partials per
   column, 32 at a time, then the 32 sums in order. Deterministic: no atomics. With the
-  bwd_half_math knob's "float32", float16 and bfloat16 take ``layernorm_bwd32``: the same
-  layout with float32 per-element arithmetic and partial sums (the forward's narrow path).
+  bwd_half_math knob's "float32", float16 and bfloat16 take ``layernorm_bwd32`` (float32
+  with bwd_float_math's): the same layout with float32 per-element arithmetic and partial
+  sums (the forward's narrow path).
 """
 
 import torch
@@ -273,8 +274,8 @@ def bwd_element32(x, w, dy, dx, partw, partb, row, c, mu32, r32, m1, m2):
 
 @cuda.jit
 def layernorm_bwd32(x, w, dy, mean, rstd, dx, partw, partb, rows, cols):
-    """layernorm_bwd's narrow path (the bwd_half_math knob's "float32", float16 and
-    bfloat16 only): per element float32 (mean and 1/std rounded to float32 once a row), a
+    """layernorm_bwd's narrow path (float16 and bfloat16 with the bwd_half_math knob's
+    "float32", float32 with bwd_float_math's): per element float32 (mean and 1/std rounded to float32 once a row), a
     thread's row sums widened once for the float64 sums across threads, their means
     through 1 / cols (float64, once a thread), the gradient partials float32 sums. (The
     twin reduces the two row sums behind one pair of barriers, `row_sum2`: each in
@@ -387,6 +388,11 @@ BENCH = [
         # backward knobs: `portkit tune`'s greedy search (--budget 10) then tries
         # bwd_threads_per_sm 1024 with it.
         "bwd_half_math": ["float64", "float32"],
+        # float32 backward's per-element arithmetic, the same choice: at 4096x4096 and
+        # 16384x4096 float32 the float64 path ran at 35-42% of copy bandwidth on an H200
+        # (torch 43-47%, 2026-11-28: 0.94 and 0.98-0.99 of torch's speed), the half path's
+        # numbers before its float32 path.
+        "bwd_float_math": ["float64", "float32"],
         "bwd_elems": [BWD_ELEMS, 4, 16],
         "bwd_threads_per_sm": [BWD_THREADS_PER_SM, 1024, 256],
     },
@@ -430,7 +436,9 @@ class LayerNorm:
         )
         partw = k.empty((parts, cols), torch.float64)
         partb = k.empty((parts, cols), torch.float64)
-        narrow = x.element_size() == 2 and kn.bwd_half_math == "float32"
+        narrow = (x.element_size() == 2 and kn.bwd_half_math == "float32") or (
+            x.dtype == torch.float32 and kn.bwd_float_math == "float32"
+        )
         kernel = k.layernorm_bwd32 if narrow else k.layernorm_bwd
         kernel[parts, threads](x, w, dy, mean, rstd, dx, partw, partb, rows, cols)
         grid = portkit.cdiv(cols, W_COLS)
