@@ -259,11 +259,9 @@ class SimArray:
                 elif self._poisoned:
                     raise self._uninitialised(None, flat)
             elif not ordered(written, me, self._cross_block):
-                fault = MemoryFault(
-                    "race",
-                    f"read of {self.name}[{self._position(flat)}]",
-                    (written, shadow.write_lines[flat]),
-                )
+                where = f"read of {self.name}[{self._position(flat)}]"
+                other = (written, shadow.write_lines[flat])
+                fault = MemoryFault("race", f"{where} after another thread's write", other)
                 frame = sys._getframe(2)
                 if flat in shadow.same_writes:  # a write of the bits it held: a warning
                     if not read_after_same_write(self._machine, fault, frame):
@@ -271,7 +269,7 @@ class SimArray:
                 elif flat not in shadow.atomics or self._machine.strict:
                     raise fault
                 else:  # racing with atomics only: the second schedule decides (machine.py)
-                    self._machine.suspect_race(fault, frame)
+                    self._machine.suspect_race(MemoryFault("race", where, other), frame)
         read = shadow.reads[flat]
         line = _line_key(sys._getframe(2), self._machine.files)
         if read == me or read == NOBODY or ordered(read, me, self._cross_block):
