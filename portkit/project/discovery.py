@@ -271,7 +271,10 @@ def load_op(name: str, path: Path, twin_path: Path | None) -> Op:
     ]
     if len(definitions) != 1:
         found = ", ".join(c.__name__ for c in definitions) or "none"
-        raise OpDefinitionError(f"{path} must define exactly one @portkit.op class; found {found}")
+        helper = "" if definitions else f" (a helper module, not an op? name it _{path.name})"
+        raise OpDefinitionError(
+            f"{path} must define exactly one @portkit.op class; found {found}{helper}"
+        )
     kernels = {
         k: v
         for k, v in vars(module).items()

@@ -410,7 +410,11 @@ def test_broken_prototypes_do_not_hide_others(make_project, sources, cli):
 @pytest.mark.parametrize(
     "text, words",
     [
-        ("x = 1\n", "must define exactly one @portkit.op class; found none"),
+        (
+            "x = 1\n",
+            "must define exactly one @portkit.op class; found none (a helper module, not an "
+            "op? name it _err_other.py)",
+        ),
         ("raise RuntimeError('boom')\n", "failed to import: RuntimeError: boom"),
     ],
 )
