@@ -53,7 +53,8 @@
 #              cases with 20 seeds (worst margins; the ops dealt over the GPUs), the exported
 #              package's host cost beside portkit.load's
 #   large-seeds  the norms' GPU-sized cases alone, 20 seeds each, one (op, case) at a time
-#              per GPU (LARGE_OPS="a b" narrows them, SEEDS_LIMIT seconds a case, 500)
+#              per GPU (LARGE_OPS="a b" narrows them, SEEDS_LIMIT seconds a step, 500;
+#              SEEDS_PER_STEP=5 splits each case's seeds into steps of 5, --first-seed)
 #   shards     the generated suite on one GPU (with cores/GPUs xdist workers), then sharded
 #              over every GPU (--portkit-shard K/N, scripts/shard_suite.sh: N runners'
 #              worth), both without the verdict store and with warm compilers' caches
@@ -390,9 +391,11 @@ seeds() {
     --json "$LOGS/bench_launch.json"
 }
 
-large_seeds() {  # the norms' GPU-sized cases with 20 seeds, one (op, case) at a time per
-  # GPU, dealt over the GPUs (LARGE_OPS="a b" narrows the ops, SEEDS_LIMIT the seconds)
-  local gpus k pairs=()
+large_seeds() {  # the norms' GPU-sized cases with 20 seeds, one (op, case, seeds) unit at
+  # a time per GPU, dealt over the GPUs (LARGE_OPS="a b" narrows the ops, SEEDS_LIMIT the
+  # seconds a unit, SEEDS_PER_STEP splits a case's 20 seeds into units of that many:
+  # add_rmsnorm bfloat16-16384x4096 takes ~31 s a seed on an H200)
+  local gpus k per=${SEEDS_PER_STEP:-20} pairs=() units=()
   gpus=$(gpu_count)
   mapfile -t pairs < <("$PY" -c "
 import sys
@@ -404,13 +407,19 @@ for op in sys.argv[1:]:
         if case.large:
             print(op + '=' + case.name)
 " ${LARGE_OPS:-rmsnorm add_rmsnorm layernorm})
+  local pair first
+  for pair in "${pairs[@]}"; do
+    for ((first = 0; first < 20; first += per)); do units+=("$pair@$first"); done
+  done
   for ((k = 0; k < gpus; k++)); do
     local mine
-    mapfile -t mine < <(dealt "$k" "$gpus" "${pairs[@]}")
+    mapfile -t mine < <(dealt "$k" "$gpus" "${units[@]}")
     [ ${#mine[@]} -gt 0 ] || continue
-    (for pair in "${mine[@]}"; do
-      step_on_gpu "$k" "large-seeds-${pair//=/-}" "${SEEDS_LIMIT:-500}" "${PORTKIT[@]}" check \
-        "${pair%%=*}" --case "${pair#*=}" --seeds 20 --backend numba,twin,torch --no-compile
+    (for unit in "${mine[@]}"; do
+      pair=${unit%@*} first=${unit#*@}
+      step_on_gpu "$k" "large-seeds-${pair//=/-}-from-$first" "${SEEDS_LIMIT:-500}" \
+        "${PORTKIT[@]}" check "${pair%%=*}" --case "${pair#*=}" --first-seed "$first" \
+        --seeds "$((first + per > 20 ? 20 - first : per))" --backend numba,twin,torch --no-compile
       wait
     done) &
   done

@@ -128,8 +128,8 @@ class CaseRunner:
     @property
     def reproduce(self) -> str:
         rerun = self.rerun or f"portkit check {self.op.name} --case {self.case.name}"
-        if self.case.seed_round and not self.rerun:  # one of --seeds N's rounds
-            rerun += f" --seeds {self.case.seed_round + 1}"
+        if self.case.seed_round and not self.rerun:  # one of --seeds N's rounds: that one
+            rerun += f" --first-seed {self.case.seed_round}"
         return f" [seed {self.case.seed}; reproduce: {rerun}]"
 
     def failure(self, exc: Exception) -> tuple[str, FailureSite | None]:

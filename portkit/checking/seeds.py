@@ -5,7 +5,8 @@ project/cases.py), so one seed is one set of inputs on every machine. A verdict 
 seed says nothing about how close the next comes to its bound; running the case with
 seeds ``s, s+1, ..., s+N-1`` (``s`` the case's own) and keeping, per check, the largest
 margin (an error over its bound; 1 is the bound) shows a near-miss before a GPU runner
-draws the seed that fails.
+draws the seed that fails. ``--first-seed K`` starts at ``s+K``: one failing seed
+re-run alone (its reproduce line says so), or a long run split between machines.
 """
 
 from __future__ import annotations
@@ -23,6 +24,13 @@ if TYPE_CHECKING:
     from portkit.project.cases import Case
     from portkit.project.config import ProjectConfig
     from portkit.project.discovery import Op
+
+
+def seeds_label(seeds: int, first: int = 0) -> str:
+    """What a run's seeds are, for the worst-margin heading."""
+    if not first:
+        return f"{seeds} seeds"
+    return f"seed {first}" if seeds == 1 else f"seeds {first} to {first + seeds - 1}"
 
 
 def seeded(case: Case, round_: int) -> Case:
@@ -66,18 +74,20 @@ def run_seeds(
     config: ProjectConfig,
     seeds: int,
     *,
+    first: int = 0,
     compile_first: bool = True,
     advance: Callable[[str], None] = lambda label: None,
     settings: CheckSettings | None = None,
     reuse: Reuse | None = None,
     op_notes: bool = True,
 ) -> tuple[list[CheckResult], list[WorstMargin]]:
-    """``run_suite`` once per seed (the compile checks and op-wide rows once), and the
-    worst margin per check over all cases and seeds; with one seed, ``run_suite``'s rows
-    and no margins (`portkit check` lists them only under ``--seeds N``)."""
+    """``run_suite`` once per seed, rounds ``first`` to ``first + seeds - 1`` (the compile
+    checks and op-wide rows once), and the worst margin per check over all cases and
+    seeds; with only the cases' own seeds, ``run_suite``'s rows and no margins
+    (`portkit check` lists them only under ``--seeds N`` or ``--first-seed K``)."""
     from portkit.checking.harness import run_suite
 
-    if seeds == 1:
+    if seeds == 1 and first == 0:
         suite = run_suite(
             plan,
             backends,
@@ -91,13 +101,13 @@ def run_seeds(
         return suite, []
     results: list[CheckResult] = []
     tagged: list[tuple[CheckResult, int]] = []
-    for round_ in range(seeds):
+    for round_ in range(first, first + seeds):
         round_plan = [(op, seeded(case, round_)) for op, case in plan]
         found = run_suite(
             round_plan,
             backends,
             config,
-            compile_first=compile_first and round_ == 0,
+            compile_first=compile_first and round_ == first,
             advance=advance,
             settings=settings,
             reuse=reuse,
@@ -105,7 +115,7 @@ def run_seeds(
         )
         seed_of = {(op.name, case.name): case.seed for op, case in round_plan}
         for result in found:
-            if round_ and result.case == "all":
+            if round_ != first and result.case == "all":
                 continue  # the op-wide rows (gradcheck notes) once, not per seed
             results.append(result)
             tagged.append((result, seed_of.get((result.op, result.case), -1)))

@@ -127,6 +127,14 @@ EXIT_SANITIZER_SKIPPED = EXIT_NOTHING_RAN
     "margin per check: the largest error over its bound, 1 being the bound.",
 )
 @click.option(
+    "--first-seed",
+    type=click.IntRange(min=0),
+    default=0,
+    metavar="K",
+    help="Start at each case's K-th seed (its own + K; with --seeds N, K to K+N-1): a "
+    "failing seed re-run alone, as its reproduce line says, or a long run split up.",
+)
+@click.option(
     "-j",
     "--jobs",
     type=click.IntRange(min=1),
@@ -158,6 +166,7 @@ def check(
     sanitize_log_dir: Path | None,
     as_json: bool,
     seeds: int = 1,
+    first_seed: int = 0,
     jobs: int = 1,
     budget: float | None = None,
     strict: bool = False,
@@ -194,7 +203,7 @@ def check(
     """
     from portkit.backends import create_all
     from portkit.checking.harness import plan_suite
-    from portkit.checking.seeds import run_seeds
+    from portkit.checking.seeds import run_seeds, seeds_label
     from portkit.checking.verdicts.phases import phase_backends
     from portkit.checking.verdicts.serve import open_verdicts
     from portkit.cli.render import progress_bar
@@ -228,14 +237,16 @@ def check(
         raise click.UsageError("--backend needs a backend name, e.g. --backend sim")
     out = emit if as_json else None
     margins: list = []
+    label = seeds_label(seeds, first_seed)
     if jobs > 1:
         from portkit.cli.check_jobs import check_jobs
 
         results, states, lines, margins = check_jobs(
             config, plan, names, case_names, quick, no_compile, verbose, jobs, console,
             phase=phase, verdicts=verdicts_path, use_verdicts=not no_cache, seeds=seeds,
+            first_seed=first_seed,
         )  # fmt: skip
-        _report(results, states, lines, names, margins, seeds, verbose, console, out, phase, config)
+        _report(results, states, lines, names, margins, label, verbose, console, out, phase, config)
     backends = phase_backends(create_all(config, names or None), phase)
     if not backends:
         raise click.UsageError(f"--phase {phase} runs none of the backends named with --backend")
@@ -249,7 +260,7 @@ def check(
             "reuse": verdicts,
             "op_notes": phase != "gpu",
         }
-        results, margins = run_seeds(plan, backends, config, seeds, **common)
+        results, margins = run_seeds(plan, backends, config, seeds, first=first_seed, **common)
     if verdicts is not None:
         verdicts.store.save()
     report: list[str] = []
@@ -258,7 +269,7 @@ def check(
             report += backend.engine_report()
             if backend.reports_cache and not backend.unavailable_reason:
                 report += backend.cache_report(ops)
-    _report(results, backends, report, names, margins, seeds, verbose, console, out, phase, config)
+    _report(results, backends, report, names, margins, label, verbose, console, out, phase, config)
 
 
 def _report(
@@ -267,7 +278,7 @@ def _report(
     report: Sequence[str],
     names: Sequence[str],
     margins: Sequence[WorstMargin],
-    seeds: int,
+    seeds: str,  # the run's seeds, as the worst-margin heading says them
     verbose: bool,
     console: Console,
     emit: Callable[[str], None] | None,
@@ -283,7 +294,7 @@ def _report(
     if phase == "gpu":
         print_unreachable(config, console)
     if margins:
-        console.print(f"worst margin per check over {seeds} seeds (1 = the bound):")
+        console.print(f"worst margin per check over {seeds} (1 = the bound):")
         for worst in margins:
             console.print(f"  {worst.line()}", soft_wrap=True, markup=False)
     idle = None if failed else nothing_ran(results)

@@ -34,6 +34,7 @@ def check_jobs(
     verdicts: Path | None = None,
     use_verdicts: bool = True,
     seeds: int = 1,
+    first_seed: int = 0,
 ) -> tuple[list[CheckResult], list[BackendState], list[str], list[WorstMargin]]:
     """The rows in the order one process gives them, each backend once (a worker that
     could run it wins over one that could not), the ops' report lines in op order, and
@@ -64,6 +65,7 @@ def check_jobs(
         verdicts=str(verdicts.resolve()) if verdicts is not None else "",
         use_verdicts=use_verdicts,
         seeds=seeds,
+        first_seed=first_seed,
     )
     ops = list(dict.fromkeys(op.name for op, _ in plan))
     steps = len(plan) * seeds + (len(ops) if compiles else 0)

@@ -76,5 +76,32 @@ def test_a_failure_in_another_seed_names_it(make_project, sources, cli):
     assert seeded_run.exit_code == 1
     failed = [r for r in json.loads(seeded_run.stdout)["results"] if r["status"] == "fail"]
     assert failed and all(r["margin"] > 1 for r in failed)
-    assert re.search(r"\[seed (\d+); reproduce: portkit check sig2 --case float32-n16 "
-                     r"--seeds (\d+)\]", failed[0]["detail"]), failed[0]["detail"]
+    found = re.search(r"\[seed (\d+); reproduce: portkit check sig2 --case float32-n16 "
+                      r"--first-seed (\d+)\]", failed[0]["detail"])
+    assert found, failed[0]["detail"]
+    seed, first = int(found.group(1)), int(found.group(2))
+    assert seed == first  # the case's own seed is 0
+    # The reproduce line runs that one seed alone, and it fails there.
+    again = cli(root, "check", "sig2", "--backend", "sim", "--no-compile", "--case",
+                "float32-n16", "--first-seed", str(first), "--json")
+    assert again.exit_code == 1, again.output
+    rows = [r for r in json.loads(again.stdout)["results"] if r["check"] == "forward"]
+    assert len(rows) == 1 and rows[0]["status"] == "fail"
+    assert f"[seed {seed}; reproduce:" in rows[0]["detail"]
+
+
+def test_first_seed_starts_the_rounds_later(make_project, sources, cli):
+    from portkit.project.config import load_config
+    from portkit.project.discovery import discover
+
+    root = make_project({"sig": (sources.unary_op("sig", **SIGMOID), None)})
+    own = {c.name: c.seed for c in discover(load_config(root)).get("sig").definition.cases}
+    result = cli(root, "check", "sig", "--backend", "sim", "--no-compile", "--seeds", "2",
+                 "--first-seed", "3", "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    forward = [r for r in report["results"] if r["check"] == "forward"]
+    assert len(forward) == 2 * len({r["case"] for r in forward})  # two rounds of each case
+    rounds = {w["seed"] - own[w["case"]] for w in report["worst_margins"]}
+    assert rounds and rounds <= {3, 4}, rounds
+    assert "over seeds 3 to 4 (1 = the bound)" in result.stderr

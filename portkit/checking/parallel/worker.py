@@ -44,6 +44,7 @@ class Request:
     verdicts: str = ""  # --verdicts PATH; "" the cache dir's store
     use_verdicts: bool = True  # False under --no-cache
     seeds: int = 1  # --seeds N: every case with N seeds, the worst margin per check
+    first_seed: int = 0  # --first-seed K: from each case's K-th seed
 
     def write(self, path: Path) -> None:
         path.write_text(json.dumps(asdict(self)))
@@ -93,9 +94,12 @@ def check_op(session: Session, request: Request, name: str, say: IO[str]) -> OpR
         "reuse": verdicts,
         "op_notes": request.phase != "gpu",
     }
-    results, margins = (
-        run_seeds(plan, backends, session.config, request.seeds, **common) if plan else ([], [])
-    )
+    results: list = []
+    margins: list = []
+    if plan:
+        results, margins = run_seeds(
+            plan, backends, session.config, request.seeds, first=request.first_seed, **common
+        )
     if verdicts is not None:
         verdicts.store.save()
     report: list[str] = []
