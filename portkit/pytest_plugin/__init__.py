@@ -32,7 +32,7 @@ matrix of N machines runs the suite once between them; xdist workers inside each
 still get a GPU each. Each xdist worker also gets its share of the cores for torch's
 threads (``OMP_NUM_THREADS`` = cores / workers, unless set): workers that each start a
 thread per core slow every CPU reference and simulator case (the generated suite on one
-H200, 16 workers: 114 s before, 91 s after).
+H200, 16 workers: 114 s before on all 64 cores, 91 s after on 16).
 
 ``bench`` items time the op (``portkit bench``) and compare with a saved report; they
 skip unless a GPU CI job passes ``--portkit-bench-baseline FILE``, so the normal suite
