@@ -10,7 +10,7 @@ kernel a forward launches; the benchmark to count simulated threads.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -111,30 +111,36 @@ def record_launches(
     from portkit.runtime.autograd_function import forward_pair  # imports torch: not at start-up
 
     inputs = make_inputs(case, "cpu")
-    stage = "forward"
-    try:
-        result = op.definition.forward(k, *inputs, *case.extra)
-        outputs, saved = forward_pair(op.name, result, OpDefinitionError)
-        if backward and op.definition.backward is not None:
-            stage = "backward"
-            outputs = as_tuple(outputs)
-            op.definition.backward(k, as_tuple(saved), *make_grad_outputs(case, outputs))
-    except PortkitError:
-        raise
-    except Exception as exc:
-        raise launcher_error(op, case, stage, exc) from exc
+    definition = op.definition
+    result = launched(op, case, "forward", lambda: definition.forward(k, *inputs, *case.extra))
+    outputs, saved = forward_pair(op.name, result, OpDefinitionError)
+    backward_launcher = definition.backward
+    if backward and backward_launcher is not None:
+        outputs = as_tuple(outputs)
+        launched(
+            op,
+            case,
+            "backward",
+            lambda: backward_launcher(k, as_tuple(saved), *make_grad_outputs(case, outputs)),
+        )
     return log
 
 
-def launcher_error(op: Op, case: Case, stage: str, exc: Exception) -> LauncherError:
-    """One line for a launcher that raised on the op's own case: what, where, and that
-    portkit found it tracing the launches (or, for a registered op, its layout)."""
-    text, site = raised(exc, op.prototype_path)
-    return LauncherError(
-        f"op {op.name}: its {stage} launcher raised {text} on case {case.name}, while portkit "
-        f"traced its launches",
-        site,
-    )
+def launched(op: Op, case: Case, stage: str, call: Callable[[], Any]) -> Any:
+    """What ``call`` (the op's ``stage`` launcher on ``case``) returns; anything it raises
+    but a portkit error becomes one LauncherError line: what, where in the prototype, and
+    that portkit found it tracing the launches (or, for a registered op, its layout)."""
+    try:
+        return call()
+    except PortkitError:
+        raise
+    except Exception as exc:
+        text, site = raised(exc, op.prototype_path)
+        raise LauncherError(
+            f"op {op.name}: its {stage} launcher raised {text} on case {case.name}, while "
+            f"portkit traced its launches",
+            site,
+        ) from exc
 
 
 def launch_signatures(op: Op, dtype: str) -> dict[str, tuple]:

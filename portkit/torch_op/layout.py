@@ -8,11 +8,10 @@ no shape function. Kernels do not launch; ``k.empty*`` allocate meta tensors.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from portkit.errors import BackwardContractError, OpDefinitionError, PortkitError
-from portkit.launch.trace import launcher_error
+from portkit.errors import BackwardContractError, OpDefinitionError
+from portkit.launch.trace import launched
 from portkit.project.cases import make_grad_outputs, make_inputs
 from portkit.project.op_content import by_op_content
 from portkit.project.tuning_table import declared_choice
@@ -20,7 +19,6 @@ from portkit.runtime.autograd_function import OpLayout, as_tuple, forward_pair
 from portkit.runtime.registration import FakeKernels
 
 if TYPE_CHECKING:
-    from portkit.project.cases import Case
     from portkit.project.discovery import Op
 
 SCALAR_SCHEMA_TYPES = ((bool, "bool"), (int, "int"), (float, "float"))
@@ -50,7 +48,7 @@ def op_layout(op: Op) -> OpLayout:
     input_types = tuple(schema_type(v, op.name, i) for i, v in enumerate(inputs))
     k = FakeKernels(op.name, torch.device("meta"), list(op.kernels))
     k.knob_choice = declared_choice(op)  # the defaults: launches do nothing, shapes count
-    result = _launched(op, case, "forward", lambda: op.definition.forward(k, *inputs))
+    result = launched(op, case, "forward", lambda: op.definition.forward(k, *inputs))
     outputs, saved = (as_tuple(part) for part in forward_pair(op.name, result, OpDefinitionError))
     if not outputs or not all(isinstance(o, torch.Tensor) for o in outputs):
         raise OpDefinitionError(f"op {op.name}: forward's outputs must be tensors")
@@ -74,7 +72,7 @@ def op_layout(op: Op) -> OpLayout:
     if backward is not None:
         grad_outputs = make_grad_outputs(case, outputs)  # created on the CPU, moved to meta
         returned = as_tuple(
-            _launched(op, case, "backward", lambda: backward(k, tuple(saved), *grad_outputs))
+            launched(op, case, "backward", lambda: backward(k, tuple(saved), *grad_outputs))
         )
         if len(returned) != len(inputs):
             raise BackwardContractError.gradient_count(op.name, len(returned), len(inputs))
@@ -84,16 +82,6 @@ def op_layout(op: Op) -> OpLayout:
             for n, (g, i) in enumerate(zip(returned, inputs))
         )
     return OpLayout(input_types, len(outputs), tuple(layout_saved), grads, backward is not None)
-
-
-def _launched(op: Op, case: Case, stage: str, call: Callable[[], Any]) -> Any:
-    """A launcher's result on meta tensors; what it raises, said as a trace says it."""
-    try:
-        return call()
-    except PortkitError:
-        raise
-    except Exception as exc:
-        raise launcher_error(op, case, stage, exc) from exc
 
 
 def no_gradient_inputs(op: Op) -> dict[int, str]:
