@@ -189,20 +189,37 @@ def _knob_only_launches(op: Op, launched: set[str]) -> list[tuple[str, Launch]]:
     their defaults, on the cases that are neither GPU-only nor large, so the compile and
     signature checks and the twin's instantiations cover every kernel a tuned table can
     pick. Nothing (and no extra tracing) when the defaults launch every kernel."""
-    if not set(op.kernels) - launched or not op.definition.knobs:
+    if not set(op.kernels) - launched:
         return []
+    found: list[tuple[str, Launch]] = []
+    for _, _, pinned in one_knob_changed(op):
+        for case in small_cases(op):
+            try:
+                traced = record_launches(op, case, knob_choice=pinned)
+            except PortkitError:  # a value a GPU would refuse: lint's knob finding
+                continue
+            found += [(case.name, launch) for launch in traced if launch.kernel not in launched]
+    return found
+
+
+def one_knob_changed(op: Op) -> list[tuple[str, Any, Any]]:
+    """(label, value, knob choice pinned to it) for each other value of each declared
+    knob, the rest at their defaults: the values no table may pick yet, which the trace
+    and lint check."""
+    if not op.definition.knobs:
+        return []
+    from portkit.runtime.knob_choice import describe
+
     choice = declared_choice(op)
     base = {name: values[0] for name, values in choice.declared.items()}
-    found: list[tuple[str, Launch]] = []
+    found = []
     for name, values in choice.declared.items():
         for value in values[1:]:
-            pinned = choice.pinned({**base, name: value})
-            for case in op.definition.cases:
-                if case.gpu_only or case.large:
-                    continue
-                try:
-                    traced = record_launches(op, case, knob_choice=pinned)
-                except PortkitError:  # a value a GPU would refuse: lint's knob finding
-                    continue
-                found += [(case.name, launch) for launch in traced if launch.kernel not in launched]
+            label = describe({name: value})
+            found.append((label, value, choice.pinned({**base, name: value}, label)))
     return found
+
+
+def small_cases(op: Op) -> list[Case]:
+    """The op's cases that a CPU traces: neither GPU-only nor large."""
+    return [c for c in op.definition.cases if not (c.gpu_only or c.large)]

@@ -25,7 +25,7 @@ from portkit.build.compile_checks import check_prototype, check_twin, signatures
 from portkit.build.finding import Finding, Severity, one_per_line
 from portkit.build.signature import signature_findings
 from portkit.errors import PortkitError
-from portkit.launch.trace import record_launches
+from portkit.launch.trace import one_knob_changed, record_launches, small_cases
 from portkit.lint.twin_truncation import truncation_findings
 from portkit.results import Outcome
 
@@ -104,31 +104,16 @@ def knob_value_findings(op: Op) -> list[Finding]:
     rest at their defaults, traced on the cases that are neither GPU-only nor large. Only a
     tuned table runs such a value, and `portkit tune` would refuse it on a GPU: said here
     first, without one. One finding per value, its first refusing case."""
-    from portkit.project.tuning_table import declared_choice
-    from portkit.runtime.knob_choice import describe
-
-    if not op.definition.knobs:
-        return []
-    choice = declared_choice(op)
-    base = {name: values[0] for name, values in choice.declared.items()}
-    cases = [c for c in op.definition.cases if not (c.gpu_only or c.large)]
     findings = []
-    for name, values in choice.declared.items():
-        for value in values[1:]:
-            label = describe({name: value})
-            pinned = choice.pinned({**base, name: value}, label)
-            for case in cases:
-                try:
-                    record_launches(op, case, knob_choice=pinned)
-                except PortkitError as exc:
-                    message = (
-                        f"knob {label} (the others at their defaults), case {case.name}: {exc}"
-                    )
-                    fix = f"drop {value!r} from the knob's values, or keep its launches in limits"
-                    findings.append(
-                        Finding(Severity.ERROR, "launch", op.name, "", "", message, fix)
-                    )
-                    break
+    for label, value, pinned in one_knob_changed(op):
+        for case in small_cases(op):
+            try:
+                record_launches(op, case, knob_choice=pinned)
+            except PortkitError as exc:
+                message = f"knob {label} (the others at their defaults), case {case.name}: {exc}"
+                fix = f"drop {value!r} from the knob's values, or keep its launches in limits"
+                findings.append(Finding(Severity.ERROR, "launch", op.name, "", "", message, fix))
+                break
     return findings
 
 
