@@ -275,9 +275,10 @@ def bwd_element32(x, w, dy, dx, partw, partb, row, c, mu32, r32, m1, m2):
 @cuda.jit
 def layernorm_bwd32(x, w, dy, mean, rstd, dx, partw, partb, rows, cols):
     """layernorm_bwd's narrow path (float16 and bfloat16 with the bwd_half_math knob's
-    "float32", float32 with bwd_float_math's): per element float32 (mean and 1/std rounded to float32 once a row), a
-    thread's row sums widened once for the float64 sums across threads, their means
-    through 1 / cols (float64, once a thread), the gradient partials float32 sums. (The
+    "float32", float32 with bwd_float_math's): per element float32 (mean and 1/std
+    rounded to float32 once a row), a thread's row sums widened once for the float64
+    sums across threads, their means through 1 / cols (float64, once a thread), the
+    gradient partials float32 sums. (The
     twin reduces the two row sums behind one pair of barriers, `row_sum2`: each in
     row_sum's order, so the same values.)"""
     tx = cuda.threadIdx.x

@@ -110,6 +110,9 @@ machine() {
   {
     date -u +"date: %Y-%m-%dT%H:%MZ"
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | sed 's/^/gpu: /'
+    # cores against hardware threads: N shards pinned to N core ranges share physical
+    # cores where the machine has two threads a core
+    lscpu 2>/dev/null | grep -E '^(Model name|Socket|Core|Thread|CPU\(s\)|NUMA node[0-9]* CPU)' | sed 's/^/cpu: /'
     "$PY" - <<'PY'
 import platform
 from importlib.metadata import version
@@ -455,10 +458,10 @@ shards() {
   if [ "${ALONE:-0}" = 1 ] && [ "$gpus" -ge 2 ]; then
     local k
     for ((k = 1; k <= gpus; k++)); do
-      cp "$durations" "$durations.alone"
+      cp "$durations" "$durations.alone.$k"  # read to balance, then holds shard k's items
       CUDA_VISIBLE_DEVICES=0 PORTKIT_VERDICT_CACHE=0 step "shard-$k-of-$gpus-alone" 120 \
         "${pin[@]}" "${PYTEST[@]}" -n "$per" prototypes --portkit-shard "$k/$gpus" \
-        --portkit-durations "$durations.alone"
+        --portkit-durations "$durations.alone.$k"
     done
   fi
   [ "${CHECK_ALL:-1}" = 1 ] || return 0

@@ -125,6 +125,13 @@ VARIABLES: tuple[Variable, ...] = (
         "process",
     ),
     Variable(
+        "PYTEST_ADDOPTS",
+        "",
+        "process setup: read by the pytest plugin, which leaves a --dist mode named there "
+        "to xdist (else -n takes work stealing)",
+        "process",
+    ),
+    Variable(
         "PYTEST_XDIST_WORKER_COUNT",
         "",
         "process setup: read by the pytest plugin, which gives each xdist worker its share "

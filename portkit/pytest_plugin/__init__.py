@@ -33,6 +33,9 @@ still get a GPU each. Each xdist worker also gets its share of the cores for tor
 threads (``OMP_NUM_THREADS`` = cores / workers, unless set): workers that each start a
 thread per core slow every CPU reference and simulator case (the generated suite on one
 H200, 16 workers: 114 s before on all 64 cores, 91 s after on 16).
+Under ``-n`` the workers steal work from each other (xdist's ``worksteal``, unless
+``--dist`` names a mode) and the GPU-sized cases are spread through the collection, so
+no worker runs an op's slowest items back to back (scheduling.py).
 
 ``bench`` items time the op (``portkit bench``) and compare with a saved report; they
 skip unless a GPU CI job passes ``--portkit-bench-baseline FILE``, so the normal suite
@@ -48,7 +51,7 @@ from typing import Any
 
 import pytest
 
-from portkit.pytest_plugin import shards, verdicts
+from portkit.pytest_plugin import scheduling, shards, verdicts
 from portkit.pytest_plugin.items import (
     BASELINE_OPTION,
     OpFile,
@@ -218,16 +221,24 @@ def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:
     shard = config.getoption("portkit_shard", None)
-    if shard is None:
-        return
-    durations = config.stash.get(_SHARD_DURATIONS_KEY, {})
-    mine = shards.partition([item.nodeid for item in items], shard.count, durations)
-    chosen = mine[shard.index - 1]
-    kept = [item for item in items if item.nodeid in chosen]
-    dropped = [item for item in items if item.nodeid not in chosen]
-    if dropped:
-        config.hook.pytest_deselected(items=dropped)
-    items[:] = kept
+    if shard is not None:
+        durations = config.stash.get(_SHARD_DURATIONS_KEY, {})
+        mine = shards.partition([item.nodeid for item in items], shard.count, durations)
+        chosen = mine[shard.index - 1]
+        kept = [item for item in items if item.nodeid in chosen]
+        dropped = [item for item in items if item.nodeid not in chosen]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+    if scheduling.spreads(config):  # GPU-sized cases apart, each in another worker's run
+        items[:] = scheduling.spread(
+            items, lambda item: item.get_closest_marker("large") is not None
+        )
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist's, called only where it runs
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any | None:
+    return scheduling.make_scheduler(config, log)
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
@@ -324,9 +335,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     verdicts.save(session.config)  # each xdist worker merges its own under the file's lock
 
 
-def pytest_terminal_summary(
-    terminalreporter: Any, exitstatus: int, config: pytest.Config
-) -> None:
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     """Items served from stored verdicts, counted; with --portkit-seeds N: the items
     closest to their bound, worst first."""
     cached = len(terminalreporter.stats.get("cached", ()))

@@ -17,6 +17,7 @@ from portkit.project.cases import (
     Case,
     custom,
     elementwise,
+    grad_outputs_kept,
     make_grad_outputs,
     make_inputs,
     rows,
@@ -130,6 +131,25 @@ def test_make_grad_outputs_deterministic():
     a, b = make_grad_outputs(case, outputs), make_grad_outputs(case, outputs)
     assert torch.equal(a[0], b[0]) and a[0].dtype == torch.float64
     assert not torch.equal(a[0], make_inputs(case, "cpu")[0])
+
+
+def test_grad_outputs_kept_draws_once_and_hands_out_copies(monkeypatch):
+    case = Case("c", ((5,),), "float32", seed=4)
+    outputs = [torch.zeros(5), torch.zeros(3, dtype=torch.float64)]
+    unkept = make_grad_outputs(case, outputs)
+    draws = []
+    real_randn = torch.randn
+    monkeypatch.setattr(torch, "randn", lambda *a, **k: draws.append(a) or real_randn(*a, **k))
+    with grad_outputs_kept():
+        first = make_grad_outputs(case, outputs)
+        first[0].fill_(7.0)  # a kernel writing its upstream gradient spoils no other run
+        second = make_grad_outputs(case, outputs)
+        other_seed = make_grad_outputs(Case("c", ((5,),), "float32", seed=5), outputs)
+    assert len(draws) == 4  # two outputs for seed 4, two for seed 5: never seed 4 again
+    assert all(torch.equal(s, u) for s, u in zip(second, unkept))
+    assert not torch.equal(other_seed[0], unkept[0])
+    make_grad_outputs(case, outputs)  # outside the block nothing is kept: drawn again
+    assert len(draws) == 6
 
 
 @pytest.mark.parametrize(
