@@ -156,7 +156,7 @@ def tune(
             "gpu": gpu,
             "table": str(path),
             "written": bool(written),
-            "dropped": sorted(dropped),  # GPUs whose entries were tuned for other knobs
+            "dropped": sorted(dropped),  # GPUs with entries for knobs no longer declared
             "cases": [_case_dict(t) for t in tunings],
             "not_tuned": untuned,  # past --time-limit
         }
@@ -165,8 +165,9 @@ def tune(
         _print(tunings, gpu, path if written else None, op.name)
         if dropped:
             make_console().print(
-                f"dropped the entries of {', '.join(sorted(dropped))}: tuned for other "
-                f"knobs; run `portkit tune {op.name}` on those GPUs again"
+                f"dropped entries of {', '.join(sorted(dropped))}: tuned with knobs or "
+                f"values the op no longer declares; run `portkit tune {op.name}` on those "
+                "GPUs again"
             )
     if untuned:
         click.secho(_continue_line(op.name, untuned, time_limit), fg="yellow", err=True)

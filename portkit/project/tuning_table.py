@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from portkit.atomic_write import write_atomic
 from portkit.errors import OpDefinitionError, PortkitError
-from portkit.runtime.knob_choice import TABLE_FORMAT, KnobChoice
+from portkit.runtime.knob_choice import TABLE_FORMAT, KnobChoice, checked_values
 
 if TYPE_CHECKING:
     from portkit.project.config import ProjectConfig
@@ -96,21 +96,38 @@ def merge_results(
 ) -> dict[str, Any]:
     """Write ``results`` (bucket -> entry) for ``gpu`` into the table at ``path`` (other
     GPUs' entries and other buckets kept; the knobs as declared now), whole or not at all.
-    Entries tuned for other knobs are dropped (they would be refused): ``dropped`` in the
-    returned table names their GPUs."""
+    An entry tuned before a knob was declared keeps its place, that knob at its default
+    (what the kernel did then, as the runtime reads it: a new knob's first value is the
+    old behaviour); one naming a knob or value the op no longer declares is dropped:
+    ``dropped`` in the returned table names its GPU."""
     table = read_table(path) or {}
-    dropped: list[str] = []
-    if table.get("knobs") not in (None, {n: list(v) for n, v in declared(op).items()}):
-        dropped = sorted(set(table.get("gpus", {})) - {gpu})
-        table["gpus"] = {}
-    gpus = table.get("gpus", {})
+    gpus, dropped = _still_declared(op, table.get("gpus", {}), str(path))
     gpus.setdefault(gpu, {}).update({bucket: dict(entry) for bucket, entry in results.items()})
     out = {
         "format": TABLE_FORMAT,
         "op": op.name,
         "knobs": {name: list(values) for name, values in declared(op).items()},
-        "gpus": {name: dict(sorted(b.items())) for name, b in sorted(gpus.items())},
+        "gpus": {name: dict(sorted(b.items())) for name, b in sorted(gpus.items()) if b},
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, json.dumps(out, indent=1) + "\n")
     return {**out, "dropped": dropped}
+
+
+def _still_declared(
+    op: Op, gpus: Mapping[str, Any], where: str
+) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """The table's entries whose configuration the op still declares (completed with the
+    defaults of knobs declared since), and the GPUs that lost an entry."""
+    knobs = declared(op)
+    kept: dict[str, dict[str, Any]] = {}
+    dropped: set[str] = set()
+    for gpu, buckets in gpus.items():
+        for bucket_name, entry in (buckets if isinstance(buckets, dict) else {}).items():
+            try:
+                config = checked_values(op.name, knobs, entry["config"], where, PortkitError)
+            except (PortkitError, KeyError, TypeError, AttributeError):
+                dropped.add(gpu)
+                continue
+            kept.setdefault(gpu, {})[bucket_name] = {**entry, "config": config}
+    return kept, sorted(dropped)

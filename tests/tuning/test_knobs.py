@@ -213,10 +213,22 @@ def test_the_project_table_is_read_and_merged_per_gpu(tmp_path):
     assert sorted(table["gpus"]) == ["A", "B"]
     assert sorted(table["gpus"]["A"]) == ["float32-4x4", "float32-8x8"]
     configurations = KnobChoice("op", DECLARED, table, OpDefinitionError).configurations()
-    # knobs declared anew: the other GPU's entries, tuned for the old ones, are dropped
+    # a knob declared since: every entry stays, the new knob at its default (the kernel's
+    # old behaviour, as the runtime reads an entry without it)
+    grown = SimpleNamespace(name="op", definition=SimpleNamespace(knobs=tuple(
+        (n, tuple(v)) for n, v in {**DECLARED, "math": ["float64", "float32"]}.items()
+    )))  # fmt: skip
+    merged = merge_results(path, grown, "A", {"float32-2x2": {"config": {"math": "float32"}}})
+    assert merged["dropped"] == [] and sorted(merged["gpus"]) == ["A", "B"]
+    assert merged["gpus"]["B"]["float32-8x8"]["config"] == {"threads": 64, "per_sm": 2,
+                                                           "math": "float64"}  # fmt: skip
+    assert merged["gpus"]["B"]["float32-8x8"]["us"] == 1.0
+    assert sorted(merged["gpus"]["A"]) == ["float32-2x2", "float32-4x4", "float32-8x8"]
+    # knobs or values no longer declared: those entries are dropped, the GPUs named
     changed = SimpleNamespace(name="op", definition=SimpleNamespace(knobs=(("threads", (64,)),)))
     merged = merge_results(path, changed, "A", {"float32-8x8": {"config": {}, "us": 1.0}})
-    assert merged["dropped"] == ["B"] and list(merged["gpus"]) == ["A"]
+    assert merged["dropped"] == ["A", "B"]
+    assert merged["gpus"] == {"A": {"float32-8x8": {"config": {}, "us": 1.0}}}
     assert json.loads(path.read_text())["knobs"] == {"threads": [64]}
     assert [(c.threads, c.per_sm) for c in configurations] == [
         (128, 2),
