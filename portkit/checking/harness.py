@@ -91,6 +91,7 @@ def gpu_implementations(op: Op, backends: Iterable[Backend]) -> list[str]:
     ]
 
 
+@grad_outputs_kept()  # every run of the case seeds the same upstream gradients: one draw
 def run_case(
     op: Op,
     case: Case,
@@ -104,18 +105,6 @@ def run_case(
     failed once reports its compiler's error in that case and is skipped in the rest.
     ``context``: every backend of the run, where ``backends`` is a part of them (the rest
     served from stored verdicts), for the skip reasons that depend on the others."""
-    with grad_outputs_kept():  # every run of the case seeds the same upstream gradients
-        return _run_case(op, case, backends, settings, unbuilt, context)
-
-
-def _run_case(
-    op: Op,
-    case: Case,
-    backends: Sequence[Backend],
-    settings: CheckSettings | None,
-    unbuilt: dict[str, str] | None,
-    context: Sequence[Backend] | None,
-) -> list[CheckResult]:
     import torch
 
     runner = CaseRunner(op, case, settings=settings or CheckSettings())

@@ -43,7 +43,7 @@ from portkit.errors import (
 )
 from portkit.launch.compose import compose_kernels
 from portkit.launch.op_inputs import as_tuple
-from portkit.project.cases import Case, make_grad_outputs, make_inputs
+from portkit.project.cases import Case, grad_outputs_kept, make_grad_outputs, make_inputs
 from portkit.torch_op.load import registered_callable
 
 if TYPE_CHECKING:
@@ -139,6 +139,7 @@ def failure_kind(exc: Exception, backend: Backend) -> str:
     return f"{backend.name} raised"
 
 
+@grad_outputs_kept()  # both sides and the reference's controls seed one draw
 def diff_case(op: Op, case: Case, plan: Plan, shown: int = 5, replay: bool = False) -> CaseDiff:
     """``replay``: find writers by re-running blocks even when the whole prototype ran in
     the simulator (what a GPU run does; tests use it to check the search)."""

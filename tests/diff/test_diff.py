@@ -86,6 +86,31 @@ def test_agreement_exits_zero(make_project, sources, cli):
     assert "all 1 cases agree" in result.output
 
 
+def test_a_case_diff_draws_its_upstream_gradients_once(make_project, sources, load_op, monkeypatch):
+    """Both sides' backward passes seed one draw (a GPU-sized case's costs seconds)."""
+    import torch
+
+    from portkit.diffing.case_diff import diff_case, plan_diff
+
+    py = sources.unary_op(
+        "diff_draws", "out[i] = x[i] * 2.0", cases=ONE_CASE, backward="dx[i] = dy[i] * 2.0"
+    )
+    config, op = load_op(make_project({"diff_draws": (py, None)}), "diff_draws")
+    plan = plan_diff(op, config, simulate=True)
+    case = op.definition.cases[0]
+    seeds = []
+    real_randn = torch.randn
+
+    def randn(*args, generator=None, **kwargs):
+        seeds.append(generator.initial_seed() if generator is not None else None)
+        return real_randn(*args, generator=generator, **kwargs)
+
+    monkeypatch.setattr(torch, "randn", randn)
+    diffed = diff_case(op, case, plan)
+    assert not diffed.error and diffed.tensors
+    assert seeds.count(case.seed + 10_007) == 1, seeds
+
+
 def test_replayed_writers_match_the_recorded_ones(make_project, sources, load_op):
     """The GPU path re-runs single blocks to find writers; here both paths can run, and
     the blocks it re-runs must name the same writers as the full simulation recorded."""

@@ -526,7 +526,7 @@ def assert_agree(what: str, simulated: np.ndarray, gpu: np.ndarray, exact: bool)
         np.testing.assert_array_equal(simulated, gpu, err_msg=f"{what}: simulator vs GPU")
 
 
-@pytest.mark.parametrize("case", _params())
+@pytest.mark.parametrize("case", list(_params()))
 def test_simulator_agrees_with_the_gpu(case: Case):
     inputs = case.make_args(np.random.default_rng(zlib.crc32(case.id.encode())))
     gpu = run_gpu(case, _copy(inputs))
