@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -21,6 +23,9 @@ from portkit.cli.context import (
 )
 from portkit.errors import PortkitError
 from portkit.project.dtypes import DTYPES
+
+if TYPE_CHECKING:
+    from portkit.project.cases import Case
 
 
 @click.command("diff")
@@ -82,7 +87,8 @@ def diff_command(
 
     Without a GPU the prototype runs in portkit's simulator and is compared with the
     twin compiled for the CPU (twin-cpu, needs g++ or clang++), or with the PyTorch
-    reference when there is no compiler; the output says which.
+    reference when there is no compiler; the output says which. There the GPU-sized
+    cases are left out unless --case names one (a note says which).
     Exits 1 when anything differs or a case could not run, 0 when everything agrees,
     3 when the twin could not run (no twin file, or no GPU and no C++ compiler) and the
     prototype was compared with the reference only (--sim asks for that: exit 0).
@@ -116,12 +122,15 @@ def diff_command(
     if case_name or dims is not None or dtype or seed is not None:
         cases = [choose_case(op, case_name, dtype, dims, seed)]
         check_fits(op, cases[0])
+        left_out = ""  # the one case asked for
     else:
         cases = [
             c
             for c in op.definition.cases
             if not ((c.gpu_only or c.large) and plan.prototype.simulated)
         ]
+        left_out = _left_out(op.definition.cases, cases)
+    note = "\n".join(filter(None, [plan.note, left_out]))
     console = make_console()
     results = []
     shown = console if not as_json else make_console(stderr=True)
@@ -131,9 +140,9 @@ def diff_command(
             results.append(diff_case(op, case, plan, show))
     notes = across_cases(results)
     if as_json:
-        emit(json.dumps(diff_json(results, notes, plan.note), indent=2))
+        emit(json.dumps(diff_json(results, notes, note), indent=2))
     else:
-        print_diff(console, results, notes, plan.note)
+        print_diff(console, results, notes, note)
     if plot_path:
         written = write_plot(Path(plot_path), results)
         if not as_json:
@@ -154,3 +163,15 @@ def diff_command(
         )
         sys.exit(EXIT_NOTHING_RAN)
     sys.exit(0)
+
+
+def _left_out(every: Sequence[Case], diffed: Sequence[Case]) -> str:
+    """Says which of the op's cases a default run left out (the GPU-sized ones, where the
+    prototype is simulated), so an "all cases agree" is not read as all of the op's."""
+    names = [c.name for c in every if c not in diffed]
+    if not names:
+        return ""
+    return (
+        f"left out {len(names)} GPU-sized case(s) here ({', '.join(names)}): a GPU diffs "
+        "them; `--case NAME` diffs one in the simulator"
+    )

@@ -29,8 +29,8 @@ def print_diff(
     from rich.table import Table
     from rich.text import Text
 
-    if plan_note:
-        console.print(Text(f"note: {plan_note}", style="yellow"))
+    for line in plan_note.splitlines():  # one note a line
+        console.print(Text(f"note: {line}", style="yellow"))
     summary = Table(title="portkit diff", title_justify="left")
     for column in (
         "case",

@@ -111,6 +111,26 @@ def test_a_case_diff_draws_its_upstream_gradients_once(make_project, sources, lo
     assert seeds.count(case.seed + 10_007) == 1, seeds
 
 
+def test_a_default_diff_says_which_gpu_sized_cases_it_left_out(make_project, sources, cli):
+    """Without a GPU the GPU-sized cases are not diffed unless named: "all 1 cases agree"
+    must not read as all of the op's cases."""
+    cases = (
+        '[portkit.cases.custom("float32-n129", [(129,)]),'
+        ' portkit.cases.custom("float32-big", [(1 << 20,)], large=True)]'
+    )
+    root = make_project(
+        {"diff_big": (planted(sources, "diff_big", "out[i] = x[i] * 2.0", cases), None)}
+    )
+    result = cli(root, "diff", "diff_big", "--sim")
+    assert result.exit_code == 0, result.output
+    assert "all 1 cases agree" in result.output
+    assert "left out 1 GPU-sized case(s) here (float32-big)" in result.output
+    _, report = diff_json(cli, root, "diff_big")
+    assert "left out 1 GPU-sized case(s) here (float32-big)" in report["note"]
+    named = cli(root, "diff", "diff_big", "--sim", "--case", "float32-n129")
+    assert "left out" not in named.output
+
+
 def test_replayed_writers_match_the_recorded_ones(make_project, sources, load_op):
     """The GPU path re-runs single blocks to find writers; here both paths can run, and
     the blocks it re-runs must name the same writers as the full simulation recorded."""
