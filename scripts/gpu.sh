@@ -32,7 +32,8 @@
 #              tables; TUNE_CASES="op=case,case ..." tunes only those cases (an op it does
 #              not name is not tuned, only timed and checked), TUNE_LIMIT
 #              seconds an op), then scripts/time_vs_torch.py and `portkit bench` (torch,
-#              baseline, twin; BENCH=0 leaves it out) with them, then `portkit check`
+#              baseline, twin; BENCH=0 leaves it out; BENCH_COMPILE=1 adds a bench with
+#              torch.compile of each reference) with them, then `portkit check`
 #              of SPEED_OPS' configurations (CHECK_TUNED=0: not); limits add up to 555 s
 #   phases     docs/ci.md's GPU job: `portkit check --phase gpu --verdicts FILE` (FILE
 #              starts as $VERDICTS, the CPU phase's, where given), then the same command
@@ -325,6 +326,14 @@ speed() {
     step bench 150 "${PORTKIT[@]}" bench sigmoid vector_add elementwise_mul softmax softmax_warp \
       layernorm rmsnorm add_rmsnorm --impl torch --impl baseline --impl twin --reps 20 \
       --save "$LOGS/bench.json"
+  fi
+  # torch.compile of each reference beside the twin (BENCH_COMPILE=1): a compile per op,
+  # shape and direction, too slow for the step above; the "best of torch" it may win
+  if [ "${BENCH_COMPILE:-0}" = 1 ]; then
+    # shellcheck disable=SC2086
+    step bench-compile "${BENCH_COMPILE_LIMIT:-400}" "${PORTKIT[@]}" bench ${SPEED_OPS:-sigmoid \
+      softmax softmax_warp layernorm rmsnorm add_rmsnorm} --impl torch.compile --impl baseline \
+      --impl twin --reps 20 --save "$LOGS/bench-compile.json"
   fi
   # Every configuration the tables can pick, on this GPU, against the reference and numba.
   if [ -n "${SPEED_OPS:-}" ] && [ "${CHECK_TUNED:-1}" = 1 ]; then
