@@ -66,19 +66,23 @@ def test_work_stealing_only_where_n_implied_load(monkeypatch):
         assert scheduling.make_scheduler(config(mode), log=None) is None
 
 
-def test_only_a_worker_in_an_ordered_mode_spreads():
-    assert scheduling.spreads(config("worksteal", worker=True))
-    assert scheduling.spreads(config("load", worker=True))
+def test_only_a_worker_told_by_a_controller_in_an_ordered_mode_spreads():
+    for mode, spread in (("load", True), ("worksteal", True), ("loadscope", False)):
+        workerinput: dict = {}
+        scheduling.tell_worker(config(mode), workerinput)  # on the controller
+        worker = config("no", worker=True)  # xdist sets a worker's own --dist to "no"
+        worker.workerinput = workerinput
+        assert scheduling.spreads(worker) is spread, mode
     assert not scheduling.spreads(config("load"))  # the controller does not collect
-    assert not scheduling.spreads(config("loadscope", worker=True))
-    assert not scheduling.spreads(config("no", worker=True))
+    assert not scheduling.spreads(config("no", worker=True))  # told nothing
 
 
-def test_an_xdist_run_steals_work_and_runs_every_item_once(pytester):
-    """End to end under pytest-xdist: the plugin's scheduler hook is taken, and every item
-    runs exactly once."""
+def test_an_xdist_run_steals_work_spreads_the_large_items_and_runs_each_once(pytester):
+    """End to end under pytest-xdist: the plugin's scheduler hook is taken, the workers'
+    collection has the large items spread apart, and every item runs exactly once."""
     pytester.makeconftest(
         """
+import os
 import pytest
 
 @pytest.hookimpl(hookwrapper=True, optionalhook=True)
@@ -86,9 +90,20 @@ def pytest_xdist_make_scheduler(config, log):
     outcome = yield
     with open("scheduler.txt", "w") as f:
         f.write(type(outcome.get_result()).__name__)
+
+def pytest_collection_finish(session):
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "controller")
+    with open(f"order-{worker}.txt", "w") as f:
+        f.write(" ".join(item.name for item in session.items))
 """
     )
-    pytester.makepyfile(test_items="\n".join(f"def test_{i}(): pass" for i in range(12)))
+    tests = [
+        ("@pytest.mark.large\n" if 5 <= i <= 7 else "") + f"def test_{i}(): pass" for i in range(12)
+    ]
+    pytester.makepyfile(test_items="import pytest\n\n" + "\n".join(tests))
     result = pytester.runpytest_subprocess(*plugin_args(), "-n", "2", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=12)
     assert (pytester.path / "scheduler.txt").read_text() == "WorkStealingScheduling"
+    for worker in ("gw0", "gw1"):  # both collect, in one order, the large ones 4 apart
+        order = (pytester.path / f"order-{worker}.txt").read_text().split()
+        assert [order.index(f"test_{i}") for i in (5, 6, 7)] == [0, 4, 8], order

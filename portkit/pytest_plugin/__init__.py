@@ -241,6 +241,11 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any | None:
     return scheduling.make_scheduler(config, log)
 
 
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's controller, before a worker starts
+def pytest_configure_node(node: Any) -> None:
+    scheduling.tell_worker(node.config, node.workerinput)
+
+
 def pytest_report_header(config: pytest.Config) -> str | None:
     shard = config.getoption("portkit_shard", None)
     if shard is None:

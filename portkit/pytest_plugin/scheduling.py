@@ -10,6 +10,11 @@ as long as the whole suite on one GPU. Spread through the collection, each lands
 another worker's run; with work stealing, an idle worker takes the back half of the
 busiest one's queue instead of waiting while a long item holds the rest behind it.
 
+Work stealing, with each case drawing its upstream gradients once, took that run to 41 s;
+the spread is not timed on a GPU yet (docs/scale.md). xdist resets each worker's own
+``--dist`` to "no", so the controller tells the workers whether to spread
+(``tell_worker``, through pytest-xdist's ``pytest_configure_node``).
+
 Only the order in which workers take items changes: every item runs once, as before.
 Without xdist (``-n`` not given) the collection keeps its order. ``--dist MODE`` on the
 command line or in addopts is the user's choice and is left alone.
@@ -46,10 +51,22 @@ def spread(items: Sequence[Item], heavy: Callable[[Item], bool]) -> list[Item]:
     return spread_out
 
 
+# What the controller tells each worker (xdist resets a worker's own --dist to "no").
+SPREAD_KEY = "portkit_spread"
+
+
+def tell_worker(config: pytest.Config, workerinput: dict[str, Any]) -> None:
+    """On xdist's controller, for each worker it starts: whether to spread the collection
+    (a mode that takes items in collection order)."""
+    workerinput[SPREAD_KEY] = config.getoption("dist", "no") in _ORDERED_MODES
+
+
 def spreads(config: pytest.Config) -> bool:
     """Whether this process orders the collection for xdist: a worker (each collects, and
-    all must agree on one order) of a mode that takes items in collection order."""
-    return hasattr(config, "workerinput") and config.getoption("dist", "no") in _ORDERED_MODES
+    all must agree on one order) whose controller said its mode takes items in
+    collection order."""
+    workerinput = getattr(config, "workerinput", None)
+    return bool(workerinput and workerinput.get(SPREAD_KEY))
 
 
 def dist_chosen(config: pytest.Config) -> bool:
