@@ -89,6 +89,29 @@ def test_a_stored_row_that_is_not_a_pass_is_never_served(tmp_path):
     assert store.lookup("k3") is None
 
 
+def test_a_run_whose_only_news_is_a_failure_not_in_the_file_leaves_it_unwritten(tmp_path):
+    """A failure is never stored, so a run that only failed again has nothing to write
+    (rewriting a large store cost 0.5 s of a no-change run); a stored pass that now fails
+    is still removed."""
+    from portkit.checking.verdicts.store import VerdictStore
+    from portkit.results import CheckResult, Outcome
+
+    path = tmp_path / "verdicts.json"
+    passed = CheckResult("x", "c", "sim", "forward", Outcome.PASS)
+    failed = CheckResult("x", "c", "sim", "forward", Outcome.FAIL, "wrong")
+    store = VerdictStore.open(path)
+    store.record("kept", "x", [passed])
+    store.save()
+    written = path.stat().st_ino  # a write replaces the file (write_atomic): a new inode
+    again = VerdictStore.open(path)
+    again.record("never-passed", "x", [failed])
+    again.save()
+    assert path.stat().st_ino == written and not again.removed
+    again.record("kept", "x", [failed])
+    again.save()
+    assert VerdictStore.open(path).lookup("kept") is None
+
+
 def test_a_one_op_edit_rechecks_that_op_only(make_project, sources, cli):
     ops = {
         name: (sources.unary_op(name, cases=sources.SMALL_CASES), None)

@@ -153,6 +153,9 @@ class VerdictStore:
         try:
             with locked(self.path.parent):
                 current = _read(self.path) if self.path.exists() else {}
+                if not self.added and not any(key in current for key in self.removed):
+                    self.removed = set()  # failures never stored: nothing to write
+                    return
                 current.update(self.added)
                 for key in self.removed:
                     current.pop(key, None)
