@@ -249,6 +249,21 @@ class BlockRun:
         )
         raise self._fail(waiting, "warp-divergence", detail, missing, "lane " + str(lane))
 
+    def _match(self, kind: str, group: list[int], warp_start: int) -> None:
+        """``match_any_sync``: each lane's mask of the lanes holding its value;
+        ``match_all_sync``: (the mask, True) where all hold one value, else (0, False).
+        Values are compared as bits, as the GPU's match.sync does (NaN matches its own
+        bits, -0.0 does not match 0.0)."""
+        bits = {t: _bits(self.requests[t][2]) for t in group}
+        if kind == "match_any_sync":
+            for t in group:
+                same = sum(1 << (u - warp_start) for u in group if bits[u] == bits[t])
+                self.replies[t] = _int32(same)
+            return
+        alike = len(set(bits.values())) == 1
+        for t in group:
+            self.replies[t] = (_int32(self._mask(t)) if alike else INT64(0), np.bool_(alike))
+
     def _answer(self, kind: str, group: list[int], warp_start: int) -> None:
         requests, replies = self.requests, self.replies
         if kind == "syncwarp":
@@ -264,6 +279,8 @@ class BlockRun:
                 result = np.bool_(all(votes.values()))
             for t in group:
                 replies[t] = result
+        elif kind in ("match_any_sync", "match_all_sync"):
+            self._match(kind, group, warp_start)
         elif kind == "eq_sync":
             ballot = [self._vote(t, 2) for t in group]  # numba votes on value != 0
             same = np.bool_(all(v == ballot[0] for v in ballot))
@@ -367,3 +384,16 @@ class BlockRun:
         """The block's shared arrays' shadows and the launch's global ones."""
         shadows = [a._shadow for a in self.machine._shared.values()]
         return shadows + [a._shadow for a in self.args if isinstance(a, SimArray) and a._shadow]
+
+
+def _bits(value: Any) -> Any:
+    """A value as match.sync compares it: a float by its bits, an integer as itself."""
+    if isinstance(value, (float, np.floating)):
+        kind = np.float32 if isinstance(value, np.float32) else np.float64
+        return kind(value).tobytes()
+    return int(value)
+
+
+def _int32(bits: int) -> Any:
+    """A 32-lane mask as numba's int32 result (lane 31 is the sign)."""
+    return INT64(bits - (1 << 32) if bits >= 1 << 31 else bits)

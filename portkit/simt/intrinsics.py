@@ -28,6 +28,25 @@ if TYPE_CHECKING:
 
 WARP_SIZE = 32
 
+# Intrinsics that make a thread wait for others: they become yields.
+WAITING_INTRINSICS = (
+    "syncthreads",
+    "syncthreads_count",
+    "syncthreads_and",
+    "syncthreads_or",
+    "syncwarp",
+    "shfl_sync",
+    "shfl_up_sync",
+    "shfl_down_sync",
+    "shfl_xor_sync",
+    "ballot_sync",
+    "any_sync",
+    "all_sync",
+    "eq_sync",
+    "match_any_sync",
+    "match_all_sync",
+)
+
 
 class LaneSource(Protocol):
     """What ``cuda.activemask()`` asks of the machine running it (``machine.Machine``)."""
@@ -203,6 +222,17 @@ class SimulatedCuda:
         return kind.type(floatmath.compute("cbrt", kind, x)[()])
 
     @staticmethod
+    def selp(test: Any, a: Any, b: Any) -> Any:
+        """``a`` where ``test`` holds, else ``b`` (numba types both alike; a literal int is
+        int64, a literal float float64)."""
+        if type(test) is Poison:
+            raise PoisonUsed(test, "used as cuda.selp's predicate")
+        picked = a if test else b
+        if isinstance(picked, bool) or not isinstance(picked, (int, float)):
+            return picked
+        return INT64(picked) if isinstance(picked, int) else np.float64(picked)
+
+    @staticmethod
     def popc(x: Any) -> Any:
         return INT64(bin(int(x) & 0xFFFFFFFFFFFFFFFF).count("1"))
 
@@ -232,11 +262,7 @@ class SimulatedCuda:
             cast = NumberCast(as_dtype(value), name)
             setattr(self, name, cast)
             return cast
-        if (
-            name in ("syncthreads", "syncwarp")
-            or name.endswith("_sync")
-            or name.startswith("syncthreads")
-        ):
+        if name in WAITING_INTRINSICS:
             raise KernelError(
                 f"cuda.{name} was reached through an alias the simulator cannot follow; "
                 f"call it as cuda.{name}(...) in the kernel or a device function"

@@ -72,6 +72,8 @@ class SimArray:
         written: bytearray | None = None,
         poison: dict[int, Poison] | None = None,
     ) -> None:
+        if data.dtype.fields is not None:  # records: numba reads fields as r[i].x too
+            data = data.view(np.dtype((np.record, data.dtype)))
         self._data = data  # flat, owns or views the memory
         self._layout = layout
         self._shape = layout.shape

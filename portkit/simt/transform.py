@@ -34,6 +34,7 @@ import numpy as np
 import portkit.simt.array_methods  # noqa: F401  (installs reshape/view/real/imag on SimArray)
 from portkit.errors import KernelError
 from portkit.simt.fp16 import simulated_fp16
+from portkit.simt.intrinsics import WAITING_INTRINSICS
 from portkit.simt.literal_index import WRAP, wrap_index
 from portkit.simt.mlir_names import as_numba_names
 from portkit.simt.module_proxy import _is_namespace, _ModuleProxy
@@ -65,22 +66,6 @@ from portkit.simt.source import own_nodes, parsed_definition, source_lines
 from portkit.simt.vector_types import simulated_vector_type
 from portkit.simt.xoroshiro import simulated_random
 
-# Intrinsics that make a thread wait for others: they become yields.
-WAITING_INTRINSICS = (
-    "syncthreads",
-    "syncthreads_count",
-    "syncthreads_and",
-    "syncthreads_or",
-    "syncwarp",
-    "shfl_sync",
-    "shfl_up_sync",
-    "shfl_down_sync",
-    "shfl_xor_sync",
-    "ballot_sync",
-    "any_sync",
-    "all_sync",
-    "eq_sync",
-)
 GRID_SYNC = "grid_sync"  # the request a grid group's sync() becomes
 
 

@@ -730,3 +730,27 @@ def negative_index_wraps(x, out):
     i = cuda.grid(1)
     if i < x.shape[0]:
         out[i] = x[i - 1]
+
+
+@cuda.jit
+def match_and_select(x, f, out):
+    """``match_any_sync`` over int32 values that repeat and over float32 bits (-0.0 is not
+    0.0, a NaN matches its own bits), ``match_all_sync`` (the mask and True where a warp
+    holds one value, else 0 and False) and ``selp`` choosing by lane parity."""
+    i = cuda.grid(1)
+    out[i, 0] = cuda.match_any_sync(FULL_MASK, x[i])
+    mask, alike = cuda.match_all_sync(FULL_MASK, x[i] // 64)
+    out[i, 1] = mask
+    out[i, 2] = 1 if alike else 0
+    out[i, 3] = cuda.match_any_sync(FULL_MASK, f[i])
+    out[i, 4] = cuda.selp(cuda.laneid % 2 == 0, x[i], -x[i])
+
+
+@cuda.jit
+def record_fields(r, out):
+    """A record array's fields read and written as attributes of an element (``r[i].x``),
+    as numba allows, beside the item form (``r[i]["n"]``)."""
+    i = cuda.grid(1)
+    if i < r.shape[0]:
+        out[i] = r[i].x * r[i]["n"]
+        r[i].x = r[i].x + 1

@@ -91,6 +91,12 @@ def _dims(value) -> tuple[int, int, int]:
     return value + (1,) * (3 - len(value))
 
 
+def record_array(g: np.random.Generator, n: int) -> np.ndarray:
+    r = np.zeros(n, np.dtype([("x", np.float32), ("n", np.int32)]))
+    r["x"], r["n"] = f32(g, n), g.integers(-3, 4, n)
+    return r
+
+
 def f32(g: np.random.Generator, n: int, low: float = -2.0, high: float = 2.0) -> np.ndarray:
     return g.uniform(low, high, n).astype(np.float32)
 
@@ -229,6 +235,22 @@ CASES = [
             np.zeros((96, 7), np.int64),
         ],
         block=96,
+    ),
+    Case(
+        "match_and_select",
+        "match_and_select",
+        lambda g: [
+            np.concatenate([g.integers(0, 4, 32), g.integers(0, 200, 32)]).astype(np.int32),
+            g.choice(np.array([0.0, -0.0, np.nan, 1.0], np.float32), 64),
+            np.zeros((64, 5), np.int64),
+        ],
+        block=64,
+    ),
+    Case(
+        "record_fields",
+        "record_fields",
+        lambda g: [record_array(g, 40), np.zeros(40, np.float32)],
+        block=64,
     ),
     Case(
         "half_warp_ballots",

@@ -110,6 +110,8 @@ class Expressions(ast.NodeTransformer):
         if name in WAITING_INTRINSICS:
             if node.keywords:
                 raise Unsupported(f"line {node.lineno}: cuda.{name} with keyword arguments")
+            if name.startswith("match_"):  # a mask per distinct value: the per-thread engine
+                raise Unsupported(f"line {node.lineno}: cuda.{name} is not vectorised")
             return ast.copy_location(ctx_call("wait", ast.Constant(name), *node.args), node)
         helper = rewriter.allocator(value)
         if helper is not None:
