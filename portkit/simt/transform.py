@@ -35,6 +35,7 @@ import portkit.simt.array_methods  # noqa: F401  (installs reshape/view/real/ima
 from portkit.errors import KernelError
 from portkit.simt.fp16 import simulated_fp16
 from portkit.simt.intrinsics import WAITING_INTRINSICS
+from portkit.simt.libdevice import is_libdevice_module, simulated_libdevice
 from portkit.simt.literal_index import WRAP, wrap_index
 from portkit.simt.mlir_names import as_numba_names
 from portkit.simt.module_proxy import _is_namespace, _ModuleProxy
@@ -247,6 +248,11 @@ class Rewriter:
         draws = simulated_random(value)  # numba.cuda.random's device functions
         if draws is not None:
             return draws
+        if is_libdevice_module(value):
+            return self._proxy(value)
+        libdevice = simulated_libdevice(value)  # numba.cuda.libdevice's stubs
+        if libdevice is not None:
+            return libdevice
         if isinstance(value, (numba_types.Number, numba_types.Boolean)):
             return NumberCast(as_dtype(value), str(value))
         if isinstance(value, (bool, int, float)):

@@ -19,6 +19,7 @@ import math
 import numba
 import numpy as np
 from numba import cuda, float32, int32, int64
+from numba.cuda import libdevice
 
 FULL_MASK = 0xFFFFFFFF
 THREADS = 128  # block size of the static shared-memory kernels
@@ -754,3 +755,18 @@ def record_fields(r, out):
     if i < r.shape[0]:
         out[i] = r[i].x * r[i]["n"]
         r[i].x = r[i].x + 1
+
+
+@cuda.jit
+def libdevice_calls(x, n, out):
+    """``numba.cuda.libdevice`` functions as a kernel calls them: C math in float64 and
+    float32, rounding, min/max (``umin`` compares unsigned) and bit counts."""
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        v = x[i]
+        out[i, 0] = libdevice.exp(v)
+        out[i, 1] = libdevice.powf(float32(v), float32(2))
+        out[i, 2] = libdevice.round(v * 2.5)
+        out[i, 3] = libdevice.fmax(v, 0.0)
+        out[i, 4] = libdevice.umin(n[i], 7)
+        out[i, 5] = libdevice.popc(n[i]) + libdevice.clz(n[i])

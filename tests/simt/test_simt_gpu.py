@@ -253,6 +253,16 @@ CASES = [
         block=64,
     ),
     Case(
+        "libdevice_calls",
+        "libdevice_calls",
+        lambda g: [
+            f32(g, 40).astype(np.float64),
+            g.integers(-50, 50, 40).astype(np.int32),
+            np.zeros((40, 6), np.float64),
+        ],
+        block=64,
+    ),
+    Case(
         "half_warp_ballots",
         "half_warp_ballots",
         lambda g: [f32(g, 32), np.zeros((32, 2), np.int64)],

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from portkit.simt.fp16 import simulated_fp16
+from portkit.simt.libdevice import is_libdevice, is_libdevice_module
 from portkit.simt.literal_index import WRAP, wrap_index
 from portkit.simt.lockstep.bfloat16 import LaneCast, simulated_lane_bf16
 from portkit.simt.lockstep.expressions import Expressions, Unsupported
@@ -174,6 +175,8 @@ class Vectorizer:
             return typed_constant(value)
         if callable(value) and getattr(math, name := getattr(value, "__name__", ""), None) is value:
             return getattr(self._helpers["__pk_math"], name)
+        if is_libdevice(value) or is_libdevice_module(value):
+            raise Unsupported("numba.cuda.libdevice functions run per thread")
         draws = simulated_random(value, lanes=True)
         if draws is not None:
             return draws
