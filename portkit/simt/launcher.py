@@ -48,6 +48,8 @@ def _host(kernel: str, parameter: str, value: Any, copies: list[HostCopy]) -> An
     where = f"kernel {kernel}: parameter {parameter}"
     inner = getattr(value, "_ary", None)  # numba's simulator arrays (FakeCUDAArray)
     if isinstance(inner, np.ndarray):
+        if inner.size and not (inner.flags.c_contiguous or inner.flags.f_contiguous):
+            return inner  # a device array's strided view (d[::2]): numba passes it as is
         value = inner
     if type(value).__module__.startswith("torch"):
         return _tensor(where, value)

@@ -28,17 +28,30 @@ class Layout:
 
 def memory_view(array: np.ndarray, name: str) -> tuple[np.ndarray, Layout]:
     """The array's memory as a flat view (writes land in ``array``) and its layout.
-    C- and Fortran-ordered arrays are viewed in place; others are refused, since a copy
-    would silently drop the kernel's writes."""
+    C- and Fortran-ordered arrays are viewed in place, and so is a strided view (a device
+    array's ``d[::2]`` or ``d[:, 3]``, which numba passes to a kernel as it is): the flat
+    view spans its elements' memory, lowest address first, never a copy that would drop
+    the kernel's writes. Strides that are not whole elements are refused."""
     if array.flags.c_contiguous:
         return array.reshape(-1), Layout.contiguous(array.shape)
+    item = array.itemsize
     if array.flags.f_contiguous:
-        strides = tuple(s // array.itemsize for s in array.strides)
+        strides = tuple(s // item for s in array.strides)
         return array.ravel(order="K"), Layout(array.shape, strides, 0)
-    raise KernelError(
-        f"argument {name} is a non-contiguous view (strides {array.strides}): pass a "
-        f"contiguous array (np.ascontiguousarray) so the kernel's writes reach it"
-    )
+    if any(s % item for s in array.strides):
+        raise KernelError(
+            f"argument {name} is a view whose strides {array.strides} are not whole "
+            f"{item}-byte elements: pass a contiguous array (np.ascontiguousarray)"
+        )
+    steps = tuple(s // item for s in array.strides)
+    low = sum(min(0, step * (n - 1)) for step, n in zip(steps, array.shape))
+    high = sum(max(0, step * (n - 1)) for step, n in zip(steps, array.shape))
+    # the element at the lowest address, as a view: the flat memory starts there
+    corner = array[
+        tuple(slice(n - 1, n) if step < 0 else slice(0, 1) for step, n in zip(steps, array.shape))
+    ]
+    flat = np.lib.stride_tricks.as_strided(corner, shape=(high - low + 1,), strides=(item,))
+    return flat, Layout(array.shape, steps, -low)
 
 
 def shape_of(shape: Any) -> tuple[int, ...]:

@@ -66,6 +66,8 @@ def try_lockstep(
     refused = machine._lockstep.refused(dispatcher)
     if machine.rewriter.rewrite(dispatcher).grid_syncs:
         refused = "a grid barrier (every block must be alive at once: grid_run.py)"
+    if any(isinstance(a, np.ndarray) and a.size and not _dense(a) for a in args):
+        refused = "a strided view of an array (d[::2]: its layout is the per-thread engine's)"
     if refused is not None:
         return _fall_back(
             machine, name, refused, lambda: machine.run_per_thread(name, dispatcher, config, args)
@@ -155,3 +157,7 @@ def _continue_per_thread(
     blocks = range(failed.stop) if machine.schedule == REVERSED else range(failed.start, total)
     machine.tally.merge(machine._lockstep.tally)  # the chunks that ran to the end
     return machine.run_per_thread(name, dispatcher, config, args, blocks, seeds=shadows)
+
+
+def _dense(array: np.ndarray) -> bool:
+    return bool(array.flags.c_contiguous or array.flags.f_contiguous)

@@ -258,8 +258,8 @@ class Machine(Reporting):
         values: list[Any] = []
         for k, (parameter, arg) in enumerate(zip(function.parameters, args)):
             if isinstance(arg, np.ndarray):
-                shadow = Shadow(arg.size, sparse, seeds[k] if seeds else None)
-                flat, layout = memory_view(arg, parameter)
+                flat, layout = memory_view(arg, parameter)  # a strided view spans more
+                shadow = Shadow(flat.size, sparse, seeds[k] if seeds else None)
                 values.append(SimArray(flat, layout, parameter, GLOBAL, self, shadow))
                 record.arrays.append(
                     ArrayRecord(parameter, flat, shadow.writes, shadow.write_lines)
