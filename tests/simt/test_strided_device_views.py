@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-SUITE = '''
+SUITE = """
 import numpy as np
 import pytest
 from numba import cuda
@@ -51,7 +51,7 @@ def test_a_sliced_matrix_reads_as_a_view():
 def test_a_non_contiguous_host_array_is_still_refused():
     with pytest.raises(Exception, match="non-contiguous view"):
         double_in_place[1, 32](np.arange(12.0)[::3])
-'''
+"""
 
 
 @pytest.mark.parametrize("engine", ["per-thread", "lockstep"])
