@@ -25,6 +25,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -165,10 +166,27 @@ def sweep_stale(folder: Path, older_than: float = STALE_SECONDS) -> None:
             continue
 
 
-@functools.cache
+# functools.cache is not atomic: two threads asking at once (twin-cpu's two check builds
+# compile side by side) would each probe, and each say an unusable folder.
+_PROBING = threading.Lock()
+
+
 def usable_folder(folder: Path, setting: str) -> Path:
     """``folder`` when it can be made and written; else, said once on stderr naming the
     folder and ``setting`` (what chose it), a private temporary folder removed at exit."""
+    with _PROBING:
+        return _usable_folder(folder, setting)
+
+
+def usable_subfolder(folder: Path) -> Path:
+    """A cache subfolder (``twins-cpu/``) when it can be made and written; else, said once,
+    a private temporary one for this process: an unusable subfolder is no fault of an op."""
+    with _PROBING:
+        return _usable_subfolder(folder)
+
+
+@functools.cache
+def _usable_folder(folder: Path, setting: str) -> Path:
     try:
         folder.mkdir(parents=True, exist_ok=True)
         fd, probe = tempfile.mkstemp(dir=folder, prefix=".probe.", suffix=TEMP_SUFFIX)
@@ -186,9 +204,7 @@ def usable_folder(folder: Path, setting: str) -> Path:
 
 
 @functools.cache
-def usable_subfolder(folder: Path) -> Path:
-    """A cache subfolder (``twins-cpu/``) when it can be made and written; else, said once,
-    a private temporary one for this process: an unusable subfolder is no fault of an op."""
+def _usable_subfolder(folder: Path) -> Path:
     try:
         folder.mkdir(parents=True, exist_ok=True)
         fd, probe = tempfile.mkstemp(dir=folder, prefix=".probe.", suffix=TEMP_SUFFIX)

@@ -91,6 +91,40 @@ def test_an_unusable_folder_is_said_once_and_replaced(tmp_path, capsys):
     assert usable_folder(fine, "x") == fine and fine.is_dir()
 
 
+def test_threads_asking_at_once_say_an_unusable_subfolder_once(tmp_path, capsys, monkeypatch):
+    """twin-cpu's two check builds compile side by side and both ask for ``twins-cpu/``:
+    one line, one fallback, however the threads interleave (a CI run printed it twice)."""
+    import tempfile
+    import threading
+
+    from portkit.cache_files import usable_subfolder
+
+    folder = tmp_path / "twins-cpu"
+    folder.write_text("not a folder")
+    real_mkdtemp = tempfile.mkdtemp
+
+    def slow_mkdtemp(*args, **kwargs):  # widens the window between probe and cache
+        threading.Event().wait(0.05)
+        return real_mkdtemp(*args, **kwargs)
+
+    monkeypatch.setattr(tempfile, "mkdtemp", slow_mkdtemp)
+    start = threading.Barrier(6)
+    got: list = []
+
+    def ask() -> None:
+        start.wait()
+        got.append(usable_subfolder(folder))
+
+    threads = [threading.Thread(target=ask) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    lines = [x for x in capsys.readouterr().err.splitlines() if "is not usable" in x]
+    assert len(lines) == 1 and "(a file, not a folder)" in lines[0]
+    assert len(set(got)) == 1 and got[0] != folder
+
+
 def _store_builds(artifact, writer: int, rounds: int) -> None:
     for k in range(rounds):  # each build's bytes differ, as a CPU twin's debug info does
         built = artifact.parent / f".build-{writer}-{k}"
