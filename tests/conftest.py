@@ -212,6 +212,23 @@ def sources() -> SimpleNamespace:
 
 
 @pytest.fixture
+def randn_seeds(monkeypatch) -> list:
+    """The generator seed of every ``torch.randn`` call from here on (None: no generator),
+    for tests that count the random draws a check makes."""
+    import torch
+
+    seeds: list = []
+    real_randn = torch.randn
+
+    def randn(*args, generator=None, **kwargs):
+        seeds.append(generator.initial_seed() if generator is not None else None)
+        return real_randn(*args, generator=generator, **kwargs)
+
+    monkeypatch.setattr(torch, "randn", randn)
+    return seeds
+
+
+@pytest.fixture
 def load_op():
     """``load_op(root, name)`` -> (config, Op) of a project, discovered from ``root`` by a
     fresh session (with the environment's settings, as a command would have)."""

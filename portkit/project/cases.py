@@ -299,8 +299,7 @@ def make_grad_outputs(case: Case, outputs: Sequence[torch.Tensor]) -> list[torch
     if drawn is None:
         generator = torch.Generator().manual_seed(case.seed + 10_007)
         drawn = [torch.randn(o.shape, dtype=o.dtype, generator=generator) for o in outputs]
-        if kept is not None:
-            kept[key] = drawn
-        else:  # drawn for this call alone: no copy needed
+        if kept is None:  # drawn for this call alone: no copy needed
             return [d.to(o.device) for d, o in zip(drawn, outputs)]
+        kept[key] = drawn
     return [d.to(o.device, copy=True) for d, o in zip(drawn, outputs)]

@@ -272,7 +272,7 @@ class BlockRun:
             votes = {t: self._vote(t, 2) for t in group}
             if kind == "ballot_sync":
                 bits = sum(1 << (t - warp_start) for t, v in votes.items() if v)
-                result: Any = INT64(bits - (1 << 32) if bits >= 1 << 31 else bits)  # int32
+                result: Any = _int32(bits)
             elif kind == "any_sync":
                 result = np.bool_(any(votes.values()))
             else:

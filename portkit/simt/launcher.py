@@ -29,6 +29,7 @@ from portkit.launch.kernel_set import launch_config
 from portkit.simt.arg_hints import prepared
 from portkit.simt.host_arrays import HostCopy, host_copy, refuse_device_memory
 from portkit.simt.launch_errors import LaunchTypeError, check_dimensions, unconfigured
+from portkit.simt.layout import is_strided
 from portkit.simt.overloads import (
     Overloads,
     argument_types,
@@ -48,7 +49,7 @@ def _host(kernel: str, parameter: str, value: Any, copies: list[HostCopy]) -> An
     where = f"kernel {kernel}: parameter {parameter}"
     inner = getattr(value, "_ary", None)  # numba's simulator arrays (FakeCUDAArray)
     if isinstance(inner, np.ndarray):
-        if inner.size and not (inner.flags.c_contiguous or inner.flags.f_contiguous):
+        if is_strided(inner):
             return inner  # a device array's strided view (d[::2]): numba passes it as is
         value = inner
     if type(value).__module__.startswith("torch"):
@@ -58,7 +59,7 @@ def _host(kernel: str, parameter: str, value: Any, copies: list[HostCopy]) -> An
         # numba types bytes (CharSeq), str (UnicodeCharSeq), datetime64 and timedelta64
         if value.dtype.hasobject or not (record or value.dtype.kind in "biufcSUmM"):
             raise LaunchError(f"{where} is an array of {value.dtype}, which numba cannot type")
-        if value.size and not (value.flags.c_contiguous or value.flags.f_contiguous):
+        if is_strided(value):
             raise LaunchError(
                 f"{where} is a non-contiguous view (strides {value.strides}); numba copies "
                 f"only contiguous host arrays to a GPU: pass np.ascontiguousarray(...)"

@@ -35,15 +35,14 @@ def memory_view(array: np.ndarray, name: str) -> tuple[np.ndarray, Layout]:
     if array.flags.c_contiguous:
         return array.reshape(-1), Layout.contiguous(array.shape)
     item = array.itemsize
-    if array.flags.f_contiguous:
-        strides = tuple(s // item for s in array.strides)
-        return array.ravel(order="K"), Layout(array.shape, strides, 0)
     if any(s % item for s in array.strides):
         raise KernelError(
             f"argument {name} is a view whose strides {array.strides} are not whole "
             f"{item}-byte elements: pass a contiguous array (np.ascontiguousarray)"
         )
     steps = tuple(s // item for s in array.strides)
+    if array.flags.f_contiguous:
+        return array.ravel(order="K"), Layout(array.shape, steps, 0)
     low = sum(min(0, step * (n - 1)) for step, n in zip(steps, array.shape))
     high = sum(max(0, step * (n - 1)) for step, n in zip(steps, array.shape))
     # the element at the lowest address, as a view: the flat memory starts there
@@ -52,6 +51,11 @@ def memory_view(array: np.ndarray, name: str) -> tuple[np.ndarray, Layout]:
     ]
     flat = np.lib.stride_tricks.as_strided(corner, shape=(high - low + 1,), strides=(item,))
     return flat, Layout(array.shape, steps, -low)
+
+
+def is_strided(array: np.ndarray) -> bool:
+    """A view that is neither C- nor Fortran-ordered (``d[::2]``, ``d[1:4, ::2]``)."""
+    return bool(array.size) and not (array.flags.c_contiguous or array.flags.f_contiguous)
 
 
 def shape_of(shape: Any) -> tuple[int, ...]:

@@ -21,7 +21,7 @@ import numpy as np
 from portkit.errors import KernelError
 from portkit.launch.kernel_set import LaunchConfig
 from portkit.results import FailureSite
-from portkit.simt.layout import memory_view
+from portkit.simt.layout import is_strided, memory_view
 from portkit.simt.records import ArrayRecord, LaunchRecord
 from portkit.simt.schedule import REVERSED
 from portkit.simt.tally import AtomicTally
@@ -66,7 +66,7 @@ def try_lockstep(
     refused = machine._lockstep.refused(dispatcher)
     if machine.rewriter.rewrite(dispatcher).grid_syncs:
         refused = "a grid barrier (every block must be alive at once: grid_run.py)"
-    if any(isinstance(a, np.ndarray) and a.size and not _dense(a) for a in args):
+    if any(isinstance(a, np.ndarray) and is_strided(a) for a in args):
         refused = "a strided view of an array (d[::2]: its layout is the per-thread engine's)"
     if refused is not None:
         return _fall_back(
@@ -157,7 +157,3 @@ def _continue_per_thread(
     blocks = range(failed.stop) if machine.schedule == REVERSED else range(failed.start, total)
     machine.tally.merge(machine._lockstep.tally)  # the chunks that ran to the end
     return machine.run_per_thread(name, dispatcher, config, args, blocks, seeds=shadows)
-
-
-def _dense(array: np.ndarray) -> bool:
-    return bool(array.flags.c_contiguous or array.flags.f_contiguous)

@@ -70,20 +70,12 @@ def test_correct_op_passes(run):
     assert all(r.detail == "" for r in results.values())
 
 
-def test_a_case_draws_its_upstream_gradients_once(run, monkeypatch):
+def test_a_case_draws_its_upstream_gradients_once(run, randn_seeds):
     """The reference, its controls and the implementation seed one draw of the upstream
     gradients (a GPU-sized case's CPU draw costs seconds), not one each."""
-    seeds = []
-    real_randn = torch.randn
-
-    def randn(*args, generator=None, **kwargs):
-        seeds.append(generator.initial_seed() if generator is not None else None)
-        return real_randn(*args, generator=generator, **kwargs)
-
-    monkeypatch.setattr(torch, "randn", randn)
     results, _, case = run("chk_draws", backward="dx[i] = dy[i] * 2.0")
     assert results["backward"].status == "pass"
-    assert seeds.count(case.seed + 10_007) == 1, seeds
+    assert randn_seeds.count(case.seed + 10_007) == 1, randn_seeds
 
 
 def test_correct_op_with_gradcheck_passes(run):

@@ -86,10 +86,8 @@ def test_agreement_exits_zero(make_project, sources, cli):
     assert "all 1 cases agree" in result.output
 
 
-def test_a_case_diff_draws_its_upstream_gradients_once(make_project, sources, load_op, monkeypatch):
+def test_a_case_diff_draws_its_upstream_gradients_once(make_project, sources, load_op, randn_seeds):
     """Both sides' backward passes seed one draw (a GPU-sized case's costs seconds)."""
-    import torch
-
     from portkit.diffing.case_diff import diff_case, plan_diff
 
     py = sources.unary_op(
@@ -98,17 +96,10 @@ def test_a_case_diff_draws_its_upstream_gradients_once(make_project, sources, lo
     config, op = load_op(make_project({"diff_draws": (py, None)}), "diff_draws")
     plan = plan_diff(op, config, simulate=True)
     case = op.definition.cases[0]
-    seeds = []
-    real_randn = torch.randn
-
-    def randn(*args, generator=None, **kwargs):
-        seeds.append(generator.initial_seed() if generator is not None else None)
-        return real_randn(*args, generator=generator, **kwargs)
-
-    monkeypatch.setattr(torch, "randn", randn)
+    randn_seeds.clear()  # the diff's draws only, not loading and planning
     diffed = diff_case(op, case, plan)
     assert not diffed.error and diffed.tensors
-    assert seeds.count(case.seed + 10_007) == 1, seeds
+    assert randn_seeds.count(case.seed + 10_007) == 1, randn_seeds
 
 
 def test_a_default_diff_says_which_gpu_sized_cases_it_left_out(make_project, sources, cli):

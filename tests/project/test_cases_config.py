@@ -133,13 +133,12 @@ def test_make_grad_outputs_deterministic():
     assert not torch.equal(a[0], make_inputs(case, "cpu")[0])
 
 
-def test_grad_outputs_kept_draws_once_and_hands_out_copies(monkeypatch):
+def test_grad_outputs_kept_draws_once_and_hands_out_copies(randn_seeds):
     case = Case("c", ((5,),), "float32", seed=4)
     outputs = [torch.zeros(5), torch.zeros(3, dtype=torch.float64)]
     unkept = make_grad_outputs(case, outputs)
-    draws = []
-    real_randn = torch.randn
-    monkeypatch.setattr(torch, "randn", lambda *a, **k: draws.append(a) or real_randn(*a, **k))
+    draws = randn_seeds
+    draws.clear()  # from here on
     with grad_outputs_kept():
         first = make_grad_outputs(case, outputs)
         first[0].fill_(7.0)  # a kernel writing its upstream gradient spoils no other run
