@@ -31,13 +31,14 @@
 #              (tables to $OUT/speed/tuning/; TUNE=0 skips it and times the committed
 #              tables; TUNE_CASES="op=case,case ..." tunes only those cases (an op it does
 #              not name is not tuned, only timed and checked), TUNE_LIMIT
-#              seconds an op), then scripts/time_vs_torch.py and `portkit bench` (torch,
+#              seconds an op), then scripts/time_vs_torch.py and `portkit bench` of every example op (torch,
 #              baseline, twin; BENCH=0 leaves it out; BENCH_COMPILE=1 adds a bench with
 #              torch.compile of each reference) with them, then `portkit check`
-#              of SPEED_OPS' configurations (CHECK_TUNED=0: not); limits add up to 555 s
+#              of SPEED_OPS' configurations (CHECK_TUNED=0: not); limits add up to 605 s (TUNE=0: 310)
 #   phases     docs/ci.md's GPU job: `portkit check --phase gpu --verdicts FILE` (FILE
 #              starts as $VERDICTS, the CPU phase's, where given), then the same command
-#              with nothing changed (every row cached); PHASE_OPS="sigmoid softmax"
+#              with nothing changed (every row cached), then with a fresh verdicts file
+#              and the compile caches kept (every row run); PHASE_OPS="sigmoid softmax"
 #              narrows it (default --all); the verdicts come back in $OUT/phases.tgz
 #   tune       `portkit tune` of the six knobbed ops, dealt over the GPUs (one search per
 #              card at a time; TUNE_BUDGET configurations a case; TUNE_OPS="a b" narrows), the tables merged into
@@ -323,8 +324,8 @@ speed() {
   # H200, 2026-11-27: time-vs-torch 37 s, bench 58-111
   step time-vs-torch 110 "$PY" scripts/time_vs_torch.py --json "$LOGS/time_vs_torch.json"
   if [ "${BENCH:-1}" != 0 ]; then
-    step bench 150 "${PORTKIT[@]}" bench sigmoid vector_add elementwise_mul softmax softmax_warp \
-      layernorm rmsnorm add_rmsnorm --impl torch --impl baseline --impl twin --reps 20 \
+    step bench 200 "${PORTKIT[@]}" bench sigmoid vector_add elementwise_mul softmax softmax_warp \
+      layernorm rmsnorm add_rmsnorm cumsum histogram matmul --impl torch --impl baseline --impl twin --reps 20 \
       --save "$LOGS/bench.json"
   fi
   # torch.compile of each reference beside the twin (BENCH_COMPILE=1): a compile per op,
@@ -353,7 +354,7 @@ tier() {
   # -v after PYTEST's -q only cancels it: -vv names each item with its verdict.
   # TIER_PATHS narrows it (e.g. "tests" where a shards run covered prototypes/).
   # shellcheck disable=SC2086
-  step gpu-tier "${TIER_LIMIT:-420}" "${PYTEST[@]}" -n "$workers" -m gpu -vv ${TIER_PATHS:-tests prototypes}
+  step gpu-tier "${TIER_LIMIT:-420}" "${PYTEST[@]}" -n "$workers" -m gpu -vv --durations=40 ${TIER_PATHS:-tests prototypes}
   # The bank's recorded GPU outcomes, every kernel afresh (the file comes back in $OUT).
   cp tests/simt/verdict_bank_gpu.json "$OUT/verdict_bank_gpu.json"
   step verdict-bank 90 "$PY" scripts/gpu_verdict_bank.py --launches 100 \
@@ -496,6 +497,10 @@ phases() {
   if [ -n "${VERDICTS:-}" ]; then cp "$VERDICTS" "$verdicts"; fi
   step gpu-phase 240 "${PORTKIT[@]}" check "${ops[@]}" --phase gpu --verdicts "$verdicts"
   step gpu-phase-no-change 120 "${PORTKIT[@]}" check "${ops[@]}" --phase gpu --verdicts "$verdicts"
+  # A CI GPU job that restores the cache folder (numba's and the twins' compiled kernels,
+  # docs/ci.md) but has no GPU verdicts: every GPU row runs, nothing is compiled.
+  step gpu-phase-compiled-kept 240 "${PORTKIT[@]}" check "${ops[@]}" --phase gpu \
+    --verdicts "$LOGS/verdicts-fresh.json"
 }
 
 case "$SUB" in

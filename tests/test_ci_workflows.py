@@ -113,3 +113,16 @@ def test_every_flag_the_workflows_use_exists():
         if not re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", text[command])
     )
     assert not missing, missing
+
+
+def test_the_gpu_phase_keeps_the_compiled_kernels_between_runs():
+    """numba compiling the prototypes is most of a fresh GPU phase (docs/verdict-cache.md):
+    the cache folder is restored before the phase and saved after it."""
+    for name in ("gpu.yml", "docs/ci.md yaml block 1"):
+        jobs = documents()[name]["jobs"]
+        steps = jobs["gpu-phase"]["steps"]
+        uses = [s.get("uses", "") for s in steps]
+        restore, save = uses.index("actions/cache/restore@v4"), uses.index("actions/cache/save@v4")
+        phase = next(k for k, s in enumerate(steps) if "--phase gpu" in s.get("run", ""))
+        assert restore < phase < save, name
+        assert steps[restore]["with"]["path"] == steps[save]["with"]["path"] == "~/.cache/portkit"

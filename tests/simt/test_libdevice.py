@@ -23,11 +23,12 @@ ENGINES = ["per-thread", "lockstep"]
 def test_libdevice_functions_compute_what_the_gpu_does(engine):
     x = np.array([1.5, -2.5, 0.0, 0.3, -0.2], np.float64)
     n = np.array([-1, 3, 0, 12, -7], np.int32)
-    out = np.zeros((5, 6), np.float64)
-    simulate(K.libdevice_calls, engine=engine)[1, 32](x, n, out)
+    out, out32 = np.zeros((5, 6), np.float64), np.zeros(5, np.float32)
+    simulate(K.libdevice_calls, engine=engine)[1, 32](x, n, out, out32)
     assert not np.isnan(out).any()
     np.testing.assert_allclose(out[:, 0], np.exp(x), rtol=1e-15)
-    np.testing.assert_allclose(out[:, 1], (x.astype(np.float32) ** 2), rtol=1e-6)
+    np.testing.assert_allclose(out32, (x.astype(np.float32) ** 2), rtol=1e-6)
+    assert out[:, 1].tolist() == [3.0, -6.0, 0.0, 0.0, -0.0]  # toward zero
     assert out[:, 2].tolist() == [4.0, -6.0, 0.0, 1.0, -1.0]  # halves away from zero
     assert out[:, 3].tolist() == np.maximum(x, 0).tolist()
     assert out[:, 4].tolist() == [7, 3, 0, 7, 7]  # -1 and -7 are huge unsigned
