@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 import portkit.backends.prototype_cache as prototype_cache
 from portkit.backends.base import Backend, cuda_unavailable_reason
-from portkit.backends.numba_types import NumbaRejects, rejection
 from portkit.launch.kernel_set import LaunchConfig, LaunchTarget
 from portkit.project.dtypes import BITS_VIEW, dtype_name, prototype_view
+from portkit.simt.numba_check import NumbaRejects, rejection
 
 if TYPE_CHECKING:
     from portkit.project.discovery import Op

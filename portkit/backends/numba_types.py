@@ -20,17 +20,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from portkit.backends.numba_reasons import why_not
-from portkit.backends.ptx import ARCH, ptx_cache_folder, ptx_key, signature_ptx
-from portkit.errors import KernelError
+from portkit.backends.ptx import ptx_cache_folder, ptx_key, signature_ptx
+from portkit.simt.numba_check import NumbaRejects, no_compiler, rejection
 
 if TYPE_CHECKING:
     from portkit.project.config import ProjectConfig
     from portkit.project.discovery import Op
-
-
-class NumbaRejects(KernelError):
-    """numba's CUDA compiler refuses a kernel for the argument types it is launched with."""
 
 
 # (content key, kernel, argument types) -> None (numba compiles it) or the one-line reason
@@ -83,16 +78,6 @@ class TypeCheck:
         return None
 
 
-def no_compiler(exc: Exception) -> bool:
-    """Whether numba failed for want of NVVM or the CUDA toolkit (numba's
-    ``NvvmSupportError``, a missing library file), not on the kernel: an ImportError a
-    kernel's own call raises while numba types it (``np.linalg`` without SciPy) is a
-    rejection, as it is on a GPU."""
-    if isinstance(exc, OSError):
-        return True
-    return isinstance(exc, ImportError) and "nvvm" in f"{type(exc).__name__} {exc}".lower()
-
-
 def _signature(args: Sequence[Any]) -> tuple | None:
     """The numba types of a launch's arguments, as ``portkit compile`` traces them
     (bfloat16 tensors: numba-cuda's bfloat16 arrays); None where numba types none."""
@@ -107,15 +92,6 @@ def _signature(args: Sequence[Any]) -> tuple | None:
         )
     except (ValueError, TypeError):
         return None
-
-
-def rejection(name: str, py_func: Any, types: str, exc: BaseException) -> str:
-    """numba's error as one line: the kernel, the prototype's file and line, the reason."""
-    reason, file, line = why_not(py_func, exc)
-    return (
-        f"kernel {name} ({file}:{line}): numba cannot compile it for {ARCH} with "
-        f"arguments ({types}): {reason}"
-    )
 
 
 def forget() -> None:

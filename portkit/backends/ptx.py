@@ -14,17 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 import portkit.backends.prototype_cache as prototype_cache
 from portkit import cache_files
-from portkit.numba_internals import device_compute_capability
+from portkit.simt.numba_check import ARCH, COMPUTE_CAPABILITY, compile_for_arch
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from portkit.project.config import ProjectConfig
     from portkit.project.discovery import Op
-
-COMPUTE_CAPABILITY = (9, 0)
-ARCH = f"sm_{COMPUTE_CAPABILITY[0]}{COMPUTE_CAPABILITY[1]}"
-
 
 def ptx_key(op: Op, root: Path) -> str:
     """The prototype cache's content key of the op's kernels compiled to PTX."""
@@ -51,16 +47,13 @@ def signature_ptx(
     """The PTX of ``kernel`` (a dispatcher named ``name``) for ``sig`` (from ``folder``
     when it is there), and whether it came from there. Raises numba's error when the
     kernel does not compile. ``ask_driver=False``: no CUDA driver call, GPU or not."""
-    from numba import cuda
-
     signature = hashlib.sha256(f"{name}{tuple(map(str, sig))}".encode()).hexdigest()
     suffix = "-lineinfo" if lineinfo else ""
     entry = folder / f"{name}-{signature[:20]}{suffix}.ptx" if folder else None
     stored = cache_files.load(entry) if entry is not None else None
     if stored is not None:  # digest-checked: a truncated entry is compiled again
         return stored[0].decode(), True
-    with device_compute_capability(COMPUTE_CAPABILITY, ask_driver):
-        ptx, _ = cuda.compile_ptx(kernel.py_func, sig, cc=COMPUTE_CAPABILITY, lineinfo=lineinfo)
+    ptx = compile_for_arch(kernel.py_func, sig, lineinfo, ask_driver)
     if entry is not None:
         _remember(entry, ptx)
     return ptx, False

@@ -9,12 +9,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from portkit.backends.numba_reasons import why_not
 from portkit.errors import PortkitError
 from portkit.port.context import DraftNeeds, Gap
 from portkit.port.ctype import is_array
 from portkit.port.functions import emit_function, parsed, placeholder
 from portkit.port.vartypes import FunctionTypes, function_types
+from portkit.simt.numba_reasons import why_not
 
 if TYPE_CHECKING:
     from portkit.project.discovery import Op

@@ -14,10 +14,11 @@ def simulate(
     engine: str | None = None,
     budget: float | None = None,
     schedule: str | None = None,
+    typecheck: bool = True,
 ) -> Any:
     from portkit.simt.launcher import simulate as _simulate
 
-    return _simulate(kernel, engine, budget, schedule)
+    return _simulate(kernel, engine, budget, schedule, typecheck)
 
 
 def simulated_cuda(engine: str | None = None, cc: Any = None) -> Any:

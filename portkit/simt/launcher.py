@@ -30,6 +30,7 @@ from portkit.simt.arg_hints import prepared
 from portkit.simt.host_arrays import HostCopy, host_copy, refuse_device_memory
 from portkit.simt.launch_errors import LaunchTypeError, check_dimensions, unconfigured
 from portkit.simt.layout import is_strided
+from portkit.simt.numba_check import check_launch, launch_types
 from portkit.simt.overloads import (
     Overloads,
     argument_types,
@@ -114,6 +115,7 @@ class SimulatedKernel(Overloads):
         budget: float | None = None,
         schedule: str | None = None,
         signature: Any = None,
+        typecheck: bool = True,
     ) -> None:
         if not hasattr(dispatcher, "py_func"):
             raise LaunchError(
@@ -129,6 +131,7 @@ class SimulatedKernel(Overloads):
         self.__name__ = self.py_func.__name__
         self.__doc__ = self.py_func.__doc__
         self._engine, self._budget = engine, budget
+        self._typecheck = typecheck  # numba's verdict first (simt/numba_check.py)
         self.debug = False  # cuda.jit(debug=True): float division by zero raises
         self._schedule = checked(schedule)  # fails at simulate(), not at the first launch
         self._machine: Any = None
@@ -200,8 +203,14 @@ class SimulatedKernel(Overloads):
             host = [_host(self.__name__, n, a, copies) for n, a in zip(names, args)]
             if self.specialized:  # numba converts scalars to the declared types
                 host = as_declared(self.__name__, host, list(self.overloads), self._one)
+                typed: list[tuple | None] = list(self.overloads)  # numba compiles them all
             else:
                 self.add_overload(argument_types(host))
+                typed = [launch_types(host)]
+            if self._typecheck:
+                machine.rewriter.rewrite(self.dispatcher)  # its numba rules say it better
+                for argtypes in typed:
+                    check_launch(self.__name__, self.dispatcher, argtypes)
             # numba types a read-only array readonly and refuses to compile a store into
             # it: the kernel gets a writable copy here, and a store into it is the error.
             readonly = {
@@ -259,6 +268,7 @@ def simulate(
     engine: str | None = None,
     budget: float | None = None,
     schedule: str | None = None,
+    typecheck: bool = True,
 ) -> SimulatedKernel:
     """``kernel`` (a ``numba.cuda.jit`` kernel) launched in portkit's simulator.
 
@@ -267,7 +277,10 @@ def simulate(
     ``BudgetExceeded`` naming the spinning thread and line (default 300; 0: no limit).
     ``schedule``: ``"forward"`` (default: blocks and threads in index order) or
     ``"reversed"`` (both last to first): float atomics into one element then sum in
-    the other order, so an order-dependent result shows as different bits."""
+    the other order, so an order-dependent result shows as different bits.
+    ``typecheck``: before a launch runs, numba's CUDA compiler is asked whether the
+    kernel compiles for its argument types (once per types; ``NumbaRejects`` if not), so
+    what a GPU would refuse is never green here; False skips it."""
     if isinstance(kernel, SimulatedKernel):
         return kernel
-    return SimulatedKernel(kernel, engine, budget, schedule)
+    return SimulatedKernel(kernel, engine, budget, schedule, typecheck=typecheck)

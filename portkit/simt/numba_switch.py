@@ -137,7 +137,10 @@ def _simulated_jit(original: Any, engine: str | None) -> Any:
                 set_cudasim_flag(simulating)
             if device:
                 return dispatcher
-            kernel = SimulatedKernel(dispatcher, engine, signature=signature)
+            # No numba type check here: the kernel's globals are this switch's simulated
+            # objects (a plain cuda.jit function it calls is a SimulatedKernel), which
+            # numba cannot type; simulate() of a kernel written against numba checks.
+            kernel = SimulatedKernel(dispatcher, engine, signature=signature, typecheck=False)
             # debug=True: a float division by zero stops the kernel (numba's Python error
             # model on a GPU; FloatingPointError as numba's simulator raises it)
             kernel.debug = bool(options.get("debug"))

@@ -113,18 +113,18 @@ def test_watch_modes_are_red(rejected, mode):
 def test_a_warm_loop_compiles_nothing_and_the_disk_cache_answers_a_new_process(
     make_project, sources, monkeypatch
 ):
-    from numba import cuda
+    from numba.cuda import compiler
 
     root = make_project({"nt_ok": (sources.unary_op("nt_ok", cases=sources.ONE_CASE), None)})
     monkeypatch.chdir(root)
     compiled: list[str] = []
-    real = cuda.compile_ptx
+    real = compiler.compile_ptx
 
     def counting(py_func, *args, **kwargs):
         compiled.append(py_func.__name__)
         return real(py_func, *args, **kwargs)
 
-    monkeypatch.setattr(cuda, "compile_ptx", counting)
+    monkeypatch.setattr(compiler, "compile_ptx", counting)
     assert portkit.sim("nt_ok").passed
     assert compiled == ["nt_ok_fwd"]
     assert portkit.sim("nt_ok").passed and portkit.sim("nt_ok").passed

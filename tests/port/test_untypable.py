@@ -30,7 +30,8 @@ CASES = {
     "pu_recursion": (
         "out[i] = twice(x[i], 1)",
         "pu_recursion.py:22: kernel pu_recursion_fwd (numba cannot compile it: recursion "
-        "(twice calls itself))",
+        "(twice calls itself; numba-cuda compiles it only with the same argument types in "
+        "every call))",
     ),
     "pu_list": (
         "a = [1.0, 2.0]\nout[i] = x[i] * a[1]",

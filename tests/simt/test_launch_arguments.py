@@ -14,6 +14,7 @@ from numba import cuda
 
 from portkit.errors import LaunchError
 from portkit.simt import simulate
+from portkit.simt.numba_check import NumbaRejects
 
 
 @cuda.jit
@@ -81,10 +82,15 @@ def test_arguments_a_gpu_rejects(args, message):
 
 
 def test_a_store_into_a_read_only_array():
+    """numba types a read-only array readonly and refuses a store into it: its type check
+    says so before the launch; without it (no NVVM, or ``typecheck=False``) the simulator
+    finds the store itself."""
     readonly = out8()
     readonly.flags.writeable = False
-    with pytest.raises(LaunchError) as caught:
+    with pytest.raises(NumbaRejects, match=r"setitem\(readonly array\(float32"):
         simulate(double)[1, 32](X, readonly, 8)
+    with pytest.raises(LaunchError) as caught:
+        simulate(double, typecheck=False)[1, 32](X, readonly, 8)
     assert str(caught.value) == (
         "kernel double stores into parameter out, a read-only array: numba refuses to "
         "compile that; pass a writable array"

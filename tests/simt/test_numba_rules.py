@@ -3,12 +3,15 @@ launch, whole-array ufuncs, and the shapes and dtypes numba accepts for allocati
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 from numba import cuda, float32
 
 import portkit.simt as simt
 from portkit.errors import KernelError
+from portkit.simt.numba_check import NumbaRejects
 from tests.simt import allocation_forms as forms
 
 ENGINES = ["lockstep", "per-thread"]
@@ -40,10 +43,17 @@ def sine_by_keyword(r, x):
 
 
 @cuda.jit
+def row_maxima(x, out):
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        np.maximum(x[i], out[i], out[i])  # out starts at zero: a ReLU of the row
+
+
+@cuda.jit
 def row_sums(x, out):
     i = cuda.grid(1)
     if i < x.shape[0]:
-        np.add(x[i], x[i], out[i])
+        np.add(x[i], x[i], out[i])  # numba-cuda's CUDA ufunc table has no np.add
 
 
 @cuda.jit
@@ -115,7 +125,9 @@ def test_store_into_a_global_array_is_refused_as_numba_does():
         simt.simulate(writes_prices)[1, 8](np.ones(5))
     message = str(caught.value)
     assert message.startswith("kernel writes_prices, ")
-    assert "test_numba_rules.py:29: writes to PRICES, a global NumPy array" in message
+    source, first = inspect.getsourcelines(writes_prices.py_func)
+    line = first + next(k for k, text in enumerate(source) if "PRICES[" in text)
+    assert f"test_numba_rules.py:{line}: writes to PRICES, a global NumPy array" in message
     assert "pass the array as an argument" in message and "\n" not in message
 
 
@@ -132,10 +144,19 @@ def test_numba_doc_example_ufunc_over_whole_arrays(engine):
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_ufunc_over_each_threads_row(engine):
-    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    x = np.arange(12, dtype=np.float32).reshape(3, 4) - 6
     out = np.zeros_like(x)
-    simt.simulate(row_sums, engine)[1, 4](x, out)
-    np.testing.assert_array_equal(out, 2 * x)
+    simt.simulate(row_maxima, engine)[1, 4](x, out)
+    np.testing.assert_array_equal(out, np.maximum(x, 0))
+
+
+def test_a_ufunc_numba_cuda_does_not_lower_is_refused_before_the_launch():
+    """numba-cuda lowers the ufuncs of its CUDA table (numba/cuda/ufuncs.py: np.maximum,
+    np.sin...) and fails on others (np.add over arrays: a KeyError in its lowering), which
+    the simulator would run; its type check says so first."""
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    with pytest.raises(NumbaRejects, match=r"numba failed on it \(KeyError: <ufunc 'add'>\)"):
+        simt.simulate(row_sums)[1, 4](x, np.zeros_like(x))
 
 
 def test_threads_that_all_write_one_output_race_with_the_same_values():

@@ -5,7 +5,7 @@ recursion, slice assignment) an internal ``AttributeError`` with no place at all
 the constructs numba-cuda cannot compile are looked for in the kernel's source (and its
 device functions') first and named at their line; otherwise numba's own reason is cut
 to one line and placed where numba says, or at the call it could not resolve, or at the
-kernel's ``def``. The simulator's type check (numba_types.py) and ``portkit port``
+kernel's ``def``. The simulator's type check (numba_check.py) and ``portkit port``
 (port/draft.py) both say it this way.
 """
 
@@ -131,7 +131,13 @@ def _what(node: ast.AST, name: str, containers: bool) -> str | None:
         if any(isinstance(t, ast.Subscript) and _has_slice(t.slice) for t in targets):
             return "assignment to a slice"
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name:
-        return f"recursion ({name} calls itself)"
+        # numba-cuda compiles self-recursion only where every call has the argument types
+        # of the first (numba-cuda's own test of a type change is skipped: "Needs
+        # insert_unresolved_ref support in target")
+        return (
+            f"recursion ({name} calls itself; numba-cuda compiles it only with the same "
+            f"argument types in every call)"
+        )
     if containers and isinstance(node, ast.ListComp | ast.SetComp | ast.DictComp):
         return "a comprehension (a list, set or dict)"
     if containers and isinstance(node, ast.List | ast.Set | ast.Dict):
