@@ -66,11 +66,14 @@ def _where(text: str, py_func: Any, called: str | None) -> tuple[str, int]:
     """The file and line numba names, else the first line of the kernel that calls
     ``called``, else the kernel's ``def``."""
     file = py_func.__code__.co_filename
-    found = (
-        re.search(r"During: .* at (.+?) \((\d+)\)", text)
-        or re.search(r'File "(.+?)", line (\d+)', text)
-        or re.search(r"Raised from (.+?) \((\d+)\)", text)
+    patterns = (
+        r"During: .* at (.+?) \((\d+)\)",
+        r'File "(.+?)", line (\d+)',
+        r"Raised from (.+?) \((\d+)\)",
     )
+    # numba's own files (an f-string fails in numba-cuda's unicode.py) are not the place
+    places = (m for p in patterns for m in re.finditer(p, text) if not _in_numba(m.group(1)))
+    found = next(places, None)
     if found:
         named = found.group(1)
         if os.path.isfile(named):
@@ -84,7 +87,22 @@ def _where(text: str, py_func: Any, called: str | None) -> tuple[str, int]:
         for offset, text_line in enumerate(source):
             if re.search(rf"\b{re.escape(called)}\s*\(", text_line):
                 return file, first + offset
-    return file, first
+    # the kernel's ``def`` line, below its decorators
+    offset = next(
+        (k for k, text_line in enumerate(source) if text_line.lstrip().startswith("def ")), 0
+    )
+    return file, first + offset
+
+
+def _in_numba(path: str) -> bool:
+    """Whether ``path`` is a file of numba or numba-cuda themselves."""
+    import numba
+
+    roots = [os.path.dirname(os.path.dirname(numba.__file__))]  # site-packages (or a checkout)
+    parts = os.path.normpath(os.path.abspath(path)).split(os.sep)
+    return any(p in ("numba", "numba_cuda") for p in parts) and any(
+        os.path.abspath(path).startswith(r) for r in roots
+    )
 
 
 def _reachable(py_func: Any) -> list[Any]:
