@@ -229,6 +229,23 @@ def randn_seeds(monkeypatch) -> list:
 
 
 @pytest.fixture
+def ptx_compiles(monkeypatch) -> list[str]:
+    """The name of every kernel numba's ``compile_ptx`` compiles from here on, for tests
+    that count the compiles a type check makes."""
+    from numba.cuda import compiler
+
+    compiled: list[str] = []
+    real = compiler.compile_ptx
+
+    def counting(py_func, *args, **kwargs):
+        compiled.append(py_func.__name__)
+        return real(py_func, *args, **kwargs)
+
+    monkeypatch.setattr(compiler, "compile_ptx", counting)
+    return compiled
+
+
+@pytest.fixture
 def load_op():
     """``load_op(root, name)`` -> (config, Op) of a project, discovered from ``root`` by a
     fresh session (with the environment's settings, as a command would have)."""

@@ -111,20 +111,11 @@ def test_watch_modes_are_red(rejected, mode):
 
 
 def test_a_warm_loop_compiles_nothing_and_the_disk_cache_answers_a_new_process(
-    make_project, sources, monkeypatch
+    make_project, sources, monkeypatch, ptx_compiles
 ):
-    from numba.cuda import compiler
-
     root = make_project({"nt_ok": (sources.unary_op("nt_ok", cases=sources.ONE_CASE), None)})
     monkeypatch.chdir(root)
-    compiled: list[str] = []
-    real = compiler.compile_ptx
-
-    def counting(py_func, *args, **kwargs):
-        compiled.append(py_func.__name__)
-        return real(py_func, *args, **kwargs)
-
-    monkeypatch.setattr(compiler, "compile_ptx", counting)
+    compiled = ptx_compiles
     assert portkit.sim("nt_ok").passed
     assert compiled == ["nt_ok_fwd"]
     assert portkit.sim("nt_ok").passed and portkit.sim("nt_ok").passed

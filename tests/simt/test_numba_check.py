@@ -10,7 +10,6 @@ import inspect
 import numpy as np
 import pytest
 from numba import cuda, int32
-from numba.cuda import compiler
 
 from portkit.simt import simulate
 from portkit.simt.numba_check import NumbaRejects, forget
@@ -74,20 +73,12 @@ def test_the_place_is_the_kernels_not_numbas():
         simulate(returns)[1, 1](np.ones(2))
 
 
-def test_a_kernel_numba_compiles_runs_and_is_compiled_once_per_argument_types(monkeypatch):
-    compiled: list[str] = []
-    real = compiler.compile_ptx
-
-    def counting(py_func, *args, **kwargs):
-        compiled.append(py_func.__name__)
-        return real(py_func, *args, **kwargs)
-
-    monkeypatch.setattr(compiler, "compile_ptx", counting)
+def test_a_kernel_numba_compiles_runs_and_is_compiled_once_per_argument_types(ptx_compiles):
     x, out = np.arange(32, dtype=np.int32), np.zeros(32, np.int64)
     simulate(alike_selp)[1, 32](x, out)
     simulate(alike_selp)[1, 32](x, out)  # a new wrapper of the same kernel: asked already
-    assert compiled == ["alike_selp"]
+    assert ptx_compiles == ["alike_selp"]
     wide = np.zeros(32, np.float64)
     simulate(alike_selp)[1, 32](x, wide)  # other argument types: asked again
-    assert compiled == ["alike_selp", "alike_selp"]
+    assert ptx_compiles == ["alike_selp", "alike_selp"]
     assert out.tolist() == wide.tolist() == [v if v % 2 == 0 else -v for v in range(32)]
