@@ -69,6 +69,16 @@ class Dim3:
         return f"({self.x}, {self.y}, {self.z})"
 
 
+def _bit_width(x: Any) -> int:
+    """The bits a bit-count intrinsic counts of ``x``: 64 for a uint64, else 32 (above)."""
+    return 64 if type(x) is np.uint64 else 32
+
+
+def _bit_result(x: Any, value: int) -> Any:
+    """A bit count as numba types it: a uint64's a uint64, the rest held as int64."""
+    return np.uint64(value) if type(x) is np.uint64 else INT64(value)
+
+
 def _atomic(update: Callable[[Any, Any], Any], sums: bool = False) -> Callable[..., Any]:
     """``sums``: add and sub, whose float results depend on the order (simt/tally.py)."""
 
@@ -232,22 +242,32 @@ class SimulatedCuda:
             return picked
         return INT64(picked) if isinstance(picked, int) else np.float64(picked)
 
+    # Bit counts as numba-cuda lowers them (cudaimpl.py): popc and clz over the argument's
+    # width (llvm ctpop / ctlz), brev of a uint64 over 64 bits (__nv_brevll) and of any other
+    # integer over its low 32 (__nv_brev), ffs over 32 bits or 64 (__nv_ffs / __nv_ffsll).
+    # The simulator holds int8-int32 values as int64 (scalars.widen), so an int64 here is
+    # taken for the int32 it most often is: 32 bits; a true int64's high half is not
+    # counted (a known limit, docs/simulator.md). A uint64 is never a widened narrow int:
+    # 64 bits, as the GPU counts it.
     @staticmethod
     def popc(x: Any) -> Any:
-        return INT64(bin(int(x) & 0xFFFFFFFFFFFFFFFF).count("1"))
+        bits = _bit_width(x)
+        return _bit_result(x, bin(int(x) & ((1 << bits) - 1)).count("1"))
 
     @staticmethod
     def brev(x: Any) -> Any:
-        return INT64(int(f"{int(x) & 0xFFFFFFFF:032b}"[::-1], 2))
+        bits = _bit_width(x)
+        return _bit_result(x, int(f"{int(x) & ((1 << bits) - 1):0{bits}b}"[::-1], 2))
 
     @staticmethod
     def clz(x: Any) -> Any:
-        return INT64(32 - (int(x) & 0xFFFFFFFF).bit_length())
+        bits = _bit_width(x)
+        return _bit_result(x, bits - (int(x) & ((1 << bits) - 1)).bit_length())
 
     @staticmethod
     def ffs(x: Any) -> Any:
-        v = int(x) & 0xFFFFFFFF
-        return INT64((v & -v).bit_length())
+        v = int(x) & ((1 << _bit_width(x)) - 1)
+        return INT64((v & -v).bit_length())  # numba's uint32, held as int64
 
     def __getattr__(self, name: str) -> Any:
         from numba import cuda

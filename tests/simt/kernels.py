@@ -775,3 +775,20 @@ def libdevice_calls(x, n, out, out32):
         out[i, 3] = libdevice.fmax(v, 0.0)
         out[i, 4] = libdevice.umin(n[i], 7)
         out[i, 5] = libdevice.popc(n[i]) + libdevice.clz(n[i])
+
+
+@cuda.jit
+def bit_counts(x32, u64, out32, outu):
+    """``cuda.popc``/``clz``/``ffs`` as numba-cuda lowers them: an int32 over its 32 bits
+    (a negative one's popc is at most 32), a uint64 over its 64 (``popc.b64``, ``clz.b64``);
+    ``brev`` of a uint64 over 64 bits (``__nv_brevll``), of an int32 over 32 (``__nv_brev``)."""
+    i = cuda.grid(1)
+    if i < x32.shape[0]:
+        out32[i, 0] = cuda.popc(x32[i])
+        out32[i, 1] = cuda.clz(x32[i])
+        out32[i, 2] = cuda.ffs(x32[i])
+        outu[i, 0] = cuda.popc(u64[i])
+        outu[i, 1] = cuda.clz(u64[i])
+        outu[i, 2] = cuda.ffs(u64[i])
+        outu[i, 3] = cuda.brev(u64[i])
+        outu[i, 4] = cuda.brev(x32[i])

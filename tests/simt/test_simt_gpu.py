@@ -254,6 +254,17 @@ CASES = [
         block=64,
     ),
     Case(
+        "bit_counts",
+        "bit_counts",
+        lambda g: [
+            g.integers(-(2**31), 2**31, 40).astype(np.int32),
+            g.integers(0, 2**63, 40, dtype=np.uint64) * np.uint64(2) + np.uint64(1),
+            np.zeros((40, 3), np.int32),
+            np.zeros((40, 5), np.uint64),
+        ],
+        block=64,
+    ),
+    Case(
         "libdevice_calls",
         "libdevice_calls",
         lambda g: [
