@@ -167,16 +167,27 @@ _UFUNC_NAMES = {
     "log1p": "log1p",
     "expm1": "expm1",
 }
-_INT_RESULT = {"floor", "ceil", "trunc"}
+# numba-cuda types floor, ceil and trunc as floats (cudamath.py: float32 of a float32,
+# float64 of an integer), not as the ints CPython and numba's CPU target return.
+_FLOAT_OF_INTEGER = {"floor", "ceil", "trunc"}
 
 
 _C_NAMES = {"gamma": "tgamma"}  # math names portkit_math.h (floatmath) spells otherwise
 
 
-def _float_result(args: tuple[Any, ...]) -> type:
-    """The float type numba gives a math function of ``args``."""
+def _float_result(args: tuple[Any, ...], name: str = "") -> type:
+    """The float type numba gives a math function of ``args``: their float type, float64
+    where there is none; a float32 beside an integer (``math.pow(x, 2)``, ``atan2(x, 1)``)
+    is float64, numba's best signature for the pair (float64, float64), except ``ldexp``,
+    whose exponent is an int32. The simulator holds an int32 as int64, so ``pow`` of a
+    float32 and an int32 (float32 in numba) is float64 here too: a known limit."""
     floats = {type(a) for a in args if isinstance(a, np.floating)}
-    return np.result_type(*floats).type if floats else FLOAT64
+    if not floats:
+        return FLOAT64
+    integers = any(isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in args)
+    if integers and name != "ldexp":
+        floats.add(FLOAT64)
+    return np.result_type(*floats).type
 
 
 def _typed_math_function(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
@@ -187,7 +198,7 @@ def _typed_math_function(name: str, function: Callable[..., Any]) -> Callable[..
         if len(args) == arity and all(
             isinstance(a, (int, float, np.integer, np.floating)) for a in args
         ):
-            kind = _float_result(args)
+            kind = _float_result(args, name)
             return kind(floatmath.compute(c_name, np.dtype(kind), *args)[()])
         if name == "ldexp" and len(args) == 2:  # Python's takes an int only, not np.int32
             args = (args[0], operator.index(args[1]))
@@ -208,9 +219,9 @@ def _typed_math_function(name: str, function: Callable[..., Any]) -> Callable[..
         if isinstance(result, bool):
             return np.bool_(result)
         if isinstance(result, int):
-            return INT64(result) if name in _INT_RESULT else result
+            return _float_result(args, name)(result) if name in _FLOAT_OF_INTEGER else result
         if isinstance(result, float):
-            return _float_result(args)(result)
+            return _float_result(args, name)(result)
         return result
 
     typed.__name__ = name

@@ -62,8 +62,9 @@ EXPECTED = {
     "nt_numpy": ("nt_numpy.py:16)", "no implementation of norm for norm(array(float32, 1d, C))"),
 }
 # Without SciPy numba refuses np.linalg with an ImportError that names no line: the kernel's
-# `def` line is given instead. Either is numba's rejection (a GPU refuses it alike).
-WITHOUT_SCIPY = ("nt_numpy.py:12)", "(ImportError: scipy 0.16+ is required for linear algebra)")
+# `def` line (below its decorator) is given instead. Either is numba's rejection (a GPU
+# refuses it alike).
+WITHOUT_SCIPY = ("nt_numpy.py:13)", "(ImportError: scipy 0.16+ is required for linear algebra)")
 
 
 def _one_line(text: str, op: str) -> None:

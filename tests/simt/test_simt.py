@@ -559,12 +559,6 @@ def test_float32_power_of_an_int_stays_float32():
     np.testing.assert_array_equal(out, (x * x).astype(np.float64))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="simulator bug: math.floor/ceil/trunc of a float return that float type in "
-    "numba-cuda (floor(float32) is float32); scalars.py _INT_RESULT makes them int64, so "
-    "floor(x) * x is computed in float64",
-)
 def test_floor_of_float32_is_float32():
     x = np.array([1.1, 3.3, -2.7, 0.3], np.float32)
     out = np.zeros(4)
@@ -572,12 +566,6 @@ def test_floor_of_float32_is_float32():
     np.testing.assert_array_equal(out, (np.floor(x) * x).astype(np.float64))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=SimulationFault,
-    reason="simulator bug: math.floor of a float beyond int64 (1e30) raises OverflowError "
-    "in scalars.py _typed_math_function ('INT64(result)' of a Python int > 2**63)",
-)
 def test_floor_of_a_large_float():
     x = np.array([1e30, -1e30], np.float32)
     out = np.zeros(2)
@@ -618,11 +606,6 @@ def test_round_of_float32_is_int64():
     np.testing.assert_array_equal(out, np.round(x).astype(np.float64) * x.astype(np.float64))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="simulator bug: math.pow(float32, int) is float64 in numba; scalars.py "
-    "_typed_math_function takes the float type of the float arguments only (float32)",
-)
 def test_math_pow_of_float32_and_int_is_float64():
     x = np.array([1.1, 3.3, -2.7, 0.3], np.float32)
     out = np.zeros(4)
