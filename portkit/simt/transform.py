@@ -57,13 +57,13 @@ from portkit.simt.numba_rules import (
 from portkit.simt.recursion import Recursion
 from portkit.simt.scalars import (
     TYPED_BUILTINS,
-    TYPED_MATH,
     NumberCast,
     as_dtype,
     simulated_bf16,
     typed_constant,
 )
 from portkit.simt.source import own_nodes, parsed_definition, source_lines
+from portkit.simt.typed_math import TYPED_MATH
 from portkit.simt.vector_types import simulated_vector_type
 from portkit.simt.xoroshiro import simulated_random
 

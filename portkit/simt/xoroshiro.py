@@ -58,7 +58,7 @@ def _next(states: Any, index: Any) -> Any:
 
 
 def _thread_functions() -> dict[str, Callable[..., Any]]:
-    from portkit.simt.scalars import TYPED_MATH
+    from portkit.simt.typed_math import TYPED_MATH
 
     def normal(states: Any, index: Any, two_pi: Any, kind: Any) -> Any:
         u1 = _unit32(_next(states, index))

@@ -24,7 +24,8 @@ from portkit.simt.lockstep.bfloat16 import BF16Lanes, LaneCast, lane_bf16, lane_
 from portkit.simt.lockstep.lanes import is_lanes
 from portkit.simt.lockstep.unordered import UNORDERED
 from portkit.simt.lockstep.vectorize import UNUSED_ATOMICS, Unsupported
-from portkit.simt.scalars import INT64, TYPED_BUILTINS, TYPED_MATH, BFloat16, as_dtype
+from portkit.simt.scalars import INT64, TYPED_BUILTINS, BFloat16, as_dtype
+from portkit.simt.typed_math import TYPED_MATH
 
 # Every shim that needs the chunk running now reads it from ``current``: the engine's own
 # holder (``current.chunk``), so two machines, or two sessions, never share one.
