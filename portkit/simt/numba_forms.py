@@ -1,8 +1,9 @@
 """Forms of kernel source that numba compiles with its own meaning, which Python's
 would get wrong in the simulator: ``x is True`` on a boolean (NumPy's booleans are never
 the ``True`` object), ``alignment=`` of an allocation (checked, then dropped: simulated
-memory has no addresses) and a call of a plain ``cuda.jit`` kernel from a kernel
-(numba compiles the callee as a device function)."""
+memory has no addresses), a float raised to an integer (numba keeps the float's type) and
+a call of a plain ``cuda.jit`` kernel from a kernel (numba compiles the callee as a device
+function)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from portkit.errors import KernelError
+from portkit.simt.scalars import typed_pow
 
 
 def is_bool(value: Any, literal: bool) -> bool:
@@ -44,6 +46,18 @@ def is_bool_call(
     if isinstance(node.ops[0], ast.IsNot):
         result = ast.UnaryOp(op=ast.Not(), operand=call)
     return ast.copy_location(result, node)
+
+
+def power_call(node: ast.BinOp, namespace: dict) -> ast.AST:
+    """``a ** b`` (already visited) as a call of ``scalars.typed_pow``: numba keeps a
+    float raised to an integer in the float's type, NumPy does not. Both engines."""
+    if not isinstance(node.op, ast.Pow):
+        return node
+    namespace["__pk_pow"] = typed_pow
+    call = ast.Call(
+        func=ast.Name(id="__pk_pow", ctx=ast.Load()), args=[node.left, node.right], keywords=[]
+    )
+    return ast.copy_location(call, node)
 
 
 def without_alignment(node: ast.Call) -> list[ast.keyword]:

@@ -148,6 +148,42 @@ def typed_len(value: Any) -> np.int64:
     return INT64(len(value))
 
 
+_POWER_FLOATS = (np.float32, np.float64)
+
+
+def typed_pow(base: Any, exponent: Any) -> Any:
+    """``base ** exponent`` as numba-cuda computes it (its ``int_power`` and
+    ``static_power``): a float32 or float64 (a value or one per lane) raised to an integer
+    stays that float type, by squaring in it: ``x ** 2`` is ``x * x`` rounded once, and
+    a negative power ``1.0 / r`` rounded to the type. NumPy's ``float32 ** int64`` is a
+    float64 and its ``pow`` rounds otherwise. Any other operands: Python's ``**``."""
+    plain = type(base) is np.ndarray or isinstance(base, np.generic)  # not bfloat16 lanes
+    kind = base.dtype if plain else None
+    if kind is None or kind.type not in _POWER_FLOATS:
+        return base**exponent
+    if isinstance(exponent, np.ndarray) and exponent.dtype.kind in "iu":  # one per lane
+        out = np.empty(np.broadcast(base, exponent).shape, kind)
+        for e in np.unique(exponent):
+            chosen = exponent == e
+            out[chosen] = np.broadcast_to(typed_pow(base, e), out.shape)[chosen]
+        return out
+    if isinstance(exponent, bool) or not isinstance(exponent, (int, np.integer)):
+        return base**exponent
+    n = int(exponent)
+    if abs(n) > 0x10000:  # numba's cutoff: math.pow in float64, then the type
+        return np.asarray(np.power(np.float64(base), float(n))).astype(kind)[()]
+    result, square, left = np.ones_like(base), base, abs(n)
+    with np.errstate(all="ignore"):  # inf and NaN as the GPU gives them
+        while left:
+            if left & 1:
+                result = result * square
+            left >>= 1
+            square = square * square
+        if n < 0:
+            result = (1.0 / np.asarray(result, np.float64)).astype(kind)
+    return result[()] if isinstance(result, np.ndarray) and result.ndim == 0 else result
+
+
 # What the simulator puts in a kernel's namespace instead of these builtins.
 TYPED_BUILTINS: dict[str, Any] = {
     "max": typed_max,

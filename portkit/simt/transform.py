@@ -44,6 +44,7 @@ from portkit.simt.numba_forms import (
     is_bool,
     is_bool_call,
     is_called_kernel,
+    power_call,
     without_alignment,
 )
 from portkit.simt.numba_rules import (
@@ -340,6 +341,10 @@ class _Visitor(ast.NodeTransformer):
         name = self.rewriter.next_constant()
         self.namespace[name] = value
         return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), node)
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        self.generic_visit(node)
+        return power_call(node, self.namespace)
 
     def visit_Compare(self, node: ast.Compare) -> ast.AST:
         literal = bool_literal(node)  # before the literal becomes a typed constant's name

@@ -792,3 +792,17 @@ def bit_counts(x32, u64, out32, outu):
         outu[i, 2] = cuda.ffs(u64[i])
         outu[i, 3] = cuda.brev(u64[i])
         outu[i, 4] = cuda.brev(x32[i])
+
+
+@cuda.jit
+def integer_powers(x, y, n, out32, out64):
+    """A float raised to an integer as numba-cuda computes it: by squaring in the float's
+    type (``x ** 2`` is ``x * x``), a negative power ``1.0 / r`` rounded to the type, the
+    exponent a literal or a value per thread."""
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        out32[i, 0] = x[i] ** 3
+        out32[i, 1] = x[i] ** -2
+        out32[i, 2] = x[i] ** n[i]
+        out64[i, 0] = y[i] ** 5
+        out64[i, 1] = y[i] ** n[i]

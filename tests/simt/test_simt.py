@@ -547,11 +547,6 @@ def test_atomic_add_casts_the_value_to_the_array_dtype():
     assert acc[0] == np.float32(1) + np.float32(values[0]) == 1.0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="simulator bug: float32 ** int literal is float32 in numba, the simulator "
-    "computes it in float64 (NumPy's float32 ** int64)",
-)
 def test_float32_power_of_an_int_stays_float32():
     x = np.array([1.1, 3.3, -2.7, 0.3], np.float32)
     out = np.zeros(4)

@@ -8,7 +8,7 @@ through an order-free view (final values, sorted old values). ``print`` is left 
 Cases whose point is one rounding (typing) compare floats bit for bit. Kernels on which
 the simulator is known to disagree with numba are ``xfail(strict=True)`` with the reason;
 tests/simt/test_simt.py checks each of them against the expected value too. Last run on an
-H100 with numba-cuda 0.30.4 (2026-11-28): 97 passed, 11 xfailed (three of those xfails
+H100 with numba-cuda 0.30.4 (2026-11-28): 97 passed, 11 xfailed (four of those xfails
 closed since, not yet re-run there); every
 kernel here is also compiled with numba on the CPU (test_gpu_cases_compile.py).
 
@@ -255,6 +255,19 @@ CASES = [
         block=64,
     ),
     Case(
+        "integer_powers",
+        "integer_powers",
+        lambda g: [
+            f32(g, 40) + np.float32(1.5),
+            g.standard_normal(40) + 1.5,
+            g.integers(-4, 9, 40).astype(np.int32),
+            np.zeros((40, 3), np.float32),
+            np.zeros((40, 2), np.float64),
+        ],
+        block=64,
+        exact=True,
+    ),
+    Case(
         "bit_counts",
         "bit_counts",
         lambda g: [
@@ -425,7 +438,6 @@ CASES = [
         "float_power",
         "float_power",
         lambda g: [np.array([1.1, 3.3, -2.7, 0.3], np.float32), np.zeros(4)],
-        xfail="simulator bug: float32 ** int is float64 in the simulator, float32 in numba",
     ),
     Case(
         "floor_product",

@@ -11,7 +11,13 @@ from typing import Any
 import numpy as np
 
 from portkit.simt.lockstep.syntax import ctx_call, lambda_of, name_node
-from portkit.simt.numba_forms import bool_literal, is_bool, is_bool_call, without_alignment
+from portkit.simt.numba_forms import (
+    bool_literal,
+    is_bool,
+    is_bool_call,
+    power_call,
+    without_alignment,
+)
 from portkit.simt.scalars import typed_constant
 from portkit.simt.transform import ALLOCATORS, WAITING_INTRINSICS, is_device_function
 
@@ -83,6 +89,10 @@ class Expressions(ast.NodeTransformer):
         if isinstance(node.op, ast.Not):
             return ast.copy_location(ctx_call("not_", node.operand), node)
         return node
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        self.generic_visit(node)
+        return power_call(node, self.body.namespace)
 
     def visit_Compare(self, node: ast.Compare) -> ast.AST:
         """``x is True``: numba compares a boolean's value (per lane for lane values)."""
