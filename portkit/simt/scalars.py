@@ -193,6 +193,7 @@ TYPED_BUILTINS: dict[str, Any] = {
     "range": typed_range,
     "len": typed_len,
     "round": typed_round,  # rounding.py
+    "pow": typed_pow,  # numba's float ** int, as ``**`` (numba has no three-argument pow)
 }
 
 

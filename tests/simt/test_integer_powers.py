@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from numba import cuda
 
 from portkit.simt import simulate
 from portkit.simt.scalars import typed_pow
@@ -46,3 +47,17 @@ def test_other_operands_keep_pythons_power():
     assert type(typed_pow(np.float32(2), np.float64(0.5))) is np.float64  # float ** float64
     assert typed_pow(np.int64(3), np.int64(4)) == 81
     assert typed_pow(2.0, 3) == 8.0  # a Python float (a host value): Python's
+
+
+def _builtin_pow(x, out):
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        out[i] = pow(x[i], 3)
+
+
+@pytest.mark.parametrize("engine", ["per-thread", "lockstep"])
+def test_the_builtin_pow_is_the_operator(engine):
+    x = np.array([1.1, 3.3, -2.7, 0.3], np.float32)
+    out = np.zeros(4)
+    simulate(cuda.jit(_builtin_pow), engine=engine)[1, 4](x, out)
+    assert out.tolist() == [float(_squaring(v, 3)) for v in x]

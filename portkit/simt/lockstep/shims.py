@@ -24,7 +24,7 @@ from portkit.simt.lockstep.bfloat16 import BF16Lanes, LaneCast, lane_bf16, lane_
 from portkit.simt.lockstep.lanes import is_lanes
 from portkit.simt.lockstep.unordered import UNORDERED
 from portkit.simt.lockstep.vectorize import UNUSED_ATOMICS, Unsupported
-from portkit.simt.scalars import INT64, TYPED_BUILTINS, BFloat16, as_dtype
+from portkit.simt.scalars import INT64, TYPED_BUILTINS, BFloat16, as_dtype, typed_pow
 from portkit.simt.typed_math import TYPED_MATH
 
 # Every shim that needs the chunk running now reads it from ``current``: the engine's own
@@ -224,7 +224,7 @@ def lane_builtins(current: Any) -> dict[str, Any]:
         "abs": _abs,
         "len": _len,
         "round": per_lane(TYPED_BUILTINS["round"], "round", current),
-        "pow": per_lane(builtins.pow, "pow", current),
+        "pow": per_lane(typed_pow, "pow", current),  # numba's float ** int, as ``**``
         "bool": per_lane(lambda v: np.bool_(v), "bool", current),
         UNUSED_ATOMICS: LaneAtomics(unused=True),
     }
