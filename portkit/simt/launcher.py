@@ -203,12 +203,12 @@ class SimulatedKernel(Overloads):
             host = [_host(self.__name__, n, a, copies) for n, a in zip(names, args)]
             if self.specialized:  # numba converts scalars to the declared types
                 host = as_declared(self.__name__, host, list(self.overloads), self._one)
-                typed: list[tuple | None] = list(self.overloads)  # numba compiles them all
             else:
                 self.add_overload(argument_types(host))
-                typed = [launch_types(host)]
             if self._typecheck:
                 machine.rewriter.rewrite(self.dispatcher)  # its numba rules say it better
+                # numba compiles every declared signature, else the launch's argument types
+                typed = list(self.overloads) if self.specialized else [launch_types(host)]
                 for argtypes in typed:
                     check_launch(self.__name__, self.dispatcher, argtypes)
             # numba types a read-only array readonly and refuses to compile a store into

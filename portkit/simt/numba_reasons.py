@@ -97,12 +97,11 @@ def _where(text: str, py_func: Any, called: str | None) -> tuple[str, int]:
 def _in_numba(path: str) -> bool:
     """Whether ``path`` is a file of numba or numba-cuda themselves."""
     import numba
+    import numba.cuda
 
-    roots = [os.path.dirname(os.path.dirname(numba.__file__))]  # site-packages (or a checkout)
-    parts = os.path.normpath(os.path.abspath(path)).split(os.sep)
-    return any(p in ("numba", "numba_cuda") for p in parts) and any(
-        os.path.abspath(path).startswith(r) for r in roots
-    )
+    roots = {os.path.dirname(numba.__file__), os.path.dirname(numba.cuda.__file__)}
+    full = os.path.abspath(path)
+    return any(full.startswith(root + os.sep) for root in roots)
 
 
 def _reachable(py_func: Any) -> list[Any]:
