@@ -220,8 +220,21 @@ def is_kernel(value: Any) -> bool:
     return hasattr(value, "py_func") and isinstance(options, dict) and not options.get("device")
 
 
+def _prefix_package() -> None:
+    """Make ``portkit_ops`` an importable (empty) package, so that ``portkit_ops.<op>``
+    imports from sys.modules: pickle imports a function's module by name before it saves
+    it, and without the parent every prototype function and constant was unpicklable
+    (torch.compile's cache of a reference failed to pickle its key: 112 warnings in one
+    `portkit bench --impl torch.compile` on an H200, 2026-11-28)."""
+    if MODULE_PREFIX not in sys.modules:
+        package = ModuleType(MODULE_PREFIX, "portkit's loaded prototypes")
+        package.__path__ = []  # a package whose children are only those in sys.modules
+        sys.modules[MODULE_PREFIX] = package
+
+
 def _import_prototype(name: str, path: Path) -> ModuleType:
     module_name = f"{MODULE_PREFIX}.{name}"
+    _prefix_package()
     spec = importlib.util.spec_from_file_location(module_name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

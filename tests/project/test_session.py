@@ -126,3 +126,16 @@ def test_portkit_load_runs_the_refreshed_op_of_a_session(make_project, sources):
     edit(root / "prototypes" / "res_load.py", "x[i] * 2.0", "x[i] * 9.0")
     session.refresh()
     assert torch.equal(portkit.load("res_load", "sim", session=session)(x), x * 9)
+
+
+def test_what_a_prototype_defines_pickles_by_name(make_project, sources):
+    """pickle imports a function's module by name; torch.compile's cache pickles what a
+    reference refers to. Without an importable ``portkit_ops`` parent, every prototype
+    function was 'import of module portkit_ops.<op> failed'."""
+    import pickle
+
+    prototype = sources.unary_op("pickled", cases=sources.ONE_CASE)
+    root = make_project({"pickled": (prototype + "\n\ndef helper():\n    return 1\n", None)})
+    Session.from_environment(root).op("pickled")
+    helper = sys.modules["portkit_ops.pickled"].helper
+    assert pickle.loads(pickle.dumps(helper)) is helper
