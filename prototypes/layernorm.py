@@ -8,7 +8,8 @@ and the others match the float64 reference rounded once. Mean and 1/std are save
 float64. The last step, ``xhat * w + b``, is float32 for float16, bfloat16 and float32
 (``wide`` = 0: one float32 rounding of xhat, far inside the float32 tolerance) and float64
 for float64. The forward's narrow path (float16, bfloat16, and float32 with the
-fwd_float_math knob's "float32", ``layernorm_fwd32``: ``row_stats32``, ``affine32``) keeps a thread's elements, its partial sums, x - mean and xhat in float32, each partial
+fwd_float_math knob's "float32", ``layernorm_fwd32``: ``row_stats32``, ``affine32``)
+keeps a thread's elements, its partial sums, x - mean and xhat in float32, each partial
 widened once for the float64 sum across threads: the twin then holds its elements in
 float registers (64 a thread, not 96) and converts once a thread, not twice an element.
 
