@@ -3,8 +3,9 @@
     python scripts/bench_launch.py [--n 1024] [--calls 2000] [--repeats 15] [--json out.json]
 
 For each implementation of sigmoid on ``--n`` float32 elements (the twin three ways:
-replaying recorded launcher calls with the compiled replayer, with the Python one, and
-running the launcher every call): the forward alone, and
+replaying recorded launcher calls with the compiled replayer, with the prepared Python
+one (runtime/prepared.py, what a package without a compiler uses too), and running the
+launcher every call): the forward alone, and
 forward + backward through autograd. A sample times ``--calls`` back-to-back calls with
 ``time.perf_counter`` and one synchronize at the end (the kernels are tiny, so the queue
 never fills and the figure is the host's work per call). ``--repeats`` rounds each take
@@ -228,7 +229,7 @@ def main() -> int:
     expected_grad = g * expected * (1 - expected)
     impls: dict[str, Callable] = {"torch": torch.sigmoid}
     # The twin three ways: replaying recorded calls with the compiled replayer (the
-    # default), with the Python one, and without replay (every call runs the launcher).
+    # default), with the prepared Python one, and without replay (every call runs the launcher).
     for name, implementation, replay in (
         ("twin", "twin", ""),
         ("twin, Python replayer", "twin", "python"),

@@ -78,20 +78,21 @@ def compiled_replaying(op, k, namespace):
     build here."""
     import ctypes
 
-    from portkit.launch.replay import launcher
-    from portkit.runtime.native_replayer import NativeReplayer, compiled_module
+    from portkit.runtime import native_replayer
     from portkit.torch_op.load import registered_callable
 
-    module = compiled_module()
+    module = native_replayer.compiled_module()
     if module is None:
         return None
     address = ctypes.cast(_no_launch, ctypes.c_void_p).value
-    make = launcher.make_replayer
-    launcher.make_replayer = lambda mode="auto": NativeReplayer(module, address, 0, 256)
+    make = native_replayer.compiled_replayer
+    native_replayer.compiled_replayer = lambda who: native_replayer.NativeReplayer(
+        module, address, 0, 256
+    )
     try:
         return registered_callable(op, k, namespace, replay="auto")
     finally:
-        launcher.make_replayer = make
+        native_replayer.compiled_replayer = make
 
 
 def paired(timed: dict, base: dict, calls: int = 1000, rounds: int = 15) -> list[tuple]:

@@ -18,8 +18,9 @@ import torch
 
 import portkit
 from portkit.bench.timing import host_rounds
-from portkit.launch.replay.recording import RecordingKernels, record
 from portkit.runtime.native_replayer import native_replayer
+from portkit.runtime.recorder import record
+from portkit.runtime.replaying import RecordingKernels
 from portkit.runtime.steps import RecordedLaunch, Recording
 
 

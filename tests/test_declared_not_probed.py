@@ -161,7 +161,7 @@ def test_every_site_allowed_a_default_says_why() -> None:
 
 def test_the_check_reads_the_folders_it_names() -> None:
     names = {path.name for path in _modules()}
-    assert {"replaying.py", "twin_launch.py", "executor.py", "cupy_arrays.py"} <= names
+    assert {"replaying.py", "twin_launch.py", "prepared.py", "cupy_arrays.py"} <= names
 
 
 def test_numpy_scalars_are_known_by_their_base_class_without_importing_numpy() -> None:

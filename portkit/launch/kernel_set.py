@@ -48,8 +48,8 @@ class LaunchTarget:
       path below, whose errors name the problem.
     - ``has_replay_step`` (with ``has_plain_launch``): it offers ``replay_step(config,
       args)``: right after a plain launch with ``args``, a
-      ``launch.replay.steps.ReplayLaunch`` that repeats it with other data pointers, or
-      None; ``portkit.load`` then replays recorded calls (``launch/replay``).
+      ``runtime.steps.ReplayLaunch`` that repeats it with other data pointers, or
+      None; ``portkit.load`` then replays recorded calls (``runtime/replaying.py``).
     """
 
     has_plain_launch: ClassVar[bool] = False

@@ -18,7 +18,7 @@ from typing import Any
 from portkit.errors import ConfigError
 from portkit.runtime.replay_setting import replay_mode
 
-# Simulator engines (simt/machine.py), replay modes (launch/replay) and math libraries
+# Simulator engines (simt/machine.py), replay modes (runtime/replaying.py) and math libraries
 # (simt/floatmath): the values the switches take.
 SIMT_ENGINES = ("auto", "lockstep", "per-thread")
 REPLAY_MODES = ("auto", "python", "off")  # auto: compiled where it builds, else Python

@@ -134,7 +134,7 @@ class DriverKernel:
             self.launch_packed(grid, block, shared_bytes, stream)
 
     def packed(self, values: Sequence[Any]) -> bytes:
-        """The parameter block for ``values`` as bytes (launch/replay keeps one per launch)."""
+        """The parameter block for ``values`` as bytes (a recording keeps one per launch)."""
         return self._struct.pack(*values)
 
     def pack(self, values: Sequence[Any]) -> None:

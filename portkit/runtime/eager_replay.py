@@ -29,10 +29,25 @@ from typing import Any, cast
 import torch
 
 from .autograd_function import Binding, as_tuple, eager_backward
-from .executor import flatten
+from .prepared import PreparedReplayer, ReplayedOp, flatten
 from .registration import OpCallable, RegisteredOp, _is_compiling
 from .replayer_protocol import BackwardReplayer, Replayer, carries_backward
-from .replaying import ReplayingLauncher
+from .replaying import ReplayingLauncher, checked_by_the_forward
+
+
+def op_callable(registered: RegisteredOp, binding: Binding) -> OpCallable:
+    """The op's callable (``portkit.load``'s and a package's): where its forward replays
+    and runs its input check itself (``replaying.replayed``), a plain-eager call of a
+    recorded signature is one call into the compiled replayer (``ReplayedOpCallable``)
+    or one prepared function (``prepared.ReplayedOp``); else ``OpCallable``."""
+    forward = binding.forward
+    if isinstance(forward, ReplayingLauncher) and binding.check is checked_by_the_forward:
+        replayer, run_eager = forward.replayer, forward.run_eager
+        if carries_backward(replayer) and run_eager is not None:
+            return ReplayedOpCallable(registered, binding, run_eager)
+        if isinstance(replayer, PreparedReplayer):
+            return ReplayedOp(registered, binding, replayer)
+    return OpCallable(registered, binding)
 
 
 def replayer_of(launcher: Any) -> Replayer | None:

@@ -1,18 +1,9 @@
 """An exported package's ops: ``k`` for the shipped launchers, kernels loaded from the
 package's cubins (or PTX on a newer GPU), and the registration of the ops at import.
 
-``portkit export`` copies portkit/runtime/ byte for byte into the package as
-``_runtime/``; the package's ``__init__`` calls ``register_ops`` here. Each kernel
-launches through ``twin_launch.TwinLaunch``, the launch loop portkit's twin uses; calls
-replay through ``replaying.ReplayingLauncher`` with ``portkit.load``'s compiled replayer
-(``native_replayer.py``: ``native.cpp``, built once into torch's extension folder where
-a C++ compiler is present, shared with portkit's build) and its callable
-(``eager_replay.ReplayedOpCallable``: the C++ autograd node, the C++ kernels of
-``torch.ops``); where it cannot be built, after one line on stderr, with the prepared
-replayer (``prepared.py``). No numba, no NVRTC, no portkit: the standard library, torch
-and cuda.bindings (and torch's C++ extension builder, where it can build). The launchers see the
-runtime package as ``portkit`` (``portkit.cdiv``, ``portkit.sm_count``, ``portkit.knobs``,
-``portkit.InputError``).
+The package's ``__init__`` calls ``register_ops`` here. Kernels launch through
+``twin_launch.TwinLaunch`` and calls replay through ``replaying.replayed``, as in
+``portkit.load``; no numba, NVRTC or portkit (docs/fast-path.md).
 """
 
 from __future__ import annotations
@@ -24,15 +15,7 @@ from typing import Any
 
 import torch
 
-from . import (
-    driver_launch,
-    eager_replay,
-    knob_choice,
-    native_replayer,
-    op_inputs,
-    prepared,
-    registration,
-)
+from . import driver_launch, eager_replay, knob_choice, op_inputs, registration
 from . import launch_contract as contract
 from . import replaying as replay
 
@@ -44,7 +27,6 @@ from .launch_contract import OpDefinitionError as OpDefinitionError
 from .launch_contract import PortkitError as PortkitError
 from .launch_contract import cdiv as cdiv
 from .launch_contract import sm_count as sm_count
-from .replayer_protocol import Replayer, carries_backward
 from .twin_launch import TwinLaunch
 
 
@@ -127,6 +109,7 @@ class Kernels:
         self.poison_outputs = False
         self.plain_allocation = True  # the production k: replays run (replaying.py)
         self.knob_choice: Any = None  # portkit.knobs(k, x) reads it; register_ops sets it
+        self.targets = {name: kernel.target for name, kernel in kernels.items()}
         self.__dict__.update(kernels)
 
     def empty(self, shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
@@ -142,6 +125,7 @@ def register_ops(folder: Path, launchers: dict[str, type[Any]]) -> dict[str, Any
     """Register every op of the package (``manifest.json``) and return its callables."""
     manifest = json.loads((folder / "manifest.json").read_text())
     callables = {}
+    mode = replay.package_replay_mode()
     for name, entry in manifest["ops"].items():
         cls = launchers[name]
         library = Library(folder, entry)
@@ -168,60 +152,12 @@ def register_ops(folder: Path, launchers: dict[str, type[Any]]) -> dict[str, Any
         )
         check = op_inputs.input_check(rule, custom)
         forward, backward = cls.forward, cls.backward if layout.has_backward else None
-        mode = replay.package_replay_mode()
-        replaying, native = None, False
-        if mode != "off":  # as portkit.load: recorded calls replay (replaying.py)
-            names = list(entry["kernels"])
-            # Without the author's check_inputs the check reads metadata only, which a
-            # replay's key holds: the replaying forward runs it on the calls it runs.
-            moved = check if custom is None else None
-            outputs = layout.outputs if moved is not None else None  # eager replay too
-            # portkit.load's compiled replayer where it builds (native.cpp, shipped here),
-            # else the prepared functions, after one line on stderr saying why.
-            replayers = _replayers(folder.name, mode, outputs, backward is not None)
-            native = carries_backward(replayers[0])  # declared by the compiled one
-            forward = replaying = replay.ReplayingLauncher(
-                forward,
-                k,
-                replay.RecordingKernels(k, names),
-                replayers[0],
-                True,
-                moved,
-                outputs,
-                layout.saved,
-            )
-            if backward is not None:
-                backward = replay.ReplayingLauncher(
-                    backward, k, replay.RecordingKernels(k, names), replayers[1], False
-                )
-            if moved is not None:
-                check = _checked_by_the_forward
+        # As portkit.load: recorded calls replay (replaying.py), compiled where it builds.
+        forward, backward, check = replay.replayed(
+            forward, backward, k, check, custom is not None, layout, mode, folder.name
+        )
         binding = registration.Binding(forward, backward, k, check, OpDefinitionError)
         qualname = f"{manifest['namespace']}::{name}"
         registered = registration.register(qualname, layout, list(entry["kernels"]), binding)
-        op: registration.OpCallable
-        run_eager = replaying.run_eager if replaying is not None and custom is None else None
-        replayer = replaying.replayer if replaying is not None else None
-        if native and run_eager is not None:  # portkit.load's callable: C++ and its node
-            op = eager_replay.ReplayedOpCallable(registered, binding, run_eager)
-        elif custom is None and isinstance(replayer, prepared.PreparedReplayer):
-            op = prepared.ReplayedOp(registered, binding, replayer)  # one function a call
-        else:
-            op = registration.OpCallable(registered, binding)
-        callables[name] = op
+        callables[name] = eager_replay.op_callable(registered, binding)
     return callables
-
-
-def _replayers(package: str, mode: str, outputs: int | None, backward: bool) -> list[Replayer]:
-    """The forward's and (with ``backward``) the backward's replayers: compiled (``mode``
-    "auto" where ``native.cpp`` builds or was built, as ``portkit.load``'s) or prepared."""
-    if mode == "auto":
-        first = native_replayer.compiled_replayer(package)
-        if first is not None:
-            second = native_replayer.compiled_replayer(package) if backward else None
-            return [first] if second is None else [first, second]
-    return [prepared.PreparedReplayer(outputs), prepared.PreparedReplayer()]
-
-
-def _checked_by_the_forward(inputs: Sequence[Any]) -> None:
-    """The binding's check where the replaying forward runs the real one itself."""

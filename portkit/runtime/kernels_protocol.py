@@ -2,8 +2,8 @@
 
 Every ``k`` portkit hands a launcher satisfies ``Kernels``: the one of each backend
 (``launch/kernel_set.py`` ``KernelSet``), registration's fake (``registration.py``
-``FakeKernels``), an exported package's (``exported.py`` ``Kernels``), and the two that
-record (launch/replay/recording.py, ``replaying.py``). A launcher may use exactly this:
+``FakeKernels``), an exported package's (``exported.py`` ``Kernels``), and the one that
+records (``replaying.py`` ``RecordingKernels``). A launcher may use exactly this:
 
     out = k.empty_like(x)                       # or k.empty(shape, dtype)
     k.sigmoid_fwd[grid, block](x, out, n)       # or [grid, block, shared_bytes]

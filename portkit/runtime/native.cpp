@@ -1,5 +1,5 @@
-// The compiled replayer: the per-call half of launch/replay in C++ (see executor.py,
-// which does the same in Python and is what the CPU tests exercise).
+// The compiled replayer: the per-call half of replaying.py in C++ (prepared.py does the
+// same in Python; the CPU tests exercise both).
 //
 // run(leaves) keys the call by its leaves' metadata (dtype, device, sizes, strides of
 // each tensor; type and bits of each scalar), and on a hit allocates the recorded
@@ -97,7 +97,7 @@ class Replayer;
 struct Backward {
   std::string name;
   std::vector<bool> grads;  // per input: does backward give a gradient there
-  py::object structure;     // executor.flatten's structure string of (saved, *grads)
+  py::object structure;     // prepared.flatten's structure string of (saved, *grads)
   py::object owner;         // the backward's Replayer, kept alive
   Replayer* replayer = nullptr;
   py::object fallback;      // (saved, *grads) -> a gradient or None per input
@@ -193,7 +193,7 @@ bool append_leaf(PyObject* leaf, std::string& key, int& device) {
     key.append(text, size);
     return true;
   }
-  // A plain Tensor or Parameter only, as in executor.py: a subclass may make its outputs
+  // A plain Tensor or Parameter only, as in prepared.py: a subclass may make its outputs
   // its own type, and fake, functorch and other wrapper tensors dispatch through Python
   // or have no storage; the launcher decides for those.
   if (!THPVariable_CheckExact(leaf)) return false;

@@ -8,7 +8,7 @@ extension name and the first to build it builds it for the other (a build found 
 is loaded without running ninja; one process loads it once). It needs a CUDA build of
 torch, a C++ compiler, ninja and the CUDA headers; where any is missing
 ``compiled_replayer(who)`` says why in one line on stderr and returns None, and the
-caller replays in Python (portkit's ``PythonReplayer``, a package's prepared functions).
+caller replays with the prepared functions (``prepared.py``).
 With a CPU build of torch the same file builds without streams and replays CPU tensors
 through a launch function the caller gives: the CPU tests run it so.
 
@@ -26,8 +26,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .executor import MAX_SIGNATURES
-from .steps import Recording
+from .steps import MAX_SIGNATURES, Recording
 
 SOURCE = Path(__file__).with_name("native.cpp")
 _built: dict[str, Any] = {}
@@ -35,8 +34,8 @@ _said: set[str] = set()
 
 
 class NativeReplayer:
-    """``PythonReplayer``'s interface over the compiled one: ``run`` and ``key`` are the
-    C++ methods themselves, so a replayed call adds no Python frame of ours."""
+    """The ``Replayer`` over the compiled one: ``run`` and ``key`` are the C++ methods
+    themselves, so a replayed call adds no Python frame of ours."""
 
     carries_backward = True  # saved references and set_backward (replayer_protocol.py)
 
@@ -59,7 +58,7 @@ class NativeReplayer:
         ``DriverKernel``s, and through them their libraries loaded (a twin's library is
         unloaded once nothing launches it: ``driver_launch.LoadedLibrary``). ``saved``:
         the references of the tensors a forward saves for backward, where
-        ``set_backward`` may give its replays an autograd node (``launcher.saved_refs``)."""
+        ``set_backward`` may give its replays an autograd node (``replaying.saved_refs``)."""
         self._drivers.update(launch.step.driver for launch in recording.launches)
         launches = [
             (
@@ -92,7 +91,7 @@ class NativeReplayer:
     ) -> None:
         """Plain-eager calls that want a gradient replay too: their outputs get a C++
         autograd node whose backward replays with ``backward`` (whose leaves are
-        ``(structure, *saved, *grads)``, as ``executor.flatten`` makes them) and calls
+        ``(structure, *saved, *grads)``, as ``prepared.flatten`` makes them) and calls
         ``fallback(saved, *grads)`` (the op's Python backward, per input a gradient or
         None) where that is a miss or a graph of the backward is wanted."""
         self._native.set_backward(backward._native, name, list(grads), structure, fallback)

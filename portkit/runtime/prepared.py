@@ -1,11 +1,9 @@
-"""An exported package's Python replayer: each recording prepared once into one function.
+"""The Python replayer: each recording prepared once into one function.
 
-``portkit.load`` and a package replay a recorded signature in C++ (``native.cpp``) where
-it builds; where it does not (no C++ compiler, no ninja) a package falls back to this
-one, because the Python replayer (``executor.py``) re-reads its recording on every
-call: a list per launch, a recursion for the result, a meta tensor's shape and strides
-per buffer, a Python frame per launch. Here ``add`` turns a recording into the source
-of one straight-line function, built once with Python's ``compile`` (no NVRTC, no C++):
+Where the compiled replayer (``native.cpp``) does not build, or ``PORTKIT_REPLAY=python``
+asks, ``portkit.load`` and an exported package replay with ``PreparedReplayer``: ``add``
+turns a recording into the source of one straight-line function, built once with
+Python's ``compile`` (no NVRTC, no C++):
 
     def replay(leaves):
         l0 = leaves[0]
@@ -14,37 +12,74 @@ of one straight-line function, built once with Python's ``compile`` (no NVRTC, n
         return b0
 
 Everything fixed for the signature (handles, grids, scalars, argument codes, shapes) is
-bound once; a call allocates, reads data pointers and launches. A launch goes to torch's
-C++ launcher of inductor's cubins (``torch._C._StaticCudaLauncher``, private API) where
-this torch has it and the launch suits it (``DriverKernel``'s rule), else to the kernel's
-``DriverKernel.launch`` (packed, ``cuLaunchKernel`` through cuda.bindings).
-
-``ReplayedOp`` is the op's callable: like ``portkit.load``'s ``ReplayedOpCallable``, a
-plain-eager call (no compile, mode, functorch transform, subclass, or gradient wanted)
-of a recorded signature is its prepared function, and anything else is ``OpCallable``'s.
-
-Shipped in the package's ``_runtime`` folder; imports only torch and the package's siblings.
+bound once; a call allocates, reads data pointers and launches, through torch's launcher
+of inductor's cubins where ``DriverKernel``'s rule allows, else ``DriverKernel.launch``.
+``ReplayedOp`` is the op's callable over it (docs/fast-path.md). The key of a call
+(``leaf_key``) is the compiled replayer's too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 import torch
 
 from . import driver_launch, torch_private
-from .executor import MAX_SIGNATURES, PythonReplayer
 from .registration import OpCallable
-from .steps import Recording, eager_template
+from .steps import MAX_SIGNATURES, Recording
 
-_PLAIN = (torch.Tensor, torch.nn.Parameter)
+_PLAIN = (torch.Tensor, torch.nn.Parameter)  # subclasses: the launcher decides
 _SCALARS = (int, bool, str, type(None))
 _is_compiling = torch.compiler.is_compiling
 _dispatch_modes = torch_private.dispatch_mode_count
 _function_modes = torch_private.function_mode_enabled
 _functorch_level = torch_private.functorch_level
 _grad_enabled = torch.is_grad_enabled
+
+
+def leaf_key(leaves: Sequence[Any]) -> tuple | None:
+    """What a launcher may depend on: per tensor its dtype, device, sizes and strides; per
+    scalar its exact type and bits. None where a leaf is anything else (or tensors span
+    devices): such calls always run the launcher. The compiled replayer keys the same."""
+    parts: list[Hashable] = []
+    device = None
+    for leaf in leaves:
+        kind = type(leaf)
+        if kind in _PLAIN:
+            where = leaf.device  # type and index: a CPU and a meta tensor differ
+            if device is None:
+                device = where
+            elif where != device:
+                return None
+            parts.append((leaf.dtype, where, tuple(leaf.shape), leaf.stride()))
+        elif kind is float:
+            parts.append((float, leaf.hex()))  # bits: -0.0 and NaN key like themselves
+        elif kind in _SCALARS:
+            parts.append((kind, leaf))
+        else:
+            return None
+    return tuple(parts)
+
+
+def flatten(args: Sequence[Any]) -> tuple[Any, ...]:
+    """A backward's ``(saved, *grads)`` as leaves, led by a string of its structure so that
+    two structures never share a key."""
+    structure, leaves = [], []
+    for arg in args:
+        if type(arg) in (tuple, list):
+            structure.append(f"{type(arg).__name__}{len(arg)}")
+            leaves.extend(arg)
+        else:
+            structure.append("-")
+            leaves.append(arg)
+    return (",".join(structure), *leaves)
+
+
+def repeats_a_tensor(leaves: Sequence[Any]) -> bool:
+    """``f(x, x)``: a recording names tensors by position, and could not tell which."""
+    tensors = [id(leaf) for leaf in leaves if isinstance(leaf, torch.Tensor)]
+    return len(tensors) != len(set(tensors))
 
 
 def eager_key(inputs: Sequence[Any]) -> tuple | None:
@@ -68,27 +103,47 @@ def eager_key(inputs: Sequence[Any]) -> tuple | None:
     return tuple(parts)
 
 
-class PreparedReplayer(PythonReplayer):
-    """``PythonReplayer`` with each recording prepared into one function, and
-    ``run_eager``: the op's plain-eager result for a forward's recording (``outputs``: the
-    op's number of outputs; None for a backward)."""
+class PreparedReplayer:
+    """A ``Replayer`` (replayer_protocol.py): per signature (``leaf_key``) one prepared
+    function, the ``capacity`` signatures added last; and ``run_eager``: the op's
+    plain-eager result, for a forward's recordings that have one (``Recording.eager``)."""
 
-    def __init__(self, outputs: int | None = None, capacity: int = MAX_SIGNATURES) -> None:
-        super().__init__(capacity)
-        self._outputs = outputs
+    carries_backward = False
+    op_kernels: Callable[..., Any] | None = None  # the compiled replayer's C++ op kernels
+
+    def __init__(self, capacity: int = MAX_SIGNATURES) -> None:
+        self._replays: dict[tuple, Callable[[Sequence[Any]], Any]] = {}
+        self._capacity = capacity
         self.eager: dict[tuple, Callable[[Sequence[Any]], Any]] = {}  # eager_key -> function
 
-    def prepared(self, recording: Recording, leaves: Sequence[Any]) -> Callable[..., Any]:
-        replay = prepare(recording, recording.result, leaves)
-        eager = eager_template(recording.result, self._outputs) if self._outputs else None
-        plain = eager_key(leaves) if eager is not None else None
+    def key(self, leaves: Sequence[Any]) -> tuple | None:
+        return leaf_key(leaves)
+
+    def run(self, leaves: Sequence[Any]) -> Any:
+        """The result of replaying this signature's recording, or None (not recorded)."""
+        key = leaf_key(leaves)
+        replayed = self._replays.get(key) if key is not None else None
+        return None if replayed is None else replayed(leaves)
+
+    def add(self, leaves: Sequence[Any], recording: Recording) -> bool:
+        key = leaf_key(leaves)
+        if key is None:
+            return False
+        if len(self._replays) >= self._capacity:
+            self.forget()  # the table is full: signatures follow a model's
+        self._replays[key] = prepare(recording, recording.result, leaves)
+        plain = eager_key(leaves) if recording.eager is not None else None
         if plain is not None:
-            self.eager[plain] = prepare(recording, eager, leaves)
-        return replay
+            self.eager[plain] = prepare(recording, recording.eager, leaves)
+        return True
 
     def forget(self) -> None:
-        super().forget()
+        """Drop every recording."""
+        self._replays.clear()
         self.eager.clear()
+
+    def __len__(self) -> int:
+        return len(self._replays)
 
     def run_eager(self, inputs: Sequence[Any]) -> Any:
         """The op's result for a plain-eager call of a recorded signature, else None."""
@@ -97,7 +152,6 @@ class PreparedReplayer(PythonReplayer):
         key = eager_key(inputs)
         replay = self.eager.get(key) if key is not None else None
         return None if replay is None else replay(inputs)
-
 
 
 def prepare(
@@ -132,10 +186,12 @@ def prepare(
                 names[f"V{n}_{slot}"] = value
             values.append(pointers.get(slot, f"V{n}_{slot}"))
         packed = "(" + "".join(v + ", " for v in values) + ")"
-        codes = [driver_launch.STATIC_CODES.get(s) or "" for s in step.driver.slots]
         grid, block = [int(g) for g in step.grid], [int(b) for b in step.block]
         shared = int(step.shared_bytes)
-        if step.warps and static is not None and all(codes):
+        codes = [""]  # torch's launcher takes whole warps and slot codes it knows
+        if step.warps and static is not None:
+            codes = [driver_launch.STATIC_CODES.get(s) or "" for s in step.driver.slots]
+        if all(codes):
             names[f"F{n}"], names[f"C{n}"] = int(step.driver.handle), "".join(codes)
             lines.append(
                 f"    static(F{n}, {grid[0]}, {grid[1]}, {grid[2]}, {int(step.warps)}, "

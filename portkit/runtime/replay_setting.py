@@ -2,7 +2,7 @@
 
 portkit reads its environment in one table (project/environment.py), which parses this
 variable with ``replay_mode``; an exported package has no portkit and reads the variable
-itself (``replaying.replay_wanted``) through the same function, so ``false`` turns replay
+itself (``replaying.package_replay_mode``) through the same function, so ``false`` turns replay
 off in both. Standard library only: portkit's table imports it without torch.
 """
 

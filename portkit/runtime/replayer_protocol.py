@@ -1,11 +1,7 @@
-"""``Replayer`` declared: what a ``ReplayingLauncher`` (``replaying.py``) asks of the
-replayer it holds, and what each replayer says it can do.
-
-Three replayers exist: the compiled one (``native_replayer.NativeReplayer``), portkit's
-Python one (``executor.PythonReplayer``) and a package's prepared functions
+"""``Replayer`` declared: what a ``ReplayingLauncher`` (``replaying.py``) asks of its
+replayer, the compiled one (``native_replayer.NativeReplayer``) or the prepared one
 (``prepared.PreparedReplayer``). What one can do beyond ``key``, ``run``, ``add`` and
-``len`` is a class attribute it declares, read where a launcher or an op is built; no
-caller tells them apart by the methods they happen to have:
+``len`` is a class attribute it declares, never guessed from the methods it has:
 
 - ``carries_backward``: recordings name the tensors a forward saves (``add``'s ``saved``)
   and ``set_backward`` gives plain-eager replays that want a gradient an autograd node
@@ -13,8 +9,6 @@ caller tells them apart by the methods they happen to have:
 - ``run_eager``: the op's whole plain-eager call of a recorded signature, or None.
 - ``op_kernels``: C++ kernels for the registered op that replay its forward's
   recordings (``NativeReplayer.op_kernels``), or None.
-
-Standard library only: ``portkit export`` ships it with the rest of the runtime.
 """
 
 from __future__ import annotations

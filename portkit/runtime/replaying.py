@@ -1,15 +1,11 @@
 """Replay of recorded launcher calls, for ``portkit.load`` and an exported package alike.
 
 ``ReplayingLauncher`` wraps a forward or backward launcher: on the production ``k`` a
-call whose signature was recorded is replayed by its replayer (the compiled one,
-``native_replayer.py``, in portkit and in a package where it builds; else portkit's
-Python one, ``executor.py``, or a package's prepared functions, ``prepared.py``); a new
-signature runs the launcher once on a recording ``k`` under the recorder
-(``recorder.py``: a ``TorchDispatchMode`` watches for any other PyTorch operation) and
-keeps the recording if it can be replayed; anything else (another ``k``, a signature
-that cannot be recorded) runs the launcher, with every check and message it had.
-``RecordingKernels`` is the package's recording ``k`` (portkit's, over its launch
-targets, is launch/replay/recording.py).
+recorded signature is replayed (``native_replayer.py`` where it builds, else
+``prepared.py``); a new one runs the launcher once on a ``RecordingKernels`` under the
+recorder (``recorder.py``) and keeps the recording if a replay would repeat it; anything
+else runs the launcher, with every check and message it had. ``replayed`` wraps an op's
+launchers so; docs/fast-path.md explains.
 """
 
 from __future__ import annotations
@@ -22,23 +18,63 @@ from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 from . import launch_contract as contract
-from .executor import MAX_SIGNATURES, flatten, repeats_a_tensor
+from . import native_replayer
+from .prepared import PreparedReplayer, flatten, repeats_a_tensor
 from .recorder import Call, gives_up, not_recorded, record
 from .replay_setting import replay_mode
 from .replayer_protocol import BackwardReplayer, Replayer, carries_backward
-from .steps import eager_template
+from .steps import MAX_SIGNATURES, eager_template
 
 
 def package_replay_mode() -> str:
     """How an exported package replays: ``PORTKIT_REPLAY`` as portkit reads it ("off",
-    "python": its prepared functions, "auto": the compiled replayer where it builds; a
+    "python": the prepared replayer, "auto": the compiled one where it builds; a
     package has no portkit, so it reads this one variable of portkit's table itself)."""
     return replay_mode(os.environ.get("PORTKIT_REPLAY", ""))
 
 
-def replay_wanted() -> bool:
-    """Whether an exported package replays at all."""
-    return package_replay_mode() != "off"
+def replayers(who: str, mode: str) -> tuple[Replayer, Replayer] | None:
+    """An op's forward and backward replayers for ``mode`` (``replay_mode``'s): None for
+    "off"; the compiled ones where ``native.cpp`` builds or was built ("auto"), else,
+    after one line on stderr naming ``who`` and why, the prepared ones."""
+    if mode == "off":
+        return None
+    if mode == "auto":
+        forward = native_replayer.compiled_replayer(who)
+        backward = native_replayer.compiled_replayer(who)
+        if forward is not None and backward is not None:
+            return forward, backward
+    return PreparedReplayer(), PreparedReplayer()
+
+
+def replayed(
+    forward: Callable[..., Any],
+    backward: Callable[..., Any] | None,
+    kernels: Any,
+    check: Callable[[Sequence[Any]], None],
+    custom_check: bool,
+    layout: Any,
+    mode: str,
+    who: str,
+) -> tuple[Any, Any, Callable[[Sequence[Any]], None]]:
+    """An op's ``(forward, backward, check)`` replaying on ``kernels`` as ``mode`` asks
+    (``replayers``), or as given. Without the author's check_inputs (``custom_check``)
+    the input check reads metadata only, which a replay's key holds: the replaying
+    forward runs it on the calls it does not replay, and the binding's check is
+    ``checked_by_the_forward``."""
+    moved = None if custom_check else check
+    outputs = layout.outputs if moved is not None else None  # its eager call replays
+    pair = replayers(who, mode)
+    if pair is None:
+        return forward, backward, check
+    forward = ReplayingLauncher(forward, kernels, pair[0], True, moved, outputs, layout.saved)
+    if backward is not None:
+        backward = ReplayingLauncher(backward, kernels, pair[1], False)
+    return forward, backward, check if moved is None else checked_by_the_forward
+
+
+def checked_by_the_forward(inputs: Sequence[Any]) -> None:
+    """The binding's check where the replaying forward runs the real one itself."""
 
 
 class _RecordingKernel:
@@ -58,18 +94,19 @@ class _RecordingKernel:
             call = owner.call  # the checked path: a first launch of a dtype, say
             call.spoil(f"kernel {kernel.name}: a launch took the checked path")
             call.checked_path = True
-            target.launch(checked, args)
+            kernel[config](*args)  # the production k's launch, with its checks and messages
 
         return launch
 
 
 class RecordingKernels:
-    """``k`` for a recorded call: the package's kernels, reporting to ``call``."""
+    """``k`` for a recorded call: the production ``k``'s kernels (portkit's ``KernelSet``
+    or a package's ``Kernels``, each with its launch ``targets``), reporting to ``call``."""
 
-    def __init__(self, kernels: Any, kernel_names: Sequence[str]) -> None:
+    def __init__(self, kernels: Any) -> None:
         self._k = kernels
         self.call = Call(())
-        for name in kernel_names:
+        for name in kernels.targets:
             setattr(self, name, _RecordingKernel(getattr(kernels, name), self))
 
     # The protocol's members are spelled out: Python 3.12's isinstance on a
@@ -110,16 +147,14 @@ class RecordingKernels:
 
 class ReplayingLauncher:
     """A forward or backward launcher, called as ``f(k, *args)`` like the launcher itself,
-    that replays recorded signatures on ``kernels`` with ``replayer`` (compiled, Python
-    or prepared) and records new ones on ``recording_kernels``, a ``k`` over the same
-    kernels that reports to a ``recorder.Call``. ``unreplayable`` says why each signature
-    that could not be recorded was not."""
+    that replays recorded signatures on ``kernels`` with ``replayer`` (compiled or
+    prepared) and records new ones on a ``RecordingKernels`` over the same kernels.
+    ``unreplayable`` says why each signature that could not be recorded was not."""
 
     def __init__(
         self,
         launcher: Callable[..., Any],
         kernels: Any,
-        recording_kernels: Any,
         replayer: Replayer,
         flat: bool,
         check: Callable[[Sequence[Any]], None] | None = None,
@@ -137,7 +172,7 @@ class ReplayingLauncher:
         # launcher rather than by the caller: a replayed signature passed it when recorded.
         self._check = check
         self._flat = flat  # a forward's arguments are leaves; a backward's start with a tuple
-        self._recording_kernels = recording_kernels  # a k that records (recorder.Call)
+        self._recording_kernels = RecordingKernels(kernels)  # a k that records
         self.unreplayable: dict[Any, str] = {}  # key -> why, for signatures seen
         # Calls run under the recorder: one per signature (two for a twin's first, whose
         # first launch builds its plan on the checked path).

@@ -3,9 +3,10 @@ its result is built, with every tensor named by a reference (``Ref``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+MAX_SIGNATURES = 256  # recordings per launcher; a model calls an op with a few dozen signatures
 
 # A reference to a tensor of the call: ``i >= 0`` is the call's leaf i (its inputs,
 # flattened), ``-1 - j`` is the j-th buffer the call allocated.
@@ -30,7 +31,6 @@ class ReplayLaunch:
     warps: int
     values: tuple[Any, ...]
     pointers: tuple[tuple[int, int], ...]  # (slot, argument position)
-    stream: Callable[[], int]  # torch's current stream on the kernel's device, as an int
 
     @property
     def function(self) -> int:
@@ -61,16 +61,6 @@ class Recording:
     # What portkit.load's op returns for this call in plain eager (``eager_template``),
     # or None where only the launcher's result is replayed (backwards, odd results).
     eager: Any = None
-
-
-def build_result(template: Any, leaves: Sequence[Any], buffers: Sequence[Any]) -> Any:
-    """The call's result from its template: what the compiled replayer does in C++."""
-    if type(template) is int:
-        return leaves[template] if template >= 0 else buffers[-1 - template]
-    if template is None:
-        return None
-    items = [build_result(t, leaves, buffers) for t in template]
-    return tuple(items) if type(template) is tuple else items
 
 
 def eager_template(result: Any, outputs: int) -> Any:

@@ -185,7 +185,7 @@ class TwinLaunch:
             raise InputError(f"twin kernel {self.name}: an argument does not fit: {exc}") from None
 
     def replay_step(self, config: LaunchConfig, args: Sequence[Any]) -> ReplayLaunch | None:
-        """How to repeat the launch ``plain_launch`` just made with ``args`` (launch/replay):
+        """How to repeat the launch ``plain_launch`` just made with ``args`` (replaying.py):
         one 8-byte slot per parameter, so a pointer's slot is its position."""
         plan = self._plans.get(tuple(args[i].dtype for i in self._deciders))
         if plan is None or plan.raw or len(args) != plan.count:
@@ -203,7 +203,6 @@ class TwinLaunch:
             warps=driver_launch.static_warps(grid, block) if plain else 0,
             values=tuple(values),
             pointers=tuple((position, position) for position, _ in plan.pointers),
-            stream=functools.partial(driver_launch.current_stream, self._plan_device()),
         )
 
     def _plan_device(self) -> int:

@@ -30,40 +30,32 @@ def registered_callable(
     """``define_now=False`` leaves the torch.library definition to the first call that
     needs it (the checker runs eagerly and registers a dozen implementations).
     ``replay`` "auto" or "python" (``portkit.load``, from the session's settings) replays
-    recorded launcher calls where the kernels can (``launch/replay``); the checker, whose
-    kernels are guarded, has no use for it."""
+    recorded launcher calls where the kernels can (``runtime/replaying.py``); the
+    checker, whose kernels are guarded, has no use for it."""
     definition = op.definition
     forward, backward = definition.forward, definition.backward
     check = input_check(op, kernels.device)
     layout = op_layout(op)
-    run_eager = None  # the compiled replayer's whole eager call, where the forward has one
-    if replay != "off":
-        from portkit.launch.replay.launcher import ReplayingLauncher, replaying
+    if replay != "off" and replays_launches(kernels):
+        from portkit.runtime.replaying import replayed
 
-        # Without the author's check_inputs the input check reads metadata only, which a
-        # replay's key holds: the replaying forward runs it on the calls it does not replay.
-        moved = check if definition.check_inputs is None else None
-        forward = replaying(
-            forward,
-            kernels,
-            flat=True,
-            check=moved,
-            outputs=layout.outputs,
-            mode=replay,
-            saved=layout.saved,
+        custom = definition.check_inputs is not None
+        forward, backward, check = replayed(
+            forward, backward, kernels, check, custom, layout, replay, "portkit"
         )
-        backward = replaying(backward, kernels, flat=False, mode=replay)
-        if moved is not None and isinstance(forward, ReplayingLauncher):
-            check = _checked_by_the_forward
-            run_eager = forward.run_eager
     binding = Binding(forward, backward, kernels, check, OpDefinitionError)
     qualname = qualified_name(namespace, op.name, kernels.implementation)
     registered = register(qualname, layout, list(op.kernels), binding, define_now)
-    if run_eager is not None:
-        from portkit.runtime.eager_replay import ReplayedOpCallable
+    if replay == "off":
+        return OpCallable(registered, binding)
+    from portkit.runtime.eager_replay import op_callable
 
-        return ReplayedOpCallable(registered, binding, run_eager)
-    return OpCallable(registered, binding)
+    return op_callable(registered, binding)
+
+
+def replays_launches(kernels: KernelSet) -> bool:
+    """Whether every target of ``kernels`` can repeat its launches (the twin's can)."""
+    return all(t.has_plain_launch and t.has_replay_step for t in kernels.targets.values())
 
 
 def input_check(op: Op, device: str) -> Callable[[Sequence[Any]], None]:
@@ -72,7 +64,3 @@ def input_check(op: Op, device: str) -> Callable[[Sequence[Any]], None]:
     from portkit.runtime.op_inputs import input_check as runtime_input_check
 
     return runtime_input_check(input_rule(op, device), op.definition.check_inputs)
-
-
-def _checked_by_the_forward(inputs: Sequence[Any]) -> None:
-    """The binding's check where the replaying forward runs the real one itself."""

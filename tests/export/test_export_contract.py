@@ -245,10 +245,7 @@ def test_the_runtime_replays_a_recorded_signature_without_the_launcher(
         return cls.forward(kernels, *args)
 
     replay = runtime.replay
-    recording = replay.RecordingKernels(k, list(entry["kernels"]))
-    forward = replay.ReplayingLauncher(
-        launcher, k, recording, runtime.prepared.PreparedReplayer(), flat=True
-    )
+    forward = replay.ReplayingLauncher(launcher, k, replay.PreparedReplayer(), flat=True)
     x, w = torch.randn(3, 8), torch.randn(8)
     forward(k, x, w)  # the first launch of float32 builds its plan: the checked path
     out, (_, _, rstd) = forward(k, x, w)

@@ -19,11 +19,11 @@ import pytest
 import torch
 
 import portkit
-from portkit.launch.replay.launcher import make_replayer
 from portkit.project.cases import Case, make_grad_outputs, make_inputs
 from portkit.project.config import load_config
 from portkit.project.discovery import discover
 from portkit.runtime.native_replayer import NativeReplayer
+from portkit.runtime.replaying import replayers
 from tests.export.package_env import BLOCK_PORTKIT_AND_NUMBA, REPO, install, run_cli
 from tests.torch_op.checks import makes_nan
 
@@ -122,7 +122,7 @@ def test_exported_op_runs_every_dtype_without_portkit_and_equals_the_twin(
     assert result["loaded"] == []
     # portkit.load's compiled replayer where portkit has it (native.cpp ships in the
     # package and builds, or is found built, at its import), its Python one where not
-    native = isinstance(make_replayer(), NativeReplayer)  # what portkit.load picks here
+    native = isinstance(replayers("portkit", "auto")[0], NativeReplayer)  # portkit.load's pick
     assert result["replayer"] == ("NativeReplayer" if native else "PreparedReplayer")
     if native and name == "sigmoid":  # both directions replay: the C++ autograd node
         assert set(result["nodes"].values()) == {f"{name}Backward"}  # the package's op name

@@ -103,9 +103,10 @@ def test_the_package_replays_with_the_compiled_replayer_portkit_builds(
     assert type(forward.replayer).__name__ == "NativeReplayer"
     # portkit takes the same path here, and both run the one build of native.cpp
     monkeypatch.setattr(portkit_native, "launch_entry_points", lambda: (gpu.c_launch_address, 0))
-    from portkit.launch.replay.launcher import make_replayer
+    from portkit.runtime.replaying import replayers
 
-    assert isinstance(make_replayer(), portkit_native.NativeReplayer)
+    pair = replayers("portkit", "auto")
+    assert pair is not None and isinstance(pair[0], portkit_native.NativeReplayer)
     assert forward.replayer._module is portkit_native.compiled_module()
     x = torch.randn(1000)
     sigmoid(x), sigmoid(x)  # the first launch builds its plan; the second call records

@@ -11,7 +11,6 @@ import pytest
 import torch
 
 from portkit.launch.kernel_set import KernelSet, LaunchTarget
-from portkit.launch.replay.recording import RecordingKernels
 from portkit.runtime import exported, replaying
 from portkit.runtime.kernels_protocol import Kernels, KernelsKind
 from portkit.runtime.launch_contract import SIMULATED_SM_COUNT, TRACED_SM_COUNT, sm_count
@@ -30,8 +29,8 @@ def every_k() -> dict[str, object]:
         "lint's trace": KernelSet("op", "trace", "cpu", {}, kind=KernelsKind.TRACE),
         "registration's fake": FakeKernels("op", torch.device("meta"), ["kern"]),
         "an exported package's": package,
-        "portkit's recording": RecordingKernels(gpu),
-        "a package's recording": replaying.RecordingKernels(package, []),
+        "portkit's recording": replaying.RecordingKernels(gpu),
+        "a package's recording": replaying.RecordingKernels(package),
     }
 
 

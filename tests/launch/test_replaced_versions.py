@@ -13,9 +13,9 @@ import torch
 
 from portkit.errors import OpDefinitionError
 from portkit.launch.kernel_set import KernelSet
-from portkit.launch.replay.launcher import ReplayingLauncher
 from portkit.runtime.autograd_function import Binding
 from portkit.runtime.registration import register
+from portkit.runtime.replaying import ReplayingLauncher
 from tests.launch.test_replay_autograd import LAYOUT, Target, backward, c_launch, forward
 from tests.launch.test_replay_autograd import make_op as square
 

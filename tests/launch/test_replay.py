@@ -15,9 +15,18 @@ import pytest
 import torch
 
 from portkit.launch.kernel_set import KernelSet, LaunchTarget
-from portkit.launch.replay.launcher import MAX_FAILURES, ReplayingLauncher, replaying
-from portkit.runtime.executor import MAX_SIGNATURES, PythonReplayer, leaf_key
-from portkit.runtime.steps import ReplayLaunch
+from portkit.runtime import driver_launch
+from portkit.runtime.prepared import PreparedReplayer, leaf_key
+from portkit.runtime.recorder import MAX_FAILURES
+from portkit.runtime.replaying import ReplayingLauncher, replayers
+from portkit.runtime.steps import MAX_SIGNATURES, ReplayLaunch
+from portkit.torch_op.load import replays_launches
+
+
+@pytest.fixture(autouse=True)
+def cpu_stream(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The prepared replayer launches on torch's current CUDA stream: none on the CPU."""
+    monkeypatch.setattr(driver_launch, "current_stream", lambda device: 0)
 
 
 def floats(pointer: int, n: int) -> np.ndarray:
@@ -76,7 +85,7 @@ def compiled_replayer(capacity: int = MAX_SIGNATURES):
 def new_replayer(request: pytest.FixtureRequest):
     """Each replayer in turn: the compiled one is built against this CPU torch."""
     if request.param == "python":
-        return PythonReplayer
+        return PreparedReplayer
     compiled_replayer()  # build (or skip) before the test starts
     return compiled_replayer
 
@@ -121,7 +130,6 @@ class ScaleTarget(LaunchTarget):
             0,
             values,
             tuple((i, i) for i in tensors),
-            lambda: 0,
         )
 
 
@@ -288,18 +296,17 @@ def test_replay_is_given_up_for_a_launcher_that_never_records(new_replayer) -> N
 
 
 def test_the_switch_turns_replay_off() -> None:
-    launcher = Counted()
-    assert replaying(launcher, kernels(), flat=True, mode="off") is launcher
-    assert isinstance(replaying(launcher, kernels(), flat=True, mode="python"), ReplayingLauncher)
+    assert replayers("portkit", "off") is None
+    pair = replayers("portkit", "python")
+    assert pair is not None and all(type(r) is PreparedReplayer for r in pair)
 
 
 def test_targets_that_cannot_repeat_launches_are_not_wrapped() -> None:
     class Plain(LaunchTarget):
         def launch(self, config, args) -> None: ...
 
-    launcher = Counted()
-    k = KernelSet("op", "impl", "cpu", {"scale": Plain()})
-    assert replaying(launcher, k, flat=True) is launcher
+    assert not replays_launches(KernelSet("op", "impl", "cpu", {"scale": Plain()}))
+    assert replays_launches(kernels())
 
 
 def test_keys_tell_scalars_apart_by_type_and_bits() -> None:
@@ -311,8 +318,8 @@ def test_keys_tell_scalars_apart_by_type_and_bits() -> None:
     assert leaf_key((x,)) != leaf_key((x.t(),)) != leaf_key((x.double(),))
 
 
-def test_the_python_replayer_forgets_everything_when_full() -> None:
-    replayer = PythonReplayer(capacity=2)
+def test_the_prepared_replayer_forgets_everything_when_full() -> None:
+    replayer = PreparedReplayer(capacity=2)
     k = kernels()
     f = ReplayingLauncher(Counted(), k, replayer, flat=True)
     for n in (1, 2, 3):
@@ -340,13 +347,14 @@ def test_a_moved_input_check_runs_on_every_call_not_replayed(new_replayer) -> No
     assert checked == [2, 2, 2]
 
 
-def test_the_compiled_eager_call_replays_only_when_nothing_watches() -> None:
-    """``run_eager``: portkit.load's whole plain-eager call in C++ (ReplayedOpCallable)."""
+def test_the_eager_call_replays_only_when_nothing_watches(new_replayer) -> None:
+    """``run_eager``: portkit.load's whole plain-eager call (in C++: ReplayedOpCallable;
+    in Python: prepared.ReplayedOp)."""
     from torch.overrides import TorchFunctionMode
     from torch.utils._python_dispatch import TorchDispatchMode
 
     k = kernels()
-    f = ReplayingLauncher(Counted(), k, compiled_replayer(), flat=True, outputs=1)
+    f = ReplayingLauncher(Counted(), k, new_replayer(), flat=True, outputs=1)
     x = torch.arange(4, dtype=torch.float32)
     assert f.run_eager((x, 2.0)) is None  # not recorded yet
     f(k, x, 2.0)
@@ -382,10 +390,8 @@ def test_the_compiled_eager_call_replays_only_when_nothing_watches() -> None:
     assert torch.equal(f.run_eager((torch.nn.Parameter(x, requires_grad=False), 2.0)), x * 2)
 
 
-def test_a_backward_or_python_replayer_offers_no_eager_call() -> None:
-    k = kernels()
-    assert ReplayingLauncher(Counted(), k, compiled_replayer(), flat=False).run_eager is None
-    assert ReplayingLauncher(Counted(), k, PythonReplayer(), flat=True, outputs=1).run_eager is None
+def test_a_backward_offers_no_eager_call(new_replayer) -> None:
+    assert ReplayingLauncher(Counted(), kernels(), new_replayer(), flat=False).run_eager is None
 
 
 @pytest.mark.parametrize(
@@ -408,7 +414,6 @@ def test_the_eager_result_is_what_opcallable_returns(result, outputs, expected) 
 def test_a_replayer_that_cannot_be_compiled_says_why_once(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
-    from portkit.launch.replay import launcher
     from portkit.runtime import native_replayer as native
 
     def refused(who: str) -> None:
@@ -418,8 +423,8 @@ def test_a_replayer_that_cannot_be_compiled_says_why_once(
     monkeypatch.setattr(native, "_build", refused)
     monkeypatch.setattr(native, "_built", {})
     monkeypatch.setattr(native, "_said", set())
-    first, second = launcher.make_replayer(), launcher.make_replayer()
-    assert isinstance(first, PythonReplayer) and isinstance(second, PythonReplayer)
+    pair = replayers("portkit", "auto")
+    assert pair is not None and all(type(r) is PreparedReplayer for r in pair)
     err = capsys.readouterr().err
     assert err == "portkit: launches replay in Python: RuntimeError: no C++ compiler here\n"
 
@@ -429,7 +434,7 @@ def test_both_replayers_key_only_plain_tensors_and_tell_devices_apart() -> None:
         pass
 
     x = torch.ones(4)
-    for replayer in (PythonReplayer(), compiled_replayer()):
+    for replayer in (PreparedReplayer(), compiled_replayer()):
         assert replayer.key((x,)) is not None
         assert replayer.key((torch.nn.Parameter(x),)) == replayer.key((x,))
         assert replayer.key((x.as_subclass(Sub),)) is None  # its outputs may be its own type

@@ -22,9 +22,9 @@ import torch
 
 from portkit.errors import OpDefinitionError
 from portkit.launch.kernel_set import KernelSet, LaunchTarget
-from portkit.launch.replay.launcher import ReplayingLauncher
 from portkit.runtime.autograd_function import Binding, OpLayout
 from portkit.runtime.registration import OpCallable, register
+from portkit.runtime.replaying import ReplayingLauncher
 from portkit.runtime.steps import ReplayLaunch
 from tests.launch.test_replay import c_launch as scale_launch
 
@@ -71,7 +71,7 @@ class Target(LaunchTarget):
         tensors = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
         values = tuple(None if i in tensors else a for i, a in enumerate(args))
         return ReplayLaunch(
-            self, config.grid, config.block, 0, 0, values, tuple((i, i) for i in tensors), int
+            self, config.grid, config.block, 0, 0, values, tuple((i, i) for i in tensors)
         )
 
     def packed(self, values) -> bytes:  # the compiled replayer's parameter block

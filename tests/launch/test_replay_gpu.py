@@ -44,7 +44,7 @@ NOT_REPLAYED = {
     ("matmul", "backward"): "aten.t",
 }
 SWITCH = "PORTKIT_REPLAY"  # read by the Session that portkit.load builds
-REPLAYERS = {"": "NativeReplayer", "python": "PythonReplayer"}
+REPLAYERS = {"": "NativeReplayer", "python": "PreparedReplayer"}
 
 
 @cache

@@ -11,20 +11,19 @@ from types import SimpleNamespace
 
 import torch
 
-from portkit.launch.replay.launcher import ReplayingLauncher
 from portkit.runtime.eager_replay import differentiate, replayer_of
-from portkit.runtime.executor import PythonReplayer
 from portkit.runtime.native_replayer import NativeReplayer
 from portkit.runtime.prepared import PreparedReplayer
 from portkit.runtime.registration import Binding, OpLayout
 from portkit.runtime.replayer_protocol import carries_backward
+from portkit.runtime.replaying import ReplayingLauncher
 
 from .test_replay import Counted, kernels
 
 LAYOUT = OpLayout(("Tensor", "float"), 1, (("input", 0), ("output", 0)), (True, False), True)
 
 
-class UndeclaredBackward(PythonReplayer):
+class UndeclaredBackward(PreparedReplayer):
     """Has the compiled replayer's methods, declares nothing: the Python replayer."""
 
     def __init__(self) -> None:
@@ -46,10 +45,8 @@ class DeclaredBackward(UndeclaredBackward):
 
 def test_each_replayer_declares_whether_it_carries_backward() -> None:
     assert NativeReplayer.carries_backward is True
-    assert PythonReplayer.carries_backward is False
     assert PreparedReplayer.carries_backward is False
-    assert PythonReplayer.op_kernels is None and PreparedReplayer.op_kernels is None
-    assert PythonReplayer.run_eager is None
+    assert PreparedReplayer.op_kernels is None
     assert carries_backward(None) is False  # no replayer (replay off, or given up)
 
 

@@ -122,4 +122,4 @@ def test_portkit_and_an_exported_package_read_portkit_replay_alike(value, mode, 
 
     assert Settings.from_environment({"PORTKIT_REPLAY": value}).replay == mode
     monkeypatch.setenv("PORTKIT_REPLAY", value)
-    assert replaying.replay_wanted() is (mode != "off")
+    assert replaying.package_replay_mode() == mode
