@@ -193,6 +193,8 @@ def _case_dict(tuning: CaseTuning) -> dict[str, Any]:
         "speedup": _speedup(tuning),
         "tried": len(tuning.trials.times),
         "wrong": [{"config": dict(c), "why": why} for c, why in tuning.failures.items()],
+        # every configuration timed, in the order tried: what the search saw, not just won
+        "trials": [{"config": dict(c), "us": us} for c, us in tuning.trials.times.items()],
     }
 
 
