@@ -169,7 +169,7 @@ __device__ inline void row_sum2(double* part, double& a, double& b) {
 }
 
 // One row. FITS: the row is one chunk (packs <= blockDim.x x P), held in registers.
-template <typename T, bool FITS, typename H = typename Hold<T>::type>
+template <typename T, bool FITS>
 __device__ inline void fwd_row(const T* xr, const T* w, const T* b, T* yr, double* mean,
                                double* rstd, long long row, long long cols, double eps,
                                double* part) {
@@ -180,6 +180,7 @@ __device__ inline void fwd_row(const T* xr, const T* w, const T* b, T* yr, doubl
     const long long packs = cols / W;
     const long long tail = packs * W;
     const bool vector = aligned16(xr) && aligned16(yr) && aligned16(w) && aligned16(b);
+    using H = typename Hold<T>::type;
     H v[P][W];  // x; FITS: x - mean after the first reduction
     H s = 0;  // this thread's partial sum; double once for the row's sum
     for (long long p0 = tx; p0 < packs; p0 += nx * P) {
@@ -273,12 +274,13 @@ __device__ inline bool row_vector(const void* xr, const void* yr, bool wb) {
 // (packs <= blockDim.x x P), software-pipelined: the next row's loads are issued before
 // this row's two reductions, so its bytes are in flight through both barriers and the
 // output pass. Each row's arithmetic is fwd_row<T, true>'s, in its order.
-template <typename T, typename H = typename Hold<T>::type>
+template <typename T>
 __device__ inline void fwd_rows_held(const T* x, const T* w, const T* b, T* out, double* mean,
                                      double* rstd, long long rows, long long cols, double eps,
                                      double* part) {
     constexpr int W = Pack<T>::N;
     constexpr int P = FWD_ELEMS / W > 0 ? FWD_ELEMS / W : 1;
+    using H = typename Hold<T>::type;
     const int tx = threadIdx.x;
     const long long nx = blockDim.x;
     const long long packs = cols / W;
@@ -355,13 +357,13 @@ __device__ inline void fwd_rows_held(const T* x, const T* w, const T* b, T* out,
 // Rows longer than one chunk, one at a time. Not inlined: inlined into the kernel's row
 // loop it lifted the whole kernel from 64 to 114 registers (bfloat16, ptxas sm_90), and
 // the held path's registers are what the float grid is sized by.
-template <typename T, typename H = typename Hold<T>::type>
+template <typename T>
 __device__ __noinline__ void fwd_rows_chunked(const T* x, const T* w, const T* b, T* out,
                                               double* mean, double* rstd, long long rows,
                                               long long cols, double eps, double* part) {
     for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
         const long long base = row * cols;
-        fwd_row<T, false, H>(x + base, w, b, out + base, mean, rstd, row, cols, eps, part);
+        fwd_row<T, false>(x + base, w, b, out + base, mean, rstd, row, cols, eps, part);
     }
 }
 
@@ -393,26 +395,6 @@ __global__ void __launch_bounds__(MAX_THREADS)
         else
             fwd_row<T, false>(x + base, w, b, out + base, mean, rstd, row, cols, eps, part);
     }
-}
-
-// The forward in the narrow path's float arithmetic for any T (float32 inputs with the
-// fwd_float_math knob's "float32"): the row's elements, a thread's partial sums, x - mean
-// and xhat in float, each partial widened once for the double sum across threads, as
-// __half and __nv_bfloat16 take in layernorm_fwd. The float path there converts two
-// values an element to and from double (a quarter of the FP64 FMA rate): on an H200 it
-// ran at 64-73% of copy bandwidth where torch.compile's float kernel ran at 88-92%
-// (2026-11-28). Pipelined on a persistent grid, as layernorm_fwd's float path.
-template <typename T>
-__global__ void __launch_bounds__(MAX_THREADS)
-    layernorm_fwd32(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
-                    T* __restrict__ out, double* __restrict__ mean, double* __restrict__ rstd,
-                    long long rows, long long cols, double eps) {
-    __shared__ double part[MAX_WARPS];
-    constexpr int P = FWD_ELEMS / Pack<T>::N > 0 ? FWD_ELEMS / Pack<T>::N : 1;
-    if (cols / Pack<T>::N <= (long long)blockDim.x * P)
-        fwd_rows_held<T, float>(x, w, b, out, mean, rstd, rows, cols, eps, part);
-    else
-        fwd_rows_chunked<T, float>(x, w, b, out, mean, rstd, rows, cols, eps, part);
 }
 
 // The backward's rows, walked by a persistent grid, one row per block at a time. Each

@@ -7,8 +7,7 @@ and the weight and bias gradients across rows. So float64 is exact enough for gr
 and the others match the float64 reference rounded once. Mean and 1/std are saved as
 float64. The last step, ``xhat * w + b``, is float32 for float16, bfloat16 and float32
 (``wide`` = 0: one float32 rounding of xhat, far inside the float32 tolerance) and float64
-for float64. The forward's narrow path (float16, bfloat16, and float32 with the
-fwd_float_math knob's "float32", ``layernorm_fwd32``: ``row_stats32``, ``affine32``)
+for float64. The forward's narrow path (float16, bfloat16: ``row_stats32``, ``affine32``)
 keeps a thread's elements, its partial sums, x - mean and xhat in float32, each partial
 widened once for the float64 sum across threads: the twin then holds its elements in
 float registers (64 a thread, not 96) and converts once a thread, not twice an element.
@@ -162,25 +161,6 @@ def row_stats32(x, part, row, cols, eps):
     return mu, r, mu32, float32(r)
 
 
-@cuda.jit(device=True)
-def narrow_row(x, w, b, out, mean, rstd, part, row, cols, eps):
-    """One row of the forward's narrow path: row_stats32 and affine32."""
-    tx = cuda.threadIdx.x
-    nx = cuda.blockDim.x
-    width = 16 // x.itemsize
-    packs = cols // width
-    tail = packs * width
-    mu, r, mu32, r32 = row_stats32(x, part, row, cols, eps)
-    for p in range(tx, packs, nx):
-        for j in range(width):
-            affine32(x, w, b, out, row, p * width + j, mu32, r32)
-    for c in range(tail + tx, cols, nx):
-        affine32(x, w, b, out, row, c, mu32, r32)
-    if tx == 0:
-        mean[row] = mu
-        rstd[row] = r
-
-
 @cuda.jit
 def layernorm_fwd(x, w, b, out, mean, rstd, rows, cols, eps, wide):
     """Blocks walk the rows, one row per block at a time (grid = rows: one row each). The
@@ -194,7 +174,12 @@ def layernorm_fwd(x, w, b, out, mean, rstd, rows, cols, eps, wide):
     tail = packs * width
     for row in range(cuda.blockIdx.x, rows, cuda.gridDim.x):
         if x.itemsize == 2:  # float16, bfloat16: the narrow path
-            narrow_row(x, w, b, out, mean, rstd, part, row, cols, eps)
+            mu, r, mu32, r32 = row_stats32(x, part, row, cols, eps)
+            for p in range(tx, packs, nx):
+                for j in range(width):
+                    affine32(x, w, b, out, row, p * width + j, mu32, r32)
+            for c in range(tail + tx, cols, nx):
+                affine32(x, w, b, out, row, c, mu32, r32)
         else:
             mu, r = row_stats(x, part, row, cols, eps)
             for p in range(tx, packs, nx):
@@ -202,19 +187,9 @@ def layernorm_fwd(x, w, b, out, mean, rstd, rows, cols, eps, wide):
                     affine(x, w, b, out, row, p * width + j, mu, r, wide)
             for c in range(tail + tx, cols, nx):
                 affine(x, w, b, out, row, c, mu, r, wide)
-            if tx == 0:
-                mean[row] = mu
-                rstd[row] = r
-
-
-@cuda.jit
-def layernorm_fwd32(x, w, b, out, mean, rstd, rows, cols, eps):
-    """The forward on the narrow path for any dtype (float32 with the fwd_float_math knob's
-    "float32"): float32 elements and partial sums, float64 sums across threads. The twin
-    walks a persistent grid, pipelined, as layernorm_fwd's float32 path."""
-    part = cuda.shared.array(MAX_WARPS, dtype=float64)
-    for row in range(cuda.blockIdx.x, rows, cuda.gridDim.x):
-        narrow_row(x, w, b, out, mean, rstd, part, row, cols, eps)
+        if tx == 0:
+            mean[row] = mu
+            rstd[row] = r
 
 
 @cuda.jit(device=True)
@@ -407,10 +382,6 @@ BENCH = [
     knobs={
         "fwd_elems": [FWD_ELEMS, 8, 32],
         "fwd_threads_per_sm": [FWD_THREADS_PER_SM, 1024, 2048],
-        # float32 forward's per-element arithmetic: float64 (layernorm_fwd) or float32
-        # (layernorm_fwd32, the narrow path): on an H200 the float64 path ran at 64-73% of
-        # copy bandwidth where torch.compile's float32 kernel ran at 88-92% (2026-11-28).
-        "fwd_float_math": ["float64", "float32"],
         # float16 / bfloat16 backward's per-element arithmetic: float64 (layernorm_bwd) or
         # float32 (layernorm_bwd32: no conversion to double an element, 64 registers a
         # thread, so 2 blocks of 512 an SM with bwd_threads_per_sm 1024, where the
@@ -447,11 +418,8 @@ class LayerNorm:
             if x.dtype == torch.float32:
                 per_sm = max(1, kn.fwd_threads_per_sm // threads)
                 grid = min(rows, per_sm * portkit.sm_count(k))
-            if x.dtype == torch.float32 and kn.fwd_float_math == "float32":
-                k.layernorm_fwd32[grid, threads](x, w, b, out, mean, rstd, rows, cols, EPS)
-            else:
-                wide = int(x.dtype == torch.float64)  # float64: xhat * w + b in float64 too
-                k.layernorm_fwd[grid, threads](x, w, b, out, mean, rstd, rows, cols, EPS, wide)
+            wide = int(x.dtype == torch.float64)  # float64: xhat * w + b in float64 too
+            k.layernorm_fwd[grid, threads](x, w, b, out, mean, rstd, rows, cols, EPS, wide)
         return out, (x, w, mean, rstd)
 
     def backward(k, saved, dy):
