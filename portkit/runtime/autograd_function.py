@@ -4,12 +4,8 @@
 ``portkit.load`` all differentiate an implementation through ``eager_function``: it
 runs ``forward(k, ...)``, keeps what it saved and, on ``.backward()``, runs
 ``backward(k, saved, ...)``. One rule for what ``forward`` saves holds everywhere:
-tensors only (inputs, outputs or intermediates), as the registered op needs; a saved
-value of any other type is refused where the layout is found (``layout.py``) and by
-``split_forward`` on every call, so no path can accept an op that another refuses.
-
-This module imports only torch (``registration.py`` uses it, and ``portkit export``
-ships both); errors are raised as the binding's ``error`` class.
+tensors only, as the registered op needs; ``split_forward`` refuses anything else on
+every call, so no path can accept an op that another refuses.
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """Launch compiled CUDA kernels through the driver API with the per-call work done once.
 
-This module imports only the standard library, torch and ``cuda.bindings``: ``portkit
-export`` copies it verbatim into an exported package, so the twin inside portkit and the
-twin in a shipped wheel launch through the same code.
-
-Why the driver and not ``cuda.core.launch``: measured on the H100 machine, a cuda.core
-launch costs 7.9 µs with its LaunchConfig and Stream built once, cuda.bindings'
-``cuLaunchKernel`` with the parameters packed once 5.1 µs, and torch's own C++ launcher
-for inductor's cubins (``torch._C._StaticCudaLauncher``, which packs a tuple of numbers
-itself) 3.5 µs. So a launch packs the arguments with ``struct.pack_into`` (which also
-refuses a value that does not fit its C type) and, where torch has that launcher and the
-block is one-dimensional in whole warps, hands the same values to it; otherwise it calls
-``cuLaunchKernel`` with the packed buffer.
+A launch packs its arguments with ``struct.pack_into`` (which refuses a value that does
+not fit its C type) and hands them to torch's C++ launcher of inductor's cubins where
+torch has it and the block is whole warps (3.5 µs a launch on the H100), else to
+cuda.bindings' ``cuLaunchKernel`` (5.1 µs; cuda.core's launch: 7.9). Shipped in exported
+packages (docs/fast-path.md, "Launch path").
 """
 
 from __future__ import annotations

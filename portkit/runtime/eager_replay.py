@@ -1,23 +1,9 @@
 """``ReplayedOpCallable``: ``OpCallable`` whose plain-eager calls of a recorded signature
-are one call into the compiled replayer: what ``portkit.load`` returns, and an exported
-package's op where ``native.cpp`` builds (shipped in ``_runtime/`` with the rest).
-
-``OpCallable``'s eager path asks in Python whether PyTorch is watching (modes, functorch,
-subclasses, gradients), checks the inputs and calls the replaying forward: about 2.5-3 µs
-of Python on the H100 machines, more than a third of a replayed call. The compiled
-replayer's ``run_eager`` asks the same questions in C++ and replays, so a hit costs one
-Python frame, ``torch.compiler.is_compiling()`` (which Dynamo folds to True, so a
-compiled graph still holds the registered op) and that call; anything else (a miss, a
-mode, a gradient) takes ``OpCallable``'s path unchanged. The registered op's Autograd
-kernel uses the same call for ``torch.ops.<ns>.<op>(...)`` in plain eager, where the op
-returns no hidden extras (registration.py).
-
-A call that wants a gradient replays too, where the backward launcher replays with the
-compiled replayer as well (``differentiate``): ``run_eager`` gives the outputs a C++
-autograd node whose backward replays the backward's recording (native.cpp), so neither
-direction runs an ``autograd.Function``'s Python. A signature the node cannot serve
-(not recorded, an output that is an input, saved values the layout does not expect)
-takes ``OpCallable``'s ``autograd.Function``, as every call did before.
+are one call into the compiled replayer (``run_eager``, which asks in C++ what
+``OpCallable`` asks in Python), with a C++ autograd node where the backward replays too
+(``differentiate``); and ``op_callable``, which picks an op's callable. Any other call
+takes ``OpCallable``'s path unchanged (docs/fast-path.md, "The plain-eager call in one
+compiled call" and "Forward + backward in the compiled replayer").
 """
 
 from __future__ import annotations

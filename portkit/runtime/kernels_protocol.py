@@ -1,20 +1,15 @@
 """``k`` declared: what an op's author may call on the ``k`` a launcher receives.
 
-Every ``k`` portkit hands a launcher satisfies ``Kernels``: the one of each backend
-(``launch/kernel_set.py`` ``KernelSet``), registration's fake (``registration.py``
-``FakeKernels``), an exported package's (``exported.py`` ``Kernels``), and the one that
-records (``replaying.py`` ``RecordingKernels``). A launcher may use exactly this:
+Every ``k`` (a backend's ``KernelSet``, registration's ``FakeKernels``, a package's
+``Kernels``, replaying's ``RecordingKernels``) satisfies ``Kernels``, which
+tests/launch/test_kernels_protocol.py checks. A launcher may use exactly this:
 
     out = k.empty_like(x)                       # or k.empty(shape, dtype)
     k.sigmoid_fwd[grid, block](x, out, n)       # or [grid, block, shared_bytes]
     grid = min(portkit.cdiv(n, 256), 8 * portkit.sm_count(k))
 
-``kind`` says what a launch does (``KernelsKind``): ``sm_count`` reads it, and nothing
-compares a free string. ``knob_choice`` (None: the op declares no knobs) is what
-``portkit.knobs(k, x)`` reads, ``plain_allocation`` says whether recorded calls may
-replay on it (no checker's guard zones or poison); all are read as declared, never
-probed for. tests/launch/test_kernels_protocol.py checks that every ``k``
-satisfies the protocol. Standard library only (torch for the type checker alone).
+``kind``, ``knob_choice`` and ``plain_allocation`` are read as declared, never probed
+for (docs/design.md, "Declared capabilities"). Standard library only.
 """
 
 from __future__ import annotations

@@ -8,14 +8,8 @@ the first value of each the default). Its launchers read the chosen values throu
 
 ``k.knob_choice`` (a ``KnobChoice``) holds the declaration and the op's table of tuned
 entries (``tuning/<op>.json``, written by ``portkit tune``): per GPU name and shape bucket,
-the configuration that won there. A device or bucket the table has no entry for gets the
-defaults; ``portkit check`` pins each configuration the table can pick (``pinned``).
-
-Standard library only: ``portkit export`` copies this file byte for byte into every
-package it writes (as its ``_runtime`` folder's ``knob_choice.py``), so an exported
-package picks configurations by the
-rules portkit uses. torch is imported only to name the GPU a tensor lives on (and, in
-`portkit tune`'s run, to tell a tensor from anything else a launcher passes).
+the configuration that won there; elsewhere the defaults. An exported package picks by
+the same rules. Standard library only (torch to name a tensor's GPU).
 """
 
 from __future__ import annotations

@@ -1,22 +1,10 @@
 """The launch contract: what an op's launchers, ``k`` and a twin kernel agree on.
 
-- The errors a launch raises: ``PortkitError``, ``OpDefinitionError``, ``InputError``,
-  ``LaunchError`` (``portkit.errors`` re-exports these very classes).
-- What a launcher may use from ``portkit`` besides them: ``cdiv``, ``sm_count``, ``knobs``.
-- ``k.kernel[grid, block(, shared_bytes)]``: ``launch_config`` checks it as a GPU would;
-  ``cacheable_config`` says which configurations may key a cache of checked ones.
-- The twin's types: the C type a template parameter takes for each dtype, the dtype a
-  pointer of a fixed C type takes, the C scalar types a parameter may have, the name
-  expression NVRTC lowers (``k<__half, float>``) and the key an exported manifest files
-  its lowered name under (``"__half, float"``).
-- The argument checks that need no torch: the instantiation a launch needs, from the
-  dtype names of its arguments (``template_types``), and the refusal of one that was
-  not compiled (``not_compiled``).
-- What kind of ``k`` a launcher runs on (``KernelsKind``; ``kernels_protocol.py``
-  declares the rest of ``k``).
-
-Standard library only (torch inside ``sm_count`` alone, when a GPU is asked about):
-``portkit export`` ships portkit/runtime/ byte for byte, and a test loads this file alone.
+The launch errors, what a launcher may use from ``portkit`` (``cdiv``, ``sm_count``,
+``knobs``), the checks of ``k.kernel[grid, block(, shared_bytes)]``, the twin's C types
+and instantiations, and the refusal of one not compiled (docs/design.md, "The launch
+contract"). Standard library only (torch inside ``sm_count`` alone): a test loads this
+file alone.
 """
 
 from __future__ import annotations

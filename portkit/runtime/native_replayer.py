@@ -1,18 +1,11 @@
 """The compiled replayer: ``native.cpp`` built with torch's C++ extension builder.
 
-Built once per source, torch version and flags into torch's extension folder
-(``TORCH_EXTENSIONS_DIR``, by default ``~/.cache/torch_extensions``) and loaded from
-there afterwards, by portkit and by every exported package alike: the package ships this
-module and ``native.cpp`` byte for byte in ``_runtime/``, so both compute the same
-extension name and the first to build it builds it for the other (a build found there
-is loaded without running ninja; one process loads it once). It needs a CUDA build of
-torch, a C++ compiler, ninja and the CUDA headers; where any is missing
-``compiled_replayer(who)`` says why in one line on stderr and returns None, and the
-caller replays with the prepared functions (``prepared.py``).
-With a CPU build of torch the same file builds without streams and replays CPU tensors
-through a launch function the caller gives: the CPU tests run it so.
-
-Imports only torch and its siblings: ``portkit export`` ships it.
+Built once per source, torch version and flags into torch's extension folder and shared
+by portkit and every exported package (which ships this module and ``native.cpp``);
+where a CUDA build of torch, a C++ compiler or ninja is missing, ``compiled_replayer``
+says why in one line on stderr and returns None, and the caller replays with the prepared
+functions (``prepared.py``). A CPU build of torch builds it too, for the CPU tests
+(docs/fast-path.md, "The per-call half exists twice").
 """
 
 from __future__ import annotations

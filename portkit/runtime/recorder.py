@@ -1,16 +1,10 @@
-"""The recorder's rules, over any ``k``: what one recorded call did, whether a replay could
-repeat it, and when a launcher gives up recording.
+"""The recorder's rules, over any ``k`` that records (``replaying.RecordingKernels``):
+what one recorded call did and whether a replay could repeat it.
 
-A ``k`` that records holds a ``call`` (a ``Call``); its ``k.empty*`` allocate through
-``Call.allocated`` and each launch it makes reports a ``ReplayLaunch`` (or None where
-the launch cannot be repeated) to ``Call.launched``. ``record`` runs a launcher on such
-a ``k`` under a ``TorchDispatchMode`` that sees every other PyTorch operation (a view, a
-``torch.zeros``, an ``.item()``): any of those, a tensor that is neither an input nor a
-buffer, or a result made of anything else leaves the signature to the launcher.
-
-portkit's recorder (``recording.py``, over launch targets) and an exported package's
-(``runtime/replaying.py``, over its runtime's kernels) both use this module: it imports
-only torch and ``steps.py``, and ``portkit export`` ships it byte for byte.
+``record`` runs a launcher under a ``TorchDispatchMode``: any other PyTorch operation (a
+view, a ``torch.zeros``, an ``.item()``), a tensor that is neither an input nor a buffer
+from ``k.empty*``, or a result made of anything else leaves the signature to the
+launcher (docs/fast-path.md, "Replaying recorded calls").
 """
 
 from __future__ import annotations
@@ -134,16 +128,3 @@ def record(
     )
     recording = Recording(devices.pop(), allocations, tuple(call.launches), template)
     return result, recording, None, False
-
-
-def not_recorded(unreplayable: dict[Any, str], key: Any, reason: str | None, capacity: int) -> None:
-    """Note why signature ``key`` was not recorded (at most ``capacity`` reasons kept)."""
-    if len(unreplayable) >= capacity:
-        unreplayable.clear()
-    unreplayable[key] = reason or "its leaves cannot be keyed"
-
-
-def gives_up(unreplayable: dict[Any, str], replayer: Any) -> bool:
-    """Whether a launcher stops recording: ``MAX_FAILURES`` signatures not recorded and
-    none recorded."""
-    return len(unreplayable) >= MAX_FAILURES and not len(replayer)

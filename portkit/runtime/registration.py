@@ -1,23 +1,13 @@
 """An op's host launchers as a registered PyTorch op, with autograd and a fake kernel.
 
-``RegisteredOp(qualname, layout, kernel_names)`` defines two ``torch.library.custom_op``s:
-``ns::name`` (the forward) and ``ns::name_backward`` (the backward launcher, itself an op so
-that torch.compile's AOTAutograd can trace the backward formula). Their fake
-implementations are the launchers themselves, run against ``FakeKernels``: kernels that
-do not launch and ``k.empty*`` that allocate wherever the inputs live (fake tensors under
-FakeTensorMode, meta tensors for layout probes). Authors never write a shape function.
-
-The forward op returns the op's outputs followed by the tensors saved for backward that
-are neither inputs nor outputs ("extras"); ``setup_context`` rebuilds the saved tuple from
-the layout. Callers strip the extras (``OpCallable``).
-
-``OpCallable`` is what ``portkit.load`` returns. When PyTorch is watching (torch.compile,
-a dispatch or function mode such as FakeTensorMode or opcheck's, functorch transforms,
-tensor subclasses) it calls the registered op. In plain eager it runs the same launchers
-directly, through an ``autograd.Function`` when a gradient is needed: custom_op's Python
-dispatch costs 8–11 µs per call on recent PyTorch (pytorch#177109), more than a whole
-launch, and both paths run the same launcher on the same kernels: the eager
-``autograd.Function`` is ``autograd_function.eager_function`` (check and diff use it too).
+``RegisteredOp`` defines ``ns::name`` and ``ns::name_backward`` (its own op, so that
+AOTAutograd can trace the backward) with ``torch.library.Library``; their fake kernels are
+the launchers run on ``FakeKernels``, so authors write no shape function. The forward op
+returns the outputs followed by the saved tensors that are neither inputs nor outputs
+("extras"), which callers strip. ``OpCallable``, what ``portkit.load`` returns, calls the
+registered op only when PyTorch is watching, and the launchers directly in plain eager:
+custom_op's Python dispatch costs more than a launch (pytorch#177109). docs/fast-path.md
+says how and why.
 """
 
 from __future__ import annotations
@@ -85,19 +75,10 @@ def _unalias(results: Sequence[torch.Tensor], inputs: Sequence[Any]) -> tuple:
 
 
 class RegisteredOp:
-    """An op's two operators, defined on first use: a definition costs milliseconds and
-    the first one imports much of torch, which ``portkit check`` (one op per
-    implementation, never traced) need not pay; ``define()`` makes them now.
-
-    They are defined with ``torch.library.Library`` (not ``custom_op``): a schema, one
-    ``CompositeExplicitAutograd`` kernel (the launcher on the real kernels), a fake
-    kernel, and an ``Autograd`` kernel of our own, which ``torch.ops`` reaches first
-    (unless the compiled replayer's C++ kernels stand in front: ``use_native_kernels``);
-    in plain eager it runs the op at once, so the dispatcher's call costs one Python
-    kernel, where ``custom_op`` adds several layers of Python per call
-    (pytorch#177109). When PyTorch is watching (a mode, functorch, a subclass) or a
-    gradient is wanted, it does what ``custom_op``'s autograd kernel does: an
-    ``autograd.Function`` that redispatches below autograd, or the redispatch alone."""
+    """An op's two operators, defined on first use (``define()``: a definition costs
+    milliseconds, which ``portkit check`` need not pay), with an ``Autograd`` kernel of
+    our own that runs plain-eager calls at once instead of ``custom_op``'s layers of
+    Python (docs/fast-path.md, "Defined with torch.library.Library")."""
 
     def __init__(self, qualname: str, layout: OpLayout, kernel_names: Sequence[str]) -> None:
         self.qualname, self.layout = qualname, layout
@@ -105,7 +86,7 @@ class RegisteredOp:
         self.kernel_names = tuple(kernel_names)
         self.binding: Binding | None = None
         # The plain-eager forward that returns what the op's schema does (outputs, no
-        # extras), or None: the compiled replayer's run_eager (eager_replay.py).
+        # extras), or None: a replayer's run_eager (eager_replay.py, prepared.py).
         self.eager_forward: Callable[[tuple], Any] | None = None
         # Makes the C++ kernels put in front of the Python ones (eager_replay.py), or None.
         self.native_kernels: Callable[[], Any] | None = None

@@ -1,14 +1,9 @@
 """``Replayer`` declared: what a ``ReplayingLauncher`` (``replaying.py``) asks of its
 replayer, the compiled one (``native_replayer.NativeReplayer``) or the prepared one
 (``prepared.PreparedReplayer``). What one can do beyond ``key``, ``run``, ``add`` and
-``len`` is a class attribute it declares, never guessed from the methods it has:
-
-- ``carries_backward``: recordings name the tensors a forward saves (``add``'s ``saved``)
-  and ``set_backward`` gives plain-eager replays that want a gradient an autograd node
-  whose backward replays too (native.cpp). The compiled replayer only.
-- ``run_eager``: the op's whole plain-eager call of a recorded signature, or None.
-- ``op_kernels``: C++ kernels for the registered op that replay its forward's
-  recordings (``NativeReplayer.op_kernels``), or None.
+``len`` (``carries_backward``, ``run_eager``, ``op_kernels``) is a class attribute it
+declares, never guessed from the methods it has (docs/design.md, "Declared
+capabilities").
 """
 
 from __future__ import annotations

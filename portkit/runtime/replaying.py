@@ -20,7 +20,7 @@ from typing import Any, cast
 from . import launch_contract as contract
 from . import native_replayer
 from .prepared import PreparedReplayer, flatten, repeats_a_tensor
-from .recorder import Call, gives_up, not_recorded, record
+from .recorder import MAX_FAILURES, Call, record
 from .replay_setting import replay_mode
 from .replayer_protocol import BackwardReplayer, Replayer, carries_backward
 from .steps import MAX_SIGNATURES, eager_template
@@ -197,8 +197,8 @@ class ReplayingLauncher:
 
     @property
     def run_eager(self) -> Callable[[tuple], Any] | None:
-        """The compiled replayer's whole plain-eager call of the op (``run_eager`` in
-        native.cpp), where this forward replays with it; None otherwise."""
+        """The replayer's whole plain-eager call of the op, where this forward replays;
+        None otherwise (a backward, or given up on)."""
         replayer = self.replayer  # None once given up on (see _record_call)
         return replayer.run_eager if replayer is not None and self._outputs is not None else None
 
@@ -239,9 +239,11 @@ class ReplayingLauncher:
         if retry and key not in self._retried:
             self._retried.add(key)  # a first launch's checked path: record the next call
             return result
-        not_recorded(self.unreplayable, key, reason, MAX_SIGNATURES)
-        if gives_up(self.unreplayable, replayer):
-            self.replayer = None
+        if len(self.unreplayable) >= MAX_SIGNATURES:
+            self.unreplayable.clear()
+        self.unreplayable[key] = reason or "its leaves cannot be keyed"
+        if len(self.unreplayable) >= MAX_FAILURES and not len(replayer):
+            self.replayer = None  # never recorded: its calls pay no key any more
         return result
 
 

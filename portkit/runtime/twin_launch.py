@@ -1,24 +1,12 @@
 """One twin kernel's launches: the argument plan, the launch loop and the refusal path.
 
-portkit's twin backend (``backends/twin/backend.py``) and an exported package
-(``exported.py``) launch a compiled kernel through this one class, so a NumPy scalar, an
-int for a C ``bool`` or a value too large for its C type takes the same path and gets
-the same message in both.
-
-- The **plan** (``ArgumentPlan``), built on the first launch of each instantiation: which
-  arguments are pointers (and of which dtype), which are numbers in a driver slot, which
-  are packed by struct as raw bytes (C types without a slot: ``short``, ``char``).
-- The **launch loop**: ``plain_launch(config)``, one Python frame per launch, launches
-  when every argument is what its plan expects and returns True, or launches nothing
-  and returns False; ``launch(config, args)``, the checked path, refuses a wrong
-  argument with its message first and then launches what the fast path doubted (an int
-  for a C ``bool``, packed by struct's "?", never torch's launcher's raw byte).
-- The **refusal path** (``refuse``): the launch contract's checks, argument by argument,
-  and the scalar values (an int parameter refuses 2.7; a value must fit its C type).
-
-NumPy scalars are numbers here (``.item()``; recognised by their base class's name,
-without importing NumPy): a package does not depend on NumPy, and portkit's twin takes
-them as the package does.
+portkit's twin backend and an exported package launch a compiled kernel through this one
+class (``TwinLaunch``), so every argument takes the same path and gets the same message
+in both: ``ArgumentPlan`` (per instantiation, which arguments are pointers, slot numbers
+or raw struct bytes), ``plain_launch`` (the fast path, one Python frame, which launches or
+returns False having launched nothing), ``launch`` (the checked path) and ``refuse``.
+NumPy scalars are numbers here, recognised without importing NumPy (docs/fast-path.md,
+"Launch path").
 """
 
 from __future__ import annotations
