@@ -528,12 +528,168 @@ __device__ inline void bwd_rows(const T* x, const T* w, const T* dy, const doubl
     }
 }
 
+// A row's raw packs of x and dy, their tail elements and the row's mean and 1/std, in
+// flight while the block reduces the previous row.
+template <typename T, int P>
+struct BwdLoads {
+    Pack<T> x[P], dy[P];
+    T x_tail, dy_tail;
+    double mean, rstd;
+};
+
+__device__ inline bool bwd_vector(const void* xr, const void* dyr, const void* dxr, bool w) {
+    return w && aligned16(xr) && aligned16(dyr) && aligned16(dxr);
+}
+
+// Issues the loads of one row's packs tx, tx + nx, ..., its tail column and its mean and
+// 1/std; nothing waits on them until the row is used.
+template <typename T, int P>
+__device__ inline void issue_bwd_row(const T* x, const T* dy, const double* mean,
+                                     const double* rstd, const T* dx, long long row,
+                                     long long cols, bool wv, BwdLoads<T, P>& in) {
+    const long long nx = blockDim.x, tx = threadIdx.x, base = row * cols;
+    const long long packs = cols / Pack<T>::N;
+    const bool vector = bwd_vector(x + base, dy + base, dx + base, wv);
+#pragma unroll
+    for (int u = 0; u < P; ++u)
+        if (tx + u * nx < packs) {
+            in.dy[u] = load_pack(dy + base, tx + u * nx, vector);
+            in.x[u] = load_pack(x + base, tx + u * nx, vector);
+        }
+    const long long c = packs * Pack<T>::N + tx;
+    if (c < cols) {
+        in.dy_tail = dy[base + c];
+        in.x_tail = x[base + c];
+    }
+    in.mean = mean[row];
+    in.rstd = rstd[row];
+}
+
+// bwd_rows<T, true, B> software-pipelined: the next row's loads are issued before this
+// row's reductions, so its bytes are in flight through the barriers and the output pass.
+// Each row's arithmetic is bwd_rows<T, true, B>'s, in its order. (rmsnorm's float32
+// backward, pipelined so on an H200: 0.62 -> 0.98 of torch.compile's speed, 2026-11-28.)
+template <typename T, typename B>
+__device__ inline void bwd_rows_held(const T* x, const T* w, const T* dy, const double* mean,
+                                     const double* rstd, T* dx, double* pw, double* pb,
+                                     long long rows, long long cols, double* sums) {
+    constexpr int W = Pack<T>::N;
+    constexpr int P = BWD_ELEMS / W;
+    const int tx = threadIdx.x;
+    const long long nx = blockDim.x;
+    const long long packs = cols / W;
+    const long long tail = packs * W;
+    const bool has_tail = tail + tx < cols;  // a thread owns at most one tail column
+    const bool wv = aligned16(w);
+
+    B aw[P][W], ab[P][W];
+    B aw_tail = 0.0, ab_tail = 0.0;
+#pragma unroll
+    for (int u = 0; u < P; ++u)
+#pragma unroll
+        for (int j = 0; j < W; ++j) aw[u][j] = ab[u][j] = 0.0;
+
+    constexpr bool narrow = sizeof(B) < sizeof(double);
+    const double inv_cols = narrow ? 1.0 / cols : 0.0;
+    BwdLoads<T, P> in;
+    long long row = blockIdx.x;
+    if (row < rows) issue_bwd_row(x, dy, mean, rstd, dx, row, cols, wv, in);
+    for (; row < rows; row += gridDim.x) {
+        const long long base = row * cols;
+        T* dxr = dx + base;
+        const bool vector = bwd_vector(x + base, dy + base, dxr, wv);
+        const B mu = (B)in.mean, r = (B)in.rstd;
+        B gv[P][W], hv[P][W];  // dy and x, then xhat
+#pragma unroll
+        for (int u = 0; u < P; ++u)
+            if (tx + u * nx < packs)
+#pragma unroll
+                for (int j = 0; j < W; ++j) {
+                    gv[u][j] = widen<B>(in.dy[u].v[j]);
+                    hv[u][j] = widen<B>(in.x[u].v[j]);
+                }
+        const B gt = has_tail ? widen<B>(in.dy_tail) : (B)0;
+        const B xt = has_tail ? widen<B>(in.x_tail) : (B)0;
+        const long long next = row + gridDim.x;  // its loads fly while this row reduces
+        if (next < rows) issue_bwd_row(x, dy, mean, rstd, dx, next, cols, wv, in);
+
+        B s1 = 0.0, s2 = 0.0;  // sums of g = dy * w and of g * xhat over the row
+#pragma unroll
+        for (int u = 0; u < P; ++u)
+            if (tx + u * nx < packs) {
+                const Pack<T> wp = load_pack(w, tx + u * nx, vector);
+#pragma unroll
+                for (int j = 0; j < W; ++j) {
+                    hv[u][j] = (hv[u][j] - mu) * r;
+                    const B g = gv[u][j] * widen<B>(wp.v[j]);
+                    s1 += g;
+                    s2 += g * hv[u][j];
+                }
+            }
+        const B ht = (xt - mu) * r;
+        if (has_tail) {
+            const B g = gt * widen<B>(w[tail + tx]);
+            s1 += g;
+            s2 += g * ht;
+        }
+        B m1, m2;  // as bwd_rows: both sums behind one pair of barriers on the narrow path
+        if (narrow) {
+            double t1 = s1, t2 = s2;
+            row_sum2(sums, t1, t2);
+            m1 = (B)(t1 * inv_cols);
+            m2 = (B)(t2 * inv_cols);
+        } else {
+            m1 = (B)(row_sum(sums, (double)s1) / cols);
+            m2 = (B)(row_sum(sums, (double)s2) / cols);
+        }
+#pragma unroll
+        for (int u = 0; u < P; ++u) {
+            const long long p = tx + u * nx;
+            if (p < packs) {
+                const Pack<T> wp = load_pack(w, p, vector);
+                Pack<T> out;
+#pragma unroll
+                for (int j = 0; j < W; ++j) {
+                    const B dyc = gv[u][j], xhat = hv[u][j];
+                    out.v[j] = (T)(r * (dyc * widen<B>(wp.v[j]) - m1 - xhat * m2));
+                    aw[u][j] += dyc * xhat;
+                    ab[u][j] += dyc;
+                }
+                store_pack(dxr, p, out, vector);
+            }
+        }
+        if (has_tail) {
+            dxr[tail + tx] = (T)(r * (gt * widen<B>(w[tail + tx]) - m1 - ht * m2));
+            aw_tail += gt * ht;
+            ab_tail += gt;
+        }
+    }
+#pragma unroll
+    for (int u = 0; u < P; ++u) {
+        const long long p = tx + u * nx;
+        if (p < packs)
+#pragma unroll
+            for (int j = 0; j < W; ++j) {
+                pw[p * W + j] = aw[u][j];
+                pb[p * W + j] = ab[u][j];
+            }
+    }
+    if (has_tail) {
+        pw[tail + tx] = aw_tail;
+        pb[tail + tx] = ab_tail;
+    }
+}
+
 template <typename T, typename B>
 __device__ inline void bwd_kernel(const T* x, const T* w, const T* dy, const double* mean,
                                   const double* rstd, T* dx, double* partw, double* partb,
                                   long long rows, long long cols, double* sums) {
     const long long first = (long long)blockIdx.x * cols;
-    if (cols / Pack<T>::N <= (long long)blockDim.x * (BWD_ELEMS / Pack<T>::N))
+    const bool fits = cols / Pack<T>::N <= (long long)blockDim.x * (BWD_ELEMS / Pack<T>::N);
+    if (fits && Pipelined<T>::value)  // float only (rmsnorm's bfloat16, pipelined: slower)
+        bwd_rows_held<T, B>(x, w, dy, mean, rstd, dx, partw + first, partb + first, rows,
+                            cols, sums);
+    else if (fits)
         bwd_rows<T, true, B>(x, w, dy, mean, rstd, dx, partw + first, partb + first, rows,
                              cols, sums);
     else
