@@ -93,7 +93,7 @@ def test_a_target_without_a_plain_launch_takes_the_checked_path():
 def _declared() -> set[str]:
     """Every capability a backend or a launch target declares, and what it offers with it."""
     names = {n for cls in (Backend, LaunchTarget) for n in vars(cls) if not n.startswith("_")}
-    return names | {"run_eager"}  # the replayers' (launch/replay) compiled eager call
+    return names | {"run_eager"}  # the replayers' (runtime/replaying.py) compiled eager call
 
 
 def test_no_capability_is_found_by_hasattr_or_getattr():

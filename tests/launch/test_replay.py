@@ -1,4 +1,5 @@
-"""launch/replay on the CPU: a launcher's recorded calls replay without running it, give
+"""Replay on the CPU (runtime/replaying.py): a launcher's recorded calls replay without
+running it, give
 the same results in fresh buffers, and every call that could not be repeated faithfully
 (views, other PyTorch operations, the checked path, repeated tensors, another ``k``)
 runs the launcher as before. The "kernel" scales floats through raw CPU pointers, so a

@@ -1,4 +1,5 @@
-"""launch/replay on a GPU, for every op with a twin and every case that is not `large`:
+"""Replay (runtime/replaying.py) on a GPU, for every op with a twin and every case that
+is not `large`:
 calls replayed by the compiled replayer and by the Python one give what the launcher
 itself gives, forward and backward, call after call; the launchers that do other
 PyTorch work are the ones left to run every call, and say why.
