@@ -32,9 +32,10 @@
 #              tables; TUNE_CASES="op=case,case ..." tunes only those cases (an op it does
 #              not name is not tuned, only timed and checked), TUNE_LIMIT
 #              seconds an op), then scripts/time_vs_torch.py and `portkit bench` of every example op (torch,
-#              baseline, twin; BENCH=0 leaves it out; BENCH_COMPILE=1 adds a bench with
-#              torch.compile of each reference) with them, then `portkit check`
-#              of SPEED_OPS' configurations (CHECK_TUNED=0: not); limits add up to 605 s (TUNE=0: 310)
+#              baseline, twin; BENCH=0 leaves it out) with them and a bench of the knobbed ops
+#              with torch.compile of each reference (BENCH_COMPILE=0 leaves it out: without it
+#              "best of torch" is not), then `portkit check`
+#              of SPEED_OPS' configurations (CHECK_TUNED=0: not); limits add up to 1005 s (TUNE=0: 710)
 #   phases     docs/ci.md's GPU job: `portkit check --phase gpu --verdicts FILE` (FILE
 #              starts as $VERDICTS, the CPU phase's, where given), then the same command
 #              with nothing changed (every row cached), then with a fresh verdicts file
@@ -328,9 +329,11 @@ speed() {
       layernorm rmsnorm add_rmsnorm cumsum histogram matmul --impl torch --impl baseline --impl twin --reps 20 \
       --save "$LOGS/bench.json"
   fi
-  # torch.compile of each reference beside the twin (BENCH_COMPILE=1): a compile per op,
-  # shape and direction, too slow for the step above; the "best of torch" it may win
-  if [ "${BENCH_COMPILE:-0}" = 1 ]; then
+  # torch.compile of each reference beside the twin: a compile per op, shape and
+  # direction, too slow for the step above; the "best of torch" it may win. Default on:
+  # the 2026-11-28 tables quoted "best of torch" from runs without it (H200, one call:
+  # 113 s for the six ops).
+  if [ "${BENCH_COMPILE:-1}" = 1 ]; then
     # shellcheck disable=SC2086
     step bench-compile "${BENCH_COMPILE_LIMIT:-400}" "${PORTKIT[@]}" bench ${SPEED_OPS:-sigmoid \
       softmax softmax_warp layernorm rmsnorm add_rmsnorm} --impl torch.compile --impl baseline \

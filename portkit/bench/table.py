@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from rich.markup import escape
 
-from portkit.bench.model import BEST_OF, LATENCY_BOUND_US, Measurement, Report
+from portkit.bench.model import BASELINE, BEST_OF, COMPILED, LATENCY_BOUND_US, Measurement, Report
 from portkit.bench.regression import FASTER, REGRESSED, WRONG, Verdict
 from portkit.bench.timing import EVENTS
 from portkit.results import Outcome
@@ -72,8 +72,31 @@ def results_table(report: Report) -> Table:
         f"{LATENCY_BOUND_US:.0f} us, mostly launch and fixed costs, not bandwidth; "
         "teaching example: the op's teaching=, its times are no speed claim"
     )
+    table.caption += _untimed_best(report)
     table.caption_justify = "left"
     return table
+
+
+_BEST_NAMES = {
+    BASELINE: "the op's baseline=",
+    "reference": "the reference",
+    COMPILED: "torch.compile",
+}
+
+
+def _untimed_best(report: Report) -> str:
+    """Which candidates for best torch this run timed none of: x best is then the best of
+    the rest (a bench without --impl torch.compile once stood in tables as "best of torch")."""
+    timed = {m.role for m in report.measurements if m.time is not None}
+    if not timed - set(BEST_OF):  # torch rows only: no kernel row is compared
+        return ""
+    missing = [_BEST_NAMES[role] for role in BEST_OF if role not in timed]
+    if not missing:
+        return ""
+    return (
+        f"; NOT in best torch, no row of it timed in this run: {', '.join(missing)} "
+        "(--impl torch.compile adds torch.compile; an op without baseline= has none)"
+    )
 
 
 def _ratio(m: Measurement, ratio: float | None) -> str:

@@ -250,6 +250,31 @@ def test_results_table_shows_every_measurement():
     text = console.export_text()
     assert "FakeGPU" in text and text.count(" op ") >= 3
     assert "0.50" in text and "2.00" in text  # x torch of the twin, x proto
+    # x best here is the reference's alone: the table says what best torch left out
+    flat = " ".join(text.split())
+    left_out = "no row of it timed in this run: the op's baseline=, torch.compile"
+    assert f"NOT in best torch, {left_out}" in flat
+
+
+def test_results_table_says_nothing_is_left_out_when_every_torch_row_ran():
+    from rich.console import Console
+
+    from portkit.bench.model import BASELINE, COMPILED
+    from portkit.bench.table import results_table
+
+    def m(impl, role, median):
+        return Measurement(
+            "op", "c", ((8,),), "float32", "forward", impl, role,
+            Summary.of([median] * 5), 5.0, 3_000_000, 6_000_000,
+        )  # fmt: skip
+
+    full = report(
+        m("torch", "reference", 3.0), m("baseline", BASELINE, 1.5),
+        m("torch.compile", COMPILED, 1.0), m("twin", "twin", 2.0),
+    )  # fmt: skip
+    console = Console(width=250, record=True)
+    console.print(results_table(full))
+    assert "NOT in best torch" not in console.export_text()
 
 
 # -- the runner, on the simulator with a fake clock ----------------------------------------
