@@ -35,7 +35,9 @@
 #              baseline, twin; BENCH=0 leaves it out) with them and a bench of the knobbed ops
 #              with torch.compile of each reference (BENCH_COMPILE=0 leaves it out: without it
 #              "best of torch" is not), then `portkit check`
-#              of SPEED_OPS' configurations (CHECK_TUNED=0: not); limits add up to 1005 s (TUNE=0: 710)
+#              of SPEED_OPS' configurations (CHECK_TUNED=0: not); limits add up to 1005 s (TUNE=0: 710;
+#              it took about 300 s on an H200); tuning and both benches pass 10 minutes: tune
+#              in one call (BENCH=0 BENCH_COMPILE=0), then time in another (TUNE=0)
 #   phases     docs/ci.md's GPU job: `portkit check --phase gpu --verdicts FILE` (FILE
 #              starts as $VERDICTS, the CPU phase's, where given), then the same command
 #              with nothing changed (every row cached), then with a fresh verdicts file
