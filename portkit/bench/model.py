@@ -231,6 +231,15 @@ class Report:
         best = self.best_torch(m) if m.ok else None
         return best.role if best else None
 
+    def untimed_best(self) -> list[str]:
+        """The roles of BEST_OF no row timed in a run that compares kernels with torch:
+        x best is then the best of the others (a bench without torch.compile's rows was
+        once quoted as "best of torch")."""
+        timed = {m.role for m in self.measurements if m.time is not None}
+        if not timed - set(BEST_OF):  # torch rows only: nothing is compared with them
+            return []
+        return [role for role in BEST_OF if role not in timed]
+
     @property
     def failures(self) -> list[Measurement]:
         """The rows that make ``portkit bench`` exit 1 (``Measurement.failed``)."""
@@ -248,6 +257,7 @@ class Report:
             },
             "reps": self.reps,
             "warmup": self.warmup,
+            "best_torch_untimed": self.untimed_best(),  # derived: not read back
             "results": [
                 {**m.to_dict(), "best_torch": self.best_role(m), **self.figures(m)}
                 for m in self.measurements

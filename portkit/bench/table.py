@@ -85,12 +85,8 @@ _BEST_NAMES = {
 
 
 def _untimed_best(report: Report) -> str:
-    """Which candidates for best torch this run timed none of: x best is then the best of
-    the rest (a bench without --impl torch.compile once stood in tables as "best of torch")."""
-    timed = {m.role for m in report.measurements if m.time is not None}
-    if not timed - set(BEST_OF):  # torch rows only: no kernel row is compared
-        return ""
-    missing = [_BEST_NAMES[role] for role in BEST_OF if role not in timed]
+    """What x best left out: the candidates for best torch no row timed in this run."""
+    missing = [_BEST_NAMES[role] for role in report.untimed_best()]
     if not missing:
         return ""
     return (
