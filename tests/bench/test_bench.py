@@ -173,13 +173,16 @@ def test_compare_reports_pairs_by_key_and_rejects_a_bad_threshold():
 # -- the report: figures and JSON ----------------------------------------------------------
 
 
-def roles_report():
-    def m(impl, role, median):
-        return Measurement(
-            "op", "c", ((8,),), "float32", "forward", impl, role,
-            Summary.of([median] * 5), 5.0, 3_000_000, 6_000_000,
-        )  # fmt: skip
+def role_row(impl, role, median):
+    """One forward row of op "c" in ``role``, its median ``median`` us."""
+    return Measurement(
+        "op", "c", ((8,),), "float32", "forward", impl, role,
+        Summary.of([median] * 5), 5.0, 3_000_000, 6_000_000,
+    )  # fmt: skip
 
+
+def roles_report():
+    m = role_row
     return report(
         m("torch", "reference", 1.0), m("numba", "prototype", 4.0), m("twin", "twin", 2.0)
     )
@@ -264,12 +267,7 @@ def test_results_table_says_nothing_is_left_out_when_every_torch_row_ran():
     from portkit.bench.model import BASELINE, COMPILED
     from portkit.bench.table import results_table
 
-    def m(impl, role, median):
-        return Measurement(
-            "op", "c", ((8,),), "float32", "forward", impl, role,
-            Summary.of([median] * 5), 5.0, 3_000_000, 6_000_000,
-        )  # fmt: skip
-
+    m = role_row
     full = report(
         m("torch", "reference", 3.0), m("baseline", BASELINE, 1.5),
         m("torch.compile", COMPILED, 1.0), m("twin", "twin", 2.0),
