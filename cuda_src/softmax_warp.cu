@@ -1,7 +1,7 @@
 // Twin of prototypes/softmax_warp.py: one warp per row (blockDim.x / WARP rows a block: the
-// launcher's rows_per_block knob, at most MAX_THREADS / WARP), no
-// shared memory, no barrier (but softmax_warp_split_fwd, below: a long row over a block of
-// warps, the warps_per_row knob), arithmetic in T (float accumulation for float, as
+// launcher's rows_per_block knob, at most MAX_THREADS / WARP), no shared memory, no barrier
+// (but softmax_warp_split_fwd and softmax_warp_split_bwd, below: a row over a block of warps,
+// the warps_per_row and bwd_warps_per_row knobs), arithmetic in T (float accumulation for float, as
 // torch.softmax), in the prototype's order. Rows of at most 32 packs a lane are held in
 // registers (softmax_warp_held{2,8,32}_fwd: max, then exps and sum); longer rows stream
 // (softmax_warp_fwd: online softmax, the sum rescaled at most once per pack). Lane l takes
@@ -405,4 +405,84 @@ __global__ void softmax_warp_bwd(const T* __restrict__ y, const T* __restrict__ 
             for (int j = 0; j < W; ++j) dxr[p * W + j] = yr[p * W + j] * (dyr[p * W + j] - dot);
     }
     for (long long c = packs * W + lane; c < cols; c += WARP) dxr[c] = yr[c] * (dyr[c] - dot);
+}
+
+// The backward split over a block of warps, the row held (the launcher's
+// bwd_warps_per_row knob; one row a block, grid = rows; rows of at most blockDim.x x
+// BWD_HELD packs): thread t holds packs t, t + nt, ... of y and of dy, every load issued
+// before any is used, so each element crosses DRAM once (softmax_warp_bwd reads the row
+// twice, and at 4096x4096 its 36 warps an SM put more bytes between an element's two
+// reads than the L2 holds: 57% of copy bandwidth on an H200). dot: the thread's packs in
+// order, then its tail column packs * W + t (fewer than W a row), a butterfly per warp,
+// then every thread adds the warps' sums from shared memory in warp order.
+#define BWD_HELD 8
+
+template <typename T>
+__global__ void __launch_bounds__(MAX_SPLIT_THREADS)
+    softmax_warp_split_bwd(const T* __restrict__ y, const T* __restrict__ dy,
+                           T* __restrict__ dx, long long rows, long long cols) {
+    __shared__ T part[MAX_SPLIT_WARPS];
+    constexpr int W = Pack<T>::N;
+    const int tid = threadIdx.x;
+    const long long nt = blockDim.x;
+    const int warps = blockDim.x / WARP;
+    const long long row = blockIdx.x;
+    if (row >= rows) return;  // the whole block leaves together (grid = rows: none does)
+    const T* yr = y + row * cols;
+    const T* dyr = dy + row * cols;
+    T* dxr = dx + row * cols;
+    const bool vector = aligned16(yr) && aligned16(dyr) && aligned16(dxr);
+    const long long packs = cols / W;
+
+    Pack<T> a[BWD_HELD], g[BWD_HELD];
+    if (vector) {
+        const Pack<T>* yv = reinterpret_cast<const Pack<T>*>(yr);
+        const Pack<T>* gv = reinterpret_cast<const Pack<T>*>(dyr);
+#pragma unroll
+        for (int u = 0; u < BWD_HELD; ++u) {
+            if (tid + u * nt < packs) {
+                a[u] = yv[tid + u * nt];
+                g[u] = gv[tid + u * nt];
+            }
+        }
+    } else {  // the same packs, element by element
+#pragma unroll
+        for (int u = 0; u < BWD_HELD; ++u) {
+            if (tid + u * nt < packs) {
+#pragma unroll
+                for (int j = 0; j < W; ++j) {
+                    a[u].v[j] = yr[(tid + u * nt) * W + j];
+                    g[u].v[j] = dyr[(tid + u * nt) * W + j];
+                }
+            }
+        }
+    }
+
+    T dot = T(0);
+#pragma unroll
+    for (int u = 0; u < BWD_HELD; ++u)
+        if (tid + u * nt < packs)
+#pragma unroll
+            for (int j = 0; j < W; ++j) dot += a[u].v[j] * g[u].v[j];
+    const long long c = packs * W + tid;  // this thread's tail column, if the row has one
+    if (c < cols) dot += yr[c] * dyr[c];
+    dot = warp_sum(dot);
+    if (tid % WARP == 0) part[tid / WARP] = dot;
+    __syncthreads();
+    dot = T(0);
+    for (int w = 0; w < warps; ++w) dot += part[w];
+
+#pragma unroll
+    for (int u = 0; u < BWD_HELD; ++u) {
+        if (tid + u * nt < packs) {
+#pragma unroll
+            for (int j = 0; j < W; ++j) a[u].v[j] = a[u].v[j] * (g[u].v[j] - dot);
+            if (vector)
+                reinterpret_cast<Pack<T>*>(dxr)[tid + u * nt] = a[u];
+            else
+#pragma unroll
+                for (int j = 0; j < W; ++j) dxr[(tid + u * nt) * W + j] = a[u].v[j];
+        }
+    }
+    if (c < cols) dxr[c] = yr[c] * (dyr[c] - dot);
 }

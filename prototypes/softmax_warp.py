@@ -28,7 +28,9 @@ the row's 16-byte packs (4 float32 or 2 float64 columns) a lane (`forward_kernel
 
 The statistics are in the input's dtype. `rescale`, `add_exp`, `moved` and `exp_from`
 repeat softmax.py's so each op stays two files. The backward walks the row as the
-streaming pass does for dot = sum(y * dy), then dx = y * (dy - dot).
+streaming pass does for dot = sum(y * dy), then dx = y * (dy - dot); with the
+bwd_warps_per_row knob above 1 a row that fits is held in a block of that many warps
+(`softmax_warp_split_bwd`) and read once.
 The twin moves each pack with one 16-byte access when the row is 16-byte aligned; the
 prototype reads the same columns with `width` scalar loads (numba has no vector load).
 The twin also issues all its held packs' loads, or 16 packs' (streaming; 8 in the
@@ -49,6 +51,8 @@ FULL_MASK = 0xFFFFFFFF  # all 32 lanes take part in every shuffle
 MAX_WIDTH = 4  # columns in a 16-byte pack: 4 float32, 2 float64
 HELD2, HELD8, HELD32 = 2 * MAX_WIDTH, 8 * MAX_WIDTH, 32 * MAX_WIDTH  # held columns a lane
 MAX_SPLIT_WARPS = 16  # warps_per_row at most: the twin's MAX_SPLIT_THREADS / WARP
+BWD_HELD = 8  # packs of y and of dy a thread of softmax_warp_split_bwd holds at most
+BWD_HELD_COLS = BWD_HELD * MAX_WIDTH  # its register arrays' size (numba wants a constant)
 
 
 @cuda.jit(device=True)
@@ -338,6 +342,64 @@ def softmax_warp_bwd(y, dy, dx, rows, cols):
         dx[row, c] = y[row, c] * (dy[row, c] - dot)
 
 
+@cuda.jit
+def softmax_warp_split_bwd(y, dy, dx, rows, cols):
+    """The backward split over the block's warps (the bwd_warps_per_row knob; one row a
+    block, grid = rows), the row held: thread t holds packs t, t + blockDim.x, ... (at most
+    BWD_HELD) of y and of dy, so each element is read once (softmax_warp_bwd reads it
+    twice). dot: thread t's packs left to right, then its tail column packs * width + t,
+    a butterfly per warp, then every thread adds the warps' sums from shared memory, warp 0
+    first; dx = y * (dy - dot)."""
+    tid = cuda.threadIdx.x
+    nt = cuda.blockDim.x
+    warps = nt // WARP
+    row = cuda.blockIdx.x
+    if row >= rows:  # the whole block leaves together (grid = rows: none does)
+        return
+    part = cuda.shared.array(MAX_SPLIT_WARPS, dtype=y.dtype)
+    width = 16 // y.itemsize
+    packs = cols // width
+    a = cuda.local.array(BWD_HELD_COLS, dtype=y.dtype)
+    g = cuda.local.array(BWD_HELD_COLS, dtype=y.dtype)
+    for u in range(BWD_HELD):
+        for j in range(width):
+            if tid + u * nt < packs:  # portkit: allow-int64-index
+                a[u * width + j] = y[row, (tid + u * nt) * width + j]  # portkit: allow-int64-index
+                g[u * width + j] = dy[row, (tid + u * nt) * width + j]  # portkit: allow-int64-index
+
+    dot = float32(0)
+    for u in range(BWD_HELD):
+        if tid + u * nt < packs:  # portkit: allow-int64-index
+            for j in range(width):
+                dot += a[u * width + j] * g[u * width + j]  # portkit: allow-int64-index
+    c = packs * width + tid  # this thread's tail column, if the row has one (fewer than width)
+    if c < cols:
+        dot += y[row, c] * dy[row, c]
+    dot = warp_sum(dot)
+    if tid % WARP == 0:
+        part[tid // WARP] = dot
+    cuda.syncthreads()
+    dot = float32(0)
+    for w in range(warps):
+        dot += part[w]
+
+    for u in range(BWD_HELD):
+        if tid + u * nt < packs:  # portkit: allow-int64-index
+            for j in range(width):
+                dx[row, (tid + u * nt) * width + j] = a[u * width + j] * (
+                    g[u * width + j] - dot
+                )  # portkit: allow-int64-index
+    if c < cols:
+        dx[row, c] = y[row, c] * (dy[row, c] - dot)
+
+
+def split_backward_fits(cols, itemsize, warps_per_row):
+    """Whether softmax_warp_split_bwd holds a row of `cols` columns over warps_per_row warps:
+    at most BWD_HELD packs a thread. Longer rows take softmax_warp_bwd."""
+    packs = cols // (16 // itemsize)
+    return warps_per_row > 1 and portkit.cdiv(packs, warps_per_row * WARP) <= BWD_HELD
+
+
 # portkit bench: square, many short rows, few long rows (torch's hardest of the three),
 # very short rows, and a square of 256 MiB a tensor (as the elementwise ops time)
 BENCH_SHAPES = ((4096, 4096), (16384, 1024), (1024, 32768), (32768, 256), (8192, 8192))
@@ -381,10 +443,16 @@ def reference(x):
     # over 8 warps, each thread with the same bytes in flight, a row is done about 8x
     # sooner and fewer rows are in flight at once (blocks an SM are bounded by registers),
     # so more of their second reads hit L2.
+    # bwd_warps_per_row: the backward's warps a row (1: softmax_warp_bwd, a warp a row,
+    # which reads y and dy twice: 36 warps an SM of 4096-column rows put more bytes between
+    # an element's two reads than L2 holds, so it ran at 57% of copy bandwidth on an H200;
+    # more: softmax_warp_split_bwd, the row held in that many warps' registers and read
+    # once, where it fits, BWD_HELD packs a thread).
     knobs={
         "rows_per_block": [ROWS_PER_BLOCK, 2, 8],
         "bwd_rows_per_block": [ROWS_PER_BLOCK, 2, 8],
         "warps_per_row": [1, 4, 8, 16],
+        "bwd_warps_per_row": [1, 4, 8, 16],
     },
 )
 class SoftmaxWarp:
@@ -411,8 +479,12 @@ class SoftmaxWarp:
         dx = k.empty_like(y)
         rows, cols = y.shape
         if rows and cols:
-            per_block = portkit.knobs(k, y).bwd_rows_per_block  # y: the forward's out, x's bucket
-            k.softmax_warp_bwd[portkit.cdiv(rows, per_block), per_block * WARP](
-                y, dy, dx, rows, cols
-            )
+            kn = portkit.knobs(k, y)  # y: the forward's out, in x's bucket
+            if split_backward_fits(cols, y.element_size(), kn.bwd_warps_per_row):
+                k.softmax_warp_split_bwd[rows, kn.bwd_warps_per_row * WARP](y, dy, dx, rows, cols)
+            else:
+                per_block = kn.bwd_rows_per_block
+                k.softmax_warp_bwd[portkit.cdiv(rows, per_block), per_block * WARP](
+                    y, dy, dx, rows, cols
+                )
         return (dx,)

@@ -14,6 +14,7 @@ from portkit.project.cases import Case
 REPO = Path(__file__).resolve().parents[2]
 STREAMED = "softmax_warp_fwd"
 SPLIT = "softmax_warp_split_fwd"  # a streamed row over a block of warps (warps_per_row > 1)
+SPLIT_BWD = "softmax_warp_split_bwd"  # a held row over a block of warps (bwd_warps_per_row > 1)
 FORWARD_KERNELS = {
     "softmax_warp_held2_fwd",
     "softmax_warp_held8_fwd",
@@ -30,14 +31,23 @@ def op():
     return discover(load_config(REPO)).get("softmax_warp")
 
 
-def forward_launch(op, rows: int, cols: int, dtype: str, **knobs):
+def launches(op, rows: int, cols: int, dtype: str, backward: bool, **knobs):
     choice = None
     if knobs:
         from portkit.project.tuning_table import declared_choice
 
         choice = declared_choice(op).pinned(knobs)
     case = Case("probe", ((rows, cols),), dtype)
-    (launch,) = record_launches(op, case, backward=False, knob_choice=choice)
+    return record_launches(op, case, backward=backward, knob_choice=choice)
+
+
+def forward_launch(op, rows: int, cols: int, dtype: str, **knobs):
+    (launch,) = launches(op, rows, cols, dtype, False, **knobs)
+    return launch
+
+
+def backward_launch(op, rows: int, cols: int, dtype: str, **knobs):
+    _, launch = launches(op, rows, cols, dtype, True, **knobs)
     return launch
 
 
@@ -92,25 +102,48 @@ def test_warps_per_row_leaves_held_rows_a_warp_each(op, cols, dtype):
     assert forward_launch(op, 5, cols, dtype, warps_per_row=8) == held
 
 
+@pytest.mark.parametrize(
+    ("cols", "dtype", "warps", "kernel"),
+    [
+        (4096, "float32", 4, SPLIT_BWD),  # 1024 packs: 8 a thread of 128
+        (4100, "float32", 4, "softmax_warp_bwd"),  # 1025 packs: 9 a thread, more than held
+        (4100, "float32", 8, SPLIT_BWD),
+        (16384, "float32", 16, SPLIT_BWD),  # 4096 packs: 8 a thread of 512
+        (32768, "float32", 16, "softmax_warp_bwd"),
+        (2048, "float64", 4, SPLIT_BWD),
+        (1, "float32", 4, SPLIT_BWD),  # no pack, the tail column only
+        (4096, "float32", 1, "softmax_warp_bwd"),  # the default: a warp a row
+    ],
+)
+def test_bwd_warps_per_row_holds_a_row_in_a_block_where_it_fits(op, cols, dtype, warps, kernel):
+    launch = backward_launch(op, 5, cols, dtype, bwd_warps_per_row=warps)
+    assert launch.kernel == kernel
+    if kernel == SPLIT_BWD:
+        assert launch.config.grid == (5, 1, 1) and launch.config.block == (warps * 32, 1, 1)
+    else:  # a warp a row, bwd_rows_per_block (4) rows a block
+        assert launch.config.grid == (2, 1, 1) and launch.config.block == (128, 1, 1)
+
+
 def test_the_split_kernel_is_traced_for_the_checks(op):
     """The defaults never launch it; the compile and signature checks and the twin's
     instantiations see it through the traced launches of the other knob values."""
     from portkit.launch.trace import launch_signatures, traced_launches
 
-    assert SPLIT in {launch.kernel for _, launch in traced_launches(op)}
-    assert SPLIT in launch_signatures(op, "float64")
+    traced = {launch.kernel for _, launch in traced_launches(op)}
+    assert {SPLIT, SPLIT_BWD} <= traced
+    assert {SPLIT, SPLIT_BWD} <= set(launch_signatures(op, "float64"))
 
 
 @pytest.fixture(scope="module")
 def twin_float32(op):
     from portkit.lint.resources import twin_usage
 
-    kernels = FORWARD_KERNELS | {SPLIT}
+    kernels = FORWARD_KERNELS | {SPLIT, SPLIT_BWD}
     return {kernel: twin_usage(op.twin_path, f"{kernel}<float>") for kernel in kernels}
 
 
-@pytest.mark.parametrize("kernel", sorted(FORWARD_KERNELS | {SPLIT}))
-def test_twin_forward_kernels_do_not_spill(twin_float32, kernel):
+@pytest.mark.parametrize("kernel", sorted(FORWARD_KERNELS | {SPLIT, SPLIT_BWD}))
+def test_twin_row_kernels_do_not_spill(twin_float32, kernel):
     usage = twin_float32[kernel]
     assert usage.registers > 0
     assert (usage.spill_store_bytes, usage.spill_load_bytes, usage.local_bytes) == (0, 0, 0)
@@ -119,8 +152,13 @@ def test_twin_forward_kernels_do_not_spill(twin_float32, kernel):
 @pytest.mark.parametrize(
     ("kernel", "most"),
     # 32: 64 warps an SM for 256-column rows; 64: 32 warps an SM for 1024-column rows
-    # 128: the split kernel launches 512 threads (warps_per_row 16)
-    [("softmax_warp_held2_fwd", 32), ("softmax_warp_held8_fwd", 64), (SPLIT, 128)],
+    # 128: the split kernels launch 512 threads (warps_per_row, bwd_warps_per_row 16)
+    [
+        ("softmax_warp_held2_fwd", 32),
+        ("softmax_warp_held8_fwd", 64),
+        (SPLIT, 128),
+        (SPLIT_BWD, 128),
+    ],
 )
-def test_short_row_kernels_keep_their_occupancy(twin_float32, kernel, most):
+def test_row_kernels_keep_their_occupancy(twin_float32, kernel, most):
     assert twin_float32[kernel].registers <= most
