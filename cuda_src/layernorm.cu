@@ -43,9 +43,13 @@
 //   against torch (H100, 2026-11-24, one run each, one row a block -> pipelined): float
 //   4096x4096 0.99 -> 1.21x, 16384x4096 1.08 -> 1.33x; ptxas sm_90: 114 registers (nvcc
 //   13.0; 117 through NVRTC), no spills: 2 blocks of 256 an SM, as one row a block's 98.
+//   Its two reductions take one barrier each (row_sum_once, two part arrays in turn).
 //   Not for bfloat16: 0.88 -> 0.69x at 16384x4096 (79 registers: 3 blocks an SM, not 4),
 //   nor double (its next row in flight spills at 128 registers): they keep one row a
 //   block (grid = rows), 64 and 128 registers.
+// - 1/std is 1.0 / sqrt(var + eps), correctly rounded here and in the prototype
+//   (math.sqrt): a pow(var + eps, 0.5) is a long double-precision call, on every thread's
+//   path between the variance and the output pass.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #define FWD_ELEMS 16  // columns a thread holds per row in the forward
@@ -148,6 +152,18 @@ __device__ inline double row_sum(double* part, double value) {
     return total;
 }
 
+// row_sum with one barrier, not two: for callers that alternate between two part arrays
+// (fwd_rows_held: the mean's, then the variance's), so that no thread writes an array
+// before every thread has read it (the other array's barrier lies between).
+__device__ inline double row_sum_once(double* part, double value) {
+    const double v = warp_sum(value);
+    if (threadIdx.x % WARP == 0) part[threadIdx.x / WARP] = v;
+    __syncthreads();
+    double total = part[0];
+    for (int i = 1; i < (int)(blockDim.x / WARP); ++i) total += part[i];
+    return total;
+}
+
 // row_sum of two values at once (the narrow backward's two row sums): each summed in
 // row_sum's order, with one pair of barriers where two row_sum calls take two pairs.
 // part: 2 x MAX_WARPS.
@@ -214,7 +230,7 @@ __device__ inline void fwd_row(const T* xr, const T* w, const T* b, T* yr, doubl
         s += d * d;
     }
     const double var = row_sum(part, (double)s) / cols;
-    const double r = 1.0 / pow(var + eps, 0.5);
+    const double r = 1.0 / sqrt(var + eps);
     const H rh = (H)r;
 
     for (long long p0 = tx; p0 < packs; p0 += nx * P) {
@@ -317,7 +333,7 @@ __device__ inline void fwd_rows_held(const T* x, const T* w, const T* b, T* out,
 #pragma unroll
                 for (int j = 0; j < W; ++j) s += v[u][j];
         if (has_tail) s += xt;
-        const double mu = row_sum(part, (double)s) / cols;
+        const double mu = row_sum_once(part, (double)s) / cols;
         const H m = (H)mu;
 
         s = 0;
@@ -331,8 +347,8 @@ __device__ inline void fwd_rows_held(const T* x, const T* w, const T* b, T* out,
                 }
         const H dt = xt - m;
         if (has_tail) s += dt * dt;
-        const double var = row_sum(part, (double)s) / cols;
-        const double r = 1.0 / pow(var + eps, 0.5);
+        const double var = row_sum_once(part + MAX_WARPS, (double)s) / cols;
+        const double r = 1.0 / sqrt(var + eps);
         const H rh = (H)r;
 
 #pragma unroll
@@ -379,7 +395,7 @@ __global__ void __launch_bounds__(MAX_THREADS)
     layernorm_fwd(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
                   T* __restrict__ out, double* __restrict__ mean, double* __restrict__ rstd,
                   long long rows, long long cols, double eps, long long wide) {
-    __shared__ double part[MAX_WARPS];
+    __shared__ double part[2 * MAX_WARPS];  // fwd_rows_held: the mean's, the variance's
     constexpr int P = FWD_ELEMS / Pack<T>::N > 0 ? FWD_ELEMS / Pack<T>::N : 1;
     const bool fits = cols / Pack<T>::N <= (long long)blockDim.x * P;
     if constexpr (Pipelined<T>::value) {

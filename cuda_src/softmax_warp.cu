@@ -351,12 +351,16 @@ __global__ void softmax_warp_bwd(const T* __restrict__ y, const T* __restrict__ 
     const bool vector = aligned16(yr) && aligned16(dyr) && aligned16(dxr);
     const long long packs = cols / W;
 
+    // A row of at most WARP x BWD_UNROLL packs (1024 float columns) is one chunk: its packs
+    // stay in a and g from the dot pass to the output pass, so y and dy cross DRAM once.
+    // Same loads, same arithmetic in the same order.
+    const bool held = vector && packs <= (long long)WARP * BWD_UNROLL;
+    Pack<T> a[BWD_UNROLL], g[BWD_UNROLL];
     T dot = T(0);
     if (vector) {
         const Pack<T>* yv = reinterpret_cast<const Pack<T>*>(yr);
         const Pack<T>* gv = reinterpret_cast<const Pack<T>*>(dyr);
         for (long long p0 = lane; p0 < packs; p0 += (long long)WARP * BWD_UNROLL) {
-            Pack<T> a[BWD_UNROLL], g[BWD_UNROLL];
 #pragma unroll
             for (int u = 0; u < BWD_UNROLL; ++u) {
                 if (p0 + u * WARP < packs) {
@@ -383,12 +387,13 @@ __global__ void softmax_warp_bwd(const T* __restrict__ y, const T* __restrict__ 
         const Pack<T>* gv = reinterpret_cast<const Pack<T>*>(dyr);
         Pack<T>* dv = reinterpret_cast<Pack<T>*>(dxr);
         for (long long p0 = lane; p0 < packs; p0 += (long long)WARP * BWD_UNROLL) {
-            Pack<T> a[BWD_UNROLL], g[BWD_UNROLL];
+            if (!held) {
 #pragma unroll
-            for (int u = 0; u < BWD_UNROLL; ++u) {
-                if (p0 + u * WARP < packs) {
-                    a[u] = yv[p0 + u * WARP];
-                    g[u] = gv[p0 + u * WARP];
+                for (int u = 0; u < BWD_UNROLL; ++u) {
+                    if (p0 + u * WARP < packs) {
+                        a[u] = yv[p0 + u * WARP];
+                        g[u] = gv[p0 + u * WARP];
+                    }
                 }
             }
 #pragma unroll

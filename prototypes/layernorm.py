@@ -32,6 +32,8 @@ orders, so the two agree within the twin tolerance):
   sums (the forward's narrow path).
 """
 
+import math
+
 import torch
 from numba import cuda, float32, float64
 
@@ -126,7 +128,7 @@ def row_stats(x, part, row, cols, eps):
         d = float64(x[row, c]) - mu  # portkit: allow-float64
         s += d * d  # portkit: allow-float64
     var = row_sum(part, s) / cols  # portkit: allow-float64
-    return mu, 1.0 / (var + eps) ** 0.5  # portkit: allow-float64
+    return mu, 1.0 / math.sqrt(var + eps)  # portkit: allow-float64
 
 
 @cuda.jit(device=True)
@@ -157,7 +159,7 @@ def row_stats32(x, part, row, cols, eps):
         d32 = float32(x[row, c]) - mu32
         s32 += d32 * d32
     var = row_sum(part, float64(s32)) / cols  # portkit: allow-float64
-    r = 1.0 / (var + eps) ** 0.5  # portkit: allow-float64
+    r = 1.0 / math.sqrt(var + eps)  # portkit: allow-float64
     return mu, r, mu32, float32(r)
 
 
