@@ -77,13 +77,20 @@ class CompiledReference:
         self._compiled: dict[str, Callable] = {}
 
     def function(self, op: Op) -> Callable:
-        """The compiled reference (compiled once per op; torch compiles at first call)."""
+        """The compiled reference (compiled once per op; torch compiles at first call, and
+        again for each new shape). ``dynamic=False``: a bench times one shape a case, as a
+        user compiling for it would get it. By default dynamo recompiles the second shape
+        it sees with symbolic sizes, and a shape's time then moved with the cases benched
+        before it (one H200, 2026-11-28, two runs: softmax_warp 16384x1024 backward 51
+        and 87 us, 32768x256 forward 71 and 246 us): not torch's best."""
         if op.name not in self._compiled:
             compiler = self._compiler
             if compiler is None:
+                import functools
+
                 import torch
 
-                compiler = torch.compile
+                compiler = functools.partial(torch.compile, dynamic=False)
                 _keep_saved_buffers()
             self._compiled[op.name] = compiler(op.definition.reference)
         return self._compiled[op.name]

@@ -263,3 +263,18 @@ def test_torch_compile_s_row_keeps_the_saved_buffers_its_repeated_backward_needs
     with functorch_config.patch(donated_buffer=True):
         CompiledReference().function(op)
         assert functorch_config.donated_buffer is False
+
+
+def test_torch_compile_s_row_compiles_each_shape_static(monkeypatch) -> None:
+    """Each bench case is one shape: torch.compile must specialise on it, not recompile
+    the second shape with symbolic sizes (slower kernels than a user compiling for that
+    shape would get)."""
+    import torch
+
+    from portkit.bench.tasks import CompiledReference
+
+    seen = []
+    monkeypatch.setattr(torch, "compile", lambda fn, **kw: seen.append(kw) or fn)
+    op = SimpleNamespace(name="scaled", definition=SimpleNamespace(reference=lambda x: x * 2))
+    assert CompiledReference().function(op)(3) == 6
+    assert seen == [{"dynamic": False}]
