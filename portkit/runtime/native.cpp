@@ -467,20 +467,11 @@ class Replayer {
   }
 
  private:
-  // A node is made only where every output is a buffer of its own (an output that is an
-  // input, or one tensor twice, needs the view handling of a Python Function).
+  // A node is made only where every output (eager_refs, set first) is a buffer of its own
+  // (an output that is an input, or one tensor twice, needs a Python Function's views).
   static void plan_node(Plan& plan, std::vector<int64_t> saved) {
-    std::vector<int64_t> outputs;
-    PyObject* raw = plan.eager.ptr();
-    if (PyLong_CheckExact(raw)) {
-      outputs.push_back(PyLong_AsLongLong(raw));
-    } else if (PyTuple_CheckExact(raw)) {
-      for (const auto& item : py::reinterpret_borrow<py::tuple>(plan.eager)) {
-        outputs.push_back(item.cast<int64_t>());
-      }
-    }
     std::vector<bool> seen(plan.buffers.size(), false);
-    for (int64_t ref : outputs) {
+    for (int64_t ref : plan.eager_refs) {
       if (ref >= 0 || seen[static_cast<size_t>(-1 - ref)]) return;
       seen[static_cast<size_t>(-1 - ref)] = true;
     }
@@ -488,7 +479,7 @@ class Replayer {
       if (ref < 0 && -1 - ref >= static_cast<int64_t>(plan.buffers.size())) return;
     }
     plan.saved = std::move(saved);
-    plan.outputs = std::move(outputs);
+    plan.outputs = plan.eager_refs;
   }
 
   // The replay with a ReplayNode as its outputs' grad_fn, saving what the forward saved.
