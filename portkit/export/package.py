@@ -112,6 +112,7 @@ def _write(
     on_op: Callable[[str], None] | None,
 ) -> ExportResult:
     from portkit.backends.twin.build import nvrtc_version
+    from portkit.backends.twin.instances import twin_expressions
     from portkit.build.archs import compile_arch
     from portkit.export.launcher_source import launcher_module_source
     from portkit.export.manifest import op_entry
@@ -140,7 +141,7 @@ def _write(
             (root / "ops" / f"{op.name}.py").write_text(source)
             assert op.twin_path is not None  # export_package refuses an op without a twin
             builds = [
-                compile_arch(op.twin_path, _expressions(op), a, a == archs[-1]) for a in archs
+                compile_arch(op.twin_path, twin_expressions(op), a, a == archs[-1]) for a in archs
             ]
             for build in builds:
                 (root / "kernels" / f"{op.name}.{build.arch}.cubin").write_bytes(build.cubin)
@@ -192,12 +193,6 @@ def _tuning_table(op: Op, config: ProjectConfig) -> str:
         },
         indent=1,
     )
-
-
-def _expressions(op: Op) -> list[str]:
-    from portkit.backends.twin.instances import twin_expressions
-
-    return twin_expressions(op)
 
 
 def _init_source(package: str, manifest: dict[str, Any]) -> str:
