@@ -262,10 +262,7 @@ def scalar_value(
     where = f"twin kernel {kernel.name}, parameter {param.name}"
     value = python_number(arg)
     kind = contract.SCALAR_TYPES[ctype]
-    integer = kind.startswith(("int", "uint"))
-    if integer and not isinstance(value, int):
-        raise InputError(f"{where} is a {ctype}; got {type(arg).__name__} {arg!r}")
-    if not isinstance(value, (int, float)):
+    if not isinstance(value, int if kind.startswith(("int", "uint")) else (int, float)):
         raise InputError(f"{where} is a {ctype}; got {type(arg).__name__} {arg!r}")
     code = _RAW_CODES.get(kind) or driver_launch.SLOT_CODES[ctype][0]
     try:
