@@ -279,8 +279,6 @@ struct PythonInputs {
   }
 };
 
-inline PythonInputs python_inputs(const py::tuple& leaves) { return PythonInputs{leaves}; }
-
 class Replayer {
  public:
   // ``functorch_level``: torch._C._functorch.peek_interpreter_stack, what OpCallable asks
@@ -305,7 +303,7 @@ class Replayer {
     lock_releasing_gil(lock);
     const Plan* plan = find(leaves);
     if (plan == nullptr) return py::none();
-    return build(plan->result, leaves, execute(*plan, python_inputs(leaves)));
+    return build(plan->result, leaves, execute(*plan, PythonInputs{leaves}));
   }
 
   // The op's backend kernel on a hit (OpKernels): the stack's arguments replaced by the
@@ -370,7 +368,7 @@ class Replayer {
     lock_releasing_gil(lock);
     const Plan* plan = find(leaves);
     if (plan == nullptr || plan->eager.is_none()) return py::none();
-    if (!wanted) return build(plan->eager, leaves, execute(*plan, python_inputs(leaves)));
+    if (!wanted) return build(plan->eager, leaves, execute(*plan, PythonInputs{leaves}));
     if (plan->outputs.empty()) return py::none();  // no node for this signature
     return differentiable(*plan, leaves);
   }
@@ -485,7 +483,7 @@ class Replayer {
   // The replay with a ReplayNode as its outputs' grad_fn, saving what the forward saved.
   py::object differentiable(const Plan& plan, const py::tuple& leaves) {
     namespace ag = torch::autograd;
-    std::vector<at::Tensor> buffers = execute(plan, python_inputs(leaves));
+    std::vector<at::Tensor> buffers = execute(plan, PythonInputs{leaves});
     auto node = NodeMaker<NodePtr>::make<ReplayNode>(backward_);
     const auto& grads = backward_->grads;
     ag::edge_list edges;
