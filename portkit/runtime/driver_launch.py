@@ -47,11 +47,10 @@ class ArgumentBuffers(threading.local):
     parameters before it returns, but two Python threads could pack at once."""
 
     def __init__(self, count: int) -> None:
-        self.data = ctypes.create_string_buffer(max(count, 1) * SLOT_BYTES)
+        slots = max(count, 1)
+        self.data = ctypes.create_string_buffer(slots * SLOT_BYTES)
         base = ctypes.addressof(self.data)
-        self.pointers = (ctypes.c_void_p * max(count, 1))(
-            *[base + i * SLOT_BYTES for i in range(max(count, 1))]
-        )
+        self.pointers = (ctypes.c_void_p * slots)(*[base + i * SLOT_BYTES for i in range(slots)])
         self.address = ctypes.addressof(self.pointers) if count else None
 
 
