@@ -2,5 +2,5 @@
 registration, as an installable package that needs torch and cuda-bindings only.
 
 Layer: beside ``lint``, above ``build`` (its cubins per arch: ``build/archs.py``) and
-``backends`` (whose twin build and driver launch it reuses). ``runtime.py`` is shipped
-verbatim and imports no portkit."""
+``backends`` (whose twin build it reuses). ``portkit/runtime/`` is shipped verbatim and
+imports no portkit."""

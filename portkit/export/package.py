@@ -99,70 +99,60 @@ def export_package(
     out.parent.mkdir(parents=True, exist_ok=True)  # checked above: creatable
     with export_lock(out):
         check_output_folder(out)  # again: another export may have finished meanwhile
-        return _write(ops, config, out, archs, package, version, on_op)
+        from portkit.backends.twin.build import nvrtc_version
+        from portkit.backends.twin.instances import twin_expressions
+        from portkit.build.archs import compile_arch
+        from portkit.export.launcher_source import launcher_module_source
+        from portkit.export.manifest import op_entry
+        from portkit.export.wheel import write_wheel
 
-
-def _write(
-    ops: Sequence[Op],
-    config: ProjectConfig,
-    out: Path,
-    archs: Sequence[str],
-    package: str,
-    version: str,
-    on_op: Callable[[str], None] | None,
-) -> ExportResult:
-    from portkit.backends.twin.build import nvrtc_version
-    from portkit.build.archs import compile_arch
-    from portkit.export.launcher_source import launcher_module_source
-    from portkit.export.manifest import op_entry
-    from portkit.export.wheel import write_wheel
-
-    # os.mkdir honours the umask (tempfile.mkdtemp would make the package folder 0700).
-    staging = out.parent / f".{out.name}.{secrets.token_hex(4)}.tmp"
-    staging.mkdir()
-    try:
-        root = staging / package
-        (root / "kernels").mkdir(parents=True)
-        (root / "ops").mkdir()
-        (root / "ops" / "__init__.py").write_text("")
-        (root / "tuning").mkdir()
-        manifest: dict[str, Any] = {
-            "format": 1,
-            "namespace": config.namespace,
-            "toolkit": f"NVRTC {nvrtc_version()}",
-            "archs": list(archs),
-            "ops": {},
-        }
-        for op in ops:
-            module = sys.modules[op.definition.forward.__module__]
-            cls = vars(module)[op.definition.class_name]
-            source = launcher_module_source(op.name, cls, module)
-            (root / "ops" / f"{op.name}.py").write_text(source)
-            assert op.twin_path is not None  # export_package refuses an op without a twin
-            builds = [
-                compile_arch(op.twin_path, _expressions(op), a, a == archs[-1]) for a in archs
-            ]
-            for build in builds:
-                (root / "kernels" / f"{op.name}.{build.arch}.cubin").write_bytes(build.cubin)
-            (root / "kernels" / f"{op.name}.{archs[-1]}.ptx").write_bytes(builds[-1].ptx)
-            manifest["ops"][op.name] = op_entry(op, cls.__name__, builds)
-            (root / "tuning" / f"{op.name}.json").write_text(_tuning_table(op, config))
-            if on_op is not None:
-                on_op(op.name)
-        (root / "manifest.json").write_text(json.dumps(manifest, indent=1))
-        (root / RUNTIME_FOLDER).mkdir()
-        for filename, shipped in runtime_sources().items():
-            (root / RUNTIME_FOLDER / filename).write_bytes(shipped.read_bytes())
-        (root / "__init__.py").write_text(_init_source(package, manifest))
-        (staging / "pyproject.toml").write_text(_pyproject(package, version))
-        wheel = write_wheel(staging / "dist", root, package, version)
-        _move_into_place(staging, out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return ExportResult(
-        out, package, tuple(op.name for op in ops), tuple(archs), out / "dist" / wheel.name
-    )
+        # os.mkdir honours the umask (tempfile.mkdtemp would make the package folder 0700).
+        staging = out.parent / f".{out.name}.{secrets.token_hex(4)}.tmp"
+        staging.mkdir()
+        try:
+            root = staging / package
+            (root / "kernels").mkdir(parents=True)
+            (root / "ops").mkdir()
+            (root / "ops" / "__init__.py").write_text("")
+            (root / "tuning").mkdir()
+            manifest: dict[str, Any] = {
+                "format": 1,
+                "namespace": config.namespace,
+                "toolkit": f"NVRTC {nvrtc_version()}",
+                "archs": list(archs),
+                "ops": {},
+            }
+            for op in ops:
+                module = sys.modules[op.definition.forward.__module__]
+                cls = vars(module)[op.definition.class_name]
+                source = launcher_module_source(op.name, cls, module)
+                (root / "ops" / f"{op.name}.py").write_text(source)
+                assert op.twin_path is not None  # refused above: an op without a twin
+                builds = [
+                    compile_arch(op.twin_path, twin_expressions(op), a, a == archs[-1])
+                    for a in archs
+                ]
+                for build in builds:
+                    (root / "kernels" / f"{op.name}.{build.arch}.cubin").write_bytes(build.cubin)
+                (root / "kernels" / f"{op.name}.{archs[-1]}.ptx").write_bytes(builds[-1].ptx)
+                manifest["ops"][op.name] = op_entry(op, cls.__name__, builds)
+                (root / "tuning" / f"{op.name}.json").write_text(_tuning_table(op, config))
+                if on_op is not None:
+                    on_op(op.name)
+            (root / "manifest.json").write_text(json.dumps(manifest, indent=1))
+            (root / RUNTIME_FOLDER).mkdir()
+            for filename, shipped in runtime_sources().items():
+                (root / RUNTIME_FOLDER / filename).write_bytes(shipped.read_bytes())
+            (root / "__init__.py").write_text(_init_source(package, manifest))
+            (staging / "pyproject.toml").write_text(_pyproject(package, version))
+            wheel = write_wheel(staging / "dist", root, package, version)
+            _move_into_place(staging, out)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        return ExportResult(
+            out, package, tuple(op.name for op in ops), tuple(archs), out / "dist" / wheel.name
+        )
 
 
 def _move_into_place(staging: Path, out: Path) -> None:
@@ -192,12 +182,6 @@ def _tuning_table(op: Op, config: ProjectConfig) -> str:
         },
         indent=1,
     )
-
-
-def _expressions(op: Op) -> list[str]:
-    from portkit.backends.twin.instances import twin_expressions
-
-    return twin_expressions(op)
 
 
 def _init_source(package: str, manifest: dict[str, Any]) -> str:

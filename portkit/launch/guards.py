@@ -135,10 +135,7 @@ class GuardZones:
                 continue
             seen.add(key)
             if not record.intact():
-                before, after = record.changed()
-                raise self._violation(
-                    op, implementation, kernel, position, args, record, before, after
-                )
+                raise self._violation(op, implementation, kernel, position, args, record)
 
     def _violation(
         self,
@@ -147,10 +144,9 @@ class GuardZones:
         kernel: str,
         position: int,
         args: Sequence[Any],
-        record: Any,
-        before: torch.Tensor,
-        after: torch.Tensor,
+        record: GuardedBuffer,
     ) -> GuardViolation:
+        before, after = record.changed()
         names = self.parameter_names.get(kernel, [])
         name = f" ({names[position]})" if position < len(names) else ""
         parts = []

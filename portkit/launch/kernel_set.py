@@ -88,7 +88,8 @@ def check_kernel_args(kernel: str, args: Sequence[Any], device: str) -> list[Any
     for position, arg in enumerate(args):
         if isinstance(arg, torch.Tensor):
             if not (getattr(arg, on_device, False) and arg.is_contiguous()):
-                _explain_tensor(kernel, position, arg, device)
+                shape, strides = tuple(arg.shape), arg.stride()
+                raise tensor_error(kernel, position, arg.device.type, shape, strides, device)
             checked.append(arg.detach() if arg.requires_grad else arg)
         elif isinstance(arg, scalars):
             checked.append(arg)
@@ -98,10 +99,6 @@ def check_kernel_args(kernel: str, args: Sequence[Any], device: str) -> list[Any
                 f"nor a number; kernels take torch tensors and Python or NumPy scalars"
             )
     return checked
-
-
-def _explain_tensor(kernel: str, position: int, arg: torch.Tensor, device: str) -> None:
-    raise tensor_error(kernel, position, arg.device.type, tuple(arg.shape), arg.stride(), device)
 
 
 class BoundLaunch:
@@ -115,7 +112,7 @@ class BoundLaunch:
         owner = kernel.owner
         # The production path (no guards) lets a target that checks its own arguments
         # launch without the generic pass below; anything it doubts comes back here.
-        if self._plain_launch is not None and owner._guards is None and self._plain_launch(args):
+        if self._plain_launch is not None and owner.guards is None and self._plain_launch(args):
             return
         checked = check_kernel_args(kernel.name, args, owner.device)
         kernel.target.launch(self._config, checked)
@@ -179,8 +176,8 @@ class KernelSet:
         # Both composed in by whoever asks for k (launch/compose.py), fixed for its life:
         # the harness poisons outputs and puts them and the inputs in guarded buffers,
         # verified after every launch; the production path (portkit.load) does neither.
-        self._poison_outputs = poison_outputs
-        self._guards = guards
+        self.poison_outputs = poison_outputs
+        self.guards = guards
         self._device_flag = _DEVICE_FLAG.get(device, "")
         # Whether empty_like may be torch's plain allocation (decided here, not on every
         # call, because a launcher allocates on every call).
@@ -191,14 +188,6 @@ class KernelSet:
         for name, kernel in self._kernels.items():
             if not hasattr(type(self), name) and name not in self.__dict__:
                 self.__dict__[name] = kernel
-
-    @property
-    def guards(self) -> GuardZones | None:
-        return self._guards
-
-    @property
-    def poison_outputs(self) -> bool:
-        return self._poison_outputs
 
     def wrapped(self, wrap: Callable[[str, LaunchTarget], LaunchTarget]) -> KernelSet:
         """The same kernels with every launch target passed through ``wrap`` (to record

@@ -17,44 +17,28 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
-# C scalar type -> (struct code padded to one 8-byte slot). Pointers travel as "Q".
-SLOT_CODES = {
-    "float": "f4x",
-    "double": "d",
-    "int": "i4x",
-    "int32_t": "i4x",
-    "unsigned": "I4x",
-    "unsigned int": "I4x",
-    "uint32_t": "I4x",
-    "long long": "q",
-    "int64_t": "q",
-    "long": "q",
-    "unsigned long long": "Q",
-    "uint64_t": "Q",
-    "size_t": "Q",
-    "bool": "?7x",
-    "pointer": "Q",
-    "raw": "8s",  # a scalar type without a struct code: its bytes, made by the caller
+from .launch_contract import SCALAR_TYPES
+
+# NumPy type name of a C scalar (launch_contract.SCALAR_TYPES) -> its struct code padded
+# to one 8-byte slot, and its argument code for torch's StaticCudaLauncher. The 8- and
+# 16-bit integers have neither: they travel as a raw slot.
+_CODES = {
+    "float32": ("f4x", "f"),
+    "float64": ("d", "d"),
+    "int32": ("i4x", "i"),
+    "uint32": ("I4x", "I"),
+    "int64": ("q", "l"),
+    "uint64": ("Q", "K"),
+    "bool_": ("?7x", "b"),
 }
+# C scalar type -> struct code. Pointers travel as "Q"; "raw" is a scalar type without a
+# struct code: its bytes, made by the caller.
+SLOT_CODES = {c: _CODES[k][0] for c, k in SCALAR_TYPES.items() if k in _CODES}
+SLOT_CODES.update(pointer="Q", raw="8s")
 SLOT_BYTES = 8
 # C scalar type -> torch's StaticCudaLauncher argument code ("O": a pointer as an int).
-STATIC_CODES = {
-    "float": "f",
-    "double": "d",
-    "int": "i",
-    "int32_t": "i",
-    "unsigned": "I",
-    "unsigned int": "I",
-    "uint32_t": "I",
-    "long long": "l",
-    "int64_t": "l",
-    "long": "l",
-    "unsigned long long": "K",
-    "uint64_t": "K",
-    "size_t": "K",
-    "bool": "b",
-    "pointer": "O",
-}
+STATIC_CODES = {c: _CODES[k][1] for c, k in SCALAR_TYPES.items() if k in _CODES}
+STATIC_CODES["pointer"] = "O"
 MAX_STATIC_GRID = 2**31  # the launcher multiplies the grid's dimensions in a C int
 
 
@@ -63,11 +47,10 @@ class ArgumentBuffers(threading.local):
     parameters before it returns, but two Python threads could pack at once."""
 
     def __init__(self, count: int) -> None:
-        self.data = ctypes.create_string_buffer(max(count, 1) * SLOT_BYTES)
+        slots = max(count, 1)
+        self.data = ctypes.create_string_buffer(slots * SLOT_BYTES)
         base = ctypes.addressof(self.data)
-        self.pointers = (ctypes.c_void_p * max(count, 1))(
-            *[base + i * SLOT_BYTES for i in range(max(count, 1))]
-        )
+        self.pointers = (ctypes.c_void_p * slots)(*[base + i * SLOT_BYTES for i in range(slots)])
         self.address = ctypes.addressof(self.pointers) if count else None
 
 

@@ -97,20 +97,11 @@ def _is_tensor(value: Any) -> bool:
     return isinstance(value, torch.Tensor)
 
 
-def _cuda_device_name() -> Callable[[Any], str]:
+def _gpu_name(tensor: Any) -> str:
+    """The name of the GPU ``tensor`` lives on (its index None: the current device's)."""
     import torch
 
-    names: dict[int, str] = {}
-
-    def name(tensor: Any) -> str:
-        index = tensor.device.index
-        if index is None:
-            index = torch.cuda.current_device()
-        if index not in names:
-            names[index] = torch.cuda.get_device_name(index)
-        return names[index]
-
-    return name
+    return torch.cuda.get_device_name(tensor.device.index)
 
 
 class KnobChoice:
@@ -146,7 +137,7 @@ class KnobChoice:
         self._pin: Knobs | None = None
         # Set by `portkit tune` on a pinned choice: the buckets the launchers ask about.
         self.asked: dict[str, None] | None = None
-        self._device_name: Callable[[Any], str] | None = None
+        self._device_name: Callable[[Any], str] = _gpu_name  # asked on a cache miss only
         self._cache: dict[tuple, Knobs] = {}
 
     def pinned(self, values: Mapping[str, Value], label: str = "") -> KnobChoice:
@@ -181,8 +172,6 @@ class KnobChoice:
         key = (tensor.device.index, tensor.dtype, shape)
         found = self._cache.get(key)
         if found is None:
-            if self._device_name is None:
-                self._device_name = _cuda_device_name()
             buckets = self.entries.get(self._device_name(tensor), {})
             dtype = str(tensor.dtype).removeprefix("torch.")
             found = buckets.get(bucket(dtype, shape), self.defaults)

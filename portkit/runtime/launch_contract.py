@@ -328,14 +328,11 @@ def template_types(kernel: TwinKernel, dtypes: Sequence[str | None]) -> Instanti
     return tuple(chosen[t] for t in kernel.template_params) or None
 
 
-def describe(kernel: TwinKernel, instantiation: Instantiation) -> str:
-    """``T=__half, A=float``, as NVRTC's failures name an instantiation."""
-    return ", ".join(f"{t}={c}" for t, c in zip(kernel.template_params, instantiation or ()))
-
-
 def not_compiled(kernel: TwinKernel, instantiation: Instantiation) -> InputError:
+    # ``T=__half, A=float``, as NVRTC's failures name an instantiation
+    types = ", ".join(f"{t}={c}" for t, c in zip(kernel.template_params, instantiation or ()))
     return InputError(
-        f"twin kernel {kernel.name} was not compiled with {describe(kernel, instantiation)}: "
+        f"twin kernel {kernel.name} was not compiled with {types}: "
         f"no case of the op launches it; add a case with those dtypes"
     )
 

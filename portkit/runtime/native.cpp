@@ -279,8 +279,6 @@ struct PythonInputs {
   }
 };
 
-inline PythonInputs python_inputs(const py::tuple& leaves) { return PythonInputs{leaves}; }
-
 class Replayer {
  public:
   // ``functorch_level``: torch._C._functorch.peek_interpreter_stack, what OpCallable asks
@@ -305,7 +303,7 @@ class Replayer {
     lock_releasing_gil(lock);
     const Plan* plan = find(leaves);
     if (plan == nullptr) return py::none();
-    return build(plan->result, leaves, execute(*plan, python_inputs(leaves)));
+    return build(plan->result, leaves, execute(*plan, PythonInputs{leaves}));
   }
 
   // The op's backend kernel on a hit (OpKernels): the stack's arguments replaced by the
@@ -370,7 +368,7 @@ class Replayer {
     lock_releasing_gil(lock);
     const Plan* plan = find(leaves);
     if (plan == nullptr || plan->eager.is_none()) return py::none();
-    if (!wanted) return build(plan->eager, leaves, execute(*plan, python_inputs(leaves)));
+    if (!wanted) return build(plan->eager, leaves, execute(*plan, PythonInputs{leaves}));
     if (plan->outputs.empty()) return py::none();  // no node for this signature
     return differentiable(*plan, leaves);
   }
@@ -467,20 +465,11 @@ class Replayer {
   }
 
  private:
-  // A node is made only where every output is a buffer of its own (an output that is an
-  // input, or one tensor twice, needs the view handling of a Python Function).
+  // A node is made only where every output (eager_refs, set first) is a buffer of its own
+  // (an output that is an input, or one tensor twice, needs a Python Function's views).
   static void plan_node(Plan& plan, std::vector<int64_t> saved) {
-    std::vector<int64_t> outputs;
-    PyObject* raw = plan.eager.ptr();
-    if (PyLong_CheckExact(raw)) {
-      outputs.push_back(PyLong_AsLongLong(raw));
-    } else if (PyTuple_CheckExact(raw)) {
-      for (const auto& item : py::reinterpret_borrow<py::tuple>(plan.eager)) {
-        outputs.push_back(item.cast<int64_t>());
-      }
-    }
     std::vector<bool> seen(plan.buffers.size(), false);
-    for (int64_t ref : outputs) {
+    for (int64_t ref : plan.eager_refs) {
       if (ref >= 0 || seen[static_cast<size_t>(-1 - ref)]) return;
       seen[static_cast<size_t>(-1 - ref)] = true;
     }
@@ -488,13 +477,13 @@ class Replayer {
       if (ref < 0 && -1 - ref >= static_cast<int64_t>(plan.buffers.size())) return;
     }
     plan.saved = std::move(saved);
-    plan.outputs = std::move(outputs);
+    plan.outputs = plan.eager_refs;
   }
 
   // The replay with a ReplayNode as its outputs' grad_fn, saving what the forward saved.
   py::object differentiable(const Plan& plan, const py::tuple& leaves) {
     namespace ag = torch::autograd;
-    std::vector<at::Tensor> buffers = execute(plan, python_inputs(leaves));
+    std::vector<at::Tensor> buffers = execute(plan, PythonInputs{leaves});
     auto node = NodeMaker<NodePtr>::make<ReplayNode>(backward_);
     const auto& grads = backward_->grads;
     ag::edge_list edges;

@@ -110,21 +110,16 @@ def compiled_replayer(who: str, capacity: int = MAX_SIGNATURES) -> NativeReplaye
     """The compiled replayer, or None after one line on stderr per process saying why
     (``who``: "portkit", or an exported package's name, leads the line)."""
     native = native_replayer(who, capacity)
-    if native is None:
-        say_once(f"{who}: launches replay in Python: {_built.get('reason')}")
+    line = f"{who}: launches replay in Python: {_built.get('reason')}"
+    if native is None and line not in _said:
+        _said.add(line)
+        print(line, file=sys.stderr)
     return native
 
 
-def say_once(line: str) -> None:
-    """One line on stderr per process: why the compiled replayer is not used."""
-    if line not in _said:
-        _said.add(line)
-        print(line, file=sys.stderr)
-
-
 def native_replayer(who: str = "portkit", capacity: int = MAX_SIGNATURES) -> NativeReplayer | None:
-    """The compiled replayer launching through the CUDA driver, or None (see
-    ``unavailable_reason``)."""
+    """The compiled replayer launching through the CUDA driver, or None (why: the
+    ``compiled_replayer`` line)."""
     entry_points = launch_entry_points()
     if entry_points is None:
         return None
@@ -132,11 +127,6 @@ def native_replayer(who: str = "portkit", capacity: int = MAX_SIGNATURES) -> Nat
     if module is None:
         return None
     return NativeReplayer(module, *entry_points, capacity)
-
-
-def unavailable_reason() -> str | None:
-    native_replayer()
-    return _built.get("reason")
 
 
 def launch_entry_points() -> tuple[int, int] | None:

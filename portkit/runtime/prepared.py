@@ -116,8 +116,7 @@ class PreparedReplayer:
         self._capacity = capacity
         self.eager: dict[tuple, Callable[[Sequence[Any]], Any]] = {}  # eager_key -> function
 
-    def key(self, leaves: Sequence[Any]) -> tuple | None:
-        return leaf_key(leaves)
+    key = staticmethod(leaf_key)
 
     def run(self, leaves: Sequence[Any]) -> Any:
         """The result of replaying this signature's recording, or None (not recorded)."""

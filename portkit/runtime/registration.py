@@ -159,7 +159,9 @@ class RegisteredOp:
             # The compiled replayer's call; a gradient wanted: its node, or it declines.
             result = self.eager_forward(args)
             if result is not None:
-                return _unalias_one(result, args)
+                if isinstance(result, _Tensor):
+                    return _unalias((result,), args)[0]
+                return _unalias(result, args)
         if wanted:
             return self._function.apply(keyset, *args)
         if watched:
@@ -247,13 +249,6 @@ class RegisteredOp:
         device = next(a.device for a in args if isinstance(a, torch.Tensor))
         choice = self.binding.kernels.knob_choice if self.binding is not None else None
         return FakeKernels(self.name, device, self.kernel_names, choice)
-
-
-def _unalias_one(result: Any, inputs: Sequence[Any]) -> Any:
-    """An op may not return its inputs: the eager result with those cloned."""
-    if isinstance(result, _Tensor):
-        return _unalias((result,), inputs)[0]
-    return _unalias(result, inputs)
 
 
 def _autograd_function(op: RegisteredOp) -> type[torch.autograd.Function]:

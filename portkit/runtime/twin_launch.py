@@ -155,7 +155,7 @@ class TwinLaunch:
     def launch(self, config: LaunchConfig, args: Sequence[Any]) -> None:
         """The checked path: the first launch of a dtype, or arguments the fast path
         doubted. A wrong argument is refused with its message before anything launches."""
-        plan = self._plan(args)
+        plan = self._plan(args)  # sets self._device, the GPU the kernels were loaded on
         self.refuse(args)
         values = [python_number(a) for a in args]
         try:
@@ -167,7 +167,7 @@ class TwinLaunch:
                 values[position] = struct.pack(code, values[position])
             grid, block = config.grid, config.block
             warps = driver_launch.static_warps(grid, block) if plain else 0
-            stream = driver_launch.current_stream(self._plan_device())
+            stream = driver_launch.current_stream(self._device)  # type: ignore[arg-type]
             plan.driver.launch(grid, block, config.shared_bytes, stream, values, warps)
         except (TypeError, OverflowError, struct.error) as exc:
             raise InputError(f"twin kernel {self.name}: an argument does not fit: {exc}") from None
@@ -175,8 +175,8 @@ class TwinLaunch:
     def replay_step(self, config: LaunchConfig, args: Sequence[Any]) -> ReplayLaunch | None:
         """How to repeat the launch ``plain_launch`` just made with ``args`` (replaying.py):
         one 8-byte slot per parameter, so a pointer's slot is its position."""
-        plan = self._plans.get(tuple(args[i].dtype for i in self._deciders))
-        if plan is None or plan.raw or len(args) != plan.count:
+        plan = cached_plan(self._plans, self._deciders, args)
+        if plan is None or plan.raw:
             return None
         values = [python_number(a) for a in args]
         for position, _ in plan.pointers:
@@ -192,12 +192,6 @@ class TwinLaunch:
             values=tuple(values),
             pointers=tuple((position, position) for position, _ in plan.pointers),
         )
-
-    def _plan_device(self) -> int:
-        """The GPU the kernels were loaded on (known once a plan was built)."""
-        if self._device is None:
-            raise RuntimeError(f"twin kernel {self.name}: no plan built yet")
-        return self._device
 
     def _plan(self, args: Sequence[Any]) -> ArgumentPlan:
         plan = cached_plan(self._plans, self._deciders, args)
@@ -268,10 +262,7 @@ def scalar_value(
     where = f"twin kernel {kernel.name}, parameter {param.name}"
     value = python_number(arg)
     kind = contract.SCALAR_TYPES[ctype]
-    integer = kind.startswith(("int", "uint"))
-    if integer and not isinstance(value, int):
-        raise InputError(f"{where} is a {ctype}; got {type(arg).__name__} {arg!r}")
-    if not isinstance(value, (int, float)):
+    if not isinstance(value, int if kind.startswith(("int", "uint")) else (int, float)):
         raise InputError(f"{where} is a {ctype}; got {type(arg).__name__} {arg!r}")
     code = _RAW_CODES.get(kind) or driver_launch.SLOT_CODES[ctype][0]
     try:

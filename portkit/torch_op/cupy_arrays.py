@@ -37,22 +37,16 @@ def cupy_call(function: Callable[..., Any], inputs: Sequence[Any]) -> Any:
     """``OpCallable.other_arrays``: ``function`` on ``inputs`` if one of them is a CuPy
     array, else NotImplemented. Only the slow path asks (an input that is neither a
     tensor nor a scalar), so a loaded op called on tensors pays nothing for CuPy."""
-    for value in inputs:
-        if not isinstance(value, _TENSOR) and _is_cupy(value):
-            return call_with_cupy(function, function.__name__, inputs)
-    return NotImplemented
-
-
-def call_with_cupy(function: Callable[..., Any], name: str, inputs: Sequence[Any]) -> Any:
-    """``function`` (which takes tensors) called on CuPy arrays, returning CuPy arrays."""
-    cupy = sys.modules["cupy"]
+    first = next((v for v in inputs if not isinstance(v, _TENSOR) and _is_cupy(v)), None)
+    if first is None:
+        return NotImplemented
     for value in inputs:
         if not _is_cupy(value) and _is_array(value):
             raise InputError(
-                f"op {name}: inputs mix CuPy arrays with a {type(value).__module__}."
+                f"op {function.__name__}: inputs mix CuPy arrays with a {type(value).__module__}."
                 f"{type(value).__name__}; pass CuPy arrays only (or tensors only)"
             )
-    first = next(v for v in inputs if _is_cupy(v))
+    cupy = sys.modules["cupy"]
     with _on_current_stream(cupy, first):
         tensors = [torch.from_dlpack(v) if _is_cupy(v) else v for v in inputs]
         result = function(*tensors)

@@ -5,12 +5,12 @@ kernels to its registered op ``<namespace>::<op>_<implementation>`` and return t
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from portkit.errors import OpDefinitionError
 from portkit.launch.op_inputs import input_rule
 from portkit.runtime.autograd_function import Binding
+from portkit.runtime.op_inputs import input_check
 from portkit.runtime.registration import OpCallable, register
 from portkit.torch_op.layout import op_layout
 
@@ -34,7 +34,8 @@ def registered_callable(
     checker, whose kernels are guarded, has no use for it."""
     definition = op.definition
     forward, backward = definition.forward, definition.backward
-    check = input_check(op, kernels.device)
+    # the runtime's op-level input check (an exported package's too), check_inputs after it
+    check = input_check(input_rule(op, kernels.device), definition.check_inputs)
     layout = op_layout(op)
     if replay != "off" and replays_launches(kernels):
         from portkit.runtime.replaying import replayed
@@ -56,11 +57,3 @@ def registered_callable(
 def replays_launches(kernels: KernelSet) -> bool:
     """Whether every target of ``kernels`` can repeat its launches (the twin's can)."""
     return all(t.has_plain_launch and t.has_replay_step for t in kernels.targets.values())
-
-
-def input_check(op: Op, device: str) -> Callable[[Sequence[Any]], None]:
-    """The runtime's op-level input check (``runtime/op_inputs.py``, an exported package's
-    too) for ``op`` on ``device``, the author's ``check_inputs`` after it."""
-    from portkit.runtime.op_inputs import input_check as runtime_input_check
-
-    return runtime_input_check(input_rule(op, device), op.definition.check_inputs)
