@@ -257,8 +257,8 @@ replay() {
 from torch.utils import cpp_extension
 from portkit.runtime.native_replayer import SOURCE
 cpp_extension.load("portkit_replay_buildcheck", [str(SOURCE)], extra_cflags=["-O2"], with_cuda=True)
-from portkit.runtime.native_replayer import native_replayer, unavailable_reason
-print("replayer:", type(native_replayer()).__name__, "| reason:", unavailable_reason())
+from portkit.runtime.native_replayer import compiled_replayer
+print("replayer:", type(compiled_replayer("gpu.sh")).__name__)  # None: stderr says why
 PY
   step tests-launch 200 "${PYTEST[@]}" -n 4 tests/launch
   step replay-parts 120 "$PY" scripts/replay_parts.py
