@@ -141,17 +141,6 @@ __device__ inline double warp_sum(double v) {
     return v;
 }
 
-// The sum of value over the block (one row); every thread calls it and gets the sum.
-__device__ inline double row_sum(double* part, double value) {
-    const double v = warp_sum(value);
-    if (threadIdx.x % WARP == 0) part[threadIdx.x / WARP] = v;
-    __syncthreads();
-    double total = part[0];
-    for (int i = 1; i < (int)(blockDim.x / WARP); ++i) total += part[i];
-    __syncthreads();  // read before the next sums overwrite it
-    return total;
-}
-
 // row_sum with one barrier, not two: for callers that alternate between two part arrays
 // (fwd_rows_held: the mean's, then the variance's), so that no thread writes an array
 // before every thread has read it (the other array's barrier lies between).
@@ -161,6 +150,13 @@ __device__ inline double row_sum_once(double* part, double value) {
     __syncthreads();
     double total = part[0];
     for (int i = 1; i < (int)(blockDim.x / WARP); ++i) total += part[i];
+    return total;
+}
+
+// The sum of value over the block (one row); every thread calls it and gets the sum.
+__device__ inline double row_sum(double* part, double value) {
+    const double total = row_sum_once(part, value);
+    __syncthreads();  // read before the next sums overwrite it
     return total;
 }
 
