@@ -31,7 +31,8 @@
 #              (tables to $OUT/speed/tuning/; TUNE=0 skips it and times the committed
 #              tables; TUNE_CASES="op=case,case ..." tunes only those cases (an op it does
 #              not name is not tuned, only timed and checked), TUNE_LIMIT
-#              seconds an op), then scripts/time_vs_torch.py and `portkit bench` of every example op (torch,
+#              seconds an op), then scripts/time_vs_torch.py (TVT_COMPILE=1: with torch.compile
+#              per shape, TVT_LIMIT seconds) and `portkit bench` of every example op (torch,
 #              baseline, twin; BENCH=0 leaves it out) with them and a bench of the knobbed ops
 #              with torch.compile of each reference (BENCH_COMPILE=0 leaves it out: without it
 #              "best of torch" is not), then `portkit check`
@@ -325,7 +326,10 @@ speed() {
     mkdir -p "$LOGS/tuning" && cp tuning/*.json "$LOGS/tuning/"
   fi
   # H200, 2026-11-27: time-vs-torch 37 s, bench 58-111
-  step time-vs-torch 110 "$PY" scripts/time_vs_torch.py --json "$LOGS/time_vs_torch.json"
+  # TVT_COMPILE=1: the script times torch.compile too (a compile per line and direction:
+  # give it TVT_LIMIT seconds, and the call its own 10 minutes with BENCH=0 TUNE=0)
+  step time-vs-torch "${TVT_LIMIT:-110}" "$PY" scripts/time_vs_torch.py \
+    ${TVT_COMPILE:+--compile} --json "$LOGS/time_vs_torch.json"
   if [ "${BENCH:-1}" != 0 ]; then
     step bench 200 "${PORTKIT[@]}" bench sigmoid vector_add elementwise_mul softmax softmax_warp \
       layernorm rmsnorm add_rmsnorm cumsum histogram matmul --impl torch --impl baseline --impl twin --reps 20 \

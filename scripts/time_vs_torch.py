@@ -10,12 +10,16 @@ bandwidth, measured in the same run). Medians of --reps (30). Printed per row: t
 and the twin's median, speed = torch time / twin time (above 1: the twin is faster), and
 each one's % of copy bandwidth (the clone's time over its time: 100% is the copy
 roofline); the largest difference between the twin's forward outputs and torch's is
-recorded too, so a fast but wrong twin shows. Nothing here uses portkit.bench.
+recorded too, so a fast but wrong twin shows. With --compile, torch.compile of the same
+torch call is timed too (`dynamic=False`: compiled for each shape, as a user compiling for
+it would get it) and "best" is the twin against the faster of torch and torch.compile.
+Nothing here uses portkit.bench.
 
 Run on a GPU machine from the repository root (portkit.load reads prototypes/ and
 cuda_src/ there):
 
     PYTHONPATH=$PWD python scripts/time_vs_torch.py [--json out.json] [--op softmax ...]
+        [--compile]
 
 On a machine without a CUDA GPU it says so and exits 2.
 """
@@ -56,6 +60,8 @@ class Row:
     twin_copy_pct: float
     max_abs_diff: float | None  # forward outputs, twin against torch; None for a backward
     uncovered: int  # timed calls whose host issue outlasted the spin (their times hold host)
+    compile_us: float | None = None  # torch.compile of the torch call (--compile)
+    best_speed: float | None = None  # min(torch_us, compile_us) / twin_us (--compile)
 
 
 @dataclass(frozen=True)
@@ -137,6 +143,21 @@ class Timer:
         return start, end, covered
 
 
+def compiled(spec: Spec) -> Callable[..., Any]:
+    """torch.compile of the line's torch call for its one shape (``dynamic=False``: by
+    default dynamo recompiles a function's second shape with symbolic sizes, slower
+    kernels than a user compiling for that shape gets)."""
+    import torch
+
+    return torch.compile(spec.torch_call, dynamic=False)
+
+
+def best_speed(torch_us: float, compile_us: float | None, twin_us: float) -> float:
+    """The twin against the faster torch: eager, or torch.compile where it was timed."""
+    fastest = torch_us if compile_us is None else min(torch_us, compile_us)
+    return fastest / twin_us
+
+
 def make_inputs(spec: Spec, requires_grad: bool) -> list:
     import torch
 
@@ -154,11 +175,17 @@ def nbytes(tensors: Sequence[Any]) -> int:
     return sum(t.numel() * t.element_size() for t in tensors if t is not None)
 
 
-def calls(spec: Spec, twin: Callable, direction: str) -> tuple[dict[str, Callable], int, Any]:
-    """({"torch": call, "twin": call}, bytes one call moves, the forward's max abs diff)."""
+def calls(
+    spec: Spec, twin: Callable, direction: str, with_compile: bool = False
+) -> tuple[dict[str, Callable], int, Any]:
+    """({"torch": call, "twin": call, and "compile" with_compile}, bytes one call moves, the
+    forward's max abs diff)."""
     import torch
 
     backward = direction == "backward"
+    functions = {"torch": spec.torch_call, "twin": twin}
+    if with_compile:
+        functions["compile"] = compiled(spec)
     inputs = make_inputs(spec, backward)
     with torch.no_grad():
         want = as_tuple(spec.torch_call(*inputs))
@@ -174,8 +201,8 @@ def calls(spec: Spec, twin: Callable, direction: str) -> tuple[dict[str, Callabl
             return call
 
         moved = nbytes(inputs) + nbytes(want)
-        return {"torch": forward(spec.torch_call), "twin": forward(twin)}, moved, diff
-    graphs = {"torch": as_tuple(spec.torch_call(*inputs)), "twin": as_tuple(twin(*inputs))}
+        return {name: forward(f) for name, f in functions.items()}, moved, diff
+    graphs = {name: as_tuple(f(*inputs)) for name, f in functions.items()}
     grad_out = [torch.randn_like(o) for o in graphs["torch"]]
 
     def grad(outputs: tuple) -> Callable:
@@ -187,10 +214,12 @@ def calls(spec: Spec, twin: Callable, direction: str) -> tuple[dict[str, Callabl
     return {name: grad(outputs) for name, outputs in graphs.items()}, moved, None
 
 
-def measure(spec: Spec, twin: Callable, direction: str, timer: Timer, reps: int) -> Row:
+def measure(
+    spec: Spec, twin: Callable, direction: str, timer: Timer, reps: int, with_compile: bool
+) -> Row:
     import torch
 
-    timed, moved, diff = calls(spec, twin, direction)
+    timed, moved, diff = calls(spec, twin, direction, with_compile)
     # a clone of half the bytes reads and writes as many as the op moves
     source = torch.empty(max(moved // 2 // 4, 1), dtype=torch.float32, device="cuda")
     timed["copy"] = source.clone
@@ -222,6 +251,8 @@ def measure(spec: Spec, twin: Callable, direction: str, timer: Timer, reps: int)
         twin_copy_pct=100 * median["copy"] / median["twin"],
         max_abs_diff=diff,
         uncovered=uncovered,
+        compile_us=median.get("compile"),
+        best_speed=best_speed(median["torch"], median.get("compile"), median["twin"]),
     )
 
 
@@ -242,6 +273,11 @@ def print_row(row: Row) -> None:
         f"{row.op:<16} {shape:<28} {row.dtype:<9} {row.direction[:3]:<4} "
         f"{row.torch_us:>9.1f} {row.twin_us:>9.1f} {row.speed:>6.2f} "
         f"{row.torch_copy_pct:>6.0f}% {row.twin_copy_pct:>6.0f}% {diff:>8}"
+        + (
+            f" {row.compile_us:>10.1f} {row.best_speed:>5.2f}"
+            if row.compile_us is not None and row.best_speed is not None
+            else ""
+        )
         + (f"  ({row.uncovered} calls outlasted the spin)" if row.uncovered else ""),
         flush=True,
     )
@@ -256,6 +292,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--op", action="append", help="only this op (repeatable)")
     parser.add_argument(
         "--spin-us", type=float, default=SPIN_US, help="GPU spin before each timed call (us)"
+    )
+    parser.add_argument(
+        "--compile",
+        action="store_true",
+        help="also time torch.compile of each torch call, compiled for its shape (adds a "
+        "compile per line and direction); 'best' is the twin against the faster torch",
     )
     args = parser.parse_args(argv)
     if args.reps < 1:
@@ -282,12 +324,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         f"{'op':<16} {'shape':<28} {'dtype':<9} {'dir':<4} {'torch us':>9} {'twin us':>9} "
         f"{'speed':>6} {'torch':>7} {'twin':>7} {'max diff':>8}"
+        + (f" {'compile us':>10} {'best':>5}" if args.compile else "")
     )
     for spec in chosen:
         if spec.op not in twins:
             twins[spec.op] = portkit.load(spec.op, "twin")
         for direction in ("forward", "backward") if spec.backward else ("forward",):
-            row = measure(spec, twins[spec.op], direction, timer, args.reps)
+            row = measure(spec, twins[spec.op], direction, timer, args.reps, args.compile)
             rows.append(row)
             print_row(row)
     if args.json:

@@ -77,3 +77,19 @@ def test_its_torch_calls_match_the_ops_references(script):
         for i, (g, w) in enumerate(zip(got, want)):
             t = tolerance(op, case, False, i, "reference", g.dtype)
             torch.testing.assert_close(g, w, rtol=t.rtol, atol=t.atol, msg=spec.op)
+
+
+def test_torch_compile_is_compiled_for_one_shape(script, monkeypatch):
+    """--compile's torch.compile specialises on the line's shape (dynamo's default would
+    recompile a second shape with symbolic sizes: slower kernels)."""
+    seen = []
+    monkeypatch.setattr(torch, "compile", lambda fn, **kw: seen.append((fn, kw)) or fn)
+    spec = script.specs()[0]
+    assert script.compiled(spec) is spec.torch_call
+    assert seen == [(spec.torch_call, {"dynamic": False})]
+
+
+def test_best_is_the_twin_against_the_faster_torch(script):
+    assert script.best_speed(10.0, None, 5.0) == 2.0  # eager only
+    assert script.best_speed(10.0, 4.0, 5.0) == 0.8  # torch.compile faster than eager
+    assert script.best_speed(4.0, 10.0, 5.0) == 0.8  # eager faster than torch.compile
