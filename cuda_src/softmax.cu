@@ -411,10 +411,11 @@ __global__ void softmax_fwd(const T* __restrict__ x, T* __restrict__ out, long l
     for (long long c = packs * W + tid; c < cols; c += NX) outr[c] = exp(xr[c] - m) * inv;
 }
 
+// One row of the backward (blockIdx.x's), dx = y * (dy - sum(y * dy)); part: a float per
+// warp of the block.
 template <typename T>
-__global__ void softmax_bwd(const T* __restrict__ y, const T* __restrict__ dy, T* __restrict__ dx,
-                            long long cols) {
-    __shared__ T part[MAX_WARPS];
+__device__ __forceinline__ void bwd_row(const T* __restrict__ y, const T* __restrict__ dy,
+                                        T* __restrict__ dx, long long cols, T* part) {
     const int tid = threadIdx.x;
     const int lane = tid % WARP;
     const int warp = tid / WARP;
@@ -491,4 +492,26 @@ __global__ void softmax_bwd(const T* __restrict__ y, const T* __restrict__ dy, T
             for (int j = 0; j < W; ++j) dxr[p * W + j] = yr[p * W + j] * (dyr[p * W + j] - dot);
     }
     for (long long c = packs * W + tid; c < cols; c += NX) dxr[c] = yr[c] * (dyr[c] - dot);
+}
+
+template <typename T>
+__global__ void softmax_bwd(const T* __restrict__ y, const T* __restrict__ dy, T* __restrict__ dx,
+                            long long cols) {
+    __shared__ T part[MAX_WARPS];
+    bwd_row(y, dy, dx, cols, part);
+}
+
+// The bwd_threads knob's 1024: one block of 1024 a row, one block an SM (60 registers), so
+// 132 rows are in flight on an H200, not every row. Why: 1024 rows of 32768 float columns
+// in softmax_bwd's blocks of 256 were all resident at once (256 MiB of y and dy, five
+// times the L2), so each row's second read came from DRAM: 60% of copy bandwidth on an
+// H200 against torch.compile's 97% (2026-11-28); 132 such rows are 33 MiB. Not yet timed.
+#define WIDE_THREADS 1024
+
+template <typename T>
+__global__ void __launch_bounds__(WIDE_THREADS)
+    softmax_bwd_wide(const T* __restrict__ y, const T* __restrict__ dy, T* __restrict__ dx,
+                     long long cols) {
+    __shared__ T part[WIDE_THREADS / WARP];
+    bwd_row(y, dy, dx, cols, part);
 }

@@ -491,3 +491,93 @@ __global__ void __launch_bounds__(MAX_SPLIT_THREADS)
     }
     if (c < cols) dxr[c] = yr[c] * (dyr[c] - dot);
 }
+
+// Packs p0, p0 + nt, ... (BWD_HELD of them, those below packs) of y into a and of dy into
+// g: 16-byte loads when the row is aligned, the same packs element by element otherwise.
+template <typename T, int N>
+__device__ inline void load_bwd_chunk(const T* yr, const T* dyr, long long p0, long long nt,
+                                      long long packs, bool vector, Pack<T> (&a)[N],
+                                      Pack<T> (&g)[N]) {
+    constexpr int W = Pack<T>::N;
+#pragma unroll
+    for (int u = 0; u < N; ++u) {
+        const long long p = p0 + u * nt;
+        if (p < packs) {
+            if (vector) {
+                a[u] = reinterpret_cast<const Pack<T>*>(yr)[p];
+                g[u] = reinterpret_cast<const Pack<T>*>(dyr)[p];
+            } else {
+#pragma unroll
+                for (int j = 0; j < W; ++j) {
+                    a[u].v[j] = yr[p * W + j];
+                    g[u].v[j] = dyr[p * W + j];
+                }
+            }
+        }
+    }
+}
+
+// A row longer than softmax_warp_split_bwd holds (more than blockDim.x x BWD_HELD packs),
+// over a block of warps (bwd_warps_per_row above 1; one row a block, grid = rows): the
+// same sums in the same order, the row read twice in chunks of BWD_HELD packs a thread.
+// Why a block a row: softmax_warp_bwd's warp a row keeps every row in flight (1024 rows of
+// 32768 float columns: 256 MiB of y and dy), so the second read comes from DRAM (56% of
+// copy bandwidth on an H200, torch.compile 97%, 2026-11-28); blocks of 16 warps are one
+// an SM (100 registers), 132 rows and 33 MiB in flight, and the second read can find the
+// row in L2. Not yet timed.
+template <typename T>
+__global__ void __launch_bounds__(MAX_SPLIT_THREADS)
+    softmax_warp_split_stream_bwd(const T* __restrict__ y, const T* __restrict__ dy,
+                                  T* __restrict__ dx, long long rows, long long cols) {
+    __shared__ T part[MAX_SPLIT_WARPS];
+    constexpr int W = Pack<T>::N;
+    const int tid = threadIdx.x;
+    const long long nt = blockDim.x;
+    const int warps = blockDim.x / WARP;
+    const long long row = blockIdx.x;
+    if (row >= rows) return;  // the whole block leaves together (grid = rows: none does)
+    const T* yr = y + row * cols;
+    const T* dyr = dy + row * cols;
+    T* dxr = dx + row * cols;
+    const bool vector = aligned16(yr) && aligned16(dyr) && aligned16(dxr);
+    const long long packs = cols / W;
+
+    Pack<T> a[BWD_HELD], g[BWD_HELD];
+    T dot = T(0);
+    for (long long p0 = tid; p0 < packs; p0 += nt * BWD_HELD) {
+        load_bwd_chunk(yr, dyr, p0, nt, packs, vector, a, g);
+#pragma unroll
+        for (int u = 0; u < BWD_HELD; ++u)
+            if (p0 + u * nt < packs)
+#pragma unroll
+                for (int j = 0; j < W; ++j) dot += a[u].v[j] * g[u].v[j];
+    }
+    const long long c = packs * W + tid;  // this thread's tail column, if the row has one
+    if (c < cols) dot += yr[c] * dyr[c];
+    dot = warp_sum(dot);
+    if (tid % WARP == 0) part[tid / WARP] = dot;
+    __syncthreads();
+    dot = T(0);
+    for (int w = 0; w < warps; ++w) dot += part[w];
+
+    // the chunks from the row's end: what the first pass read last is likeliest in L2
+    const long long last = (packs - 1 - tid) / (nt * BWD_HELD);  // this thread's last chunk
+    for (long long k = packs > tid ? last : -1; k >= 0; --k) {
+        const long long p0 = tid + k * nt * BWD_HELD;
+        load_bwd_chunk(yr, dyr, p0, nt, packs, vector, a, g);
+#pragma unroll
+        for (int u = 0; u < BWD_HELD; ++u) {
+            const long long p = p0 + u * nt;
+            if (p < packs) {
+#pragma unroll
+                for (int j = 0; j < W; ++j) a[u].v[j] = a[u].v[j] * (g[u].v[j] - dot);
+                if (vector)
+                    reinterpret_cast<Pack<T>*>(dxr)[p] = a[u];
+                else
+#pragma unroll
+                    for (int j = 0; j < W; ++j) dxr[p * W + j] = a[u].v[j];
+            }
+        }
+    }
+    if (c < cols) dxr[c] = yr[c] * (dyr[c] - dot);
+}

@@ -54,6 +54,7 @@ THREADS = 128  # 4 warps per row; a multiple of WARP: the default of the threads
 MAX_THREADS = 256  # the most a launcher gives a block (the twin's __launch_bounds__)
 WARP = 32
 MAX_WARPS = MAX_THREADS // WARP
+WIDE_WARPS = 1024 // WARP  # softmax_bwd_wide's blocks: up to 1024 threads
 FULL_MASK = 0xFFFFFFFF  # all 32 lanes take part in every shuffle
 LANE_PACKS = 8  # short rows: packs a lane holds (128 bytes: 32 float32 registers)
 HELD = 8  # softmax_fwd: packs a thread holds (rows of up to THREADS * HELD packs)
@@ -293,13 +294,15 @@ def softmax_rows2_fwd(x, out, rows, cols, group):
     rows_held(x, out, rows, cols, group, held, 2)
 
 
-@cuda.jit
-def softmax_bwd(y, dy, dx, cols):
+@cuda.jit(device=True)
+def bwd_row(y, dy, dx, cols, part):
+    """One row of the backward (blockIdx.x's): dot = sum(y * dy) over thread t's packs t,
+    t + blockDim.x, ... then its tail columns, a butterfly per warp, the warps' sums (in
+    ``part``, one a warp) added left to right; dx = y * (dy - dot)."""
     row = cuda.blockIdx.x
     tid = cuda.threadIdx.x
     lane = tid % WARP
     warp = tid // WARP
-    part = cuda.shared.array(MAX_WARPS, dtype=y.dtype)
     width = 16 // y.itemsize
     packs = cols // width
 
@@ -325,6 +328,19 @@ def softmax_bwd(y, dy, dx, cols):
             dx[row, c] = y[row, c] * (dy[row, c] - dot)
     for c in range(packs * width + tid, cols, cuda.blockDim.x):
         dx[row, c] = y[row, c] * (dy[row, c] - dot)
+
+
+@cuda.jit
+def softmax_bwd(y, dy, dx, cols):
+    bwd_row(y, dy, dx, cols, cuda.shared.array(MAX_WARPS, dtype=y.dtype))
+
+
+@cuda.jit
+def softmax_bwd_wide(y, dy, dx, cols):
+    """softmax_bwd for blocks above MAX_THREADS (the bwd_threads knob's 1024; the twin's
+    __launch_bounds__(1024)): one long row a block an SM, so fewer rows are in flight and
+    a row's second read finds it in L2."""
+    bwd_row(y, dy, dx, cols, cuda.shared.array(WIDE_WARPS, dtype=y.dtype))
 
 
 # portkit bench: square, many short rows, few long rows (torch's hardest of the three),
@@ -364,7 +380,8 @@ def reference(x):
     # packs in registers, more threads more) and the short rows' block (softmax_rows_fwd).
     knobs={
         "threads": [THREADS, 256, 64],
-        "bwd_threads": [THREADS, 256, 64],
+        # bwd_threads 1024: softmax_bwd_wide, a long row a block and a block an SM
+        "bwd_threads": [THREADS, 256, 64, 1024],
         "rows_threads": [THREADS, 256, 64],
         # Packs a lane of a short row holds (the most; 2: softmax_rows2_fwd, for rows of at
         # most 64 packs, 256 float32 columns). At 32768x256 float32 the default's 8 lanes
@@ -407,5 +424,6 @@ class Softmax:
         rows, cols = y.shape
         if rows and cols:
             threads = portkit.knobs(k, y).bwd_threads  # y: the forward's out, x's bucket
-            k.softmax_bwd[rows, threads](y, dy, dx, cols)
+            kernel = k.softmax_bwd if threads <= MAX_THREADS else k.softmax_bwd_wide
+            kernel[rows, threads](y, dy, dx, cols)
         return (dx,)

@@ -29,8 +29,9 @@ the row's 16-byte packs (4 float32 or 2 float64 columns) a lane (`forward_kernel
 The statistics are in the input's dtype. `rescale`, `add_exp`, `moved` and `exp_from`
 repeat softmax.py's so each op stays two files. The backward walks the row as the
 streaming pass does for dot = sum(y * dy), then dx = y * (dy - dot); with the
-bwd_warps_per_row knob above 1 a row that fits is held in a block of that many warps
-(`softmax_warp_split_bwd`) and read once.
+bwd_warps_per_row knob above 1 a row takes a block of that many warps: held and read once
+where it fits (`softmax_warp_split_bwd`), read twice beyond
+(`softmax_warp_split_stream_bwd`).
 The twin moves each pack with one 16-byte access when the row is 16-byte aligned; the
 prototype reads the same columns with `width` scalar loads (numba has no vector load).
 The twin also issues all its held packs' loads, or 16 packs' (streaming; 8 in the
@@ -393,11 +394,53 @@ def softmax_warp_split_bwd(y, dy, dx, rows, cols):
         dx[row, c] = y[row, c] * (dy[row, c] - dot)
 
 
-def split_backward_fits(cols, itemsize, warps_per_row):
-    """Whether softmax_warp_split_bwd holds a row of `cols` columns over warps_per_row warps:
-    at most BWD_HELD packs a thread. Longer rows take softmax_warp_bwd."""
+@cuda.jit
+def softmax_warp_split_stream_bwd(y, dy, dx, rows, cols):
+    """softmax_warp_split_bwd for a row longer than it holds (more than BWD_HELD packs a
+    thread): the same sums in the same order, y and dy read again for dx (the twin reads
+    in chunks, the last chunk first)."""
+    tid = cuda.threadIdx.x
+    nt = cuda.blockDim.x
+    warps = nt // WARP
+    row = cuda.blockIdx.x
+    if row >= rows:  # the whole block leaves together (grid = rows: none does)
+        return
+    part = cuda.shared.array(MAX_SPLIT_WARPS, dtype=y.dtype)
+    width = 16 // y.itemsize
+    packs = cols // width
+
+    dot = float32(0)
+    for p in range(tid, packs, nt):
+        for j in range(width):
+            c = p * width + j  # portkit: allow-int64-index
+            dot += y[row, c] * dy[row, c]
+    t = packs * width + tid  # this thread's tail column, if the row has one
+    if t < cols:
+        dot += y[row, t] * dy[row, t]
+    dot = warp_sum(dot)
+    if tid % WARP == 0:
+        part[tid // WARP] = dot
+    cuda.syncthreads()
+    dot = float32(0)
+    for w in range(warps):
+        dot += part[w]
+
+    for p in range(tid, packs, nt):
+        for j in range(width):
+            c = p * width + j  # portkit: allow-int64-index
+            dx[row, c] = y[row, c] * (dy[row, c] - dot)
+    if t < cols:
+        dx[row, t] = y[row, t] * (dy[row, t] - dot)
+
+
+def split_backward_kernel(cols, itemsize, warps_per_row):
+    """The split backward for rows of `cols` columns over warps_per_row warps:
+    softmax_warp_split_bwd where the row fits in its registers (at most BWD_HELD packs a
+    thread), softmax_warp_split_stream_bwd beyond."""
     packs = cols // (16 // itemsize)
-    return warps_per_row > 1 and portkit.cdiv(packs, warps_per_row * WARP) <= BWD_HELD
+    if portkit.cdiv(packs, warps_per_row * WARP) <= BWD_HELD:
+        return "softmax_warp_split_bwd"
+    return "softmax_warp_split_stream_bwd"
 
 
 # portkit bench: square, many short rows, few long rows (torch's hardest of the three),
@@ -447,7 +490,9 @@ def reference(x):
     # which reads y and dy twice: 36 warps an SM of 4096-column rows put more bytes between
     # an element's two reads than L2 holds, so it ran at 57% of copy bandwidth on an H200;
     # more: softmax_warp_split_bwd, the row held in that many warps' registers and read
-    # once, where it fits, BWD_HELD packs a thread).
+    # once, where it fits, BWD_HELD packs a thread; a longer row softmax_warp_split_stream_bwd,
+    # read twice, but with a block a row fewer rows in flight, so the second read can
+    # find it in L2).
     knobs={
         "rows_per_block": [ROWS_PER_BLOCK, 2, 8],
         "bwd_rows_per_block": [ROWS_PER_BLOCK, 2, 8],
@@ -480,8 +525,10 @@ class SoftmaxWarp:
         rows, cols = y.shape
         if rows and cols:
             kn = portkit.knobs(k, y)  # y: the forward's out, in x's bucket
-            if split_backward_fits(cols, y.element_size(), kn.bwd_warps_per_row):
-                k.softmax_warp_split_bwd[rows, kn.bwd_warps_per_row * WARP](y, dy, dx, rows, cols)
+            if kn.bwd_warps_per_row > 1:
+                name = split_backward_kernel(cols, y.element_size(), kn.bwd_warps_per_row)
+                kernel = getattr(k, name)
+                kernel[rows, kn.bwd_warps_per_row * WARP](y, dy, dx, rows, cols)
             else:
                 per_block = kn.bwd_rows_per_block
                 k.softmax_warp_bwd[portkit.cdiv(rows, per_block), per_block * WARP](

@@ -15,6 +15,7 @@ REPO = Path(__file__).resolve().parents[2]
 STREAMED = "softmax_warp_fwd"
 SPLIT = "softmax_warp_split_fwd"  # a streamed row over a block of warps (warps_per_row > 1)
 SPLIT_BWD = "softmax_warp_split_bwd"  # a held row over a block of warps (bwd_warps_per_row > 1)
+STREAM_BWD = "softmax_warp_split_stream_bwd"  # a longer row over a block of warps
 FORWARD_KERNELS = {
     "softmax_warp_held2_fwd",
     "softmax_warp_held8_fwd",
@@ -106,19 +107,19 @@ def test_warps_per_row_leaves_held_rows_a_warp_each(op, cols, dtype):
     ("cols", "dtype", "warps", "kernel"),
     [
         (4096, "float32", 4, SPLIT_BWD),  # 1024 packs: 8 a thread of 128
-        (4100, "float32", 4, "softmax_warp_bwd"),  # 1025 packs: 9 a thread, more than held
+        (4100, "float32", 4, STREAM_BWD),  # 1025 packs: 9 a thread, more than held
         (4100, "float32", 8, SPLIT_BWD),
         (16384, "float32", 16, SPLIT_BWD),  # 4096 packs: 8 a thread of 512
-        (32768, "float32", 16, "softmax_warp_bwd"),
+        (32768, "float32", 16, STREAM_BWD),
         (2048, "float64", 4, SPLIT_BWD),
         (1, "float32", 4, SPLIT_BWD),  # no pack, the tail column only
         (4096, "float32", 1, "softmax_warp_bwd"),  # the default: a warp a row
     ],
 )
-def test_bwd_warps_per_row_holds_a_row_in_a_block_where_it_fits(op, cols, dtype, warps, kernel):
+def test_bwd_warps_per_row_gives_a_row_a_block_held_where_it_fits(op, cols, dtype, warps, kernel):
     launch = backward_launch(op, 5, cols, dtype, bwd_warps_per_row=warps)
     assert launch.kernel == kernel
-    if kernel == SPLIT_BWD:
+    if kernel in (SPLIT_BWD, STREAM_BWD):
         assert launch.config.grid == (5, 1, 1) and launch.config.block == (warps * 32, 1, 1)
     else:  # a warp a row, bwd_rows_per_block (4) rows a block
         assert launch.config.grid == (2, 1, 1) and launch.config.block == (128, 1, 1)
@@ -130,19 +131,19 @@ def test_the_split_kernel_is_traced_for_the_checks(op):
     from portkit.launch.trace import launch_signatures, traced_launches
 
     traced = {launch.kernel for _, launch in traced_launches(op)}
-    assert {SPLIT, SPLIT_BWD} <= traced
-    assert {SPLIT, SPLIT_BWD} <= set(launch_signatures(op, "float64"))
+    assert {SPLIT, SPLIT_BWD, STREAM_BWD} <= traced
+    assert {SPLIT, SPLIT_BWD, STREAM_BWD} <= set(launch_signatures(op, "float64"))
 
 
 @pytest.fixture(scope="module")
 def twin_float32(op):
     from portkit.lint.resources import twin_usage
 
-    kernels = FORWARD_KERNELS | {SPLIT, SPLIT_BWD}
+    kernels = FORWARD_KERNELS | {SPLIT, SPLIT_BWD, STREAM_BWD}
     return {kernel: twin_usage(op.twin_path, f"{kernel}<float>") for kernel in kernels}
 
 
-@pytest.mark.parametrize("kernel", sorted(FORWARD_KERNELS | {SPLIT, SPLIT_BWD}))
+@pytest.mark.parametrize("kernel", sorted(FORWARD_KERNELS | {SPLIT, SPLIT_BWD, STREAM_BWD}))
 def test_twin_row_kernels_do_not_spill(twin_float32, kernel):
     usage = twin_float32[kernel]
     assert usage.registers > 0
@@ -158,6 +159,7 @@ def test_twin_row_kernels_do_not_spill(twin_float32, kernel):
         ("softmax_warp_held8_fwd", 64),
         (SPLIT, 128),
         (SPLIT_BWD, 128),
+        (STREAM_BWD, 128),
     ],
 )
 def test_row_kernels_keep_their_occupancy(twin_float32, kernel, most):
