@@ -332,7 +332,8 @@ def bwd_row(y, dy, dx, cols, part):
 
 @cuda.jit
 def softmax_bwd(y, dy, dx, cols):
-    bwd_row(y, dy, dx, cols, cuda.shared.array(MAX_WARPS, dtype=y.dtype))
+    part = cuda.shared.array(MAX_WARPS, dtype=y.dtype)
+    bwd_row(y, dy, dx, cols, part)
 
 
 @cuda.jit
@@ -340,7 +341,8 @@ def softmax_bwd_wide(y, dy, dx, cols):
     """softmax_bwd for blocks above MAX_THREADS (the bwd_threads knob's 1024; the twin's
     __launch_bounds__(1024)): one long row a block an SM, so fewer rows are in flight and
     a row's second read finds it in L2."""
-    bwd_row(y, dy, dx, cols, cuda.shared.array(WIDE_WARPS, dtype=y.dtype))
+    part = cuda.shared.array(WIDE_WARPS, dtype=y.dtype)
+    bwd_row(y, dy, dx, cols, part)
 
 
 # portkit bench: square, many short rows, few long rows (torch's hardest of the three),

@@ -49,9 +49,11 @@ def usage() -> dict[str, dict[str, ResourceUsage]]:
 
 
 def test_every_kernel_of_both_ops_was_measured(usage):
-    # sigmoid_fwd_packs and softmax_rows2_fwd: launched by a knob's other value, traced too
+    # sigmoid_fwd_packs, softmax_rows2_fwd and softmax_bwd_wide: launched by a knob's other
+    # value, traced too
     expected = {"sigmoid_fwd", "sigmoid_bwd", "sigmoid_fwd_packs"}
     expected |= {"softmax_fwd", "softmax_rows_fwd", "softmax_rows2_fwd", "softmax_bwd"}
+    expected |= {"softmax_bwd_wide"}
     assert set(usage["prototype"]) == expected
     assert set(usage["twin"]) == expected
 
