@@ -523,7 +523,7 @@ __device__ inline void load_bwd_chunk(const T* yr, const T* dyr, long long p0, l
 // Why a block a row: softmax_warp_bwd's warp a row keeps every row in flight (1024 rows of
 // 32768 float columns: 256 MiB of y and dy), so the second read comes from DRAM (56% of
 // copy bandwidth on an H200, torch.compile 97%, 2026-11-28); blocks of 16 warps are one
-// an SM (100 registers), 132 rows and 33 MiB in flight, and the second read can find the
+// an SM (99 registers), 132 rows and 33 MiB in flight, and the second read can find the
 // row in L2. Not yet timed.
 template <typename T>
 __global__ void __launch_bounds__(MAX_SPLIT_THREADS)
