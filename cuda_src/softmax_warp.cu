@@ -412,86 +412,6 @@ __global__ void softmax_warp_bwd(const T* __restrict__ y, const T* __restrict__ 
     for (long long c = packs * W + lane; c < cols; c += WARP) dxr[c] = yr[c] * (dyr[c] - dot);
 }
 
-// The backward split over a block of warps, the row held (the launcher's
-// bwd_warps_per_row knob; one row a block, grid = rows; rows of at most blockDim.x x
-// BWD_HELD packs): thread t holds packs t, t + nt, ... of y and of dy, every load issued
-// before any is used, so each element crosses DRAM once (softmax_warp_bwd reads the row
-// twice, and at 4096x4096 its 36 warps an SM put more bytes between an element's two
-// reads than the L2 holds: 57% of copy bandwidth on an H200). dot: the thread's packs in
-// order, then its tail column packs * W + t (fewer than W a row), a butterfly per warp,
-// then every thread adds the warps' sums from shared memory in warp order.
-#define BWD_HELD 8
-
-template <typename T>
-__global__ void __launch_bounds__(MAX_SPLIT_THREADS)
-    softmax_warp_split_bwd(const T* __restrict__ y, const T* __restrict__ dy,
-                           T* __restrict__ dx, long long rows, long long cols) {
-    __shared__ T part[MAX_SPLIT_WARPS];
-    constexpr int W = Pack<T>::N;
-    const int tid = threadIdx.x;
-    const long long nt = blockDim.x;
-    const int warps = blockDim.x / WARP;
-    const long long row = blockIdx.x;
-    if (row >= rows) return;  // the whole block leaves together (grid = rows: none does)
-    const T* yr = y + row * cols;
-    const T* dyr = dy + row * cols;
-    T* dxr = dx + row * cols;
-    const bool vector = aligned16(yr) && aligned16(dyr) && aligned16(dxr);
-    const long long packs = cols / W;
-
-    Pack<T> a[BWD_HELD], g[BWD_HELD];
-    if (vector) {
-        const Pack<T>* yv = reinterpret_cast<const Pack<T>*>(yr);
-        const Pack<T>* gv = reinterpret_cast<const Pack<T>*>(dyr);
-#pragma unroll
-        for (int u = 0; u < BWD_HELD; ++u) {
-            if (tid + u * nt < packs) {
-                a[u] = yv[tid + u * nt];
-                g[u] = gv[tid + u * nt];
-            }
-        }
-    } else {  // the same packs, element by element
-#pragma unroll
-        for (int u = 0; u < BWD_HELD; ++u) {
-            if (tid + u * nt < packs) {
-#pragma unroll
-                for (int j = 0; j < W; ++j) {
-                    a[u].v[j] = yr[(tid + u * nt) * W + j];
-                    g[u].v[j] = dyr[(tid + u * nt) * W + j];
-                }
-            }
-        }
-    }
-
-    T dot = T(0);
-#pragma unroll
-    for (int u = 0; u < BWD_HELD; ++u)
-        if (tid + u * nt < packs)
-#pragma unroll
-            for (int j = 0; j < W; ++j) dot += a[u].v[j] * g[u].v[j];
-    const long long c = packs * W + tid;  // this thread's tail column, if the row has one
-    if (c < cols) dot += yr[c] * dyr[c];
-    dot = warp_sum(dot);
-    if (tid % WARP == 0) part[tid / WARP] = dot;
-    __syncthreads();
-    dot = T(0);
-    for (int w = 0; w < warps; ++w) dot += part[w];
-
-#pragma unroll
-    for (int u = 0; u < BWD_HELD; ++u) {
-        if (tid + u * nt < packs) {
-#pragma unroll
-            for (int j = 0; j < W; ++j) a[u].v[j] = a[u].v[j] * (g[u].v[j] - dot);
-            if (vector)
-                reinterpret_cast<Pack<T>*>(dxr)[tid + u * nt] = a[u];
-            else
-#pragma unroll
-                for (int j = 0; j < W; ++j) dxr[(tid + u * nt) * W + j] = a[u].v[j];
-        }
-    }
-    if (c < cols) dxr[c] = yr[c] * (dyr[c] - dot);
-}
-
 // Packs p0, p0 + nt, ... (BWD_HELD of them, those below packs) of y into a and of dy into
 // g: 16-byte loads when the row is aligned, the same packs element by element otherwise.
 template <typename T, int N>
@@ -517,19 +437,60 @@ __device__ inline void load_bwd_chunk(const T* yr, const T* dyr, long long p0, l
     }
 }
 
-// A row longer than softmax_warp_split_bwd holds (more than blockDim.x x BWD_HELD packs),
-// over a block of warps (bwd_warps_per_row above 1; one row a block, grid = rows): the
-// same sums in the same order, the row read twice in chunks of BWD_HELD packs a thread.
-// Why a block a row: softmax_warp_bwd's warp a row keeps every row in flight (1024 rows of
+// dot plus the products y * dy of the packs p0, p0 + nt, ... that a and g hold, in order.
+template <typename T, int N>
+__device__ inline void add_chunk_dot(T& dot, long long p0, long long nt, long long packs,
+                                     const Pack<T> (&a)[N], const Pack<T> (&g)[N]) {
+#pragma unroll
+    for (int u = 0; u < N; ++u)
+        if (p0 + u * nt < packs)
+#pragma unroll
+            for (int j = 0; j < Pack<T>::N; ++j) dot += a[u].v[j] * g[u].v[j];
+}
+
+// dx = y * (dy - dot) for the packs p0, p0 + nt, ... that a and g hold.
+template <typename T, int N>
+__device__ inline void store_bwd_chunk(T* dxr, long long p0, long long nt, long long packs,
+                                       bool vector, T dot, Pack<T> (&a)[N],
+                                       const Pack<T> (&g)[N]) {
+    constexpr int W = Pack<T>::N;
+#pragma unroll
+    for (int u = 0; u < N; ++u) {
+        const long long p = p0 + u * nt;
+        if (p < packs) {
+#pragma unroll
+            for (int j = 0; j < W; ++j) a[u].v[j] = a[u].v[j] * (g[u].v[j] - dot);
+            if (vector)
+                reinterpret_cast<Pack<T>*>(dxr)[p] = a[u];
+            else
+#pragma unroll
+                for (int j = 0; j < W; ++j) dxr[p * W + j] = a[u].v[j];
+        }
+    }
+}
+
+// The backward split over a block of warps (the launcher's bwd_warps_per_row knob; one row
+// a block, grid = rows): thread t walks packs t, t + nt, ... in chunks of BWD_HELD packs of
+// y and of dy, every load of a chunk issued before any is used. dot: the thread's packs
+// in order, then its tail column packs * W + t (fewer than W a row), a butterfly per warp,
+// then every thread adds the warps' sums from shared memory in warp order.
+// HELD (softmax_warp_split_bwd): the row is one chunk (at most nt x BWD_HELD packs) and
+// stays in registers for the output pass, so each element crosses DRAM once
+// (softmax_warp_bwd reads the row twice, and at 4096x4096 its 36 warps an SM put more
+// bytes between an element's two reads than the L2 holds: 57% of copy bandwidth on an
+// H200). Not HELD (softmax_warp_split_stream_bwd, a longer row): the row is read again,
+// chunk by chunk from its end (what the first pass read last is likeliest in L2). Why a
+// block a row there: softmax_warp_bwd's warp a row keeps every row in flight (1024 rows of
 // 32768 float columns: 256 MiB of y and dy), so the second read comes from DRAM (56% of
 // copy bandwidth on an H200, torch.compile 97%, 2026-11-28); blocks of 16 warps are one
 // an SM (99 registers), 132 rows and 33 MiB in flight, and the second read can find the
 // row in L2. Not yet timed.
-template <typename T>
-__global__ void __launch_bounds__(MAX_SPLIT_THREADS)
-    softmax_warp_split_stream_bwd(const T* __restrict__ y, const T* __restrict__ dy,
-                                  T* __restrict__ dx, long long rows, long long cols) {
-    __shared__ T part[MAX_SPLIT_WARPS];
+#define BWD_HELD 8
+
+template <typename T, bool HELD>
+__device__ __forceinline__ void split_bwd_row(const T* __restrict__ y, const T* __restrict__ dy,
+                                              T* __restrict__ dx, long long rows,
+                                              long long cols, T* part) {
     constexpr int W = Pack<T>::N;
     const int tid = threadIdx.x;
     const long long nt = blockDim.x;
@@ -544,13 +505,14 @@ __global__ void __launch_bounds__(MAX_SPLIT_THREADS)
 
     Pack<T> a[BWD_HELD], g[BWD_HELD];
     T dot = T(0);
-    for (long long p0 = tid; p0 < packs; p0 += nt * BWD_HELD) {
-        load_bwd_chunk(yr, dyr, p0, nt, packs, vector, a, g);
-#pragma unroll
-        for (int u = 0; u < BWD_HELD; ++u)
-            if (p0 + u * nt < packs)
-#pragma unroll
-                for (int j = 0; j < W; ++j) dot += a[u].v[j] * g[u].v[j];
+    if (HELD) {
+        load_bwd_chunk(yr, dyr, tid, nt, packs, vector, a, g);
+        add_chunk_dot(dot, tid, nt, packs, a, g);
+    } else {
+        for (long long p0 = tid; p0 < packs; p0 += nt * BWD_HELD) {
+            load_bwd_chunk(yr, dyr, p0, nt, packs, vector, a, g);
+            add_chunk_dot(dot, p0, nt, packs, a, g);
+        }
     }
     const long long c = packs * W + tid;  // this thread's tail column, if the row has one
     if (c < cols) dot += yr[c] * dyr[c];
@@ -560,24 +522,30 @@ __global__ void __launch_bounds__(MAX_SPLIT_THREADS)
     dot = T(0);
     for (int w = 0; w < warps; ++w) dot += part[w];
 
-    // the chunks from the row's end: what the first pass read last is likeliest in L2
-    const long long last = (packs - 1 - tid) / (nt * BWD_HELD);  // this thread's last chunk
-    for (long long k = packs > tid ? last : -1; k >= 0; --k) {
-        const long long p0 = tid + k * nt * BWD_HELD;
-        load_bwd_chunk(yr, dyr, p0, nt, packs, vector, a, g);
-#pragma unroll
-        for (int u = 0; u < BWD_HELD; ++u) {
-            const long long p = p0 + u * nt;
-            if (p < packs) {
-#pragma unroll
-                for (int j = 0; j < W; ++j) a[u].v[j] = a[u].v[j] * (g[u].v[j] - dot);
-                if (vector)
-                    reinterpret_cast<Pack<T>*>(dxr)[p] = a[u];
-                else
-#pragma unroll
-                    for (int j = 0; j < W; ++j) dxr[p * W + j] = a[u].v[j];
-            }
+    if (HELD) {
+        store_bwd_chunk(dxr, tid, nt, packs, vector, dot, a, g);
+    } else if (packs > tid) {
+        for (long long k = (packs - 1 - tid) / (nt * BWD_HELD); k >= 0; --k) {
+            const long long p0 = tid + k * nt * BWD_HELD;
+            load_bwd_chunk(yr, dyr, p0, nt, packs, vector, a, g);
+            store_bwd_chunk(dxr, p0, nt, packs, vector, dot, a, g);
         }
     }
     if (c < cols) dxr[c] = yr[c] * (dyr[c] - dot);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(MAX_SPLIT_THREADS)
+    softmax_warp_split_bwd(const T* __restrict__ y, const T* __restrict__ dy,
+                           T* __restrict__ dx, long long rows, long long cols) {
+    __shared__ T part[MAX_SPLIT_WARPS];
+    split_bwd_row<T, true>(y, dy, dx, rows, cols, part);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(MAX_SPLIT_THREADS)
+    softmax_warp_split_stream_bwd(const T* __restrict__ y, const T* __restrict__ dy,
+                                  T* __restrict__ dx, long long rows, long long cols) {
+    __shared__ T part[MAX_SPLIT_WARPS];
+    split_bwd_row<T, false>(y, dy, dx, rows, cols, part);
 }

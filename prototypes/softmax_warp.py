@@ -52,8 +52,7 @@ FULL_MASK = 0xFFFFFFFF  # all 32 lanes take part in every shuffle
 MAX_WIDTH = 4  # columns in a 16-byte pack: 4 float32, 2 float64
 HELD2, HELD8, HELD32 = 2 * MAX_WIDTH, 8 * MAX_WIDTH, 32 * MAX_WIDTH  # held columns a lane
 MAX_SPLIT_WARPS = 16  # warps_per_row at most: the twin's MAX_SPLIT_THREADS / WARP
-BWD_HELD = 8  # packs of y and of dy a thread of softmax_warp_split_bwd holds at most
-BWD_HELD_COLS = BWD_HELD * MAX_WIDTH  # its register arrays' size (numba wants a constant)
+BWD_HELD = 8  # packs of y and of dy a thread of the twin's softmax_warp_split_bwd holds
 
 
 @cuda.jit(device=True)
@@ -343,69 +342,19 @@ def softmax_warp_bwd(y, dy, dx, rows, cols):
         dx[row, c] = y[row, c] * (dy[row, c] - dot)
 
 
-@cuda.jit
-def softmax_warp_split_bwd(y, dy, dx, rows, cols):
+@cuda.jit(device=True)
+def split_bwd_row(y, dy, dx, rows, cols, part):
     """The backward split over the block's warps (the bwd_warps_per_row knob; one row a
-    block, grid = rows), the row held: thread t holds packs t, t + blockDim.x, ... (at most
-    BWD_HELD) of y and of dy, so each element is read once (softmax_warp_bwd reads it
-    twice). dot: thread t's packs left to right, then its tail column packs * width + t,
-    a butterfly per warp, then every thread adds the warps' sums from shared memory, warp 0
-    first; dx = y * (dy - dot)."""
+    block, grid = rows): dot = sum(y * dy) over thread t's packs t, t + blockDim.x, ...
+    left to right, then its tail column packs * width + t, a butterfly per warp, then every
+    thread adds the warps' sums from ``part`` (shared memory, one a warp), warp 0 first;
+    dx = y * (dy - dot)."""
     tid = cuda.threadIdx.x
     nt = cuda.blockDim.x
     warps = nt // WARP
     row = cuda.blockIdx.x
     if row >= rows:  # the whole block leaves together (grid = rows: none does)
         return
-    part = cuda.shared.array(MAX_SPLIT_WARPS, dtype=y.dtype)
-    width = 16 // y.itemsize
-    packs = cols // width
-    a = cuda.local.array(BWD_HELD_COLS, dtype=y.dtype)
-    g = cuda.local.array(BWD_HELD_COLS, dtype=y.dtype)
-    for u in range(BWD_HELD):
-        for j in range(width):
-            if tid + u * nt < packs:  # portkit: allow-int64-index
-                a[u * width + j] = y[row, (tid + u * nt) * width + j]  # portkit: allow-int64-index
-                g[u * width + j] = dy[row, (tid + u * nt) * width + j]  # portkit: allow-int64-index
-
-    dot = float32(0)
-    for u in range(BWD_HELD):
-        if tid + u * nt < packs:  # portkit: allow-int64-index
-            for j in range(width):
-                dot += a[u * width + j] * g[u * width + j]  # portkit: allow-int64-index
-    c = packs * width + tid  # this thread's tail column, if the row has one (fewer than width)
-    if c < cols:
-        dot += y[row, c] * dy[row, c]
-    dot = warp_sum(dot)
-    if tid % WARP == 0:
-        part[tid // WARP] = dot
-    cuda.syncthreads()
-    dot = float32(0)
-    for w in range(warps):
-        dot += part[w]
-
-    for u in range(BWD_HELD):
-        if tid + u * nt < packs:  # portkit: allow-int64-index
-            for j in range(width):
-                dx[row, (tid + u * nt) * width + j] = a[u * width + j] * (
-                    g[u * width + j] - dot
-                )  # portkit: allow-int64-index
-    if c < cols:
-        dx[row, c] = y[row, c] * (dy[row, c] - dot)
-
-
-@cuda.jit
-def softmax_warp_split_stream_bwd(y, dy, dx, rows, cols):
-    """softmax_warp_split_bwd for a row longer than it holds (more than BWD_HELD packs a
-    thread): the same sums in the same order, y and dy read again for dx (the twin reads
-    in chunks, the last chunk first)."""
-    tid = cuda.threadIdx.x
-    nt = cuda.blockDim.x
-    warps = nt // WARP
-    row = cuda.blockIdx.x
-    if row >= rows:  # the whole block leaves together (grid = rows: none does)
-        return
-    part = cuda.shared.array(MAX_SPLIT_WARPS, dtype=y.dtype)
     width = 16 // y.itemsize
     packs = cols // width
 
@@ -431,6 +380,21 @@ def softmax_warp_split_stream_bwd(y, dy, dx, rows, cols):
             dx[row, c] = y[row, c] * (dy[row, c] - dot)
     if t < cols:
         dx[row, t] = y[row, t] * (dy[row, t] - dot)
+
+
+# The twin's two split backwards differ in their reads only: softmax_warp_split_bwd holds
+# a row of at most BWD_HELD packs a thread in registers between the passes (one read),
+# softmax_warp_split_stream_bwd reads a longer row again, in chunks, the last chunk first.
+@cuda.jit
+def softmax_warp_split_bwd(y, dy, dx, rows, cols):
+    part = cuda.shared.array(MAX_SPLIT_WARPS, dtype=y.dtype)
+    split_bwd_row(y, dy, dx, rows, cols, part)
+
+
+@cuda.jit
+def softmax_warp_split_stream_bwd(y, dy, dx, rows, cols):
+    part = cuda.shared.array(MAX_SPLIT_WARPS, dtype=y.dtype)
+    split_bwd_row(y, dy, dx, rows, cols, part)
 
 
 def split_backward_kernel(cols, itemsize, warps_per_row):
