@@ -86,14 +86,31 @@ class CompiledReference:
         if op.name not in self._compiled:
             compiler = self._compiler
             if compiler is None:
-                import functools
-
-                import torch
-
-                compiler = functools.partial(torch.compile, dynamic=False)
+                compiler = compile_for_each_shape
                 _keep_saved_buffers()
             self._compiled[op.name] = compiler(op.definition.reference)
         return self._compiled[op.name]
+
+
+RECOMPILE_LIMIT = 256  # compiled shapes (and grad modes) a function keeps: every bench case
+
+
+def compile_for_each_shape(function: Callable) -> Callable:
+    """``torch.compile(function, dynamic=False)``, compiled again for every shape it
+    meets, and an error rather than eager where it cannot be. Dynamo keeps 8 compiled
+    entries a function; a ninth (softmax's fifth bench shape: each shape once with grad
+    and once without) fell back to eager with only a warning, and eager was timed as
+    torch.compile (softmax 8192x8192 forward 279 us, 46 % of copy bandwidth; one H200,
+    2026-11-28). The limit is raised for this process, and a limit hit raises."""
+    import torch
+
+    from portkit.runtime.torch_private import dynamo_config
+
+    config = dynamo_config()
+    config.recompile_limit = max(config.recompile_limit, RECOMPILE_LIMIT)
+    if hasattr(config, "fail_on_recompile_limit_hit"):
+        config.fail_on_recompile_limit_hit = True
+    return torch.compile(function, dynamic=False)
 
 
 class Baseline:

@@ -14,7 +14,8 @@ launch or every op call, where a wrapping Python frame would cost more than the 
   contract's ``sm_count``) and the current raw stream (driver_launch.py).
 - torch's C++ launcher of inductor's cubins (driver_launch.py), where this torch has it.
 - ``TorchDispatchMode``, which the recorder watches a launcher with (recorder.py).
-- functorch's configuration (the bench turns donated buffers off).
+- functorch's configuration (the bench turns donated buffers off) and dynamo's (the
+  bench compiles a reference once per shape, past dynamo's default of 8 entries).
 - The folder torch's C++ extension builder builds an extension in (native_replayer.py
   loads a finished build from there without running ninja).
 """
@@ -63,6 +64,13 @@ def static_cuda_launcher() -> Any:
 def functorch_config() -> Any:
     """``torch._functorch.config`` (AOTAutograd's switches), imported when asked for."""
     import torch._functorch.config as config
+
+    return config
+
+
+def dynamo_config() -> Any:
+    """``torch._dynamo.config`` (dynamo's recompile limit), imported when asked for."""
+    import torch._dynamo.config as config
 
     return config
 

@@ -278,3 +278,32 @@ def test_torch_compile_s_row_compiles_each_shape_static(monkeypatch) -> None:
     op = SimpleNamespace(name="scaled", definition=SimpleNamespace(reference=lambda x: x * 2))
     assert CompiledReference().function(op)(3) == 6
     assert seen == [{"dynamic": False}]
+
+
+def test_torch_compile_s_row_compiles_every_bench_shape_not_eager_past_eight() -> None:
+    """Dynamo keeps 8 compiled entries a function and then runs it eagerly with only a
+    warning: softmax's fifth bench shape (each shape with and without grad) was timed
+    eager as "torch.compile". Every shape must reach the compiler."""
+    import torch
+    import torch._dynamo.config as dynamo_config
+
+    from portkit.bench.tasks import CompiledReference
+
+    compiled_shapes = []
+
+    def recording_backend(graph, inputs):
+        compiled_shapes.append(tuple(inputs[0].shape))
+        return graph.forward
+
+    real_compile = torch.compile
+    op = SimpleNamespace(name="scaled", definition=SimpleNamespace(reference=lambda x: x * 2))
+    with dynamo_config.patch(recompile_limit=8, fail_on_recompile_limit_hit=False):
+        try:
+            torch.compile = lambda fn, **kw: real_compile(fn, backend=recording_backend, **kw)
+            function = CompiledReference().function(op)
+            for n in range(1, 13):
+                assert torch.equal(function(torch.ones(n)), torch.full((n,), 2.0))
+        finally:
+            torch.compile = real_compile
+            torch._dynamo.reset()
+    assert compiled_shapes == [(n,) for n in range(1, 13)]
