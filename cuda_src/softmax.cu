@@ -19,7 +19,10 @@
 // tail columns packs * W + t, ..., left to right: the prototype's order, stage by stage.
 //
 // Held rows' one read and one write carry cache-streaming hints (load_stream /
-// store_stream): nothing of a held row is read again.
+// store_stream): nothing of a held row is read again. A row read twice (the streamed
+// forward, the backward past one chunk) asks L2 to keep it on its first read and lets it
+// go on its second (l2_policy): on an H200, 1024x32768 forward 106.6 -> 101.3 us and
+// backward 126 -> 117.6, 8192x8192 backward 252 -> 232 (2026-11-28, one A/B run).
 //
 // Speed: 16-byte loads and stores (Pack<T>) when the row is 16-byte aligned (cols a
 // multiple of 4 float / 2 double on torch's aligned allocations), scalar accesses for the
@@ -50,8 +53,8 @@ __device__ inline bool aligned16(const void* p) {
     return (reinterpret_cast<unsigned long long>(p) & 15) == 0;
 }
 
-// Streaming hints for the held rows' one read and one write (the streamed rows' second
-// read wants L1/L2, so their loads keep the default): nothing of a held row is read again.
+// Streaming hints for the held rows' one read and one write (the streamed rows' loads
+// carry L2 policies instead, l2_policy below): nothing of a held row is read again.
 // - loads: ld.global.nc.L1::no_allocate.L2::256B -- the read-only path, no L1 line
 //   allocated (the L1 keeps no stale 256 MiB stream, and the SM's L1/smem carve-out stays
 //   free), and a hint that L2 fetch the whole 256-byte block from DRAM: the next warps'
@@ -83,6 +86,44 @@ __device__ __forceinline__ void store_stream(Pack<T>* p, const Pack<T>& v) {
     __stcs(reinterpret_cast<uint4*>(p), r);
 #else
     *p = v;
+#endif
+}
+
+// L2 eviction priorities for a row read twice (a streamed row, or a backward row longer
+// than a chunk): its first read carries an evict_last policy, so its lines are still in
+// L2 for the second read (what torch.compile's kernels ask for with triton's
+// eviction_policy="evict_last"), and the second read an evict_first one (not read again).
+// Without them the second read of 1024 rows of 32768 floats came mostly from DRAM: 78% of
+// copy bandwidth for the backward, torch.compile's 96% (one H200, 2026-11-28). A row read
+// once (held) gets evict_normal, the plain load's. The CPU twin reads plainly.
+enum L2Priority { EVICT_NORMAL, EVICT_LAST, EVICT_FIRST };
+
+__device__ __forceinline__ unsigned long long l2_policy(int priority) {
+#ifndef PORTKIT_CUDA_CPU
+    unsigned long long normal, last, first;  // the two not returned are optimised away
+    asm("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;" : "=l"(normal));
+    asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(last));
+    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(first));
+    return priority == EVICT_LAST ? last : priority == EVICT_FIRST ? first : normal;
+#else
+    return (unsigned long long)priority;
+#endif
+}
+
+// One 16-byte load under an L2 policy from l2_policy.
+template <typename T>
+__device__ __forceinline__ Pack<T> load_pack(const Pack<T>* p, unsigned long long policy) {
+#ifndef PORTKIT_CUDA_CPU
+    uint4 r;
+    asm("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+        : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+        : "l"(p), "l"(policy));
+    Pack<T> v;
+    memcpy(&v, &r, sizeof(v));
+    return v;
+#else
+    (void)policy;
+    return *p;
 #endif
 }
 
@@ -346,11 +387,12 @@ __global__ void softmax_fwd(const T* __restrict__ x, T* __restrict__ out, long l
     T s = T(0);
     if (vector) {
         const Pack<T>* xv = reinterpret_cast<const Pack<T>*>(xr);
+        const unsigned long long keep = l2_policy(EVICT_LAST);  // read again below
         for (long long p0 = tid; p0 < packs; p0 += (long long)NX * UNROLL) {
             Pack<T> v[UNROLL];
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u)
-                if (p0 + u * NX < packs) v[u] = xv[p0 + u * NX];
+                if (p0 + u * NX < packs) v[u] = load_pack(xv + p0 + u * NX, keep);
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u)
                 if (p0 + u * NX < packs) online_update(m, s, v[u].v);
@@ -388,19 +430,20 @@ __global__ void softmax_fwd(const T* __restrict__ x, T* __restrict__ out, long l
         // walks its rows the same way).
         const Pack<T>* xv = reinterpret_cast<const Pack<T>*>(xr);
         Pack<T>* ov = reinterpret_cast<Pack<T>*>(outr);
+        const unsigned long long last_use = l2_policy(EVICT_FIRST);
         const long long chunk = (long long)NX * UNROLL;
         for (long long first = (packs - 1) / chunk * chunk; first >= 0; first -= chunk) {
             const long long p0 = first + tid;
             Pack<T> v[UNROLL];
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u)
-                if (p0 + u * NX < packs) v[u] = xv[p0 + u * NX];
+                if (p0 + u * NX < packs) v[u] = load_pack(xv + p0 + u * NX, last_use);
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u) {
                 if (p0 + u * NX < packs) {
 #pragma unroll
                     for (int j = 0; j < W; ++j) v[u].v[j] = exp(v[u].v[j] - m) * inv;
-                    ov[p0 + u * NX] = v[u];
+                    store_stream(ov + p0 + u * NX, v[u]);
                 }
             }
         }
@@ -437,12 +480,13 @@ __device__ __forceinline__ void bwd_row(const T* __restrict__ y, const T* __rest
     if (vector) {
         const Pack<T>* yv = reinterpret_cast<const Pack<T>*>(yr);
         const Pack<T>* gv = reinterpret_cast<const Pack<T>*>(dyr);
+        const unsigned long long first = l2_policy(held ? EVICT_NORMAL : EVICT_LAST);
         for (long long p0 = tid; p0 < packs; p0 += (long long)NX * UNROLL) {
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u) {
                 if (p0 + u * NX < packs) {
-                    a[u] = yv[p0 + u * NX];
-                    g[u] = gv[p0 + u * NX];
+                    a[u] = load_pack(yv + p0 + u * NX, first);
+                    g[u] = load_pack(gv + p0 + u * NX, first);
                 }
             }
 #pragma unroll
@@ -468,13 +512,14 @@ __device__ __forceinline__ void bwd_row(const T* __restrict__ y, const T* __rest
         const Pack<T>* yv = reinterpret_cast<const Pack<T>*>(yr);
         const Pack<T>* gv = reinterpret_cast<const Pack<T>*>(dyr);
         Pack<T>* dv = reinterpret_cast<Pack<T>*>(dxr);
+        const unsigned long long last_use = l2_policy(EVICT_FIRST);
         for (long long p0 = tid; p0 < packs; p0 += (long long)NX * UNROLL) {
             if (!held) {
 #pragma unroll
                 for (int u = 0; u < UNROLL; ++u) {
                     if (p0 + u * NX < packs) {
-                        a[u] = yv[p0 + u * NX];
-                        g[u] = gv[p0 + u * NX];
+                        a[u] = load_pack(yv + p0 + u * NX, last_use);
+                        g[u] = load_pack(gv + p0 + u * NX, last_use);
                     }
                 }
             }
@@ -505,7 +550,10 @@ __global__ void softmax_bwd(const T* __restrict__ y, const T* __restrict__ dy, T
 // 132 rows are in flight on an H200, not every row. Why: 1024 rows of 32768 float columns
 // in softmax_bwd's blocks of 256 were all resident at once (256 MiB of y and dy, five
 // times the L2), so each row's second read came from DRAM: 60% of copy bandwidth on an
-// H200 against torch.compile's 97% (2026-11-28); 132 such rows are 33 MiB. Not yet timed.
+// H200 against torch.compile's 97% (2026-11-28); 132 such rows are 33 MiB. Timed there
+// (2026-11-28): 1024x32768 backward 125 us (tuned to this kernel), 117.6 us with the L2
+// policies (torch.compile 101.5); at 8192x8192 a row fits one chunk of 1024 threads, held,
+// and the tables pick it there too.
 #define WIDE_THREADS 1024
 
 template <typename T>
