@@ -338,9 +338,9 @@ def softmax_bwd(y, dy, dx, cols):
 
 @cuda.jit
 def softmax_bwd_wide(y, dy, dx, cols):
-    """softmax_bwd for blocks above MAX_THREADS (the bwd_threads knob's 1024; the twin's
-    __launch_bounds__(1024)): one long row a block an SM, so fewer rows are in flight and
-    a row's second read finds it in L2."""
+    """softmax_bwd for blocks above MAX_THREADS (the bwd_threads knob's 512 and 1024; the
+    twin's __launch_bounds__(1024)): a long row a block, one or two blocks an SM, so fewer
+    rows are in flight and a row's second read finds it in L2."""
     part = cuda.shared.array(WIDE_WARPS, dtype=y.dtype)
     bwd_row(y, dy, dx, cols, part)
 
@@ -382,8 +382,9 @@ def reference(x):
     # packs in registers, more threads more) and the short rows' block (softmax_rows_fwd).
     knobs={
         "threads": [THREADS, 256, 64],
-        # bwd_threads 1024: softmax_bwd_wide, a long row a block and a block an SM
-        "bwd_threads": [THREADS, 256, 64, 1024],
+        # bwd_threads above MAX_THREADS: softmax_bwd_wide, a long row a block; 1024: a block
+        # an SM; 512: two, and an 8192-float32-column row held (one chunk of 512 x 4 packs)
+        "bwd_threads": [THREADS, 256, 64, 1024, 512],
         "rows_threads": [THREADS, 256, 64],
         # Packs a lane of a short row holds (the most; 2: softmax_rows2_fwd, for rows of at
         # most 64 packs, 256 float32 columns). At 32768x256 float32 the default's 8 lanes
