@@ -87,7 +87,6 @@ class CompiledReference:
             compiler = self._compiler
             if compiler is None:
                 compiler = compile_for_each_shape
-                _keep_saved_buffers()
             self._compiled[op.name] = compiler(op.definition.reference)
         return self._compiled[op.name]
 
@@ -101,10 +100,13 @@ def compile_for_each_shape(function: Callable) -> Callable:
     entries a function; a ninth (softmax's fifth bench shape: each shape once with grad
     and once without) fell back to eager with only a warning, and eager was timed as
     torch.compile (softmax 8192x8192 forward 279 us, 46 % of copy bandwidth; one H200,
-    2026-11-28). The limit is raised for this process, and a limit hit raises."""
+    2026-11-28). The limit is raised for this process, and a limit hit raises. Donated
+    buffers are off (a timed backward is repeated on one graph)."""
     import torch
 
     from portkit.runtime.torch_private import dynamo_config
+
+    _keep_saved_buffers()
 
     config = dynamo_config()
     config.recompile_limit = max(config.recompile_limit, RECOMPILE_LIMIT)

@@ -93,3 +93,14 @@ def test_best_is_the_twin_against_the_faster_torch(script):
     assert script.best_speed(10.0, None, 5.0) == 2.0  # eager only
     assert script.best_speed(10.0, 4.0, 5.0) == 0.8  # torch.compile faster than eager
     assert script.best_speed(4.0, 10.0, 5.0) == 0.8  # eager faster than torch.compile
+
+
+def test_torch_compile_keeps_the_saved_buffers_its_repeated_backward_needs(script, monkeypatch):
+    """The script times a backward again and again on one graph; AOTAutograd's donated
+    buffers refuse that ("compiled with non-empty donated buffers", an H200 run)."""
+    import torch._functorch.config as functorch_config
+
+    monkeypatch.setattr(torch, "compile", lambda fn, **kw: fn)
+    with functorch_config.patch(donated_buffer=True):
+        script.compiled(script.specs()[0])
+        assert functorch_config.donated_buffer is False
