@@ -375,6 +375,92 @@ __global__ void __launch_bounds__(MAX_SPLIT_THREADS)
     streamed_write(xr, outr, cols, packs, vector, tid, nt, m, inv);
 }
 
+// A row split over a block of warps and held in registers (the warps_per_row knob, rows
+// of at most SPLIT_HELD packs a thread; one row a block, grid = rows): thread t holds
+// packs t, t + nt, ... (every load issued before any is used) and its tail column
+// packs * W + t if the row has one. The row's maximum: tail, held columns, a butterfly
+// per warp, the warps' maxima from shared memory in warp order; each held column becomes
+// its exp and the sum follows in the same order (the warps' sums added in warp order);
+// one division per row. Why: softmax_warp_split_fwd streams, so every element crosses
+// DRAM twice; at 8192x8192 it ran at 71% of copy bandwidth on an H200 where
+// torch.compile ran at 84% and softmax's block-a-row held kernel at 90% (2026-11-28).
+#define SPLIT_HELD 8
+
+template <typename T>
+__global__ void __launch_bounds__(MAX_SPLIT_THREADS)
+    softmax_warp_split_held_fwd(const T* __restrict__ x, T* __restrict__ out, long long rows,
+                                long long cols) {
+    __shared__ T part_m[MAX_SPLIT_WARPS], part_s[MAX_SPLIT_WARPS];
+    constexpr int W = Pack<T>::N;
+    const int tid = threadIdx.x;
+    const long long nt = blockDim.x;
+    const int warps = blockDim.x / WARP;
+    const long long row = blockIdx.x;
+    if (row >= rows) return;  // the whole block leaves together (grid = rows: none does)
+    const T* xr = x + row * cols;
+    T* outr = out + row * cols;
+    const long long packs = cols / W;
+    const bool vector = aligned16(xr) && aligned16(outr);
+
+    Pack<T> v[SPLIT_HELD];
+#pragma unroll
+    for (int u = 0; u < SPLIT_HELD; ++u) {
+        const long long p = tid + u * nt;
+        if (p < packs) {
+            if (vector)
+                v[u] = reinterpret_cast<const Pack<T>*>(xr)[p];
+            else
+#pragma unroll
+                for (int j = 0; j < W; ++j) v[u].v[j] = xr[p * W + j];
+        }
+    }
+    const long long c = packs * W + tid;  // this thread's tail column, if the row has one
+    const T t = c < cols ? xr[c] : negative_infinity<T>();  // -inf moves neither max nor sum
+
+    T m = t;
+#pragma unroll
+    for (int u = 0; u < SPLIT_HELD; ++u)
+        if (tid + u * nt < packs)
+#pragma unroll
+            for (int j = 0; j < W; ++j) m = v[u].v[j] > m ? v[u].v[j] : m;
+    m = warp_max(m);
+    if (tid % WARP == 0) part_m[tid / WARP] = m;
+    __syncthreads();
+    m = part_m[0];
+    for (int w = 1; w < warps; ++w) m = part_m[w] > m ? part_m[w] : m;
+
+    T s = T(0);
+#pragma unroll
+    for (int u = 0; u < SPLIT_HELD; ++u)
+        if (tid + u * nt < packs)
+#pragma unroll
+            for (int j = 0; j < W; ++j) {
+                v[u].v[j] = exp_from(v[u].v[j], m);
+                s += v[u].v[j];
+            }
+    s = warp_sum(s + exp_from(t, m));
+    if (tid % WARP == 0) part_s[tid / WARP] = s;
+    __syncthreads();
+    s = T(0);
+    for (int w = 0; w < warps; ++w) s += part_s[w];
+
+    const T inv = T(1) / s;  // one division per row
+#pragma unroll
+    for (int u = 0; u < SPLIT_HELD; ++u) {
+        const long long p = tid + u * nt;
+        if (p < packs) {
+#pragma unroll
+            for (int j = 0; j < W; ++j) v[u].v[j] = v[u].v[j] * inv;
+            if (vector)
+                reinterpret_cast<Pack<T>*>(outr)[p] = v[u];
+            else
+#pragma unroll
+                for (int j = 0; j < W; ++j) outr[p * W + j] = v[u].v[j];
+        }
+    }
+    if (c < cols) outr[c] = exp_from(t, m) * inv;
+}
+
 // The backward keeps 8 packs of each input in flight (its measured 1.19-1.76x torch).
 // No L2 policies here: with them its held rows (32768x256) ran 3% slower on an H200
 // (2026-11-28), and for a row it reads twice the tables pick the split kernels.

@@ -22,9 +22,12 @@ the row's 16-byte packs (4 float32 or 2 float64 columns) a lane (`forward_kernel
      the same pair (a + b == b + a bit for bit), and no lane waits for another warp;
   3. out = exp(x - max) * (1 / sum), the tail first, then each lane's packs from the last
      to the first (the twin's second read starts where its first ended: in L2);
-- streamed rows with the warps_per_row knob above 1 (`softmax_warp_split_fwd`): one row a
-  block of that many warps, thread t in the place of lane l (stride blockDim.x, not 32),
-  each warp's (max, sum) merged with the others' through shared memory in warp order.
+- streamed rows with the warps_per_row knob above 1: one row a block of that many warps,
+  thread t in the place of lane l (stride blockDim.x, not 32); held in registers where
+  the row is at most SPLIT_HELD packs a thread (`softmax_warp_split_held_fwd`: the held
+  kernels' order, the warps' maxima and sums merged through shared memory in warp
+  order), else streamed (`softmax_warp_split_fwd`: each warp's (max, sum) merged with the
+  others' in warp order).
 
 The statistics are in the input's dtype. `rescale`, `add_exp`, `moved` and `exp_from`
 repeat softmax.py's so each op stays two files. The backward walks the row as the
@@ -53,6 +56,8 @@ MAX_WIDTH = 4  # columns in a 16-byte pack: 4 float32, 2 float64
 HELD2, HELD8, HELD32 = 2 * MAX_WIDTH, 8 * MAX_WIDTH, 32 * MAX_WIDTH  # held columns a lane
 MAX_SPLIT_WARPS = 16  # warps_per_row at most: the twin's MAX_SPLIT_THREADS / WARP
 BWD_HELD = 8  # packs of y and of dy a thread of the twin's softmax_warp_split_bwd holds
+SPLIT_HELD = 8  # packs of x a thread of softmax_warp_split_held_fwd holds
+SPLIT_HELD_COLS = SPLIT_HELD * MAX_WIDTH  # its local array (numba wants a constant size)
 
 
 @cuda.jit(device=True)
@@ -316,6 +321,76 @@ def softmax_warp_split_fwd(x, out, rows, cols):
 
 
 @cuda.jit
+def softmax_warp_split_held_fwd(x, out, rows, cols):
+    """A row split over the block's warps and held in registers (the warps_per_row knob,
+    rows of at most SPLIT_HELD packs a thread; one row a block): thread t holds packs t,
+    t + nt, ... and its tail column packs * width + t if the row has one. The row's
+    maximum (tail, held columns, a butterfly per warp, then the warps' maxima from shared
+    memory in warp order), each held column becomes exp(x - max), the sum in the same
+    order (the warps' sums added in warp order), one division per row. The row is read
+    once, where softmax_warp_split_fwd reads it twice."""
+    tid = cuda.threadIdx.x
+    nt = cuda.blockDim.x
+    warps = nt // WARP
+    row = cuda.blockIdx.x
+    if row >= rows:  # the whole block leaves together (grid = rows: none does)
+        return
+    part_m = cuda.shared.array(MAX_SPLIT_WARPS, dtype=x.dtype)
+    part_s = cuda.shared.array(MAX_SPLIT_WARPS, dtype=x.dtype)
+    width = 16 // x.itemsize
+    packs = cols // width
+    held = cuda.local.array(SPLIT_HELD_COLS, dtype=x.dtype)
+    for u in range(SPLIT_HELD):
+        for j in range(width):
+            if tid + u * nt < packs:  # portkit: allow-int64-index
+                held[u * width + j] = x[
+                    row, (tid + u * nt) * width + j
+                ]  # portkit: allow-int64-index
+    c = packs * width + tid  # this thread's tail column, if the row has one
+    t = x[row, c] if c < cols else -float32(math.inf)
+
+    m = t  # the row's maximum: tail, held columns, a butterfly, the warps in order
+    for u in range(SPLIT_HELD):
+        if tid + u * nt < packs:  # portkit: allow-int64-index
+            for j in range(width):
+                if held[u * width + j] > m:  # portkit: allow-int64-index
+                    m = held[u * width + j]  # portkit: allow-int64-index
+    m = warp_max(m)
+    if tid % WARP == 0:
+        part_m[tid // WARP] = m
+    cuda.syncthreads()
+    m = part_m[0]
+    for w in range(1, warps):
+        if part_m[w] > m:
+            m = part_m[w]
+
+    s = float32(0)  # the sum in the same order; each held column becomes its exp
+    for u in range(SPLIT_HELD):
+        if tid + u * nt < packs:  # portkit: allow-int64-index
+            for j in range(width):
+                e = exp_from(held[u * width + j], m)  # portkit: allow-int64-index
+                held[u * width + j] = e  # portkit: allow-int64-index
+                s += e
+    s = warp_sum(s + exp_from(t, m))
+    if tid % WARP == 0:
+        part_s[tid // WARP] = s
+    cuda.syncthreads()
+    s = float32(0)
+    for w in range(warps):
+        s += part_s[w]
+
+    inv = float32(1) / s  # one division per row
+    for u in range(SPLIT_HELD):
+        for j in range(width):
+            if tid + u * nt < packs:  # portkit: allow-int64-index
+                out[row, (tid + u * nt) * width + j] = (
+                    held[u * width + j] * inv
+                )  # portkit: allow-int64-index
+    if c < cols:
+        out[row, c] = exp_from(t, m) * inv
+
+
+@cuda.jit
 def softmax_warp_bwd(y, dy, dx, rows, cols):
     lane = cuda.threadIdx.x % WARP
     row = cuda.blockIdx.x * (cuda.blockDim.x // WARP) + cuda.threadIdx.x // WARP
@@ -397,6 +472,16 @@ def softmax_warp_split_stream_bwd(y, dy, dx, rows, cols):
     split_bwd_row(y, dy, dx, rows, cols, part)
 
 
+def split_forward_kernel(cols, itemsize, warps_per_row):
+    """The split forward for rows of `cols` columns over warps_per_row warps:
+    softmax_warp_split_held_fwd where the row fits in its registers (at most SPLIT_HELD
+    packs a thread), softmax_warp_split_fwd (streamed, read twice) beyond."""
+    packs = cols // (16 // itemsize)
+    if portkit.cdiv(packs, warps_per_row * WARP) <= SPLIT_HELD:
+        return "softmax_warp_split_held_fwd"
+    return "softmax_warp_split_fwd"
+
+
 def split_backward_kernel(cols, itemsize, warps_per_row):
     """The split backward for rows of `cols` columns over warps_per_row warps:
     softmax_warp_split_bwd where the row fits in its registers (at most BWD_HELD packs a
@@ -475,8 +560,9 @@ class SoftmaxWarp:
         if rows and cols:
             kn = portkit.knobs(k, x)
             name = forward_kernel(cols, x.element_size())
-            if name == "softmax_warp_fwd" and kn.warps_per_row > 1:  # a streamed row, split
-                k.softmax_warp_split_fwd[rows, kn.warps_per_row * WARP](x, out, rows, cols)
+            if name == "softmax_warp_fwd" and kn.warps_per_row > 1:  # a long row, split
+                name = split_forward_kernel(cols, x.element_size(), kn.warps_per_row)
+                getattr(k, name)[rows, kn.warps_per_row * WARP](x, out, rows, cols)
             else:
                 per_block = kn.rows_per_block
                 kernel = getattr(k, name)

@@ -14,6 +14,7 @@ from portkit.project.cases import Case
 REPO = Path(__file__).resolve().parents[2]
 STREAMED = "softmax_warp_fwd"
 SPLIT = "softmax_warp_split_fwd"  # a streamed row over a block of warps (warps_per_row > 1)
+SPLIT_HELD = "softmax_warp_split_held_fwd"  # a row over a block of warps, held where it fits
 SPLIT_BWD = "softmax_warp_split_bwd"  # a held row over a block of warps (bwd_warps_per_row > 1)
 STREAM_BWD = "softmax_warp_split_stream_bwd"  # a longer row over a block of warps
 FORWARD_KERNELS = {
@@ -96,6 +97,24 @@ def test_warps_per_row_splits_a_streamed_row_over_a_block(op, warps):
 
 
 @pytest.mark.parametrize(
+    ("cols", "dtype", "warps", "kernel"),
+    [
+        (8192, "float32", 8, SPLIT_HELD),  # 2048 packs: 8 a thread of 256
+        (8192, "float32", 4, SPLIT),  # 16 a thread of 128: more than held
+        (8196, "float32", 8, SPLIT),  # 2049 packs: 9 a thread
+        (4100, "float32", 8, SPLIT_HELD),  # a streamed row of a warp, held by 8 warps
+        (16384, "float32", 16, SPLIT_HELD),
+        (4098, "float64", 4, SPLIT),  # 2049 packs of 2 columns: 17 a thread of 128
+        (4098, "float64", 16, SPLIT_HELD),
+    ],
+)
+def test_warps_per_row_holds_a_split_row_where_it_fits(op, cols, dtype, warps, kernel):
+    launch = forward_launch(op, 5, cols, dtype, warps_per_row=warps)
+    assert launch.kernel == kernel
+    assert launch.config.grid == (5, 1, 1) and launch.config.block == (warps * 32, 1, 1)
+
+
+@pytest.mark.parametrize(
     ("cols", "dtype"), [(4096, "float32"), (1000, "float32"), (2048, "float64")]
 )
 def test_warps_per_row_leaves_held_rows_a_warp_each(op, cols, dtype):
@@ -131,19 +150,19 @@ def test_the_split_kernel_is_traced_for_the_checks(op):
     from portkit.launch.trace import launch_signatures, traced_launches
 
     traced = {launch.kernel for _, launch in traced_launches(op)}
-    assert {SPLIT, SPLIT_BWD, STREAM_BWD} <= traced
-    assert {SPLIT, SPLIT_BWD, STREAM_BWD} <= set(launch_signatures(op, "float64"))
+    assert {SPLIT, SPLIT_HELD, SPLIT_BWD, STREAM_BWD} <= traced
+    assert {SPLIT, SPLIT_HELD, SPLIT_BWD, STREAM_BWD} <= set(launch_signatures(op, "float64"))
 
 
 @pytest.fixture(scope="module")
 def twin_float32(op):
     from portkit.lint.resources import twin_usage
 
-    kernels = FORWARD_KERNELS | {SPLIT, SPLIT_BWD, STREAM_BWD}
+    kernels = FORWARD_KERNELS | {SPLIT, SPLIT_HELD, SPLIT_BWD, STREAM_BWD}
     return {kernel: twin_usage(op.twin_path, f"{kernel}<float>") for kernel in kernels}
 
 
-@pytest.mark.parametrize("kernel", sorted(FORWARD_KERNELS | {SPLIT, SPLIT_BWD, STREAM_BWD}))
+@pytest.mark.parametrize("kernel", sorted(FORWARD_KERNELS | {SPLIT, SPLIT_HELD, SPLIT_BWD, STREAM_BWD}))
 def test_twin_row_kernels_do_not_spill(twin_float32, kernel):
     usage = twin_float32[kernel]
     assert usage.registers > 0
@@ -158,6 +177,7 @@ def test_twin_row_kernels_do_not_spill(twin_float32, kernel):
         ("softmax_warp_held2_fwd", 32),
         ("softmax_warp_held8_fwd", 64),
         (SPLIT, 128),
+        (SPLIT_HELD, 64),  # 4 blocks of 256 an SM
         (SPLIT_BWD, 128),
         (STREAM_BWD, 128),
     ],
