@@ -150,8 +150,9 @@ def test_the_split_kernel_is_traced_for_the_checks(op):
     from portkit.launch.trace import launch_signatures, traced_launches
 
     traced = {launch.kernel for _, launch in traced_launches(op)}
-    assert {SPLIT, SPLIT_HELD, SPLIT_BWD, STREAM_BWD} <= traced
-    assert {SPLIT, SPLIT_HELD, SPLIT_BWD, STREAM_BWD} <= set(launch_signatures(op, "float64"))
+    split_kernels = {SPLIT, SPLIT_HELD, SPLIT_BWD, STREAM_BWD}
+    assert split_kernels <= traced
+    assert split_kernels <= set(launch_signatures(op, "float64"))
 
 
 @pytest.fixture(scope="module")
