@@ -17,6 +17,7 @@ SPLIT = "softmax_warp_split_fwd"  # a streamed row over a block of warps (warps_
 SPLIT_HELD = "softmax_warp_split_held_fwd"  # a row over a block of warps, held where it fits
 SPLIT_BWD = "softmax_warp_split_bwd"  # a held row over a block of warps (bwd_warps_per_row > 1)
 STREAM_BWD = "softmax_warp_split_stream_bwd"  # a longer row over a block of warps
+SPLIT_KERNELS = {SPLIT, SPLIT_HELD, SPLIT_BWD, STREAM_BWD}
 FORWARD_KERNELS = {
     "softmax_warp_held2_fwd",
     "softmax_warp_held8_fwd",
@@ -150,20 +151,19 @@ def test_the_split_kernel_is_traced_for_the_checks(op):
     from portkit.launch.trace import launch_signatures, traced_launches
 
     traced = {launch.kernel for _, launch in traced_launches(op)}
-    split_kernels = {SPLIT, SPLIT_HELD, SPLIT_BWD, STREAM_BWD}
-    assert split_kernels <= traced
-    assert split_kernels <= set(launch_signatures(op, "float64"))
+    assert SPLIT_KERNELS <= traced
+    assert SPLIT_KERNELS <= set(launch_signatures(op, "float64"))
 
 
 @pytest.fixture(scope="module")
 def twin_float32(op):
     from portkit.lint.resources import twin_usage
 
-    kernels = FORWARD_KERNELS | {SPLIT, SPLIT_HELD, SPLIT_BWD, STREAM_BWD}
+    kernels = FORWARD_KERNELS | SPLIT_KERNELS
     return {kernel: twin_usage(op.twin_path, f"{kernel}<float>") for kernel in kernels}
 
 
-@pytest.mark.parametrize("kernel", sorted(FORWARD_KERNELS | {SPLIT, SPLIT_HELD, SPLIT_BWD, STREAM_BWD}))
+@pytest.mark.parametrize("kernel", sorted(FORWARD_KERNELS | SPLIT_KERNELS))
 def test_twin_row_kernels_do_not_spill(twin_float32, kernel):
     usage = twin_float32[kernel]
     assert usage.registers > 0
