@@ -1,7 +1,8 @@
 // Twin of prototypes/softmax_warp.py: one warp per row (blockDim.x / WARP rows a block: the
 // launcher's rows_per_block knob, at most MAX_THREADS / WARP), no shared memory, no barrier
-// (but softmax_warp_split_fwd and softmax_warp_split_bwd, below: a row over a block of warps,
-// the warps_per_row and bwd_warps_per_row knobs), arithmetic in T (float accumulation for float, as
+// (but the split kernels below, softmax_warp_split_{held_,}fwd and
+// softmax_warp_split_{stream_,}bwd: a row over a block of warps, the warps_per_row and
+// bwd_warps_per_row knobs), arithmetic in T (float accumulation for float, as
 // torch.softmax), in the prototype's order. Rows of at most 32 packs a lane are held in
 // registers (softmax_warp_held{2,8,32}_fwd: max, then exps and sum); longer rows stream
 // (softmax_warp_fwd: online softmax, the sum rescaled at most once per pack). Lane l takes
@@ -384,6 +385,8 @@ __global__ void __launch_bounds__(MAX_SPLIT_THREADS)
 // one division per row. Why: softmax_warp_split_fwd streams, so every element crosses
 // DRAM twice; at 8192x8192 it ran at 71% of copy bandwidth on an H200 where
 // torch.compile ran at 84% and softmax's block-a-row held kernel at 90% (2026-11-28).
+// Written after that day's device time ran out: not yet timed, and no table picks it
+// (`portkit tune softmax_warp --case float32-8192x8192` on a GPU tries it).
 #define SPLIT_HELD 8
 
 template <typename T>
