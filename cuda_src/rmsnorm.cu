@@ -24,6 +24,8 @@
 #include <cuda_fp16.h>
 #define FWD_ELEMS 16  // columns a thread holds per row in the forward
 #define BWD_ELEMS 8   // and in the backward (x, dy and the weight gradient sums)
+#define HELD_PACKS 2    // rmsnorm_bwd_held: packs a thread (16 bfloat16 / float16 columns)
+#define HELD_THREADS 256  // and threads a block at most (its shared sums: 32 KiB)
 #define MAX_THREADS 512
 #define WARP 32
 #define MAX_WARPS 32
@@ -293,12 +295,28 @@ __device__ inline void issue_bwd_row(const T* x, const T* dy, const float* rstd,
 // row a block at a time left the loads idle there: 55% of copy bandwidth at float32
 // 16384x4096 on an H200, torch.compile's kernels 88%, 2026-11-28). Each row's arithmetic
 // is bwd_rows<T, true>'s, in its order.
-template <typename T>
+// Where bwd_rows_held keeps a thread's weight-gradient sums (P x W doubles): registers,
+// or shared memory (a thread's sums strided by blockDim.x: consecutive threads, consecutive
+// doubles), which frees 32 registers for a 2-byte row held 16 columns a thread.
+template <int P, int W>
+struct RegisterAcc {
+    double v[P][W];
+    __device__ double& operator()(int u, int j) { return v[u][j]; }
+};
+
+template <int W>
+struct SharedAcc {
+    double* s;
+    __device__ double& operator()(int u, int j) {
+        return s[(u * W + j) * blockDim.x + threadIdx.x];
+    }
+};
+
+template <typename T, int P, typename Acc>
 __device__ inline void bwd_rows_held(const T* x, const T* w, const T* dy, const float* rstd,
                                      T* dx, double* pr, long long rows, long long cols,
-                                     float* sums) {
+                                     float* sums, Acc acc) {
     constexpr int W = Pack<T>::N;
-    constexpr int P = BWD_ELEMS / W;
     const int tx = threadIdx.x;
     const long long nx = blockDim.x;
     const long long packs = cols / W;
@@ -306,12 +324,11 @@ __device__ inline void bwd_rows_held(const T* x, const T* w, const T* dy, const 
     const bool has_tail = tail + tx < cols;  // a thread owns at most one tail column
     const bool wv = aligned16(w);
 
-    double acc[P][W];
     double acc_tail = 0.0;
 #pragma unroll
     for (int u = 0; u < P; ++u)
 #pragma unroll
-        for (int j = 0; j < W; ++j) acc[u][j] = 0.0;
+        for (int j = 0; j < W; ++j) acc(u, j) = 0.0;
 
     BwdLoads<T, P> in;
     long long row = blockIdx.x;
@@ -319,18 +336,12 @@ __device__ inline void bwd_rows_held(const T* x, const T* w, const T* dy, const 
     for (; row < rows; row += gridDim.x) {
         const long long base = row * cols;
         const bool vector = bwd_vector(x + base, dy + base, dx + base, wv);
-        float xv[P][W], gv[P][W];
-#pragma unroll
-        for (int u = 0; u < P; ++u)
-            if (tx + u * nx < packs)
-#pragma unroll
-                for (int j = 0; j < W; ++j) {
-                    gv[u][j] = widen(in.dy[u].v[j]);
-                    xv[u][j] = widen(in.x[u].v[j]);
-                }
-        const float gt = has_tail ? widen(in.dy_tail) : 0.0f;
-        const float xt = has_tail ? widen(in.x_tail) : 0.0f;
-        const float r = in.r;
+        // This row's packs as loaded, widened where used (held as floats beside the next
+        // row's loads, a bfloat16 row of 16 columns a thread took 128 registers and spilled)
+        const BwdLoads<T, P> cur = in;
+        const float gt = has_tail ? widen(cur.dy_tail) : 0.0f;
+        const float xt = has_tail ? widen(cur.x_tail) : 0.0f;
+        const float r = cur.r;
         const long long next = row + gridDim.x;  // its loads fly while this row reduces
         if (next < rows) issue_bwd_row(x, dy, rstd, dx, next, cols, wv, in);
 
@@ -341,7 +352,8 @@ __device__ inline void bwd_rows_held(const T* x, const T* w, const T* dy, const 
             if (p < packs) {
                 const Pack<T> wp = load_pack(w, p, vector);
 #pragma unroll
-                for (int j = 0; j < W; ++j) s += gv[u][j] * widen(wp.v[j]) * (xv[u][j] * r);
+                for (int j = 0; j < W; ++j)
+                    s += widen(cur.dy[u].v[j]) * widen(wp.v[j]) * (widen(cur.x[u].v[j]) * r);
             }
         }
         if (has_tail) s += gt * widen(w[tail + tx]) * (xt * r);
@@ -355,10 +367,10 @@ __device__ inline void bwd_rows_held(const T* x, const T* w, const T* dy, const 
                 Pack<T> out;
 #pragma unroll
                 for (int j = 0; j < W; ++j) {
-                    const float g = gv[u][j];
-                    const float xhat = xv[u][j] * r;
+                    const float g = widen(cur.dy[u].v[j]);
+                    const float xhat = widen(cur.x[u].v[j]) * r;
                     out.v[j] = (T)(r * (g * widen(wp.v[j]) - xhat * m));
-                    acc[u][j] += (double)(g * xhat);
+                    acc(u, j) += (double)(g * xhat);
                 }
                 store_pack(dxr, p, out, vector);
             }
@@ -374,13 +386,14 @@ __device__ inline void bwd_rows_held(const T* x, const T* w, const T* dy, const 
         const long long p = tx + u * nx;
         if (p < packs)
 #pragma unroll
-            for (int j = 0; j < W; ++j) pr[p * W + j] = acc[u][j];
+            for (int j = 0; j < W; ++j) pr[p * W + j] = acc(u, j);
     }
     if (has_tail) pr[tail + tx] = acc_tail;
 }
 
-// float: rows pipelined (bwd_rows_held); the 2-byte types keep bwd_rows (pipelined, the
-// bfloat16 kernel took 101 registers, not 64: one block of 512 an SM, not two).
+// float: rows pipelined (bwd_rows_held); the 2-byte types keep bwd_rows here (pipelined
+// in this kernel, the bfloat16 one took 101 registers, not 64: one block of 512 an SM, not
+// two, and ran slower), and the bwd_elems knob's 16 pipelines them in rmsnorm_bwd_held.
 template <typename T> struct PipelinedBwd { static constexpr bool value = false; };
 template <> struct PipelinedBwd<float> { static constexpr bool value = true; };
 
@@ -393,7 +406,8 @@ __global__ void __launch_bounds__(MAX_THREADS)
     double* pr = part + (long long)blockIdx.x * cols;
     const bool fits = cols / Pack<T>::N <= (long long)blockDim.x * (BWD_ELEMS / Pack<T>::N);
     if (fits && PipelinedBwd<T>::value)
-        bwd_rows_held(x, w, dy, rstd, dx, pr, rows, cols, sums);
+        bwd_rows_held<T, BWD_ELEMS / Pack<T>::N>(x, w, dy, rstd, dx, pr, rows, cols, sums,
+                                                 RegisterAcc<BWD_ELEMS / Pack<T>::N, Pack<T>::N>());
     else if (fits)
         bwd_rows<T, true>(x, w, dy, rstd, dx, pr, rows, cols, sums);
     else
@@ -415,4 +429,23 @@ __global__ void rmsnorm_bwd_w(const double* __restrict__ part, T* __restrict__ d
         for (int i = 1; i < W_ROWS; ++i) s += sums[i][tx];
         dw[c] = (T)(float)s;
     }
+}
+
+// The bwd_elems knob's 16 for the 2-byte types: a row held 16 columns a thread (256
+// threads at 4096 columns) and pipelined as float's rows are (bwd_rows_held), its weight
+// gradient sums in shared memory (SharedAcc), in a kernel of its own so that
+// rmsnorm_bwd's registers stay those of its own paths. Blocks of at most HELD_THREADS.
+// Why: the bfloat16 backward at 16384x4096 took 204 us on an H200 against torch.compile's
+// 131 us for the same bytes, whose kernel pipelines 16 rows a program at 256 threads and
+// 120 registers (ncu, 2026-11-28); this one has 122 registers and no spill (NVRTC). Written
+// after that day's device time ran out: not yet timed, and no table picks bwd_elems 16.
+template <typename T>
+__global__ void __launch_bounds__(HELD_THREADS, 2)
+    rmsnorm_bwd_held(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ dy,
+                     const float* __restrict__ rstd, T* __restrict__ dx,
+                     double* __restrict__ part, long long rows, long long cols) {
+    __shared__ float sums[MAX_WARPS];
+    __shared__ double acc[HELD_PACKS * 8 * HELD_THREADS];
+    bwd_rows_held<T, HELD_PACKS>(x, w, dy, rstd, dx, part + (long long)blockIdx.x * cols, rows,
+                                 cols, sums, SharedAcc<Pack<T>::N>{acc});
 }

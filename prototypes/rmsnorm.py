@@ -30,6 +30,8 @@ import portkit
 
 FWD_ELEMS = 16  # columns a thread holds per row in the forward (the twin's registers)
 BWD_ELEMS = 8  # and in the backward (x and dy, plus the weight gradient sums)
+HELD_PACKS = 2  # 16-byte packs a thread of the twin's rmsnorm_bwd_held holds (2-byte types)
+HELD_THREADS = 256  # and its threads a block at most
 MAX_THREADS = 512  # a row's threads at most (the twin's __launch_bounds__)
 BWD_THREADS_PER_SM = 1024  # the backward's persistent grid: this many threads per SM
 ROWS_PER_PART = 128  # at most (16384 rows on an H100's 132 SMs: 124 a block)
@@ -111,11 +113,12 @@ def bwd_element(x, w, dy, dx, part, row, c, r, m):
     part[cuda.blockIdx.x, c] += float64(g * xhat)  # portkit: allow-float64
 
 
-@cuda.jit
-def rmsnorm_bwd(x, w, dy, rstd, dx, part, rows, cols):
+@cuda.jit(device=True)
+def bwd_rows(x, w, dy, rstd, dx, part, rows, cols, sums):
+    """The backward's rows, walked by a persistent grid, one row a block at a time: dx, and
+    each column's weight-gradient terms added to the block's partial row."""
     tx = cuda.threadIdx.x
     nx = cuda.blockDim.x
-    sums = cuda.shared.array(MAX_WARPS, dtype=float32)
     width = 16 // x.itemsize
     packs = cols // width
     tail = packs * width
@@ -141,6 +144,22 @@ def rmsnorm_bwd(x, w, dy, rstd, dx, part, rows, cols):
                 bwd_element(x, w, dy, dx, part, row, p * width + j, r, m)
         for c in range(tail + tx, cols, nx):
             bwd_element(x, w, dy, dx, part, row, c, r, m)
+
+
+@cuda.jit
+def rmsnorm_bwd(x, w, dy, rstd, dx, part, rows, cols):
+    sums = cuda.shared.array(MAX_WARPS, dtype=float32)
+    bwd_rows(x, w, dy, rstd, dx, part, rows, cols, sums)
+
+
+@cuda.jit
+def rmsnorm_bwd_held(x, w, dy, rstd, dx, part, rows, cols):
+    """rmsnorm_bwd for the bwd_elems knob's 16 on 2-byte rows of at most HELD_PACKS packs a
+    thread and blocks of at most HELD_THREADS: the same arithmetic in the same order (the
+    twin holds the row 16 columns a thread, loads the next row while it reduces this one,
+    and keeps its weight-gradient sums in shared memory)."""
+    sums = cuda.shared.array(MAX_WARPS, dtype=float32)
+    bwd_rows(x, w, dy, rstd, dx, part, rows, cols, sums)
 
 
 @cuda.jit
@@ -264,6 +283,10 @@ class RMSNorm:
             1, min(rows, max(per_sm * portkit.sm_count(k), portkit.cdiv(rows, ROWS_PER_PART)))
         )
         part = k.empty((parts, cols), torch.float64)
-        k.rmsnorm_bwd[parts, threads](x, w, dy, rstd, dx, part, rows, cols)
+        kernel = k.rmsnorm_bwd
+        held = cols // 8 <= threads * HELD_PACKS and threads <= HELD_THREADS
+        if x.element_size() == 2 and kn.bwd_elems == 16 and held:
+            kernel = k.rmsnorm_bwd_held  # 16 columns a thread, held and pipelined
+        kernel[parts, threads](x, w, dy, rstd, dx, part, rows, cols)
         k.rmsnorm_bwd_w[portkit.cdiv(cols, W_COLS), (W_COLS, W_ROWS)](part, dw, parts, cols)
         return dx, dw
