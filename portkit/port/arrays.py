@@ -2,16 +2,23 @@
 ``__shared__ double buf[2][SCAN];``, a dynamic one (shape 0) a typed pointer into the
 launch's dynamic shared memory (numba starts every dynamic array at its offset 0). A
 shape named by a module constant, ``A_TILES = (2, BM * SA)``, is spelled as its
-assignment is (``[2][BM * SA]``), or as its numbers where that is not found."""
+assignment is (``[2][BM * SA]``), or as its numbers where that is not found. An array
+made as a call's argument, ``row_sum(v, cuda.shared.array(32, float32))``, is named and
+declared before its statement (C has no array expression)."""
 
 from __future__ import annotations
 
 import ast
+import copy
 from collections.abc import Sequence
+from typing import Any
 
-from portkit.port.context import ArrayInfo, FunctionContext, Untranslated
+from portkit.port.context import ArrayInfo, FunctionContext, Untranslated, resolve
+from portkit.port.ctype import Vec, is_array
 from portkit.port.expressions import Expressions
 from portkit.port.spelling import c_identifier
+
+ARRAY_KINDS = ("cuda.shared.array", "cuda.local.array")
 
 
 def declare_array(
@@ -85,3 +92,84 @@ def _global_shape(ctx: FunctionContext, name: str) -> ast.Tuple:
                 found = None
             return spelled if found == value else numbers
     return numbers
+
+
+def hoist_inline_arrays(
+    ctx: FunctionContext, stmt: ast.stmt
+) -> tuple[ast.stmt, list[tuple[str, str, ast.Call]]]:
+    """``stmt`` with each array made as a call's argument replaced by a fresh name
+    (``shared_array_0``), and (name, kind, call) for each, to declare before it; its type
+    comes from the call's ``dtype=`` (numba types the argument, not a name)."""
+    if not any(
+        isinstance(node, ast.Call) and any(_kind(ctx, arg) for arg in node.args)
+        for node in ast.walk(stmt)
+    ):
+        return stmt, []
+    hoisted: list[tuple[str, str, ast.Call]] = []
+
+    class Hoist(ast.NodeTransformer):
+        def visit_Call(self, node: ast.Call) -> ast.Call:
+            self.generic_visit(node)
+            for i, arg in enumerate(node.args):
+                kind = _kind(ctx, arg)
+                if kind is not None and isinstance(arg, ast.Call):
+                    name = _fresh(ctx, kind)
+                    ctx.types.variables[name] = _array_type(ctx, kind, arg)
+                    hoisted.append((name, kind, arg))
+                    node.args[i] = ast.copy_location(ast.Name(name, ast.Load()), arg)
+            return node
+
+    return Hoist().visit(copy.deepcopy(stmt)), hoisted
+
+
+def _kind(ctx: FunctionContext, node: ast.AST) -> str | None:
+    if not isinstance(node, ast.Call):
+        return None
+    name, _ = resolve(node.func, ctx)
+    return name if name in ARRAY_KINDS else None
+
+
+def _fresh(ctx: FunctionContext, kind: str) -> str:
+    stem = f"{kind.split('.')[1]}_array"
+    n = 0
+    while f"{stem}_{n}" in ctx.types.variables or f"{stem}_{n}" in ctx.globals:
+        n += 1
+    return f"{stem}_{n}"
+
+
+def _array_type(ctx: FunctionContext, kind: str, call: ast.Call) -> Vec:
+    """numba's type of the array ``call`` makes, per signature: its element from
+    ``dtype=`` (a parameter's ``.dtype`` or a numba type), its dimensions from the shape."""
+    from numba.core import types
+
+    arguments = dict(zip(("shape", "dtype"), call.args))
+    arguments.update({k.arg: k.value for k in call.keywords if k.arg})
+    dtype, shape = arguments.get("dtype"), arguments.get("shape")
+    if dtype is None or shape is None:
+        raise Untranslated(f"{kind} without a shape and a dtype", call)
+    elements = _elements(ctx, dtype)
+    if elements is None:
+        raise Untranslated(
+            f"{kind} as an argument with dtype={ast.unparse(dtype)}: name the array first",
+            call,
+        )
+    if isinstance(shape, ast.Name) and isinstance(ctx.globals.get(shape.id), tuple):
+        ndim = len(ctx.globals[shape.id])
+    else:
+        ndim = len(shape.elts) if isinstance(shape, ast.Tuple) else 1
+    return tuple(types.Array(e, ndim, "C") for e in elements)
+
+
+def _elements(ctx: FunctionContext, dtype: ast.AST) -> Vec | None:
+    """The element type per signature that ``dtype`` names, or None."""
+    from numba.core import types
+
+    if isinstance(dtype, ast.Attribute) and dtype.attr == "dtype":
+        owner = dtype.value
+        vec = ctx.types.variables.get(owner.id) if isinstance(owner, ast.Name) else None
+        if vec is not None and is_array(vec[0]):
+            return tuple(t.dtype for t in vec)
+        return None
+    _, found = resolve(dtype, ctx)
+    value: Any = found
+    return ctx.same(value) if isinstance(value, types.Type) else None

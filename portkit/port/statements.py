@@ -80,9 +80,21 @@ class Statements:
             for name in self.declarations.before.get(id(stmt), ()):
                 self.declare(depth, name, stmt)
             try:
-                self.statement(stmt, depth)
+                self.statement(self.hoisted(stmt, depth), depth)
             except Untranslated as problem:
                 self.gap(depth, problem, stmt)
+
+    def hoisted(self, stmt: ast.stmt, depth: int) -> ast.stmt:
+        """``stmt`` with the arrays it makes as call arguments declared before it."""
+        from portkit.port.arrays import declare_array, hoist_inline_arrays
+
+        if not isinstance(stmt, (ast.Expr, ast.Assign, ast.AugAssign, ast.Return)):
+            return stmt
+        named, arrays = hoist_inline_arrays(self.ctx, stmt)
+        for name, kind, call in arrays:
+            for text in declare_array(self.ctx, self.ex, name, kind, call):
+                self.emit(depth, text, stmt)
+        return named
 
     def declare(self, depth: int, name: str, stmt: ast.stmt) -> None:
         try:

@@ -155,3 +155,65 @@ def test_a_device_function_asking_an_arrays_first_length_is_an_error_line(tmp_pa
         "dimension 0 of x in a device function, which sees no launch"
     ]
     assert "out[c] = last(x, (long long)blockDim.x, c);" in function(draft, "k")
+
+
+def test_an_array_made_as_a_call_argument_is_named_and_declared_first(tmp_path):
+    """C has no array expression: ``f(cuda.shared.array(...))`` becomes a declaration of
+    a named array before the statement, typed from its dtype= (a parameter's .dtype
+    follows the launch: float for one, double for the other)."""
+    draft = port(
+        tmp_path,
+        """
+        WARPS = 4
+
+        @cuda.jit(device=True)
+        def block_sum(value, part):
+            part[cuda.threadIdx.x] = value
+            cuda.syncthreads()
+            total = part[0]
+            for i in range(1, WARPS):
+                total += part[i]
+            return total
+
+        @cuda.jit(device=True)
+        def count(part):
+            part[cuda.threadIdx.x] = 1
+            cuda.syncthreads()
+            return part[0] + part[WARPS - 1]
+
+        @cuda.jit
+        def k(x, out):
+            t = cuda.threadIdx.x
+            out[t] = block_sum(x[t], cuda.shared.array(WARPS, dtype=x.dtype))
+            out[t] += count(cuda.shared.array(WARPS, int32))
+        """,
+        launch("k", 1, 4, torch.ones(4), torch.zeros(4)),
+        launch("k", 1, 4, torch.ones(4, dtype=F64), torch.zeros(4, dtype=F64)),
+    )
+    assert draft.gaps == []
+    k = function(draft, "k")
+    assert "__shared__ T shared_array_0[WARPS];" in k
+    assert "out[t] = block_sum(x[t], shared_array_0);" in k
+    assert "__shared__ int shared_array_1[WARPS];" in k
+    assert "count(shared_array_1)" in k
+    compile_both(tmp_path, draft, ["k<float>", "k<double>"])
+
+
+def test_an_inline_array_of_a_dtype_the_port_cannot_name_is_a_gap_that_says_so(tmp_path):
+    draft = port(
+        tmp_path,
+        """
+        @cuda.jit(device=True)
+        def first(part):
+            part[0] = 1.0
+            return part[0]
+
+        @cuda.jit
+        def k(out):
+            out[0] = first(cuda.local.array(2, dtype=out[0:1].dtype))
+        """,
+        launch("k", 1, 1, torch.zeros(1)),
+    )
+    assert [g.construct for g in draft.gaps] == [
+        "cuda.local.array as an argument with dtype=out[0:1].dtype: name the array first"
+    ]
