@@ -94,6 +94,8 @@ class Statements:
         for name, kind, call in arrays:
             for text in declare_array(self.ctx, self.ex, name, kind, call):
                 self.emit(depth, text, stmt)
+        if named is not stmt and id(stmt) in self.declarations.inline:  # `T top = ...` stays
+            self.declarations.inline[id(named)] = self.declarations.inline[id(stmt)]
         return named
 
     def declare(self, depth: int, name: str, stmt: ast.stmt) -> None:

@@ -184,7 +184,8 @@ def test_an_array_made_as_a_call_argument_is_named_and_declared_first(tmp_path):
         @cuda.jit
         def k(x, out):
             t = cuda.threadIdx.x
-            out[t] = block_sum(x[t], cuda.shared.array(WARPS, dtype=x.dtype))
+            total = block_sum(x[t], cuda.shared.array(WARPS, dtype=x.dtype))
+            out[t] = total
             out[t] += count(cuda.shared.array(WARPS, int32))
         """,
         launch("k", 1, 4, torch.ones(4), torch.zeros(4)),
@@ -193,7 +194,7 @@ def test_an_array_made_as_a_call_argument_is_named_and_declared_first(tmp_path):
     assert draft.gaps == []
     k = function(draft, "k")
     assert "__shared__ T shared_array_0[WARPS];" in k
-    assert "out[t] = block_sum(x[t], shared_array_0);" in k
+    assert "T total = block_sum(x[t], shared_array_0);" in k  # declared where first set
     assert "__shared__ int shared_array_1[WARPS];" in k
     assert "count(shared_array_1)" in k
     compile_both(tmp_path, draft, ["k<float>", "k<double>"])
