@@ -114,6 +114,29 @@ __device__ inline T warp_sum(T v) {
     return v;
 }
 
+// v's maximum and sum over a block of warps (the split kernels): a butterfly per warp,
+// then every thread merges the warps' values from part (shared memory, one a warp) in
+// warp order, so all threads get the same result.
+template <typename T>
+__device__ inline T block_max(T v, T* part) {
+    v = warp_max(v);
+    if (threadIdx.x % WARP == 0) part[threadIdx.x / WARP] = v;
+    __syncthreads();
+    v = part[0];
+    for (int w = 1; w < (int)(blockDim.x / WARP); ++w) v = part[w] > v ? part[w] : v;
+    return v;
+}
+
+template <typename T>
+__device__ inline T block_sum(T v, T* part) {
+    v = warp_sum(v);
+    if (threadIdx.x % WARP == 0) part[threadIdx.x / WARP] = v;
+    __syncthreads();
+    v = T(0);
+    for (int w = 0; w < (int)(blockDim.x / WARP); ++w) v += part[w];
+    return v;
+}
+
 // exp(v - m), 0 for v == -inf: a row of -inf sums to 0 (its output NaN, as torch's), and
 // -inf - -inf would be NaN.
 template <typename T>
@@ -397,7 +420,6 @@ __global__ void __launch_bounds__(MAX_SPLIT_THREADS)
     constexpr int W = Pack<T>::N;
     const int tid = threadIdx.x;
     const long long nt = blockDim.x;
-    const int warps = blockDim.x / WARP;
     const long long row = blockIdx.x;
     if (row >= rows) return;  // the whole block leaves together (grid = rows: none does)
     const T* xr = x + row * cols;
@@ -426,11 +448,7 @@ __global__ void __launch_bounds__(MAX_SPLIT_THREADS)
         if (tid + u * nt < packs)
 #pragma unroll
             for (int j = 0; j < W; ++j) m = v[u].v[j] > m ? v[u].v[j] : m;
-    m = warp_max(m);
-    if (tid % WARP == 0) part_m[tid / WARP] = m;
-    __syncthreads();
-    m = part_m[0];
-    for (int w = 1; w < warps; ++w) m = part_m[w] > m ? part_m[w] : m;
+    m = block_max(m, part_m);
 
     T s = T(0);
 #pragma unroll
@@ -441,11 +459,7 @@ __global__ void __launch_bounds__(MAX_SPLIT_THREADS)
                 v[u].v[j] = exp_from(v[u].v[j], m);
                 s += v[u].v[j];
             }
-    s = warp_sum(s + exp_from(t, m));
-    if (tid % WARP == 0) part_s[tid / WARP] = s;
-    __syncthreads();
-    s = T(0);
-    for (int w = 0; w < warps; ++w) s += part_s[w];
+    s = block_sum(s + exp_from(t, m), part_s);
 
     const T inv = T(1) / s;  // one division per row
 #pragma unroll
@@ -626,7 +640,6 @@ __device__ __forceinline__ void split_bwd_row(const T* __restrict__ y, const T* 
     constexpr int W = Pack<T>::N;
     const int tid = threadIdx.x;
     const long long nt = blockDim.x;
-    const int warps = blockDim.x / WARP;
     const long long row = blockIdx.x;
     if (row >= rows) return;  // the whole block leaves together (grid = rows: none does)
     const T* yr = y + row * cols;
@@ -649,11 +662,7 @@ __device__ __forceinline__ void split_bwd_row(const T* __restrict__ y, const T* 
     }
     const long long c = packs * W + tid;  // this thread's tail column, if the row has one
     if (c < cols) dot += yr[c] * dyr[c];
-    dot = warp_sum(dot);
-    if (tid % WARP == 0) part[tid / WARP] = dot;
-    __syncthreads();
-    dot = T(0);
-    for (int w = 0; w < warps; ++w) dot += part[w];
+    dot = block_sum(dot, part);
 
     if (HELD) {
         store_bwd_chunk(dxr, tid, nt, packs, vector, dot, a, g);

@@ -117,6 +117,35 @@ def warp_sum(v):
 
 
 @cuda.jit(device=True)
+def block_max(v, part):
+    """v's maximum over a block of warps (the split kernels): a butterfly per warp, then
+    every thread merges the warps' maxima from ``part`` (shared memory, one a warp) in
+    warp order, so all threads get the same value."""
+    v = warp_max(v)
+    if cuda.threadIdx.x % WARP == 0:
+        part[cuda.threadIdx.x // WARP] = v
+    cuda.syncthreads()
+    v = part[0]
+    for w in range(1, cuda.blockDim.x // WARP):
+        if part[w] > v:
+            v = part[w]
+    return v
+
+
+@cuda.jit(device=True)
+def block_sum(v, part):
+    """v's sum over a block of warps, as block_max: the warps' sums added in warp order."""
+    v = warp_sum(v)
+    if cuda.threadIdx.x % WARP == 0:
+        part[cuda.threadIdx.x // WARP] = v
+    cuda.syncthreads()
+    total = float32(0)  # float64 for a float64 v (numba unifies)
+    for w in range(cuda.blockDim.x // WARP):
+        total += part[w]
+    return total
+
+
+@cuda.jit(device=True)
 def held_stats(held, lane_packs, lane, packs, width, t):
     """The row's (max, 1 / sum) from a lane's held packs (lane + u * WARP < packs) and its
     tail column t (-inf where it has none: it moves neither the max nor the sum); each held
@@ -331,7 +360,6 @@ def softmax_warp_split_held_fwd(x, out, rows, cols):
     once, where softmax_warp_split_fwd reads it twice."""
     tid = cuda.threadIdx.x
     nt = cuda.blockDim.x
-    warps = nt // WARP
     row = cuda.blockIdx.x
     if row >= rows:  # the whole block leaves together (grid = rows: none does)
         return
@@ -355,14 +383,7 @@ def softmax_warp_split_held_fwd(x, out, rows, cols):
             for j in range(width):
                 if held[u * width + j] > m:  # portkit: allow-int64-index
                     m = held[u * width + j]  # portkit: allow-int64-index
-    m = warp_max(m)
-    if tid % WARP == 0:
-        part_m[tid // WARP] = m
-    cuda.syncthreads()
-    m = part_m[0]
-    for w in range(1, warps):
-        if part_m[w] > m:
-            m = part_m[w]
+    m = block_max(m, part_m)
 
     s = float32(0)  # the sum in the same order; each held column becomes its exp
     for u in range(SPLIT_HELD):
@@ -371,13 +392,7 @@ def softmax_warp_split_held_fwd(x, out, rows, cols):
                 e = exp_from(held[u * width + j], m)  # portkit: allow-int64-index
                 held[u * width + j] = e  # portkit: allow-int64-index
                 s += e
-    s = warp_sum(s + exp_from(t, m))
-    if tid % WARP == 0:
-        part_s[tid // WARP] = s
-    cuda.syncthreads()
-    s = float32(0)
-    for w in range(warps):
-        s += part_s[w]
+    s = block_sum(s + exp_from(t, m), part_s)
 
     inv = float32(1) / s  # one division per row
     for u in range(SPLIT_HELD):
@@ -426,7 +441,6 @@ def split_bwd_row(y, dy, dx, rows, cols, part):
     dx = y * (dy - dot)."""
     tid = cuda.threadIdx.x
     nt = cuda.blockDim.x
-    warps = nt // WARP
     row = cuda.blockIdx.x
     if row >= rows:  # the whole block leaves together (grid = rows: none does)
         return
@@ -441,13 +455,7 @@ def split_bwd_row(y, dy, dx, rows, cols, part):
     t = packs * width + tid  # this thread's tail column, if the row has one
     if t < cols:
         dot += y[row, t] * dy[row, t]
-    dot = warp_sum(dot)
-    if tid % WARP == 0:
-        part[tid // WARP] = dot
-    cuda.syncthreads()
-    dot = float32(0)
-    for w in range(warps):
-        dot += part[w]
+    dot = block_sum(dot, part)
 
     for p in range(tid, packs, nt):
         for j in range(width):
