@@ -11,7 +11,6 @@ from __future__ import annotations
 import ast
 import copy
 from collections.abc import Sequence
-from typing import Any
 
 from portkit.port.context import ArrayInfo, FunctionContext, Untranslated, resolve
 from portkit.port.ctype import Vec, is_array
@@ -171,5 +170,4 @@ def _elements(ctx: FunctionContext, dtype: ast.AST) -> Vec | None:
             return tuple(t.dtype for t in vec)
         return None
     _, found = resolve(dtype, ctx)
-    value: Any = found
-    return ctx.same(value) if isinstance(value, types.Type) else None
+    return ctx.same(found) if isinstance(found, types.Type) else None
