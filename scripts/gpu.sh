@@ -31,8 +31,9 @@
 #              (tables to $OUT/speed/tuning/; TUNE=0 skips it and times the committed
 #              tables; TUNE_CASES="op=case,case ..." tunes only those cases (an op it does
 #              not name is not tuned, only timed and checked), TUNE_LIMIT
-#              seconds an op), then scripts/time_vs_torch.py (TVT_COMPILE=1: with torch.compile
-#              per shape, TVT_LIMIT seconds) and `portkit bench` of every example op (torch,
+#              seconds an op, TUNE_BUDGET configurations a case, 10), then
+#              scripts/time_vs_torch.py (TVT_COMPILE=1: with torch.compile per shape,
+#              TVT_LIMIT seconds; TVT=0 leaves it out) and `portkit bench` of every example op (torch,
 #              baseline, twin; BENCH=0 leaves it out) with them and a bench of the knobbed ops
 #              with torch.compile of each reference (BENCH_COMPILE=0 leaves it out: without it
 #              "best of torch" is not), then `portkit check`
@@ -320,7 +321,7 @@ speed() {
       for case in ${cases//,/ }; do case_args+=(--case "$case"); done
       limit=${TUNE_LIMIT:-${op_limit#*:}}
       # --time-limit: a search cut short still writes the cases it finished (exit 3)
-      step "tune-$op" "$limit" "${PORTKIT[@]}" tune "$op" --budget 10 --reps 15 --warmup 2 \
+      step "tune-$op" "$limit" "${PORTKIT[@]}" tune "$op" --budget "${TUNE_BUDGET:-10}" --reps 15 --warmup 2 \
         --time-limit "$((limit * 2 / 3))" "${case_args[@]}"
     done
     mkdir -p "$LOGS/tuning" && cp tuning/*.json "$LOGS/tuning/"
@@ -328,8 +329,10 @@ speed() {
   # H200, 2026-11-27: time-vs-torch 37 s, bench 58-111
   # TVT_COMPILE=1: the script times torch.compile too (a compile per line and direction:
   # give it TVT_LIMIT seconds, and the call its own 10 minutes with BENCH=0 TUNE=0)
-  step time-vs-torch "${TVT_LIMIT:-110}" "$PY" scripts/time_vs_torch.py \
-    ${TVT_COMPILE:+--compile} --json "$LOGS/time_vs_torch.json"
+  if [ "${TVT:-1}" != 0 ]; then
+    step time-vs-torch "${TVT_LIMIT:-110}" "$PY" scripts/time_vs_torch.py \
+      ${TVT_COMPILE:+--compile} --json "$LOGS/time_vs_torch.json"
+  fi
   if [ "${BENCH:-1}" != 0 ]; then
     step bench 200 "${PORTKIT[@]}" bench sigmoid vector_add elementwise_mul softmax softmax_warp \
       layernorm rmsnorm add_rmsnorm cumsum histogram matmul --impl torch --impl baseline --impl twin --reps 20 \
