@@ -5,9 +5,10 @@
 // row's warps left to right.
 //
 // What the kernels pay for, and why (16384x4096 bfloat16, an H100):
-// - 16-byte loads and stores (Pack<T>, 8 bfloat16 or 4 float) whenever every row pointer is
-//   16-byte aligned (cols a multiple of the pack on torch's allocations), the same packs
-//   element by element otherwise; a thread issues all its packs of a row before using any.
+// - 16-byte loads and stores (Pack<T>, 8 bfloat16 or 4 float) whenever the row pointers are
+//   16-byte aligned (the forward: this row's; the backward: every row's, cols a multiple of
+//   the pack), the same packs element by element otherwise, each width a compiled copy of
+//   its own (VECTOR); a thread issues all its packs of a row before using any.
 // - A row stays in registers (float) from the reduction to the output pass, so it crosses
 //   device memory once each way: the launcher gives a row cdiv(cols, FWD_ELEMS) threads in
 //   whole warps (256 at 4096 columns), each owning at most 16 columns; rows longer than
@@ -49,6 +50,19 @@ struct alignas(16) Pack {
 
 __device__ inline bool aligned16(const void* p) {
     return (reinterpret_cast<unsigned long long>(p) & 15) == 0;
+}
+
+// The load width (VECTOR: 16-byte packs, else element by element) is a template parameter
+// of the row code, chosen once by the kernel, so each compiled copy issues only its own
+// loads. Chosen per row inside the loops, the compiler kept both and predicated one off:
+// the bfloat16 backward issued 46 instructions an element against torch.compile's 16
+// (ncu source counters, H200, 2026-11-28).
+// Every row of the backward's x, dy and dx, and w, 16-byte aligned.
+template <typename T>
+__device__ inline bool bwd_aligned16(const T* x, const T* w, const T* dy, const T* dx,
+                                     long long cols) {
+    return cols % Pack<T>::N == 0 && aligned16(x) && aligned16(w) && aligned16(dy) &&
+           aligned16(dx);
 }
 
 template <typename T>
@@ -103,7 +117,7 @@ __device__ inline float row_sum(float* part, float value) {
 }
 
 // One row. FITS: the row is one chunk (packs <= blockDim.x x P), held in registers.
-template <typename T, bool FITS>
+template <typename T, bool FITS, bool VECTOR>
 __device__ inline void fwd_row(const T* xr, const T* w, T* yr, float* rstd, long long row,
                                long long cols, float eps, float* part) {
     constexpr int W = Pack<T>::N;
@@ -112,7 +126,7 @@ __device__ inline void fwd_row(const T* xr, const T* w, T* yr, float* rstd, long
     const long long nx = blockDim.x;
     const long long packs = cols / W;
     const long long tail = packs * W;
-    const bool vector = aligned16(xr) && aligned16(yr) && aligned16(w);
+    constexpr bool vector = VECTOR;
     float v[P][W];
     float s = 0.0f;
     for (long long p0 = tx; p0 < packs; p0 += nx * P) {
@@ -155,17 +169,23 @@ __global__ void __launch_bounds__(MAX_THREADS)
     __shared__ float part[MAX_WARPS];
     const long long row = blockIdx.x;
     const long long base = row * cols;
-    if (cols / Pack<T>::N <= (long long)blockDim.x * (FWD_ELEMS / Pack<T>::N))
-        fwd_row<T, true>(x + base, w, out + base, rstd, row, cols, eps, part);
+    const bool fits = cols / Pack<T>::N <= (long long)blockDim.x * (FWD_ELEMS / Pack<T>::N);
+    const bool vector = aligned16(x + base) && aligned16(out + base) && aligned16(w);
+    if (fits && vector)
+        fwd_row<T, true, true>(x + base, w, out + base, rstd, row, cols, eps, part);
+    else if (fits)
+        fwd_row<T, true, false>(x + base, w, out + base, rstd, row, cols, eps, part);
+    else if (vector)
+        fwd_row<T, false, true>(x + base, w, out + base, rstd, row, cols, eps, part);
     else
-        fwd_row<T, false>(x + base, w, out + base, rstd, row, cols, eps, part);
+        fwd_row<T, false, false>(x + base, w, out + base, rstd, row, cols, eps, part);
 }
 
 // The backward's rows, walked by a persistent grid, one row per block at a time. Each
 // thread adds the weight gradient of the columns it owns over its rows: in registers when
 // the row is one chunk (FITS), else in the block's partial row pr of global memory; pr
 // holds the sums at the end either way.
-template <typename T, bool FITS>
+template <typename T, bool FITS, bool VECTOR>
 __device__ inline void bwd_rows(const T* x, const T* w, const T* dy, const float* rstd, T* dx,
                                 double* pr, long long rows, long long cols, float* sums) {
     constexpr int W = Pack<T>::N;
@@ -190,7 +210,7 @@ __device__ inline void bwd_rows(const T* x, const T* w, const T* dy, const float
         const long long base = row * cols;
         const T *xr = x + base, *dyr = dy + base;
         T* dxr = dx + base;
-        const bool vector = aligned16(xr) && aligned16(dyr) && aligned16(dxr) && aligned16(w);
+        constexpr bool vector = VECTOR;
         const float r = rstd[row];
         float s = 0.0f;  // sum of g * w * xhat over the row, g = dy, xhat = x * r
         for (long long p0 = tx; p0 < packs; p0 += nx * P) {
@@ -263,19 +283,14 @@ struct BwdLoads {
     float r;
 };
 
-__device__ inline bool bwd_vector(const void* xr, const void* dyr, const void* dxr, bool w) {
-    return w && aligned16(xr) && aligned16(dyr) && aligned16(dxr);
-}
-
 // Issues the loads of one row's packs tx, tx + nx, ... and tail column; nothing waits on
 // them until the row is used.
 template <typename T, int P>
-__device__ inline void issue_bwd_row(const T* x, const T* dy, const float* rstd, T* dx,
-                                     long long row, long long cols, bool wv,
+__device__ inline void issue_bwd_row(const T* x, const T* dy, const float* rstd, long long row,
+                                     long long cols, bool vector,
                                      BwdLoads<T, P>& in) {
     const long long nx = blockDim.x, tx = threadIdx.x, base = row * cols;
     const long long packs = cols / Pack<T>::N;
-    const bool vector = bwd_vector(x + base, dy + base, dx + base, wv);
 #pragma unroll
     for (int u = 0; u < P; ++u)
         if (tx + u * nx < packs) {
@@ -312,7 +327,7 @@ struct SharedAcc {
     }
 };
 
-template <typename T, int P, typename Acc>
+template <typename T, int P, bool VECTOR, typename Acc>
 __device__ inline void bwd_rows_held(const T* x, const T* w, const T* dy, const float* rstd,
                                      T* dx, double* pr, long long rows, long long cols,
                                      float* sums, Acc acc) {
@@ -322,7 +337,7 @@ __device__ inline void bwd_rows_held(const T* x, const T* w, const T* dy, const 
     const long long packs = cols / W;
     const long long tail = packs * W;
     const bool has_tail = tail + tx < cols;  // a thread owns at most one tail column
-    const bool wv = aligned16(w);
+    constexpr bool vector = VECTOR;
 
     double acc_tail = 0.0;
 #pragma unroll
@@ -332,10 +347,9 @@ __device__ inline void bwd_rows_held(const T* x, const T* w, const T* dy, const 
 
     BwdLoads<T, P> in;
     long long row = blockIdx.x;
-    if (row < rows) issue_bwd_row(x, dy, rstd, dx, row, cols, wv, in);
+    if (row < rows) issue_bwd_row(x, dy, rstd, row, cols, vector, in);
     for (; row < rows; row += gridDim.x) {
         const long long base = row * cols;
-        const bool vector = bwd_vector(x + base, dy + base, dx + base, wv);
         // This row's packs as loaded, widened where used (held as floats beside the next
         // row's loads, a bfloat16 row of 16 columns a thread took 128 registers and spilled)
         const BwdLoads<T, P> cur = in;
@@ -343,7 +357,7 @@ __device__ inline void bwd_rows_held(const T* x, const T* w, const T* dy, const 
         const float xt = has_tail ? widen(cur.x_tail) : 0.0f;
         const float r = cur.r;
         const long long next = row + gridDim.x;  // its loads fly while this row reduces
-        if (next < rows) issue_bwd_row(x, dy, rstd, dx, next, cols, wv, in);
+        if (next < rows) issue_bwd_row(x, dy, rstd, next, cols, vector, in);
 
         float s = 0.0f;  // sum of g * w * xhat over the row, g = dy, xhat = x * r
 #pragma unroll
@@ -397,6 +411,21 @@ __device__ inline void bwd_rows_held(const T* x, const T* w, const T* dy, const 
 template <typename T> struct PipelinedBwd { static constexpr bool value = false; };
 template <> struct PipelinedBwd<float> { static constexpr bool value = true; };
 
+template <typename T, bool VECTOR>
+__device__ inline void bwd_kernel(const T* x, const T* w, const T* dy, const float* rstd,
+                                  T* dx, double* pr, long long rows, long long cols,
+                                  float* sums) {
+    constexpr int P = BWD_ELEMS / Pack<T>::N;
+    const bool fits = cols / Pack<T>::N <= (long long)blockDim.x * P;
+    if (fits && PipelinedBwd<T>::value)
+        bwd_rows_held<T, P, VECTOR>(x, w, dy, rstd, dx, pr, rows, cols, sums,
+                                    RegisterAcc<P, Pack<T>::N>());
+    else if (fits)
+        bwd_rows<T, true, VECTOR>(x, w, dy, rstd, dx, pr, rows, cols, sums);
+    else
+        bwd_rows<T, false, VECTOR>(x, w, dy, rstd, dx, pr, rows, cols, sums);
+}
+
 template <typename T>
 __global__ void __launch_bounds__(MAX_THREADS)
     rmsnorm_bwd(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ dy,
@@ -404,14 +433,10 @@ __global__ void __launch_bounds__(MAX_THREADS)
                 long long rows, long long cols) {
     __shared__ float sums[MAX_WARPS];
     double* pr = part + (long long)blockIdx.x * cols;
-    const bool fits = cols / Pack<T>::N <= (long long)blockDim.x * (BWD_ELEMS / Pack<T>::N);
-    if (fits && PipelinedBwd<T>::value)
-        bwd_rows_held<T, BWD_ELEMS / Pack<T>::N>(x, w, dy, rstd, dx, pr, rows, cols, sums,
-                                                 RegisterAcc<BWD_ELEMS / Pack<T>::N, Pack<T>::N>());
-    else if (fits)
-        bwd_rows<T, true>(x, w, dy, rstd, dx, pr, rows, cols, sums);
+    if (bwd_aligned16(x, w, dy, dx, cols))
+        bwd_kernel<T, true>(x, w, dy, rstd, dx, pr, rows, cols, sums);
     else
-        bwd_rows<T, false>(x, w, dy, rstd, dx, pr, rows, cols, sums);
+        bwd_kernel<T, false>(x, w, dy, rstd, dx, pr, rows, cols, sums);
 }
 
 template <typename T>
@@ -446,6 +471,11 @@ __global__ void __launch_bounds__(HELD_THREADS, 2)
                      double* __restrict__ part, long long rows, long long cols) {
     __shared__ float sums[MAX_WARPS];
     __shared__ double acc[HELD_PACKS * 8 * HELD_THREADS];
-    bwd_rows_held<T, HELD_PACKS>(x, w, dy, rstd, dx, part + (long long)blockIdx.x * cols, rows,
-                                 cols, sums, SharedAcc<Pack<T>::N>{acc});
+    double* pr = part + (long long)blockIdx.x * cols;
+    if (bwd_aligned16(x, w, dy, dx, cols))
+        bwd_rows_held<T, HELD_PACKS, true>(x, w, dy, rstd, dx, pr, rows, cols, sums,
+                                           SharedAcc<Pack<T>::N>{acc});
+    else
+        bwd_rows_held<T, HELD_PACKS, false>(x, w, dy, rstd, dx, pr, rows, cols, sums,
+                                            SharedAcc<Pack<T>::N>{acc});
 }
