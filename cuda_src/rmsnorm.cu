@@ -25,8 +25,6 @@
 #include <cuda_fp16.h>
 #define FWD_ELEMS 16  // columns a thread holds per row in the forward
 #define BWD_ELEMS 8   // and in the backward (x, dy and the weight gradient sums)
-#define HELD_PACKS 2    // rmsnorm_bwd_held: packs a thread (16 bfloat16 / float16 columns)
-#define HELD_THREADS 256  // and threads a block at most (its shared sums: 32 KiB)
 #define MAX_THREADS 512
 #define WARP 32
 #define MAX_WARPS 32
@@ -309,28 +307,14 @@ __device__ inline void issue_bwd_row(const T* x, const T* dy, const float* rstd,
 // reduction, so its bytes are in flight through the barriers and the output pass (one
 // row a block at a time left the loads idle there: 55% of copy bandwidth at float32
 // 16384x4096 on an H200, torch.compile's kernels 88%, 2026-11-28). Each row's arithmetic
-// is bwd_rows<T, true>'s, in its order.
-// Where bwd_rows_held keeps a thread's weight-gradient sums (P x W doubles): registers,
-// or shared memory (a thread's sums strided by blockDim.x: consecutive threads, consecutive
-// doubles), which frees 32 registers for a 2-byte row held 16 columns a thread.
-template <int P, int W>
-struct RegisterAcc {
-    double v[P][W];
-    __device__ double& operator()(int u, int j) { return v[u][j]; }
-};
-
-template <int W>
-struct SharedAcc {
-    double* s;
-    __device__ double& operator()(int u, int j) {
-        return s[(u * W + j) * blockDim.x + threadIdx.x];
-    }
-};
-
-template <typename T, int P, bool VECTOR, typename Acc>
+// is bwd_rows<T, true>'s, in its order. (A bfloat16 row held 16 columns a thread this way,
+// its weight-gradient sums in shared memory to stay at 2 blocks of 256 an SM, as
+// torch.compile's kernel runs: 180 us against rmsnorm_bwd's 163.5 at 16384x4096 on an
+// H200, 2026-11-28; removed.)
+template <typename T, int P, bool VECTOR>
 __device__ inline void bwd_rows_held(const T* x, const T* w, const T* dy, const float* rstd,
                                      T* dx, double* pr, long long rows, long long cols,
-                                     float* sums, Acc acc) {
+                                     float* sums) {
     constexpr int W = Pack<T>::N;
     const int tx = threadIdx.x;
     const long long nx = blockDim.x;
@@ -339,11 +323,12 @@ __device__ inline void bwd_rows_held(const T* x, const T* w, const T* dy, const 
     const bool has_tail = tail + tx < cols;  // a thread owns at most one tail column
     constexpr bool vector = VECTOR;
 
+    double acc[P][W];  // this thread's columns' sums
     double acc_tail = 0.0;
 #pragma unroll
     for (int u = 0; u < P; ++u)
 #pragma unroll
-        for (int j = 0; j < W; ++j) acc(u, j) = 0.0;
+        for (int j = 0; j < W; ++j) acc[u][j] = 0.0;
 
     BwdLoads<T, P> in;
     long long row = blockIdx.x;
@@ -384,7 +369,7 @@ __device__ inline void bwd_rows_held(const T* x, const T* w, const T* dy, const 
                     const float g = widen(cur.dy[u].v[j]);
                     const float xhat = widen(cur.x[u].v[j]) * r;
                     out.v[j] = (T)(r * (g * widen(wp.v[j]) - xhat * m));
-                    acc(u, j) += (double)(g * xhat);
+                    acc[u][j] += (double)(g * xhat);
                 }
                 store_pack(dxr, p, out, vector);
             }
@@ -400,14 +385,14 @@ __device__ inline void bwd_rows_held(const T* x, const T* w, const T* dy, const 
         const long long p = tx + u * nx;
         if (p < packs)
 #pragma unroll
-            for (int j = 0; j < W; ++j) pr[p * W + j] = acc(u, j);
+            for (int j = 0; j < W; ++j) pr[p * W + j] = acc[u][j];
     }
     if (has_tail) pr[tail + tx] = acc_tail;
 }
 
-// float: rows pipelined (bwd_rows_held); the 2-byte types keep bwd_rows here (pipelined
-// in this kernel, the bfloat16 one took 101 registers, not 64: one block of 512 an SM, not
-// two, and ran slower), and the bwd_elems knob's 16 pipelines them in rmsnorm_bwd_held.
+// float: rows pipelined (bwd_rows_held); the 2-byte types keep bwd_rows (pipelined in this
+// kernel, the bfloat16 one took 101 registers, not 64: one block of 512 an SM, not two,
+// and ran slower).
 template <typename T> struct PipelinedBwd { static constexpr bool value = false; };
 template <> struct PipelinedBwd<float> { static constexpr bool value = true; };
 
@@ -418,8 +403,7 @@ __device__ inline void bwd_kernel(const T* x, const T* w, const T* dy, const flo
     constexpr int P = BWD_ELEMS / Pack<T>::N;
     const bool fits = cols / Pack<T>::N <= (long long)blockDim.x * P;
     if (fits && PipelinedBwd<T>::value)
-        bwd_rows_held<T, P, VECTOR>(x, w, dy, rstd, dx, pr, rows, cols, sums,
-                                    RegisterAcc<P, Pack<T>::N>());
+        bwd_rows_held<T, P, VECTOR>(x, w, dy, rstd, dx, pr, rows, cols, sums);
     else if (fits)
         bwd_rows<T, true, VECTOR>(x, w, dy, rstd, dx, pr, rows, cols, sums);
     else
@@ -454,28 +438,4 @@ __global__ void rmsnorm_bwd_w(const double* __restrict__ part, T* __restrict__ d
         for (int i = 1; i < W_ROWS; ++i) s += sums[i][tx];
         dw[c] = (T)(float)s;
     }
-}
-
-// The bwd_elems knob's 16 for the 2-byte types: a row held 16 columns a thread (256
-// threads at 4096 columns) and pipelined as float's rows are (bwd_rows_held), its weight
-// gradient sums in shared memory (SharedAcc), in a kernel of its own so that
-// rmsnorm_bwd's registers stay those of its own paths. Blocks of at most HELD_THREADS.
-// Why: the bfloat16 backward at 16384x4096 took 204 us on an H200 against torch.compile's
-// 131 us for the same bytes, whose kernel pipelines 16 rows a program at 256 threads and
-// 120 registers (ncu, 2026-11-28); this one has 122 registers and no spill (NVRTC). Written
-// after that day's device time ran out: not yet timed, and no table picks bwd_elems 16.
-template <typename T>
-__global__ void __launch_bounds__(HELD_THREADS, 2)
-    rmsnorm_bwd_held(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ dy,
-                     const float* __restrict__ rstd, T* __restrict__ dx,
-                     double* __restrict__ part, long long rows, long long cols) {
-    __shared__ float sums[MAX_WARPS];
-    __shared__ double acc[HELD_PACKS * 8 * HELD_THREADS];
-    double* pr = part + (long long)blockIdx.x * cols;
-    if (bwd_aligned16(x, w, dy, dx, cols))
-        bwd_rows_held<T, HELD_PACKS, true>(x, w, dy, rstd, dx, pr, rows, cols, sums,
-                                           SharedAcc<Pack<T>::N>{acc});
-    else
-        bwd_rows_held<T, HELD_PACKS, false>(x, w, dy, rstd, dx, pr, rows, cols, sums,
-                                            SharedAcc<Pack<T>::N>{acc});
 }

@@ -30,8 +30,6 @@ import portkit
 
 FWD_ELEMS = 16  # columns a thread holds per row in the forward (the twin's registers)
 BWD_ELEMS = 8  # and in the backward (x and dy, plus the weight gradient sums)
-HELD_PACKS = 2  # 16-byte packs a thread of the twin's rmsnorm_bwd_held holds (2-byte types)
-HELD_THREADS = 256  # and its threads a block at most
 MAX_THREADS = 512  # a row's threads at most (the twin's __launch_bounds__)
 BWD_THREADS_PER_SM = 1024  # the backward's persistent grid: this many threads per SM
 ROWS_PER_PART = 128  # at most (16384 rows on an H100's 132 SMs: 124 a block)
@@ -148,16 +146,6 @@ def bwd_rows(x, w, dy, rstd, dx, part, rows, cols, sums):
 
 @cuda.jit
 def rmsnorm_bwd(x, w, dy, rstd, dx, part, rows, cols):
-    sums = cuda.shared.array(MAX_WARPS, dtype=float32)
-    bwd_rows(x, w, dy, rstd, dx, part, rows, cols, sums)
-
-
-@cuda.jit
-def rmsnorm_bwd_held(x, w, dy, rstd, dx, part, rows, cols):
-    """rmsnorm_bwd for the bwd_elems knob's 16 on 2-byte rows of at most HELD_PACKS packs a
-    thread and blocks of at most HELD_THREADS: the same arithmetic in the same order (the
-    twin holds the row 16 columns a thread, loads the next row while it reduces this one,
-    and keeps its weight-gradient sums in shared memory)."""
     sums = cuda.shared.array(MAX_WARPS, dtype=float32)
     bwd_rows(x, w, dy, rstd, dx, part, rows, cols, sums)
 
@@ -283,10 +271,6 @@ class RMSNorm:
             1, min(rows, max(per_sm * portkit.sm_count(k), portkit.cdiv(rows, ROWS_PER_PART)))
         )
         part = k.empty((parts, cols), torch.float64)
-        kernel = k.rmsnorm_bwd
-        held = cols // 8 <= threads * HELD_PACKS and threads <= HELD_THREADS
-        if x.element_size() == 2 and kn.bwd_elems == 16 and held:
-            kernel = k.rmsnorm_bwd_held  # 16 columns a thread, held and pipelined
-        kernel[parts, threads](x, w, dy, rstd, dx, part, rows, cols)
+        k.rmsnorm_bwd[parts, threads](x, w, dy, rstd, dx, part, rows, cols)
         k.rmsnorm_bwd_w[portkit.cdiv(cols, W_COLS), (W_COLS, W_ROWS)](part, dw, parts, cols)
         return dx, dw

@@ -23,7 +23,7 @@ def ops():
     from portkit.project.discovery import discover
 
     catalog = discover(load_config(REPO))
-    return {name: catalog.get(name) for name in ("layernorm", "sigmoid", "softmax", "rmsnorm")}
+    return {name: catalog.get(name) for name in ("layernorm", "sigmoid", "softmax")}
 
 
 def launches(op, shapes, dtype, **knobs):
@@ -93,24 +93,6 @@ def test_knob_only_kernels_are_traced(ops):
     assert "layernorm_bwd32" in {launch.kernel for _, launch in traced_launches(ops["layernorm"])}
     assert "sigmoid_fwd_packs" in {launch.kernel for _, launch in traced_launches(ops["sigmoid"])}
     assert "softmax_rows2_fwd" in {launch.kernel for _, launch in traced_launches(ops["softmax"])}
-    assert "rmsnorm_bwd_held" in {launch.kernel for _, launch in traced_launches(ops["rmsnorm"])}
-
-
-@pytest.mark.parametrize(
-    ("dtype", "cols", "elems", "kernel"),
-    [
-        ("bfloat16", 4096, 16, "rmsnorm_bwd_held"),  # 256 threads, 2 packs each
-        ("float16", 127, 16, "rmsnorm_bwd_held"),  # 15 packs and a tail: one warp
-        ("bfloat16", 4096, 8, "rmsnorm_bwd"),  # the tuned values: 512 threads, 1 pack
-        ("bfloat16", 8192, 16, "rmsnorm_bwd"),  # 512 threads: more than its shared sums
-        ("float32", 4096, 16, "rmsnorm_bwd"),  # float keeps its own pipelined rows
-    ],
-)
-def test_rmsnorm_bwd_elems_16_holds_a_two_byte_row_in_its_own_kernel(
-    ops, dtype, cols, elems, kernel
-):
-    _, bwd, _ = launches(ops["rmsnorm"], ((64, cols), (cols,)), dtype, bwd_elems=elems)
-    assert bwd.kernel == kernel
 
 
 def test_ops_whose_defaults_launch_every_kernel_trace_nothing_more():
@@ -137,9 +119,6 @@ def test_ops_whose_defaults_launch_every_kernel_trace_nothing_more():
         ("sigmoid", "sigmoid_fwd_packs<float>", 64),
         # 48: 10 blocks of 128 an SM, where softmax_rows_fwd's 80 leave 6
         ("softmax", "softmax_rows2_fwd<float>", 48),
-        # 128: two blocks of 256 an SM (and 2 x 32 KiB of shared sums), as torch.compile's
-        # bfloat16 backward runs (120 registers, 2026-11-28)
-        ("rmsnorm", "rmsnorm_bwd_held<__nv_bfloat16>", 128),
     ],
 )
 def test_twin_knob_kernels_keep_their_registers_and_do_not_spill(ops, op_name, kernel, most):
