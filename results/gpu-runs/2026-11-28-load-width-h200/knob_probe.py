@@ -41,4 +41,5 @@ for spec in specs:
 rows = Bench(CudaClock(), reps=30, warmup=3).run_case(op, case, backends)
 for row in rows:
     t = "-" if row.time is None else f"{row.time.median:8.1f}"
-    print(f"{op_name} {case_name} {row.direction:4} {t} us  {row.status.value:5} {row.implementation}")
+    status = row.status.value
+    print(f"{op_name} {case_name} {row.direction:4} {t} us  {status:5} {row.implementation}")
