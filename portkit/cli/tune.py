@@ -57,6 +57,15 @@ STRATEGIES = ("auto", "grid", "greedy", "random")  # portkit.tuning.search's
     help="Start no case after this many seconds: the cases done are in the table, the "
     "rest are named with the command that tunes them (exit 3). Default: every case.",
 )
+@click.option(
+    "--try",
+    "try_specs",
+    multiple=True,
+    metavar="KNOB=VALUE[,...]",
+    help="Time this configuration beside the one this GPU runs now (its table entry, else "
+    "the defaults), which it overrides knob by knob; forward and backward apart, per case. "
+    "Repeatable. No search, nothing written; exit 1 if a tried configuration is wrong.",
+)
 @click.option("--dry-run", is_flag=True, help="Time and report; write no table.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 @user_errors
@@ -68,6 +77,7 @@ def tune(
     reps: int,
     warmup: int,
     time_limit: float | None,
+    try_specs: tuple[str, ...],
     dry_run: bool,
     as_json: bool,
 ) -> None:
@@ -97,6 +107,7 @@ def tune(
       portkit tune layernorm --strategy greedy --budget 20 --json
       portkit tune rmsnorm --dry-run     # time and report, write nothing
       portkit tune softmax --time-limit 300   # what fits in 5 minutes, the rest named
+      portkit tune rmsnorm --case bfloat16-16384x4096 --try bwd_elems=16 --try fwd_elems=8
     """
     emit = json_output(as_json)
     session = load_project()
@@ -109,6 +120,10 @@ def tune(
         )
     from portkit.backends import create
     from portkit.bench.cases import Wanted, bench_cases
+    from portkit.tuning.tries import parse_try
+
+    declared = dict(op.definition.knobs)
+    overrides = [parse_try(spec, declared) for spec in try_specs]
 
     twin = create("twin", config)
     reason = twin.unavailable_reason or twin.unsupported_reason(op)
@@ -124,6 +139,11 @@ def tune(
     from portkit.tuning.runner import table_results, tune_op
 
     gpu = torch.cuda.get_device_name()
+    if overrides:
+        from portkit.cli.tune_tries import run_tries
+
+        run_tries(op, cases, twin, config, gpu, overrides, reps=reps, warmup=warmup,
+                  as_json=as_json)  # fmt: skip
     batches = 1 if strategy == "grid" else 2 * len(op.definition.knobs) + 1
     directions = 2 if op.definition.has_backward else 1
     total = len(cases) * batches * directions
@@ -194,7 +214,10 @@ def _case_dict(tuning: CaseTuning) -> dict[str, Any]:
         "tried": len(tuning.trials.times),
         "wrong": [{"config": dict(c), "why": why} for c, why in tuning.failures.items()],
         # every configuration timed, in the order tried: what the search saw, not just won
-        "trials": [{"config": dict(c), "us": us} for c, us in tuning.trials.times.items()],
+        "trials": [
+            {"config": dict(c), "us": us, **tuning.directions_us(c)}
+            for c, us in tuning.trials.times.items()
+        ],
     }
 
 

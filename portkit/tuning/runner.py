@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from portkit.bench.runner import Bench
+from portkit.bench.runner import DIRECTIONS, Bench
 from portkit.checking.configurations import PinnedBackend
 from portkit.project.tuning_table import knob_choice
 from portkit.results import Outcome
@@ -42,6 +42,13 @@ class CaseTuning:
     trials: Trials
     default: Config
     failures: dict[Config, str]  # why a configuration has no time
+    # configuration -> direction ("forward", "backward") -> median us, of those timed
+    directions: dict[Config, dict[str, float]] = field(default_factory=dict)
+
+    def directions_us(self, config: Config) -> dict[str, float | None]:
+        """forward_us and backward_us of ``config`` (None: not timed, or wrong)."""
+        split = self.directions.get(config, {})
+        return {f"{d}_us": split.get(d) for d in DIRECTIONS}
 
     @property
     def default_us(self) -> float | None:
@@ -75,6 +82,7 @@ class CaseEvaluator:
         self.choice = knob_choice(op, config)
         self.buckets: dict[str, None] = {}
         self.failures: dict[Config, str] = {}
+        self.directions: dict[Config, dict[str, float]] = {}
 
     def __call__(self, batch: list[Config]) -> dict[Config, float | None]:
         pinned = {}
@@ -94,6 +102,7 @@ class CaseEvaluator:
                 times[config] = None
                 continue
             times[config] = (times[config] or 0.0) + row.time.median
+            self.directions.setdefault(config, {})[row.direction] = row.time.median
         return times
 
 
@@ -115,7 +124,36 @@ def tune_case(
     evaluate = CaseEvaluator(op, case, backend, config, bench)
     trials = search(declared, evaluate, strategy, budget)
     return CaseTuning(
-        case.name, tuple(evaluate.buckets), trials, defaults(declared), evaluate.failures
+        case.name,
+        tuple(evaluate.buckets),
+        trials,
+        defaults(declared),
+        evaluate.failures,
+        evaluate.directions,
+    )
+
+
+def try_case(
+    op: Op,
+    case: Case,
+    backend: Backend,
+    config: ProjectConfig,
+    clock: Clock,
+    current: Config,
+    tries: Sequence[Config],
+    *,
+    reps: int = 30,
+    warmup: int = 3,
+    advance: Callable[[str], None] | None = None,
+) -> CaseTuning:
+    """``current`` and each of ``tries`` timed in one batch at one case (no search): the
+    tuning's ``default`` is ``current``, what the others are measured against."""
+    bench = Bench(clock, reps=reps, warmup=warmup, advance=advance)
+    evaluate = CaseEvaluator(op, case, backend, config, bench)
+    batch = list(dict.fromkeys([current, *tries]))
+    trials = Trials(dict(evaluate(batch)))
+    return CaseTuning(
+        case.name, tuple(evaluate.buckets), trials, current, evaluate.failures, evaluate.directions
     )
 
 
