@@ -114,3 +114,24 @@ def test_a_good_try_without_a_gpu_says_it_needs_one(tuned_project, cli):  # noqa
     result = cli(root, "tune", "twice", "--try", "threads=64,skip=1")
     assert result.exit_code == 2
     assert "portkit tune times the twin on this machine's GPU" in result.output
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_a_try_times_both_directions_and_writes_nothing(cli):
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    table = repo / "tuning" / "sigmoid.json"
+    before = table.read_bytes()
+    result = cli(repo, "tune", "sigmoid", "--try", "fwd_packs=4", "--try", "fwd_threads=512",
+                 "--reps", "5", "--warmup", "1", "--json")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output[result.output.index('{\n "op"') :])
+    for case in data["cases"]:
+        rows = case["rows"]
+        assert rows[0]["current"]
+        assert 4 in {r["config"]["fwd_packs"] for r in rows}
+        assert 512 in {r["config"]["fwd_threads"] for r in rows}
+        assert all(r["wrong"] is None and r["forward_us"] > 0 for r in rows)
+        assert all(r["backward_us"] > 0 for r in rows)
+    assert table.read_bytes() == before
