@@ -1,3 +1,10 @@
+// Alternative to cuda_src/layernorm.cu for a timing run (scripts/bench_alternatives.sh):
+// the load width (16-byte packs or element by element) fixed once a launch where the H200
+// A/B of 2026-11-28 said it pays, the 2-byte backward and the float32 forward, and per
+// row elsewhere (results/gpu-runs/2026-11-28-load-width-h200, call 7). Registers as
+// cuda_src's under NVRTC; the CPU twin's check passes. Not yet run on a GPU: time it,
+// then check it (portkit check layernorm --backend twin --backend numba) before moving
+// it into cuda_src/.
 // Twin of prototypes/layernorm.py: y = (x - mean) * rstd * w + b per row, each output
 // rounded once at its store; xhat * w + b in float for the narrow types, double for double
 // (the prototype's wide flag, here the Affine<T> type). The sums across threads are double
