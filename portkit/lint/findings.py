@@ -3,7 +3,8 @@
 For every op: does each prototype kernel compile for sm_90 with the argument types its
 cases launch, and does the twin compile and take what the launcher passes (errors,
 build/signature.py); where does a kernel without float64 inputs compute in float64 (an error,
-from numba's typed IR, confirmed by the PTX), where does a loop do 64-bit index
+from numba's typed IR, confirmed by the PTX), where does the twin truncate a 64-bit index
+or use a generic lambda an older NVRTC refuses (errors), where does a loop do 64-bit index
 arithmetic, which launches cannot fill an H100 (warnings); and, side by side for
 prototype and twin, the resources each kernel will use on the GPU. Severities:
 build/finding.py.
@@ -26,6 +27,7 @@ from portkit.build.finding import Finding, Severity, one_per_line
 from portkit.build.signature import signature_findings
 from portkit.errors import PortkitError
 from portkit.launch.trace import one_knob_changed, record_launches, small_cases
+from portkit.lint.twin_lambdas import twin_lambda_findings
 from portkit.lint.twin_truncation import truncation_findings
 from portkit.results import Outcome
 
@@ -198,7 +200,13 @@ def op_findings(
     ``::lint`` item report for an op that compiles: the code findings (through the
     cache; True when they came from it) and the twin signature findings."""
     findings, cached = remembered_code_findings(op, config, signatures)
-    return signature_findings(op) + truncation_findings(op) + findings, cached
+    return twin_findings(op) + findings, cached
+
+
+def twin_findings(op: Op) -> list[Finding]:
+    """What the twin's source shows: its signatures against the launches, 32-bit
+    truncation, generic lambdas older NVRTC refuses."""
+    return signature_findings(op) + truncation_findings(op) + twin_lambda_findings(op)
 
 
 def lint_op(op: Op, config: ProjectConfig, report: LintReport, resources: bool = True) -> None:
@@ -211,7 +219,7 @@ def lint_op(op: Op, config: ProjectConfig, report: LintReport, resources: bool =
     not_linted = mlir_reason(op)
     if not_linted:  # the twin's checks still apply
         report.skipped.append(f"{op.name}: prototype not linted: {not_linted}")
-        report.findings += signature_findings(op) + truncation_findings(op)
+        report.findings += twin_findings(op)
         return
     signatures = signatures_by_dtype(op) if resources else None
     report.findings += op_findings(op, config, signatures)[0]
