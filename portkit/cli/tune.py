@@ -64,7 +64,8 @@ STRATEGIES = ("auto", "grid", "greedy", "random")  # portkit.tuning.search's
     metavar="KNOB=VALUE[,...]",
     help="Time this configuration beside the one this GPU runs now (its table entry, else "
     "the defaults), which it overrides knob by knob; forward and backward apart, per case. "
-    "Repeatable. No search, nothing written; exit 1 if a tried configuration is wrong.",
+    "Repeatable. No search (so no --strategy, --budget, --time-limit), nothing written; "
+    "exit 1 if a tried configuration is wrong.",
 )
 @click.option("--dry-run", is_flag=True, help="Time and report; write no table.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
@@ -124,6 +125,7 @@ def tune(
 
     declared = dict(op.definition.knobs)
     overrides = [parse_try(spec, declared) for spec in try_specs]
+    _search_options_without_a_search(overrides)
 
     twin = create("twin", config)
     reason = twin.unavailable_reason or twin.unsupported_reason(op)
@@ -192,6 +194,23 @@ def tune(
     if untuned:
         click.secho(_continue_line(op.name, untuned, time_limit), fg="yellow", err=True)
     sys.exit(1 if failed else EXIT_NOTHING_RAN if untuned else 0)
+
+
+def _search_options_without_a_search(overrides: list[dict[str, Any]]) -> None:
+    """--try runs no search: a search option given with it would be silently ignored."""
+    if not overrides:
+        return
+    context = click.get_current_context()
+    given = [
+        f"--{name.replace('_', '-')}"
+        for name in ("strategy", "budget", "time_limit")
+        if context.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE
+    ]
+    if given:
+        raise PortkitError(
+            f"--try times the configurations named, with no search: {', '.join(given)} "
+            "would do nothing; leave it out, or search without --try"
+        )
 
 
 def _continue_line(op: str, untuned: list[str], time_limit: float | None) -> str:

@@ -140,3 +140,13 @@ def test_on_a_gpu_a_try_times_both_directions_and_writes_nothing(cli):
         assert all(r["wrong"] is None and r["forward_us"] > 0 for r in rows)
         assert all(r["backward_us"] > 0 for r in rows)
     assert table.read_bytes() == before
+
+
+def test_a_search_option_beside_try_is_an_error_not_ignored(tuned_project, cli):  # noqa: F811
+    root, *_ = tuned_project
+    result = cli(root, "tune", "twice", "--try", "threads=64", "--budget", "4",
+                 "--time-limit", "10")  # fmt: skip
+    assert result.exit_code == 2
+    assert "--try times the configurations named, with no search: --budget, --time-limit" in (
+        result.output
+    )
