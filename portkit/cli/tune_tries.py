@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from portkit.project.discovery import Op
     from portkit.tuning.runner import CaseTuning
 
+
 def run_tries(
     op: Op,
     cases: Sequence[Case],
@@ -44,7 +45,7 @@ def run_tries(
     tunings: list[CaseTuning] = []
     with progress_bar(make_console(stderr=True), len(cases) * directions, verb="timing") as advance:
         for case in cases:
-            current = current_config(table, gpu, case.name, declared)
+            current = current_config(table, gpu, case, declared)
             tries = [apply(current, o) for o in overrides]
             tunings.append(
                 try_case(op, case, twin, config, CudaClock(), current, tries, reps=reps,

@@ -9,10 +9,14 @@ declared ones: a launcher may rely on them (template instantiations, shared size
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from portkit.errors import PortkitError
+from portkit.runtime.knob_choice import bucket
 from portkit.tuning.search import Config
+
+if TYPE_CHECKING:
+    from portkit.project.cases import Case
 
 
 def parse_try(spec: str, declared: Mapping[str, Sequence[Any]]) -> dict[str, Any]:
@@ -41,18 +45,20 @@ def parse_try(spec: str, declared: Mapping[str, Sequence[Any]]) -> dict[str, Any
 def current_config(
     table: Mapping[str, Any] | None,
     gpu: str,
-    case_name: str,
+    case: Case,
     declared: Mapping[str, Sequence[Any]],
 ) -> Config:
-    """What this GPU runs at the case: its table entry's configuration (found by the case
-    name the entry records), else the defaults (each knob's first value)."""
+    """What this GPU runs at ``case``: the configuration of its table entry (the one that
+    records the case's name, else the one of its first input's shape bucket, which
+    ``portkit.knobs(k, x)`` reads for a launcher's first input), else the defaults."""
     config = {name: values[0] for name, values in declared.items()}
     entries = (table or {}).get("gpus", {}).get(gpu, {})
-    for entry in entries.values():
-        if isinstance(entry, dict) and entry.get("case") == case_name:
-            tabled = entry.get("config", {})
-            config.update({k: v for k, v in tabled.items() if k in declared})
-            break
+    named = [e for e in entries.values() if isinstance(e, dict) and e.get("case") == case.name]
+    dtype = case.input_dtypes[0] if case.input_dtypes else case.dtype
+    entry = named[0] if named else entries.get(bucket(dtype, case.shapes[0] if case.shapes else ()))
+    if isinstance(entry, dict):
+        tabled = entry.get("config", {})
+        config.update({k: v for k, v in tabled.items() if k in declared})
     return tuple(config.items())
 
 

@@ -37,20 +37,30 @@ def test_a_bad_spec_names_what_is_wrong(spec, message):
 
 
 def test_the_current_configuration_is_this_gpus_entry_for_the_case_else_the_defaults():
+    from portkit.project.cases import Case
+
     table = {
         "gpus": {
-            "H": {"float32-256": {"config": {"threads": 64, "skip": 2}, "case": "small"}},
+            "H": {
+                "float32-256": {"config": {"threads": 64, "skip": 2}, "case": "small"},
+                "bfloat16-4096x4096": {"config": {"math": "float32"}, "case": "other"},
+            },
             "G": {"float32-256": {"config": {"threads": 64}, "case": "small"}},
         }
     }
-    assert dict(current_config(table, "H", "small", DECLARED)) == {
+    small = Case("small", ((200,),))
+    assert dict(current_config(table, "H", small, DECLARED)) == {
         "threads": 64, "skip": 2, "math": "float64"
     }  # fmt: skip
-    assert dict(current_config(table, "H", "large", DECLARED)) == {
+    # no entry records the case: the entry of its first input's bucket, as knobs(k, x) reads
+    wide = Case("wide", ((4000, 4100), (4100,)), "bfloat16")
+    assert dict(current_config(table, "H", wide, DECLARED))["math"] == "float32"
+    large = Case("large", ((100000,),))
+    assert dict(current_config(table, "H", large, DECLARED)) == {
         "threads": 32, "skip": 1, "math": "float64"
     }  # fmt: skip
-    assert dict(current_config(None, "H", "small", DECLARED))["threads"] == 32
-    current = current_config(table, "G", "small", DECLARED)
+    assert dict(current_config(None, "H", small, DECLARED))["threads"] == 32
+    current = current_config(table, "G", small, DECLARED)
     assert apply(current, {"skip": 2}) == (("threads", 64), ("skip", 2), ("math", "float64"))
 
 
