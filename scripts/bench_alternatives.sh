@@ -3,13 +3,16 @@
 #
 #   bash scripts/bench_alternatives.sh [FILE.cu ...]      # default: scripts/tuning/*.cu
 #   BENCH_ARGS="--reps 20 --direction forward" bash scripts/bench_alternatives.sh
+#   CHECK=0 bash scripts/bench_alternatives.sh   # time only: no `portkit check` of each
 #
 # A file scripts/tuning/<op>_<variant>.cu holds the same kernels (names and signatures) as
 # cuda_src/<op>.cu, written another way. For each file this runs `portkit bench <op>` twice,
 # torch and twin rows, in a scratch project whose pyproject.toml points at the repository's
 # prototypes/ and at a cuda_src/ where <op>.cu is first the repository's, then the
-# alternative (every other twin is a link to the repository's). Compare the "x torch"
-# columns of the two runs: each ratio is torch and a twin timed side by side in one run.
+# alternative (every other twin is a link to the repository's), the repository's tuning/
+# linked so both run this GPU's tuned configurations; then `portkit check` of the
+# alternative. Compare the "x torch" columns of the two runs: each ratio is torch and a
+# twin timed side by side in one run.
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 FILES=("$@")
@@ -39,6 +42,9 @@ for file in "${FILES[@]}"; do
     scratch=$(mktemp -d)
     mkdir "$scratch/cuda_src"
     ln -s "$REPO"/cuda_src/*.cu "$scratch/cuda_src/"
+    # the repository's tuning tables: both twins run the configurations this GPU's table
+    # picks (without them both ran the defaults, not what portkit.load runs)
+    [ -d "$REPO/tuning" ] && ln -s "$REPO/tuning" "$scratch/tuning"
     if [ "$which" != repository ]; then
       rm "$scratch/cuda_src/$op.cu"
       cp "$file" "$scratch/cuda_src/$op.cu"
@@ -47,6 +53,13 @@ for file in "${FILES[@]}"; do
     echo "=== $op: $which twin"
     (cd "$scratch" && PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}" "$PY" -m portkit.cli bench "$op" \
       --impl torch --impl twin ${BENCH_ARGS:-}) || status=1
+    if [ "$which" != repository ] && [ "${CHECK:-1}" = 1 ]; then
+      # faster means nothing if wrong: every configuration the table picks, against the
+      # reference and numba (CHECK=0 leaves it out)
+      echo "=== $op: $which twin checked"
+      (cd "$scratch" && PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}" "$PY" -m portkit.cli check \
+        "$op" --backend twin --backend numba --no-compile) || status=1
+    fi
     rm -rf "$scratch"
   done
 done
