@@ -111,12 +111,11 @@ def bwd_element(x, w, dy, dx, part, row, c, r, m):
     part[cuda.blockIdx.x, c] += float64(g * xhat)  # portkit: allow-float64
 
 
-@cuda.jit(device=True)
-def bwd_rows(x, w, dy, rstd, dx, part, rows, cols, sums):
-    """The backward's rows, walked by a persistent grid, one row a block at a time: dx, and
-    each column's weight-gradient terms added to the block's partial row."""
+@cuda.jit
+def rmsnorm_bwd(x, w, dy, rstd, dx, part, rows, cols):
     tx = cuda.threadIdx.x
     nx = cuda.blockDim.x
+    sums = cuda.shared.array(MAX_WARPS, dtype=float32)
     width = 16 // x.itemsize
     packs = cols // width
     tail = packs * width
@@ -142,12 +141,6 @@ def bwd_rows(x, w, dy, rstd, dx, part, rows, cols, sums):
                 bwd_element(x, w, dy, dx, part, row, p * width + j, r, m)
         for c in range(tail + tx, cols, nx):
             bwd_element(x, w, dy, dx, part, row, c, r, m)
-
-
-@cuda.jit
-def rmsnorm_bwd(x, w, dy, rstd, dx, part, rows, cols):
-    sums = cuda.shared.array(MAX_WARPS, dtype=float32)
-    bwd_rows(x, w, dy, rstd, dx, part, rows, cols, sums)
 
 
 @cuda.jit

@@ -22,15 +22,13 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from portkit.backends.twin.source import blank_comments_and_strings
 from portkit.build.finding import Finding, Severity
 
 if TYPE_CHECKING:
     from portkit.project.discovery import Op
 
 LAMBDA = "generic-lambda"  # the finding kind
-_COMMENT_OR_STRING = re.compile(
-    r"//[^\n]*|/\*.*?\*/|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.S
-)
 _SPECIFIERS = re.compile(r"\s*(?:mutable|constexpr|noexcept|__device__|__host__|static)\b")
 _RETURN_TYPE = re.compile(r"\s*->\s*[\w:<>,\s*&]+?(?=\s*\{)")
 
@@ -63,7 +61,7 @@ def twin_lambda_findings(op: Op) -> list[Finding]:
 
 def generic_lambda_lines(source: str) -> list[int]:
     """The 1-based lines of ``source`` (C++) where a generic lambda expression begins."""
-    code = _COMMENT_OR_STRING.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), source)
+    code = blank_comments_and_strings(source)
     lines: list[int] = []
     for match in re.finditer(r"\[", code):
         start = match.start()

@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from portkit.backends.twin.source import blank_comments_and_strings
 from portkit.mutate.model import Mutant
 
 _BARRIER = re.compile(r"\b(__syncthreads|__syncwarp)\s*\(\s*[^;]*\)\s*;")
@@ -42,31 +43,7 @@ class CodeLine:
 def scan(text: str) -> list[CodeLine]:
     """Every line's code (comments and string literals blanked) and whether it is in the
     body of a ``template <typename T ...>`` function."""
-    blank = list(text)
-    i, n = 0, len(text)
-    while i < n:
-        two = text[i : i + 2]
-        if two == "//":
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-        elif two == "/*":
-            j = text.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-        elif text[i] in "\"'":
-            j = i + 1
-            while j < n and text[j] != text[i] and text[j] != "\n":
-                j += 2 if text[j] == "\\" else 1
-            j = min(j + 1, n)
-            i += 1  # keep the quotes, blank what is between them
-            j -= 1
-        else:
-            i += 1
-            continue
-        for k in range(i, j):
-            if blank[k] != "\n":
-                blank[k] = " "
-        i = max(j, i + 1)
-    code = "".join(blank)
+    code = blank_comments_and_strings(text)
     lines: list[CodeLine] = []
     depth, pending, templated, start = 0, False, False, 0
     for number, line in enumerate(code.split("\n"), 1):

@@ -55,6 +55,37 @@ def _template_params(text: str | None, kernel: str, path: Path, line: int) -> tu
     return tuple(names)
 
 
+def blank_comments_and_strings(text: str) -> str:
+    """C or CUDA source with its comments and the insides of its string and character
+    literals blanked to spaces (the quotes kept), newlines kept, so offsets, lines and
+    columns still match the file: what text-level readers of a twin search."""
+    blank = list(text)
+    i, n = 0, len(text)
+    while i < n:
+        two = text[i : i + 2]
+        if two == "//":
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+        elif two == "/*":
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+        elif text[i] in "\"'":
+            j = i + 1
+            while j < n and text[j] != text[i] and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            j = min(j + 1, n)
+            i += 1  # keep the quotes, blank what is between them
+            j -= 1
+        else:
+            i += 1
+            continue
+        for k in range(i, j):
+            if blank[k] != "\n":
+                blank[k] = " "
+        i = max(j, i + 1)
+    return "".join(blank)
+
+
 def parse_twin(path: Path) -> dict[str, TwinKernel]:
     source = path.read_text()
     # Blank out comments but keep newlines so that line numbers still match.
