@@ -311,11 +311,12 @@ __device__ inline void issue_bwd_row(const T* x, const T* dy, const float* rstd,
 // its weight-gradient sums in shared memory to stay at 2 blocks of 256 an SM, as
 // torch.compile's kernel runs: 180 us against rmsnorm_bwd's 163.5 at 16384x4096 on an
 // H200, 2026-11-28; removed.)
-template <typename T, int P, bool VECTOR>
+template <typename T, bool VECTOR>
 __device__ inline void bwd_rows_held(const T* x, const T* w, const T* dy, const float* rstd,
                                      T* dx, double* pr, long long rows, long long cols,
                                      float* sums) {
     constexpr int W = Pack<T>::N;
+    constexpr int P = BWD_ELEMS / W;
     const int tx = threadIdx.x;
     const long long nx = blockDim.x;
     const long long packs = cols / W;
@@ -335,8 +336,8 @@ __device__ inline void bwd_rows_held(const T* x, const T* w, const T* dy, const 
     if (row < rows) issue_bwd_row(x, dy, rstd, row, cols, vector, in);
     for (; row < rows; row += gridDim.x) {
         const long long base = row * cols;
-        // This row's packs as loaded, widened where used (held as floats beside the next
-        // row's loads, a bfloat16 row of 16 columns a thread took 128 registers and spilled)
+        // This row's packs as loaded, widened where used (float's widen is the identity:
+        // the same loads and stores as holding a float copy of them)
         const BwdLoads<T, P> cur = in;
         const float gt = has_tail ? widen(cur.dy_tail) : 0.0f;
         const float xt = has_tail ? widen(cur.x_tail) : 0.0f;
@@ -400,10 +401,9 @@ template <typename T, bool VECTOR>
 __device__ inline void bwd_kernel(const T* x, const T* w, const T* dy, const float* rstd,
                                   T* dx, double* pr, long long rows, long long cols,
                                   float* sums) {
-    constexpr int P = BWD_ELEMS / Pack<T>::N;
-    const bool fits = cols / Pack<T>::N <= (long long)blockDim.x * P;
+    const bool fits = cols / Pack<T>::N <= (long long)blockDim.x * (BWD_ELEMS / Pack<T>::N);
     if (fits && PipelinedBwd<T>::value)
-        bwd_rows_held<T, P, VECTOR>(x, w, dy, rstd, dx, pr, rows, cols, sums);
+        bwd_rows_held<T, VECTOR>(x, w, dy, rstd, dx, pr, rows, cols, sums);
     else if (fits)
         bwd_rows<T, true, VECTOR>(x, w, dy, rstd, dx, pr, rows, cols, sums);
     else
