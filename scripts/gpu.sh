@@ -68,7 +68,8 @@
 #              (WARM=1: an earlier subcommand warmed PORTKIT_GPU_CACHE), then `portkit
 #              check --all` (-j 1), the same with nothing changed (every row cached), and
 #              --no-cache -j GPUs (CHECK_ALL=0 leaves those three out); ALONE=1 adds each
-#              shard run alone on one GPU and its cores (a runner of its own)
+#              shard run alone on one GPU and its cores (a runner of its own), AT_ONCE=0
+#              leaves out the N shards at once on this host
 #
 # Every step has its own timeout; each subcommand stays under 10 minutes. Logs go to
 # $OUT/NAME/ and are packed into $OUT/NAME.tgz (one file to copy off the machine);
@@ -481,7 +482,7 @@ shards() {
   command -v taskset > /dev/null && pin=(taskset -c "0-$((per - 1))")
   CUDA_VISIBLE_DEVICES=0 PORTKIT_VERDICT_CACHE=0 step suite-1-gpu 240 "${pin[@]}" "${PYTEST[@]}" \
     -n "$per" prototypes --portkit-durations "$durations"
-  if [ "$gpus" -ge 2 ]; then
+  if [ "$gpus" -ge 2 ] && [ "${AT_ONCE:-1}" = 1 ]; then
     OUT=$LOGS/shards WORKERS=$per PYTHON=$PY PORTKIT_VERDICT_CACHE=0 step "suite-$gpus-shards" \
       150 bash scripts/shard_suite.sh "$gpus" "${PLUGIN[@]}" -q -p no:cacheprovider \
       prototypes --portkit-durations "$durations"

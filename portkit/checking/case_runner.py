@@ -50,7 +50,7 @@ from portkit.errors import (
 from portkit.launch.compose import compose_kernels
 from portkit.launch.guards import GuardZones
 from portkit.launch.op_inputs import as_tuple
-from portkit.project.cases import Case, make_grad_outputs, make_inputs
+from portkit.project.cases import Case, draw_device, make_grad_outputs, make_inputs
 from portkit.results import CheckResult, FailureSite, Outcome, Stage, ValueMismatch, compile_check
 from portkit.torch_op.load import registered_callable
 
@@ -91,7 +91,7 @@ class CaseRunner:
     case: Case
     results: list[CheckResult] = field(default_factory=list)
     _references: dict[str, Any] = field(default_factory=dict)
-    _cpu_inputs: list[Any] | None = None
+    _drawn_inputs: list[Any] | None = None
     # How to rerun this case, appended to every failure; `portkit sim` sets its own.
     rerun: str = ""
     settings: CheckSettings = field(default_factory=CheckSettings)
@@ -196,9 +196,9 @@ class CaseRunner:
         """A fresh copy of the case's inputs on ``device``. They are made once per case:
         drawing a GPU-sized case's random numbers again for every implementation cost
         seconds a check (6.9 s of a `portkit check sigmoid` on the H100 machine)."""
-        if self._cpu_inputs is None:
-            self._cpu_inputs = make_inputs(self.case, "cpu")
-        return [t.to(device, copy=True) for t in self._cpu_inputs]
+        if self._drawn_inputs is None:  # kept where drawn (a GPU-only case's on the GPU)
+            self._drawn_inputs = make_inputs(self.case, draw_device(self.case))
+        return [t.to(device, copy=True) for t in self._drawn_inputs]
 
     def differentiable(self, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
         return differentiable(self.op, self.case, inputs)

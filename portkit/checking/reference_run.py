@@ -189,10 +189,9 @@ def farther(low: Any, other: Any, wide: Any) -> Any:
     if other.shape != low.shape:
         return low
     w = wide.detach().to(low.device, torch.float64)
-    mine = low.to(torch.float64)
-    theirs = other.to(low.device, torch.float64)
-    pick = (theirs - w).abs() > (mine - w).abs()  # NaN compares False: keep the device's
-    return torch.where(pick, other.to(low.device), low)
+    other = other.to(low.device)  # once: a GPU-sized CPU result is hundreds of MB
+    pick = (other.to(torch.float64) - w).abs() > (low.to(torch.float64) - w).abs()
+    return torch.where(pick, other, low)  # NaN compares False: keep the device's
 
 
 def dropped_gradients(op: Op, case: Case, inputs: Sequence[torch.Tensor]) -> list[str]:

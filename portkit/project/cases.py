@@ -216,16 +216,34 @@ def custom(
     return Case(name, tuple(tuple(s) for s in shapes), dtype, **options)
 
 
+def draw_device(case: Case) -> str:
+    """Where ``case``'s random numbers are drawn: the CPU, so that a seed is the same
+    inputs on every machine, except a GPU-only case on a machine with a GPU. That case
+    never runs on a CPU, and a CPU draw of its tensors cost seconds each (1.3 s a 2^26
+    -element tensor on the H200 host, one core; 9 of add_rmsnorm's 16 s items): it is
+    drawn by torch's CUDA generator from the same seed, the same inputs on every run of
+    one GPU model and torch version. A case's own ``inputs=`` maker and its input kinds
+    keep their CPU generator."""
+    if not case.gpu_only or case.inputs is not None:
+        return "cpu"
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
 def make_inputs(case: Case, device: str) -> list[torch.Tensor]:
     """The case's input tensors: standard normal from ``case.seed`` (integers uniform in
     ``case.int_range``, bools fair coins), with the special
     values tiled over the start of each input (rolled by input index, so that
-    e.g. inf meets -inf in a binary op)."""
+    e.g. inf meets -inf in a binary op). Drawn where ``draw_device`` says, whatever
+    ``device`` is, so every device gets the same values."""
     import torch
 
     generator = torch.Generator().manual_seed(case.seed)
     if case.inputs is not None:
         return _made(case, generator, device)
+    where = draw_device(case)
+    drawing = generator if where == "cpu" else torch.Generator(where).manual_seed(case.seed)
     tensors = []
     for index, (shape, name) in enumerate(zip(case.shapes, case.dtypes)):
         dtype = torch_dtype(name)
@@ -237,12 +255,12 @@ def make_inputs(case: Case, device: str) -> list[torch.Tensor]:
             low, high = (0, 2) if name == "bool" else case.int_range
             if name == "uint8":
                 low, high = max(low, 0), min(high, 256)
-            t = torch.randint(low, high, shape, generator=generator).to(dtype)
+            t = torch.randint(low, high, shape, generator=drawing, device=where).to(dtype)
             tensors.append(t.to(device))
             continue
-        t = torch.randn(shape, dtype=dtype, generator=generator)
+        t = torch.randn(shape, dtype=dtype, generator=drawing, device=where)
         if case.special and t.numel():
-            values = torch.tensor(case.special, dtype=dtype).roll(index)
+            values = torch.tensor(case.special, dtype=dtype, device=where).roll(index)
             flat = t.view(-1)
             count = min(flat.numel(), 3 * values.numel())
             flat[:count] = values.repeat(3)[:count]
@@ -270,7 +288,7 @@ def _made(case: Case, generator: torch.Generator, device: str) -> list[torch.Ten
     return [t.contiguous().to(device) for t in made]
 
 
-# Upstream gradients drawn inside ``grad_outputs_kept()``: (seed, shapes, dtypes) -> CPU draw.
+# Upstream gradients drawn inside ``grad_outputs_kept()``: (seed, shapes, dtypes) -> draw.
 _kept_grad_outputs: ContextVar[dict | None] = ContextVar("portkit_grad_outputs", default=None)
 
 
@@ -297,8 +315,12 @@ def make_grad_outputs(case: Case, outputs: Sequence[torch.Tensor]) -> list[torch
     key = (case.seed, tuple((tuple(o.shape), o.dtype) for o in outputs))
     drawn = kept.get(key) if kept is not None else None
     if drawn is None:
-        generator = torch.Generator().manual_seed(case.seed + 10_007)
-        drawn = [torch.randn(o.shape, dtype=o.dtype, generator=generator) for o in outputs]
+        where = draw_device(case)
+        generator = torch.Generator(where).manual_seed(case.seed + 10_007)
+        drawn = [
+            torch.randn(o.shape, dtype=o.dtype, generator=generator, device=where)
+            for o in outputs
+        ]
         if kept is None:  # drawn for this call alone: no copy needed
             return [d.to(o.device) for d, o in zip(drawn, outputs)]
         kept[key] = drawn
