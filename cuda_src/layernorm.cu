@@ -101,6 +101,31 @@ __device__ inline bool aligned16(const void* p) {
     return (reinterpret_cast<unsigned long long>(p) & 15) == 0;
 }
 
+// How row code picks its load width (16-byte packs, else element by element). PER_ROW: for
+// each row inside the loops; the compiler keeps both copies there and issues the one not
+// taken predicated off (rmsnorm's bfloat16 backward: 46 instructions an element against
+// torch.compile's 16, ncu source counters). PACKS / ELEMENTS: once a launch, by the
+// kernel (every row aligned or not), each a compiled copy with only its own loads. Side by
+// side on an H200 (2026-11-28), once a launch in every kernel against PER_ROW: the bfloat16
+// backward 211.6 -> 194.5 us and the float32 forward 152.0 -> 144.0 take it; the bfloat16
+// forward (95.0 -> 105.4: 64 -> 76 registers, fewer blocks an SM) and the float32 backward
+// (229.6 -> 310.1) keep PER_ROW. This selection, against all PER_ROW, in a later run
+// (16384x4096): bfloat16 backward 215.5 -> 200.4 us, float32 forward 154.0 -> 146.6, the
+// rest within 0.5 us (results/gpu-runs/2026-11-28-device-draws-4xh200).
+enum Width { PER_ROW, PACKS, ELEMENTS };
+
+template <int WIDTH> __device__ inline bool use_packs(bool row_aligned) {
+    return WIDTH == PER_ROW ? row_aligned : WIDTH == PACKS;
+}
+
+// Every row of the (rows, cols) tensors at a and b, and the rows w and c, 16-byte aligned.
+template <typename T>
+__device__ inline bool rows_aligned16(const T* a, const T* b, const T* w, const T* c,
+                                      long long cols) {
+    return cols % (16 / (long long)sizeof(T)) == 0 && aligned16(a) && aligned16(b) &&
+           aligned16(w) && aligned16(c);
+}
+
 template <typename T>
 __device__ inline Pack<T> load_pack(const T* row, long long p, bool vector) {
     if (vector) return reinterpret_cast<const Pack<T>*>(row)[p];
@@ -286,7 +311,7 @@ __device__ inline bool row_vector(const void* xr, const void* yr, bool wb) {
 // (packs <= blockDim.x x P), software-pipelined: the next row's loads are issued before
 // this row's two reductions, so its bytes are in flight through both barriers and the
 // output pass. Each row's arithmetic is fwd_row<T, true>'s, in its order.
-template <typename T>
+template <typename T, int WIDTH>
 __device__ inline void fwd_rows_held(const T* x, const T* w, const T* b, T* out, double* mean,
                                      double* rstd, long long rows, long long cols, double eps,
                                      double* part) {
@@ -303,12 +328,12 @@ __device__ inline void fwd_rows_held(const T* x, const T* w, const T* b, T* out,
     RowLoads<T, P> in;
     long long row = blockIdx.x;
     if (row < rows)
-        issue_row(x + row * cols, packs, cols, row_vector(x + row * cols, out + row * cols, wb),
-                  in);
+        issue_row(x + row * cols, packs, cols,
+                  use_packs<WIDTH>(row_vector(x + row * cols, out + row * cols, wb)), in);
     for (; row < rows; row += gridDim.x) {
         const long long base = row * cols;
         T* yr = out + base;
-        const bool vector = row_vector(x + base, yr, wb);
+        const bool vector = use_packs<WIDTH>(row_vector(x + base, yr, wb));
         H v[P][W];  // x, then x - mean after the first reduction
 #pragma unroll
         for (int u = 0; u < P; ++u)
@@ -320,7 +345,7 @@ __device__ inline void fwd_rows_held(const T* x, const T* w, const T* b, T* out,
         const long long next = row + gridDim.x;  // its loads fly while this row reduces
         if (next < rows)
             issue_row(x + next * cols, packs, cols,
-                      row_vector(x + next * cols, out + next * cols, wb), in);
+                      use_packs<WIDTH>(row_vector(x + next * cols, out + next * cols, wb)), in);
 
         H s = 0;
 #pragma unroll
@@ -395,8 +420,10 @@ __global__ void __launch_bounds__(MAX_THREADS)
     constexpr int P = FWD_ELEMS / Pack<T>::N > 0 ? FWD_ELEMS / Pack<T>::N : 1;
     const bool fits = cols / Pack<T>::N <= (long long)blockDim.x * P;
     if constexpr (Pipelined<T>::value) {
-        if (fits)
-            fwd_rows_held(x, w, b, out, mean, rstd, rows, cols, eps, part);
+        if (fits && rows_aligned16(x, out, w, b, cols))
+            fwd_rows_held<T, PACKS>(x, w, b, out, mean, rstd, rows, cols, eps, part);
+        else if (fits)
+            fwd_rows_held<T, ELEMENTS>(x, w, b, out, mean, rstd, rows, cols, eps, part);
         else
             fwd_rows_chunked(x, w, b, out, mean, rstd, rows, cols, eps, part);
     } else {
@@ -417,7 +444,7 @@ __global__ void __launch_bounds__(MAX_THREADS)
 // the 2-byte types' narrow path (layernorm_bwd32: the sums across threads and the
 // partial rows stay double, each thread's partial widened once; every gradient partial
 // is a float sum, so a double partial row holds it exactly).
-template <typename T, bool FITS, typename B>
+template <typename T, bool FITS, typename B, int WIDTH>
 __device__ inline void bwd_rows(const T* x, const T* w, const T* dy, const double* mean,
                                 const double* rstd, T* dx, double* pw, double* pb,
                                 long long rows, long long cols, double* sums) {
@@ -445,7 +472,8 @@ __device__ inline void bwd_rows(const T* x, const T* w, const T* dy, const doubl
         const long long base = row * cols;
         const T *xr = x + base, *dyr = dy + base;
         T* dxr = dx + base;
-        const bool vector = aligned16(xr) && aligned16(dyr) && aligned16(dxr) && aligned16(w);
+        const bool vector =
+            use_packs<WIDTH>(aligned16(xr) && aligned16(dyr) && aligned16(dxr) && aligned16(w));
         const B mu = (B)mean[row], r = (B)rstd[row];
         B s1 = 0.0, s2 = 0.0;  // sums of g = dy * w and of g * xhat over the row
         for (long long p0 = tx; p0 < packs; p0 += nx * P) {
@@ -692,6 +720,22 @@ __device__ inline void bwd_rows_held(const T* x, const T* w, const T* dy, const 
     }
 }
 
+// bwd_rows with its Width: the 2-byte types' once a launch, every other type's per row.
+template <typename T, bool FITS, typename B>
+__device__ inline void bwd_rows_by_width(const T* x, const T* w, const T* dy,
+                                         const double* mean, const double* rstd, T* dx,
+                                         double* pw, double* pb, long long rows, long long cols,
+                                         double* sums) {
+    if constexpr (sizeof(T) == 2) {
+        if (rows_aligned16(x, dy, w, dx, cols))
+            bwd_rows<T, FITS, B, PACKS>(x, w, dy, mean, rstd, dx, pw, pb, rows, cols, sums);
+        else
+            bwd_rows<T, FITS, B, ELEMENTS>(x, w, dy, mean, rstd, dx, pw, pb, rows, cols, sums);
+    } else {
+        bwd_rows<T, FITS, B, PER_ROW>(x, w, dy, mean, rstd, dx, pw, pb, rows, cols, sums);
+    }
+}
+
 template <typename T, typename B>
 __device__ inline void bwd_kernel(const T* x, const T* w, const T* dy, const double* mean,
                                   const double* rstd, T* dx, double* partw, double* partb,
@@ -702,11 +746,11 @@ __device__ inline void bwd_kernel(const T* x, const T* w, const T* dy, const dou
         bwd_rows_held<T, B>(x, w, dy, mean, rstd, dx, partw + first, partb + first, rows,
                             cols, sums);
     else if (fits)
-        bwd_rows<T, true, B>(x, w, dy, mean, rstd, dx, partw + first, partb + first, rows,
-                             cols, sums);
+        bwd_rows_by_width<T, true, B>(x, w, dy, mean, rstd, dx, partw + first, partb + first,
+                                      rows, cols, sums);
     else
-        bwd_rows<T, false, B>(x, w, dy, mean, rstd, dx, partw + first, partb + first, rows,
-                              cols, sums);
+        bwd_rows_by_width<T, false, B>(x, w, dy, mean, rstd, dx, partw + first, partb + first,
+                                       rows, cols, sums);
 }
 
 template <typename T>
