@@ -8,9 +8,11 @@ them. The key is therefore the prototype cache's key of the kernels (their files
 files of every device function they call, their bytecode and constants, the numba,
 numba-cuda and Python versions: backends/prototype_cache.py) with, as its options:
 
-- the bytes of every module the process has imported from the project (every file of
-  ``sys.modules`` under the project root, outside site-packages and portkit itself,
-  other ops' prototypes left out): the prototype and whatever it imported;
+- the bytes of the prototype and of every project module it imports, followed through
+  the imports in the source (project/imports.py, as the verdict store does). It was the
+  project modules in the process's ``sys.modules``: a pytest worker that had imported a
+  ``conftest.py`` or a plugin from the project root got other keys than ``portkit
+  check``, and missed (softmax_warp's lint item, 7.4 s on the 4x H200 host, 2026-11-28);
 - the bytecode of the launchers as imported, and the cases and dtypes as built;
 - portkit's own source (the finders, the launch tracer, the case builders);
 - the torch and NumPy versions (argument types come from tensors) and every ``NUMBA_*``
@@ -36,43 +38,21 @@ from typing import TYPE_CHECKING, Any
 import portkit.backends.prototype_cache as prototype_cache
 from portkit import cache_files
 from portkit.project.environment import numba_variables
+from portkit.project.imports import prototype_imports
 
 if TYPE_CHECKING:
     from portkit.project.config import ProjectConfig
     from portkit.project.discovery import Op
 
-# 2: severity as the enum's value, dtypes per finding; 3: digest manifest; 4: knob values
-FORMAT = 4
+# 2: severity as the enum's value, dtypes per finding; 3: digest manifest; 4: knob values;
+# 5: the project files from the prototype's imports, not sys.modules
+FORMAT = 5
 FILE_NAME = "lint-findings.json"
-_INSTALLED = ("site-packages", "dist-packages")
 
 log = logging.getLogger("portkit.lint.cache")
 
 
-def project_files(op: Op, root: Path) -> list[Path]:
-    """The prototype and every module file this process imported from the project."""
-    from portkit.project.discovery import MODULE_PREFIX
-
-    own_package = Path(__file__).resolve().parents[1]
-    root = root.resolve()
-    prefixes = tuple({str(root) + os.sep, os.path.realpath(root) + os.sep})
-    files = {op.prototype_path.resolve()}
-    for name, module in list(sys.modules.items()):
-        path = getattr(module, "__file__", None)
-        if not path or not os.path.abspath(path).startswith(prefixes):
-            continue  # cheap string test first: thousands of modules are loaded
-        if name.startswith(f"{MODULE_PREFIX}.") and name != f"{MODULE_PREFIX}.{op.name}":
-            continue  # another op's prototype; importing one by name is not supported
-        resolved = Path(path).resolve()
-        if any(part in _INSTALLED for part in resolved.parts):
-            continue  # a virtual environment inside the project
-        if resolved.is_relative_to(own_package) or not resolved.is_file():
-            continue  # portkit is hashed whole, below
-        files.add(resolved)
-    return sorted(files)
-
-
-def lint_key(op: Op, root: Path) -> str:
+def lint_key(op: Op, config: ProjectConfig) -> str:
     import numpy
     import torch
 
@@ -80,21 +60,21 @@ def lint_key(op: Op, root: Path) -> str:
     launchers = [f for f in (definition.forward, definition.backward) if f is not None]
     options = {
         "cache": f"lint-findings-{FORMAT}",
-        "project files": cache_files.files_digest(project_files(op, root)),
+        "project files": cache_files.files_digest(prototype_imports(op, config)),
         "launchers": [prototype_cache.code_digest(f) for f in launchers],
         "cases": repr((definition.cases, definition.dtypes, definition.input_dtypes)),
         "portkit": cache_files.package_digest(),
         "versions": (torch.__version__, numpy.__version__),
         "environment": numba_variables(),
     }
-    return prototype_cache.cache_key(op.kernels.values(), root, options)
+    return prototype_cache.cache_key(op.kernels.values(), config.root, options)
 
 
 def entry_path(op: Op, config: ProjectConfig) -> Path | None:
     """Where the op's findings are kept, or None with the cache off."""
     if not config.settings.prototype_cache:
         return None
-    key = lint_key(op, config.root)
+    key = lint_key(op, config)
     return prototype_cache.entry_directory(config.cache_dir, op.name, key) / FILE_NAME
 
 
@@ -117,11 +97,32 @@ def remembered(
             return parse(data["findings"]), True
         except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
             log.info("lint cache: unreadable entry %s (%s); linting again", entry, exc)
+    loaded = _project_modules(config.root)
     rows = compute()
     result = parse(rows)
-    if entry is not None and entry_path(op, config) == entry:  # nothing edited meanwhile
+    # A project module first imported while linting (a launcher importing a helper on its
+    # first call) is a dependency the source's imports do not show: store nothing.
+    unseen = _project_modules(config.root) - loaded
+    if entry is not None and not unseen and entry_path(op, config) == entry:  # no edit either
         try:
             cache_files.store(entry, json.dumps({"format": FORMAT, "findings": rows}, indent=1))
         except OSError as exc:  # a full disk or read-only cache never fails a lint
             log.info("lint cache: could not save %s (%s)", entry, exc)
     return result, False
+
+
+def _project_modules(root: Path) -> set[str]:
+    """The names of the modules this process has imported from under ``root``, outside
+    portkit itself (hashed whole in the key; an editable install lives in its checkout)
+    and an environment installed there."""
+    prefixes = tuple({str(root.resolve()) + os.sep, os.path.realpath(root) + os.sep})
+    found = set()
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if not path or not os.path.abspath(path).startswith(prefixes):
+            continue  # a cheap string test first: thousands of modules are loaded
+        if name.split(".")[0] == "portkit":
+            continue
+        if not any(part in ("site-packages", "dist-packages") for part in Path(path).parts):
+            found.add(name)
+    return found

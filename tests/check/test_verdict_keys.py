@@ -14,6 +14,7 @@ from portkit.backends import create
 from portkit.checking.verdicts import key as keys
 from portkit.checking.verdicts.serve import Verdicts
 from portkit.checking.verdicts.store import VerdictStore
+from portkit.project.imports import project_imports
 
 OP = "vk_op"
 
@@ -73,7 +74,7 @@ def test_an_imported_module_invalidates_transitively_and_an_unrelated_one_does_n
 
 def test_project_imports_follow_the_imports(project):
     root = project.resolve()
-    found = keys.project_imports(
+    found = project_imports(
         root / "prototypes" / f"{OP}.py", [root, root / "prototypes"], root
     )
     names = {p.name for p in found}

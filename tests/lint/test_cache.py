@@ -14,6 +14,7 @@ from portkit.checking.harness import lint_result
 from portkit.lint import cache
 from portkit.lint.findings import code_findings, remembered_code_findings
 from portkit.project.discovery import load_op
+from portkit.project.imports import prototype_imports
 from portkit.project.session import Session
 
 # A float literal in a float32 kernel: one float64 error, so the findings are not empty
@@ -89,7 +90,7 @@ def test_an_edited_helper_module_of_the_launcher_is_linted_again(
     monkeypatch.syspath_prepend(str(root))
     monkeypatch.delitem(sys.modules, "lc_blocks", raising=False)
     config, op = fresh_op(root, "lc_helper")
-    assert (root / "lc_blocks.py").resolve() in cache.project_files(op, root)
+    assert (root / "lc_blocks.py").resolve() in prototype_imports(op, config)
     assert remembered_code_findings(op, config) == ([], False)  # 200 blocks fill 132 SMs
     (root / "lc_blocks.py").write_text("BLOCK = 256\n")
     monkeypatch.delitem(sys.modules, "lc_blocks")
@@ -98,23 +99,47 @@ def test_an_edited_helper_module_of_the_launcher_is_linted_again(
     assert not cached and [f.kind for f in findings] == ["launch"]  # 25 blocks
 
 
+def test_the_key_ignores_project_modules_the_prototype_does_not_import(
+    make_project, sources, monkeypatch
+):
+    """A pytest worker imports a conftest.py or a plugin from the project root; the op's
+    findings are the same, and so must the key be (with sys.modules in the key, the
+    entries `portkit check` wrote were missed there)."""
+    root = make_project(
+        {"lc_alone": (sources.unary_op("lc_alone", FLOAT64_BODY), None)},
+        files={"lc_plugin.py": "X = 1\n"},
+    )
+    config, op = fresh_op(root, "lc_alone")
+    key = cache.lint_key(op, config)
+    remembered_code_findings(op, config)
+    monkeypatch.syspath_prepend(str(root))
+    monkeypatch.delitem(sys.modules, "lc_plugin", raising=False)
+    __import__("lc_plugin")  # imported by the process, not by the prototype
+    assert "lc_plugin" in sys.modules
+    config, op = fresh_op(root, "lc_alone")
+    assert cache.lint_key(op, config) == key
+    assert remembered_code_findings(op, config)[1] is True
+    (root / "lc_plugin.py").write_text("X = 2\n")
+    assert cache.lint_key(op, config) == key
+
+
 def test_other_versions_are_a_miss(make_project, sources, monkeypatch):
     import numba
     import torch
 
     root = make_project({"lc_versions": (sources.unary_op("lc_versions", FLOAT64_BODY), None)})
     config, op = fresh_op(root, "lc_versions")
-    key = cache.lint_key(op, root)
-    assert cache.lint_key(op, root) == key
+    key = cache.lint_key(op, config)
+    assert cache.lint_key(op, config) == key
     remembered_code_findings(op, config)
     for module, version in ((torch, "0.0.1"), (numba, "0.0.2")):
         with monkeypatch.context() as patch:
             patch.setattr(module, "__version__", version)
-            assert cache.lint_key(op, root) != key
+            assert cache.lint_key(op, config) != key
             assert remembered_code_findings(op, config)[1] is False
     with monkeypatch.context() as patch:
         patch.setenv("NUMBA_OPT", "0")
-        assert cache.lint_key(op, root) != key
+        assert cache.lint_key(op, config) != key
     assert remembered_code_findings(op, config)[1] is True
 
 

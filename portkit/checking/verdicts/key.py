@@ -5,7 +5,7 @@ A *unit* is what runs together and so passes or fails together: one backend on o
 (the ``vs <twin>`` row), an op's compile rows, its lint row. Its key is the SHA-256 of:
 
 - the op's sources (``op_sources``): the prototype file and every project module it
-  imports, followed through the imports transitively (``project_imports``); the twin
+  imports, followed through the imports transitively (project/imports.py); the twin
   source and every header under its folder (the twin build's own rule). The reference,
   the cases and the declared tolerances live in the prototype, so they are covered;
 - the case as data (name, shapes, dtype(s), seed, special values, flags; ``case_identity``);
@@ -26,18 +26,17 @@ followed: docs/verdict-cache.md says so.
 
 from __future__ import annotations
 
-import ast
 import functools
 import hashlib
 import json
 import platform
 import re
 import sys
-from collections.abc import Iterable, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from portkit import cache_files
+from portkit.project.imports import prototype_imports
 
 if TYPE_CHECKING:
     from portkit.project.cases import Case
@@ -46,77 +45,10 @@ if TYPE_CHECKING:
 
 FORMAT = 1  # bumped when what a key covers changes: every stored verdict then misses
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
-_INSTALLED = ("site-packages", "dist-packages")
 
 
 def _digest(*parts: Any) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
-
-
-def _module_files(name: str, bases: Sequence[Path]) -> list[Path]:
-    """The files importing ``name`` (a.b.c) runs, found under ``bases``: each package's
-    ``__init__.py`` on the way and the module itself; empty when not in the project."""
-    parts = name.split(".")
-    for base in bases:
-        found: list[Path] = []
-        for depth in range(1, len(parts) + 1):
-            stem = base.joinpath(*parts[:depth])
-            if (stem / "__init__.py").is_file():
-                found.append(stem / "__init__.py")
-            elif stem.with_suffix(".py").is_file():
-                found.append(stem.with_suffix(".py"))
-                break
-            else:
-                break
-        if found:
-            return found
-    return []
-
-
-def _imported_names(path: Path, tree: ast.Module) -> Iterable[tuple[str, Path | None]]:
-    """(module name, folder it is relative to or None) for each import in ``tree``; for
-    ``from a import b`` also ``a.b``, which is a module when b is a submodule."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                yield alias.name, None
-        elif isinstance(node, ast.ImportFrom):
-            anchor = None
-            if node.level:
-                anchor = path.parent
-                for _ in range(node.level - 1):
-                    anchor = anchor.parent
-            module = node.module or ""
-            if module:
-                yield module, anchor
-            for alias in node.names:
-                yield (f"{module}.{alias.name}" if module else alias.name), anchor
-
-
-def project_imports(prototype: Path, search: Sequence[Path], root: Path) -> list[Path]:
-    """The prototype and every module file under ``root`` it imports, transitively
-    (not installed packages, not portkit itself), sorted."""
-    root = root.resolve()
-    own = Path(__file__).resolve().parents[2]
-    seen: set[Path] = set()
-    queue = [prototype.resolve()]
-    while queue:
-        path = queue.pop()
-        if path in seen:
-            continue
-        seen.add(path)
-        try:
-            tree = ast.parse(path.read_bytes(), filename=str(path))
-        except (OSError, SyntaxError, ValueError):
-            continue  # its bytes are hashed all the same; it fails where it is imported
-        for name, anchor in _imported_names(path, tree):
-            bases = [anchor] if anchor is not None else list(search)
-            for found in _module_files(name, bases):
-                resolved = found.resolve()
-                inside = resolved.is_relative_to(root) and not resolved.is_relative_to(own)
-                if inside and not any(p in _INSTALLED for p in resolved.parts):
-                    queue.append(resolved)
-    return sorted(seen)
 
 
 def op_sources(op: Op, config: ProjectConfig) -> str:
@@ -125,8 +57,7 @@ def op_sources(op: Op, config: ProjectConfig) -> str:
     from portkit.backends.twin.build import HEADER_SUFFIXES
 
     root = config.root.resolve()
-    search = [config.root, config.prototypes_dir, op.prototype_path.parent]
-    files = project_imports(op.prototype_path, search, root)
+    files = prototype_imports(op, config)
     if op.twin_path is not None and op.twin_path.is_file():
         folder = op.twin_path.parent
         headers = sorted(p for p in folder.rglob("*") if p.suffix in HEADER_SUFFIXES)
