@@ -17,10 +17,15 @@
 // - The weight gradient without atomics and without a second read of x and dy (the old
 //   kernel looped one thread per column over every row: 20x slower than the row pass):
 //   a persistent grid (BWD_THREADS_PER_SM threads' worth of blocks per SM) walks the rows,
-//   each thread keeping its columns' sums in double registers, one partial row per block
-//   at the end (264 x 4096 doubles at 4096 columns on an H100: 2% of the backward's
-//   traffic); rmsnorm_bwd_w sums them column by column in blocks of 16 x 32 threads
-//   (256 blocks at 4096 columns: every SM busy).
+//   each thread keeping its columns' sums in float registers over the rows its block walks
+//   (62-264), one partial row per block at the end, in double (264 x 4096 doubles at 4096
+//   columns on an H100: 2% of the backward's traffic); rmsnorm_bwd_w sums them column by
+//   column in double, in blocks of 16 x 32 threads (256 blocks at 4096 columns: every SM
+//   busy). The per-thread sums were double: the bfloat16 backward is issue-bound (ncu,
+//   2026-11-28), and a double sum costs a conversion and a double add an element; in float,
+//   side by side on an H200, 167.5 -> 157.7 us at 16384x4096 and 63.0 -> 59.9 at
+//   4096x4096 (torch.compile's kernel sums in float32 over 16 rows a program). A row too
+//   wide for registers (!FITS) sums into its partial row, rounded to float at each add.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #define FWD_ELEMS 16  // columns a thread holds per row in the forward
@@ -193,8 +198,8 @@ __device__ inline void bwd_rows(const T* x, const T* w, const T* dy, const float
     const long long packs = cols / W;
     const long long tail = packs * W;
 
-    double acc[P][W];  // FITS: this thread's columns' sums
-    double acc_tail = 0.0;  // a thread owns at most one tail column (cols % W < 32)
+    float acc[P][W];  // FITS: this thread's columns' sums (float: see the header)
+    float acc_tail = 0.0f;  // a thread owns at most one tail column (cols % W < 32)
 #pragma unroll
     for (int u = 0; u < P; ++u)
 #pragma unroll
@@ -245,9 +250,9 @@ __device__ inline void bwd_rows(const T* x, const T* w, const T* dy, const float
                         const float xhat = xv[u][j] * r;
                         out.v[j] = (T)(r * (g * widen(wp.v[j]) - xhat * m));
                         if (FITS)
-                            acc[u][j] += (double)(g * xhat);
+                            acc[u][j] += g * xhat;
                         else
-                            pr[p * W + j] += (double)(g * xhat);
+                            pr[p * W + j] = (double)((float)pr[p * W + j] + g * xhat);
                     }
                     store_pack(dxr, p, out, vector);
                 }
@@ -258,7 +263,7 @@ __device__ inline void bwd_rows(const T* x, const T* w, const T* dy, const float
             const float g = widen(dyr[c]);
             const float xhat = widen(xr[c]) * r;
             dxr[c] = (T)(r * (g * widen(w[c]) - xhat * m));
-            acc_tail += (double)(g * xhat);
+            acc_tail += g * xhat;
         }
     }
     if (FITS)
@@ -267,9 +272,9 @@ __device__ inline void bwd_rows(const T* x, const T* w, const T* dy, const float
             const long long p = tx + u * nx;
             if (p < packs)
 #pragma unroll
-                for (int j = 0; j < W; ++j) pr[p * W + j] = acc[u][j];
+                for (int j = 0; j < W; ++j) pr[p * W + j] = (double)acc[u][j];
         }
-    if (tail + tx < cols) pr[tail + tx] = acc_tail;
+    if (tail + tx < cols) pr[tail + tx] = (double)acc_tail;
 }
 
 // A row's raw packs of x and dy and their tail elements, in flight while the block
@@ -324,8 +329,8 @@ __device__ inline void bwd_rows_held(const T* x, const T* w, const T* dy, const 
     const bool has_tail = tail + tx < cols;  // a thread owns at most one tail column
     constexpr bool vector = VECTOR;
 
-    double acc[P][W];  // this thread's columns' sums
-    double acc_tail = 0.0;
+    float acc[P][W];  // this thread's columns' sums (float: see the header)
+    float acc_tail = 0.0f;
 #pragma unroll
     for (int u = 0; u < P; ++u)
 #pragma unroll
@@ -370,7 +375,7 @@ __device__ inline void bwd_rows_held(const T* x, const T* w, const T* dy, const 
                     const float g = widen(cur.dy[u].v[j]);
                     const float xhat = widen(cur.x[u].v[j]) * r;
                     out.v[j] = (T)(r * (g * widen(wp.v[j]) - xhat * m));
-                    acc[u][j] += (double)(g * xhat);
+                    acc[u][j] += g * xhat;
                 }
                 store_pack(dxr, p, out, vector);
             }
@@ -378,7 +383,7 @@ __device__ inline void bwd_rows_held(const T* x, const T* w, const T* dy, const 
         if (has_tail) {
             const float xhat = xt * r;
             dxr[tail + tx] = (T)(r * (gt * widen(w[tail + tx]) - xhat * m));
-            acc_tail += (double)(gt * xhat);
+            acc_tail += gt * xhat;
         }
     }
 #pragma unroll
@@ -386,9 +391,9 @@ __device__ inline void bwd_rows_held(const T* x, const T* w, const T* dy, const 
         const long long p = tx + u * nx;
         if (p < packs)
 #pragma unroll
-            for (int j = 0; j < W; ++j) pr[p * W + j] = acc[u][j];
+            for (int j = 0; j < W; ++j) pr[p * W + j] = (double)acc[u][j];
     }
-    if (has_tail) pr[tail + tx] = acc_tail;
+    if (has_tail) pr[tail + tx] = (double)acc_tail;
 }
 
 // float: rows pipelined (bwd_rows_held); the 2-byte types keep bwd_rows (pipelined in this

@@ -16,8 +16,9 @@ and every summation order, so the two agree within the twin tolerance):
 - backward: a persistent grid (a few blocks per SM) walks the rows, one row per block at a
   time; each thread keeps the weight gradient of the columns it owns summed over its rows
   (in registers in the twin, in the ``part`` buffer here: the same additions in the same
-  order), float64 sums of float32 products, and leaves one partial row per block;
-  ``rmsnorm_bwd_w`` sums the partials per column, 32 at a time, then the 32 sums in order.
+  order), float32 sums of float32 products, and leaves one partial row per block, in
+  float64; ``rmsnorm_bwd_w`` sums the partials per column in float64, 32 at a time, then
+  the 32 sums in order.
   Deterministic: no atomics.
 """
 
@@ -108,7 +109,9 @@ def bwd_element(x, w, dy, dx, part, row, c, r, m):
     g = float32(dy[row, c])
     xhat = float32(x[row, c]) * r
     dx[row, c] = r * (g * float32(w[c]) - xhat * m)
-    part[cuda.blockIdx.x, c] += float64(g * xhat)  # portkit: allow-float64
+    # float sums (the twin's registers), kept in the float64 partial row: each value is a
+    # float, so the round trip is exact
+    part[cuda.blockIdx.x, c] = float64(float32(part[cuda.blockIdx.x, c]) + g * xhat)
 
 
 @cuda.jit
