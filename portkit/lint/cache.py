@@ -22,7 +22,9 @@ It lives beside the compiled prototypes (``<cache-dir>/numba/<op>-<key>/``) and 
 the same switch (``--no-cache``, PORTKIT_PROTOTYPE_CACHE=0). Entries are written whole
 with a digest manifest (cache_files); a damaged or unreadable entry is computed again
 and rewritten, and a cache that cannot be written only costs the time. Findings are
-stored only if the files hashed for the key are unchanged once they are computed.
+stored only if the files hashed for the key are unchanged once they are computed and no
+project module was first imported meanwhile (a launcher importing a helper on its first
+call: a dependency the source's imports do not show).
 """
 
 from __future__ import annotations
