@@ -4,6 +4,7 @@
 #   bash scripts/bench_alternatives.sh [FILE.cu ...]      # default: scripts/tuning/*.cu
 #   BENCH_ARGS="--reps 20 --direction forward" bash scripts/bench_alternatives.sh
 #   CHECK=0 bash scripts/bench_alternatives.sh   # time only: no `portkit check` of each
+#   COMPILE=0 bash scripts/bench_alternatives.sh # no torch.compile rows (saves its compiles)
 #
 # A file scripts/tuning/<op>_<variant>.cu holds the same kernels (names and signatures) as
 # cuda_src/<op>.cu, written another way. For each file this runs `portkit bench <op>` twice,
@@ -11,8 +12,9 @@
 # prototypes/ and at a cuda_src/ where <op>.cu is first the repository's, then the
 # alternative (every other twin is a link to the repository's), the repository's tuning/
 # linked so both run this GPU's tuned configurations; then `portkit check` of the
-# alternative. Compare the "x torch" columns of the two runs: each ratio is torch and a
-# twin timed side by side in one run.
+# alternative. Compare the "x best" columns of the two runs: each ratio is the fastest
+# torch (the op's baseline=, the reference, torch.compile of it) and a twin timed side by
+# side in one run. (Without torch.compile, as on 2026-11-28, "best" was the reference.)
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 FILES=("$@")
@@ -25,6 +27,8 @@ if [ ${#FILES[@]} -eq 0 ]; then
   exit 2
 fi
 PY=${PYTHON:-python3}
+impls=(--impl torch --impl baseline --impl twin)
+[ "${COMPILE:-1}" = 1 ] && impls+=(--impl torch.compile)
 status=0
 for file in "${FILES[@]}"; do
   stem=$(basename "$file" .cu)
@@ -52,7 +56,7 @@ for file in "${FILES[@]}"; do
     printf '[tool.portkit]\nprototypes = "%s/prototypes"\n' "$REPO" > "$scratch/pyproject.toml"
     echo "=== $op: $which twin"
     (cd "$scratch" && PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}" "$PY" -m portkit.cli bench "$op" \
-      --impl torch --impl twin ${BENCH_ARGS:-}) || status=1
+      "${impls[@]}" ${BENCH_ARGS:-}) || status=1
     if [ "$which" != repository ] && [ "${CHECK:-1}" = 1 ]; then
       # faster means nothing if wrong: every configuration the table picks, against the
       # reference and numba (CHECK=0 leaves it out)
