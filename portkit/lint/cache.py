@@ -54,7 +54,8 @@ FILE_NAME = "lint-findings.json"
 log = logging.getLogger("portkit.lint.cache")
 
 
-def lint_key(op: Op, config: ProjectConfig) -> str:
+def lint_key(op: Op, config: ProjectConfig, extra: dict[str, Any] | None = None) -> str:
+    """The key of what linting the op finds; ``extra``: what else an entry depends on."""
     import numpy
     import torch
 
@@ -68,16 +69,20 @@ def lint_key(op: Op, config: ProjectConfig) -> str:
         "portkit": cache_files.package_digest(),
         "versions": (torch.__version__, numpy.__version__),
         "environment": numba_variables(),
+        **(extra or {}),
     }
     return prototype_cache.cache_key(op.kernels.values(), config.root, options)
 
 
-def entry_path(op: Op, config: ProjectConfig) -> Path | None:
-    """Where the op's findings are kept, or None with the cache off."""
+def entry_path(
+    op: Op, config: ProjectConfig, name: str = FILE_NAME, extra: dict[str, Any] | None = None
+) -> Path | None:
+    """Where the op's findings (or another lint result, ``name``) are kept, or None with
+    the cache off."""
     if not config.settings.prototype_cache:
         return None
-    key = lint_key(op, config)
-    return prototype_cache.entry_directory(config.cache_dir, op.name, key) / FILE_NAME
+    key = lint_key(op, config, extra)
+    return prototype_cache.entry_directory(config.cache_dir, op.name, key) / name
 
 
 def remembered(
@@ -85,11 +90,14 @@ def remembered(
     config: ProjectConfig,
     compute: Callable[[], list[dict[str, Any]]],
     parse: Callable[[list[dict[str, Any]]], Any],
+    name: str = FILE_NAME,
+    extra: dict[str, Any] | None = None,
 ) -> tuple[Any, bool]:
-    """``parse(rows)`` of the op's findings rows, from the cache when an entry for this
-    content exists (True) or from ``compute()`` (False), then saved. ``parse`` raising
+    """``parse(rows)`` of the op's findings rows (or of another lint result kept as
+    ``name``, whose key adds ``extra``), from the cache when an entry for this content
+    exists (True) or from ``compute()`` (False), then saved. ``parse`` raising
     ``TypeError``/``ValueError``/``KeyError`` marks an entry as damaged."""
-    entry = entry_path(op, config)
+    entry = entry_path(op, config, name, extra)
     stored = cache_files.load(entry) if entry is not None else None  # digest-checked
     if entry is not None and stored is not None:
         try:
@@ -105,7 +113,8 @@ def remembered(
     # A project module first imported while linting (a launcher importing a helper on its
     # first call) is a dependency the source's imports do not show: store nothing.
     unseen = _project_modules(config.root) - loaded
-    if entry is not None and not unseen and entry_path(op, config) == entry:  # no edit either
+    unchanged = entry_path(op, config, name, extra) == entry  # nothing edited meanwhile
+    if entry is not None and not unseen and unchanged:
         try:
             cache_files.store(entry, json.dumps({"format": FORMAT, "findings": rows}, indent=1))
         except OSError as exc:  # a full disk or read-only cache never fails a lint

@@ -224,13 +224,16 @@ def lint_op(op: Op, config: ProjectConfig, report: LintReport, resources: bool =
     signatures = signatures_by_dtype(op) if resources else None
     report.findings += op_findings(op, config, signatures)[0]
     if signatures is not None:
-        report.resources += resource_rows(op, signatures)
+        report.resources += resource_rows(op, signatures, config)
 
 
-def resource_rows(op: Op, signatures: dict[str, dict[str, tuple]]) -> list[ResourceRow]:
+def resource_rows(
+    op: Op, signatures: dict[str, dict[str, tuple]], config: ProjectConfig | None = None
+) -> list[ResourceRow]:
     """Prototype and twin resources of each kernel and dtype, side by side; the twin's
     from one compile of every instantiation, the program the twin backend runs (ptxas
-    allocates a kernel's registers differently when it is compiled alone)."""
+    allocates a kernel's registers differently when it is compiled alone). With
+    ``config``, the prototype's come through the lint cache (``remembered_prototype_usages``)."""
     from portkit.backends.twin.instances import (
         checked_twin_kernels,
         instantiation_for,
@@ -250,11 +253,18 @@ def resource_rows(op: Op, signatures: dict[str, dict[str, tuple]]) -> list[Resou
             rows.append((kernel, dtype, signature, expression))
     wanted = [expression for *_, expression in rows if expression is not None]
     program = [*twin_expressions(op), *wanted] if wanted else []
-    usages = twin_usages(op.twin_path, program) if program and op.twin_path else {}
+    cache_dir = config.cache_dir if config is not None else None
+    usages = (
+        twin_usages(op.twin_path, program, cache_dir=cache_dir) if program and op.twin_path else {}
+    )
+    launched = [(kernel, dtype, signature) for kernel, dtype, signature, _ in rows]
+    if config is None:
+        mine = {(k, d): prototype_usage(op.kernels[k], sig) for k, d, sig in launched}
+    else:
+        mine = remembered_prototype_usages(op, config, launched)
     found = []
-    for kernel, dtype, signature, expression in rows:
-        usage = prototype_usage(op.kernels[kernel], signature)
-        found.append(ResourceRow(op.name, kernel, dtype, "prototype", usage))
+    for kernel, dtype, _, expression in rows:
+        found.append(ResourceRow(op.name, kernel, dtype, "prototype", mine[(kernel, dtype)]))
         if expression is not None:
             found.append(ResourceRow(op.name, kernel, dtype, "twin", usages[expression]))
     return found
@@ -268,3 +278,36 @@ def lint(ops: Sequence[Op], config: ProjectConfig, resources: bool = True) -> Li
         except PortkitError as exc:
             report.findings.append(Finding(Severity.ERROR, "compile", op.name, "", "", str(exc)))
     return report
+
+
+def remembered_prototype_usages(
+    op: Op, config: ProjectConfig, launched: Sequence[tuple[str, str, tuple]]
+) -> dict[tuple[str, str], ResourceUsage]:
+    """``prototype_usage`` of each (kernel, dtype, signature) launched, through the lint
+    cache (lint/cache.py: the kernels, launchers, cases and project files decide the
+    signatures and the code; the nvJitLink version the registers): numba's compiles and
+    nvJitLink's links were 15 of softmax_warp's 18 s of `portkit lint`, and editing the
+    twin changes none of them."""
+    from cuda.bindings import nvjitlink
+
+    from portkit.lint import cache
+    from portkit.lint.resources import ResourceUsage, prototype_usage
+
+    def compute() -> list[dict]:
+        return [
+            {"kernel": k, "dtype": d, "usage": prototype_usage(op.kernels[k], sig).to_json()}
+            for k, d, sig in launched
+        ]
+
+    def parse(rows: list[dict]) -> dict[tuple[str, str], ResourceUsage]:
+        found = {(r["kernel"], r["dtype"]): ResourceUsage.from_json(r["usage"]) for r in rows}
+        if set(found) != {(k, d) for k, d, _ in launched}:
+            raise ValueError("the entry's kernels are not the ones launched")
+        return found
+
+    try:
+        linker = str(nvjitlink.version())
+    except Exception as exc:  # noqa: BLE001 (then prototype_usage says what is missing)
+        linker = f"unavailable: {type(exc).__name__}"
+    extra = {"resources": 1, "nvjitlink": linker}
+    return cache.remembered(op, config, compute, parse, "prototype-resources.json", extra)[0]

@@ -8,7 +8,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from portkit.errors import PortkitError
 
@@ -61,6 +62,22 @@ class ResourceUsage:
     global_loads: dict[int, int] = field(default_factory=dict)
     global_stores: dict[int, int] = field(default_factory=dict)
     special_functions: dict[str, int] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON object (the widths' keys as text), for the lint cache."""
+        data = asdict(self)
+        for width_map in ("global_loads", "global_stores"):
+            data[width_map] = {str(k): v for k, v in data[width_map].items()}
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ResourceUsage:
+        """``to_json``'s object back; TypeError/ValueError/KeyError where it is not one."""
+        widths = {
+            name: {int(k): int(v) for k, v in data[name].items()}
+            for name in ("global_loads", "global_stores")
+        }
+        return cls(**{**data, **widths})
 
 
 # ----------------------------------------------------------------------- ptxas's log

@@ -18,7 +18,9 @@ Each side is measured along the path that really produces its GPU code:
   the linker's final per-kernel line gives registers and stack (callees included), and
   shared arrays, which numba declares at module scope, are added from the PTX.
 
-NVRTC, nvJitLink and NVVM need no GPU, and nothing is cached on disk. ``cuda.core``'s
+NVRTC, nvJitLink and NVVM need no GPU. ``twin_usages`` keeps its result beside the twin's
+cubins when given the cache folder; the prototype's usage is kept by the lint cache
+(lint/findings.py ``remembered_prototype_usages``). ``cuda.core``'s
 ``Linker`` and ``Program.compile("ptx")`` do ask the driver for a version, so nvJitLink is
 called through ``cuda.bindings.nvjitlink`` and the twin's PTX is read from the NVRTC
 program handle (``nvrtcGetPTX``) after ``Program.compile("cubin")``.
@@ -27,10 +29,13 @@ program handle (``nvrtcGetPTX``) after ``Program.compile("cubin")``.
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from portkit import cache_files
 from portkit.errors import PortkitError, TwinCompileError
 from portkit.lint.ptx import (
     PtxModule,
@@ -131,7 +136,10 @@ def twin_usage(twin_path: str | Path, expression: str, arch: str = "sm_90") -> R
 
 
 def twin_usages(
-    twin_path: str | Path, expressions: Sequence[str], arch: str = "sm_90"
+    twin_path: str | Path,
+    expressions: Sequence[str],
+    arch: str = "sm_90",
+    cache_dir: Path | None = None,
 ) -> dict[str, ResourceUsage]:
     """The resources of each twin kernel of ``expressions``, from one NVRTC compile
     (``portkit.backends.twin.build.nvrtc_compile`` with ptxas's ``-v``) to a cubin, as the
@@ -139,10 +147,42 @@ def twin_usages(
     of each kernel's lowered name; the program's PTX, sliced to that kernel's ``.entry``
     body and its callees, gives the instruction counts.
     Raises ``TwinCompileError`` with NVRTC's log when the twin does not compile.
+    With ``cache_dir``, kept under ``twins/`` beside the cubins, keyed as a cubin is (the
+    source, its headers, the options, NVRTC's version, the names) and by portkit's own
+    source (the readers of the log and the PTX).
     """
+    path, wanted = Path(twin_path), tuple(dict.fromkeys(expressions))
+    entry = _twin_usage_entry(path, wanted, arch, cache_dir) if cache_dir else None
+    stored = cache_files.load(entry) if entry is not None else None
+    if stored is not None:
+        try:
+            rows = json.loads(stored[0])
+            return {e: ResourceUsage.from_json(rows[e]) for e in wanted}
+        except (ValueError, TypeError, KeyError, AttributeError):
+            pass  # a damaged entry: computed and written again below
+    usages = _compiled_twin_usages(path, wanted, arch)
+    if entry is not None:
+        try:
+            cache_files.store(entry, json.dumps({e: u.to_json() for e, u in usages.items()}))
+        except OSError:  # a cache that cannot be written costs the next lint only
+            pass
+    return usages
+
+
+def _twin_usage_entry(path: Path, expressions: Sequence[str], arch: str, cache_dir: Path) -> Path:
+    from portkit.backends.twin.build import cache_key
+
+    key = hashlib.sha256(
+        f"resources-1 {cache_key(path, arch, expressions)} {cache_files.package_digest()}".encode()
+    ).hexdigest()
+    return cache_dir / "twins" / f"{path.stem}-{arch}-{key[:24]}.resources.json"
+
+
+def _compiled_twin_usages(
+    path: Path, wanted: tuple[str, ...], arch: str
+) -> dict[str, ResourceUsage]:
     from portkit.backends.twin.build import nvrtc_compile
 
-    path, wanted = Path(twin_path), tuple(dict.fromkeys(expressions))
     built = nvrtc_compile(path, wanted, arch, verbose=True, ptx=True)
     module = PtxModule(built.ptx.rstrip(b"\0").decode())
     props = parse_ptxas_log(built.ptxas_log)
