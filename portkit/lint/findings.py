@@ -288,8 +288,6 @@ def remembered_prototype_usages(
     signatures and the code; the nvJitLink version the registers): numba's compiles and
     nvJitLink's links were 15 of softmax_warp's 18 s of `portkit lint`, and editing the
     twin changes none of them."""
-    from cuda.bindings import nvjitlink
-
     from portkit.lint import cache
     from portkit.lint.resources import ResourceUsage, prototype_usage
 
@@ -306,6 +304,8 @@ def remembered_prototype_usages(
         return found
 
     try:
+        from cuda.bindings import nvjitlink
+
         linker = str(nvjitlink.version())
     except Exception as exc:  # noqa: BLE001 (then prototype_usage says what is missing)
         linker = f"unavailable: {type(exc).__name__}"
