@@ -182,8 +182,7 @@ def lint_result(op: Op, config: ProjectConfig | None = None) -> CheckResult:
     and on a warning only where the project sets ``lint-warnings = "error"``. With
     ``config``, through the findings cache (lint/cache.py); the row says when."""
     from portkit.build.compile_checks import mlir_reason
-    from portkit.build.signature import signature_findings
-    from portkit.lint.findings import code_findings, op_findings
+    from portkit.lint.findings import code_findings, op_findings, twin_findings
 
     t0 = time.perf_counter()
     not_linted = mlir_reason(op)
@@ -191,7 +190,7 @@ def lint_result(op: Op, config: ProjectConfig | None = None) -> CheckResult:
         skip = (Outcome.SKIP, not_linted, 0.0)
         return CheckResult(op.name, "all", "numba", "lint", *skip, stage=Stage.STATIC)
     if config is None:
-        findings, cached = signature_findings(op) + code_findings(op), False
+        findings, cached = twin_findings(op) + code_findings(op), False
     else:
         findings, cached = op_findings(op, config)
     warnings_fail = config is not None and config.lint_warnings_fail

@@ -59,6 +59,17 @@ def test_a_generic_lambda_in_a_twin_is_a_lint_error_naming_its_line(make_project
     assert "struct with a __device__ operator()" in finding["fix"]
 
 
+def test_the_lint_row_without_a_config_reports_it_too(make_project, sources, load_op):
+    """lint_result(op) without a project config (a notebook, a test) takes the twin's
+    findings from the same place as `portkit lint`: it had only the signature check."""
+    from portkit.checking.harness import lint_result
+
+    root = make_project({"gl": (sources.unary_op("gl", reference="lambda x: x * 2"), GENERIC)})
+    _, op = load_op(root, "gl")
+    row = lint_result(op)
+    assert row.failed and "generic lambda" in row.detail
+
+
 def test_a_typed_lambda_is_not_reported(make_project, sources, load_op):
     root = make_project({"tl": (sources.unary_op("tl", reference="lambda x: x * 2"),
                                 TYPED.replace("gl_fwd", "tl_fwd"))})  # fmt: skip
