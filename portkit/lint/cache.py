@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 import portkit.backends.prototype_cache as prototype_cache
 from portkit import cache_files
 from portkit.project.environment import numba_variables
-from portkit.project.imports import prototype_imports
+from portkit.project.imports import is_project_file, prototype_imports
 
 if TYPE_CHECKING:
     from portkit.project.config import ProjectConfig
@@ -123,17 +123,14 @@ def remembered(
 
 
 def _project_modules(root: Path) -> set[str]:
-    """The names of the modules this process has imported from under ``root``, outside
-    portkit itself (hashed whole in the key; an editable install lives in its checkout)
-    and an environment installed there."""
-    prefixes = tuple({str(root.resolve()) + os.sep, os.path.realpath(root) + os.sep})
+    """The names of the project's modules (``is_project_file``) this process imported."""
+    resolved = root.resolve()
+    prefixes = tuple({str(resolved) + os.sep, os.path.realpath(root) + os.sep})
     found = set()
     for name, module in list(sys.modules.items()):
         path = getattr(module, "__file__", None)
         if not path or not os.path.abspath(path).startswith(prefixes):
             continue  # a cheap string test first: thousands of modules are loaded
-        if name.split(".")[0] == "portkit":
-            continue
-        if not any(part in ("site-packages", "dist-packages") for part in Path(path).parts):
+        if is_project_file(Path(path).resolve(), resolved):
             found.add(name)
     return found

@@ -23,6 +23,18 @@ if TYPE_CHECKING:
     from portkit.project.discovery import Op
 
 _INSTALLED = ("site-packages", "dist-packages")
+_PORTKIT = Path(__file__).resolve().parents[1]  # hashed whole where a key needs it
+
+
+def is_project_file(path: Path, root: Path) -> bool:
+    """Whether ``path`` (resolved) is the project's own code: under ``root`` (resolved),
+    outside portkit itself (an editable install lives in its checkout) and outside an
+    environment installed there."""
+    return (
+        path.is_relative_to(root)
+        and not path.is_relative_to(_PORTKIT)
+        and not any(part in _INSTALLED for part in path.parts)
+    )
 
 
 def _module_files(name: str, bases: Sequence[Path]) -> list[Path]:
@@ -69,7 +81,6 @@ def project_imports(prototype: Path, search: Sequence[Path], root: Path) -> list
     """The prototype and every module file under ``root`` it imports, transitively
     (not installed packages, not portkit itself), sorted."""
     root = root.resolve()
-    own = Path(__file__).resolve().parents[1]
     seen: set[Path] = set()
     queue = [prototype.resolve()]
     while queue:
@@ -85,12 +96,9 @@ def project_imports(prototype: Path, search: Sequence[Path], root: Path) -> list
             bases = [anchor] if anchor is not None else list(search)
             for found in _module_files(name, bases):
                 resolved = found.resolve()
-                inside = resolved.is_relative_to(root) and not resolved.is_relative_to(own)
-                if inside and not any(p in _INSTALLED for p in resolved.parts):
+                if is_project_file(resolved, root):
                     queue.append(resolved)
     return sorted(seen)
-
-
 
 def prototype_imports(op: Op, config: ProjectConfig) -> list[Path]:
     """``project_imports`` of the op's prototype, searched from the project root, the
